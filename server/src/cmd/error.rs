@@ -1,0 +1,102 @@
+//! Every error text the server sends, each spelled once, exactly as Redis 7.0
+//! spells it. Replies carry the code (`ERR`, `WRONGTYPE`, ...) as the first word.
+
+/// `ERR syntax error`
+pub const SYNTAX: &str = "ERR syntax error";
+/// Argument not a 64-bit signed integer.
+pub const NOT_INTEGER: &str = "ERR value is not an integer or out of range";
+/// Argument not a float.
+pub const NOT_FLOAT: &str = "ERR value is not a valid float";
+/// INCR family overflow.
+pub const OVERFLOW: &str = "ERR increment or decrement would overflow";
+/// INCRBYFLOAT producing NaN or infinity.
+pub const NAN_OR_INFINITY: &str = "ERR increment would produce NaN or Infinity";
+/// Operation on a key of another type.
+pub const WRONGTYPE: &str = "WRONGTYPE Operation against a key holding the wrong kind of value";
+/// RENAME of a missing key.
+pub const NO_SUCH_KEY: &str = "ERR no such key";
+/// SELECT / MOVE / SWAPDB / COPY DB outside 0..databases.
+pub const DB_INDEX_OUT_OF_RANGE: &str = "ERR DB index is out of range";
+/// noeviction refusal.
+pub const OOM: &str = "OOM command not allowed when used memory > 'maxmemory'.";
+/// A command before AUTH on a password-protected server.
+pub const NOAUTH: &str = "NOAUTH Authentication required.";
+/// AUTH with a wrong password.
+pub const WRONGPASS: &str = "WRONGPASS invalid username-password pair or user is disabled.";
+/// AUTH when no password is configured.
+pub const AUTH_NOT_CONFIGURED: &str = "ERR AUTH <password> called without any password configured for the default user. Are you sure your configuration is correct?";
+/// Connection refused past maxclients.
+pub const MAX_CLIENTS: &str = "ERR max number of clients reached";
+/// A value past proto-max-bulk-len (SETRANGE, APPEND).
+pub const STRING_TOO_LONG: &str = "ERR string exceeds maximum allowed size (proto-max-bulk-len)";
+/// SETRANGE with a negative offset.
+pub const OFFSET_OUT_OF_RANGE: &str = "ERR offset is out of range";
+/// EXPIRE NX combined with XX/GT/LT.
+pub const NX_XX_GT_LT: &str = "ERR NX and XX, GT or LT options at the same time are not compatible";
+/// EXPIRE GT with LT.
+pub const GT_LT: &str = "ERR GT and LT options at the same time are not compatible";
+/// SWAPDB with a bad index.
+pub const INVALID_FIRST_DB: &str = "ERR invalid first DB index";
+/// SWAPDB with a bad index.
+pub const INVALID_SECOND_DB: &str = "ERR invalid second DB index";
+/// RENAME/COPY with the same source and destination.
+pub const SAME_OBJECT: &str = "ERR source and destination objects are the same";
+/// SCAN with a cursor that is not a number.
+pub const INVALID_CURSOR: &str = "ERR invalid cursor";
+/// HELLO with an unsupported protocol version.
+pub const NOPROTO: &str = "NOPROTO unsupported protocol version";
+/// CLIENT KILL that matched nobody.
+pub const NO_SUCH_CLIENT: &str = "ERR No such client";
+/// CONFIG SET of a value that does not parse.
+pub const CLIENT_NAME_SPACES: &str =
+    "ERR Client names cannot contain spaces, newlines or special characters.";
+/// GETEX with PERSIST combined with an expiry.
+pub const TIMEOUT_NEGATIVE: &str = "ERR timeout is negative";
+
+/// `ERR wrong number of arguments for '<name>' command`.
+pub fn wrong_arity(full_name: &str) -> String {
+    format!("ERR wrong number of arguments for '{full_name}' command")
+}
+
+/// `ERR invalid expire time in '<name>' command`.
+pub fn invalid_expire(command: &str) -> String {
+    format!("ERR invalid expire time in '{command}' command")
+}
+
+/// Redis shows client-supplied text in errors with newlines blanked out so the
+/// error stays one line.
+pub fn sanitize(text: &[u8], max: usize) -> String {
+    let shown = &text[..text.len().min(max)];
+    String::from_utf8_lossy(shown)
+        .chars()
+        .map(|c| if c == '\r' || c == '\n' { ' ' } else { c })
+        .collect()
+}
+
+/// `ERR unknown command '<name>', with args beginning with: '<a>' '<b>' `.
+pub fn unknown_command(argv: &[&[u8]]) -> String {
+    let mut args = String::new();
+    for arg in &argv[1..] {
+        if args.len() >= 128 {
+            break;
+        }
+        let room = 128 - args.len();
+        args.push('\'');
+        args.push_str(&sanitize(arg, room));
+        args.push_str("' ");
+    }
+    format!(
+        "ERR unknown command '{}', with args beginning with: {}",
+        sanitize(argv[0], 128),
+        args
+    )
+}
+
+/// `ERR unknown subcommand '<sub>'. Try <CMD> HELP.`
+pub fn unknown_subcommand(command: &[u8], sub: &[u8]) -> String {
+    format!(
+        "ERR unknown subcommand '{}'. Try {} HELP.",
+        sanitize(sub, 128),
+        String::from_utf8_lossy(command).to_uppercase()
+    )
+}

@@ -1,0 +1,624 @@
+//! Keyspace commands: deletion, TTLs, renaming, iteration, databases.
+
+use super::args::{glob_match, int_arg, is};
+use super::error;
+use super::string::value_bytes;
+use super::Ctx;
+use crate::resp::Reply;
+use crate::store::{Entry, KeyRef, ShardData, Store, ValueRef};
+use parking_lot::MutexGuard;
+
+/// The name TYPE reports for an entry.
+pub fn type_name(_entry: &Entry) -> &'static str {
+    "string"
+}
+
+/// DEL key [key ...] (and UNLINK: memory is freed at once either way, the
+/// entries are small and freeing them never blocks on I/O).
+pub fn del(ctx: &mut Ctx<'_>, argv: &[&[u8]]) -> Reply {
+    let keys: Vec<_> = argv[1..].iter().map(|k| ctx.key(k)).collect();
+    let mut locked = ctx.db().lock_keys(&keys);
+    let removed = keys
+        .iter()
+        .filter(|key| locked.shard(**key).remove(**key, ctx.now_ms).is_some())
+        .count();
+    Reply::Int(removed as i64)
+}
+
+/// EXISTS key [key ...]; a key named twice counts twice.
+pub fn exists(ctx: &mut Ctx<'_>, argv: &[&[u8]]) -> Reply {
+    let keys: Vec<_> = argv[1..].iter().map(|k| ctx.key(k)).collect();
+    let mut locked = ctx.db().lock_keys(&keys);
+    let found = keys
+        .iter()
+        .filter(|key| locked.shard(**key).contains(**key, ctx.now_ms))
+        .count();
+    Reply::Int(found as i64)
+}
+
+/// TOUCH key [key ...]
+pub fn touch(ctx: &mut Ctx<'_>, argv: &[&[u8]]) -> Reply {
+    exists(ctx, argv)
+}
+
+#[derive(Default)]
+struct ExpireFlags {
+    nx: bool,
+    xx: bool,
+    gt: bool,
+    lt: bool,
+}
+
+fn parse_expire_flags(options: &[&[u8]]) -> Result<ExpireFlags, Reply> {
+    let mut flags = ExpireFlags::default();
+    for opt in options {
+        if is(opt, "nx") {
+            flags.nx = true;
+        } else if is(opt, "xx") {
+            flags.xx = true;
+        } else if is(opt, "gt") {
+            flags.gt = true;
+        } else if is(opt, "lt") {
+            flags.lt = true;
+        } else {
+            return Err(Reply::error(format!(
+                "ERR Unsupported option {}",
+                String::from_utf8_lossy(opt)
+            )));
+        }
+    }
+    if flags.nx && (flags.xx || flags.gt || flags.lt) {
+        return Err(Reply::error(error::NX_XX_GT_LT));
+    }
+    if flags.gt && flags.lt {
+        return Err(Reply::error(error::GT_LT));
+    }
+    Ok(flags)
+}
+
+/// The four EXPIRE commands differ in unit and base time only.
+fn expire_generic(ctx: &mut Ctx<'_>, argv: &[&[u8]], seconds: bool, relative: bool) -> Reply {
+    let flags = match parse_expire_flags(&argv[3..]) {
+        Ok(flags) => flags,
+        Err(reply) => return reply,
+    };
+    let mut when = match int_arg(argv[2]) {
+        Ok(n) => n,
+        Err(reply) => return reply,
+    };
+    let name = String::from_utf8_lossy(argv[0]).to_ascii_lowercase();
+    let invalid = || Reply::error(error::invalid_expire(&name));
+    if seconds {
+        if !(i64::MIN / 1000..=i64::MAX / 1000).contains(&when) {
+            return invalid();
+        }
+        when *= 1000;
+    }
+    let base = if relative { ctx.now_ms as i64 } else { 0 };
+    if when > i64::MAX - base {
+        return invalid();
+    }
+    when += base;
+    let key = ctx.key(argv[1]);
+    let mut shard = ctx.db().lock_for(key);
+    let Some(mut entry) = shard.get_mut(key, ctx.now_ms) else {
+        return Reply::Int(0);
+    };
+    let current = entry.expire_at();
+    let refused = (flags.nx && current != 0)
+        || (flags.xx && current == 0)
+        || (flags.gt && (current == 0 || when <= current as i64))
+        || (flags.lt && current != 0 && when >= current as i64);
+    if refused {
+        return Reply::Int(0);
+    }
+    if when <= ctx.now_ms as i64 {
+        drop(entry);
+        shard.remove(key, ctx.now_ms);
+    } else {
+        entry.set_expire_at(when as u64);
+    }
+    Reply::Int(1)
+}
+
+/// EXPIRE key seconds [NX | XX | GT | LT]
+pub fn expire(ctx: &mut Ctx<'_>, argv: &[&[u8]]) -> Reply {
+    expire_generic(ctx, argv, true, true)
+}
+
+/// PEXPIRE key milliseconds [NX | XX | GT | LT]
+pub fn pexpire(ctx: &mut Ctx<'_>, argv: &[&[u8]]) -> Reply {
+    expire_generic(ctx, argv, false, true)
+}
+
+/// EXPIREAT key unix-time-seconds [NX | XX | GT | LT]
+pub fn expireat(ctx: &mut Ctx<'_>, argv: &[&[u8]]) -> Reply {
+    expire_generic(ctx, argv, true, false)
+}
+
+/// PEXPIREAT key unix-time-milliseconds [NX | XX | GT | LT]
+pub fn pexpireat(ctx: &mut Ctx<'_>, argv: &[&[u8]]) -> Reply {
+    expire_generic(ctx, argv, false, false)
+}
+
+/// TTL, PTTL, EXPIRETIME and PEXPIRETIME: -2 for a missing key, -1 for no deadline.
+fn ttl_generic(ctx: &mut Ctx<'_>, argv: &[&[u8]], millis: bool, absolute: bool) -> Reply {
+    let key = ctx.key(argv[1]);
+    let mut shard = ctx.db().lock_for(key);
+    let Some(entry) = shard.get(key, ctx.now_ms) else {
+        return Reply::Int(-2);
+    };
+    let at = entry.expire_at();
+    if at == 0 {
+        return Reply::Int(-1);
+    }
+    let ms = if absolute {
+        at as i64
+    } else {
+        (at as i64 - ctx.now_ms as i64).max(0)
+    };
+    Reply::Int(if millis { ms } else { (ms + 500) / 1000 })
+}
+
+/// TTL key
+pub fn ttl(ctx: &mut Ctx<'_>, argv: &[&[u8]]) -> Reply {
+    ttl_generic(ctx, argv, false, false)
+}
+
+/// PTTL key
+pub fn pttl(ctx: &mut Ctx<'_>, argv: &[&[u8]]) -> Reply {
+    ttl_generic(ctx, argv, true, false)
+}
+
+/// EXPIRETIME key
+pub fn expiretime(ctx: &mut Ctx<'_>, argv: &[&[u8]]) -> Reply {
+    ttl_generic(ctx, argv, false, true)
+}
+
+/// PEXPIRETIME key
+pub fn pexpiretime(ctx: &mut Ctx<'_>, argv: &[&[u8]]) -> Reply {
+    ttl_generic(ctx, argv, true, true)
+}
+
+/// PERSIST key
+pub fn persist(ctx: &mut Ctx<'_>, argv: &[&[u8]]) -> Reply {
+    let key = ctx.key(argv[1]);
+    let mut shard = ctx.db().lock_for(key);
+    let reply = match shard.get_mut(key, ctx.now_ms) {
+        Some(mut entry) if entry.expire_at() != 0 => {
+            entry.set_expire_at(0);
+            Reply::Int(1)
+        }
+        _ => Reply::Int(0),
+    };
+    reply
+}
+
+/// TYPE key
+pub fn type_of(ctx: &mut Ctx<'_>, argv: &[&[u8]]) -> Reply {
+    let key = ctx.key(argv[1]);
+    let mut shard = ctx.db().lock_for(key);
+    match shard.get(key, ctx.now_ms) {
+        Some(entry) => Reply::status(type_name(entry)),
+        None => Reply::status("none"),
+    }
+}
+
+/// Copies an entry's value and deadline out so it can be written under
+/// another key (possibly in another shard or database).
+struct Detached {
+    value: Vec<u8>,
+    int: Option<i64>,
+    expire_at: u64,
+}
+
+impl Detached {
+    fn of(entry: &Entry) -> Detached {
+        let (value, int) = match entry.value() {
+            ValueRef::Int(n) => (Vec::new(), Some(n)),
+            v @ ValueRef::Str(_) => (value_bytes(v), None),
+        };
+        Detached {
+            value,
+            int,
+            expire_at: entry.expire_at(),
+        }
+    }
+
+    fn value(&self) -> ValueRef<'_> {
+        match self.int {
+            Some(n) => ValueRef::Int(n),
+            None => ValueRef::Str(&self.value),
+        }
+    }
+}
+
+fn rename_generic(ctx: &mut Ctx<'_>, argv: &[&[u8]], only_if_absent: bool) -> Reply {
+    let (src, dst) = (ctx.key(argv[1]), ctx.key(argv[2]));
+    let mut locked = ctx.db().lock_keys(&[src, dst]);
+    let Some(moved) = locked.shard(src).get(src, ctx.now_ms).map(Detached::of) else {
+        return Reply::error(error::NO_SUCH_KEY);
+    };
+    if argv[1] == argv[2] {
+        return if only_if_absent {
+            Reply::Int(0)
+        } else {
+            Reply::Ok
+        };
+    }
+    if only_if_absent && locked.shard(dst).contains(dst, ctx.now_ms) {
+        return Reply::Int(0);
+    }
+    locked.shard(src).remove(src, ctx.now_ms);
+    locked
+        .shard(dst)
+        .set(dst, moved.value(), moved.expire_at, ctx.now_ms);
+    if only_if_absent {
+        Reply::Int(1)
+    } else {
+        Reply::Ok
+    }
+}
+
+/// RENAME key newkey
+pub fn rename(ctx: &mut Ctx<'_>, argv: &[&[u8]]) -> Reply {
+    rename_generic(ctx, argv, false)
+}
+
+/// RENAMENX key newkey
+pub fn renamenx(ctx: &mut Ctx<'_>, argv: &[&[u8]]) -> Reply {
+    rename_generic(ctx, argv, true)
+}
+
+fn db_index(ctx: &Ctx<'_>, arg: &[u8]) -> Result<usize, Reply> {
+    let index = int_arg(arg)?;
+    if index < 0 || index as usize >= ctx.shared.store.databases() {
+        return Err(Reply::error(error::DB_INDEX_OUT_OF_RANGE));
+    }
+    Ok(index as usize)
+}
+
+/// The shards holding a source and a destination key, possibly in different
+/// databases, possibly the same shard.
+enum TwoShards<'a> {
+    Same(MutexGuard<'a, ShardData>),
+    Apart {
+        src: MutexGuard<'a, ShardData>,
+        dst: MutexGuard<'a, ShardData>,
+    },
+}
+
+impl TwoShards<'_> {
+    fn src(&mut self) -> &mut ShardData {
+        match self {
+            TwoShards::Same(shard) => shard,
+            TwoShards::Apart { src, .. } => src,
+        }
+    }
+
+    fn dst(&mut self) -> &mut ShardData {
+        match self {
+            TwoShards::Same(shard) => shard,
+            TwoShards::Apart { dst, .. } => dst,
+        }
+    }
+}
+
+/// Locks the shards of `src` in database `src_db` and `dst` in `dst_db` in the
+/// global order (database, then shard).
+fn lock_two<'a>(
+    store: &'a Store,
+    src_db: usize,
+    src: KeyRef<'_>,
+    dst_db: usize,
+    dst: KeyRef<'_>,
+) -> TwoShards<'a> {
+    let (a, b) = (store.db(src_db), store.db(dst_db));
+    let (sa, sb) = (a.shard_of(src), b.shard_of(dst));
+    if (src_db, sa) == (dst_db, sb) {
+        TwoShards::Same(a.lock_shard(sa))
+    } else if (src_db, sa) < (dst_db, sb) {
+        let src = a.lock_shard(sa);
+        let dst = b.lock_shard(sb);
+        TwoShards::Apart { src, dst }
+    } else {
+        let dst = b.lock_shard(sb);
+        let src = a.lock_shard(sa);
+        TwoShards::Apart { src, dst }
+    }
+}
+
+/// COPY source destination [DB destination-db] [REPLACE]
+pub fn copy(ctx: &mut Ctx<'_>, argv: &[&[u8]]) -> Reply {
+    let mut replace = false;
+    let mut dst_db = ctx.client.db;
+    let mut i = 3;
+    while i < argv.len() {
+        if is(argv[i], "replace") {
+            replace = true;
+        } else if is(argv[i], "db") && i + 1 < argv.len() {
+            dst_db = match db_index(ctx, argv[i + 1]) {
+                Ok(db) => db,
+                Err(reply) => return reply,
+            };
+            i += 1;
+        } else {
+            return Reply::error(error::SYNTAX);
+        }
+        i += 1;
+    }
+    let src_db = ctx.client.db;
+    if src_db == dst_db && argv[1] == argv[2] {
+        return Reply::error(error::SAME_OBJECT);
+    }
+    let (src, dst) = (ctx.key(argv[1]), ctx.key(argv[2]));
+    let now = ctx.now_ms;
+    let mut shards = lock_two(&ctx.shared.store, src_db, src, dst_db, dst);
+    let Some(copied) = shards.src().get(src, now).map(Detached::of) else {
+        return Reply::Int(0);
+    };
+    if shards.dst().contains(dst, now) && !replace {
+        return Reply::Int(0);
+    }
+    shards.dst().set(dst, copied.value(), copied.expire_at, now);
+    Reply::Int(1)
+}
+
+/// MOVE key db
+pub fn move_key(ctx: &mut Ctx<'_>, argv: &[&[u8]]) -> Reply {
+    let dst_db = match db_index(ctx, argv[2]) {
+        Ok(db) => db,
+        Err(reply) => return reply,
+    };
+    let src_db = ctx.client.db;
+    if src_db == dst_db {
+        return Reply::error(error::SAME_OBJECT);
+    }
+    let key = ctx.key(argv[1]);
+    let now = ctx.now_ms;
+    let mut shards = lock_two(&ctx.shared.store, src_db, key, dst_db, key);
+    let Some(moved) = shards.src().get(key, now).map(Detached::of) else {
+        return Reply::Int(0);
+    };
+    if shards.dst().contains(key, now) {
+        return Reply::Int(0);
+    }
+    shards.src().remove(key, now);
+    shards.dst().set(key, moved.value(), moved.expire_at, now);
+    Reply::Int(1)
+}
+
+/// KEYS pattern
+pub fn keys(ctx: &mut Ctx<'_>, argv: &[&[u8]]) -> Reply {
+    let pattern = argv[1];
+    let match_all = pattern == b"*";
+    let db = ctx.db();
+    let mut out = Vec::new();
+    for index in 0..db.shard_count() {
+        let shard = db.lock_shard(index);
+        out.extend(
+            shard
+                .iter_live(ctx.now_ms)
+                .filter(|e| match_all || glob_match(pattern, e.key(), false))
+                .map(|e| Reply::bulk(e.key())),
+        );
+    }
+    Reply::Array(out)
+}
+
+/// A SCAN cursor: which shard, which bucket in it, and the shard's layout
+/// epoch when the cursor was issued (see `ShardData::scan`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct ScanCursor {
+    shard: usize,
+    position: usize,
+    epoch: u32,
+}
+
+impl ScanCursor {
+    fn decode(cursor: u64) -> ScanCursor {
+        ScanCursor {
+            shard: (cursor & 0xFFFF) as usize,
+            position: ((cursor >> 16) & 0xFFFF_FFFF) as usize,
+            epoch: (cursor >> 48) as u32,
+        }
+    }
+
+    fn encode(self) -> u64 {
+        ((self.epoch as u64 & 0xFFFF) << 48)
+            | ((self.position as u64 & 0xFFFF_FFFF) << 16)
+            | (self.shard as u64 & 0xFFFF)
+    }
+}
+
+/// Parses a cursor as Redis's parseScanCursorOrReply: an unsigned decimal.
+fn parse_cursor(arg: &[u8]) -> Option<u64> {
+    if arg.is_empty() || !arg.iter().all(u8::is_ascii_digit) {
+        return None;
+    }
+    std::str::from_utf8(arg).ok()?.parse().ok()
+}
+
+/// SCAN cursor [MATCH pattern] [COUNT count] [TYPE type]
+pub fn scan(ctx: &mut Ctx<'_>, argv: &[&[u8]]) -> Reply {
+    let Some(cursor) = parse_cursor(argv[1]) else {
+        return Reply::error(error::INVALID_CURSOR);
+    };
+    let mut count = 10usize;
+    let mut pattern: Option<&[u8]> = None;
+    let mut type_filter: Option<&[u8]> = None;
+    let mut i = 2;
+    while i < argv.len() {
+        let remaining = argv.len() - i;
+        if is(argv[i], "count") && remaining >= 2 {
+            match int_arg(argv[i + 1]) {
+                Ok(n) if n >= 1 => count = n as usize,
+                Ok(_) => return Reply::error(error::SYNTAX),
+                Err(reply) => return reply,
+            }
+        } else if is(argv[i], "match") && remaining >= 2 {
+            pattern = Some(argv[i + 1]).filter(|p| *p != b"*");
+        } else if is(argv[i], "type") && remaining >= 2 {
+            type_filter = Some(argv[i + 1]);
+        } else {
+            return Reply::error(error::SYNTAX);
+        }
+        i += 2;
+    }
+    let db = ctx.db();
+    let mut at = ScanCursor::decode(cursor);
+    let mut keys = Vec::new();
+    let keep = |entry: &Entry| {
+        pattern.is_none_or(|p| glob_match(p, entry.key(), false))
+            && type_filter.is_none_or(|t| t.eq_ignore_ascii_case(type_name(entry).as_bytes()))
+    };
+    let next = loop {
+        if at.shard >= db.shard_count() {
+            break 0;
+        }
+        let shard = db.lock_shard(at.shard);
+        let before = keys.len();
+        let budget = count.saturating_sub(before).max(1);
+        let (position, epoch) =
+            shard.scan(at.position, at.epoch, budget, ctx.now_ms, keep, &mut keys);
+        drop(shard);
+        match position {
+            Some(position) => {
+                break ScanCursor {
+                    shard: at.shard,
+                    position,
+                    epoch,
+                }
+                .encode()
+            }
+            None => {
+                at = ScanCursor {
+                    shard: at.shard + 1,
+                    position: 0,
+                    epoch: 0,
+                };
+                if keys.len() >= count {
+                    break if at.shard >= db.shard_count() {
+                        0
+                    } else {
+                        at.encode()
+                    };
+                }
+            }
+        }
+    };
+    Reply::Array(vec![
+        Reply::Bulk(next.to_string().into_bytes()),
+        Reply::Array(keys.into_iter().map(Reply::Bulk).collect()),
+    ])
+}
+
+/// RANDOMKEY
+pub fn randomkey(ctx: &mut Ctx<'_>, _argv: &[&[u8]]) -> Reply {
+    let db = ctx.db();
+    let shards = db.shard_count();
+    let seed = crate::util::random_u64() as usize;
+    for offset in 0..shards {
+        let shard = db.lock_shard((seed + offset) % shards);
+        if let Some(entry) = shard.random_entry(seed >> 16, ctx.now_ms) {
+            return Reply::bulk(entry.key());
+        }
+    }
+    Reply::Nil
+}
+
+/// DBSIZE
+pub fn dbsize(ctx: &mut Ctx<'_>, _argv: &[&[u8]]) -> Reply {
+    Reply::Int(ctx.db().len() as i64)
+}
+
+/// FLUSHDB and FLUSHALL accept an optional SYNC or ASYNC; both free at once.
+fn flush_mode_ok(argv: &[&[u8]]) -> bool {
+    match argv.len() {
+        1 => true,
+        2 => is(argv[1], "sync") || is(argv[1], "async"),
+        _ => false,
+    }
+}
+
+/// FLUSHDB [ASYNC | SYNC]
+pub fn flushdb(ctx: &mut Ctx<'_>, argv: &[&[u8]]) -> Reply {
+    if !flush_mode_ok(argv) {
+        return Reply::error(error::SYNTAX);
+    }
+    for shard in ctx.db().lock_all().shards() {
+        shard.clear();
+    }
+    Reply::Ok
+}
+
+/// FLUSHALL [ASYNC | SYNC]
+pub fn flushall(ctx: &mut Ctx<'_>, argv: &[&[u8]]) -> Reply {
+    if !flush_mode_ok(argv) {
+        return Reply::error(error::SYNTAX);
+    }
+    let store = &ctx.shared.store;
+    for index in 0..store.databases() {
+        for shard in store.db(index).lock_all().shards() {
+            shard.clear();
+        }
+    }
+    Reply::Ok
+}
+
+/// SELECT index
+pub fn select(ctx: &mut Ctx<'_>, argv: &[&[u8]]) -> Reply {
+    match db_index(ctx, argv[1]) {
+        Ok(index) => {
+            ctx.client.db = index;
+            ctx.client
+                .info
+                .db
+                .store(index, std::sync::atomic::Ordering::Relaxed);
+            Reply::Ok
+        }
+        Err(reply) => reply,
+    }
+}
+
+/// SWAPDB index1 index2
+pub fn swapdb(ctx: &mut Ctx<'_>, argv: &[&[u8]]) -> Reply {
+    let databases = ctx.shared.store.databases() as i64;
+    let Some(a) = super::args::parse_i64(argv[1]) else {
+        return Reply::error(error::INVALID_FIRST_DB);
+    };
+    let Some(b) = super::args::parse_i64(argv[2]) else {
+        return Reply::error(error::INVALID_SECOND_DB);
+    };
+    if !(0..databases).contains(&a) || !(0..databases).contains(&b) {
+        return Reply::error(error::DB_INDEX_OUT_OF_RANGE);
+    }
+    ctx.shared.store.swap_dbs(a as usize, b as usize);
+    Reply::Ok
+}
+
+/// OBJECT ENCODING key
+pub fn object_encoding(ctx: &mut Ctx<'_>, argv: &[&[u8]]) -> Reply {
+    let key = ctx.key(argv[2]);
+    let mut shard = ctx.db().lock_for(key);
+    match shard.get(key, ctx.now_ms).map(|e| e.value()) {
+        Some(ValueRef::Int(_)) => Reply::bulk(b"int"),
+        // Redis keeps strings of up to 44 bytes in one allocation with their
+        // object header ("embstr"); longer ones are "raw".
+        Some(ValueRef::Str(bytes)) if bytes.len() <= 44 => Reply::bulk(b"embstr"),
+        Some(ValueRef::Str(_)) => Reply::bulk(b"raw"),
+        None => Reply::Nil,
+    }
+}
+
+/// OBJECT HELP
+pub fn object_help(_ctx: &mut Ctx<'_>, _argv: &[&[u8]]) -> Reply {
+    super::server::help_reply(
+        "OBJECT",
+        &[
+            "ENCODING <key>",
+            "    Return the kind of internal representation used in order to store the value",
+            "    associated with a <key>.",
+        ],
+    )
+}

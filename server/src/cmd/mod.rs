@@ -1,0 +1,237 @@
+//! Commands: the table, the dispatcher and one file per command family.
+//!
+//! Handlers are plain synchronous functions `fn(&mut Ctx, &[&[u8]]) -> Reply`.
+//! They see the arguments (argv[0] is the command name) and the shared state,
+//! never a socket, so the connection loop, MULTI/EXEC and scripts can all run
+//! the same code. Arity, authentication and the maxmemory check happen once,
+//! in [`dispatch`], from the table; handlers never count their arguments
+//! against the arity.
+
+pub mod args;
+pub mod connection;
+pub mod error;
+pub mod keys;
+pub mod server;
+pub mod string;
+pub mod table;
+
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use crate::resp::{Protocol, Reply};
+use crate::state::{ClientInfo, Shared};
+use crate::store::{Db, KeyRef};
+use table::{flags, registry, Command};
+
+/// A connection's own state, owned by its connection task.
+pub struct ClientState {
+    /// What other connections may see of this client.
+    pub info: Arc<ClientInfo>,
+    /// Selected database.
+    pub db: usize,
+    /// Protocol version.
+    pub proto: Protocol,
+    /// True once AUTH succeeded, or when no password is required.
+    pub authenticated: bool,
+    /// QUIT: close once this reply is written.
+    pub close_after_reply: bool,
+    /// DEBUG SLEEP: pause this connection before reading further.
+    pub sleep: Option<Duration>,
+    /// Statistics gathered during one read batch, flushed once per batch so
+    /// that workers do not contend on shared counters for every command.
+    pub batch: BatchStats,
+}
+
+impl ClientState {
+    /// A client that has just connected.
+    pub fn new(info: Arc<ClientInfo>, authenticated: bool) -> ClientState {
+        ClientState {
+            info,
+            db: 0,
+            proto: Protocol::Resp2,
+            authenticated,
+            close_after_reply: false,
+            sleep: None,
+            batch: BatchStats::default(),
+        }
+    }
+}
+
+/// Per-command counters of one batch: (command index, calls, usec, failed, rejected).
+#[derive(Default)]
+pub struct BatchStats {
+    commands: Vec<(usize, u64, u64, u64, u64)>,
+    /// Keyspace hits.
+    pub hits: u64,
+    /// Keyspace misses.
+    pub misses: u64,
+    /// Error replies.
+    pub errors: u64,
+}
+
+impl BatchStats {
+    fn slot(&mut self, index: usize) -> &mut (usize, u64, u64, u64, u64) {
+        let at = match self.commands.iter().position(|c| c.0 == index) {
+            Some(at) => at,
+            None => {
+                self.commands.push((index, 0, 0, 0, 0));
+                self.commands.len() - 1
+            }
+        };
+        &mut self.commands[at]
+    }
+
+    /// Adds the batch to the server's counters and starts a new batch.
+    pub fn flush(&mut self, shared: &Shared) {
+        let stats = &shared.stats;
+        let mut processed = 0;
+        for (index, calls, usec, failed, rejected) in self.commands.drain(..) {
+            let c = &stats.commands[index];
+            if calls != 0 {
+                c.calls.fetch_add(calls, Ordering::Relaxed);
+                c.usec.fetch_add(usec, Ordering::Relaxed);
+            }
+            if failed != 0 {
+                c.failed_calls.fetch_add(failed, Ordering::Relaxed);
+            }
+            if rejected != 0 {
+                c.rejected_calls.fetch_add(rejected, Ordering::Relaxed);
+            }
+            processed += calls;
+        }
+        stats
+            .commands_processed
+            .fetch_add(processed, Ordering::Relaxed);
+        for (counter, value) in [
+            (&stats.keyspace_hits, &mut self.hits),
+            (&stats.keyspace_misses, &mut self.misses),
+            (&stats.total_error_replies, &mut self.errors),
+        ] {
+            if *value != 0 {
+                counter.fetch_add(*value, Ordering::Relaxed);
+                *value = 0;
+            }
+        }
+    }
+}
+
+/// What a handler can reach.
+pub struct Ctx<'a> {
+    /// Server-wide state.
+    pub shared: &'a Shared,
+    /// The calling client.
+    pub client: &'a mut ClientState,
+    /// The time this command runs at, read once per batch from the server clock.
+    pub now_ms: u64,
+}
+
+impl<'a> Ctx<'a> {
+    /// The selected database.
+    pub fn db(&self) -> &'a Db {
+        self.shared.store.db(self.client.db)
+    }
+
+    /// Hashes a key for lookup.
+    #[inline]
+    pub fn key<'k>(&self, bytes: &'k [u8]) -> KeyRef<'k> {
+        self.shared.store.key(bytes)
+    }
+
+    /// Counts a keyspace lookup for INFO's keyspace_hits / keyspace_misses.
+    #[inline]
+    pub fn count_lookup(&mut self, hit: bool) {
+        if hit {
+            self.client.batch.hits += 1;
+        } else {
+            self.client.batch.misses += 1;
+        }
+    }
+}
+
+/// Resolves argv to a table row and its stats index: the command, or its
+/// subcommand for container commands such as CONFIG. Errors are the replies
+/// Redis gives.
+pub fn resolve(argv: &[&[u8]]) -> Result<&'static Command, Reply> {
+    resolve_indexed(argv).map(|(_, command)| command)
+}
+
+fn resolve_indexed(argv: &[&[u8]]) -> Result<(usize, &'static Command), Reply> {
+    let registry = registry();
+    let Some(index) = registry.index_of(argv[0]) else {
+        return Err(Reply::error(error::unknown_command(argv)));
+    };
+    let Some(command) = registry.lookup(argv[0]) else {
+        // A full `container|sub` name typed as a command is unknown, as in Redis.
+        return Err(Reply::error(error::unknown_command(argv)));
+    };
+    if command.subcommands.is_empty() || argv.len() < 2 {
+        return Ok((index, command));
+    }
+    let mut full = Vec::with_capacity(command.name.len() + 1 + argv[1].len());
+    full.extend_from_slice(command.name.as_bytes());
+    full.push(b'|');
+    full.extend_from_slice(argv[1]);
+    match registry.index_of(&full) {
+        Some(index) => Ok((index, registry.lookup_full(&full).expect("indexed"))),
+        None => Err(Reply::error(error::unknown_subcommand(argv[0], argv[1]))),
+    }
+}
+
+/// True when `argc` satisfies `arity` (negative: at least -arity).
+pub fn arity_ok(arity: i32, argc: usize) -> bool {
+    if arity >= 0 {
+        argc == arity as usize
+    } else {
+        argc >= arity.unsigned_abs() as usize
+    }
+}
+
+/// Runs one command: table lookup, arity, authentication, the maxmemory
+/// check, then the handler, with statistics.
+pub fn dispatch(ctx: &mut Ctx<'_>, argv: &[&[u8]]) -> Reply {
+    let (index, command) = match resolve_indexed(argv) {
+        Ok(found) => found,
+        Err(reply) => {
+            ctx.client.batch.errors += 1;
+            return reply;
+        }
+    };
+    let reply = check_and_call(ctx, index, command, argv);
+    if reply.is_error() {
+        ctx.client.batch.errors += 1;
+    }
+    reply
+}
+
+fn check_and_call(
+    ctx: &mut Ctx<'_>,
+    index: usize,
+    command: &'static Command,
+    argv: &[&[u8]],
+) -> Reply {
+    let rejection = if !arity_ok(command.arity, argv.len()) {
+        Some(Reply::error(error::wrong_arity(command.name)))
+    } else if !ctx.client.authenticated && command.flags & flags::NO_AUTH == 0 {
+        Some(Reply::error(error::NOAUTH))
+    } else if command.flags & flags::DENYOOM != 0 && ctx.shared.over_maxmemory() {
+        Some(Reply::error(error::OOM))
+    } else {
+        None
+    };
+    if let Some(reply) = rejection {
+        ctx.client.batch.slot(index).4 += 1;
+        return reply;
+    }
+    let started = Instant::now();
+    let reply = (command.handler)(ctx, argv);
+    let usec = started.elapsed().as_micros() as u64;
+    let slot = ctx.client.batch.slot(index);
+    slot.1 += 1;
+    slot.2 += usec;
+    if reply.is_error() {
+        slot.3 += 1;
+    }
+    ctx.client.info.last_command.store(index, Ordering::Relaxed);
+    reply
+}

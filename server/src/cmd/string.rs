@@ -1,0 +1,567 @@
+//! String and counter commands: GET SET and friends, the INCR family, ranges.
+
+use super::args::{int_arg, is, parse_i64};
+use super::error;
+use super::Ctx;
+use crate::resp::Reply;
+use crate::store::{Entry, ShardData, ValueRef};
+
+/// The stored form of a string: Redis keeps a string that is the canonical
+/// form of a 64-bit integer as the integer, and so do we (INCR then never
+/// parses or formats text).
+pub fn stored(bytes: &[u8]) -> ValueRef<'_> {
+    match parse_i64(bytes) {
+        Some(n) => ValueRef::Int(n),
+        None => ValueRef::Str(bytes),
+    }
+}
+
+/// The reply for a stored string.
+pub fn reply_value(value: ValueRef<'_>) -> Reply {
+    match value {
+        ValueRef::Int(n) => Reply::BulkInt(n),
+        ValueRef::Str(bytes) => Reply::bulk(bytes),
+    }
+}
+
+/// The string bytes of a value, formatting integers.
+pub fn value_bytes(value: ValueRef<'_>) -> Vec<u8> {
+    match value {
+        ValueRef::Int(n) => itoa::Buffer::new().format(n).as_bytes().to_vec(),
+        ValueRef::Str(bytes) => bytes.to_vec(),
+    }
+}
+
+/// Length of a value's string form.
+fn value_len(value: ValueRef<'_>) -> usize {
+    match value {
+        ValueRef::Int(n) => itoa::Buffer::new().format(n).len(),
+        ValueRef::Str(bytes) => bytes.len(),
+    }
+}
+
+/// The string value of a live entry. Every key is a string until the other
+/// types arrive; this is where a WRONGTYPE check on other types belongs.
+fn string_of(entry: &Entry) -> Result<ValueRef<'_>, Reply> {
+    Ok(entry.value())
+}
+
+/// GET key
+pub fn get(ctx: &mut Ctx<'_>, argv: &[&[u8]]) -> Reply {
+    let key = ctx.key(argv[1]);
+    let mut shard = ctx.db().lock_for(key);
+    let reply = match shard.get(key, ctx.now_ms) {
+        Some(entry) => match string_of(entry) {
+            Ok(value) => reply_value(value),
+            Err(reply) => reply,
+        },
+        None => Reply::Nil,
+    };
+    drop(shard);
+    ctx.count_lookup(reply != Reply::Nil);
+    reply
+}
+
+/// When a write gives a key its deadline.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Deadline {
+    /// Leave it as it is (KEEPTTL, or commands that keep TTLs).
+    Keep,
+    /// Remove it (a plain SET, GETEX PERSIST).
+    Clear,
+    /// Set this absolute unix-ms deadline.
+    At(u64),
+}
+
+/// Options of SET and GETEX, parsed as Redis's parseExtendedStringArgumentsOrReply.
+#[derive(Debug, Default)]
+struct SetOptions {
+    nx: bool,
+    xx: bool,
+    get: bool,
+    keepttl: bool,
+    persist: bool,
+    expire: Option<(ExpireUnit, i64)>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum ExpireUnit {
+    Ex,
+    Px,
+    ExAt,
+    PxAt,
+}
+
+/// Which command's grammar to accept.
+#[derive(PartialEq, Eq)]
+enum SetGrammar {
+    Set,
+    GetEx,
+}
+
+fn parse_set_options(options: &[&[u8]], grammar: SetGrammar) -> Result<SetOptions, Reply> {
+    let mut opts = SetOptions::default();
+    let mut i = 0;
+    while i < options.len() {
+        let opt = options[i];
+        let next = options.get(i + 1);
+        let no_expire = opts.expire.is_none() && !opts.keepttl && !opts.persist;
+        if grammar == SetGrammar::Set && is(opt, "nx") && !opts.xx {
+            opts.nx = true;
+        } else if grammar == SetGrammar::Set && is(opt, "xx") && !opts.nx {
+            opts.xx = true;
+        } else if grammar == SetGrammar::Set && is(opt, "get") {
+            opts.get = true;
+        } else if grammar == SetGrammar::Set && is(opt, "keepttl") && no_expire {
+            opts.keepttl = true;
+        } else if grammar == SetGrammar::GetEx && is(opt, "persist") && no_expire {
+            opts.persist = true;
+        } else if let (Some(value), true) = (next, no_expire) {
+            let unit = if is(opt, "ex") {
+                ExpireUnit::Ex
+            } else if is(opt, "px") {
+                ExpireUnit::Px
+            } else if is(opt, "exat") {
+                ExpireUnit::ExAt
+            } else if is(opt, "pxat") {
+                ExpireUnit::PxAt
+            } else {
+                return Err(Reply::error(error::SYNTAX));
+            };
+            opts.expire = Some((unit, int_arg(value)?));
+            i += 1;
+        } else {
+            return Err(Reply::error(error::SYNTAX));
+        }
+        i += 1;
+    }
+    Ok(opts)
+}
+
+/// Turns an EX/PX/EXAT/PXAT amount into an absolute deadline, refusing what
+/// Redis refuses with `invalid expire time in '<command>' command`.
+fn deadline_of(unit: ExpireUnit, amount: i64, now_ms: u64, command: &str) -> Result<u64, Reply> {
+    let invalid = || Reply::error(error::invalid_expire(command));
+    let seconds = matches!(unit, ExpireUnit::Ex | ExpireUnit::ExAt);
+    if amount <= 0 || (seconds && amount > i64::MAX / 1000) {
+        return Err(invalid());
+    }
+    let mut ms = if seconds { amount * 1000 } else { amount };
+    if matches!(unit, ExpireUnit::Ex | ExpireUnit::Px) {
+        ms = ms.checked_add(now_ms as i64).ok_or_else(invalid)?;
+    }
+    Ok(ms as u64)
+}
+
+/// Writes a string value: replaces the value and applies `deadline`. A deadline
+/// already in the past deletes the key, as Redis does.
+pub fn write_string(
+    shard: &mut ShardData,
+    key: crate::store::KeyRef<'_>,
+    value: &[u8],
+    deadline: Deadline,
+    now_ms: u64,
+) {
+    let expire_at = match deadline {
+        Deadline::At(at) if at <= now_ms => {
+            shard.remove(key, now_ms);
+            return;
+        }
+        Deadline::At(at) => at,
+        Deadline::Clear => 0,
+        Deadline::Keep => shard.get(key, now_ms).map(|e| e.expire_at()).unwrap_or(0),
+    };
+    if let Some(mut entry) = shard.get_mut(key, now_ms) {
+        entry.set_value(stored(value));
+        entry.set_expire_at(expire_at);
+        return;
+    }
+    shard.set(key, stored(value), expire_at, now_ms);
+}
+
+/// SET key value [NX | XX] [GET] [EX seconds | PX milliseconds |
+/// EXAT unix-time-seconds | PXAT unix-time-milliseconds | KEEPTTL]
+pub fn set(ctx: &mut Ctx<'_>, argv: &[&[u8]]) -> Reply {
+    let opts = match parse_set_options(&argv[3..], SetGrammar::Set) {
+        Ok(opts) => opts,
+        Err(reply) => return reply,
+    };
+    let deadline = match opts.expire {
+        Some((unit, amount)) => match deadline_of(unit, amount, ctx.now_ms, "set") {
+            Ok(at) => Deadline::At(at),
+            Err(reply) => return reply,
+        },
+        None if opts.keepttl => Deadline::Keep,
+        None => Deadline::Clear,
+    };
+    let key = ctx.key(argv[1]);
+    let mut shard = ctx.db().lock_for(key);
+    let old = match shard.get(key, ctx.now_ms) {
+        Some(entry) => match string_of(entry) {
+            Ok(value) => Some(reply_value(value)),
+            Err(reply) if opts.get => return reply,
+            Err(_) => Some(Reply::Nil),
+        },
+        None => None,
+    };
+    let found = old.is_some();
+    if (opts.nx && found) || (opts.xx && !found) {
+        return if opts.get {
+            old.unwrap_or(Reply::Nil)
+        } else {
+            Reply::Nil
+        };
+    }
+    write_string(&mut shard, key, argv[2], deadline, ctx.now_ms);
+    if opts.get {
+        old.unwrap_or(Reply::Nil)
+    } else {
+        Reply::Ok
+    }
+}
+
+/// SETNX key value
+pub fn setnx(ctx: &mut Ctx<'_>, argv: &[&[u8]]) -> Reply {
+    let key = ctx.key(argv[1]);
+    let mut shard = ctx.db().lock_for(key);
+    if shard.contains(key, ctx.now_ms) {
+        return Reply::Int(0);
+    }
+    shard.set(key, stored(argv[2]), 0, ctx.now_ms);
+    Reply::Int(1)
+}
+
+fn set_with_expire(ctx: &mut Ctx<'_>, argv: &[&[u8]], unit: ExpireUnit, name: &str) -> Reply {
+    let amount = match int_arg(argv[2]) {
+        Ok(n) => n,
+        Err(reply) => return reply,
+    };
+    let at = match deadline_of(unit, amount, ctx.now_ms, name) {
+        Ok(at) => at,
+        Err(reply) => return reply,
+    };
+    let key = ctx.key(argv[1]);
+    let mut shard = ctx.db().lock_for(key);
+    write_string(&mut shard, key, argv[3], Deadline::At(at), ctx.now_ms);
+    Reply::Ok
+}
+
+/// SETEX key seconds value
+pub fn setex(ctx: &mut Ctx<'_>, argv: &[&[u8]]) -> Reply {
+    set_with_expire(ctx, argv, ExpireUnit::Ex, "setex")
+}
+
+/// PSETEX key milliseconds value
+pub fn psetex(ctx: &mut Ctx<'_>, argv: &[&[u8]]) -> Reply {
+    set_with_expire(ctx, argv, ExpireUnit::Px, "psetex")
+}
+
+/// MGET key [key ...]
+pub fn mget(ctx: &mut Ctx<'_>, argv: &[&[u8]]) -> Reply {
+    let keys: Vec<_> = argv[1..].iter().map(|k| ctx.key(k)).collect();
+    let mut locked = ctx.db().lock_keys(&keys);
+    let mut hits = 0;
+    let values: Vec<Reply> = keys
+        .iter()
+        .map(|key| match locked.shard(*key).get(*key, ctx.now_ms) {
+            Some(entry) => match string_of(entry) {
+                Ok(value) => {
+                    hits += 1;
+                    reply_value(value)
+                }
+                Err(_) => Reply::Nil,
+            },
+            None => Reply::Nil,
+        })
+        .collect();
+    drop(locked);
+    ctx.client.batch.hits += hits;
+    ctx.client.batch.misses += (keys.len() - hits as usize) as u64;
+    Reply::Array(values)
+}
+
+fn mset_generic(ctx: &mut Ctx<'_>, argv: &[&[u8]], only_if_none_exist: bool) -> Reply {
+    if argv.len() % 2 == 0 {
+        return Reply::error(error::wrong_arity(if only_if_none_exist {
+            "msetnx"
+        } else {
+            "mset"
+        }));
+    }
+    let pairs: Vec<_> = argv[1..]
+        .chunks(2)
+        .map(|pair| (ctx.key(pair[0]), pair[1]))
+        .collect();
+    let keys: Vec<_> = pairs.iter().map(|(k, _)| *k).collect();
+    let mut locked = ctx.db().lock_keys(&keys);
+    if only_if_none_exist
+        && keys
+            .iter()
+            .any(|k| locked.shard(*k).contains(*k, ctx.now_ms))
+    {
+        return Reply::Int(0);
+    }
+    for (key, value) in pairs {
+        write_string(locked.shard(key), key, value, Deadline::Clear, ctx.now_ms);
+    }
+    if only_if_none_exist {
+        Reply::Int(1)
+    } else {
+        Reply::Ok
+    }
+}
+
+/// MSET key value [key value ...]
+pub fn mset(ctx: &mut Ctx<'_>, argv: &[&[u8]]) -> Reply {
+    mset_generic(ctx, argv, false)
+}
+
+/// MSETNX key value [key value ...]
+pub fn msetnx(ctx: &mut Ctx<'_>, argv: &[&[u8]]) -> Reply {
+    mset_generic(ctx, argv, true)
+}
+
+/// GETSET key value
+pub fn getset(ctx: &mut Ctx<'_>, argv: &[&[u8]]) -> Reply {
+    let key = ctx.key(argv[1]);
+    let mut shard = ctx.db().lock_for(key);
+    let old = match shard.get(key, ctx.now_ms) {
+        Some(entry) => match string_of(entry) {
+            Ok(value) => reply_value(value),
+            Err(reply) => return reply,
+        },
+        None => Reply::Nil,
+    };
+    write_string(&mut shard, key, argv[2], Deadline::Clear, ctx.now_ms);
+    old
+}
+
+/// GETDEL key
+pub fn getdel(ctx: &mut Ctx<'_>, argv: &[&[u8]]) -> Reply {
+    let key = ctx.key(argv[1]);
+    let mut shard = ctx.db().lock_for(key);
+    let reply = match shard.get(key, ctx.now_ms) {
+        Some(entry) => match string_of(entry) {
+            Ok(value) => reply_value(value),
+            Err(reply) => return reply,
+        },
+        None => return Reply::Nil,
+    };
+    shard.remove(key, ctx.now_ms);
+    reply
+}
+
+/// GETEX key [EX seconds | PX milliseconds | EXAT unix-time-seconds |
+/// PXAT unix-time-milliseconds | PERSIST]
+pub fn getex(ctx: &mut Ctx<'_>, argv: &[&[u8]]) -> Reply {
+    let opts = match parse_set_options(&argv[2..], SetGrammar::GetEx) {
+        Ok(opts) => opts,
+        Err(reply) => return reply,
+    };
+    let deadline = match opts.expire {
+        Some((unit, amount)) => match deadline_of(unit, amount, ctx.now_ms, "getex") {
+            Ok(at) => Deadline::At(at),
+            Err(reply) => return reply,
+        },
+        None if opts.persist => Deadline::Clear,
+        None => Deadline::Keep,
+    };
+    let key = ctx.key(argv[1]);
+    let mut shard = ctx.db().lock_for(key);
+    let Some(mut entry) = shard.get_mut(key, ctx.now_ms) else {
+        return Reply::Nil;
+    };
+    let reply = match string_of(&entry) {
+        Ok(value) => reply_value(value),
+        Err(reply) => return reply,
+    };
+    match deadline {
+        Deadline::Keep => {}
+        Deadline::Clear => entry.set_expire_at(0),
+        Deadline::At(at) if at <= ctx.now_ms => {
+            drop(entry);
+            shard.remove(key, ctx.now_ms);
+        }
+        Deadline::At(at) => entry.set_expire_at(at),
+    }
+    reply
+}
+
+/// Adds `delta` to the integer at `key` (creating it at 0), keeping its TTL.
+fn incr_by(ctx: &mut Ctx<'_>, key: &[u8], delta: i64) -> Reply {
+    let key = ctx.key(key);
+    let mut shard = ctx.db().lock_for(key);
+    if let Some(mut entry) = shard.get_mut(key, ctx.now_ms) {
+        let current = match string_of(&entry) {
+            Ok(ValueRef::Int(n)) => n,
+            Ok(ValueRef::Str(_)) => return Reply::error(error::NOT_INTEGER),
+            Err(reply) => return reply,
+        };
+        let Some(next) = current.checked_add(delta) else {
+            return Reply::error(error::OVERFLOW);
+        };
+        entry.set_value(ValueRef::Int(next));
+        return Reply::Int(next);
+    }
+    shard.set(key, ValueRef::Int(delta), 0, ctx.now_ms);
+    Reply::Int(delta)
+}
+
+/// INCR key
+pub fn incr(ctx: &mut Ctx<'_>, argv: &[&[u8]]) -> Reply {
+    incr_by(ctx, argv[1], 1)
+}
+
+/// DECR key
+pub fn decr(ctx: &mut Ctx<'_>, argv: &[&[u8]]) -> Reply {
+    incr_by(ctx, argv[1], -1)
+}
+
+/// INCRBY key increment
+pub fn incrby(ctx: &mut Ctx<'_>, argv: &[&[u8]]) -> Reply {
+    match int_arg(argv[2]) {
+        Ok(delta) => incr_by(ctx, argv[1], delta),
+        Err(reply) => reply,
+    }
+}
+
+/// DECRBY key decrement
+pub fn decrby(ctx: &mut Ctx<'_>, argv: &[&[u8]]) -> Reply {
+    match int_arg(argv[2]) {
+        Ok(i64::MIN) => Reply::error("ERR decrement would overflow"),
+        Ok(delta) => incr_by(ctx, argv[1], -delta),
+        Err(reply) => reply,
+    }
+}
+
+/// INCRBYFLOAT key increment
+pub fn incrbyfloat(ctx: &mut Ctx<'_>, argv: &[&[u8]]) -> Reply {
+    let key = ctx.key(argv[1]);
+    let mut shard = ctx.db().lock_for(key);
+    let current = match shard.get(key, ctx.now_ms) {
+        Some(entry) => match string_of(entry) {
+            Ok(value) => value_bytes(value),
+            Err(reply) => return reply,
+        },
+        None => b"0".to_vec(),
+    };
+    let sum = match crate::float::add_human(&current, argv[2]) {
+        Ok(text) => text,
+        Err(crate::float::AddError::NotAFloat) => return Reply::error(error::NOT_FLOAT),
+        Err(crate::float::AddError::NanOrInfinity) => return Reply::error(error::NAN_OR_INFINITY),
+    };
+    write_string(&mut shard, key, &sum, Deadline::Keep, ctx.now_ms);
+    Reply::Bulk(sum)
+}
+
+/// APPEND key value
+pub fn append(ctx: &mut Ctx<'_>, argv: &[&[u8]]) -> Reply {
+    let max = ctx.shared.config.read().proto_max_bulk_len;
+    let key = ctx.key(argv[1]);
+    let mut shard = ctx.db().lock_for(key);
+    let mut value = match shard.get(key, ctx.now_ms) {
+        Some(entry) => match string_of(entry) {
+            Ok(value) => value_bytes(value),
+            Err(reply) => return reply,
+        },
+        None => {
+            shard.set(key, stored(argv[2]), 0, ctx.now_ms);
+            return Reply::Int(argv[2].len() as i64);
+        }
+    };
+    if (value.len() + argv[2].len()) as u64 > max {
+        return Reply::error(error::STRING_TOO_LONG);
+    }
+    value.extend_from_slice(argv[2]);
+    write_string(&mut shard, key, &value, Deadline::Keep, ctx.now_ms);
+    Reply::Int(value.len() as i64)
+}
+
+/// STRLEN key
+pub fn strlen(ctx: &mut Ctx<'_>, argv: &[&[u8]]) -> Reply {
+    let key = ctx.key(argv[1]);
+    let mut shard = ctx.db().lock_for(key);
+    match shard.get(key, ctx.now_ms) {
+        Some(entry) => match string_of(entry) {
+            Ok(value) => Reply::Int(value_len(value) as i64),
+            Err(reply) => reply,
+        },
+        None => Reply::Int(0),
+    }
+}
+
+/// GETRANGE key start end
+pub fn getrange(ctx: &mut Ctx<'_>, argv: &[&[u8]]) -> Reply {
+    let (mut start, mut end) = match (int_arg(argv[2]), int_arg(argv[3])) {
+        (Ok(s), Ok(e)) => (s, e),
+        (Err(reply), _) | (_, Err(reply)) => return reply,
+    };
+    let key = ctx.key(argv[1]);
+    let mut shard = ctx.db().lock_for(key);
+    let value = match shard.get(key, ctx.now_ms) {
+        Some(entry) => match string_of(entry) {
+            Ok(value) => value_bytes(value),
+            Err(reply) => return reply,
+        },
+        None => return Reply::bulk(b""),
+    };
+    drop(shard);
+    // Redis's getrangeCommand arithmetic, including its treatment of
+    // negative ranges that end before they start.
+    if start < 0 && end < 0 && start > end {
+        return Reply::bulk(b"");
+    }
+    let len = value.len() as i64;
+    if start < 0 {
+        start += len;
+    }
+    if end < 0 {
+        end += len;
+    }
+    start = start.max(0);
+    end = end.max(0);
+    if end >= len {
+        end = len - 1;
+    }
+    if start > end || len == 0 {
+        return Reply::bulk(b"");
+    }
+    Reply::bulk(&value[start as usize..=end as usize])
+}
+
+/// SETRANGE key offset value
+pub fn setrange(ctx: &mut Ctx<'_>, argv: &[&[u8]]) -> Reply {
+    let offset = match int_arg(argv[2]) {
+        Ok(n) => n,
+        Err(reply) => return reply,
+    };
+    if offset < 0 {
+        return Reply::error(error::OFFSET_OUT_OF_RANGE);
+    }
+    let max = ctx.shared.config.read().proto_max_bulk_len;
+    let patch = argv[3];
+    let key = ctx.key(argv[1]);
+    let mut shard = ctx.db().lock_for(key);
+    let existing = match shard.get(key, ctx.now_ms) {
+        Some(entry) => match string_of(entry) {
+            Ok(value) => Some(value_bytes(value)),
+            Err(reply) => return reply,
+        },
+        None => None,
+    };
+    let current_len = existing.as_ref().map_or(0, |v| v.len());
+    if patch.is_empty() {
+        return Reply::Int(current_len as i64);
+    }
+    if offset as u64 + patch.len() as u64 > max {
+        return Reply::error(error::STRING_TOO_LONG);
+    }
+    let mut value = existing.unwrap_or_default();
+    let end = offset as usize + patch.len();
+    if value.len() < end {
+        value.resize(end, 0);
+    }
+    value[offset as usize..end].copy_from_slice(patch);
+    write_string(&mut shard, key, &value, Deadline::Keep, ctx.now_ms);
+    Reply::Int(value.len() as i64)
+}

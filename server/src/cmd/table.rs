@@ -1,0 +1,586 @@
+//! THE command table: one row per command, with Redis 7.0's name, arity,
+//! flags and key positions, the handler, and the documentation COMMAND DOCS
+//! serves. Adding a command means adding its row here and its handler in the
+//! file of its family.
+
+use std::sync::OnceLock;
+
+use hashbrown::HashMap;
+
+use super::{connection as conn, keys, server, string, Ctx};
+use crate::resp::Reply;
+
+/// A command handler.
+pub type Handler = fn(&mut Ctx<'_>, &[&[u8]]) -> Reply;
+
+/// Command flags, as COMMAND INFO names them.
+pub mod flags {
+    /// May modify the keyspace.
+    pub const WRITE: u32 = 1 << 0;
+    /// Only reads.
+    pub const READONLY: u32 = 1 << 1;
+    /// May grow memory: refused with OOM past maxmemory.
+    pub const DENYOOM: u32 = 1 << 2;
+    /// Administrative.
+    pub const ADMIN: u32 = 1 << 3;
+    /// Not allowed from scripts.
+    pub const NOSCRIPT: u32 = 1 << 4;
+    /// O(1) or O(log N).
+    pub const FAST: u32 = 1 << 5;
+    /// Allowed before AUTH.
+    pub const NO_AUTH: u32 = 1 << 6;
+    /// Allowed while loading.
+    pub const LOADING: u32 = 1 << 7;
+    /// Allowed on a stale replica.
+    pub const STALE: u32 = 1 << 8;
+    /// Not allowed inside MULTI.
+    pub const NO_MULTI: u32 = 1 << 9;
+    /// Allowed while a script is busy.
+    pub const ALLOW_BUSY: u32 = 1 << 10;
+
+    /// Flag names for COMMAND INFO, in Redis's order.
+    pub const NAMES: &[(u32, &str)] = &[
+        (WRITE, "write"),
+        (READONLY, "readonly"),
+        (DENYOOM, "denyoom"),
+        (ADMIN, "admin"),
+        (NOSCRIPT, "noscript"),
+        (LOADING, "loading"),
+        (STALE, "stale"),
+        (FAST, "fast"),
+        (NO_AUTH, "no_auth"),
+        (NO_MULTI, "no_multi"),
+        (ALLOW_BUSY, "allow_busy"),
+    ];
+}
+
+use flags::*;
+
+/// Legacy key positions: first, last (negative counts from the end) and step.
+#[derive(Debug, Clone, Copy)]
+pub struct KeySpec {
+    /// Index of the first key, 0 when the command takes no key.
+    pub first: i32,
+    /// Index of the last key; -1 means the last argument.
+    pub last: i32,
+    /// Distance between keys.
+    pub step: i32,
+}
+
+impl KeySpec {
+    /// The argument indexes holding keys for a call with `argc` arguments.
+    pub fn positions(&self, argc: usize) -> Vec<usize> {
+        if self.first <= 0 {
+            return Vec::new();
+        }
+        let last = if self.last < 0 {
+            argc as i32 + self.last
+        } else {
+            self.last.min(argc as i32 - 1)
+        };
+        (self.first..=last)
+            .step_by(self.step.max(1) as usize)
+            .map(|i| i as usize)
+            .collect()
+    }
+}
+
+const NO_KEYS: KeySpec = KeySpec {
+    first: 0,
+    last: 0,
+    step: 0,
+};
+const ONE_KEY: KeySpec = KeySpec {
+    first: 1,
+    last: 1,
+    step: 1,
+};
+const ALL_KEYS: KeySpec = KeySpec {
+    first: 1,
+    last: -1,
+    step: 1,
+};
+const KEY_VALUE_PAIRS: KeySpec = KeySpec {
+    first: 1,
+    last: -1,
+    step: 2,
+};
+const TWO_KEYS: KeySpec = KeySpec {
+    first: 1,
+    last: 2,
+    step: 1,
+};
+
+/// One row of the table.
+pub struct Command {
+    /// Lower-case full name; subcommands are `container|sub`.
+    pub name: &'static str,
+    /// Argument count including the name; negative means at least that many.
+    pub arity: i32,
+    /// Bitwise OR of [`flags`].
+    pub flags: u32,
+    /// Where the keys are.
+    pub keys: KeySpec,
+    /// The implementation.
+    pub handler: Handler,
+    /// Command group (COMMAND DOCS `group`, ACL category).
+    pub group: &'static str,
+    /// Redis version that introduced it.
+    pub since: &'static str,
+    /// One-line description.
+    pub summary: &'static str,
+    /// Subcommands of a container command (CONFIG, CLIENT, ...).
+    pub subcommands: &'static [Command],
+}
+
+/// Shorthand for a table row.
+#[allow(clippy::too_many_arguments)]
+const fn row(
+    name: &'static str,
+    arity: i32,
+    flags: u32,
+    keys: KeySpec,
+    handler: Handler,
+    group: &'static str,
+    since: &'static str,
+    summary: &'static str,
+) -> Command {
+    Command {
+        name,
+        arity,
+        flags,
+        keys,
+        handler,
+        group,
+        since,
+        summary,
+        subcommands: &[],
+    }
+}
+
+/// A container command: dispatch goes to its subcommands.
+const fn container(
+    name: &'static str,
+    arity: i32,
+    group: &'static str,
+    since: &'static str,
+    summary: &'static str,
+    subcommands: &'static [Command],
+    handler: Handler,
+) -> Command {
+    Command {
+        name,
+        arity,
+        flags: 0,
+        keys: NO_KEYS,
+        handler,
+        group,
+        since,
+        summary,
+        subcommands,
+    }
+}
+
+fn container_without_subcommand(_ctx: &mut Ctx<'_>, argv: &[&[u8]]) -> Reply {
+    Reply::error(super::error::wrong_arity(
+        &String::from_utf8_lossy(argv[0]).to_ascii_lowercase(),
+    ))
+}
+
+static CONFIG_SUBCOMMANDS: &[Command] = &[
+    row(
+        "config|get",
+        -3,
+        ADMIN | NOSCRIPT | LOADING | STALE,
+        NO_KEYS,
+        server::config_get,
+        "server",
+        "2.0.0",
+        "Returns the effective values of configuration parameters.",
+    ),
+    row(
+        "config|set",
+        -4,
+        ADMIN | NOSCRIPT | LOADING | STALE,
+        NO_KEYS,
+        server::config_set,
+        "server",
+        "2.0.0",
+        "Sets configuration parameters in-flight.",
+    ),
+    row(
+        "config|resetstat",
+        2,
+        ADMIN | NOSCRIPT | LOADING | STALE,
+        NO_KEYS,
+        server::config_resetstat,
+        "server",
+        "2.0.0",
+        "Resets the server's statistics.",
+    ),
+    row(
+        "config|help",
+        2,
+        LOADING | STALE,
+        NO_KEYS,
+        server::config_help,
+        "server",
+        "5.0.0",
+        "Returns helpful text about the different subcommands.",
+    ),
+];
+
+static CLIENT_SUBCOMMANDS: &[Command] = &[
+    row(
+        "client|id",
+        2,
+        NOSCRIPT | LOADING | STALE,
+        NO_KEYS,
+        conn::client_id,
+        "connection",
+        "5.0.0",
+        "Returns the unique client ID of the connection.",
+    ),
+    row(
+        "client|setname",
+        3,
+        NOSCRIPT | LOADING | STALE,
+        NO_KEYS,
+        conn::client_setname,
+        "connection",
+        "2.6.9",
+        "Sets the connection name.",
+    ),
+    row(
+        "client|getname",
+        2,
+        NOSCRIPT | LOADING | STALE,
+        NO_KEYS,
+        conn::client_getname,
+        "connection",
+        "2.6.9",
+        "Returns the name of the connection.",
+    ),
+    row(
+        "client|setinfo",
+        4,
+        NOSCRIPT | LOADING | STALE,
+        NO_KEYS,
+        conn::client_setinfo,
+        "connection",
+        "7.2.0",
+        "Sets information specific to the client or connection.",
+    ),
+    row(
+        "client|list",
+        -2,
+        ADMIN | NOSCRIPT | LOADING | STALE,
+        NO_KEYS,
+        conn::client_list,
+        "connection",
+        "2.4.0",
+        "Lists open connections.",
+    ),
+    row(
+        "client|info",
+        2,
+        NOSCRIPT | LOADING | STALE,
+        NO_KEYS,
+        conn::client_info,
+        "connection",
+        "6.2.0",
+        "Returns information about the connection.",
+    ),
+    row(
+        "client|kill",
+        -3,
+        ADMIN | NOSCRIPT | LOADING | STALE,
+        NO_KEYS,
+        conn::client_kill,
+        "connection",
+        "2.4.0",
+        "Terminates open connections.",
+    ),
+    row(
+        "client|help",
+        2,
+        LOADING | STALE,
+        NO_KEYS,
+        conn::client_help,
+        "connection",
+        "5.0.0",
+        "Returns helpful text about the different subcommands.",
+    ),
+];
+
+static COMMAND_SUBCOMMANDS: &[Command] = &[
+    row(
+        "command|count",
+        2,
+        LOADING | STALE,
+        NO_KEYS,
+        server::command_count,
+        "server",
+        "2.8.13",
+        "Returns a count of commands.",
+    ),
+    row(
+        "command|list",
+        -2,
+        LOADING | STALE,
+        NO_KEYS,
+        server::command_list,
+        "server",
+        "7.0.0",
+        "Returns a list of command names.",
+    ),
+    row(
+        "command|info",
+        -2,
+        LOADING | STALE,
+        NO_KEYS,
+        server::command_info_cmd,
+        "server",
+        "2.8.13",
+        "Returns information about one, multiple or all commands.",
+    ),
+    row(
+        "command|docs",
+        -2,
+        LOADING | STALE,
+        NO_KEYS,
+        server::command_docs,
+        "server",
+        "7.0.0",
+        "Returns documentary information about one, multiple or all commands.",
+    ),
+    row(
+        "command|getkeys",
+        -3,
+        LOADING | STALE,
+        NO_KEYS,
+        server::command_getkeys,
+        "server",
+        "2.8.13",
+        "Extracts the key names from an arbitrary command.",
+    ),
+    row(
+        "command|help",
+        2,
+        LOADING | STALE,
+        NO_KEYS,
+        server::command_help,
+        "server",
+        "5.0.0",
+        "Returns helpful text about the different subcommands.",
+    ),
+];
+
+static OBJECT_SUBCOMMANDS: &[Command] = &[
+    row(
+        "object|encoding",
+        3,
+        READONLY,
+        KeySpec {
+            first: 2,
+            last: 2,
+            step: 1,
+        },
+        keys::object_encoding,
+        "generic",
+        "2.2.3",
+        "Returns the internal encoding of a Redis object.",
+    ),
+    row(
+        "object|help",
+        2,
+        LOADING | STALE,
+        NO_KEYS,
+        keys::object_help,
+        "generic",
+        "6.2.0",
+        "Returns helpful text about the different subcommands.",
+    ),
+];
+
+/// Every top-level command.
+pub static COMMANDS: &[Command] = &[
+    // strings and counters
+    row("get", 2, READONLY | FAST, ONE_KEY, string::get, "string", "1.0.0", "Returns the string value of a key."),
+    row("set", -3, WRITE | DENYOOM, ONE_KEY, string::set, "string", "1.0.0", "Sets the string value of a key, ignoring its type. The key is created if it doesn't exist."),
+    row("setnx", 3, WRITE | DENYOOM | FAST, ONE_KEY, string::setnx, "string", "1.0.0", "Set the string value of a key only when the key doesn't exist."),
+    row("setex", 4, WRITE | DENYOOM, ONE_KEY, string::setex, "string", "2.0.0", "Sets the string value and expiration time of a key. Creates the key if it doesn't exist."),
+    row("psetex", 4, WRITE | DENYOOM, ONE_KEY, string::psetex, "string", "2.6.0", "Sets both string value and expiration time in milliseconds of a key. The key is created if it doesn't exist."),
+    row("mget", -2, READONLY | FAST, ALL_KEYS, string::mget, "string", "1.0.0", "Atomically returns the string values of one or more keys."),
+    row("mset", -3, WRITE | DENYOOM, KEY_VALUE_PAIRS, string::mset, "string", "1.0.1", "Atomically creates or modifies the string values of one or more keys."),
+    row("msetnx", -3, WRITE | DENYOOM, KEY_VALUE_PAIRS, string::msetnx, "string", "1.0.1", "Atomically modifies the string values of one or more keys only when all keys don't exist."),
+    row("getset", 3, WRITE | DENYOOM | FAST, ONE_KEY, string::getset, "string", "1.0.0", "Returns the previous string value of a key after setting it to a new value."),
+    row("getdel", 2, WRITE | FAST, ONE_KEY, string::getdel, "string", "6.2.0", "Returns the string value of a key after deleting the key."),
+    row("getex", -2, WRITE | FAST, ONE_KEY, string::getex, "string", "6.2.0", "Returns the string value of a key after setting its expiration time."),
+    row("incr", 2, WRITE | DENYOOM | FAST, ONE_KEY, string::incr, "string", "1.0.0", "Increments the integer value of a key by one. Uses 0 as initial value if the key doesn't exist."),
+    row("incrby", 3, WRITE | DENYOOM | FAST, ONE_KEY, string::incrby, "string", "1.0.0", "Increments the integer value of a key by a number. Uses 0 as initial value if the key doesn't exist."),
+    row("incrbyfloat", 3, WRITE | DENYOOM | FAST, ONE_KEY, string::incrbyfloat, "string", "2.6.0", "Increment the floating point value of a key by a number. Uses 0 as initial value if the key doesn't exist."),
+    row("decr", 2, WRITE | DENYOOM | FAST, ONE_KEY, string::decr, "string", "1.0.0", "Decrements the integer value of a key by one. Uses 0 as initial value if the key doesn't exist."),
+    row("decrby", 3, WRITE | DENYOOM | FAST, ONE_KEY, string::decrby, "string", "1.0.0", "Decrements a number from the integer value of a key. Uses 0 as initial value if the key doesn't exist."),
+    row("append", 3, WRITE | DENYOOM | FAST, ONE_KEY, string::append, "string", "2.0.0", "Appends a string to the value of a key. Creates the key if it doesn't exist."),
+    row("strlen", 2, READONLY | FAST, ONE_KEY, string::strlen, "string", "2.2.0", "Returns the length of a string value."),
+    row("getrange", 4, READONLY, ONE_KEY, string::getrange, "string", "2.4.0", "Returns a substring of the string stored at a key."),
+    row("substr", 4, READONLY, ONE_KEY, string::getrange, "string", "1.0.0", "Returns a substring from a string value."),
+    row("setrange", 4, WRITE | DENYOOM, ONE_KEY, string::setrange, "string", "2.2.0", "Overwrites a part of a string value with another by an offset. Creates the key if it doesn't exist."),
+    // keys
+    row("del", -2, WRITE, ALL_KEYS, keys::del, "generic", "1.0.0", "Deletes one or more keys."),
+    row("unlink", -2, WRITE | FAST, ALL_KEYS, keys::del, "generic", "4.0.0", "Asynchronously deletes one or more keys."),
+    row("exists", -2, READONLY | FAST, ALL_KEYS, keys::exists, "generic", "1.0.0", "Determines whether one or more keys exist."),
+    row("touch", -2, READONLY | FAST, ALL_KEYS, keys::touch, "generic", "3.2.1", "Returns the number of existing keys out of those specified after updating the time they were last accessed."),
+    row("expire", -3, WRITE | FAST, ONE_KEY, keys::expire, "generic", "1.0.0", "Sets the expiration time of a key in seconds."),
+    row("pexpire", -3, WRITE | FAST, ONE_KEY, keys::pexpire, "generic", "2.6.0", "Sets the expiration time of a key in milliseconds."),
+    row("expireat", -3, WRITE | FAST, ONE_KEY, keys::expireat, "generic", "1.2.0", "Sets the expiration time of a key to a Unix timestamp."),
+    row("pexpireat", -3, WRITE | FAST, ONE_KEY, keys::pexpireat, "generic", "2.6.0", "Sets the expiration time of a key to a Unix milliseconds timestamp."),
+    row("ttl", 2, READONLY | FAST, ONE_KEY, keys::ttl, "generic", "1.0.0", "Returns the expiration time in seconds of a key."),
+    row("pttl", 2, READONLY | FAST, ONE_KEY, keys::pttl, "generic", "2.6.0", "Returns the expiration time in milliseconds of a key."),
+    row("expiretime", 2, READONLY | FAST, ONE_KEY, keys::expiretime, "generic", "7.0.0", "Returns the expiration time of a key as a Unix timestamp."),
+    row("pexpiretime", 2, READONLY | FAST, ONE_KEY, keys::pexpiretime, "generic", "7.0.0", "Returns the expiration time of a key as a Unix milliseconds timestamp."),
+    row("persist", 2, WRITE | FAST, ONE_KEY, keys::persist, "generic", "2.2.0", "Removes the expiration time of a key."),
+    row("type", 2, READONLY | FAST, ONE_KEY, keys::type_of, "generic", "1.0.0", "Determines the type of value stored at a key."),
+    row("rename", 3, WRITE, TWO_KEYS, keys::rename, "generic", "1.0.0", "Renames a key and overwrites the destination."),
+    row("renamenx", 3, WRITE | FAST, TWO_KEYS, keys::renamenx, "generic", "1.0.0", "Renames a key only when the target key name doesn't exist."),
+    row("copy", -3, WRITE | DENYOOM, TWO_KEYS, keys::copy, "generic", "6.2.0", "Copies the value of a key to a new key."),
+    row("move", 3, WRITE | FAST, ONE_KEY, keys::move_key, "generic", "1.0.0", "Moves a key to another database."),
+    row("keys", 2, READONLY, NO_KEYS, keys::keys, "generic", "1.0.0", "Returns all key names that match a pattern."),
+    row("scan", -2, READONLY, NO_KEYS, keys::scan, "generic", "2.8.0", "Iterates over the key names in the database."),
+    row("randomkey", 1, READONLY, NO_KEYS, keys::randomkey, "generic", "1.0.0", "Returns a random key name from the database."),
+    row("dbsize", 1, READONLY | FAST, NO_KEYS, keys::dbsize, "server", "1.0.0", "Returns the number of keys in the database."),
+    row("flushdb", -1, WRITE, NO_KEYS, keys::flushdb, "server", "1.0.0", "Remove all keys from the current database."),
+    row("flushall", -1, WRITE, NO_KEYS, keys::flushall, "server", "1.0.0", "Removes all keys from all databases."),
+    row("select", 2, LOADING | STALE | FAST, NO_KEYS, keys::select, "connection", "1.0.0", "Changes the selected database."),
+    row("swapdb", 3, WRITE | FAST, NO_KEYS, keys::swapdb, "server", "4.0.0", "Swaps two Redis databases."),
+    container("object", -2, "generic", "2.2.3", "A container for object introspection commands.", OBJECT_SUBCOMMANDS, container_without_subcommand),
+    // connection
+    row("ping", -1, FAST, NO_KEYS, conn::ping, "connection", "1.0.0", "Returns the server's liveliness response."),
+    row("echo", 2, FAST, NO_KEYS, conn::echo, "connection", "1.0.0", "Returns the given string."),
+    row("quit", -1, NO_AUTH | ALLOW_BUSY | LOADING | STALE | FAST, NO_KEYS, conn::quit, "connection", "1.0.0", "Closes the connection."),
+    row("reset", 1, NOSCRIPT | LOADING | STALE | NO_AUTH | ALLOW_BUSY | FAST, NO_KEYS, conn::reset, "connection", "6.2.0", "Resets the connection."),
+    row("hello", -1, NOSCRIPT | LOADING | STALE | NO_AUTH | ALLOW_BUSY | FAST, NO_KEYS, conn::hello, "connection", "6.0.0", "Handshakes with the Redis server."),
+    row("auth", -2, NOSCRIPT | LOADING | STALE | NO_AUTH | ALLOW_BUSY | FAST, NO_KEYS, conn::auth, "connection", "1.0.0", "Authenticates the connection."),
+    container("client", -2, "connection", "2.4.0", "A container for client connection commands.", CLIENT_SUBCOMMANDS, container_without_subcommand),
+    // server
+    row("time", 1, LOADING | STALE | FAST, NO_KEYS, server::time, "server", "2.6.0", "Returns the server time."),
+    row("info", -1, LOADING | STALE, NO_KEYS, server::info, "server", "1.0.0", "Returns information and statistics about the server."),
+    container("config", -2, "server", "2.0.0", "A container for server configuration commands.", CONFIG_SUBCOMMANDS, container_without_subcommand),
+    container("command", -1, "server", "2.8.13", "Returns detailed information about all commands.", COMMAND_SUBCOMMANDS, server::command),
+    row("shutdown", -1, ADMIN | NOSCRIPT | LOADING | STALE | NO_MULTI | ALLOW_BUSY, NO_KEYS, server::shutdown, "server", "1.0.0", "Synchronously saves the database(s) to disk and shuts down the Redis server."),
+    row("wait", 3, NOSCRIPT, NO_KEYS, server::wait, "generic", "3.0.0", "Blocks until the asynchronous replication of all preceding write commands sent by the connection is completed."),
+    row("lastsave", 1, LOADING | STALE | FAST, NO_KEYS, server::lastsave, "server", "1.0.0", "Returns the Unix timestamp of the last successful save to disk."),
+    row("debug", -2, ADMIN | NOSCRIPT | LOADING | STALE, NO_KEYS, server::debug, "server", "1.0.0", "A container for debugging commands."),
+];
+
+/// Name lookup over the table, built once.
+pub struct Registry {
+    by_name: HashMap<&'static [u8], usize>,
+    all: Vec<&'static Command>,
+    top_level: usize,
+}
+
+impl Registry {
+    fn build() -> Registry {
+        let mut all: Vec<&'static Command> = COMMANDS.iter().collect();
+        let top_level = all.len();
+        for command in COMMANDS {
+            all.extend(command.subcommands.iter());
+        }
+        let by_name = all
+            .iter()
+            .enumerate()
+            .map(|(i, c)| (c.name.as_bytes(), i))
+            .collect();
+        Registry {
+            by_name,
+            all,
+            top_level,
+        }
+    }
+
+    /// Looks up a top-level command by name, case-insensitively.
+    #[inline]
+    pub fn lookup(&self, name: &[u8]) -> Option<&'static Command> {
+        self.index_of(name)
+            .filter(|&i| i < self.top_level)
+            .map(|i| self.all[i])
+    }
+
+    /// Looks up any command by full name (`get`, `config|get`), case-insensitively.
+    pub fn lookup_full(&self, name: &[u8]) -> Option<&'static Command> {
+        self.index_of(name).map(|i| self.all[i])
+    }
+
+    /// The stats index of a full name.
+    #[inline]
+    pub fn index_of(&self, name: &[u8]) -> Option<usize> {
+        let mut lower = [0u8; 40];
+        if name.len() > lower.len() {
+            return None;
+        }
+        for (dst, src) in lower.iter_mut().zip(name) {
+            *dst = src.to_ascii_lowercase();
+        }
+        self.by_name.get(&lower[..name.len()]).copied()
+    }
+
+    /// The full name of the command at a stats index.
+    pub fn name_of(&self, index: usize) -> Option<&'static str> {
+        self.all.get(index).map(|c| c.name)
+    }
+
+    /// Top-level commands.
+    pub fn top_level(&self) -> impl Iterator<Item = &'static Command> + '_ {
+        self.all[..self.top_level].iter().copied()
+    }
+
+    /// Every command and subcommand, in stats-index order.
+    pub fn all(&self) -> impl Iterator<Item = &'static Command> + '_ {
+        self.all.iter().copied()
+    }
+
+    /// Number of rows including subcommands.
+    pub fn len(&self) -> usize {
+        self.all.len()
+    }
+
+    /// Never true: the table is static and non-empty.
+    pub fn is_empty(&self) -> bool {
+        self.all.is_empty()
+    }
+}
+
+/// The registry, built on first use.
+pub fn registry() -> &'static Registry {
+    static REGISTRY: OnceLock<Registry> = OnceLock::new();
+    REGISTRY.get_or_init(Registry::build)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_are_unique_lowercase_and_subcommands_are_prefixed() {
+        let registry = registry();
+        assert_eq!(registry.by_name.len(), registry.len());
+        for command in registry.all() {
+            assert_eq!(command.name, command.name.to_ascii_lowercase());
+        }
+        for command in registry.top_level() {
+            for sub in command.subcommands {
+                assert!(sub.name.starts_with(&format!("{}|", command.name)));
+            }
+        }
+    }
+
+    #[test]
+    fn key_positions_follow_first_last_step() {
+        assert_eq!(KEY_VALUE_PAIRS.positions(5), vec![1, 3]);
+        assert_eq!(ALL_KEYS.positions(4), vec![1, 2, 3]);
+        assert_eq!(TWO_KEYS.positions(3), vec![1, 2]);
+        assert!(NO_KEYS.positions(3).is_empty());
+    }
+}

@@ -1,0 +1,337 @@
+//! Server configuration: defaults, redis.conf-style files and memory units.
+//!
+//! Option names are redis-server's, so an operator's existing knowledge (and a
+//! trimmed copy of their redis.conf) carries over. Directives tally does not
+//! implement are refused at start-up with the file, line and directive named,
+//! rather than silently ignored.
+
+use std::fmt;
+use std::path::Path;
+use std::sync::Arc;
+
+use crate::store::{Clock, SystemClock};
+
+/// The only eviction policy: tally never drops a counter to make room, because a
+/// dropped rate-limit counter silently grants a client a fresh window.
+pub const MAXMEMORY_POLICY: &str = "noeviction";
+
+/// Everything a [`crate::Server`] needs to start.
+#[derive(Clone)]
+pub struct Config {
+    /// Addresses to listen on (`bind`); default `127.0.0.1`.
+    pub bind: Vec<String>,
+    /// TCP port (`port`); 0 picks a free port.
+    pub port: u16,
+    /// Memory limit in bytes for keys (`maxmemory`); 0 means none.
+    pub maxmemory: u64,
+    /// Password of the default user (`requirepass`).
+    pub requirepass: Option<String>,
+    /// Number of databases (`databases`).
+    pub databases: usize,
+    /// Maximum simultaneous clients (`maxclients`).
+    pub maxclients: usize,
+    /// Seconds of idleness after which a client is closed (`timeout`); 0 = never.
+    pub timeout_secs: u64,
+    /// Largest bulk string accepted (`proto-max-bulk-len`).
+    pub proto_max_bulk_len: u64,
+    /// Largest unprocessed input buffered for one client (`client-query-buffer-limit`).
+    pub client_query_buffer_limit: u64,
+    /// Log verbosity (`loglevel`): debug, verbose, notice, warning, nothing.
+    pub loglevel: String,
+    /// Shards per database (rounded up to a power of two).
+    pub shards: usize,
+    /// Active-expiry frequency per second (`hz`).
+    pub hz: u32,
+    /// Source of time; tests install a [`crate::store::ManualClock`].
+    pub clock: Arc<dyn Clock>,
+    /// Worker threads of the runtime the binary builds (`io-threads`); 0 = one per core.
+    pub io_threads: usize,
+}
+
+impl fmt::Debug for Config {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Config")
+            .field("bind", &self.bind)
+            .field("port", &self.port)
+            .field("maxmemory", &self.maxmemory)
+            .field("requirepass", &self.requirepass.as_ref().map(|_| "<set>"))
+            .field("databases", &self.databases)
+            .field("maxclients", &self.maxclients)
+            .field("timeout_secs", &self.timeout_secs)
+            .field("shards", &self.shards)
+            .finish_non_exhaustive()
+    }
+}
+
+/// Shards per database when none is configured: enough that the worker threads
+/// rarely meet on one lock, few enough that small databases stay small.
+pub fn default_shards() -> usize {
+    let cores = std::thread::available_parallelism()
+        .map(|n| n.get())
+        .unwrap_or(1);
+    (cores * 8).next_power_of_two()
+}
+
+impl Default for Config {
+    fn default() -> Config {
+        Config {
+            bind: vec!["127.0.0.1".to_string()],
+            port: 6379,
+            maxmemory: 0,
+            requirepass: None,
+            databases: 16,
+            maxclients: 10000,
+            timeout_secs: 0,
+            proto_max_bulk_len: 512 * 1024 * 1024,
+            client_query_buffer_limit: 1024 * 1024 * 1024,
+            loglevel: "notice".to_string(),
+            shards: default_shards(),
+            hz: 10,
+            clock: Arc::new(SystemClock),
+            io_threads: 0,
+        }
+    }
+}
+
+/// A configuration error, phrased for the operator.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ConfigError(pub String);
+
+impl fmt::Display for ConfigError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for ConfigError {}
+
+/// Parses a memory amount as Redis's `memtoull` does: a plain byte count, or a
+/// number followed by k/kb/m/mb/g/gb (case-insensitive), where k = 1000 and
+/// kb = 1024.
+pub fn parse_memory(text: &str) -> Option<u64> {
+    let lower = text.trim().to_ascii_lowercase();
+    let split = lower
+        .find(|c: char| !c.is_ascii_digit())
+        .unwrap_or(lower.len());
+    let (digits, unit) = lower.split_at(split);
+    if digits.is_empty() {
+        return None;
+    }
+    let number: u64 = digits.parse().ok()?;
+    let multiplier: u64 = match unit {
+        "" | "b" => 1,
+        "k" => 1000,
+        "kb" => 1024,
+        "m" => 1000 * 1000,
+        "mb" => 1024 * 1024,
+        "g" => 1000 * 1000 * 1000,
+        "gb" => 1024 * 1024 * 1024,
+        _ => return None,
+    };
+    number.checked_mul(multiplier)
+}
+
+fn parse_yes_no(value: &str) -> Option<bool> {
+    match value.to_ascii_lowercase().as_str() {
+        "yes" => Some(true),
+        "no" => Some(false),
+        _ => None,
+    }
+}
+
+impl Config {
+    /// Applies one directive (`name` lower-case, as in redis.conf or CONFIG SET).
+    /// The error names what is wrong with the value; callers add where it came from.
+    pub fn apply(&mut self, name: &str, values: &[String]) -> Result<(), String> {
+        let one = || -> Result<&str, String> {
+            match values {
+                [v] => Ok(v.as_str()),
+                _ => Err("wrong number of arguments".to_string()),
+            }
+        };
+        let number = |v: &str| -> Result<u64, String> {
+            v.parse::<u64>()
+                .map_err(|_| format!("argument must be a number, got '{v}'"))
+        };
+        let memory = |v: &str| -> Result<u64, String> {
+            parse_memory(v).ok_or_else(|| format!("argument must be a memory value, got '{v}'"))
+        };
+        match name {
+            "port" => {
+                let port = number(one()?)?;
+                self.port = u16::try_from(port).map_err(|_| "port out of range".to_string())?;
+            }
+            "bind" => {
+                if values.is_empty() {
+                    return Err("wrong number of arguments".to_string());
+                }
+                self.bind = values.to_vec();
+            }
+            "maxmemory" => self.maxmemory = memory(one()?)?,
+            "maxmemory-policy" => {
+                let policy = one()?.to_ascii_lowercase();
+                if policy != MAXMEMORY_POLICY {
+                    return Err(format!(
+                        "maxmemory-policy '{policy}' is not supported: tally only runs noeviction, \
+                         because evicting a rate-limit counter silently resets a client's window; \
+                         writes past maxmemory get an OOM error instead and nothing is lost"
+                    ));
+                }
+            }
+            "requirepass" => {
+                let pass = one()?;
+                self.requirepass = if pass.is_empty() {
+                    None
+                } else {
+                    Some(pass.to_string())
+                };
+            }
+            "databases" => {
+                let n = number(one()?)?;
+                if n == 0 || n > 1_000_000 {
+                    return Err("Invalid number of databases".to_string());
+                }
+                self.databases = n as usize;
+            }
+            "maxclients" => {
+                let n = number(one()?)?;
+                if n == 0 {
+                    return Err("maxclients must be at least 1".to_string());
+                }
+                self.maxclients = n as usize;
+            }
+            "timeout" => self.timeout_secs = number(one()?)?,
+            "proto-max-bulk-len" => {
+                let n = memory(one()?)?;
+                if n < 1024 * 1024 {
+                    return Err("proto-max-bulk-len must be at least 1mb".to_string());
+                }
+                self.proto_max_bulk_len = n;
+            }
+            "client-query-buffer-limit" => {
+                let n = memory(one()?)?;
+                if n < 1024 * 1024 {
+                    return Err("client-query-buffer-limit must be at least 1mb".to_string());
+                }
+                self.client_query_buffer_limit = n;
+            }
+            "loglevel" => {
+                let level = one()?.to_ascii_lowercase();
+                if !["debug", "verbose", "notice", "warning", "nothing"].contains(&level.as_str()) {
+                    return Err(format!("Invalid log level '{level}'"));
+                }
+                self.loglevel = level;
+            }
+            "shards" => {
+                let n = number(one()?)?;
+                if n == 0 || n > 65536 {
+                    return Err("shards must be between 1 and 65536".to_string());
+                }
+                self.shards = n as usize;
+            }
+            "hz" => {
+                let n = number(one()?)?;
+                self.hz = n.clamp(1, 500) as u32;
+            }
+            "io-threads" => self.io_threads = number(one()?)? as usize,
+            // Accepted so that a stock redis.conf for a cache-only Redis loads:
+            // these say "no persistence", which is what tally does.
+            "save" => {
+                if !(values.is_empty() || values.iter().all(|v| v.is_empty())) {
+                    return Err(
+                        "tally keeps no snapshots: only `save \"\"` is accepted".to_string()
+                    );
+                }
+            }
+            "appendonly" => {
+                if parse_yes_no(one()?) != Some(false) {
+                    return Err(
+                        "tally has no append-only file: only `appendonly no` is accepted"
+                            .to_string(),
+                    );
+                }
+            }
+            "daemonize" => {
+                if parse_yes_no(one()?) != Some(false) {
+                    return Err("tally does not daemonize: run it under a supervisor".to_string());
+                }
+            }
+            _ => return Err(format!("unsupported directive '{name}'")),
+        }
+        Ok(())
+    }
+
+    /// Applies a redis.conf-style file: one directive per line, `#` comments,
+    /// arguments split (and quotes removed) as Redis splits them.
+    pub fn apply_file(&mut self, path: &Path) -> Result<(), ConfigError> {
+        let text = std::fs::read_to_string(path)
+            .map_err(|e| ConfigError(format!("cannot read config file {}: {e}", path.display())))?;
+        self.apply_text(&text, &path.display().to_string())
+    }
+
+    /// Applies configuration text; `origin` names it in errors.
+    pub fn apply_text(&mut self, text: &str, origin: &str) -> Result<(), ConfigError> {
+        for (index, raw) in text.lines().enumerate() {
+            let line_no = index + 1;
+            let line = raw.trim();
+            if line.is_empty() || line.starts_with('#') {
+                continue;
+            }
+            let words = crate::resp::parse::split_args(line.as_bytes()).ok_or_else(|| {
+                ConfigError(format!("{origin}:{line_no}: unbalanced quotes in '{line}'"))
+            })?;
+            let mut words = words
+                .into_iter()
+                .map(|w| String::from_utf8_lossy(&w).into_owned());
+            let Some(name) = words.next() else { continue };
+            let name = name.to_ascii_lowercase();
+            let values: Vec<String> = words.collect();
+            self.apply(&name, &values).map_err(|why| {
+                ConfigError(format!("{origin}:{line_no}: directive '{name}': {why}"))
+            })?;
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn memory_units_follow_redis() {
+        assert_eq!(parse_memory("100"), Some(100));
+        assert_eq!(parse_memory("1k"), Some(1000));
+        assert_eq!(parse_memory("1kb"), Some(1024));
+        assert_eq!(parse_memory("100mb"), Some(100 * 1024 * 1024));
+        assert_eq!(parse_memory("1GB"), Some(1024 * 1024 * 1024));
+        assert_eq!(parse_memory("1g"), Some(1_000_000_000));
+        assert_eq!(parse_memory("mb"), None);
+        assert_eq!(parse_memory("1tb"), None);
+    }
+
+    #[test]
+    fn config_file_errors_name_file_line_and_directive() {
+        let mut config = Config::default();
+        let err = config
+            .apply_text("port 7000\n# comment\nactivedefrag yes\n", "tally.conf")
+            .unwrap_err();
+        assert_eq!(
+            err.0,
+            "tally.conf:3: directive 'activedefrag': unsupported directive 'activedefrag'"
+        );
+        assert_eq!(config.port, 7000);
+    }
+
+    #[test]
+    fn eviction_policies_other_than_noeviction_are_refused() {
+        let mut config = Config::default();
+        let err = config
+            .apply_text("maxmemory 1gb\nmaxmemory-policy allkeys-lru\n", "x.conf")
+            .unwrap_err();
+        assert!(err.0.starts_with("x.conf:2: directive 'maxmemory-policy': maxmemory-policy 'allkeys-lru' is not supported"), "{}", err.0);
+        assert!(config
+            .apply_text("maxmemory-policy noeviction", "x")
+            .is_ok());
+    }
+}

@@ -1,0 +1,61 @@
+//! Active expiry: a background task that walks every shard a slice at a time
+//! and reclaims keys whose deadline passed, so memory stays flat even for keys
+//! nobody reads again (most rate-limit counters are written for one window
+//! and then never touched).
+
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+use std::time::Duration;
+
+use crate::state::Shared;
+
+/// Each tick examines this fraction of every shard's buckets, so a full pass
+/// over the keyspace takes `SLICES_PER_PASS / hz` seconds (one second at the
+/// default hz of 10).
+const SLICES_PER_PASS: usize = 10;
+
+/// Never examine fewer buckets than this per shard and tick: tiny tables are
+/// cheaper to finish than to slice.
+const MIN_BUCKETS_PER_TICK: usize = 256;
+
+/// One sweep over a slice of every shard; returns the number of keys reclaimed.
+pub fn sweep_once(shared: &Shared) -> u64 {
+    let now = shared.clock.now_ms();
+    let mut reclaimed = 0;
+    let mut expired = 0;
+    for index in 0..shared.store.databases() {
+        let db = shared.store.db(index);
+        for shard_index in 0..db.shard_count() {
+            let mut shard = db.lock_shard(shard_index);
+            if shard.volatile_len() > 0 {
+                let budget = (shard.num_buckets() / SLICES_PER_PASS).max(MIN_BUCKETS_PER_TICK);
+                reclaimed += shard.sweep(now, budget).1 as u64;
+            }
+            expired += shard.take_expired_count();
+        }
+    }
+    if expired > 0 {
+        shared
+            .stats
+            .expired_keys
+            .fetch_add(expired, Ordering::Relaxed);
+    }
+    reclaimed
+}
+
+/// Runs [`sweep_once`] `hz` times a second until shutdown.
+pub async fn run(shared: Arc<Shared>) {
+    let mut stopping = shared.shutdown.subscribe();
+    loop {
+        let hz = shared.config.read().hz.max(1);
+        let tick = Duration::from_millis(1000 / hz as u64);
+        tokio::select! {
+            _ = tokio::time::sleep(tick) => {}
+            _ = stopping.wait_for(|&stop| stop) => return,
+        }
+        if shared.shutting_down.load(Ordering::SeqCst) {
+            return;
+        }
+        sweep_once(&shared);
+    }
+}

@@ -1,0 +1,126 @@
+//! tally-server: a Redis-protocol counter store for API rate limiting.
+//!
+//! The server speaks RESP2/RESP3 and Redis 7.0's commands for strings,
+//! counters, keys and TTLs, keeps its keyspace in sharded in-memory tables,
+//! never evicts, and can run inside another tokio program:
+//!
+//! ```no_run
+//! # async fn demo() -> std::io::Result<()> {
+//! use tally_server::{Config, Server};
+//!
+//! let config = Config { port: 0, ..Config::default() };
+//! let handle = Server::new(config).start().await?;
+//! println!("listening on {}", handle.local_addr());
+//! handle.shutdown().await;
+//! # Ok(())
+//! # }
+//! ```
+#![warn(missing_docs)]
+
+pub mod cmd;
+pub mod config;
+pub mod expiry;
+pub mod float;
+pub mod net;
+pub mod resp;
+pub mod state;
+pub mod store;
+pub mod util;
+
+use std::net::SocketAddr;
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+
+use tokio::net::TcpListener;
+use tokio::task::JoinHandle;
+
+pub use config::Config;
+pub use state::Shared;
+pub use store::{Clock, ManualClock, SystemClock};
+
+/// A server built from a [`Config`], not yet listening.
+pub struct Server {
+    config: Config,
+}
+
+impl Server {
+    /// A server for `config`.
+    pub fn new(config: Config) -> Server {
+        Server { config }
+    }
+
+    /// Binds every `bind` address on `port` and starts serving inside the
+    /// current tokio runtime. Port 0 picks a free port; the handle tells which.
+    pub async fn start(self) -> std::io::Result<ServerHandle> {
+        let mut listeners = Vec::new();
+        let mut port = self.config.port;
+        for address in &self.config.bind {
+            let host = address.trim_start_matches('-');
+            let listener = TcpListener::bind((host, port)).await?;
+            if port == 0 {
+                // Every address listens on the same port, like Redis.
+                port = listener.local_addr()?.port();
+            }
+            listeners.push(listener);
+        }
+        let local_addr = match listeners.first() {
+            Some(listener) => listener.local_addr()?,
+            None => {
+                return Err(std::io::Error::new(
+                    std::io::ErrorKind::InvalidInput,
+                    "no bind address configured",
+                ))
+            }
+        };
+        let shared = Arc::new(Shared::new(self.config));
+        *shared.local_addr.lock() = Some(local_addr);
+        let sweeper = tokio::spawn(expiry::run(shared.clone()));
+        let accept_loop = tokio::spawn(net::listener::run(shared.clone(), listeners));
+        let task = tokio::spawn(async move {
+            let _ = accept_loop.await;
+            sweeper.abort();
+        });
+        Ok(ServerHandle {
+            local_addr,
+            shared,
+            task,
+        })
+    }
+}
+
+/// A running server.
+pub struct ServerHandle {
+    local_addr: SocketAddr,
+    shared: Arc<Shared>,
+    task: JoinHandle<()>,
+}
+
+impl ServerHandle {
+    /// The address the server listens on (the first, when several are bound).
+    pub fn local_addr(&self) -> SocketAddr {
+        self.local_addr
+    }
+
+    /// The server's shared state (store, statistics), for embedding programs
+    /// and tests.
+    pub fn shared(&self) -> &Arc<Shared> {
+        &self.shared
+    }
+
+    /// True once shutdown began (SHUTDOWN, a signal or [`ServerHandle::shutdown`]).
+    pub fn is_shutting_down(&self) -> bool {
+        self.shared.shutting_down.load(Ordering::SeqCst)
+    }
+
+    /// Stops accepting, lets connections finish the replies they owe, and
+    /// returns when every connection is closed.
+    pub async fn shutdown(self) {
+        self.shared.begin_shutdown();
+        let _ = self.task.await;
+    }
+
+    /// Waits until the server stops by itself (the SHUTDOWN command).
+    pub async fn wait(self) {
+        let _ = self.task.await;
+    }
+}

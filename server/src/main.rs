@@ -1,0 +1,187 @@
+//! The `tally-server` binary: parse redis-server-style options, start the
+//! server on a multi-threaded tokio runtime, stop cleanly on SIGINT, SIGTERM
+//! or SHUTDOWN.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::Parser;
+use tally_server::{Config, Server};
+
+/// A Redis-protocol counter store for API rate limiting.
+///
+/// Options are named as redis-server's. A redis.conf-style file may be given
+/// first; options on the command line override it.
+#[derive(Parser, Debug)]
+#[command(name = "tally-server", version, about, long_about = None)]
+struct Cli {
+    /// redis.conf-style configuration file (one `directive value` per line).
+    config_file: Option<PathBuf>,
+
+    /// TCP port to listen on (0 picks a free port). [default: 6379]
+    #[arg(long)]
+    port: Option<u16>,
+
+    /// Addresses to listen on. [default: 127.0.0.1]
+    #[arg(long, num_args = 1..)]
+    bind: Option<Vec<String>>,
+
+    /// Memory limit for data, e.g. 100mb or 1gb (0 = none). Past it, writes get
+    /// an OOM error; nothing is evicted.
+    #[arg(long)]
+    maxmemory: Option<String>,
+
+    /// Eviction policy. Only `noeviction` is accepted: an evicted rate-limit
+    /// counter would silently reset a client's window.
+    #[arg(long)]
+    maxmemory_policy: Option<String>,
+
+    /// Password clients must AUTH with.
+    #[arg(long)]
+    requirepass: Option<String>,
+
+    /// Number of databases. [default: 16]
+    #[arg(long)]
+    databases: Option<u64>,
+
+    /// Maximum simultaneous clients. [default: 10000]
+    #[arg(long)]
+    maxclients: Option<u64>,
+
+    /// Close clients idle for this many seconds (0 = never). [default: 0]
+    #[arg(long)]
+    timeout: Option<u64>,
+
+    /// Largest bulk string a client may send, e.g. 512mb. [default: 512mb]
+    #[arg(long)]
+    proto_max_bulk_len: Option<String>,
+
+    /// Largest unprocessed input kept for one client, e.g. 1gb. [default: 1gb]
+    #[arg(long)]
+    client_query_buffer_limit: Option<String>,
+
+    /// debug, verbose, notice, warning or nothing. [default: notice]
+    #[arg(long)]
+    loglevel: Option<String>,
+
+    /// Shards per database (a power of two). [default: 8 per core]
+    #[arg(long)]
+    shards: Option<u64>,
+
+    /// Worker threads. [default: one per core]
+    #[arg(long)]
+    io_threads: Option<u64>,
+}
+
+impl Cli {
+    /// The command-line options as (directive, values) pairs, applied after the file.
+    fn overrides(&self) -> Vec<(&'static str, Vec<String>)> {
+        let mut out = Vec::new();
+        let mut one = |name: &'static str, value: Option<String>| {
+            if let Some(value) = value {
+                out.push((name, vec![value]));
+            }
+        };
+        one("port", self.port.map(|v| v.to_string()));
+        one("maxmemory", self.maxmemory.clone());
+        one("maxmemory-policy", self.maxmemory_policy.clone());
+        one("requirepass", self.requirepass.clone());
+        one("databases", self.databases.map(|v| v.to_string()));
+        one("maxclients", self.maxclients.map(|v| v.to_string()));
+        one("timeout", self.timeout.map(|v| v.to_string()));
+        one("proto-max-bulk-len", self.proto_max_bulk_len.clone());
+        one(
+            "client-query-buffer-limit",
+            self.client_query_buffer_limit.clone(),
+        );
+        one("loglevel", self.loglevel.clone());
+        one("shards", self.shards.map(|v| v.to_string()));
+        one("io-threads", self.io_threads.map(|v| v.to_string()));
+        if let Some(bind) = &self.bind {
+            out.push(("bind", bind.clone()));
+        }
+        out
+    }
+
+    fn into_config(self) -> Result<Config, String> {
+        let mut config = Config::default();
+        if let Some(path) = &self.config_file {
+            config.apply_file(path).map_err(|e| e.to_string())?;
+        }
+        for (name, values) in self.overrides() {
+            config
+                .apply(name, &values)
+                .map_err(|why| format!("--{name}: {why}"))?;
+        }
+        Ok(config)
+    }
+}
+
+fn init_logging(level: &str) {
+    let filter = match level {
+        "debug" => "debug",
+        "verbose" => "info",
+        "notice" => "info",
+        "warning" => "warn",
+        _ => "off",
+    };
+    tracing_subscriber::fmt()
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_default_env()
+                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(filter)),
+        )
+        .with_target(false)
+        .init();
+}
+
+async fn wait_for_signal() {
+    use tokio::signal::unix::{signal, SignalKind};
+    let mut terminate = match signal(SignalKind::terminate()) {
+        Ok(s) => s,
+        Err(_) => return std::future::pending().await,
+    };
+    tokio::select! {
+        _ = tokio::signal::ctrl_c() => {}
+        _ = terminate.recv() => {}
+    }
+}
+
+fn main() -> ExitCode {
+    let config = match Cli::parse().into_config() {
+        Ok(config) => config,
+        Err(message) => {
+            eprintln!("tally-server: configuration error: {message}");
+            return ExitCode::from(1);
+        }
+    };
+    init_logging(&config.loglevel);
+    let mut runtime = tokio::runtime::Builder::new_multi_thread();
+    if config.io_threads > 0 {
+        runtime.worker_threads(config.io_threads);
+    }
+    let runtime = match runtime.enable_all().build() {
+        Ok(runtime) => runtime,
+        Err(e) => {
+            eprintln!("tally-server: cannot start the runtime: {e}");
+            return ExitCode::from(1);
+        }
+    };
+    runtime.block_on(async move {
+        let handle = match Server::new(config).start().await {
+            Ok(handle) => handle,
+            Err(e) => {
+                eprintln!("tally-server: cannot listen: {e}");
+                return ExitCode::from(1);
+            }
+        };
+        tracing::info!("tally-server {} ready to accept connections on {}", env!("CARGO_PKG_VERSION"), handle.local_addr());
+        let mut stopped = handle.shared().shutdown.subscribe();
+        tokio::select! {
+            _ = wait_for_signal() => tracing::info!("received a signal, shutting down"),
+            _ = stopped.wait_for(|&stop| stop) => tracing::info!("SHUTDOWN received, shutting down"),
+        }
+        handle.shutdown().await;
+        tracing::info!("tally-server is now ready to exit, bye bye...");
+        ExitCode::SUCCESS
+    })
+}

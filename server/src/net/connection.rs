@@ -1,0 +1,192 @@
+//! One client connection: read a batch, frame and run every whole command in
+//! it, append the replies, and send them in ONE write.
+//!
+//! Deep pipelines therefore cost one read and one write per batch, not per
+//! command. Argument errors are ordinary replies; a framing error replies
+//! `-ERR Protocol error: ...` after the replies owed for the commands before it
+//! and closes the connection, as Redis does.
+
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+use std::time::Duration;
+
+use bytes::{Buf, BytesMut};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::TcpStream;
+
+use crate::cmd::{self, ClientState, Ctx};
+use crate::resp::{parse_frame, Frame, FrameLimits, Reply};
+use crate::state::{ClientInfo, Shared};
+
+/// Bytes read per syscall at least; larger batches are read as they come.
+const READ_CHUNK: usize = 16 * 1024;
+
+/// Why the loop stopped reading.
+enum Next {
+    Continue,
+    Close,
+}
+
+/// Serves one connection until the client leaves, is killed, idles past
+/// `timeout`, breaks the protocol, or the server shuts down.
+pub async fn serve(shared: Arc<Shared>, mut stream: TcpStream, info: Arc<ClientInfo>) {
+    let _ = stream.set_nodelay(true);
+    let authenticated = shared.config.read().requirepass.is_none();
+    let mut client = ClientState::new(info.clone(), authenticated);
+    let mut input = BytesMut::with_capacity(READ_CHUNK);
+    let mut output = BytesMut::with_capacity(READ_CHUNK);
+    // True after DEBUG SLEEP paused in the middle of a batch: the rest of the
+    // batch is already buffered and runs before anything new is read.
+    let mut resume_buffered = false;
+    loop {
+        if info.killed.load(Ordering::SeqCst) {
+            break;
+        }
+        if !std::mem::take(&mut resume_buffered)
+            && !read_more(&shared, &mut stream, &info, &mut input).await
+        {
+            break;
+        }
+        let next = run_batch(&shared, &mut client, &mut input, &mut output);
+        if input.len() as u64 > shared.client_query_buffer_limit.load(Ordering::Relaxed) {
+            // Redis closes a client whose unprocessed input passes the limit.
+            tracing::warn!(
+                client = info.id,
+                "closing client: query buffer limit reached"
+            );
+            break;
+        }
+        if !output.is_empty() {
+            shared
+                .stats
+                .net_output_bytes
+                .fetch_add(output.len() as u64, Ordering::Relaxed);
+            if stream.write_all(&output).await.is_err() {
+                break;
+            }
+            output.clear();
+        }
+        if matches!(next, Next::Close) {
+            break;
+        }
+        if let Some(pause) = client.sleep.take() {
+            tokio::time::sleep(pause).await;
+            resume_buffered = !input.is_empty();
+        }
+    }
+    let _ = stream.shutdown().await;
+    shared.clients.unregister(info.id);
+}
+
+/// Reads what the client sent next; false when the connection should close
+/// (end of stream, error, kill, idle timeout).
+async fn read_more(
+    shared: &Shared,
+    stream: &mut TcpStream,
+    info: &ClientInfo,
+    input: &mut BytesMut,
+) -> bool {
+    if input.capacity() - input.len() < READ_CHUNK / 4 {
+        input.reserve(READ_CHUNK);
+    }
+    let idle_secs = shared.idle_timeout_secs.load(Ordering::Relaxed);
+    let read = tokio::select! {
+        read = stream.read_buf(input) => read,
+        _ = info.kill_notify.notified() => return false,
+        _ = idle(idle_secs) => return false,
+    };
+    match read {
+        Ok(0) | Err(_) => false,
+        Ok(n) => {
+            shared
+                .stats
+                .net_input_bytes
+                .fetch_add(n as u64, Ordering::Relaxed);
+            true
+        }
+    }
+}
+
+/// Sleeps for the idle timeout, or forever when there is none.
+async fn idle(secs: u64) {
+    if secs == 0 {
+        std::future::pending::<()>().await;
+    } else {
+        tokio::time::sleep(Duration::from_secs(secs)).await;
+    }
+}
+
+/// Frames and runs every whole command at the front of `input`, appending
+/// replies to `output`. Consumed bytes are removed from `input`.
+fn run_batch(
+    shared: &Shared,
+    client: &mut ClientState,
+    input: &mut BytesMut,
+    output: &mut BytesMut,
+) -> Next {
+    let now_ms = shared.clock.now_ms();
+    client
+        .info
+        .last_interaction_ms
+        .store(now_ms, Ordering::Relaxed);
+    let limits = FrameLimits {
+        max_bulk_len: shared.proto_max_bulk_len.load(Ordering::Relaxed) as usize,
+        unauthenticated: !client.authenticated,
+    };
+    let mut pos = 0;
+    let mut next = Next::Continue;
+    let mut argv: Vec<&[u8]> = Vec::with_capacity(8);
+    let buf: &[u8] = input;
+    while pos < buf.len() {
+        let frame = parse_frame(
+            &buf[pos..],
+            FrameLimits {
+                unauthenticated: !client.authenticated,
+                ..limits
+            },
+        );
+        let reply = match &frame {
+            Frame::Command { args, consumed } => {
+                argv.clear();
+                argv.extend(args.iter().map(|r| &buf[pos + r.start..pos + r.end]));
+                pos += consumed;
+                run_one(shared, client, &argv, now_ms)
+            }
+            Frame::Inline { args, consumed } => {
+                let owned: Vec<&[u8]> = args.iter().map(|a| a.as_slice()).collect();
+                pos += consumed;
+                run_one(shared, client, &owned, now_ms)
+            }
+            Frame::Empty { consumed } => {
+                pos += consumed;
+                continue;
+            }
+            Frame::Incomplete => break,
+            Frame::Error(message) => {
+                next = Next::Close;
+                Reply::error(format!("ERR Protocol error: {message}"))
+            }
+        };
+        reply.encode(client.proto, output);
+        if matches!(frame, Frame::Error(_)) || client.close_after_reply {
+            next = Next::Close;
+            break;
+        }
+        if client.sleep.is_some() {
+            // DEBUG SLEEP: send what is owed, pause, then carry on with the rest.
+            break;
+        }
+    }
+    input.advance(pos);
+    client.batch.flush(shared);
+    next
+}
+
+fn run_one(shared: &Shared, client: &mut ClientState, argv: &[&[u8]], now_ms: u64) -> Reply {
+    let mut ctx = Ctx {
+        shared,
+        client,
+        now_ms,
+    };
+    cmd::dispatch(&mut ctx, argv)
+}

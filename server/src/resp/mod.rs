@@ -1,0 +1,7 @@
+//! The Redis serialization protocol: request framing and reply encoding.
+
+pub mod parse;
+pub mod reply;
+
+pub use parse::{parse_frame, Frame, FrameLimits};
+pub use reply::{Protocol, Reply};

@@ -1,0 +1,187 @@
+//! Replies and their RESP2/RESP3 encoding.
+//!
+//! Handlers build a [`Reply`]; the connection encodes it for the client's
+//! protocol version. The same value feeds MULTI/EXEC and, later, Lua's
+//! `redis.call`, which is why handlers do not write bytes themselves.
+
+use std::borrow::Cow;
+
+use bytes::{BufMut, BytesMut};
+
+/// RESP version spoken by a client (HELLO switches it).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Protocol {
+    /// RESP2, the default.
+    #[default]
+    Resp2,
+    /// RESP3, after `HELLO 3`.
+    Resp3,
+}
+
+/// A reply to one command.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Reply {
+    /// `+OK`.
+    Ok,
+    /// A simple string (`+PONG`, `+QUEUED`, ...).
+    Status(Cow<'static, str>),
+    /// An error; the text starts with its code (`ERR ...`, `WRONGTYPE ...`).
+    Error(Cow<'static, str>),
+    /// An integer.
+    Int(i64),
+    /// A bulk string.
+    Bulk(Vec<u8>),
+    /// A bulk string holding the decimal form of an integer (GET of a counter),
+    /// encoded without an intermediate allocation.
+    BulkInt(i64),
+    /// A static bulk string.
+    BulkStatic(&'static [u8]),
+    /// The null bulk string (RESP2 `$-1`, RESP3 `_`).
+    Nil,
+    /// The null array (RESP2 `*-1`, RESP3 `_`).
+    NilArray,
+    /// An array.
+    Array(Vec<Reply>),
+    /// A map: RESP3 `%`, a flat array in RESP2.
+    Map(Vec<(Reply, Reply)>),
+    /// A set: RESP3 `~`, an array in RESP2.
+    Set(Vec<Reply>),
+    /// A boolean: RESP3 `#t`/`#f`, the integer 1/0 in RESP2.
+    Bool(bool),
+    /// No reply at all (SHUTDOWN closes the connection instead of answering).
+    Nothing,
+    /// Verbatim text (RESP3 `=txt:`), a bulk string in RESP2 (INFO, CLIENT LIST).
+    Verbatim(Vec<u8>),
+}
+
+impl Reply {
+    /// An error reply from a message that already carries its code.
+    pub fn error(message: impl Into<Cow<'static, str>>) -> Reply {
+        Reply::Error(message.into())
+    }
+
+    /// A simple-string reply.
+    pub fn status(text: &'static str) -> Reply {
+        Reply::Status(Cow::Borrowed(text))
+    }
+
+    /// A bulk string copied from a slice.
+    pub fn bulk(bytes: &[u8]) -> Reply {
+        Reply::Bulk(bytes.to_vec())
+    }
+
+    /// True for error replies.
+    pub fn is_error(&self) -> bool {
+        matches!(self, Reply::Error(_))
+    }
+
+    /// Appends the encoding of this reply to `out`.
+    pub fn encode(&self, proto: Protocol, out: &mut BytesMut) {
+        match self {
+            Reply::Ok => out.put_slice(b"+OK\r\n"),
+            Reply::Status(text) => line(out, b'+', text.as_bytes()),
+            Reply::Error(text) => line(out, b'-', text.as_bytes()),
+            Reply::Int(n) => int_line(out, b':', *n),
+            Reply::Bulk(bytes) => bulk(out, bytes),
+            Reply::BulkStatic(bytes) => bulk(out, bytes),
+            Reply::BulkInt(n) => {
+                let mut digits = itoa::Buffer::new();
+                bulk(out, digits.format(*n).as_bytes());
+            }
+            Reply::Nil => match proto {
+                Protocol::Resp2 => out.put_slice(b"$-1\r\n"),
+                Protocol::Resp3 => out.put_slice(b"_\r\n"),
+            },
+            Reply::NilArray => match proto {
+                Protocol::Resp2 => out.put_slice(b"*-1\r\n"),
+                Protocol::Resp3 => out.put_slice(b"_\r\n"),
+            },
+            Reply::Array(items) => {
+                int_line(out, b'*', items.len() as i64);
+                for item in items {
+                    item.encode(proto, out);
+                }
+            }
+            Reply::Set(items) => {
+                let marker = if proto == Protocol::Resp3 { b'~' } else { b'*' };
+                int_line(out, marker, items.len() as i64);
+                for item in items {
+                    item.encode(proto, out);
+                }
+            }
+            Reply::Map(pairs) => {
+                match proto {
+                    Protocol::Resp2 => int_line(out, b'*', pairs.len() as i64 * 2),
+                    Protocol::Resp3 => int_line(out, b'%', pairs.len() as i64),
+                }
+                for (key, value) in pairs {
+                    key.encode(proto, out);
+                    value.encode(proto, out);
+                }
+            }
+            Reply::Bool(value) => match proto {
+                Protocol::Resp2 => int_line(out, b':', *value as i64),
+                Protocol::Resp3 => out.put_slice(if *value { b"#t\r\n" } else { b"#f\r\n" }),
+            },
+            Reply::Nothing => {}
+            Reply::Verbatim(text) => match proto {
+                Protocol::Resp2 => bulk(out, text),
+                Protocol::Resp3 => {
+                    int_line(out, b'=', text.len() as i64 + 4);
+                    out.put_slice(b"txt:");
+                    out.put_slice(text);
+                    out.put_slice(b"\r\n");
+                }
+            },
+        }
+    }
+}
+
+fn line(out: &mut BytesMut, marker: u8, text: &[u8]) {
+    out.reserve(text.len() + 3);
+    out.put_u8(marker);
+    out.put_slice(text);
+    out.put_slice(b"\r\n");
+}
+
+fn int_line(out: &mut BytesMut, marker: u8, n: i64) {
+    let mut digits = itoa::Buffer::new();
+    line(out, marker, digits.format(n).as_bytes());
+}
+
+fn bulk(out: &mut BytesMut, bytes: &[u8]) {
+    int_line(out, b'$', bytes.len() as i64);
+    out.reserve(bytes.len() + 2);
+    out.put_slice(bytes);
+    out.put_slice(b"\r\n");
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn encoded(reply: &Reply, proto: Protocol) -> Vec<u8> {
+        let mut out = BytesMut::new();
+        reply.encode(proto, &mut out);
+        out.to_vec()
+    }
+
+    #[test]
+    fn null_and_aggregate_encodings_follow_the_protocol_version() {
+        assert_eq!(encoded(&Reply::Nil, Protocol::Resp2), b"$-1\r\n");
+        assert_eq!(encoded(&Reply::Nil, Protocol::Resp3), b"_\r\n");
+        assert_eq!(encoded(&Reply::NilArray, Protocol::Resp2), b"*-1\r\n");
+        let map = Reply::Map(vec![(Reply::bulk(b"a"), Reply::Int(1))]);
+        assert_eq!(encoded(&map, Protocol::Resp2), b"*2\r\n$1\r\na\r\n:1\r\n");
+        assert_eq!(encoded(&map, Protocol::Resp3), b"%1\r\n$1\r\na\r\n:1\r\n");
+        assert_eq!(encoded(&Reply::Bool(true), Protocol::Resp3), b"#t\r\n");
+        assert_eq!(
+            encoded(&Reply::BulkInt(-12), Protocol::Resp2),
+            b"$3\r\n-12\r\n"
+        );
+        assert_eq!(
+            encoded(&Reply::Verbatim(b"hi".to_vec()), Protocol::Resp3),
+            b"=6\r\ntxt:hi\r\n"
+        );
+    }
+}

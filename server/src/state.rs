@@ -1,0 +1,285 @@
+//! State shared by every connection: the store, live configuration, the client
+//! registry and statistics.
+
+use std::net::SocketAddr;
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicU8, AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::time::Instant;
+
+use hashbrown::HashMap;
+use parking_lot::{Mutex, RwLock};
+use tokio::sync::Notify;
+
+use crate::cmd::table::registry;
+use crate::config::Config;
+use crate::store::{Clock, Store};
+
+/// Server-wide state, one per running server.
+pub struct Shared {
+    /// The keyspace.
+    pub store: Store,
+    /// Live configuration (CONFIG SET writes here).
+    pub config: RwLock<Config>,
+    /// `maxmemory`, read on every write, kept outside the lock.
+    pub maxmemory: AtomicU64,
+    /// `timeout` in seconds, read by every connection on every read.
+    pub idle_timeout_secs: AtomicU64,
+    /// `proto-max-bulk-len`, read while framing.
+    pub proto_max_bulk_len: AtomicU64,
+    /// `client-query-buffer-limit`, read after every socket read.
+    pub client_query_buffer_limit: AtomicU64,
+    /// The clock every time-dependent command reads.
+    pub clock: Arc<dyn Clock>,
+    /// Connected clients.
+    pub clients: ClientRegistry,
+    /// Counters for INFO.
+    pub stats: Stats,
+    /// When the server started (uptime).
+    pub started: Instant,
+    /// Unix seconds at start (LASTSAVE: no save ever happened).
+    pub started_unix: u64,
+    /// The address actually bound.
+    pub local_addr: Mutex<Option<SocketAddr>>,
+    /// Set once shutdown began; notified to stop the listener.
+    pub shutting_down: AtomicBool,
+    /// Turns true when shutdown begins; the listener and sweeper watch it.
+    pub shutdown: tokio::sync::watch::Sender<bool>,
+    /// Unique id of this run (INFO run_id).
+    pub run_id: String,
+}
+
+impl Shared {
+    /// Builds the state for `config`.
+    pub fn new(config: Config) -> Shared {
+        let clock = config.clock.clone();
+        let store = Store::new(config.databases, config.shards);
+        let started_unix = clock.now_ms() / 1000;
+        let run_id = {
+            // 40 hex characters, as Redis's run_id; uniqueness is all that matters.
+            use std::hash::{BuildHasher, Hasher};
+            let mut out = String::with_capacity(40);
+            let state = hashbrown::DefaultHashBuilder::default();
+            for i in 0..3u64 {
+                let mut h = state.build_hasher();
+                h.write_u64(i ^ clock.now_us());
+                out.push_str(&format!("{:016x}", h.finish()));
+            }
+            out.truncate(40);
+            out
+        };
+        Shared {
+            store,
+            maxmemory: AtomicU64::new(config.maxmemory),
+            idle_timeout_secs: AtomicU64::new(config.timeout_secs),
+            proto_max_bulk_len: AtomicU64::new(config.proto_max_bulk_len),
+            client_query_buffer_limit: AtomicU64::new(config.client_query_buffer_limit),
+            config: RwLock::new(config),
+            clock,
+            clients: ClientRegistry::default(),
+            stats: Stats::new(registry().len()),
+            started: Instant::now(),
+            started_unix,
+            local_addr: Mutex::new(None),
+            shutting_down: AtomicBool::new(false),
+            shutdown: tokio::sync::watch::Sender::new(false),
+            run_id,
+        }
+    }
+
+    /// Installs a new configuration (CONFIG SET), including the copies of hot
+    /// values that are read without the lock.
+    pub fn install_config(&self, config: Config) {
+        self.maxmemory.store(config.maxmemory, Ordering::Relaxed);
+        self.idle_timeout_secs
+            .store(config.timeout_secs, Ordering::Relaxed);
+        self.proto_max_bulk_len
+            .store(config.proto_max_bulk_len, Ordering::Relaxed);
+        self.client_query_buffer_limit
+            .store(config.client_query_buffer_limit, Ordering::Relaxed);
+        *self.config.write() = config;
+    }
+
+    /// Begins a graceful shutdown: stop accepting, let connections finish
+    /// the replies they owe, then exit.
+    pub fn begin_shutdown(&self) {
+        self.shutting_down.store(true, Ordering::SeqCst);
+        self.shutdown.send_replace(true);
+        self.clients.kill_all();
+    }
+
+    /// True when writes that may grow memory must be refused.
+    pub fn over_maxmemory(&self) -> bool {
+        let limit = self.maxmemory.load(Ordering::Relaxed);
+        limit != 0 && self.store.used_memory() as u64 > limit
+    }
+}
+
+/// Per-command statistics (INFO commandstats).
+#[derive(Default)]
+pub struct CommandStats {
+    /// Completed calls.
+    pub calls: AtomicU64,
+    /// Microseconds spent in the handler.
+    pub usec: AtomicU64,
+    /// Calls refused before running (arity, auth, OOM).
+    pub rejected_calls: AtomicU64,
+    /// Calls that ran and replied with an error.
+    pub failed_calls: AtomicU64,
+}
+
+/// Server statistics (INFO stats).
+pub struct Stats {
+    /// Connections accepted.
+    pub connections_received: AtomicU64,
+    /// Connections refused for maxclients.
+    pub rejected_connections: AtomicU64,
+    /// Commands executed.
+    pub commands_processed: AtomicU64,
+    /// Bytes read from clients.
+    pub net_input_bytes: AtomicU64,
+    /// Bytes written to clients.
+    pub net_output_bytes: AtomicU64,
+    /// Keys removed because their TTL passed.
+    pub expired_keys: AtomicU64,
+    /// Lookups that found a key.
+    pub keyspace_hits: AtomicU64,
+    /// Lookups that found nothing.
+    pub keyspace_misses: AtomicU64,
+    /// Errors replied, by any command.
+    pub total_error_replies: AtomicU64,
+    /// Per command, indexed like the command table.
+    pub commands: Box<[CommandStats]>,
+}
+
+impl Stats {
+    fn new(commands: usize) -> Stats {
+        Stats {
+            connections_received: AtomicU64::new(0),
+            rejected_connections: AtomicU64::new(0),
+            commands_processed: AtomicU64::new(0),
+            net_input_bytes: AtomicU64::new(0),
+            net_output_bytes: AtomicU64::new(0),
+            expired_keys: AtomicU64::new(0),
+            keyspace_hits: AtomicU64::new(0),
+            keyspace_misses: AtomicU64::new(0),
+            total_error_replies: AtomicU64::new(0),
+            commands: (0..commands).map(|_| CommandStats::default()).collect(),
+        }
+    }
+
+    /// CONFIG RESETSTAT.
+    pub fn reset(&self) {
+        for counter in [
+            &self.connections_received,
+            &self.rejected_connections,
+            &self.commands_processed,
+            &self.net_input_bytes,
+            &self.net_output_bytes,
+            &self.expired_keys,
+            &self.keyspace_hits,
+            &self.keyspace_misses,
+            &self.total_error_replies,
+        ] {
+            counter.store(0, Ordering::Relaxed);
+        }
+        for c in self.commands.iter() {
+            c.calls.store(0, Ordering::Relaxed);
+            c.usec.store(0, Ordering::Relaxed);
+            c.rejected_calls.store(0, Ordering::Relaxed);
+            c.failed_calls.store(0, Ordering::Relaxed);
+        }
+    }
+}
+
+/// What other connections may read or ask of a client (CLIENT LIST / KILL).
+pub struct ClientInfo {
+    /// CLIENT ID.
+    pub id: u64,
+    /// Peer address.
+    pub addr: SocketAddr,
+    /// Local address.
+    pub laddr: SocketAddr,
+    /// Unix ms at connect.
+    pub created_ms: u64,
+    /// Unix ms of the last command.
+    pub last_interaction_ms: AtomicU64,
+    /// Selected database.
+    pub db: AtomicUsize,
+    /// RESP version (2 or 3).
+    pub resp: AtomicU8,
+    /// CLIENT SETNAME.
+    pub name: Mutex<Option<Vec<u8>>>,
+    /// CLIENT SETINFO LIB-NAME / LIB-VER.
+    pub lib: Mutex<(String, String)>,
+    /// Stats index of the last command (`usize::MAX` before the first).
+    pub last_command: AtomicUsize,
+    /// Set by CLIENT KILL or shutdown; the connection closes when it sees it.
+    pub killed: AtomicBool,
+    /// Wakes the connection so it notices `killed` while idle.
+    pub kill_notify: Notify,
+}
+
+impl ClientInfo {
+    /// Asks the connection to close.
+    pub fn kill(&self) {
+        self.killed.store(true, Ordering::SeqCst);
+        self.kill_notify.notify_one();
+    }
+}
+
+/// Every connected client, by id.
+#[derive(Default)]
+pub struct ClientRegistry {
+    clients: Mutex<HashMap<u64, Arc<ClientInfo>>>,
+    next_id: AtomicU64,
+}
+
+impl ClientRegistry {
+    /// A fresh client id (ids start at 1 and never repeat).
+    pub fn next_id(&self) -> u64 {
+        self.next_id.fetch_add(1, Ordering::Relaxed) + 1
+    }
+
+    /// Registers a connection; fails when `maxclients` are already connected.
+    pub fn register(
+        &self,
+        info: Arc<ClientInfo>,
+        maxclients: usize,
+    ) -> Result<(), Arc<ClientInfo>> {
+        let mut clients = self.clients.lock();
+        if clients.len() >= maxclients {
+            return Err(info);
+        }
+        clients.insert(info.id, info);
+        Ok(())
+    }
+
+    /// Removes a connection.
+    pub fn unregister(&self, id: u64) {
+        self.clients.lock().remove(&id);
+    }
+
+    /// Number of connected clients.
+    pub fn len(&self) -> usize {
+        self.clients.lock().len()
+    }
+
+    /// True when nobody is connected.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Every client, ordered by id.
+    pub fn snapshot(&self) -> Vec<Arc<ClientInfo>> {
+        let mut all: Vec<_> = self.clients.lock().values().cloned().collect();
+        all.sort_by_key(|c| c.id);
+        all
+    }
+
+    /// Asks every connection to close.
+    pub fn kill_all(&self) {
+        for client in self.clients.lock().values() {
+            client.kill();
+        }
+    }
+}

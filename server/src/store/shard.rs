@@ -1,0 +1,371 @@
+//! One shard: a hash table of [`Entry`] behind the shard's mutex.
+//!
+//! Every operation takes `now_ms` so that expiry is checked lazily on access:
+//! an expired key is removed the moment anything looks at it and is never
+//! visible. The active sweep ([`ShardData::sweep`]) reclaims keys nobody looks at.
+
+use std::sync::atomic::{AtomicIsize, Ordering};
+use std::sync::Arc;
+
+use hashbrown::hash_table::{Entry as TableEntry, HashTable};
+use hashbrown::DefaultHashBuilder;
+use std::hash::BuildHasher;
+
+use super::entry::{Entry, ValueRef};
+
+/// A key together with its precomputed hash (computed once, outside the lock).
+#[derive(Clone, Copy, Debug)]
+pub struct KeyRef<'a> {
+    /// The key bytes.
+    pub bytes: &'a [u8],
+    /// `Store::hash(bytes)`.
+    pub hash: u64,
+}
+
+/// The data protected by one shard's mutex.
+pub struct ShardData {
+    table: HashTable<Entry>,
+    hasher: DefaultHashBuilder,
+    /// Keys that carry a deadline (INFO keyspace `expires=`).
+    volatile: usize,
+    /// Bytes this shard owns: entry allocations plus the table's own allocation.
+    bytes: usize,
+    /// The process-wide sum of every shard's `bytes` (INFO used_memory).
+    used_memory: Arc<AtomicIsize>,
+    /// Bumped whenever the table may move entries between buckets (growth or an
+    /// in-place rehash), so a SCAN cursor issued before can tell it is stale.
+    layout_epoch: u32,
+    /// Next bucket the active expiry sweep will look at.
+    sweep_cursor: usize,
+    /// Keys found expired (lazily or by the sweep) since the sweeper last
+    /// collected the count for INFO's expired_keys.
+    expired_uncounted: u64,
+}
+
+/// A mutable view of one entry that keeps the shard's memory and TTL
+/// accounting right whatever the caller changes.
+pub struct EntryMut<'a> {
+    entry: &'a mut Entry,
+    volatile: &'a mut usize,
+    bytes: &'a mut usize,
+    used_memory: &'a AtomicIsize,
+    heap_before: usize,
+    had_deadline: bool,
+}
+
+impl std::ops::Deref for EntryMut<'_> {
+    type Target = Entry;
+    fn deref(&self) -> &Entry {
+        self.entry
+    }
+}
+
+impl std::ops::DerefMut for EntryMut<'_> {
+    fn deref_mut(&mut self) -> &mut Entry {
+        self.entry
+    }
+}
+
+impl Drop for EntryMut<'_> {
+    fn drop(&mut self) {
+        let heap_after = self.entry.heap_size();
+        if heap_after != self.heap_before {
+            *self.bytes = *self.bytes + heap_after - self.heap_before;
+            self.used_memory.fetch_add(
+                heap_after as isize - self.heap_before as isize,
+                Ordering::Relaxed,
+            );
+        }
+        let has_deadline = self.entry.expire_at() != 0;
+        if has_deadline != self.had_deadline {
+            if has_deadline {
+                *self.volatile += 1;
+            } else {
+                *self.volatile -= 1;
+            }
+        }
+    }
+}
+
+impl ShardData {
+    pub(crate) fn new(hasher: DefaultHashBuilder, used_memory: Arc<AtomicIsize>) -> ShardData {
+        ShardData {
+            table: HashTable::new(),
+            hasher,
+            volatile: 0,
+            bytes: 0,
+            used_memory,
+            layout_epoch: 0,
+            sweep_cursor: 0,
+            expired_uncounted: 0,
+        }
+    }
+
+    /// Buckets in the table (SCAN and the sweep walk them).
+    pub fn num_buckets(&self) -> usize {
+        self.table.num_buckets()
+    }
+
+    /// Takes the count of keys that expired since the last call.
+    pub fn take_expired_count(&mut self) -> u64 {
+        std::mem::take(&mut self.expired_uncounted)
+    }
+
+    /// Number of keys, counting expired keys not yet reclaimed (as Redis's DBSIZE does).
+    pub fn len(&self) -> usize {
+        self.table.len()
+    }
+
+    /// True when the shard holds no key.
+    pub fn is_empty(&self) -> bool {
+        self.table.is_empty()
+    }
+
+    /// Keys with a deadline.
+    pub fn volatile_len(&self) -> usize {
+        self.volatile
+    }
+
+    /// Bytes accounted to this shard.
+    pub fn bytes(&self) -> usize {
+        self.bytes
+    }
+
+    fn account(&mut self, delta: isize) {
+        self.bytes = (self.bytes as isize + delta) as usize;
+        self.used_memory.fetch_add(delta, Ordering::Relaxed);
+    }
+
+    /// Finds the bucket of a live key; an expired key is deleted on the way
+    /// and reported absent.
+    fn find_live(&mut self, key: KeyRef<'_>, now_ms: u64) -> Option<usize> {
+        let index = self
+            .table
+            .find_bucket_index(key.hash, |e| e.key() == key.bytes)?;
+        let expired = self
+            .table
+            .get_bucket(index)
+            .is_some_and(|e| e.is_expired(now_ms));
+        if expired {
+            if let Ok(occupied) = self.table.get_bucket_entry(index) {
+                let (removed, _) = occupied.remove();
+                self.forget(&removed);
+                self.expired_uncounted += 1;
+            }
+            return None;
+        }
+        Some(index)
+    }
+
+    /// Looks a key up for reading or writing; an expired key is deleted and
+    /// reported absent.
+    pub fn get_mut(&mut self, key: KeyRef<'_>, now_ms: u64) -> Option<EntryMut<'_>> {
+        let index = self.find_live(key, now_ms)?;
+        let entry = self.table.get_bucket_mut(index)?;
+        let heap_before = entry.heap_size();
+        let had_deadline = entry.expire_at() != 0;
+        Some(EntryMut {
+            entry,
+            volatile: &mut self.volatile,
+            bytes: &mut self.bytes,
+            used_memory: &self.used_memory,
+            heap_before,
+            had_deadline,
+        })
+    }
+
+    /// The live value of a key, if any (deleting it if expired).
+    pub fn get(&mut self, key: KeyRef<'_>, now_ms: u64) -> Option<&Entry> {
+        let index = self.find_live(key, now_ms)?;
+        self.table.get_bucket(index)
+    }
+
+    /// True when a live key exists.
+    pub fn contains(&mut self, key: KeyRef<'_>, now_ms: u64) -> bool {
+        self.get_mut(key, now_ms).is_some()
+    }
+
+    /// Stores `value` under the key, replacing whatever was there; returns the
+    /// previous live entry.
+    pub fn set(
+        &mut self,
+        key: KeyRef<'_>,
+        value: ValueRef<'_>,
+        expire_at_ms: u64,
+        now_ms: u64,
+    ) -> Option<Entry> {
+        let entry = Entry::new(key.bytes, value, expire_at_ms);
+        self.insert_entry(key.hash, entry, now_ms)
+    }
+
+    /// Inserts a prebuilt entry (its key must hash to `hash`), returning the
+    /// previous live entry for that key.
+    pub fn insert_entry(&mut self, hash: u64, entry: Entry, now_ms: u64) -> Option<Entry> {
+        let mut delta = entry.heap_size() as isize;
+        if entry.expire_at() != 0 {
+            self.volatile += 1;
+        }
+        if self.table.len() == self.table.capacity() {
+            // The insert below may grow or rehash the table, moving entries.
+            self.layout_epoch = self.layout_epoch.wrapping_add(1);
+        }
+        let table_before = self.table.allocation_size();
+        let hasher = &self.hasher;
+        let previous = match self.table.entry(
+            hash,
+            |e| e.key() == entry.key(),
+            |e| hasher.hash_one(e.key()),
+        ) {
+            TableEntry::Occupied(mut occupied) => {
+                Some(std::mem::replace(occupied.get_mut(), entry))
+            }
+            TableEntry::Vacant(vacant) => {
+                vacant.insert(entry);
+                None
+            }
+        };
+        delta += self.table.allocation_size() as isize - table_before as isize;
+        if let Some(old) = &previous {
+            delta -= old.heap_size() as isize;
+            if old.expire_at() != 0 {
+                self.volatile -= 1;
+            }
+        }
+        self.account(delta);
+        previous.filter(|old| !old.is_expired(now_ms))
+    }
+
+    /// Removes a key, returning its entry if it was live.
+    pub fn remove(&mut self, key: KeyRef<'_>, now_ms: u64) -> Option<Entry> {
+        let occupied = self
+            .table
+            .find_entry(key.hash, |e| e.key() == key.bytes)
+            .ok()?;
+        let (removed, _) = occupied.remove();
+        self.forget(&removed);
+        if removed.is_expired(now_ms) {
+            self.expired_uncounted += 1;
+            None
+        } else {
+            Some(removed)
+        }
+    }
+
+    /// Accounting for an entry that has just left the table.
+    fn forget(&mut self, removed: &Entry) {
+        if removed.expire_at() != 0 {
+            self.volatile -= 1;
+        }
+        self.account(-(removed.heap_size() as isize));
+    }
+
+    /// Drops every key.
+    pub fn clear(&mut self) {
+        let bytes = self.bytes as isize;
+        self.table = HashTable::new();
+        self.volatile = 0;
+        self.layout_epoch = self.layout_epoch.wrapping_add(1);
+        self.sweep_cursor = 0;
+        self.account(-bytes);
+    }
+
+    /// Iterates over live entries (expired ones not yet swept are skipped).
+    pub fn iter_live(&self, now_ms: u64) -> impl Iterator<Item = &Entry> {
+        self.table.iter().filter(move |e| !e.is_expired(now_ms))
+    }
+
+    /// Examines up to `max_buckets` buckets from where the last sweep stopped and
+    /// removes expired entries. Returns `(examined_entries, removed)`.
+    pub fn sweep(&mut self, now_ms: u64, max_buckets: usize) -> (usize, usize) {
+        let buckets = self.table.num_buckets();
+        if buckets == 0 || self.volatile == 0 {
+            return (0, 0);
+        }
+        let mut examined = 0;
+        let mut removed = 0;
+        let mut index = self.sweep_cursor % buckets;
+        for _ in 0..max_buckets.min(buckets) {
+            if let Ok(occupied) = self.table.get_bucket_entry(index) {
+                examined += 1;
+                if occupied.get().is_expired(now_ms) {
+                    let (gone, _) = occupied.remove();
+                    self.forget(&gone);
+                    self.expired_uncounted += 1;
+                    removed += 1;
+                }
+            }
+            index = (index + 1) % buckets;
+        }
+        self.sweep_cursor = index;
+        (examined, removed)
+    }
+
+    /// One step of SCAN over this shard. `position` is the bucket to start at;
+    /// `epoch` is the layout epoch the caller's cursor was issued under. Live
+    /// entries accepted by `keep` are pushed to `out` until at least `count`
+    /// buckets holding entries were visited. Returns the next bucket position
+    /// (`None` when the shard is finished) and the current epoch.
+    ///
+    /// When the table's layout changed since the cursor was issued, entries may
+    /// have moved to buckets already visited, so the shard restarts from bucket 0:
+    /// elements may then be returned twice (Redis allows that) but never missed.
+    pub fn scan(
+        &self,
+        position: usize,
+        epoch: u32,
+        count: usize,
+        now_ms: u64,
+        mut keep: impl FnMut(&Entry) -> bool,
+        out: &mut Vec<Vec<u8>>,
+    ) -> (Option<usize>, u32) {
+        let mut index = if epoch == self.layout_epoch {
+            position
+        } else {
+            0
+        };
+        let buckets = self.table.num_buckets();
+        let mut visited = 0;
+        while index < buckets && visited < count {
+            if let Some(entry) = self.table.get_bucket(index) {
+                visited += 1;
+                if !entry.is_expired(now_ms) && keep(entry) {
+                    out.push(entry.key().to_vec());
+                }
+            }
+            index += 1;
+        }
+        let next = if index < buckets { Some(index) } else { None };
+        (next, self.layout_epoch)
+    }
+
+    /// Picks a pseudo-random live entry using `seed` to choose a start bucket.
+    pub fn random_entry(&self, seed: usize, now_ms: u64) -> Option<&Entry> {
+        let buckets = self.table.num_buckets();
+        if buckets == 0 {
+            return None;
+        }
+        let start = seed % buckets;
+        (0..buckets)
+            .map(|i| (start + i) % buckets)
+            .filter_map(|i| self.table.get_bucket(i))
+            .find(|e| !e.is_expired(now_ms))
+    }
+
+    /// Exchanges the contents of two shards (SWAPDB).
+    pub fn swap_contents(&mut self, other: &mut ShardData) {
+        std::mem::swap(&mut self.table, &mut other.table);
+        std::mem::swap(&mut self.volatile, &mut other.volatile);
+        std::mem::swap(&mut self.bytes, &mut other.bytes);
+        self.layout_epoch = self.layout_epoch.wrapping_add(1);
+        other.layout_epoch = other.layout_epoch.wrapping_add(1);
+        self.sweep_cursor = 0;
+        other.sweep_cursor = 0;
+    }
+}
+
+impl Drop for ShardData {
+    fn drop(&mut self) {
+        self.used_memory
+            .fetch_sub(self.bytes as isize, Ordering::Relaxed);
+    }
+}

@@ -1,1 +1,342 @@
+//! Shared helpers for tally's socket-level and differential tests.
+//!
+//! - [`TestServer`] starts an in-process tally-server on a free port, with a
+//!   [`ManualClock`] so expiry tests move time instead of sleeping.
+//! - [`RawConn`] speaks raw RESP over a socket and returns each reply's exact
+//!   bytes, so tests assert the wire format, not a client library's view of it.
+//! - [`RedisServer`] starts a real `redis-server` for differential tests. In CI
+//!   (`CI` set in the environment) a missing redis-server fails the test; on a
+//!   developer machine without it the differential tests are skipped loudly.
 
+use std::net::SocketAddr;
+use std::process::{Child, Command, Stdio};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use tally_server::{Config, ManualClock, Server, ServerHandle};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::TcpStream;
+
+/// A fixed start time for manual clocks: 2024-07-03T09:46:40Z (1720000000 s),
+/// the epoch the seed's key examples use.
+pub const T0_MS: u64 = 1_720_000_000_000;
+
+/// An in-process tally-server.
+pub struct TestServer {
+    /// The running server.
+    pub handle: ServerHandle,
+    /// The clock the server reads; move it to expire keys.
+    pub clock: Arc<ManualClock>,
+}
+
+impl TestServer {
+    /// Starts a server on 127.0.0.1 with a free port and a manual clock.
+    pub async fn start() -> TestServer {
+        TestServer::start_with(|_| {}).await
+    }
+
+    /// Starts a server after letting `adjust` change the default test config.
+    pub async fn start_with(adjust: impl FnOnce(&mut Config)) -> TestServer {
+        let clock = Arc::new(ManualClock::new(T0_MS));
+        let mut config = Config {
+            port: 0,
+            shards: 4,
+            clock: clock.clone(),
+            ..Config::default()
+        };
+        adjust(&mut config);
+        let handle = Server::new(config)
+            .start()
+            .await
+            .expect("tally-server starts");
+        TestServer { handle, clock }
+    }
+
+    /// Starts a server reading the real system clock (for differential tests,
+    /// where Redis reads the real clock too).
+    pub async fn start_real_clock() -> TestServer {
+        let clock = Arc::new(ManualClock::new(T0_MS));
+        let handle = Server::new(Config {
+            port: 0,
+            shards: 4,
+            ..Config::default()
+        })
+        .start()
+        .await
+        .expect("tally-server starts");
+        TestServer { handle, clock }
+    }
+
+    /// The listening address.
+    pub fn addr(&self) -> SocketAddr {
+        self.handle.local_addr()
+    }
+
+    /// A raw connection to the server.
+    pub async fn raw(&self) -> RawConn {
+        RawConn::connect(self.addr()).await
+    }
+
+    /// A `redis` crate client for the server.
+    pub fn client(&self) -> redis::Client {
+        redis::Client::open(format!("redis://{}/", self.addr())).expect("valid url")
+    }
+}
+
+/// Encodes a command as a RESP multibulk request.
+pub fn encode_command<A: AsRef<[u8]>>(args: &[A]) -> Vec<u8> {
+    let mut out = format!("*{}\r\n", args.len()).into_bytes();
+    for arg in args {
+        let arg = arg.as_ref();
+        out.extend_from_slice(format!("${}\r\n", arg.len()).as_bytes());
+        out.extend_from_slice(arg);
+        out.extend_from_slice(b"\r\n");
+    }
+    out
+}
+
+/// Splits a command line on spaces (no quoting) into arguments.
+pub fn words(line: &str) -> Vec<Vec<u8>> {
+    line.split(' ')
+        .filter(|w| !w.is_empty())
+        .map(|w| w.as_bytes().to_vec())
+        .collect()
+}
+
+/// Length of the first complete reply frame in `buf`, if one is complete.
+pub fn frame_len(buf: &[u8], resp3: bool) -> Option<usize> {
+    if resp3 {
+        redis_protocol::resp3::decode::complete::decode(buf)
+            .expect("server sent a valid RESP3 frame")
+            .map(|(_, n)| n)
+    } else {
+        redis_protocol::resp2::decode::decode(buf)
+            .expect("server sent a valid RESP2 frame")
+            .map(|(_, n)| n)
+    }
+}
+
+/// A raw RESP connection that returns replies as exact bytes.
+pub struct RawConn {
+    stream: TcpStream,
+    pending: Vec<u8>,
+    /// Decode replies as RESP3 (after HELLO 3).
+    pub resp3: bool,
+}
+
+/// How long a test waits for one reply before failing.
+pub const REPLY_TIMEOUT: Duration = Duration::from_secs(10);
+
+impl RawConn {
+    /// Connects to `addr`.
+    pub async fn connect(addr: SocketAddr) -> RawConn {
+        let stream = TcpStream::connect(addr).await.expect("connect");
+        stream.set_nodelay(true).expect("nodelay");
+        RawConn {
+            stream,
+            pending: Vec::new(),
+            resp3: false,
+        }
+    }
+
+    /// Sends raw bytes.
+    pub async fn send(&mut self, bytes: &[u8]) {
+        self.stream.write_all(bytes).await.expect("write");
+    }
+
+    /// Reads one complete reply and returns its bytes.
+    pub async fn reply(&mut self) -> Vec<u8> {
+        let deadline = Instant::now() + REPLY_TIMEOUT;
+        loop {
+            if let Some(n) = frame_len(&self.pending, self.resp3) {
+                return self.pending.drain(..n).collect();
+            }
+            let mut chunk = [0u8; 64 * 1024];
+            let left = deadline.saturating_duration_since(Instant::now());
+            let read = tokio::time::timeout(left, self.stream.read(&mut chunk))
+                .await
+                .expect("reply arrives in time")
+                .expect("read");
+            assert!(
+                read > 0,
+                "connection closed while waiting for a reply; have {:?}",
+                String::from_utf8_lossy(&self.pending)
+            );
+            self.pending.extend_from_slice(&chunk[..read]);
+        }
+    }
+
+    /// Sends one command and returns its reply bytes.
+    pub async fn cmd<A: AsRef<[u8]>>(&mut self, args: &[A]) -> Vec<u8> {
+        self.send(&encode_command(args)).await;
+        self.reply().await
+    }
+
+    /// Sends a space-separated command line (as a multibulk) and returns the
+    /// reply as a lossy string, for readable assertions.
+    pub async fn line(&mut self, line: &str) -> String {
+        let reply = self.cmd(&words(line)).await;
+        String::from_utf8_lossy(&reply).into_owned()
+    }
+
+    /// Waits until the server closes the connection, returning what it sent
+    /// before closing. Fails if it stays open past the timeout.
+    pub async fn read_until_closed(&mut self) -> Vec<u8> {
+        let mut all = std::mem::take(&mut self.pending);
+        let deadline = Instant::now() + REPLY_TIMEOUT;
+        loop {
+            let mut chunk = [0u8; 4096];
+            let left = deadline.saturating_duration_since(Instant::now());
+            match tokio::time::timeout(left, self.stream.read(&mut chunk))
+                .await
+                .expect("server closes the connection in time")
+            {
+                Ok(0) | Err(_) => return all,
+                Ok(n) => all.extend_from_slice(&chunk[..n]),
+            }
+        }
+    }
+}
+
+/// A real redis-server on a free port, stopped on drop.
+pub struct RedisServer {
+    child: Child,
+    /// Where it listens.
+    pub addr: SocketAddr,
+}
+
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .map(|a| a.port())
+        .expect("a free port")
+}
+
+impl RedisServer {
+    /// Starts redis-server, or returns None (after saying so) when it is not
+    /// installed outside CI. In CI a missing redis-server is a test failure.
+    pub fn start() -> Option<RedisServer> {
+        RedisServer::start_with(&[])
+    }
+
+    /// Like [`RedisServer::start`], with extra redis-server arguments.
+    pub fn start_with(extra: &[&str]) -> Option<RedisServer> {
+        let found = Command::new("redis-server")
+            .arg("--version")
+            .stdout(Stdio::null())
+            .status()
+            .is_ok();
+        if !found {
+            if std::env::var_os("CI").is_some() {
+                panic!("redis-server is required for differential tests in CI");
+            }
+            eprintln!("SKIPPED: redis-server is not installed; differential test not run");
+            return None;
+        }
+        let port = free_port();
+        let mut args: Vec<String> = [
+            "--port",
+            &port.to_string(),
+            "--bind",
+            "127.0.0.1",
+            "--save",
+            "",
+            "--appendonly",
+            "no",
+            "--daemonize",
+            "no",
+        ]
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
+        args.extend(extra.iter().map(|s| s.to_string()));
+        let child = Command::new("redis-server")
+            .args(&args)
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("spawn redis-server");
+        let addr: SocketAddr = format!("127.0.0.1:{port}").parse().expect("addr");
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while std::net::TcpStream::connect(addr).is_err() {
+            assert!(Instant::now() < deadline, "redis-server did not start");
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        Some(RedisServer { child, addr })
+    }
+}
+
+impl Drop for RedisServer {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// One command whose replies differed.
+#[derive(Debug)]
+pub struct Mismatch {
+    /// The command, as text.
+    pub command: String,
+    /// Redis's reply.
+    pub redis: String,
+    /// tally's reply.
+    pub tally: String,
+}
+
+/// Sends the same commands, one at a time, to Redis and to tally over fresh
+/// connections and returns every command whose reply bytes differ.
+pub async fn compare_streams(
+    redis: SocketAddr,
+    tally: SocketAddr,
+    commands: &[Vec<Vec<u8>>],
+) -> Vec<Mismatch> {
+    let mut a = RawConn::connect(redis).await;
+    let mut b = RawConn::connect(tally).await;
+    let mut mismatches = Vec::new();
+    for command in commands {
+        let expected = a.cmd(command).await;
+        let actual = b.cmd(command).await;
+        // HELLO 3 switches both connections to RESP3 framing.
+        let accepted = !expected.starts_with(b"-");
+        if accepted
+            && command
+                .first()
+                .is_some_and(|c| c.eq_ignore_ascii_case(b"hello"))
+        {
+            let resp3 = command.get(1).is_some_and(|v| v == b"3");
+            let resp2 = command.get(1).is_some_and(|v| v == b"2");
+            if resp3 || resp2 {
+                a.resp3 = resp3;
+                b.resp3 = resp3;
+            }
+        }
+        if expected != actual {
+            mismatches.push(Mismatch {
+                command: command
+                    .iter()
+                    .map(|a| String::from_utf8_lossy(a).into_owned())
+                    .collect::<Vec<_>>()
+                    .join(" "),
+                redis: String::from_utf8_lossy(&expected).into_owned(),
+                tally: String::from_utf8_lossy(&actual).into_owned(),
+            });
+        }
+    }
+    mismatches
+}
+
+/// Panics with a readable list when `mismatches` is not empty.
+pub fn assert_no_mismatch(mismatches: &[Mismatch]) {
+    if mismatches.is_empty() {
+        return;
+    }
+    let mut text = format!("{} replies differ from redis-server:\n", mismatches.len());
+    for m in mismatches.iter().take(30) {
+        text.push_str(&format!(
+            "  {}\n    redis: {:?}\n    tally: {:?}\n",
+            m.command, m.redis, m.tally
+        ));
+    }
+    panic!("{text}");
+}

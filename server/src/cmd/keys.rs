@@ -431,12 +431,23 @@ impl ScanCursor {
     }
 }
 
-/// Parses a cursor as Redis's parseScanCursorOrReply: an unsigned decimal.
+/// Parses a cursor as Redis's parseScanCursorOrReply does with strtoul: an
+/// optional sign, then decimal digits; a negative number wraps around.
 fn parse_cursor(arg: &[u8]) -> Option<u64> {
-    if arg.is_empty() || !arg.iter().all(u8::is_ascii_digit) {
+    let (negative, digits) = match arg.first() {
+        Some(b'-') => (true, &arg[1..]),
+        Some(b'+') => (false, &arg[1..]),
+        _ => (false, arg),
+    };
+    if digits.is_empty() || !digits.iter().all(u8::is_ascii_digit) {
         return None;
     }
-    std::str::from_utf8(arg).ok()?.parse().ok()
+    let value: u64 = std::str::from_utf8(digits).ok()?.parse().ok()?;
+    Some(if negative {
+        value.wrapping_neg()
+    } else {
+        value
+    })
 }
 
 /// SCAN cursor [MATCH pattern] [COUNT count] [TYPE type]

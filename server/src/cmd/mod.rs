@@ -223,6 +223,7 @@ fn check_and_call(
         ctx.client.batch.slot(index).4 += 1;
         return reply;
     }
+    ctx.client.info.last_command.store(index, Ordering::Relaxed);
     let started = Instant::now();
     let reply = (command.handler)(ctx, argv);
     let usec = started.elapsed().as_micros() as u64;

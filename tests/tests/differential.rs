@@ -1,0 +1,331 @@
+//! Differential tests: the same command streams go to a real redis-server and
+//! to tally; every reply must match byte for byte, except the deliberate
+//! differences listed in docs/compatibility.md (none of which these streams
+//! exercise).
+
+use tally_tests::{assert_no_mismatch, compare_streams, words, RedisServer, TestServer};
+
+fn script(text: &str) -> Vec<Vec<Vec<u8>>> {
+    text.lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty() && !l.starts_with('#'))
+        .map(words)
+        .collect()
+}
+
+async fn run(text: &str) {
+    let Some(redis) = RedisServer::start() else {
+        return;
+    };
+    let tally = TestServer::start_real_clock().await;
+    let mismatches = compare_streams(redis.addr, tally.addr(), &script(text)).await;
+    assert_no_mismatch(&mismatches);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn strings_and_counters_match_redis() {
+    run(r#"
+        GET missing
+        SET k v
+        GET k
+        SET k v2 NX
+        SET k v3 XX
+        GET k
+        SET k v4 NX GET
+        SET k v5 XX GET
+        SET new v NX GET
+        SET k v EX 100
+        TTL k
+        SET k v PX 100000
+        TTL k
+        SET k v KEEPTTL
+        TTL k
+        SET k v EX 0
+        SET k v EX -1
+        SET k v EX 9223372036854775807
+        SET k v PX 9223372036854775807
+        SET k v EX notanumber
+        SET k v EX 10 PX 10
+        SET k v NX XX
+        SET k v KEEPTTL EX 10
+        SET k v FOO
+        SET k v EXAT 1
+        GET k
+        SET k
+        SETNX k a
+        SETNX k b
+        GET k
+        SETEX s 100 v
+        TTL s
+        SETEX s 0 v
+        SETEX s -5 v
+        SETEX s x v
+        PSETEX p 100000 v
+        TTL p
+        MSET a 1 b 2 c 3
+        MGET a b c missing
+        MSET a 1 b
+        MSETNX a 1 z 2
+        MSETNX y 1 z 2
+        MGET y z
+        GETSET a 10
+        GETSET nothere 1
+        GETDEL a
+        GETDEL a
+        GETEX b EX 100
+        TTL b
+        GETEX b PERSIST
+        TTL b
+        GETEX b EX 10 PERSIST
+        GETEX b FOO
+        GETEX missing EX 10
+        INCR counter
+        INCR counter
+        INCRBY counter 10
+        DECR counter
+        DECRBY counter 5
+        DECRBY counter -9223372036854775808
+        INCRBY counter notanumber
+        INCRBY counter 9223372036854775807
+        SET big 9223372036854775807
+        INCR big
+        SET small -9223372036854775808
+        DECR small
+        SET str hello
+        INCR str
+        SET spaced " 1"
+        SET lead 01
+        INCR lead
+        SET neg -0
+        INCR neg
+        INCRBYFLOAT f 1.5
+        INCRBYFLOAT f 0.1
+        INCRBYFLOAT f 12345.6
+        INCRBYFLOAT f -12347.2
+        INCRBYFLOAT f abc
+        INCRBYFLOAT f inf
+        INCRBYFLOAT str 1
+        SET e 1e3
+        INCRBYFLOAT e 1
+        INCRBYFLOAT counter 0.5
+        APPEND ap hello
+        APPEND ap " world"
+        GET ap
+        APPEND counter 1
+        GET counter
+        STRLEN ap
+        STRLEN missing
+        STRLEN counter
+        GETRANGE ap 0 4
+        GETRANGE ap -5 -1
+        GETRANGE ap 5 3
+        GETRANGE ap -1 -5
+        GETRANGE ap 0 100
+        GETRANGE missing 0 1
+        GETRANGE ap x 1
+        SUBSTR ap 1 3
+        SETRANGE ap 6 WORLD
+        GET ap
+        SETRANGE sr 5 x
+        GET sr
+        SETRANGE sr -1 x
+        SETRANGE empty 3 ""
+        EXISTS empty
+        SETRANGE counter 0 9
+        GET counter
+        SETRANGE ap 536870911 x
+        SETRANGE ap 536870912 x
+    "#)
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn keyspace_commands_match_redis() {
+    run(r#"
+        MSET a 1 b 2 c 3
+        DEL a b missing
+        DEL a
+        UNLINK c
+        SET x 1
+        EXISTS x x missing
+        TOUCH x missing
+        EXPIRE x 100
+        TTL x
+        EXPIRE x 100 NX
+        EXPIRE x 200 XX
+        TTL x
+        EXPIRE x 50 GT
+        EXPIRE x 500 GT
+        TTL x
+        EXPIRE x 600 LT
+        EXPIRE x 100 LT
+        TTL x
+        EXPIRE x 10 NX XX
+        EXPIRE x 10 GT LT
+        EXPIRE x 10 FOO
+        EXPIRE x abc
+        EXPIRE x 9223372036854775807
+        EXPIRE x -9223372036854775808
+        PEXPIRE x 9223372036854775807
+        EXPIRE missing 10
+        PERSIST x
+        PERSIST x
+        TTL x
+        EXPIRE x 10 XX
+        EXPIRE x 10 GT
+        EXPIRE x 10 LT
+        TTL x
+        EXPIREAT x 1
+        EXISTS x
+        SET y 1
+        PEXPIREAT y 99999999999999
+        PEXPIRETIME y
+        EXPIRETIME y
+        EXPIRETIME missing
+        PTTL missing
+        SET nottl 1
+        TTL nottl
+        PTTL nottl
+        EXPIRETIME nottl
+        PEXPIRE y -1
+        EXISTS y
+        TYPE nottl
+        TYPE missing
+        SET r1 v
+        EXPIRE r1 100
+        RENAME r1 r2
+        TTL r2
+        GET r2
+        EXISTS r1
+        RENAME missing r3
+        RENAME r2 r2
+        SET r4 other
+        RENAMENX r2 r4
+        RENAMENX r2 r5
+        RENAMENX r5 r5
+        RENAMENX missing r6
+        COPY r5 r6
+        GET r6
+        COPY r5 r6
+        COPY r5 r6 REPLACE
+        COPY r5 r5
+        COPY missing r7
+        COPY r5 r7 DB 1
+        COPY r5 r7 DB 99
+        COPY r5 r7 DB x
+        COPY r5 r7 FOO
+        MOVE r5 1
+        MOVE r5 1
+        MOVE r6 0
+        MOVE r6 99
+        SELECT 1
+        GET r5
+        GET r7
+        SELECT 0
+        SELECT 99
+        SELECT -1
+        SELECT x
+        DBSIZE
+        SWAPDB 0 1
+        DBSIZE
+        GET r5
+        SWAPDB 0 1
+        SWAPDB 0 99
+        SWAPDB x 0
+        SWAPDB 0 x
+        FLUSHDB
+        DBSIZE
+        FLUSHDB ASYNC
+        FLUSHDB SYNC
+        FLUSHDB FOO
+        FLUSHDB SYNC FOO
+        FLUSHALL
+        FLUSHALL FOO
+        RANDOMKEY
+        SET only 1
+        RANDOMKEY
+        KEYS *
+        KEYS o?ly
+        KEYS x*
+        SCAN 0 COUNT 100
+        SCAN 0 MATCH o* COUNT 100
+        SCAN 0 TYPE string COUNT 100
+        SCAN 0 TYPE hash COUNT 100
+        SCAN 0 COUNT 0
+        SCAN 0 COUNT x
+        SCAN 0 FOO
+        SCAN abc
+        SET n 12
+        OBJECT ENCODING n
+        SET s hello
+        OBJECT ENCODING s
+        SET l aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa
+        OBJECT ENCODING l
+        OBJECT ENCODING missing
+        OBJECT FOO
+        OBJECT
+    "#)
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn errors_and_connection_commands_match_redis() {
+    run(r#"
+        PING
+        PING hello
+        PING a b
+        ECHO hi
+        ECHO
+        FOO
+        FOO bar baz
+        GET
+        GET a b
+        SET a
+        CONFIG
+        CONFIG FOO
+        CONFIG GET maxmemory
+        CONFIG GET maxmemory-policy
+        CONFIG GET save
+        CONFIG GET appendonly
+        CONFIG GET databases
+        CONFIG SET nosuchparam 1
+        CONFIG SET maxmemory
+        CLIENT
+        CLIENT FOO
+        CLIENT SETNAME my-name
+        CLIENT GETNAME
+        CLIENT SETNAME "bad name"
+        CLIENT SETNAME
+        CLIENT KILL 1.2.3.4:5
+        CLIENT KILL ID 999999
+        CLIENT KILL ID abc
+        CLIENT LIST TYPE foo
+        AUTH foo
+        AUTH default foo
+        AUTH a b c
+        HELLO 4
+        HELLO x
+        HELLO 2 FOO
+        HELLO 3 AUTH default
+        SELECT 0
+        WAIT 0 0
+        WAIT 0 -1
+        WAIT x 0
+        COMMAND GETKEYS GET a
+        COMMAND GETKEYS MSET a 1 b 2
+        COMMAND GETKEYS PING
+        COMMAND GETKEYS FOO
+        COMMAND GETKEYS GET
+        COMMAND COUNTX
+        SHUTDOWN ABORT
+        SHUTDOWN FOO
+        MSET a 1 b 2
+        CLIENT GETNAME
+        GET a
+        GET missing
+        MGET a missing
+        CONFIG GET maxmemory
+        GET missing
+    "#)
+    .await;
+}

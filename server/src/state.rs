@@ -147,6 +147,8 @@ pub struct Stats {
     pub keyspace_misses: AtomicU64,
     /// Errors replied, by any command.
     pub total_error_replies: AtomicU64,
+    /// Largest input buffer any client held (INFO client_recent_max_input_buffer).
+    pub max_input_buffer: AtomicU64,
     /// Per command, indexed like the command table.
     pub commands: Box<[CommandStats]>,
 }
@@ -163,6 +165,7 @@ impl Stats {
             keyspace_hits: AtomicU64::new(0),
             keyspace_misses: AtomicU64::new(0),
             total_error_replies: AtomicU64::new(0),
+            max_input_buffer: AtomicU64::new(0),
             commands: (0..commands).map(|_| CommandStats::default()).collect(),
         }
     }

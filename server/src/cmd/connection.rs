@@ -136,7 +136,7 @@ pub fn hello(ctx: &mut Ctx<'_>, argv: &[&[u8]]) -> Reply {
     if !ctx.client.authenticated {
         return Reply::error(
             "NOAUTH HELLO must be called with the client already authenticated, otherwise the \
-             HELLO <proto> AUTH <user> <pass> option can be used to authenticate the client and \
+             HELLO AUTH <user> <pass> option can be used to authenticate the client and \
              select the RESP protocol version at the same time",
         );
     }

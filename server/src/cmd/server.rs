@@ -507,6 +507,11 @@ fn write_section(ctx: &Ctx<'_>, section: &str, out: &mut String) {
         "clients" => lines.extend([
             format!("connected_clients:{}", shared.clients.len()),
             format!("maxclients:{}", config.maxclients),
+            format!(
+                "client_recent_max_input_buffer:{}",
+                load(&stats.max_input_buffer)
+            ),
+            "client_recent_max_output_buffer:0".to_string(),
             "blocked_clients:0".to_string(),
             "tracking_clients:0".to_string(),
         ]),

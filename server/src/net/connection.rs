@@ -98,10 +98,12 @@ async fn read_more(
     match read {
         Ok(0) | Err(_) => false,
         Ok(n) => {
-            shared
-                .stats
-                .net_input_bytes
-                .fetch_add(n as u64, Ordering::Relaxed);
+            let stats = &shared.stats;
+            stats.net_input_bytes.fetch_add(n as u64, Ordering::Relaxed);
+            let capacity = input.capacity() as u64;
+            if capacity > stats.max_input_buffer.load(Ordering::Relaxed) {
+                stats.max_input_buffer.fetch_max(capacity, Ordering::Relaxed);
+            }
             true
         }
     }

@@ -26,7 +26,7 @@ static int parse_long_double(const char *s, size_t slen, long double *out) {
     buf[slen] = '\0';
     errno = 0;
     value = strtold(buf, &end);
-    if (isspace((unsigned char)buf[0]) || end[0] != '\0' ||
+    if (isspace((unsigned char)buf[0]) || end[0] != '\0' || (size_t)(end - buf) != slen ||
         (errno == ERANGE &&
          (value == HUGE_VALL || value == -HUGE_VALL || fpclassify(value) == FP_ZERO)) ||
         isnan(value))

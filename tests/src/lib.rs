@@ -276,6 +276,8 @@ impl Drop for RedisServer {
 /// One command whose replies differed.
 #[derive(Debug)]
 pub struct Mismatch {
+    /// Position of the command in the stream.
+    pub index: usize,
     /// The command, as text.
     pub command: String,
     /// Redis's reply.
@@ -294,7 +296,7 @@ pub async fn compare_streams(
     let mut a = RawConn::connect(redis).await;
     let mut b = RawConn::connect(tally).await;
     let mut mismatches = Vec::new();
-    for command in commands {
+    for (index, command) in commands.iter().enumerate() {
         let expected = a.cmd(command).await;
         let actual = b.cmd(command).await;
         // HELLO 3 switches both connections to RESP3 framing.
@@ -313,6 +315,7 @@ pub async fn compare_streams(
         }
         if expected != actual {
             mismatches.push(Mismatch {
+                index,
                 command: command
                     .iter()
                     .map(|a| String::from_utf8_lossy(a).into_owned())
@@ -334,8 +337,8 @@ pub fn assert_no_mismatch(mismatches: &[Mismatch]) {
     let mut text = format!("{} replies differ from redis-server:\n", mismatches.len());
     for m in mismatches.iter().take(30) {
         text.push_str(&format!(
-            "  {}\n    redis: {:?}\n    tally: {:?}\n",
-            m.command, m.redis, m.tally
+            "  #{} {}\n    redis: {:?}\n    tally: {:?}\n",
+            m.index, m.command, m.redis, m.tally
         ));
     }
     panic!("{text}");

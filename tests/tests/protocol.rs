@@ -132,7 +132,10 @@ async fn a_claimed_huge_bulk_is_not_allocated_up_front() {
         .trim()
         .parse()
         .unwrap();
-    assert!(biggest < 1024 * 1024, "input buffer grew to {biggest} bytes");
+    assert!(
+        biggest < 1024 * 1024,
+        "input buffer grew to {biggest} bytes"
+    );
 }
 
 #[tokio::test]

@@ -153,8 +153,7 @@ fn deadline_of(unit: ExpireUnit, amount: i64, now_ms: u64, command: &str) -> Res
     Ok(ms as u64)
 }
 
-/// Writes a string value: replaces the value and applies `deadline`. A deadline
-/// already in the past deletes the key, as Redis does.
+/// Writes a string value: replaces the value and applies `deadline`.
 pub fn write_string(
     shard: &mut ShardData,
     key: crate::store::KeyRef<'_>,
@@ -162,11 +161,9 @@ pub fn write_string(
     deadline: Deadline,
     now_ms: u64,
 ) {
+    // A deadline already in the past is stored as is, as Redis 7.0's SET does:
+    // the key is invisible at once and reclaimed by expiry.
     let expire_at = match deadline {
-        Deadline::At(at) if at <= now_ms => {
-            shard.remove(key, now_ms);
-            return;
-        }
         Deadline::At(at) => at,
         Deadline::Clear => 0,
         Deadline::Keep => shard.get(key, now_ms).map(|e| e.expire_at()).unwrap_or(0),
@@ -358,14 +355,6 @@ pub fn getex(ctx: &mut Ctx<'_>, argv: &[&[u8]]) -> Reply {
         Ok(opts) => opts,
         Err(reply) => return reply,
     };
-    let deadline = match opts.expire {
-        Some((unit, amount)) => match deadline_of(unit, amount, ctx.now_ms, "getex") {
-            Ok(at) => Deadline::At(at),
-            Err(reply) => return reply,
-        },
-        None if opts.persist => Deadline::Clear,
-        None => Deadline::Keep,
-    };
     let key = ctx.key(argv[1]);
     let mut shard = ctx.db().lock_for(key);
     let Some(mut entry) = shard.get_mut(key, ctx.now_ms) else {
@@ -374,6 +363,15 @@ pub fn getex(ctx: &mut Ctx<'_>, argv: &[&[u8]]) -> Reply {
     let reply = match string_of(&entry) {
         Ok(value) => reply_value(value),
         Err(reply) => return reply,
+    };
+    // Redis validates the expiry only once it knows the key exists.
+    let deadline = match opts.expire {
+        Some((unit, amount)) => match deadline_of(unit, amount, ctx.now_ms, "getex") {
+            Ok(at) => Deadline::At(at),
+            Err(reply) => return reply,
+        },
+        None if opts.persist => Deadline::Clear,
+        None => Deadline::Keep,
     };
     match deadline {
         Deadline::Keep => {}

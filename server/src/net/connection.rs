@@ -102,7 +102,9 @@ async fn read_more(
             stats.net_input_bytes.fetch_add(n as u64, Ordering::Relaxed);
             let capacity = input.capacity() as u64;
             if capacity > stats.max_input_buffer.load(Ordering::Relaxed) {
-                stats.max_input_buffer.fetch_max(capacity, Ordering::Relaxed);
+                stats
+                    .max_input_buffer
+                    .fetch_max(capacity, Ordering::Relaxed);
             }
             true
         }

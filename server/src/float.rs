@@ -75,7 +75,7 @@ mod tests {
         assert_eq!(add_human(b"abc", b"1"), Err(AddError::NotAFloat));
         assert_eq!(add_human(b"1", b" 1"), Err(AddError::NotAFloat));
         assert_eq!(add_human(b"1", b"nan"), Err(AddError::NotAFloat));
-        assert_eq!(add_human(b"05\0\0115", b"1"), Err(AddError::NotAFloat));
+        assert_eq!(add_human(b"05\x00\x00115", b"1"), Err(AddError::NotAFloat));
         assert_eq!(add_human(b"inf", b"-inf"), Err(AddError::NanOrInfinity));
         assert_eq!(
             add_human(b"1e4932", b"1e4932"),

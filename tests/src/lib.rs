@@ -166,10 +166,26 @@ impl RawConn {
         }
     }
 
-    /// Sends one command and returns its reply bytes.
+    /// Sends one command and returns its reply bytes. `HELLO 3` / `HELLO 2`
+    /// switch how later replies are framed (an error reply leaves it as it was).
     pub async fn cmd<A: AsRef<[u8]>>(&mut self, args: &[A]) -> Vec<u8> {
         self.send(&encode_command(args)).await;
-        self.reply().await
+        let before = self.resp3;
+        let is_hello = args
+            .first()
+            .is_some_and(|a| a.as_ref().eq_ignore_ascii_case(b"hello"));
+        if is_hello {
+            match args.get(1).map(|a| a.as_ref()) {
+                Some(b"3") => self.resp3 = true,
+                Some(b"2") => self.resp3 = false,
+                _ => {}
+            }
+        }
+        let reply = self.reply().await;
+        if reply.starts_with(b"-") {
+            self.resp3 = before;
+        }
+        reply
     }
 
     /// Sends a space-separated command line (as a multibulk) and returns the
@@ -177,6 +193,26 @@ impl RawConn {
     pub async fn line(&mut self, line: &str) -> String {
         let reply = self.cmd(&words(line)).await;
         String::from_utf8_lossy(&reply).into_owned()
+    }
+
+    /// Reads until one whole reply arrived or the server closed the
+    /// connection, returning what was received.
+    pub async fn read_until_closed_or_reply(&mut self) -> Vec<u8> {
+        let deadline = Instant::now() + REPLY_TIMEOUT;
+        loop {
+            if let Some(n) = frame_len(&self.pending, self.resp3) {
+                return self.pending.drain(..n).collect();
+            }
+            let mut chunk = [0u8; 4096];
+            let left = deadline.saturating_duration_since(Instant::now());
+            match tokio::time::timeout(left, self.stream.read(&mut chunk))
+                .await
+                .expect("a reply or a close arrives in time")
+            {
+                Ok(0) | Err(_) => return std::mem::take(&mut self.pending),
+                Ok(n) => self.pending.extend_from_slice(&chunk[..n]),
+            }
+        }
     }
 
     /// Waits until the server closes the connection, returning what it sent

@@ -1,0 +1,245 @@
+//! Server commands: INFO, CONFIG, COMMAND, SCAN over many keys, SWAPDB,
+//! SHUTDOWN and graceful shutdown of an embedded server.
+
+use std::collections::HashSet;
+
+use tally_tests::{encode_command, TestServer};
+
+fn field<'a>(info: &'a str, name: &str) -> Option<&'a str> {
+    info.lines()
+        .find_map(|l| l.strip_prefix(&format!("{name}:")))
+        .map(str::trim)
+}
+
+#[tokio::test]
+async fn info_carries_the_fields_clients_and_exporters_read() {
+    let server = TestServer::start_with(|c| c.maxmemory = 100 * 1024 * 1024).await;
+    let mut conn = server.raw().await;
+    conn.line("SET a 1").await;
+    conn.line("SET b 2 EX 100").await;
+    conn.line("GET a").await;
+    conn.line("GET missing").await;
+    let info = conn.line("INFO").await;
+    assert_eq!(field(&info, "redis_version"), Some("7.0.15"));
+    assert_eq!(field(&info, "redis_mode"), Some("standalone"));
+    assert_eq!(
+        field(&info, "tcp_port"),
+        Some(server.addr().port().to_string().as_str())
+    );
+    assert_eq!(field(&info, "connected_clients"), Some("1"));
+    assert_eq!(field(&info, "maxmemory"), Some("104857600"));
+    assert_eq!(field(&info, "maxmemory_policy"), Some("noeviction"));
+    assert!(field(&info, "used_memory").unwrap().parse::<u64>().unwrap() > 0);
+    assert!(
+        field(&info, "used_memory_rss")
+            .unwrap()
+            .parse::<u64>()
+            .unwrap()
+            > 0
+    );
+    assert_eq!(field(&info, "role"), Some("master"));
+    assert_eq!(field(&info, "aof_enabled"), Some("0"));
+    assert_eq!(field(&info, "keyspace_hits"), Some("1"));
+    assert_eq!(field(&info, "keyspace_misses"), Some("1"));
+    assert_eq!(field(&info, "db0"), Some("keys=2,expires=1,avg_ttl=0"));
+    for section in [
+        "# Server",
+        "# Clients",
+        "# Memory",
+        "# Persistence",
+        "# Stats",
+        "# Replication",
+        "# CPU",
+        "# Keyspace",
+    ] {
+        assert!(info.contains(section), "missing {section}");
+    }
+    assert!(!info.contains("# Commandstats"));
+    let stats = conn.line("INFO commandstats").await;
+    assert!(stats.contains("cmdstat_set:calls=2,"), "{stats}");
+    assert!(stats.contains("cmdstat_get:calls=2,"), "{stats}");
+    let all = conn.line("INFO all").await;
+    assert!(all.contains("# Commandstats") && all.contains("# Keyspace"));
+}
+
+#[tokio::test]
+async fn config_get_set_and_refusals() {
+    let server = TestServer::start().await;
+    let mut conn = server.raw().await;
+    assert_eq!(
+        conn.line("CONFIG GET maxmemory-policy").await,
+        "*2\r\n$16\r\nmaxmemory-policy\r\n$10\r\nnoeviction\r\n"
+    );
+    assert_eq!(
+        conn.line("CONFIG SET maxmemory-policy noeviction").await,
+        "+OK\r\n"
+    );
+    let refused = conn.line("CONFIG SET maxmemory-policy allkeys-lru").await;
+    assert!(
+        refused.starts_with("-ERR CONFIG SET failed (possibly related to argument 'maxmemory-policy') - maxmemory-policy 'allkeys-lru' is not supported"),
+        "{refused}"
+    );
+    assert_eq!(
+        conn.line("CONFIG SET port 1234").await,
+        "-ERR CONFIG SET failed (possibly related to argument 'port') - can't set immutable config\r\n"
+    );
+    assert_eq!(
+        conn.line("CONFIG SET timeout 30 maxclients 50").await,
+        "+OK\r\n"
+    );
+    assert_eq!(
+        conn.line("CONFIG GET timeout").await,
+        "*2\r\n$7\r\ntimeout\r\n$2\r\n30\r\n"
+    );
+    let many = conn.line("CONFIG GET max*").await;
+    assert!(many.starts_with("*6\r\n"), "{many}");
+    assert!(conn
+        .line("CONFIG SET maxmemory 12x")
+        .await
+        .starts_with("-ERR CONFIG SET failed"));
+    // A failed multi-set changes nothing.
+    assert!(conn
+        .line("CONFIG SET timeout 5 maxmemory bogus")
+        .await
+        .starts_with("-ERR"));
+    assert_eq!(
+        conn.line("CONFIG GET timeout").await,
+        "*2\r\n$7\r\ntimeout\r\n$2\r\n30\r\n"
+    );
+    assert_eq!(conn.line("CONFIG RESETSTAT").await, "+OK\r\n");
+}
+
+#[tokio::test]
+async fn command_introspection_is_consistent() {
+    let server = TestServer::start().await;
+    let mut conn = server.raw().await;
+    let count = conn.line("COMMAND COUNT").await;
+    let count: usize = count.trim_start_matches(':').trim_end().parse().unwrap();
+    let list = conn.line("COMMAND LIST").await;
+    assert!(list.starts_with(&format!("*{count}\r\n")));
+    assert!(list.contains("$6\r\nincrby\r\n"));
+    let info = conn.line("COMMAND INFO get").await;
+    assert!(
+        info.starts_with(
+            "*1\r\n*10\r\n$3\r\nget\r\n:2\r\n*2\r\n+readonly\r\n+fast\r\n:1\r\n:1\r\n:1\r\n"
+        ),
+        "{info}"
+    );
+    assert_eq!(conn.line("COMMAND INFO nosuch").await, "*1\r\n*-1\r\n");
+    let docs = conn.line("COMMAND DOCS incr").await;
+    assert!(docs.contains("$7\r\nsummary\r\n"), "{docs}");
+    assert!(docs.contains("$6\r\nstring\r\n"), "{docs}");
+    assert_eq!(
+        conn.line("COMMAND GETKEYS MSET a 1 b 2").await,
+        "*2\r\n$1\r\na\r\n$1\r\nb\r\n"
+    );
+    let all = conn.line("COMMAND").await;
+    assert!(all.starts_with(&format!("*{count}\r\n")));
+}
+
+#[tokio::test]
+async fn a_full_scan_returns_every_key_even_while_tables_grow() {
+    let server = TestServer::start().await;
+    let mut conn = server.raw().await;
+    let mut batch = Vec::new();
+    for i in 0..3000 {
+        batch.extend(encode_command(&[
+            "SET".to_string(),
+            format!("key:{i}"),
+            "v".to_string(),
+        ]));
+    }
+    conn.send(&batch).await;
+    for _ in 0..3000 {
+        conn.reply().await;
+    }
+    let mut seen = HashSet::new();
+    let mut cursor = "0".to_string();
+    let mut added = 0;
+    loop {
+        let reply = conn.cmd(&["SCAN", &cursor, "COUNT", "100"]).await;
+        let text = String::from_utf8(reply).unwrap();
+        let parts: Vec<&str> = text.split("\r\n").collect();
+        cursor = parts[2].to_string();
+        for key in parts[4..].iter().skip(1).step_by(2) {
+            if !key.is_empty() {
+                seen.insert(key.to_string());
+            }
+        }
+        // Keep growing the tables mid-iteration.
+        if added < 3000 {
+            let mut grow = Vec::new();
+            for i in 0..300 {
+                grow.extend(encode_command(&[
+                    "SET".to_string(),
+                    format!("new:{}", added + i),
+                    "v".to_string(),
+                ]));
+            }
+            conn.send(&grow).await;
+            for _ in 0..300 {
+                conn.reply().await;
+            }
+            added += 300;
+        }
+        if cursor == "0" {
+            break;
+        }
+    }
+    for i in 0..3000 {
+        assert!(seen.contains(&format!("key:{i}")), "SCAN missed key:{i}");
+    }
+    let matched = conn.line("SCAN 0 MATCH key:1?? COUNT 100000").await;
+    assert!(
+        matched.starts_with("*2\r\n$1\r\n0\r\n*100\r\n"),
+        "{}",
+        &matched[..40]
+    );
+}
+
+#[tokio::test]
+async fn swapdb_and_flushall_cover_every_database() {
+    let server = TestServer::start().await;
+    let mut conn = server.raw().await;
+    conn.line("SET in0 a").await;
+    conn.line("SELECT 5").await;
+    conn.line("SET in5 b").await;
+    assert_eq!(conn.line("SWAPDB 0 5").await, "+OK\r\n");
+    assert_eq!(conn.line("GET in0").await, "$1\r\na\r\n");
+    conn.line("SELECT 0").await;
+    assert_eq!(conn.line("GET in5").await, "$1\r\nb\r\n");
+    assert_eq!(conn.line("FLUSHALL").await, "+OK\r\n");
+    assert_eq!(conn.line("DBSIZE").await, ":0\r\n");
+    conn.line("SELECT 5").await;
+    assert_eq!(conn.line("DBSIZE").await, ":0\r\n");
+}
+
+#[tokio::test]
+async fn shutdown_finishes_owed_replies_and_stops_the_server() {
+    let server = TestServer::start().await;
+    let mut conn = server.raw().await;
+    let mut other = server.raw().await;
+    assert_eq!(other.line("PING").await, "+PONG\r\n");
+    let mut batch = encode_command(&["SET", "a", "1"]);
+    batch.extend(encode_command(&["SHUTDOWN"]));
+    conn.send(&batch).await;
+    assert_eq!(conn.read_until_closed().await, b"+OK\r\n");
+    assert_eq!(other.read_until_closed().await, b"");
+    assert!(server.handle.is_shutting_down());
+    tokio::time::timeout(std::time::Duration::from_secs(10), server.handle.wait())
+        .await
+        .expect("the server stops");
+}
+
+#[tokio::test]
+async fn an_embedded_server_shuts_down_gracefully_from_its_handle() {
+    let server = TestServer::start().await;
+    let addr = server.addr();
+    let mut conn = server.raw().await;
+    assert_eq!(conn.line("SET a 1").await, "+OK\r\n");
+    tokio::time::timeout(std::time::Duration::from_secs(10), server.handle.shutdown())
+        .await
+        .expect("shutdown completes");
+    assert_eq!(conn.read_until_closed().await, b"");
+    assert!(tokio::net::TcpStream::connect(addr).await.is_err());
+}

@@ -1,0 +1,105 @@
+//! maxmemory with noeviction: past the limit, writes that may grow memory get
+//! Redis's OOM error, everything else keeps working, and nothing acknowledged
+//! is ever lost.
+
+use tally_tests::TestServer;
+
+const OOM: &str = "-OOM command not allowed when used memory > 'maxmemory'.\r\n";
+
+#[tokio::test]
+async fn a_full_server_refuses_writes_and_keeps_every_acknowledged_one() {
+    let server = TestServer::start_with(|c| c.maxmemory = 1024 * 1024).await;
+    let mut conn = server.raw().await;
+    let mut acknowledged = Vec::new();
+    let mut refused = 0;
+    for i in 0..200_000 {
+        let key = format!("rl:user:u_{i}:a3f2:1720000000");
+        let value = format!("value-{i}-{}", "x".repeat(i % 50));
+        let reply = conn.cmd(&["SET", &key, &value]).await;
+        if reply == b"+OK\r\n" {
+            acknowledged.push((key, value));
+        } else {
+            assert_eq!(String::from_utf8_lossy(&reply), OOM);
+            refused += 1;
+            if refused == 10 {
+                break;
+            }
+        }
+    }
+    assert_eq!(refused, 10, "the limit was never reached");
+    assert!(acknowledged.len() > 1000);
+    // Every write that was acknowledged is still there, byte for byte.
+    for (key, value) in &acknowledged {
+        let reply = conn.cmd(&["GET", key]).await;
+        assert_eq!(
+            reply,
+            format!("${}\r\n{}\r\n", value.len(), value).into_bytes(),
+            "{key} was lost"
+        );
+    }
+    assert_eq!(
+        conn.line("DBSIZE").await,
+        format!(":{}\r\n", acknowledged.len())
+    );
+    // Every denyoom command is refused; reads, DEL, EXPIRE and FLUSHDB work.
+    for refused in [
+        "SET new v",
+        "INCR new",
+        "APPEND new v",
+        "MSET a 1 b 2",
+        "SETNX new v",
+        "INCRBYFLOAT new 1",
+    ] {
+        assert_eq!(conn.line(refused).await, OOM, "{refused}");
+    }
+    let (first, _) = &acknowledged[0];
+    assert_eq!(conn.line(&format!("EXPIRE {first} 100")).await, ":1\r\n");
+    assert_eq!(conn.line(&format!("TTL {first}")).await, ":100\r\n");
+    assert_eq!(conn.line(&format!("DEL {first}")).await, ":1\r\n");
+    let info = conn.line("INFO memory").await;
+    assert!(info.contains("maxmemory:1048576\r\n"), "{info}");
+    assert!(info.contains("maxmemory_policy:noeviction\r\n"), "{info}");
+    assert!(info.contains("used_memory:"), "{info}");
+    assert_eq!(conn.line("FLUSHDB").await, "+OK\r\n");
+    assert_eq!(conn.line("SET new v").await, "+OK\r\n");
+    let stats = conn.line("INFO stats").await;
+    assert!(stats.contains("evicted_keys:0\r\n"), "{stats}");
+}
+
+#[tokio::test]
+async fn raising_maxmemory_at_runtime_lets_writes_through_again() {
+    let server = TestServer::start_with(|c| c.maxmemory = 1024 * 1024).await;
+    let mut conn = server.raw().await;
+    let big = "x".repeat(64 * 1024);
+    let mut i = 0;
+    while conn.cmd(&["SET", &format!("k{i}"), &big]).await == b"+OK\r\n" {
+        i += 1;
+    }
+    assert_eq!(
+        conn.cmd(&["SET", "one-more", "v"]).await,
+        OOM.as_bytes().to_vec()
+    );
+    assert_eq!(conn.line("CONFIG SET maxmemory 100mb").await, "+OK\r\n");
+    assert_eq!(
+        conn.line("CONFIG GET maxmemory").await,
+        "*2\r\n$9\r\nmaxmemory\r\n$9\r\n104857600\r\n"
+    );
+    assert_eq!(conn.line("SET one-more v").await, "+OK\r\n");
+}
+
+#[tokio::test]
+async fn used_memory_counts_keys_and_returns_to_zero_when_they_go() {
+    let server = TestServer::start().await;
+    let shared = server.handle.shared().clone();
+    let mut conn = server.raw().await;
+    assert_eq!(shared.store.used_memory(), 0);
+    conn.line("SET k 123").await;
+    let one_counter = shared.store.used_memory();
+    assert!(one_counter > 0);
+    conn.line("APPEND k 4567890123456789012345678901234567890")
+        .await;
+    assert!(shared.store.used_memory() > one_counter);
+    conn.line("DEL k").await;
+    conn.line("FLUSHALL").await;
+    assert_eq!(shared.store.used_memory(), 0);
+}

@@ -1,0 +1,116 @@
+#!/usr/bin/env bash
+# Side-by-side benchmark: redis-server and tally-server on free ports, the
+# same redis-benchmark runs against each in one go, and memory per key after
+# loading the same 1,000,000 rate-limit counters into each.
+#
+# Usage: benches/side_by_side.sh [requests] [keys]
+#   requests  redis-benchmark -n per test (default 500000)
+#   keys      keys for the memory test (default 1000000)
+#
+# Prints markdown tables (throughput with the tally/Redis ratio, memory per key)
+# ready for docs/benchmarks.md. Needs redis-server, redis-benchmark, redis-cli
+# (Debian: redis-server redis-tools) and python3.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+REQUESTS=${1:-500000}
+KEYS=${2:-1000000}
+CLIENTS=50
+RANDOM_KEYS=100000
+
+cargo build --release -p tally-server >/dev/null 2>&1
+TALLY_BIN=target/release/tally-server
+
+free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1]); s.close()'; }
+
+REDIS_PORT=$(free_port)
+TALLY_PORT=$(free_port)
+WORK=$(mktemp -d)
+cleanup() {
+    [ -n "${REDIS_PID:-}" ] && kill "$REDIS_PID" 2>/dev/null || true
+    [ -n "${TALLY_PID:-}" ] && kill "$TALLY_PID" 2>/dev/null || true
+    rm -rf "$WORK"
+}
+trap cleanup EXIT
+
+start_servers() {
+    redis-server --port "$REDIS_PORT" --bind 127.0.0.1 --save "" --appendonly no \
+        --daemonize no --dir "$WORK" >/dev/null 2>&1 &
+    REDIS_PID=$!
+    "$TALLY_BIN" --port "$TALLY_PORT" --loglevel warning >/dev/null 2>&1 &
+    TALLY_PID=$!
+    for port in "$REDIS_PORT" "$TALLY_PORT"; do
+        for _ in $(seq 100); do
+            redis-cli -p "$port" PING >/dev/null 2>&1 && break
+            sleep 0.1
+        done
+    done
+}
+
+stop_servers() {
+    kill "$REDIS_PID" "$TALLY_PID" 2>/dev/null || true
+    wait "$REDIS_PID" "$TALLY_PID" 2>/dev/null || true
+    REDIS_PID=""
+    TALLY_PID=""
+}
+
+# rps PORT ARGS... -> "TEST rps" lines from redis-benchmark's CSV output
+rps() {
+    local port=$1
+    shift
+    redis-benchmark -p "$port" --csv "$@" 2>/dev/null | tail -n +2 | tr -d '"' | cut -d, -f1,2
+}
+
+start_servers
+echo "redis-server $(redis-server --version | grep -o 'v=[^ ]*'), tally-server $("$TALLY_BIN" --version | cut -d' ' -f2)"
+echo "redis-benchmark -c $CLIENTS -r $RANDOM_KEYS -n $REQUESTS, $(nproc) cores"
+echo
+echo "| test | pipeline | Redis req/s | tally req/s | tally/Redis |"
+echo "|---|---|---|---|---|"
+for pipeline in 1 16; do
+    # Alternate which server goes first so neither always gets a cold start.
+    rps "$REDIS_PORT" -t set,get,incr -c "$CLIENTS" -r "$RANDOM_KEYS" -n "$REQUESTS" -P "$pipeline" >"$WORK/redis.$pipeline"
+    rps "$TALLY_PORT" -t set,get,incr -c "$CLIENTS" -r "$RANDOM_KEYS" -n "$REQUESTS" -P "$pipeline" >"$WORK/tally.$pipeline"
+    python3 - "$WORK/redis.$pipeline" "$WORK/tally.$pipeline" "$pipeline" <<'PY'
+import sys
+redis = dict(l.strip().split(",") for l in open(sys.argv[1]) if "," in l)
+tally = dict(l.strip().split(",") for l in open(sys.argv[2]) if "," in l)
+for test, r in redis.items():
+    t = tally.get(test)
+    if t is None:
+        print(f"| {test} | {sys.argv[3]} | {float(r):,.0f} | failed | - |")
+        continue
+    print(f"| {test} | {sys.argv[3]} | {float(r):,.0f} | {float(t):,.0f} | {float(t)/float(r):.2f}x |")
+PY
+done
+stop_servers
+
+# Memory per key: load the same counters into fresh servers with one pipe each.
+python3 - "$KEYS" >"$WORK/load.resp" <<'PY'
+import sys
+out = sys.stdout.buffer
+for i in range(int(sys.argv[1])):
+    key = f"rl:user:u_{i}:a3f2:1720000000".encode()
+    out.write(b"*5\r\n$3\r\nSET\r\n$%d\r\n%s\r\n$1\r\n7\r\n$2\r\nEX\r\n$3\r\n120\r\n" % (len(key), key))
+PY
+start_servers
+baseline() { redis-cli -p "$1" INFO memory | tr -d '\r' | awk -F: -v f="$2" '$1==f {print $2}'; }
+R0_USED=$(baseline "$REDIS_PORT" used_memory); R0_RSS=$(baseline "$REDIS_PORT" used_memory_rss)
+T0_USED=$(baseline "$TALLY_PORT" used_memory); T0_RSS=$(baseline "$TALLY_PORT" used_memory_rss)
+redis-cli -p "$REDIS_PORT" --pipe <"$WORK/load.resp" >/dev/null
+redis-cli -p "$TALLY_PORT" --pipe <"$WORK/load.resp" >/dev/null
+R_USED=$(baseline "$REDIS_PORT" used_memory); R_RSS=$(baseline "$REDIS_PORT" used_memory_rss)
+T_USED=$(baseline "$TALLY_PORT" used_memory); T_RSS=$(baseline "$TALLY_PORT" used_memory_rss)
+R_KEYS=$(redis-cli -p "$REDIS_PORT" DBSIZE); T_KEYS=$(redis-cli -p "$TALLY_PORT" DBSIZE)
+echo
+echo "Memory after SET rl:user:u_<i>:a3f2:1720000000 7 EX 120 for $KEYS keys (Redis: $R_KEYS keys, tally: $T_KEYS keys)"
+echo
+python3 - "$KEYS" "$R0_USED" "$R_USED" "$R0_RSS" "$R_RSS" "$T0_USED" "$T_USED" "$T0_RSS" "$T_RSS" <<'PY'
+import sys
+n, r0u, ru, r0r, rr, t0u, tu, t0r, tr = map(int, sys.argv[1:])
+print("| | used_memory | bytes/key (used) | RSS | bytes/key (RSS growth) |")
+print("|---|---|---|---|---|")
+print(f"| Redis | {ru/1e6:.1f} MB | {(ru-r0u)/n:.0f} | {rr/1e6:.1f} MB | {(rr-r0r)/n:.0f} |")
+print(f"| tally | {tu/1e6:.1f} MB | {(tu-t0u)/n:.0f} | {tr/1e6:.1f} MB | {(tr-t0r)/n:.0f} |")
+print(f"| tally/Redis | {tu/ru:.2f}x | | {tr/rr:.2f}x | |")
+PY

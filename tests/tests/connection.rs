@@ -227,6 +227,13 @@ async fn mset_is_atomic_across_shards() {
         }
     });
     let mut reader = server.raw().await;
+    // Every key exists from the start, so each MGET reply has 16 values.
+    let mut first = vec!["MSET".to_string()];
+    for k in &keys {
+        first.push(k.clone());
+        first.push("start".to_string());
+    }
+    reader.cmd(&first).await;
     let mut args = vec!["MGET".to_string()];
     args.extend(keys.iter().cloned());
     for _ in 0..300 {

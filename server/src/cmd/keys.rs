@@ -20,7 +20,7 @@ pub fn del(ctx: &mut Ctx<'_>, argv: &[&[u8]]) -> Reply {
     let mut locked = ctx.db().lock_keys(&keys);
     let removed = keys
         .iter()
-        .filter(|key| locked.shard(**key).remove(**key, ctx.now_ms).is_some())
+        .filter(|key| locked.shard(**key).remove(**key, ctx.now_ms))
         .count();
     Reply::Int(removed as i64)
 }

@@ -1,38 +1,48 @@
-//! One key with its value and deadline, packed into a single heap allocation.
+//! One key with its value and deadline, packed into a single slab block.
 //!
 //! Rate-limit workloads hold millions of small counters such as
 //! `rl:user:u_99182:a3f2:1720000000 = 7` with a TTL. A straightforward
 //! `(Bytes, Value, Option<u64>)` tuple costs ~80 bytes in the table plus one
 //! allocation for the key and one for the value; Redis itself spends about
 //! 128 bytes per such key. An [`Entry`] is a single thin pointer (8 bytes in
-//! the hash table) to one allocation that holds the deadline, the value and
-//! the key bytes back to back, so the same counter costs one ~56-byte
-//! allocation plus its 9-byte table slot.
+//! the hash table) to one block that holds the deadline, the value and the key
+//! bytes back to back: 16 bytes of header plus the key, so that counter costs
+//! one 48-byte block from the shard's [`Slab`] plus its 9-byte table slot.
 //!
-//! Layout of the allocation (8-byte aligned):
+//! Two layouts, told apart by a bit in the first byte:
 //!
 //! ```text
-//! offset 0   u64  expire_at_ms (0 = no deadline)
-//! offset 8   u64  payload: the i64 for Int, the byte length for Str
-//! offset 16  u8   kind (KIND_INT, KIND_STR)
-//! offset 17  u32  key length (unaligned, little endian)
-//! offset 21  key bytes, then the string value bytes for Str
+//! compact (key <= 255 bytes, deadline < 2^48 ms, i.e. before year 10889):
+//!   0   u8   tag: kind | (0 << 4)
+//!   1   u8   key length
+//!   2   u48  expire_at_ms, little endian (0 = no deadline)
+//!   8   u64  payload: the i64 for Int, the byte length for Str
+//!   16  key bytes, then the string bytes for Str
+//! wide (anything else):
+//!   0   u8   tag: kind | WIDE
+//!   4   u32  key length
+//!   8   u64  expire_at_ms
+//!   16  u64  payload
+//!   24  key bytes, then the string bytes for Str
 //! ```
 //!
-//! The unsafe code is confined to this file; everything else sees the safe
-//! API below.
+//! An entry does not free itself: blocks belong to the shard's slab, so the
+//! shard frees every entry it removes with [`Entry::free`]. The unsafe code of
+//! the entry layout is confined to this file.
 
-use std::alloc::{alloc, dealloc, handle_alloc_error, Layout};
 use std::ptr::NonNull;
 
-const OFF_EXPIRE: usize = 0;
-const OFF_PAYLOAD: usize = 8;
-const OFF_KIND: usize = 16;
-const OFF_KEY_LEN: usize = 17;
-const HEADER: usize = 21;
+use super::slab::{block_size, Slab};
 
 const KIND_INT: u8 = 1;
 const KIND_STR: u8 = 2;
+const KIND_MASK: u8 = 0x0F;
+const WIDE: u8 = 0x10;
+
+const COMPACT_HEADER: usize = 16;
+const WIDE_HEADER: usize = 24;
+const COMPACT_MAX_KEY: usize = 255;
+const COMPACT_MAX_EXPIRE: u64 = (1 << 48) - 1;
 
 /// The value of an entry as seen by readers.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -43,51 +53,58 @@ pub enum ValueRef<'a> {
     Str(&'a [u8]),
 }
 
-/// A key, its value and its deadline in one allocation; see the module docs.
+impl ValueRef<'_> {
+    fn extra_len(&self) -> usize {
+        match self {
+            ValueRef::Int(_) => 0,
+            ValueRef::Str(bytes) => bytes.len(),
+        }
+    }
+}
+
+/// A key, its value and its deadline in one block; see the module docs.
 pub struct Entry {
     ptr: NonNull<u8>,
 }
 
-// SAFETY: an Entry exclusively owns its allocation, exactly like a Box<[u8]>.
+// SAFETY: an Entry exclusively owns its block, which lives in a chunk owned by
+// the same shard; it only moves between threads together with that shard.
 unsafe impl Send for Entry {}
 // SAFETY: shared access only reads through &self.
 unsafe impl Sync for Entry {}
 
-fn layout_for(total: usize) -> Layout {
-    Layout::from_size_align(total, 8).expect("entry size overflows the address space")
-}
-
 impl Entry {
-    /// Builds an entry. `expire_at_ms == 0` means no deadline.
-    pub fn new(key: &[u8], value: ValueRef<'_>, expire_at_ms: u64) -> Entry {
-        let value_len = match value {
-            ValueRef::Int(_) => 0,
-            ValueRef::Str(bytes) => bytes.len(),
-        };
-        let total = HEADER + key.len() + value_len;
-        let layout = layout_for(total);
-        // SAFETY: layout has a non-zero size (HEADER > 0).
-        let raw = unsafe { alloc(layout) };
-        let Some(ptr) = NonNull::new(raw) else {
-            handle_alloc_error(layout)
-        };
+    /// Builds an entry in `slab`. `expire_at_ms == 0` means no deadline.
+    pub fn new(key: &[u8], value: ValueRef<'_>, expire_at_ms: u64, slab: &mut Slab) -> Entry {
+        let wide = key.len() > COMPACT_MAX_KEY || expire_at_ms > COMPACT_MAX_EXPIRE;
+        let header = if wide { WIDE_HEADER } else { COMPACT_HEADER };
+        let total = header + key.len() + value.extra_len();
+        let ptr = slab.alloc(total);
         let (kind, payload) = match value {
             ValueRef::Int(n) => (KIND_INT, n as u64),
             ValueRef::Str(bytes) => (KIND_STR, bytes.len() as u64),
         };
-        // SAFETY: every write below stays inside the `total` bytes just allocated;
-        // the two u64 fields are 8-aligned because the allocation is.
+        // SAFETY: every write stays inside the `total` bytes just allocated;
+        // the u64 writes are at 8-aligned offsets of an 8-aligned block.
         unsafe {
             let p = ptr.as_ptr();
-            (p.add(OFF_EXPIRE) as *mut u64).write(expire_at_ms);
-            (p.add(OFF_PAYLOAD) as *mut u64).write(payload);
-            p.add(OFF_KIND).write(kind);
-            (p.add(OFF_KEY_LEN) as *mut [u8; 4]).write((key.len() as u32).to_le_bytes());
-            std::ptr::copy_nonoverlapping(key.as_ptr(), p.add(HEADER), key.len());
+            if wide {
+                p.write(kind | WIDE);
+                (p.add(4) as *mut [u8; 4]).write((key.len() as u32).to_le_bytes());
+                (p.add(8) as *mut u64).write(expire_at_ms);
+                (p.add(16) as *mut u64).write(payload);
+            } else {
+                p.write(kind);
+                p.add(1).write(key.len() as u8);
+                let deadline = expire_at_ms.to_le_bytes();
+                std::ptr::copy_nonoverlapping(deadline.as_ptr(), p.add(2), 6);
+                (p.add(8) as *mut u64).write(payload);
+            }
+            std::ptr::copy_nonoverlapping(key.as_ptr(), p.add(header), key.len());
             if let ValueRef::Str(bytes) = value {
                 std::ptr::copy_nonoverlapping(
                     bytes.as_ptr(),
-                    p.add(HEADER + key.len()),
+                    p.add(header + key.len()),
                     bytes.len(),
                 );
             }
@@ -95,63 +112,95 @@ impl Entry {
         Entry { ptr }
     }
 
-    fn key_len(&self) -> usize {
-        // SAFETY: the header is always initialised.
-        unsafe {
-            u32::from_le_bytes(*(self.ptr.as_ptr().add(OFF_KEY_LEN) as *const [u8; 4])) as usize
+    #[inline]
+    fn tag(&self) -> u8 {
+        // SAFETY: the first byte is always initialised.
+        unsafe { *self.ptr.as_ptr() }
+    }
+
+    #[inline]
+    fn is_wide(&self) -> bool {
+        self.tag() & WIDE != 0
+    }
+
+    #[inline]
+    fn header_len(&self) -> usize {
+        if self.is_wide() {
+            WIDE_HEADER
+        } else {
+            COMPACT_HEADER
         }
     }
 
-    fn kind(&self) -> u8 {
-        // SAFETY: the header is always initialised.
-        unsafe { *self.ptr.as_ptr().add(OFF_KIND) }
-    }
-
-    fn payload(&self) -> u64 {
-        // SAFETY: the header is always initialised and 8-aligned.
-        unsafe { *(self.ptr.as_ptr().add(OFF_PAYLOAD) as *const u64) }
-    }
-
-    fn total_len(&self) -> usize {
-        let value_len = if self.kind() == KIND_STR {
-            self.payload() as usize
-        } else {
-            0
-        };
-        HEADER + self.key_len() + value_len
-    }
-
-    /// The key bytes.
-    pub fn key(&self) -> &[u8] {
-        // SAFETY: key_len bytes after the header were initialised in `new`.
-        unsafe { std::slice::from_raw_parts(self.ptr.as_ptr().add(HEADER), self.key_len()) }
-    }
-
-    /// The value.
-    pub fn value(&self) -> ValueRef<'_> {
-        match self.kind() {
-            KIND_INT => ValueRef::Int(self.payload() as i64),
-            _ => {
-                let len = self.payload() as usize;
-                // SAFETY: `len` value bytes follow the key, initialised in `new`.
-                let bytes = unsafe {
-                    std::slice::from_raw_parts(self.ptr.as_ptr().add(HEADER + self.key_len()), len)
-                };
-                ValueRef::Str(bytes)
+    #[inline]
+    fn key_len(&self) -> usize {
+        // SAFETY: the header fields for the entry's layout are initialised.
+        unsafe {
+            if self.is_wide() {
+                u32::from_le_bytes(*(self.ptr.as_ptr().add(4) as *const [u8; 4])) as usize
+            } else {
+                *self.ptr.as_ptr().add(1) as usize
             }
         }
     }
 
-    /// The absolute deadline in unix milliseconds, 0 when the key is persistent.
-    pub fn expire_at(&self) -> u64 {
-        // SAFETY: the header is always initialised and 8-aligned.
-        unsafe { *(self.ptr.as_ptr().add(OFF_EXPIRE) as *const u64) }
+    #[inline]
+    fn payload_ptr(&self) -> *mut u64 {
+        let offset = if self.is_wide() { 16 } else { 8 };
+        // SAFETY: in bounds of the header, 8-aligned.
+        unsafe { self.ptr.as_ptr().add(offset) as *mut u64 }
     }
 
-    /// Sets the deadline (0 removes it).
-    pub fn set_expire_at(&mut self, expire_at_ms: u64) {
-        // SAFETY: the header is always initialised and 8-aligned; &mut self is exclusive.
-        unsafe { *(self.ptr.as_ptr().add(OFF_EXPIRE) as *mut u64) = expire_at_ms }
+    #[inline]
+    fn payload(&self) -> u64 {
+        // SAFETY: the payload field is always initialised.
+        unsafe { *self.payload_ptr() }
+    }
+
+    /// Bytes of the block as requested from the slab.
+    fn total_len(&self) -> usize {
+        let value_len = if self.tag() & KIND_MASK == KIND_STR {
+            self.payload() as usize
+        } else {
+            0
+        };
+        self.header_len() + self.key_len() + value_len
+    }
+
+    /// The key bytes.
+    #[inline]
+    pub fn key(&self) -> &[u8] {
+        // SAFETY: key_len bytes after the header were initialised in `new`.
+        unsafe {
+            std::slice::from_raw_parts(self.ptr.as_ptr().add(self.header_len()), self.key_len())
+        }
+    }
+
+    /// The value.
+    #[inline]
+    pub fn value(&self) -> ValueRef<'_> {
+        if self.tag() & KIND_MASK == KIND_INT {
+            return ValueRef::Int(self.payload() as i64);
+        }
+        let len = self.payload() as usize;
+        let offset = self.header_len() + self.key_len();
+        // SAFETY: `len` value bytes follow the key, initialised in `new`.
+        ValueRef::Str(unsafe { std::slice::from_raw_parts(self.ptr.as_ptr().add(offset), len) })
+    }
+
+    /// The absolute deadline in unix milliseconds, 0 when the key is persistent.
+    #[inline]
+    pub fn expire_at(&self) -> u64 {
+        // SAFETY: the deadline field for the entry's layout is initialised.
+        unsafe {
+            if self.is_wide() {
+                *(self.ptr.as_ptr().add(8) as *const u64)
+            } else {
+                let mut bytes = [0u8; 8];
+                std::ptr::copy_nonoverlapping(self.ptr.as_ptr().add(2), bytes.as_mut_ptr(), 6);
+                u64::from_le_bytes(bytes)
+            }
+        }
     }
 
     /// True when the deadline has passed at `now_ms`.
@@ -161,18 +210,37 @@ impl Entry {
         at != 0 && at <= now_ms
     }
 
-    /// Replaces the value, keeping key and deadline. Integers overwrite an integer
-    /// in place; anything else that changes the size reallocates.
-    pub fn set_value(&mut self, value: ValueRef<'_>) {
-        match (self.kind(), value) {
-            (KIND_INT, ValueRef::Int(n)) => {
-                // SAFETY: header field, 8-aligned, exclusive access.
-                unsafe { *(self.ptr.as_ptr().add(OFF_PAYLOAD) as *mut u64) = n as u64 }
+    /// Sets the deadline (0 removes it); moves to the wide layout when the
+    /// deadline does not fit the compact one.
+    pub fn set_expire_at(&mut self, expire_at_ms: u64, slab: &mut Slab) {
+        if self.is_wide() {
+            // SAFETY: wide header field, 8-aligned, exclusive access.
+            unsafe { *(self.ptr.as_ptr().add(8) as *mut u64) = expire_at_ms };
+        } else if expire_at_ms <= COMPACT_MAX_EXPIRE {
+            let bytes = expire_at_ms.to_le_bytes();
+            // SAFETY: compact header bytes 2..8, exclusive access.
+            unsafe { std::ptr::copy_nonoverlapping(bytes.as_ptr(), self.ptr.as_ptr().add(2), 6) };
+        } else {
+            let moved = Entry::new(self.key(), self.value(), expire_at_ms, slab);
+            let old = std::mem::replace(self, moved);
+            old.free(slab);
+        }
+    }
+
+    /// Replaces the value, keeping key and deadline. An integer overwrites an
+    /// integer and a string one of the same length in place; anything else
+    /// takes a new block.
+    pub fn set_value(&mut self, value: ValueRef<'_>, slab: &mut Slab) {
+        let kind = self.tag() & KIND_MASK;
+        match value {
+            ValueRef::Int(n) if kind == KIND_INT => {
+                // SAFETY: payload field, 8-aligned, exclusive access.
+                unsafe { *self.payload_ptr() = n as u64 }
             }
-            (KIND_STR, ValueRef::Str(bytes)) if bytes.len() == self.payload() as usize => {
-                let offset = HEADER + self.key_len();
-                // SAFETY: the value area has exactly bytes.len() bytes; `bytes` cannot
-                // alias it because we hold &mut self.
+            ValueRef::Str(bytes) if kind == KIND_STR && bytes.len() == self.payload() as usize => {
+                let offset = self.header_len() + self.key_len();
+                // SAFETY: the value area has exactly bytes.len() bytes; `bytes`
+                // cannot alias it because we hold &mut self.
                 unsafe {
                     std::ptr::copy_nonoverlapping(
                         bytes.as_ptr(),
@@ -181,22 +249,26 @@ impl Entry {
                     )
                 }
             }
-            _ => *self = Entry::new(self.key(), value, self.expire_at()),
+            _ => {
+                let moved = Entry::new(self.key(), value, self.expire_at(), slab);
+                let old = std::mem::replace(self, moved);
+                old.free(slab);
+            }
         }
     }
 
-    /// Bytes this entry costs on the heap, rounded as allocators round
-    /// (16-byte granules plus the 8-byte chunk header of glibc malloc).
+    /// Bytes this entry costs: its slab block.
     pub fn heap_size(&self) -> usize {
-        (self.total_len() + 8).div_ceil(16) * 16
+        block_size(self.total_len())
     }
-}
 
-impl Drop for Entry {
-    fn drop(&mut self) {
-        let layout = layout_for(self.total_len());
-        // SAFETY: ptr was allocated in `new` with exactly this layout.
-        unsafe { dealloc(self.ptr.as_ptr(), layout) }
+    /// Returns the block to `slab`, which must be the slab that allocated it
+    /// (the owning shard's).
+    pub fn free(self, slab: &mut Slab) {
+        let size = self.total_len();
+        // SAFETY: the block came from this slab with this size (the shard
+        // owns both); `self` is consumed so the block is not used again.
+        unsafe { slab.free(self.ptr, size) }
     }
 }
 
@@ -216,46 +288,84 @@ mod tests {
 
     #[test]
     fn int_entry_round_trips_and_updates_in_place() {
-        let mut e = Entry::new(b"rl:user:u_1:a3f2:1720000000", ValueRef::Int(7), 123);
+        let mut slab = Slab::new();
+        let mut e = Entry::new(
+            b"rl:user:u_1:a3f2:1720000000",
+            ValueRef::Int(7),
+            123,
+            &mut slab,
+        );
         assert_eq!(e.key(), b"rl:user:u_1:a3f2:1720000000");
         assert_eq!(e.value(), ValueRef::Int(7));
         assert_eq!(e.expire_at(), 123);
         let before = e.ptr;
-        e.set_value(ValueRef::Int(-42));
+        e.set_value(ValueRef::Int(-42), &mut slab);
         assert_eq!(e.ptr, before, "int overwrite must not reallocate");
         assert_eq!(e.value(), ValueRef::Int(-42));
-        e.set_expire_at(0);
+        e.set_expire_at(0, &mut slab);
         assert_eq!(e.expire_at(), 0);
         assert!(!e.is_expired(u64::MAX));
+        e.free(&mut slab);
     }
 
     #[test]
     fn str_entry_changes_kind_and_length() {
-        let mut e = Entry::new(b"", ValueRef::Str(b"hello"), 0);
+        let mut slab = Slab::new();
+        let mut e = Entry::new(b"", ValueRef::Str(b"hello"), 0, &mut slab);
         assert_eq!(e.key(), b"");
         assert_eq!(e.value(), ValueRef::Str(b"hello"));
-        e.set_value(ValueRef::Str(b"HELLO"));
+        e.set_value(ValueRef::Str(b"HELLO"), &mut slab);
         assert_eq!(e.value(), ValueRef::Str(b"HELLO"));
-        e.set_value(ValueRef::Str(b"a much longer value than before"));
+        e.set_value(ValueRef::Str(b"a much longer value than before"), &mut slab);
         assert_eq!(e.value(), ValueRef::Str(b"a much longer value than before"));
-        e.set_value(ValueRef::Int(i64::MIN));
+        e.set_value(ValueRef::Int(i64::MIN), &mut slab);
         assert_eq!(e.value(), ValueRef::Int(i64::MIN));
-        e.set_value(ValueRef::Str(b""));
+        e.set_value(ValueRef::Str(b""), &mut slab);
         assert_eq!(e.value(), ValueRef::Str(b""));
         assert_eq!(e.key(), b"");
+        e.free(&mut slab);
+    }
+
+    #[test]
+    fn far_deadlines_and_long_keys_use_the_wide_layout() {
+        let mut slab = Slab::new();
+        let mut e = Entry::new(b"k", ValueRef::Str(b"v"), 1000, &mut slab);
+        assert!(!e.is_wide());
+        e.set_expire_at(i64::MAX as u64, &mut slab);
+        assert!(e.is_wide());
+        assert_eq!(e.expire_at(), i64::MAX as u64);
+        assert_eq!((e.key(), e.value()), (&b"k"[..], ValueRef::Str(b"v")));
+        e.set_expire_at(5, &mut slab);
+        assert_eq!(e.expire_at(), 5);
+        e.free(&mut slab);
+        let long_key = vec![b'x'; 300];
+        let e = Entry::new(&long_key, ValueRef::Int(1), COMPACT_MAX_EXPIRE, &mut slab);
+        assert!(e.is_wide());
+        assert_eq!(e.key(), &long_key[..]);
+        assert_eq!(e.expire_at(), COMPACT_MAX_EXPIRE);
+        e.free(&mut slab);
     }
 
     #[test]
     fn expiry_is_inclusive_of_the_deadline() {
-        let e = Entry::new(b"k", ValueRef::Int(1), 1000);
+        let mut slab = Slab::new();
+        let e = Entry::new(b"k", ValueRef::Int(1), 1000, &mut slab);
         assert!(!e.is_expired(999));
         assert!(e.is_expired(1000));
+        e.free(&mut slab);
     }
 
     #[test]
-    fn heap_size_counts_the_allocator_granule() {
-        let e = Entry::new(b"rl:user:u_100000:a3f2:1720000000", ValueRef::Int(7), 1);
-        // 21 header + 32 key = 53 bytes, +8 chunk header, rounded to 16.
-        assert_eq!(e.heap_size(), 64);
+    fn a_rate_limit_counter_takes_one_48_byte_block() {
+        let mut slab = Slab::new();
+        let e = Entry::new(
+            b"rl:user:u_100000:a3f2:1720000000",
+            ValueRef::Int(7),
+            1,
+            &mut slab,
+        );
+        // 16 header + 32 key.
+        assert_eq!(e.heap_size(), 48);
+        e.free(&mut slab);
     }
 }

@@ -14,6 +14,7 @@
 pub mod clock;
 pub mod entry;
 pub mod shard;
+pub mod slab;
 
 use std::hash::BuildHasher;
 use std::sync::atomic::{AtomicIsize, Ordering};

@@ -12,6 +12,7 @@ use hashbrown::DefaultHashBuilder;
 use std::hash::BuildHasher;
 
 use super::entry::{Entry, ValueRef};
+use super::slab::Slab;
 
 /// A key together with its precomputed hash (computed once, outside the lock).
 #[derive(Clone, Copy, Debug)]
@@ -25,6 +26,8 @@ pub struct KeyRef<'a> {
 /// The data protected by one shard's mutex.
 pub struct ShardData {
     table: HashTable<Entry>,
+    /// Where every entry of `table` lives; see [`Slab`].
+    slab: Slab,
     hasher: DefaultHashBuilder,
     /// Keys that carry a deadline (INFO keyspace `expires=`).
     volatile: usize,
@@ -46,6 +49,7 @@ pub struct ShardData {
 /// accounting right whatever the caller changes.
 pub struct EntryMut<'a> {
     entry: &'a mut Entry,
+    slab: &'a mut Slab,
     volatile: &'a mut usize,
     bytes: &'a mut usize,
     used_memory: &'a AtomicIsize,
@@ -60,9 +64,15 @@ impl std::ops::Deref for EntryMut<'_> {
     }
 }
 
-impl std::ops::DerefMut for EntryMut<'_> {
-    fn deref_mut(&mut self) -> &mut Entry {
-        self.entry
+impl EntryMut<'_> {
+    /// Replaces the value, keeping key and deadline.
+    pub fn set_value(&mut self, value: ValueRef<'_>) {
+        self.entry.set_value(value, self.slab);
+    }
+
+    /// Sets the deadline (0 removes it).
+    pub fn set_expire_at(&mut self, expire_at_ms: u64) {
+        self.entry.set_expire_at(expire_at_ms, self.slab);
     }
 }
 
@@ -91,6 +101,7 @@ impl ShardData {
     pub(crate) fn new(hasher: DefaultHashBuilder, used_memory: Arc<AtomicIsize>) -> ShardData {
         ShardData {
             table: HashTable::new(),
+            slab: Slab::new(),
             hasher,
             volatile: 0,
             bytes: 0,
@@ -149,7 +160,7 @@ impl ShardData {
         if expired {
             if let Ok(occupied) = self.table.get_bucket_entry(index) {
                 let (removed, _) = occupied.remove();
-                self.forget(&removed);
+                self.forget(removed);
                 self.expired_uncounted += 1;
             }
             return None;
@@ -166,6 +177,7 @@ impl ShardData {
         let had_deadline = entry.expire_at() != 0;
         Some(EntryMut {
             entry,
+            slab: &mut self.slab,
             volatile: &mut self.volatile,
             bytes: &mut self.bytes,
             used_memory: &self.used_memory,
@@ -185,22 +197,16 @@ impl ShardData {
         self.get_mut(key, now_ms).is_some()
     }
 
-    /// Stores `value` under the key, replacing whatever was there; returns the
-    /// previous live entry.
+    /// Stores `value` under the key, replacing whatever was there; returns
+    /// true when a live key was replaced.
     pub fn set(
         &mut self,
         key: KeyRef<'_>,
         value: ValueRef<'_>,
         expire_at_ms: u64,
         now_ms: u64,
-    ) -> Option<Entry> {
-        let entry = Entry::new(key.bytes, value, expire_at_ms);
-        self.insert_entry(key.hash, entry, now_ms)
-    }
-
-    /// Inserts a prebuilt entry (its key must hash to `hash`), returning the
-    /// previous live entry for that key.
-    pub fn insert_entry(&mut self, hash: u64, entry: Entry, now_ms: u64) -> Option<Entry> {
+    ) -> bool {
+        let entry = Entry::new(key.bytes, value, expire_at_ms, &mut self.slab);
         let mut delta = entry.heap_size() as isize;
         if entry.expire_at() != 0 {
             self.volatile += 1;
@@ -212,8 +218,8 @@ impl ShardData {
         let table_before = self.table.allocation_size();
         let hasher = &self.hasher;
         let previous = match self.table.entry(
-            hash,
-            |e| e.key() == entry.key(),
+            key.hash,
+            |e| e.key() == key.bytes,
             |e| hasher.hash_one(e.key()),
         ) {
             TableEntry::Occupied(mut occupied) => {
@@ -225,44 +231,51 @@ impl ShardData {
             }
         };
         delta += self.table.allocation_size() as isize - table_before as isize;
-        if let Some(old) = &previous {
-            delta -= old.heap_size() as isize;
-            if old.expire_at() != 0 {
-                self.volatile -= 1;
-            }
-        }
         self.account(delta);
-        previous.filter(|old| !old.is_expired(now_ms))
-    }
-
-    /// Removes a key, returning its entry if it was live.
-    pub fn remove(&mut self, key: KeyRef<'_>, now_ms: u64) -> Option<Entry> {
-        let occupied = self
-            .table
-            .find_entry(key.hash, |e| e.key() == key.bytes)
-            .ok()?;
-        let (removed, _) = occupied.remove();
-        self.forget(&removed);
-        if removed.is_expired(now_ms) {
-            self.expired_uncounted += 1;
-            None
-        } else {
-            Some(removed)
+        match previous {
+            Some(old) => {
+                let was_live = !old.is_expired(now_ms);
+                self.forget(old);
+                was_live
+            }
+            None => false,
         }
     }
 
-    /// Accounting for an entry that has just left the table.
-    fn forget(&mut self, removed: &Entry) {
+    /// Removes a key; true when it was live.
+    pub fn remove(&mut self, key: KeyRef<'_>, now_ms: u64) -> bool {
+        let Ok(occupied) = self.table.find_entry(key.hash, |e| e.key() == key.bytes) else {
+            return false;
+        };
+        let (removed, _) = occupied.remove();
+        let expired = removed.is_expired(now_ms);
+        self.forget(removed);
+        if expired {
+            self.expired_uncounted += 1;
+        }
+        !expired
+    }
+
+    /// Accounting for an entry that has just left the table, and its block
+    /// back to the slab.
+    fn forget(&mut self, removed: Entry) {
         if removed.expire_at() != 0 {
             self.volatile -= 1;
         }
         self.account(-(removed.heap_size() as isize));
+        removed.free(&mut self.slab);
     }
 
-    /// Drops every key.
+    /// Drops every key and returns the slab's memory to the system.
     pub fn clear(&mut self) {
         let bytes = self.bytes as isize;
-        self.table = HashTable::new();
+        let table = std::mem::take(&mut self.table);
+        for entry in table {
+            // Small blocks go away with the slab's chunks; large ones are
+            // separate allocations and must be freed one by one.
+            entry.free(&mut self.slab);
+        }
+        self.slab.reset();
         self.volatile = 0;
         self.layout_epoch = self.layout_epoch.wrapping_add(1);
         self.sweep_cursor = 0;
@@ -289,7 +302,7 @@ impl ShardData {
                 examined += 1;
                 if occupied.get().is_expired(now_ms) {
                     let (gone, _) = occupied.remove();
-                    self.forget(&gone);
+                    self.forget(gone);
                     self.expired_uncounted += 1;
                     removed += 1;
                 }
@@ -354,6 +367,7 @@ impl ShardData {
     /// Exchanges the contents of two shards (SWAPDB).
     pub fn swap_contents(&mut self, other: &mut ShardData) {
         std::mem::swap(&mut self.table, &mut other.table);
+        std::mem::swap(&mut self.slab, &mut other.slab);
         std::mem::swap(&mut self.volatile, &mut other.volatile);
         std::mem::swap(&mut self.bytes, &mut other.bytes);
         self.layout_epoch = self.layout_epoch.wrapping_add(1);
@@ -365,7 +379,6 @@ impl ShardData {
 
 impl Drop for ShardData {
     fn drop(&mut self) {
-        self.used_memory
-            .fetch_sub(self.bytes as isize, Ordering::Relaxed);
+        self.clear();
     }
 }

@@ -3,7 +3,7 @@
 # same redis-benchmark runs against each in one go, and memory per key after
 # loading the same 1,000,000 rate-limit counters into each.
 #
-# Usage: benches/side_by_side.sh [requests] [keys]
+# Usage: [ROUNDS=3] benches/side_by_side.sh [requests] [keys]
 #   requests  redis-benchmark -n per test (default 500000)
 #   keys      keys for the memory test (default 1000000)
 #
@@ -15,6 +15,7 @@ cd "$(dirname "$0")/.."
 
 REQUESTS=${1:-500000}
 KEYS=${2:-1000000}
+ROUNDS=${ROUNDS:-3}
 CLIENTS=50
 RANDOM_KEYS=100000
 
@@ -68,19 +69,31 @@ echo
 echo "| test | pipeline | Redis req/s | tally req/s | tally/Redis |"
 echo "|---|---|---|---|---|"
 for pipeline in 1 16; do
-    # Alternate which server goes first so neither always gets a cold start.
-    rps "$REDIS_PORT" -t set,get,incr -c "$CLIENTS" -r "$RANDOM_KEYS" -n "$REQUESTS" -P "$pipeline" >"$WORK/redis.$pipeline"
-    rps "$TALLY_PORT" -t set,get,incr -c "$CLIENTS" -r "$RANDOM_KEYS" -n "$REQUESTS" -P "$pipeline" >"$WORK/tally.$pipeline"
+    # ROUNDS runs per server, alternating which goes first; the table shows
+    # the median of each, which keeps one noisy run from deciding a ratio.
+    for round in $(seq "$ROUNDS"); do
+        if [ $((round % 2)) -eq 1 ]; then order="$REDIS_PORT:redis $TALLY_PORT:tally"; else order="$TALLY_PORT:tally $REDIS_PORT:redis"; fi
+        for pair in $order; do
+            rps "${pair%%:*}" -t set,get,incr -c "$CLIENTS" -r "$RANDOM_KEYS" -n "$REQUESTS" -P "$pipeline" \
+                >>"$WORK/${pair##*:}.$pipeline"
+        done
+    done
     python3 - "$WORK/redis.$pipeline" "$WORK/tally.$pipeline" "$pipeline" <<'PY'
-import sys
-redis = dict(l.strip().split(",") for l in open(sys.argv[1]) if "," in l)
-tally = dict(l.strip().split(",") for l in open(sys.argv[2]) if "," in l)
+import statistics, sys
+def load(path):
+    runs = {}
+    for line in open(path):
+        if "," in line:
+            test, rps = line.strip().split(",")
+            runs.setdefault(test, []).append(float(rps))
+    return {test: statistics.median(v) for test, v in runs.items()}
+redis, tally = load(sys.argv[1]), load(sys.argv[2])
 for test, r in redis.items():
     t = tally.get(test)
     if t is None:
-        print(f"| {test} | {sys.argv[3]} | {float(r):,.0f} | failed | - |")
+        print(f"| {test} | {sys.argv[3]} | {r:,.0f} | failed | - |")
         continue
-    print(f"| {test} | {sys.argv[3]} | {float(r):,.0f} | {float(t):,.0f} | {float(t)/float(r):.2f}x |")
+    print(f"| {test} | {sys.argv[3]} | {r:,.0f} | {t:,.0f} | {t/r:.2f}x |")
 PY
 done
 stop_servers

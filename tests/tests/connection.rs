@@ -249,3 +249,58 @@ async fn mset_is_atomic_across_shards() {
     }
     writer.await.unwrap();
 }
+
+#[tokio::test]
+async fn client_setinfo_is_shown_in_client_list() {
+    let server = TestServer::start().await;
+    let mut conn = server.raw().await;
+    assert_eq!(
+        conn.line("CLIENT SETINFO LIB-NAME redis-rs").await,
+        "+OK\r\n"
+    );
+    assert_eq!(conn.line("CLIENT SETINFO LIB-VER 1.0").await, "+OK\r\n");
+    assert_eq!(
+        conn.line("CLIENT SETINFO LIB-COLOR red").await,
+        "-ERR Unrecognized option 'LIB-COLOR'\r\n"
+    );
+    let info = conn.line("CLIENT INFO").await;
+    assert!(info.contains("lib-name=redis-rs lib-ver=1.0"), "{info}");
+}
+
+#[tokio::test]
+async fn client_kill_by_address_and_skipme() {
+    let server = TestServer::start().await;
+    let mut victim = server.raw().await;
+    let mut killer = server.raw().await;
+    let info = victim.line("CLIENT INFO").await;
+    let addr = info
+        .split(' ')
+        .find_map(|f| f.strip_prefix("addr="))
+        .unwrap()
+        .to_string();
+    assert_eq!(killer.line(&format!("CLIENT KILL {addr}")).await, "+OK\r\n");
+    assert_eq!(victim.read_until_closed().await, b"");
+    assert_eq!(
+        killer.line(&format!("CLIENT KILL {addr}")).await,
+        "-ERR No such client\r\n"
+    );
+    // SKIPME yes (the default) spares the caller even when it matches.
+    assert_eq!(killer.line("CLIENT KILL TYPE normal").await, ":0\r\n");
+    assert_eq!(killer.line("PING").await, "+PONG\r\n");
+    assert_eq!(
+        killer.line("CLIENT KILL TYPE normal SKIPME no").await,
+        ":1\r\n"
+    );
+    assert_eq!(killer.read_until_closed().await, b"");
+}
+
+#[tokio::test]
+async fn lastsave_is_the_start_time_because_nothing_is_saved() {
+    let server = TestServer::start().await;
+    let mut conn = server.raw().await;
+    assert_eq!(
+        conn.line("LASTSAVE").await,
+        format!(":{}\r\n", tally_tests::T0_MS / 1000)
+    );
+    assert_eq!(conn.line("WAIT 1 100").await, ":0\r\n");
+}

@@ -21,6 +21,9 @@ use crate::state::{ClientInfo, Shared};
 /// Bytes read per syscall at least; larger batches are read as they come.
 const READ_CHUNK: usize = 16 * 1024;
 
+/// Buffers above this size are released when they become empty.
+const IDLE_BUFFER_MAX: usize = 1024 * 1024;
+
 /// Why the loop stopped reading.
 enum Next {
     Continue,
@@ -38,12 +41,16 @@ pub async fn serve(shared: Arc<Shared>, mut stream: TcpStream, info: Arc<ClientI
     // True after DEBUG SLEEP paused in the middle of a batch: the rest of the
     // batch is already buffered and runs before anything new is read.
     let mut resume_buffered = false;
+    // One kill listener for the life of the connection: registering a fresh
+    // one per read would cost two lock round trips per request.
+    let killed = info.kill_notify.notified();
+    tokio::pin!(killed);
     loop {
         if info.killed.load(Ordering::SeqCst) {
             break;
         }
         if !std::mem::take(&mut resume_buffered)
-            && !read_more(&shared, &mut stream, &info, &mut input).await
+            && !read_more(&shared, &mut stream, killed.as_mut(), &mut input).await
         {
             break;
         }
@@ -69,6 +76,14 @@ pub async fn serve(shared: Arc<Shared>, mut stream: TcpStream, info: Arc<ClientI
         if matches!(next, Next::Close) {
             break;
         }
+        // A huge request or reply leaves a huge buffer behind; give it back
+        // once it is empty rather than keep it for the life of the connection.
+        if input.is_empty() && input.capacity() > IDLE_BUFFER_MAX {
+            input = BytesMut::with_capacity(READ_CHUNK);
+        }
+        if output.capacity() > IDLE_BUFFER_MAX {
+            output = BytesMut::with_capacity(READ_CHUNK);
+        }
         if let Some(pause) = client.sleep.take() {
             tokio::time::sleep(pause).await;
             resume_buffered = !input.is_empty();
@@ -83,7 +98,7 @@ pub async fn serve(shared: Arc<Shared>, mut stream: TcpStream, info: Arc<ClientI
 async fn read_more(
     shared: &Shared,
     stream: &mut TcpStream,
-    info: &ClientInfo,
+    killed: std::pin::Pin<&mut tokio::sync::futures::Notified<'_>>,
     input: &mut BytesMut,
 ) -> bool {
     if input.capacity() - input.len() < READ_CHUNK / 4 {
@@ -91,8 +106,9 @@ async fn read_more(
     }
     let idle_secs = shared.idle_timeout_secs.load(Ordering::Relaxed);
     let read = tokio::select! {
+        biased;
+        _ = killed => return false,
         read = stream.read_buf(input) => read,
-        _ = info.kill_notify.notified() => return false,
         _ = idle(idle_secs) => return false,
     };
     match read {

@@ -87,6 +87,20 @@ fn wait_for_ping(port: u16) {
     }
 }
 
+fn wait_for_exit(child: &mut std::process::Child, after: &str) -> std::process::ExitStatus {
+    let deadline = Instant::now() + Duration::from_secs(20);
+    loop {
+        if let Some(exit) = child.try_wait().unwrap() {
+            return exit;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "server did not exit after {after}"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
 #[test]
 fn flags_override_the_config_file_and_sigterm_exits_zero() {
     let dir = std::env::temp_dir().join(format!("tally-cli-term-{}", std::process::id()));
@@ -108,15 +122,7 @@ fn flags_override_the_config_file_and_sigterm_exits_zero() {
         .status()
         .unwrap();
     assert!(status.success());
-    let deadline = Instant::now() + Duration::from_secs(20);
-    let exit = loop {
-        if let Some(exit) = child.try_wait().unwrap() {
-            break exit;
-        }
-        assert!(Instant::now() < deadline, "server did not exit on SIGTERM");
-        std::thread::sleep(Duration::from_millis(50));
-    };
-    assert_eq!(exit.code(), Some(0));
+    assert_eq!(wait_for_exit(&mut child, "SIGTERM").code(), Some(0));
 }
 
 #[test]
@@ -131,13 +137,5 @@ fn shutdown_command_exits_zero() {
     wait_for_ping(port);
     let mut stream = TcpStream::connect(("127.0.0.1", port)).unwrap();
     stream.write_all(b"SHUTDOWN\r\n").unwrap();
-    let deadline = Instant::now() + Duration::from_secs(20);
-    let exit = loop {
-        if let Some(exit) = child.try_wait().unwrap() {
-            break exit;
-        }
-        assert!(Instant::now() < deadline, "server did not exit on SHUTDOWN");
-        std::thread::sleep(Duration::from_millis(50));
-    };
-    assert_eq!(exit.code(), Some(0));
+    assert_eq!(wait_for_exit(&mut child, "SHUTDOWN").code(), Some(0));
 }

@@ -416,7 +416,8 @@ fn cpu_seconds() -> (f64, f64) {
     (ticks(11) / 100.0, ticks(12) / 100.0)
 }
 
-const DEFAULT_SECTIONS: &[&str] = &[
+/// INFO sections in the order Redis prints them.
+const SECTIONS: &[&str] = &[
     "server",
     "clients",
     "memory",
@@ -427,44 +428,30 @@ const DEFAULT_SECTIONS: &[&str] = &[
     "modules",
     "errorstats",
     "cluster",
+    "commandstats",
     "keyspace",
 ];
+
+/// Sections that only `INFO all`, `INFO everything` or their name select.
+const NOT_DEFAULT: &[&str] = &["commandstats"];
 
 /// INFO [section [section ...]]
 pub fn info(ctx: &mut Ctx<'_>, argv: &[&[u8]]) -> Reply {
     // Count this batch's work before reporting it.
     ctx.client.batch.flush(ctx.shared);
-    let mut wanted: Vec<String> = argv[1..]
+    let wanted: Vec<String> = argv[1..]
         .iter()
         .map(|a| String::from_utf8_lossy(a).to_ascii_lowercase())
         .collect();
     let everything = wanted.iter().any(|w| w == "all" || w == "everything");
-    if wanted.is_empty() || wanted.iter().any(|w| w == "default") {
-        wanted.extend(DEFAULT_SECTIONS.iter().map(|s| s.to_string()));
-    }
-    if everything {
-        wanted.extend(DEFAULT_SECTIONS.iter().map(|s| s.to_string()));
-        wanted.push("commandstats".to_string());
-    }
-    let sections = [
-        "server",
-        "clients",
-        "memory",
-        "persistence",
-        "stats",
-        "replication",
-        "cpu",
-        "modules",
-        "errorstats",
-        "cluster",
-        "commandstats",
-        "keyspace",
-    ];
+    let default = wanted.is_empty() || wanted.iter().any(|w| w == "default");
+    let selected = |section: &str| {
+        everything
+            || (default && !NOT_DEFAULT.contains(&section))
+            || wanted.iter().any(|w| w == section)
+    };
     let mut text = String::new();
-    for section in sections {
-        if !wanted.iter().any(|w| w == section) {
-            continue;
-        }
+    for section in SECTIONS.iter().copied().filter(|s| selected(s)) {
         if !text.is_empty() {
             text.push_str("\r\n");
         }

@@ -5,8 +5,7 @@ use super::error;
 use super::string::value_bytes;
 use super::Ctx;
 use crate::resp::Reply;
-use crate::store::{Entry, KeyRef, ShardData, Store, ValueRef};
-use parking_lot::MutexGuard;
+use crate::store::{Entry, KeyRef, ShardData, ShardGuard, ValueRef};
 
 /// The name TYPE reports for an entry.
 pub fn type_name(_entry: &Entry) -> &'static str {
@@ -17,7 +16,7 @@ pub fn type_name(_entry: &Entry) -> &'static str {
 /// entries are small and freeing them never blocks on I/O).
 pub fn del(ctx: &mut Ctx<'_>, argv: &[&[u8]]) -> Reply {
     let keys: Vec<_> = argv[1..].iter().map(|k| ctx.key(k)).collect();
-    let mut locked = ctx.db().lock_keys(&keys);
+    let mut locked = ctx.lock_keys(&keys);
     let removed = keys
         .iter()
         .filter(|key| locked.shard(**key).remove(**key, ctx.now_ms))
@@ -28,7 +27,7 @@ pub fn del(ctx: &mut Ctx<'_>, argv: &[&[u8]]) -> Reply {
 /// EXISTS key [key ...]; a key named twice counts twice.
 pub fn exists(ctx: &mut Ctx<'_>, argv: &[&[u8]]) -> Reply {
     let keys: Vec<_> = argv[1..].iter().map(|k| ctx.key(k)).collect();
-    let mut locked = ctx.db().lock_keys(&keys);
+    let mut locked = ctx.lock_keys(&keys);
     let found = keys
         .iter()
         .filter(|key| locked.shard(**key).contains(**key, ctx.now_ms))
@@ -100,7 +99,7 @@ fn expire_generic(ctx: &mut Ctx<'_>, argv: &[&[u8]], seconds: bool, relative: bo
     }
     when += base;
     let key = ctx.key(argv[1]);
-    let mut shard = ctx.db().lock_for(key);
+    let mut shard = ctx.lock(key);
     let Some(mut entry) = shard.get_mut(key, ctx.now_ms) else {
         return Reply::Int(0);
     };
@@ -144,7 +143,7 @@ pub fn pexpireat(ctx: &mut Ctx<'_>, argv: &[&[u8]]) -> Reply {
 /// TTL, PTTL, EXPIRETIME and PEXPIRETIME: -2 for a missing key, -1 for no deadline.
 fn ttl_generic(ctx: &mut Ctx<'_>, argv: &[&[u8]], millis: bool, absolute: bool) -> Reply {
     let key = ctx.key(argv[1]);
-    let mut shard = ctx.db().lock_for(key);
+    let mut shard = ctx.lock(key);
     let Some(entry) = shard.get(key, ctx.now_ms) else {
         return Reply::Int(-2);
     };
@@ -183,7 +182,7 @@ pub fn pexpiretime(ctx: &mut Ctx<'_>, argv: &[&[u8]]) -> Reply {
 /// PERSIST key
 pub fn persist(ctx: &mut Ctx<'_>, argv: &[&[u8]]) -> Reply {
     let key = ctx.key(argv[1]);
-    let mut shard = ctx.db().lock_for(key);
+    let mut shard = ctx.lock(key);
     let reply = match shard.get_mut(key, ctx.now_ms) {
         Some(mut entry) if entry.expire_at() != 0 => {
             entry.set_expire_at(0);
@@ -197,7 +196,7 @@ pub fn persist(ctx: &mut Ctx<'_>, argv: &[&[u8]]) -> Reply {
 /// TYPE key
 pub fn type_of(ctx: &mut Ctx<'_>, argv: &[&[u8]]) -> Reply {
     let key = ctx.key(argv[1]);
-    let mut shard = ctx.db().lock_for(key);
+    let mut shard = ctx.lock(key);
     match shard.get(key, ctx.now_ms) {
         Some(entry) => Reply::status(type_name(entry)),
         None => Reply::status("none"),
@@ -235,7 +234,7 @@ impl Detached {
 
 fn rename_generic(ctx: &mut Ctx<'_>, argv: &[&[u8]], only_if_absent: bool) -> Reply {
     let (src, dst) = (ctx.key(argv[1]), ctx.key(argv[2]));
-    let mut locked = ctx.db().lock_keys(&[src, dst]);
+    let mut locked = ctx.lock_keys(&[src, dst]);
     let Some(moved) = locked.shard(src).get(src, ctx.now_ms).map(Detached::of) else {
         return Reply::error(error::NO_SUCH_KEY);
     };
@@ -281,10 +280,10 @@ fn db_index(ctx: &Ctx<'_>, arg: &[u8]) -> Result<usize, Reply> {
 /// The shards holding a source and a destination key, possibly in different
 /// databases, possibly the same shard.
 enum TwoShards<'a> {
-    Same(MutexGuard<'a, ShardData>),
+    Same(ShardGuard<'a>),
     Apart {
-        src: MutexGuard<'a, ShardData>,
-        dst: MutexGuard<'a, ShardData>,
+        src: ShardGuard<'a>,
+        dst: ShardGuard<'a>,
     },
 }
 
@@ -307,23 +306,26 @@ impl TwoShards<'_> {
 /// Locks the shards of `src` in database `src_db` and `dst` in `dst_db` in the
 /// global order (database, then shard).
 fn lock_two<'a>(
-    store: &'a Store,
+    ctx: &Ctx<'a>,
     src_db: usize,
     src: KeyRef<'_>,
     dst_db: usize,
     dst: KeyRef<'_>,
 ) -> TwoShards<'a> {
-    let (a, b) = (store.db(src_db), store.db(dst_db));
-    let (sa, sb) = (a.shard_of(src), b.shard_of(dst));
+    let store = &ctx.shared.store;
+    let (sa, sb) = (
+        store.db(src_db).shard_of(src),
+        store.db(dst_db).shard_of(dst),
+    );
     if (src_db, sa) == (dst_db, sb) {
-        TwoShards::Same(a.lock_shard(sa))
+        TwoShards::Same(ctx.lock_shard(src_db, sa))
     } else if (src_db, sa) < (dst_db, sb) {
-        let src = a.lock_shard(sa);
-        let dst = b.lock_shard(sb);
+        let src = ctx.lock_shard(src_db, sa);
+        let dst = ctx.lock_shard(dst_db, sb);
         TwoShards::Apart { src, dst }
     } else {
-        let dst = b.lock_shard(sb);
-        let src = a.lock_shard(sa);
+        let dst = ctx.lock_shard(dst_db, sb);
+        let src = ctx.lock_shard(src_db, sa);
         TwoShards::Apart { src, dst }
     }
 }
@@ -353,7 +355,7 @@ pub fn copy(ctx: &mut Ctx<'_>, argv: &[&[u8]]) -> Reply {
     }
     let (src, dst) = (ctx.key(argv[1]), ctx.key(argv[2]));
     let now = ctx.now_ms;
-    let mut shards = lock_two(&ctx.shared.store, src_db, src, dst_db, dst);
+    let mut shards = lock_two(ctx, src_db, src, dst_db, dst);
     let Some(copied) = shards.src().get(src, now).map(Detached::of) else {
         return Reply::Int(0);
     };
@@ -376,7 +378,7 @@ pub fn move_key(ctx: &mut Ctx<'_>, argv: &[&[u8]]) -> Reply {
     }
     let key = ctx.key(argv[1]);
     let now = ctx.now_ms;
-    let mut shards = lock_two(&ctx.shared.store, src_db, key, dst_db, key);
+    let mut shards = lock_two(ctx, src_db, key, dst_db, key);
     let Some(moved) = shards.src().get(key, now).map(Detached::of) else {
         return Reply::Int(0);
     };
@@ -395,7 +397,7 @@ pub fn keys(ctx: &mut Ctx<'_>, argv: &[&[u8]]) -> Reply {
     let db = ctx.db();
     let mut out = Vec::new();
     for index in 0..db.shard_count() {
-        let shard = db.lock_shard(index);
+        let shard = ctx.lock_shard(ctx.client.db, index);
         out.extend(
             shard
                 .iter_live(ctx.now_ms)
@@ -487,7 +489,7 @@ pub fn scan(ctx: &mut Ctx<'_>, argv: &[&[u8]]) -> Reply {
         if at.shard >= db.shard_count() {
             break 0;
         }
-        let shard = db.lock_shard(at.shard);
+        let shard = ctx.lock_shard(ctx.client.db, at.shard);
         let before = keys.len();
         let budget = count.saturating_sub(before).max(1);
         let (position, epoch) =
@@ -530,7 +532,7 @@ pub fn randomkey(ctx: &mut Ctx<'_>, _argv: &[&[u8]]) -> Reply {
     let shards = db.shard_count();
     let seed = crate::util::random_u64() as usize;
     for offset in 0..shards {
-        let shard = db.lock_shard((seed + offset) % shards);
+        let shard = ctx.lock_shard(ctx.client.db, (seed + offset) % shards);
         if let Some(entry) = shard.random_entry(seed >> 16, ctx.now_ms) {
             return Reply::bulk(entry.key());
         }
@@ -557,7 +559,7 @@ pub fn flushdb(ctx: &mut Ctx<'_>, argv: &[&[u8]]) -> Reply {
     if !flush_mode_ok(argv) {
         return Reply::error(error::SYNTAX);
     }
-    for shard in ctx.db().lock_all().shards() {
+    for shard in ctx.lock_all(ctx.client.db).shards() {
         shard.clear();
     }
     Reply::Ok
@@ -570,7 +572,7 @@ pub fn flushall(ctx: &mut Ctx<'_>, argv: &[&[u8]]) -> Reply {
     }
     let store = &ctx.shared.store;
     for index in 0..store.databases() {
-        for shard in store.db(index).lock_all().shards() {
+        for shard in ctx.lock_all(index).shards() {
             shard.clear();
         }
     }
@@ -604,14 +606,23 @@ pub fn swapdb(ctx: &mut Ctx<'_>, argv: &[&[u8]]) -> Reply {
     if !(0..databases).contains(&a) || !(0..databases).contains(&b) {
         return Reply::error(error::DB_INDEX_OUT_OF_RANGE);
     }
-    ctx.shared.store.swap_dbs(a as usize, b as usize);
+    let (low, high) = (a.min(b) as usize, a.max(b) as usize);
+    if low != high {
+        // Both databases locked whole, lower database first, then swapped
+        // shard by shard: no command sees one swapped and the other not.
+        let mut first = ctx.lock_all(low);
+        let mut second = ctx.lock_all(high);
+        for (x, y) in first.shards().zip(second.shards()) {
+            x.swap_contents(y);
+        }
+    }
     Reply::Ok
 }
 
 /// OBJECT ENCODING key
 pub fn object_encoding(ctx: &mut Ctx<'_>, argv: &[&[u8]]) -> Reply {
     let key = ctx.key(argv[2]);
-    let mut shard = ctx.db().lock_for(key);
+    let mut shard = ctx.lock(key);
     match shard.get(key, ctx.now_ms).map(|e| e.value()) {
         Some(ValueRef::Int(_)) => Reply::bulk(b"int"),
         // Redis keeps strings of up to 44 bytes in one allocation with their

@@ -21,7 +21,7 @@ use std::time::{Duration, Instant};
 
 use crate::resp::{Protocol, Reply};
 use crate::state::{ClientInfo, Shared};
-use crate::store::{Db, KeyRef};
+use crate::store::{Db, HeldShards, KeyRef, MultiLock, ShardGuard};
 use table::{flags, registry, Command};
 
 /// A connection's own state, owned by its connection task.
@@ -124,12 +124,57 @@ pub struct Ctx<'a> {
     pub client: &'a mut ClientState,
     /// The time this command runs at, read once per batch from the server clock.
     pub now_ms: u64,
+    /// Shards held by an enclosing script; `None` for a plain command, which
+    /// locks what it needs for itself.
+    pub held: Option<&'a HeldShards<'a>>,
 }
 
 impl<'a> Ctx<'a> {
     /// The selected database.
     pub fn db(&self) -> &'a Db {
         self.shared.store.db(self.client.db)
+    }
+
+    /// Locks shard `index` of database `db` (or borrows it from the script
+    /// holding it).
+    pub fn lock_shard(&self, db: usize, index: usize) -> ShardGuard<'a> {
+        match self.held {
+            Some(held) => held.shard(db, index),
+            None => ShardGuard::Owned(self.shared.store.db(db).lock_shard(index)),
+        }
+    }
+
+    /// Locks the shard holding `key` in database `db`.
+    pub fn lock_in(&self, db: usize, key: KeyRef<'_>) -> ShardGuard<'a> {
+        self.lock_shard(db, self.shared.store.db(db).shard_of(key))
+    }
+
+    /// Locks the shard holding `key` in the selected database.
+    #[inline]
+    pub fn lock(&self, key: KeyRef<'_>) -> ShardGuard<'a> {
+        self.lock_in(self.client.db, key)
+    }
+
+    /// Locks every shard the keys live in (selected database), ascending.
+    pub fn lock_keys(&self, keys: &[KeyRef<'_>]) -> MultiLock<'a> {
+        let db = self.db();
+        let mut wanted: Vec<usize> = keys.iter().map(|k| db.shard_of(*k)).collect();
+        wanted.sort_unstable();
+        wanted.dedup();
+        let guards = wanted
+            .into_iter()
+            .map(|i| (i, self.lock_shard(self.client.db, i)))
+            .collect();
+        MultiLock::new(db, guards)
+    }
+
+    /// Locks every shard of database `db`, ascending.
+    pub fn lock_all(&self, db: usize) -> MultiLock<'a> {
+        let database = self.shared.store.db(db);
+        let guards = (0..database.shard_count())
+            .map(|i| (i, self.lock_shard(db, i)))
+            .collect();
+        MultiLock::new(database, guards)
     }
 
     /// Hashes a key for lookup.

@@ -49,7 +49,7 @@ fn string_of(entry: &Entry) -> Result<ValueRef<'_>, Reply> {
 /// GET key
 pub fn get(ctx: &mut Ctx<'_>, argv: &[&[u8]]) -> Reply {
     let key = ctx.key(argv[1]);
-    let mut shard = ctx.db().lock_for(key);
+    let mut shard = ctx.lock(key);
     let reply = match shard.get(key, ctx.now_ms) {
         Some(entry) => match string_of(entry) {
             Ok(value) => reply_value(value),
@@ -192,7 +192,7 @@ pub fn set(ctx: &mut Ctx<'_>, argv: &[&[u8]]) -> Reply {
         None => Deadline::Clear,
     };
     let key = ctx.key(argv[1]);
-    let mut shard = ctx.db().lock_for(key);
+    let mut shard = ctx.lock(key);
     let old = match shard.get(key, ctx.now_ms) {
         Some(entry) => match string_of(entry) {
             Ok(value) => Some(reply_value(value)),
@@ -220,7 +220,7 @@ pub fn set(ctx: &mut Ctx<'_>, argv: &[&[u8]]) -> Reply {
 /// SETNX key value
 pub fn setnx(ctx: &mut Ctx<'_>, argv: &[&[u8]]) -> Reply {
     let key = ctx.key(argv[1]);
-    let mut shard = ctx.db().lock_for(key);
+    let mut shard = ctx.lock(key);
     if shard.contains(key, ctx.now_ms) {
         return Reply::Int(0);
     }
@@ -238,7 +238,7 @@ fn set_with_expire(ctx: &mut Ctx<'_>, argv: &[&[u8]], unit: ExpireUnit, name: &s
         Err(reply) => return reply,
     };
     let key = ctx.key(argv[1]);
-    let mut shard = ctx.db().lock_for(key);
+    let mut shard = ctx.lock(key);
     write_string(&mut shard, key, argv[3], Deadline::At(at), ctx.now_ms);
     Reply::Ok
 }
@@ -256,7 +256,7 @@ pub fn psetex(ctx: &mut Ctx<'_>, argv: &[&[u8]]) -> Reply {
 /// MGET key [key ...]
 pub fn mget(ctx: &mut Ctx<'_>, argv: &[&[u8]]) -> Reply {
     let keys: Vec<_> = argv[1..].iter().map(|k| ctx.key(k)).collect();
-    let mut locked = ctx.db().lock_keys(&keys);
+    let mut locked = ctx.lock_keys(&keys);
     let mut hits = 0;
     let values: Vec<Reply> = keys
         .iter()
@@ -290,7 +290,7 @@ fn mset_generic(ctx: &mut Ctx<'_>, argv: &[&[u8]], only_if_none_exist: bool) -> 
         .map(|pair| (ctx.key(pair[0]), pair[1]))
         .collect();
     let keys: Vec<_> = pairs.iter().map(|(k, _)| *k).collect();
-    let mut locked = ctx.db().lock_keys(&keys);
+    let mut locked = ctx.lock_keys(&keys);
     if only_if_none_exist
         && keys
             .iter()
@@ -321,7 +321,7 @@ pub fn msetnx(ctx: &mut Ctx<'_>, argv: &[&[u8]]) -> Reply {
 /// GETSET key value
 pub fn getset(ctx: &mut Ctx<'_>, argv: &[&[u8]]) -> Reply {
     let key = ctx.key(argv[1]);
-    let mut shard = ctx.db().lock_for(key);
+    let mut shard = ctx.lock(key);
     let old = match shard.get(key, ctx.now_ms) {
         Some(entry) => match string_of(entry) {
             Ok(value) => reply_value(value),
@@ -336,7 +336,7 @@ pub fn getset(ctx: &mut Ctx<'_>, argv: &[&[u8]]) -> Reply {
 /// GETDEL key
 pub fn getdel(ctx: &mut Ctx<'_>, argv: &[&[u8]]) -> Reply {
     let key = ctx.key(argv[1]);
-    let mut shard = ctx.db().lock_for(key);
+    let mut shard = ctx.lock(key);
     let reply = match shard.get(key, ctx.now_ms) {
         Some(entry) => match string_of(entry) {
             Ok(value) => reply_value(value),
@@ -356,7 +356,7 @@ pub fn getex(ctx: &mut Ctx<'_>, argv: &[&[u8]]) -> Reply {
         Err(reply) => return reply,
     };
     let key = ctx.key(argv[1]);
-    let mut shard = ctx.db().lock_for(key);
+    let mut shard = ctx.lock(key);
     let Some(mut entry) = shard.get_mut(key, ctx.now_ms) else {
         return Reply::Nil;
     };
@@ -388,7 +388,7 @@ pub fn getex(ctx: &mut Ctx<'_>, argv: &[&[u8]]) -> Reply {
 /// Adds `delta` to the integer at `key` (creating it at 0), keeping its TTL.
 fn incr_by(ctx: &mut Ctx<'_>, key: &[u8], delta: i64) -> Reply {
     let key = ctx.key(key);
-    let mut shard = ctx.db().lock_for(key);
+    let mut shard = ctx.lock(key);
     if let Some(mut entry) = shard.get_mut(key, ctx.now_ms) {
         let current = match string_of(&entry) {
             Ok(ValueRef::Int(n)) => n,
@@ -435,7 +435,7 @@ pub fn decrby(ctx: &mut Ctx<'_>, argv: &[&[u8]]) -> Reply {
 /// INCRBYFLOAT key increment
 pub fn incrbyfloat(ctx: &mut Ctx<'_>, argv: &[&[u8]]) -> Reply {
     let key = ctx.key(argv[1]);
-    let mut shard = ctx.db().lock_for(key);
+    let mut shard = ctx.lock(key);
     let current = match shard.get(key, ctx.now_ms) {
         Some(entry) => match string_of(entry) {
             Ok(value) => value_bytes(value),
@@ -456,7 +456,7 @@ pub fn incrbyfloat(ctx: &mut Ctx<'_>, argv: &[&[u8]]) -> Reply {
 pub fn append(ctx: &mut Ctx<'_>, argv: &[&[u8]]) -> Reply {
     let max = ctx.shared.config.read().proto_max_bulk_len;
     let key = ctx.key(argv[1]);
-    let mut shard = ctx.db().lock_for(key);
+    let mut shard = ctx.lock(key);
     let mut value = match shard.get(key, ctx.now_ms) {
         Some(entry) => match string_of(entry) {
             Ok(value) => value_bytes(value),
@@ -478,7 +478,7 @@ pub fn append(ctx: &mut Ctx<'_>, argv: &[&[u8]]) -> Reply {
 /// STRLEN key
 pub fn strlen(ctx: &mut Ctx<'_>, argv: &[&[u8]]) -> Reply {
     let key = ctx.key(argv[1]);
-    let mut shard = ctx.db().lock_for(key);
+    let mut shard = ctx.lock(key);
     match shard.get(key, ctx.now_ms) {
         Some(entry) => match string_of(entry) {
             Ok(value) => Reply::Int(value_len(value) as i64),
@@ -495,7 +495,7 @@ pub fn getrange(ctx: &mut Ctx<'_>, argv: &[&[u8]]) -> Reply {
         (Err(reply), _) | (_, Err(reply)) => return reply,
     };
     let key = ctx.key(argv[1]);
-    let mut shard = ctx.db().lock_for(key);
+    let mut shard = ctx.lock(key);
     let value = match shard.get(key, ctx.now_ms) {
         Some(entry) => match string_of(entry) {
             Ok(value) => value_bytes(value),
@@ -539,7 +539,7 @@ pub fn setrange(ctx: &mut Ctx<'_>, argv: &[&[u8]]) -> Reply {
     let max = ctx.shared.config.read().proto_max_bulk_len;
     let patch = argv[3];
     let key = ctx.key(argv[1]);
-    let mut shard = ctx.db().lock_for(key);
+    let mut shard = ctx.lock(key);
     let existing = match shard.get(key, ctx.now_ms) {
         Some(entry) => match string_of(entry) {
             Ok(value) => Some(value_bytes(value)),

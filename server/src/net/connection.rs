@@ -207,6 +207,7 @@ fn run_one(shared: &Shared, client: &mut ClientState, argv: &[&[u8]], now_ms: u6
         shared,
         client,
         now_ms,
+        held: None,
     };
     cmd::dispatch(&mut ctx, argv)
 }

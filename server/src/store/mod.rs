@@ -13,6 +13,7 @@
 
 pub mod clock;
 pub mod entry;
+pub mod held;
 pub mod shard;
 pub mod slab;
 
@@ -25,6 +26,7 @@ use parking_lot::{Mutex, MutexGuard};
 
 pub use clock::{Clock, ManualClock, SystemClock};
 pub use entry::{Entry, ValueRef};
+pub use held::{HeldShards, ShardGuard};
 pub use shard::{EntryMut, KeyRef, ShardData};
 
 /// One database: a fixed set of shards.
@@ -86,18 +88,10 @@ impl Store {
         self.used_memory.load(Ordering::Relaxed).max(0) as usize
     }
 
-    /// Swaps two databases atomically: both databases' shards are locked (in
-    /// ascending database order) and their contents exchanged.
-    pub fn swap_dbs(&self, a: usize, b: usize) {
-        if a == b {
-            return;
-        }
-        let (low, high) = (a.min(b), a.max(b));
-        let mut low_guards: Vec<_> = self.dbs[low].shards.iter().map(|s| s.lock()).collect();
-        let mut high_guards: Vec<_> = self.dbs[high].shards.iter().map(|s| s.lock()).collect();
-        for (x, y) in low_guards.iter_mut().zip(high_guards.iter_mut()) {
-            x.swap_contents(y);
-        }
+    /// An empty shard outside the store, whose memory is not counted; a
+    /// stand-in for a shard a script could not take (see [`HeldShards`]).
+    pub fn scratch_shard(&self) -> ShardData {
+        ShardData::new(self.hasher.clone(), Arc::new(AtomicIsize::new(0)))
     }
 }
 
@@ -126,31 +120,9 @@ impl Db {
         self.shards[index].lock()
     }
 
-    /// Locks every shard the keys live in, in ascending order.
-    pub fn lock_keys<'k>(&self, keys: &[KeyRef<'k>]) -> MultiLock<'_> {
-        let mut wanted: Vec<usize> = keys.iter().map(|k| self.shard_of(*k)).collect();
-        wanted.sort_unstable();
-        wanted.dedup();
-        MultiLock {
-            db: self,
-            guards: wanted
-                .into_iter()
-                .map(|i| (i, self.shards[i].lock()))
-                .collect(),
-        }
-    }
-
-    /// Locks every shard, in ascending order.
-    pub fn lock_all(&self) -> MultiLock<'_> {
-        MultiLock {
-            db: self,
-            guards: self
-                .shards
-                .iter()
-                .enumerate()
-                .map(|(i, s)| (i, s.lock()))
-                .collect(),
-        }
+    /// Locks shard `index` if nobody holds it.
+    pub fn try_lock_shard(&self, index: usize) -> Option<MutexGuard<'_, ShardData>> {
+        self.shards[index].try_lock()
     }
 
     /// Number of keys (expired ones not yet reclaimed included, as in Redis).
@@ -169,14 +141,19 @@ impl Db {
     }
 }
 
-/// Several shards of one database locked together.
+/// Several shards of one database locked together, in ascending order.
 pub struct MultiLock<'a> {
     db: &'a Db,
-    guards: Vec<(usize, MutexGuard<'a, ShardData>)>,
+    guards: Vec<(usize, ShardGuard<'a>)>,
 }
 
 impl<'a> MultiLock<'a> {
-    /// The locked shard that holds `key` (which must have been passed to `lock_keys`).
+    /// Gathers already-locked shards (ascending, distinct) of `db`.
+    pub fn new(db: &'a Db, guards: Vec<(usize, ShardGuard<'a>)>) -> MultiLock<'a> {
+        MultiLock { db, guards }
+    }
+
+    /// The locked shard that holds `key` (which must have been locked).
     pub fn shard(&mut self, key: KeyRef<'_>) -> &mut ShardData {
         let index = self.db.shard_of(key);
         let slot = self

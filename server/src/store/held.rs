@@ -1,0 +1,132 @@
+//! Shard locks held across several commands (a script's whole run).
+//!
+//! Command handlers never lock a shard directly: they ask their `Ctx`, which
+//! either locks the shard for the one command (plain clients) or hands out the
+//! shard an enclosing script already holds. A script holds the shards of its
+//! declared keys from start to end, which makes it atomic without stopping
+//! commands on other shards.
+//!
+//! A script may still touch a key it did not declare. Its shard is then taken
+//! with `try_lock`: waiting for it could deadlock, since the script already
+//! holds other shards out of the global ascending order. If `try_lock` fails
+//! the access is recorded as a *conflict*, the handler is given an empty
+//! scratch shard so it can finish harmlessly, and the script engine undoes the
+//! script's writes and runs it again with every shard held.
+
+use std::cell::{Cell, RefCell, RefMut};
+use std::ops::{Deref, DerefMut};
+
+use parking_lot::MutexGuard;
+
+use super::{KeyRef, ShardData, Store};
+
+/// A locked shard, either locked for one command or lent by a [`HeldShards`].
+pub enum ShardGuard<'a> {
+    /// Locked for this command only.
+    Owned(MutexGuard<'a, ShardData>),
+    /// Held by the enclosing script.
+    Held(RefMut<'a, ShardData>),
+    /// An empty stand-in after a conflict; whatever is done to it is thrown away.
+    Scratch(Box<ShardData>),
+}
+
+impl Deref for ShardGuard<'_> {
+    type Target = ShardData;
+    fn deref(&self) -> &ShardData {
+        match self {
+            ShardGuard::Owned(guard) => guard,
+            ShardGuard::Held(guard) => guard,
+            ShardGuard::Scratch(shard) => shard,
+        }
+    }
+}
+
+impl DerefMut for ShardGuard<'_> {
+    fn deref_mut(&mut self) -> &mut ShardData {
+        match self {
+            ShardGuard::Owned(guard) => guard,
+            ShardGuard::Held(guard) => guard,
+            ShardGuard::Scratch(shard) => shard,
+        }
+    }
+}
+
+/// The shards a script holds, indexed by (database, shard).
+pub struct HeldShards<'s> {
+    store: &'s Store,
+    shards_per_db: usize,
+    slots: Vec<RefCell<Option<MutexGuard<'s, ShardData>>>>,
+    conflict: Cell<bool>,
+}
+
+impl<'s> HeldShards<'s> {
+    /// Locks the shards of `keys` in database `db`, in ascending order.
+    pub fn declared(store: &'s Store, db: usize, keys: &[KeyRef<'_>]) -> HeldShards<'s> {
+        let held = HeldShards::empty(store);
+        let database = store.db(db);
+        let mut wanted: Vec<usize> = keys.iter().map(|k| database.shard_of(*k)).collect();
+        wanted.sort_unstable();
+        wanted.dedup();
+        for shard in wanted {
+            *held.slots[db * held.shards_per_db + shard].borrow_mut() =
+                Some(database.lock_shard(shard));
+        }
+        held
+    }
+
+    /// Locks every shard of every database, in ascending order.
+    pub fn everything(store: &'s Store) -> HeldShards<'s> {
+        let held = HeldShards::empty(store);
+        for db in 0..store.databases() {
+            let database = store.db(db);
+            for shard in 0..held.shards_per_db {
+                *held.slots[db * held.shards_per_db + shard].borrow_mut() =
+                    Some(database.lock_shard(shard));
+            }
+        }
+        held
+    }
+
+    fn empty(store: &'s Store) -> HeldShards<'s> {
+        let shards_per_db = store.db(0).shard_count();
+        HeldShards {
+            store,
+            shards_per_db,
+            slots: (0..store.databases() * shards_per_db)
+                .map(|_| RefCell::new(None))
+                .collect(),
+            conflict: Cell::new(false),
+        }
+    }
+
+    /// True once a shard the script needed could not be taken.
+    pub fn conflicted(&self) -> bool {
+        self.conflict.get()
+    }
+
+    /// The shard `index` of database `db`: held, taken now with `try_lock`,
+    /// or (on conflict) the scratch shard.
+    pub fn shard(&self, db: usize, index: usize) -> ShardGuard<'_> {
+        let slot = &self.slots[db * self.shards_per_db + index];
+        {
+            let mut taken = slot.borrow_mut();
+            if taken.is_none() {
+                match self.store.db(db).try_lock_shard(index) {
+                    Some(guard) => *taken = Some(guard),
+                    None => {
+                        self.conflict.set(true);
+                        return ShardGuard::Scratch(Box::new(self.store.scratch_shard()));
+                    }
+                }
+            }
+        }
+        ShardGuard::Held(RefMut::map(slot.borrow_mut(), |guard| {
+            &mut **guard.as_mut().expect("slot filled above")
+        }))
+    }
+
+    /// The shard holding `key` in database `db`.
+    pub fn shard_for(&self, db: usize, key: KeyRef<'_>) -> ShardGuard<'_> {
+        self.shard(db, self.store.db(db).shard_of(key))
+    }
+}

@@ -63,3 +63,11 @@ int tally_long_double_add(const char *a, size_t alen, const char *b, size_t blen
     }
     return len;
 }
+
+/*
+ * Formats a double as C's "%.17g" (Redis 7.0 formats script arguments and
+ * double replies this way). Returns the length written.
+ */
+int tally_format_g17(double value, char *out, size_t outlen) {
+    return snprintf(out, outlen, "%.17g", value);
+}

@@ -12,6 +12,16 @@ extern "C" {
         out: *mut c_char,
         outlen: usize,
     ) -> c_int;
+    fn tally_format_g17(value: f64, out: *mut c_char, outlen: usize) -> c_int;
+}
+
+/// Formats `value` as C's `%.17g`, as Redis 7.0 formats numbers passed from
+/// Lua to redis.call and double replies.
+pub fn format_g17(value: f64) -> String {
+    let mut out = [0u8; 64];
+    // SAFETY: the buffer is 64 bytes and the C function writes at most outlen.
+    let len = unsafe { tally_format_g17(value, out.as_mut_ptr().cast(), out.len()) };
+    String::from_utf8_lossy(&out[..(len.max(0) as usize).min(out.len())]).into_owned()
 }
 
 /// Why an addition failed.
@@ -68,6 +78,14 @@ mod tests {
         );
         assert_eq!(add_human(b"10.5", b"0.1").unwrap(), b"10.6");
         assert_eq!(add_human(b"1", b"-1").unwrap(), b"0");
+    }
+
+    #[test]
+    fn g17_formats_like_printf() {
+        assert_eq!(format_g17(0.1), "0.10000000000000001");
+        assert_eq!(format_g17(3.0), "3");
+        assert_eq!(format_g17(1e20), "1e+20");
+        assert_eq!(format_g17(-2.5), "-2.5");
     }
 
     #[test]

@@ -23,6 +23,7 @@ pub mod expiry;
 pub mod float;
 pub mod net;
 pub mod resp;
+pub mod scripting;
 pub mod state;
 pub mod store;
 pub mod util;

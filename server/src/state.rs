@@ -46,6 +46,8 @@ pub struct Shared {
     pub shutdown: tokio::sync::watch::Sender<bool>,
     /// Unique id of this run (INFO run_id).
     pub run_id: String,
+    /// Loaded scripts and script runs in progress.
+    pub scripts: crate::scripting::Scripts,
 }
 
 impl Shared {
@@ -83,6 +85,7 @@ impl Shared {
             shutting_down: AtomicBool::new(false),
             shutdown: tokio::sync::watch::Sender::new(false),
             run_id,
+            scripts: crate::scripting::Scripts::default(),
         }
     }
 

@@ -11,6 +11,7 @@ pub mod args;
 pub mod connection;
 pub mod error;
 pub mod keys;
+pub mod scripting;
 pub mod server;
 pub mod string;
 pub mod table;
@@ -21,7 +22,7 @@ use std::time::{Duration, Instant};
 
 use crate::resp::{Protocol, Reply};
 use crate::state::{ClientInfo, Shared};
-use crate::store::{Db, HeldShards, KeyRef, MultiLock, ShardGuard};
+use crate::store::{Db, KeyRef, MultiLock, ShardGuard, ShardLender};
 use table::{flags, registry, Command};
 
 /// A connection's own state, owned by its connection task.
@@ -126,7 +127,7 @@ pub struct Ctx<'a> {
     pub now_ms: u64,
     /// Shards held by an enclosing script; `None` for a plain command, which
     /// locks what it needs for itself.
-    pub held: Option<&'a HeldShards<'a>>,
+    pub held: Option<&'a dyn ShardLender>,
 }
 
 impl<'a> Ctx<'a> {
@@ -139,7 +140,7 @@ impl<'a> Ctx<'a> {
     /// holding it).
     pub fn lock_shard(&self, db: usize, index: usize) -> ShardGuard<'a> {
         match self.held {
-            Some(held) => held.shard(db, index),
+            Some(held) => held.lend(db, index),
             None => ShardGuard::Owned(self.shared.store.db(db).lock_shard(index)),
         }
     }
@@ -259,6 +260,11 @@ fn check_and_call(
         Some(Reply::error(error::wrong_arity(command.name)))
     } else if !ctx.client.authenticated && command.flags & flags::NO_AUTH == 0 {
         Some(Reply::error(error::NOAUTH))
+    } else if ctx.held.is_none()
+        && command.flags & flags::ALLOW_BUSY == 0
+        && ctx.shared.scripts.busy()
+    {
+        Some(Reply::error(crate::scripting::BUSY))
     } else if command.flags & flags::DENYOOM != 0 && ctx.shared.over_maxmemory() {
         Some(Reply::error(error::OOM))
     } else {

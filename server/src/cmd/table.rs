@@ -7,7 +7,7 @@ use std::sync::OnceLock;
 
 use hashbrown::HashMap;
 
-use super::{connection as conn, keys, server, string, Ctx};
+use super::{connection as conn, keys, scripting, server, string, Ctx};
 use crate::resp::Reply;
 
 /// A command handler.
@@ -105,6 +105,8 @@ const KEY_VALUE_PAIRS: KeySpec = KeySpec {
     last: -1,
     step: 2,
 };
+/// EVAL's keys are counted by its numkeys argument; the legacy spec has none.
+const EVAL_KEYS: KeySpec = NO_KEYS;
 const TWO_KEYS: KeySpec = KeySpec {
     first: 1,
     last: 2,
@@ -218,6 +220,15 @@ static COMMAND_SUBCOMMANDS: &[Command] = &[
 ];
 
 #[rustfmt::skip]
+static SCRIPT_SUBCOMMANDS: &[Command] = &[
+    row("script|load", 3, NOSCRIPT | STALE, NO_KEYS, scripting::script_load, "scripting", "2.6.0", "Loads a server-side Lua script to the script cache."),
+    row("script|exists", -3, NOSCRIPT | STALE, NO_KEYS, scripting::script_exists, "scripting", "2.6.0", "Determines whether server-side Lua scripts exist in the script cache."),
+    row("script|flush", -2, NOSCRIPT, NO_KEYS, scripting::script_flush, "scripting", "2.6.0", "Removes all server-side Lua scripts from the script cache."),
+    row("script|kill", 2, NOSCRIPT | ALLOW_BUSY, NO_KEYS, scripting::script_kill, "scripting", "2.6.0", "Terminates a server-side Lua script during execution."),
+    row("script|help", 2, LOADING | STALE, NO_KEYS, scripting::script_help, "scripting", "5.0.0", "Returns helpful text about the different subcommands."),
+];
+
+#[rustfmt::skip]
 static OBJECT_SUBCOMMANDS: &[Command] = &[
     row("object|encoding", 3, READONLY, KeySpec { first: 2, last: 2, step: 1 }, keys::object_encoding, "generic", "2.2.3", "Returns the internal encoding of a Redis object."),
     row("object|help", 2, LOADING | STALE, NO_KEYS, keys::object_help, "generic", "6.2.0", "Returns helpful text about the different subcommands."),
@@ -276,6 +287,12 @@ pub static COMMANDS: &[Command] = &[
     row("select", 2, LOADING | STALE | FAST, NO_KEYS, keys::select, "connection", "1.0.0", "Changes the selected database."),
     row("swapdb", 3, WRITE | FAST, NO_KEYS, keys::swapdb, "server", "4.0.0", "Swaps two Redis databases."),
     container("object", -2, "generic", "2.2.3", "A container for object introspection commands.", OBJECT_SUBCOMMANDS, container_without_subcommand),
+    // scripting
+    row("eval", -3, NOSCRIPT | STALE, EVAL_KEYS, scripting::eval, "scripting", "2.6.0", "Executes a server-side Lua script."),
+    row("evalsha", -3, NOSCRIPT | STALE, EVAL_KEYS, scripting::evalsha, "scripting", "2.6.0", "Executes a server-side Lua script by SHA1 digest."),
+    row("eval_ro", -3, NOSCRIPT | STALE | READONLY, EVAL_KEYS, scripting::eval_ro, "scripting", "7.0.0", "Executes a read-only server-side Lua script."),
+    row("evalsha_ro", -3, NOSCRIPT | STALE | READONLY, EVAL_KEYS, scripting::evalsha_ro, "scripting", "7.0.0", "Executes a read-only server-side Lua script by SHA1 digest."),
+    container("script", -2, "scripting", "2.6.0", "A container for Lua scripts management commands.", SCRIPT_SUBCOMMANDS, container_without_subcommand),
     // connection
     row("ping", -1, FAST, NO_KEYS, conn::ping, "connection", "1.0.0", "Returns the server's liveliness response."),
     row("echo", 2, FAST, NO_KEYS, conn::echo, "connection", "1.0.0", "Returns the given string."),

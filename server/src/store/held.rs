@@ -51,6 +51,19 @@ impl DerefMut for ShardGuard<'_> {
     }
 }
 
+/// Something that lends locked shards to the commands a script runs. A trait
+/// object so that `Ctx` needs no lifetime for the locks themselves.
+pub trait ShardLender {
+    /// The shard `index` of database `db`.
+    fn lend(&self, db: usize, index: usize) -> ShardGuard<'_>;
+}
+
+impl ShardLender for HeldShards<'_> {
+    fn lend(&self, db: usize, index: usize) -> ShardGuard<'_> {
+        self.shard(db, index)
+    }
+}
+
 /// The shards a script holds, indexed by (database, shard).
 pub struct HeldShards<'s> {
     store: &'s Store,
@@ -102,6 +115,12 @@ impl<'s> HeldShards<'s> {
     /// True once a shard the script needed could not be taken.
     pub fn conflicted(&self) -> bool {
         self.conflict.get()
+    }
+
+    /// Records that the script needs more than these shards (a command that
+    /// acts on whole databases).
+    pub fn force_conflict(&self) {
+        self.conflict.set(true);
     }
 
     /// The shard `index` of database `db`: held, taken now with `try_lock`,

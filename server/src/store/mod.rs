@@ -26,7 +26,7 @@ use parking_lot::{Mutex, MutexGuard};
 
 pub use clock::{Clock, ManualClock, SystemClock};
 pub use entry::{Entry, ValueRef};
-pub use held::{HeldShards, ShardGuard};
+pub use held::{HeldShards, ShardGuard, ShardLender};
 pub use shard::{EntryMut, KeyRef, ShardData};
 
 /// One database: a fixed set of shards.

@@ -1,0 +1,123 @@
+//! Scripting commands: EVAL EVALSHA EVAL_RO EVALSHA_RO and SCRIPT.
+
+use super::args::{int_arg, is};
+use super::Ctx;
+use crate::resp::Reply;
+use crate::scripting;
+
+/// Arguments of a command, borrowed.
+type Args<'a> = &'a [&'a [u8]];
+
+/// Splits `script numkeys key... arg...` after validating numkeys as Redis does.
+fn keys_and_args<'a>(argv: Args<'a>) -> Result<(Args<'a>, Args<'a>), Reply> {
+    let numkeys = int_arg(argv[2])?;
+    if numkeys < 0 {
+        return Err(Reply::error("ERR Number of keys can't be negative"));
+    }
+    if numkeys as usize > argv.len() - 3 {
+        return Err(Reply::error(
+            "ERR Number of keys can't be greater than number of args",
+        ));
+    }
+    let split = 3 + numkeys as usize;
+    Ok((&argv[3..split], &argv[split..]))
+}
+
+fn eval_generic(ctx: &mut Ctx<'_>, argv: &[&[u8]], by_sha: bool, read_only: bool) -> Reply {
+    let (keys, args) = match keys_and_args(argv) {
+        Ok(split) => split,
+        Err(reply) => return reply,
+    };
+    let script = if by_sha {
+        match ctx.shared.scripts.get(argv[1]) {
+            Some(script) => script,
+            None => return Reply::error("NOSCRIPT No matching script. Please use EVAL."),
+        }
+    } else {
+        match ctx.shared.scripts.load(argv[1]) {
+            Ok(script) => script,
+            Err(message) => return Reply::error(message),
+        }
+    };
+    scripting::eval(ctx, &script, keys, args, read_only)
+}
+
+/// EVAL script numkeys [key ...] [arg ...]
+pub fn eval(ctx: &mut Ctx<'_>, argv: &[&[u8]]) -> Reply {
+    eval_generic(ctx, argv, false, false)
+}
+
+/// EVALSHA sha1 numkeys [key ...] [arg ...]
+pub fn evalsha(ctx: &mut Ctx<'_>, argv: &[&[u8]]) -> Reply {
+    eval_generic(ctx, argv, true, false)
+}
+
+/// EVAL_RO script numkeys [key ...] [arg ...]
+pub fn eval_ro(ctx: &mut Ctx<'_>, argv: &[&[u8]]) -> Reply {
+    eval_generic(ctx, argv, false, true)
+}
+
+/// EVALSHA_RO sha1 numkeys [key ...] [arg ...]
+pub fn evalsha_ro(ctx: &mut Ctx<'_>, argv: &[&[u8]]) -> Reply {
+    eval_generic(ctx, argv, true, true)
+}
+
+/// SCRIPT LOAD script
+pub fn script_load(ctx: &mut Ctx<'_>, argv: &[&[u8]]) -> Reply {
+    let script = match ctx.shared.scripts.load(argv[2]) {
+        Ok(script) => script,
+        Err(message) => return Reply::error(message),
+    };
+    // Compile now so a syntax error is reported by LOAD, as in Redis.
+    let compiled = scripting::vm::with_vm(|vm| vm.function(&script.sha, &script.body).map(|_| ()));
+    match compiled {
+        Ok(()) => Reply::Bulk(script.sha.clone().into_bytes()),
+        Err(message) => {
+            ctx.shared.scripts.forget(&script.sha);
+            Reply::error(message)
+        }
+    }
+}
+
+/// SCRIPT EXISTS sha1 [sha1 ...]
+pub fn script_exists(ctx: &mut Ctx<'_>, argv: &[&[u8]]) -> Reply {
+    Reply::Array(
+        argv[2..]
+            .iter()
+            .map(|sha| Reply::Int(ctx.shared.scripts.get(sha).is_some() as i64))
+            .collect(),
+    )
+}
+
+/// SCRIPT FLUSH [ASYNC | SYNC]
+pub fn script_flush(ctx: &mut Ctx<'_>, argv: &[&[u8]]) -> Reply {
+    match argv.len() {
+        2 => {}
+        3 if is(argv[2], "async") || is(argv[2], "sync") => {}
+        _ => return Reply::error("ERR SCRIPT FLUSH only support SYNC|ASYNC option"),
+    }
+    ctx.shared.scripts.flush();
+    Reply::Ok
+}
+
+/// SCRIPT KILL
+pub fn script_kill(ctx: &mut Ctx<'_>, _argv: &[&[u8]]) -> Reply {
+    ctx.shared.scripts.kill()
+}
+
+/// SCRIPT HELP
+pub fn script_help(_ctx: &mut Ctx<'_>, _argv: &[&[u8]]) -> Reply {
+    super::server::help_reply(
+        "SCRIPT",
+        &[
+            "EXISTS <sha1> [<sha1> ...]",
+            "    Return information about the existence of the scripts in the script cache.",
+            "FLUSH [ASYNC|SYNC]",
+            "    Flush the Lua scripts cache. Very dangerous on replicas.",
+            "KILL",
+            "    Kill the currently executing Lua script.",
+            "LOAD <script>",
+            "    Load a script into the scripts cache without executing it.",
+        ],
+    )
+}

@@ -1,0 +1,544 @@
+//! EVAL and friends: the script cache, atomic execution over shard locks, the
+//! redis.call bridge, rollback, and busy-script handling.
+//!
+//! # Atomicity without a global lock
+//!
+//! A script runs holding the shards of the keys it declares in KEYS, so it is
+//! atomic while commands on every other shard carry on. A script that touches
+//! a key it did not declare takes that key's shard with `try_lock`; when the
+//! shard is busy (waiting could deadlock: the script holds shards out of the
+//! global order) the run is abandoned: every write it made is undone from the
+//! undo log, the script is remembered as one that needs the whole keyspace,
+//! and it runs again holding every shard. Commands that act on whole
+//! databases (FLUSHDB, SWAPDB, MOVE, COPY ... DB) cannot be undone key by key,
+//! so reaching one from a declared-keys run takes the same path before it
+//! runs. See docs/architecture.md.
+
+pub mod bit;
+pub mod convert;
+pub mod vm;
+
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::time::Instant;
+
+use hashbrown::{HashMap, HashSet};
+use mlua::{MultiValue, Value};
+use parking_lot::{Mutex, RwLock};
+
+use crate::cmd::table::flags;
+use crate::cmd::{self, ClientState, Ctx};
+use crate::resp::Reply;
+use crate::store::{HeldShards, KeyRef, ShardGuard, ValueRef};
+
+/// Flags from a `#!lua flags=...` first line.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub struct ScriptFlags {
+    /// The script starts with a shebang (Redis 7 semantics for OOM).
+    pub shebang: bool,
+    /// `no-writes`: write commands are refused.
+    pub no_writes: bool,
+    /// `allow-oom`: may run past maxmemory.
+    pub allow_oom: bool,
+}
+
+/// A loaded script.
+#[derive(Debug)]
+pub struct Script {
+    /// SHA1 of the body, lower-case hex.
+    pub sha: String,
+    /// The body as compiled (a shebang line turned into a Lua comment so line
+    /// numbers stay those of the source).
+    pub body: Vec<u8>,
+    /// Shebang flags.
+    pub flags: ScriptFlags,
+}
+
+/// Parses the shebang line, if any, as Redis 7.0 does.
+pub fn parse_shebang(source: &[u8]) -> Result<(ScriptFlags, Vec<u8>), String> {
+    if !source.starts_with(b"#!") {
+        return Ok((ScriptFlags::default(), source.to_vec()));
+    }
+    let line_end = source
+        .iter()
+        .position(|&b| b == b'\n')
+        .unwrap_or(source.len());
+    let line = String::from_utf8_lossy(&source[..line_end]).into_owned();
+    let mut words = line.split(' ').filter(|w| !w.is_empty());
+    let engine = words.next().unwrap_or("");
+    if engine != "#!lua" {
+        return Err(format!("ERR Unexpected engine in script shebang: {line}"));
+    }
+    let mut flags = ScriptFlags {
+        shebang: true,
+        ..ScriptFlags::default()
+    };
+    for word in words {
+        let Some(list) = word.strip_prefix("flags=") else {
+            return Err(format!("ERR Unknown lua shebang option: {word}"));
+        };
+        for flag in list.split(',').filter(|f| !f.is_empty()) {
+            match flag {
+                "no-writes" => flags.no_writes = true,
+                "allow-oom" => flags.allow_oom = true,
+                "allow-stale" | "no-cluster" | "allow-cross-slot-keys" => {}
+                other => return Err(format!("ERR Unexpected flag in script shebang: {other}")),
+            }
+        }
+    }
+    let mut body = source.to_vec();
+    body[0] = b'-';
+    body[1] = b'-';
+    Ok((flags, body))
+}
+
+/// One script run, as the busy-script machinery sees it.
+pub struct RunState {
+    started: Instant,
+    /// Set once the script has run a write command (SCRIPT KILL then refuses).
+    wrote: AtomicBool,
+    /// Set by SCRIPT KILL.
+    kill: AtomicBool,
+    /// Set once the run passed the busy threshold.
+    busy: AtomicBool,
+}
+
+/// Scripts known to a server and the runs in progress.
+pub struct Scripts {
+    cache: RwLock<HashMap<String, Arc<Script>>>,
+    /// Scripts that touched keys outside KEYS: they run holding every shard.
+    undeclared: RwLock<HashSet<String>>,
+    running: Mutex<Vec<Arc<RunState>>>,
+    /// Runs past the busy threshold; non-zero makes other clients get BUSY.
+    busy: Arc<AtomicUsize>,
+    /// `busy-reply-threshold` (`lua-time-limit`) in milliseconds.
+    pub busy_threshold_ms: AtomicU64,
+    /// Bumped by SCRIPT FLUSH so worker VMs drop their compiled functions.
+    generation: AtomicU64,
+    /// Native and Lua executions, for INFO.
+    pub lua_runs: AtomicU64,
+}
+
+impl Default for Scripts {
+    fn default() -> Scripts {
+        Scripts {
+            cache: RwLock::new(HashMap::new()),
+            undeclared: RwLock::new(HashSet::new()),
+            running: Mutex::new(Vec::new()),
+            busy: Arc::new(AtomicUsize::new(0)),
+            busy_threshold_ms: AtomicU64::new(5000),
+            generation: AtomicU64::new(0),
+            lua_runs: AtomicU64::new(0),
+        }
+    }
+}
+
+/// `-BUSY` text.
+pub const BUSY: &str =
+    "BUSY Redis is busy running a script. You can only call SCRIPT KILL or SHUTDOWN NOSAVE.";
+
+impl Scripts {
+    /// Compiles-checks nothing: stores the script by its SHA1 and returns it.
+    /// Shebang errors are returned as Redis words them.
+    pub fn load(&self, source: &[u8]) -> Result<Arc<Script>, String> {
+        let sha = vm::sha1(source);
+        if let Some(script) = self.cache.read().get(&sha) {
+            return Ok(script.clone());
+        }
+        let (flags, body) = parse_shebang(source)?;
+        let script = Arc::new(Script {
+            sha: sha.clone(),
+            body,
+            flags,
+        });
+        self.cache.write().insert(sha, script.clone());
+        Ok(script)
+    }
+
+    /// A cached script by SHA1 (any case).
+    pub fn get(&self, sha: &[u8]) -> Option<Arc<Script>> {
+        if sha.len() != 40 {
+            return None;
+        }
+        let lower = String::from_utf8_lossy(sha).to_ascii_lowercase();
+        self.cache.read().get(&lower).cloned()
+    }
+
+    /// Drops one script (one whose body did not compile).
+    pub fn forget(&self, sha: &str) {
+        self.cache.write().remove(sha);
+    }
+
+    /// SCRIPT FLUSH.
+    pub fn flush(&self) {
+        self.cache.write().clear();
+        self.undeclared.write().clear();
+        self.generation.fetch_add(1, Ordering::SeqCst);
+    }
+
+    /// True while some script runs past the busy threshold.
+    pub fn busy(&self) -> bool {
+        self.busy.load(Ordering::Relaxed) != 0
+    }
+
+    /// SCRIPT KILL: stops busy scripts that have not written.
+    pub fn kill(&self) -> Reply {
+        let running = self.running.lock();
+        let busy: Vec<_> = running
+            .iter()
+            .filter(|r| r.busy.load(Ordering::SeqCst))
+            .collect();
+        if busy.is_empty() {
+            return Reply::error("NOTBUSY No scripts in execution right now.");
+        }
+        if busy.iter().any(|r| r.wrote.load(Ordering::SeqCst)) {
+            return Reply::error(
+                "UNKILLABLE Sorry the script already executed write commands against the dataset. You can either wait the script termination or kill the server in a hard way using the SHUTDOWN NOSAVE command.",
+            );
+        }
+        for run in busy {
+            run.kill.store(true, Ordering::SeqCst);
+        }
+        Reply::Ok
+    }
+}
+
+/// The state of a key before a script's write, to restore on rollback.
+struct Saved {
+    db: usize,
+    key: Vec<u8>,
+    before: Option<(Option<i64>, Vec<u8>, u64)>,
+}
+
+/// Writes a script made in a declared-keys run, undone if the run is abandoned.
+#[derive(Default)]
+struct UndoLog {
+    saved: Vec<Saved>,
+}
+
+impl UndoLog {
+    fn snapshot(&mut self, held: &HeldShards<'_>, db: usize, key: KeyRef<'_>, now_ms: u64) {
+        let mut shard = held.shard_for(db, key);
+        if matches!(shard, ShardGuard::Scratch(_)) {
+            return; // Not held: nothing there can have been changed.
+        }
+        let before = shard.get(key, now_ms).map(|entry| {
+            let expire = entry.expire_at();
+            match entry.value() {
+                ValueRef::Int(n) => (Some(n), Vec::new(), expire),
+                ValueRef::Str(bytes) => (None, bytes.to_vec(), expire),
+            }
+        });
+        self.saved.push(Saved {
+            db,
+            key: key.bytes.to_vec(),
+            before,
+        });
+    }
+
+    fn rollback(self, held: &HeldShards<'_>, store: &crate::store::Store, now_ms: u64) {
+        for saved in self.saved.into_iter().rev() {
+            let key = store.key(&saved.key);
+            let mut shard = held.shard_for(saved.db, key);
+            match &saved.before {
+                Some((Some(n), _, expire)) => {
+                    shard.set(key, ValueRef::Int(*n), *expire, now_ms);
+                }
+                Some((None, bytes, expire)) => {
+                    shard.set(key, ValueRef::Str(bytes), *expire, now_ms);
+                }
+                None => {
+                    shard.remove(key, now_ms);
+                }
+            }
+        }
+    }
+}
+
+/// Commands whose effect is not confined to their key arguments.
+const WHOLE_KEYSPACE: &[&str] = &["flushdb", "flushall", "swapdb", "move", "copy", "select"];
+
+/// The run this thread is executing, as the instruction hook needs it.
+struct CurrentRun {
+    run: Arc<RunState>,
+    busy_count: Arc<AtomicUsize>,
+    threshold_ms: u64,
+}
+
+thread_local! {
+    static CURRENT_RUN: std::cell::RefCell<Option<CurrentRun>> =
+        const { std::cell::RefCell::new(None) };
+}
+
+/// SCRIPT KILL asked the running script to stop.
+#[derive(Debug)]
+pub struct Killed;
+
+/// Called by the VM's instruction hook: marks the run busy past the threshold
+/// and stops it when SCRIPT KILL asked.
+pub fn check_current_run() -> Result<(), Killed> {
+    CURRENT_RUN.with(|current| {
+        let current = current.borrow();
+        let Some(CurrentRun {
+            run,
+            busy_count,
+            threshold_ms,
+        }) = current.as_ref()
+        else {
+            return Ok(());
+        };
+        if !run.busy.load(Ordering::Relaxed)
+            && run.started.elapsed().as_millis() as u64 >= *threshold_ms
+        {
+            run.busy.store(true, Ordering::SeqCst);
+            busy_count.fetch_add(1, Ordering::SeqCst);
+        }
+        if run.kill.load(Ordering::SeqCst) {
+            Err(Killed)
+        } else {
+            Ok(())
+        }
+    })
+}
+
+/// Runs a loaded script with its keys and arguments (EVAL, EVALSHA and their
+/// _RO forms), atomically.
+pub fn eval(
+    ctx: &mut Ctx<'_>,
+    script: &Arc<Script>,
+    keys: &[&[u8]],
+    args: &[&[u8]],
+    read_only: bool,
+) -> Reply {
+    let shared = ctx.shared;
+    let may_write = !read_only && !script.flags.no_writes;
+    if script.flags.shebang && may_write && !script.flags.allow_oom && shared.over_maxmemory() {
+        return Reply::error(cmd::error::OOM);
+    }
+    let scripts = &shared.scripts;
+    let run = Arc::new(RunState {
+        started: Instant::now(),
+        wrote: AtomicBool::new(false),
+        kill: AtomicBool::new(false),
+        busy: AtomicBool::new(false),
+    });
+    scripts.running.lock().push(run.clone());
+    CURRENT_RUN.with(|current| {
+        *current.borrow_mut() = Some(CurrentRun {
+            run: run.clone(),
+            busy_count: scripts.busy.clone(),
+            threshold_ms: scripts.busy_threshold_ms.load(Ordering::Relaxed),
+        })
+    });
+    let mut everything = scripts.undeclared.read().contains(&script.sha);
+    let reply = loop {
+        let keyrefs: Vec<KeyRef<'_>> = keys.iter().map(|k| shared.store.key(k)).collect();
+        let held = if everything {
+            HeldShards::everything(&shared.store)
+        } else {
+            HeldShards::declared(&shared.store, ctx.client.db, &keyrefs)
+        };
+        let mut undo = UndoLog::default();
+        let reply = run_once(
+            ctx,
+            &held,
+            script,
+            keys,
+            args,
+            !may_write,
+            !everything,
+            &mut undo,
+            &run,
+        );
+        if !everything && held.conflicted() {
+            undo.rollback(&held, &shared.store, ctx.now_ms);
+            scripts.undeclared.write().insert(script.sha.clone());
+            everything = true;
+            continue;
+        }
+        break reply;
+    };
+    CURRENT_RUN.with(|current| *current.borrow_mut() = None);
+    scripts.running.lock().retain(|r| !Arc::ptr_eq(r, &run));
+    if run.busy.load(Ordering::SeqCst) {
+        scripts.busy.fetch_sub(1, Ordering::SeqCst);
+    }
+    scripts.lua_runs.fetch_add(1, Ordering::Relaxed);
+    reply
+}
+
+/// The error a redis.call bridge returns to Lua: `{err = text}`.
+fn lua_error(lua: &mlua::Lua, text: &str) -> mlua::Result<(Value, bool)> {
+    let table = lua.create_table()?;
+    table.raw_set("err", text)?;
+    Ok((Value::Table(table), true))
+}
+
+#[allow(clippy::too_many_arguments)]
+fn run_once(
+    ctx: &mut Ctx<'_>,
+    held: &HeldShards<'_>,
+    script: &Script,
+    keys: &[&[u8]],
+    args: &[&[u8]],
+    read_only: bool,
+    declared_run: bool,
+    undo: &mut UndoLog,
+    run: &RunState,
+) -> Reply {
+    let shared = ctx.shared;
+    let now_ms = ctx.now_ms;
+    let generation = shared.scripts.generation.load(Ordering::SeqCst);
+    let mut script_client = ClientState::new(ctx.client.info.clone(), true);
+    script_client.db = ctx.client.db;
+    let outcome = vm::with_vm(|vm| -> Result<(Reply, bool), String> {
+        vm.sync_generation(generation);
+        let function = vm.function(&script.sha, &script.body)?;
+        let lua = vm.lua.clone();
+        let fail = |e: mlua::Error| format!("ERR {e}");
+        let keys_table = lua
+            .create_sequence_from(
+                keys.iter()
+                    .map(|k| lua.create_string(k))
+                    .collect::<mlua::Result<Vec<_>>>()
+                    .map_err(fail)?,
+            )
+            .map_err(fail)?;
+        let args_table = lua
+            .create_sequence_from(
+                args.iter()
+                    .map(|a| lua.create_string(a))
+                    .collect::<mlua::Result<Vec<_>>>()
+                    .map_err(fail)?,
+            )
+            .map_err(fail)?;
+        vm.globals.raw_set("KEYS", keys_table).map_err(fail)?;
+        vm.globals.raw_set("ARGV", args_table).map_err(fail)?;
+        vm.slot.raw_set("resp", 2).map_err(fail)?;
+        let slot = vm.slot.clone();
+        let runner = vm.runner.clone();
+        let result = lua.scope(|scope| {
+            let bridge = scope.create_function_mut(|lua, call_args: MultiValue| {
+                if held.conflicted() {
+                    return lua_error(lua, "ERR script is being re-run holding every shard");
+                }
+                if call_args.is_empty() {
+                    return lua_error(
+                        lua,
+                        "ERR Please specify at least one argument for this redis lib call",
+                    );
+                }
+                let mut argv: Vec<Vec<u8>> = Vec::with_capacity(call_args.len());
+                for value in call_args.iter() {
+                    match value {
+                        Value::String(s) => argv.push(s.as_bytes().to_vec()),
+                        Value::Integer(i) => {
+                            argv.push(crate::float::format_g17(*i as f64).into_bytes())
+                        }
+                        Value::Number(n) => argv.push(crate::float::format_g17(*n).into_bytes()),
+                        _ => {
+                            return lua_error(
+                                lua,
+                                "ERR Lua redis lib command arguments must be strings or integers",
+                            )
+                        }
+                    }
+                }
+                let argv: Vec<&[u8]> = argv.iter().map(Vec::as_slice).collect();
+                let command = match cmd::resolve(&argv) {
+                    Ok(command) => command,
+                    Err(_) => {
+                        return lua_error(lua, "ERR Unknown Redis command called from script")
+                    }
+                };
+                if !cmd::arity_ok(command.arity, argv.len()) {
+                    return lua_error(
+                        lua,
+                        "ERR Wrong number of args calling Redis command from script",
+                    );
+                }
+                if command.flags & flags::NOSCRIPT != 0 {
+                    return lua_error(lua, "ERR This Redis command is not allowed from script");
+                }
+                let writes = command.flags & flags::WRITE != 0;
+                if writes && read_only {
+                    return lua_error(
+                        lua,
+                        "ERR Write commands are not allowed from read-only scripts.",
+                    );
+                }
+                let base = command.name.split('|').next().unwrap_or("");
+                if declared_run && WHOLE_KEYSPACE.contains(&base) {
+                    held.force_conflict();
+                    return lua_error(lua, "ERR script is being re-run holding every shard");
+                }
+                if writes {
+                    run.wrote.store(true, Ordering::SeqCst);
+                    if declared_run {
+                        for position in command.keys.positions(argv.len()) {
+                            let key = shared.store.key(argv[position]);
+                            undo.snapshot(held, script_client.db, key, now_ms);
+                        }
+                    }
+                }
+                let mut script_ctx = Ctx {
+                    shared,
+                    client: &mut script_client,
+                    now_ms,
+                    held: Some(held),
+                };
+                let reply = cmd::dispatch(&mut script_ctx, &argv);
+                let resp3 = slot.raw_get::<i64>("resp").unwrap_or(2) == 3;
+                convert::reply_to_lua(lua, &reply, resp3)
+            })?;
+            slot.raw_set("raw", bridge)?;
+            let (ok, value): (bool, Value) = runner.call(function)?;
+            let resp3 = slot.raw_get::<i64>("resp").unwrap_or(2) == 3;
+            if ok {
+                return Ok((convert::lua_to_reply(&value, resp3), false));
+            }
+            Ok((script_error(&value, &script.sha), true))
+        });
+        let _ = slot.raw_set("raw", Value::Nil);
+        result.map_err(|e| format!("ERR Error running script: {e}"))
+    });
+    script_client.batch.flush(shared);
+    match outcome {
+        Ok((_, true)) if run.kill.load(Ordering::SeqCst) => Reply::Error(
+            format!(
+                "ERR Script killed by user with SCRIPT KILL... script: {}, on @user_script:1.",
+                script.sha
+            )
+            .into(),
+        ),
+        Ok((reply, _)) => reply,
+        Err(text) => Reply::Error(text.into()),
+    }
+}
+
+/// The reply for a script that raised an error, as Redis formats it:
+/// `<err> script: <sha>, on <source>:<line>.`
+fn script_error(value: &Value, sha: &str) -> Reply {
+    let Value::Table(table) = value else {
+        let text = match value {
+            Value::String(s) => String::from_utf8_lossy(&s.as_bytes()).into_owned(),
+            _ => "execution failure".to_string(),
+        };
+        return Reply::Error(format!("ERR Error running script {sha}, {text}").into());
+    };
+    let message = match table.raw_get::<Value>("err") {
+        Ok(Value::String(s)) => String::from_utf8_lossy(&s.as_bytes()).into_owned(),
+        _ => "ERR unknown error".to_string(),
+    };
+    let source = table.raw_get::<Option<String>>("source").ok().flatten();
+    let line = table.raw_get::<Option<i64>>("line").ok().flatten();
+    let mut text = message;
+    if let (Some(source), Some(line)) = (source, line) {
+        text.push_str(&format!(" script: {sha}, on {source}:{line}."));
+    }
+    let text: String = text
+        .chars()
+        .map(|c| if c == '\r' || c == '\n' { ' ' } else { c })
+        .collect();
+    Reply::Error(text.into())
+}

@@ -1,0 +1,324 @@
+//! The Lua 5.1 virtual machine a worker thread runs scripts in.
+//!
+//! One VM per worker thread (a `mlua::Lua` is not `Send`), set up once the way
+//! Redis 7.0 sets up its own: the base, table, string and math libraries plus
+//! `bit`; no `print`, `loadfile`, `dofile`, `os`, `io`, `require`; the
+//! `redis` API (with `server` as an alias); a global table that refuses new
+//! globals ("Attempt to modify a readonly table") and reports unknown ones
+//! ("Script attempted to access nonexistent global variable 'x'"); and Redis's
+//! error handler, which records where an error was raised so the reply can
+//! say `script: <sha>, on @user_script:<line>.`
+//!
+//! Scripts are compiled once per thread and kept by SHA1.
+
+use std::cell::RefCell;
+
+use hashbrown::HashMap;
+use mlua::{Function, Lua, LuaOptions, RegistryKey, StdLib, Table, Value};
+
+/// The Lua side of the redis API. `slot.raw` is set to the Rust command
+/// bridge for the duration of each script run; it returns the reply and
+/// whether it is an error. The chunk name `=redis_lib` lets the error handler
+/// skip these frames and report the user's line, as Redis (whose redis.call is
+/// a C function) does.
+const REDIS_LIB: &str = r#"
+local slot, sha1hex, log, call = ...
+local error, type, rawget = error, type, rawget
+local redis = {}
+redis.call = call
+redis.pcall = function(...)
+  return (slot.raw(...))
+end
+redis.error_reply = function(msg)
+  if type(msg) ~= 'string' then
+    return {err='ERR wrong number or type of arguments'}
+  end
+  if msg:sub(1, 1) ~= '-' then msg = '-' .. msg end
+  local space = msg:find(' ', 1, true)
+  if space then
+    return {err=msg:sub(2, space - 1) .. ' ' .. msg:sub(space + 1):gsub('[\r\n]+$', '')}
+  end
+  return {err='ERR ' .. msg:sub(2):gsub('[\r\n]+$', '')}
+end
+redis.status_reply = function(msg)
+  if type(msg) ~= 'string' then
+    return {err='ERR wrong number or type of arguments'}
+  end
+  return {ok=msg}
+end
+redis.sha1hex = sha1hex
+redis.log = log
+redis.LOG_DEBUG, redis.LOG_VERBOSE, redis.LOG_NOTICE, redis.LOG_WARNING = 0, 1, 2, 3
+redis.REPL_NONE, redis.REPL_AOF, redis.REPL_SLAVE, redis.REPL_REPLICA, redis.REPL_ALL = 0, 1, 2, 2, 3
+redis.setresp = function(v)
+  if v ~= 2 and v ~= 3 then error("RESP version must be 2 or 3.", 0) end
+  slot.resp = v
+end
+redis.set_repl = function(v) end
+redis.replicate_commands = function() return true end
+redis.breakpoint = function() return false end
+redis.debug = function() end
+return redis
+"#;
+
+/// Redis's `__redis__err__handler`, extended to skip the `=redis_lib` frames
+/// and to unwrap errors raised by redis.call (which come from Rust); plus a
+/// `pcall` that hands scripts such errors as `{err=...}` tables, as Redis does.
+const ERROR_HANDLER: &str = r#"
+local dbg, pcall, select, unpack = ...
+local type, tostring, rawget = type, tostring, rawget
+local function unwrap(err)
+  local text = tostring(err)
+  local cut = text:find('\nstack traceback:', 1, true)
+  if cut then text = text:sub(1, cut - 1) end
+  return {err=text}
+end
+local function pack(...) return {n=select('#', ...), ...} end
+local safe_pcall = function(f, ...)
+  local r = pack(pcall(f, ...))
+  if not r[1] then
+    -- Redis 7.0 hands pcall the error text, whatever raised it.
+    if type(r[2]) == 'userdata' then
+      r[2] = unwrap(r[2]).err
+    elseif type(r[2]) == 'table' and type(rawget(r[2], 'err')) == 'string' then
+      r[2] = rawget(r[2], 'err')
+    end
+  end
+  return unpack(r, 1, r.n)
+end
+return function(err)
+  local level = 2
+  local i = dbg.getinfo(level, 'nSl')
+  while i and (i.what == 'C' or i.source == '=redis_lib') do
+    level = level + 1
+    i = dbg.getinfo(level, 'nSl')
+  end
+  if type(err) == 'userdata' then
+    -- An error table raised by redis.call from Rust arrives wrapped.
+    err = unwrap(err)
+  elseif type(err) ~= 'table' then
+    err = {err='ERR ' .. tostring(err)}
+  end
+  if i then
+    err['source'] = i.source
+    err['line'] = i.currentline
+  end
+  return err
+end, safe_pcall
+"#;
+
+/// Global protection: new globals are refused, unknown ones reported.
+const PROTECT_GLOBALS: &str = r#"
+local globals, setmetatable, error, tostring = ...
+setmetatable(globals, {
+  __index = function(_, name)
+    error("Script attempted to access nonexistent global variable '" .. tostring(name) .. "'", 2)
+  end,
+})
+local proxy = setmetatable({}, {
+  __index = globals,
+  __newindex = function() error("Attempt to modify a readonly table", 2) end,
+  __metatable = false,
+})
+return proxy
+"#;
+
+/// A worker thread's VM and what it keeps between runs.
+pub struct Vm {
+    /// The interpreter.
+    pub lua: Lua,
+    /// Compiled scripts by SHA1 (lower-case hex).
+    functions: HashMap<String, RegistryKey>,
+    /// The table `redis.call` reads the bridge (`raw`) and RESP level from.
+    pub slot: Table,
+    /// The real globals table (KEYS and ARGV are written here directly).
+    pub globals: Table,
+    /// The read-only view scripts run with as their environment.
+    env: Table,
+    /// `xpcall` with Redis's error handler: `(ok, result_or_error_table)`.
+    pub runner: Function,
+    /// The SCRIPT FLUSH generation the compiled functions belong to.
+    generation: u64,
+}
+
+/// An error reply raised by redis.call; its text is exactly the reply's.
+#[derive(Debug)]
+struct CallError(String);
+
+impl std::fmt::Display for CallError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for CallError {}
+
+fn sha1_hex(bytes: &[u8]) -> String {
+    sha1_smol::Sha1::from(bytes).digest().to_string()
+}
+
+impl Vm {
+    fn new() -> mlua::Result<Vm> {
+        // SAFETY: `debug` is the only unsafe library loaded; like Redis, we use
+        // it for the error handler alone and remove it from the globals below,
+        // so scripts cannot reach it.
+        let lua = unsafe {
+            Lua::unsafe_new_with(
+                StdLib::TABLE | StdLib::STRING | StdLib::MATH | StdLib::DEBUG,
+                LuaOptions::default(),
+            )
+        };
+        let globals = lua.globals();
+        for name in [
+            "print", "loadfile", "dofile", "module", "require", "package",
+        ] {
+            globals.raw_set(name, Value::Nil)?;
+        }
+        super::bit::install(&lua)?;
+        let slot = lua.create_table()?;
+        slot.set("resp", 2)?;
+        let sha1hex =
+            lua.create_function(|_, text: mlua::String| Ok(sha1_hex(&text.as_bytes())))?;
+        let log =
+            lua.create_function(|_, (level, args): (i64, mlua::Variadic<mlua::String>)| {
+                let text: Vec<String> = args
+                    .iter()
+                    .map(|s| String::from_utf8_lossy(&s.as_bytes()).into_owned())
+                    .collect();
+                let text = text.join(" ");
+                match level {
+                    0 => tracing::debug!(target: "script", "{text}"),
+                    1 | 2 => tracing::info!(target: "script", "{text}"),
+                    _ => tracing::warn!(target: "script", "{text}"),
+                }
+                Ok(())
+            })?;
+        // redis.call is a Rust (C) function, as in Redis, so that a script's
+        // `return redis.call(...)` keeps the script's frame and the error
+        // handler can report the script's line.
+        let call_slot = slot.clone();
+        let call = lua.create_function(move |_, args: mlua::MultiValue| {
+            let raw: Function = call_slot.raw_get("raw")?;
+            let (reply, failed): (Value, bool) = raw.call(args)?;
+            if failed {
+                let message = match &reply {
+                    Value::Table(t) => t.raw_get::<String>("err").unwrap_or_default(),
+                    _ => String::new(),
+                };
+                return Err(mlua::Error::external(CallError(message)));
+            }
+            Ok(reply)
+        })?;
+        let redis: Table =
+            lua.load(REDIS_LIB)
+                .set_name("=redis_lib")
+                .call((slot.clone(), sha1hex, log, call))?;
+        globals.raw_set("redis", redis.clone())?;
+        globals.raw_set("server", redis)?;
+        let debug: Table = globals.get("debug")?;
+        let (handler, safe_pcall): (Function, Function) =
+            lua.load(ERROR_HANDLER).set_name("=redis_lib").call((
+                debug,
+                globals.get::<Function>("pcall")?,
+                globals.get::<Function>("select")?,
+                globals.get::<Function>("unpack")?,
+            ))?;
+        globals.raw_set("pcall", safe_pcall)?;
+        // Like Redis, `debug` is only kept for the error handler.
+        globals.raw_set("debug", Value::Nil)?;
+        let runner: Function = lua
+            .load("local handler, xpcall = ...; return function(f) return xpcall(f, handler) end")
+            .set_name("=redis_lib")
+            .call((handler, globals.get::<Function>("xpcall")?))?;
+        let env: Table = lua.load(PROTECT_GLOBALS).set_name("=redis_lib").call((
+            globals.clone(),
+            globals.get::<Function>("setmetatable")?,
+            globals.get::<Function>("error")?,
+            globals.get::<Function>("tostring")?,
+        ))?;
+        // Every 100k instructions: busy-script accounting and SCRIPT KILL.
+        lua.set_hook(
+            mlua::HookTriggers::new().every_nth_instruction(100_000),
+            |_, _| match super::check_current_run() {
+                Ok(()) => Ok(mlua::VmState::Continue),
+                Err(super::Killed) => Err(mlua::Error::runtime(
+                    "Script killed by user with SCRIPT KILL...",
+                )),
+            },
+        )?;
+        Ok(Vm {
+            lua,
+            functions: HashMap::new(),
+            slot,
+            globals,
+            env,
+            runner,
+            generation: 0,
+        })
+    }
+
+    /// The compiled function for `sha`, compiling `source` on first use.
+    /// A compile error is returned as Redis words it.
+    pub fn function(&mut self, sha: &str, source: &[u8]) -> Result<Function, String> {
+        if let Some(key) = self.functions.get(sha) {
+            if let Ok(function) = self.lua.registry_value::<Function>(key) {
+                return Ok(function);
+            }
+        }
+        let function = self
+            .lua
+            .load(source)
+            .set_name("@user_script")
+            .set_environment(self.env.clone())
+            .into_function()
+            .map_err(|e| {
+                let message = match &e {
+                    mlua::Error::SyntaxError { message, .. } => message.clone(),
+                    other => other.to_string(),
+                };
+                format!("ERR Error compiling script (new function): {message}")
+            })?;
+        let key = self
+            .lua
+            .create_registry_value(function.clone())
+            .map_err(|e| format!("ERR {e}"))?;
+        self.functions.insert(sha.to_string(), key);
+        Ok(function)
+    }
+
+    /// Drops compiled functions from before the latest SCRIPT FLUSH.
+    pub fn sync_generation(&mut self, generation: u64) {
+        if self.generation != generation {
+            self.forget_all();
+            self.generation = generation;
+        }
+    }
+
+    /// Forgets every compiled script (SCRIPT FLUSH).
+    pub fn forget_all(&mut self) {
+        for (_, key) in self.functions.drain() {
+            let _ = self.lua.remove_registry_value(key);
+        }
+        let _ = self.lua.gc_collect();
+    }
+}
+
+thread_local! {
+    static VM: RefCell<Option<Vm>> = const { RefCell::new(None) };
+}
+
+/// Runs `f` with this thread's VM, creating it on first use.
+pub fn with_vm<R>(f: impl FnOnce(&mut Vm) -> R) -> R {
+    VM.with(|cell| {
+        let mut slot = cell.borrow_mut();
+        if slot.is_none() {
+            *slot = Some(Vm::new().expect("the Lua VM initialises"));
+        }
+        f(slot.as_mut().expect("just created"))
+    })
+}
+
+/// SHA1 of a script body in lower-case hex, as SCRIPT LOAD returns it.
+pub fn sha1(source: &[u8]) -> String {
+    sha1_hex(source)
+}

@@ -1,0 +1,210 @@
+//! Scripting compared with redis-server byte for byte: EVAL/EVALSHA/SCRIPT,
+//! conversions in both directions, error formats, the sandbox, and the seed's
+//! sliding-window limiter script.
+
+use tally_tests::{assert_no_mismatch, compare_streams, RedisServer, TestServer};
+
+/// The sliding-window counter script of the design (Refinement 2), verbatim.
+pub const SLIDING_WINDOW: &str = r#"
+local limit        = tonumber(ARGV[1])
+local window       = tonumber(ARGV[2])
+local now          = tonumber(ARGV[3])
+local cost         = tonumber(ARGV[4])
+local window_start = math.floor(now / window) * window
+local elapsed      = now - window_start
+
+local prev_count = tonumber(redis.call('GET', KEYS[2])) or 0
+local curr_count = tonumber(redis.call('GET', KEYS[1])) or 0
+local weight     = (window - elapsed) / window
+local estimated  = math.floor(prev_count * weight) + curr_count
+
+if estimated + cost > limit then
+    local retry_after = math.ceil(window - elapsed)
+    return {0, estimated, retry_after}   -- denied
+end
+
+redis.call('INCR',   KEYS[1])
+redis.call('EXPIRE', KEYS[1], window * 2)  -- keep prev + curr window alive
+return {1, estimated + cost, 0}            -- allowed
+"#;
+
+fn eval(script: &str, keys: &[&str], args: &[&str]) -> Vec<Vec<u8>> {
+    let mut command = vec![b"EVAL".to_vec(), script.as_bytes().to_vec()];
+    command.push(keys.len().to_string().into_bytes());
+    command.extend(keys.iter().map(|k| k.as_bytes().to_vec()));
+    command.extend(args.iter().map(|a| a.as_bytes().to_vec()));
+    command
+}
+
+fn cmd(words: &[&str]) -> Vec<Vec<u8>> {
+    words.iter().map(|w| w.as_bytes().to_vec()).collect()
+}
+
+async fn run(commands: Vec<Vec<Vec<u8>>>) {
+    let Some(redis) = RedisServer::start() else {
+        return;
+    };
+    let tally = TestServer::start_real_clock().await;
+    let mismatches = compare_streams(redis.addr, tally.addr(), &commands).await;
+    assert_no_mismatch(&mismatches);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn conversions_and_errors_match_redis() {
+    let scripts = [
+        "return 1",
+        "return 3.99",
+        "return -3.99",
+        "return 'hello'",
+        "return true",
+        "return false",
+        "return nil",
+        "return",
+        "return {1, 2, nil, 4}",
+        "return {1, 'a', {2, {3}}, true, false}",
+        "return {ok='fine'}",
+        "return {err='x'}",
+        "return {err='ERR custom message'}",
+        "return {1, {ok='s'}, {err='e'}}",
+        "return redis.error_reply('My Error')",
+        "return redis.error_reply('x')",
+        "return redis.status_reply('fine')",
+        "return redis.sha1hex('')",
+        "return redis.sha1hex('tally')",
+        "redis.call('SET', 'k', 0.1); return redis.call('GET', 'k')",
+        "redis.call('SET', 'k', 10); return redis.call('GET', 'k')",
+        "redis.call('SET', 'k', 1e20); return redis.call('GET', 'k')",
+        "return redis.call('GET', {})",
+        "return redis.call('NOSUCH')",
+        "return redis.call()",
+        "return redis.call('GET')",
+        "return redis.call('CONFIG', 'GET', 'x')",
+        "x = 1",
+        "return y",
+        "return print",
+        "return os",
+        "return loadfile",
+        "return 'x' ..",
+        "error('boom')",
+        "error({err='custom'})",
+        "local t = nil; return t.x",
+        "redis.call('SET', 'n', 'v'); return redis.pcall('INCR', 'n')",
+        "redis.call('SET', 'n', 'v'); return redis.call('INCR', 'n')",
+        "redis.call('SET', 'n', 'v'); local x = redis.call('INCR', 'n')",
+        "local ok, e = pcall(redis.call, 'NOSUCH'); return {tostring(ok), e}",
+        "local ok, e = pcall(function() error('x') end); return e",
+        "return redis.call('PING')",
+        "return redis.call('INCRBY', 'c', 5)",
+        "return redis.call('MGET', 'c', 'missing')",
+        "return redis.call('EXISTS', 'missing')",
+        "return tostring(0.1) .. ' ' .. tostring(1/3) .. ' ' .. tostring(100)",
+        "return {math.floor(7.9), math.ceil(7.1), math.max(1, 5)}",
+        "return {bit.band(0xff, 0x0f), bit.bor(1, 2), bit.bxor(3, 1), bit.lshift(1, 4), bit.rshift(-1, 28), bit.tohex(255), bit.tohex(-1, -4)}",
+        "return string.format('%d %s %5.2f', 5, 'x', 3.14159)",
+        "return redis.replicate_commands()",
+        "redis.set_repl(redis.REPL_ALL); return redis.REPL_AOF",
+        "return {redis.LOG_DEBUG, redis.LOG_VERBOSE, redis.LOG_NOTICE, redis.LOG_WARNING}",
+        "redis.log(redis.LOG_WARNING, 'hello from a script'); return 1",
+        "redis.setresp(3); return redis.call('GET', 'missing')",
+        "redis.setresp(4)",
+        "return type(KEYS) .. type(ARGV) .. #KEYS .. #ARGV",
+        "#!lua\nerror('x')",
+        "#!lua flags=no-writes\nreturn redis.call('SET', 'a', '1')",
+        "#!lua flags=no-writes\nreturn redis.call('GET', 'a')",
+        "#!lua flags=bogus\nreturn 1",
+        "#!notlua\nreturn 1",
+        "redis.call('SELECT', 1); redis.call('SET', 'in1', 'x'); return redis.call('GET', 'in1')",
+    ];
+    let mut commands: Vec<Vec<Vec<u8>>> = scripts.iter().map(|s| eval(s, &[], &[])).collect();
+    commands.push(cmd(&["GET", "in1"]));
+    commands.push(cmd(&["SELECT", "1"]));
+    commands.push(cmd(&["GET", "in1"]));
+    commands.push(cmd(&["SELECT", "0"]));
+    commands.push(eval(
+        "return {KEYS[1], KEYS[2], ARGV[1], ARGV[2]}",
+        &["a", "b"],
+        &["x", "y"],
+    ));
+    commands.push(cmd(&["EVAL", "return 1", "-1"]));
+    commands.push(cmd(&["EVAL", "return 1", "2", "a"]));
+    commands.push(cmd(&["EVAL", "return 1", "x"]));
+    commands.push(cmd(&["EVAL", "return 1"]));
+    commands.push(cmd(&["EVAL_RO", "return redis.call('SET', 'a', '1')", "0"]));
+    commands.push(cmd(&["EVAL_RO", "return redis.call('GET', 'a')", "0"]));
+    run(commands).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn script_cache_commands_match_redis() {
+    let sha = "e0e1f9fabfc9d4800c877a703b823ac0578ff8db"; // sha1("return 1")
+    run(vec![
+        cmd(&[
+            "SCRIPT",
+            "EXISTS",
+            sha,
+            "0000000000000000000000000000000000000000",
+        ]),
+        cmd(&["EVALSHA", sha, "0"]),
+        cmd(&["SCRIPT", "LOAD", "return 1"]),
+        cmd(&["SCRIPT", "EXISTS", sha]),
+        cmd(&["SCRIPT", "EXISTS", &sha.to_uppercase()]),
+        cmd(&["EVALSHA", sha, "0"]),
+        cmd(&["EVALSHA", &sha.to_uppercase(), "0"]),
+        cmd(&["EVALSHA_RO", sha, "0"]),
+        cmd(&["EVALSHA", "abc", "0"]),
+        cmd(&["SCRIPT", "LOAD", "return 'x' .."]),
+        cmd(&["SCRIPT", "FLUSH"]),
+        cmd(&["SCRIPT", "EXISTS", sha]),
+        cmd(&["EVALSHA", sha, "0"]),
+        cmd(&["EVAL", "return 2", "0"]),
+        cmd(&[
+            "SCRIPT",
+            "EXISTS",
+            "7f923f79fe76194c868d7e1d0820de36700eb649",
+        ]),
+        cmd(&["SCRIPT", "FLUSH", "ASYNC"]),
+        cmd(&["SCRIPT", "FLUSH", "SYNC"]),
+        cmd(&["SCRIPT", "FLUSH", "FOO"]),
+        cmd(&["SCRIPT", "KILL"]),
+        cmd(&["SCRIPT", "FOO"]),
+        cmd(&["SCRIPT"]),
+    ])
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_seed_sliding_window_script_matches_redis() {
+    let mut commands = Vec::new();
+    let now = 1_720_000_030;
+    for i in 0..30 {
+        let args = ["5", "60", &(now + i).to_string(), "1"];
+        commands.push(eval(SLIDING_WINDOW, &["rl:u:1:c", "rl:u:1:p"], &args));
+    }
+    commands.push(cmd(&["SET", "rl:u:2:p", "50"]));
+    for i in 0..10 {
+        let args = ["100", "60", &format!("{}.5", now + 3 * i), "7"];
+        commands.push(eval(SLIDING_WINDOW, &["rl:u:2:c", "rl:u:2:p"], &args));
+    }
+    commands.push(cmd(&["GET", "rl:u:1:c"]));
+    commands.push(cmd(&["TTL", "rl:u:1:c"]));
+    commands.push(cmd(&["GET", "rl:u:2:c"]));
+    // Off the happy path: non-numeric arguments and stored values.
+    commands.push(eval(
+        SLIDING_WINDOW,
+        &["rl:u:3:c", "rl:u:3:p"],
+        &["x", "60", "1", "1"],
+    ));
+    commands.push(cmd(&["SET", "rl:u:4:p", "abc"]));
+    commands.push(eval(
+        SLIDING_WINDOW,
+        &["rl:u:4:c", "rl:u:4:p"],
+        &["10", "60", "1", "1"],
+    ));
+    commands.push(cmd(&["SET", "rl:u:5:c", "3.5"]));
+    commands.push(eval(
+        SLIDING_WINDOW,
+        &["rl:u:5:c", "rl:u:5:p"],
+        &["10", "60", "1", "1"],
+    ));
+    run(commands).await;
+}

@@ -46,6 +46,9 @@ pub struct Config {
     pub clock: Arc<dyn Clock>,
     /// Worker threads of the runtime the binary builds (`io-threads`); 0 = one per core.
     pub io_threads: usize,
+    /// Milliseconds a script may run before other clients get BUSY
+    /// (`busy-reply-threshold`, formerly `lua-time-limit`).
+    pub busy_reply_threshold_ms: u64,
 }
 
 impl fmt::Debug for Config {
@@ -89,6 +92,7 @@ impl Default for Config {
             hz: 10,
             clock: Arc::new(SystemClock),
             io_threads: 0,
+            busy_reply_threshold_ms: 5000,
         }
     }
 }
@@ -234,6 +238,9 @@ impl Config {
                 self.hz = n.clamp(1, 500) as u32;
             }
             "io-threads" => self.io_threads = number(one()?)? as usize,
+            "busy-reply-threshold" | "lua-time-limit" => {
+                self.busy_reply_threshold_ms = number(one()?)?
+            }
             // Accepted so that a stock redis.conf for a cache-only Redis loads:
             // these say "no persistence", which is what tally does.
             "save" => {

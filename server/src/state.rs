@@ -69,7 +69,8 @@ impl Shared {
             out.truncate(40);
             out
         };
-        Shared {
+        let busy_threshold = config.busy_reply_threshold_ms;
+        let shared = Shared {
             store,
             maxmemory: AtomicU64::new(config.maxmemory),
             idle_timeout_secs: AtomicU64::new(config.timeout_secs),
@@ -86,7 +87,12 @@ impl Shared {
             shutdown: tokio::sync::watch::Sender::new(false),
             run_id,
             scripts: crate::scripting::Scripts::default(),
-        }
+        };
+        shared
+            .scripts
+            .busy_threshold_ms
+            .store(busy_threshold, Ordering::Relaxed);
+        shared
     }
 
     /// Installs a new configuration (CONFIG SET), including the copies of hot
@@ -99,6 +105,9 @@ impl Shared {
             .store(config.proto_max_bulk_len, Ordering::Relaxed);
         self.client_query_buffer_limit
             .store(config.client_query_buffer_limit, Ordering::Relaxed);
+        self.scripts
+            .busy_threshold_ms
+            .store(config.busy_reply_threshold_ms, Ordering::Relaxed);
         *self.config.write() = config;
     }
 

@@ -114,6 +114,11 @@ fn config_parameters(config: &Config) -> Vec<(&'static str, String)> {
         ("hz", config.hz.to_string()),
         ("shards", config.shards.to_string()),
         ("io-threads", config.io_threads.max(1).to_string()),
+        (
+            "busy-reply-threshold",
+            config.busy_reply_threshold_ms.to_string(),
+        ),
+        ("lua-time-limit", config.busy_reply_threshold_ms.to_string()),
         ("save", String::new()),
         ("appendonly", "no".to_string()),
         ("daemonize", "no".to_string()),

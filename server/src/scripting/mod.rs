@@ -112,7 +112,7 @@ pub struct Scripts {
     /// Runs past the busy threshold; non-zero makes other clients get BUSY.
     busy: Arc<AtomicUsize>,
     /// `busy-reply-threshold` (`lua-time-limit`) in milliseconds.
-    pub busy_threshold_ms: AtomicU64,
+    pub busy_threshold_ms: Arc<AtomicU64>,
     /// Bumped by SCRIPT FLUSH so worker VMs drop their compiled functions.
     generation: AtomicU64,
     /// Native and Lua executions, for INFO.
@@ -126,7 +126,7 @@ impl Default for Scripts {
             undeclared: RwLock::new(HashSet::new()),
             running: Mutex::new(Vec::new()),
             busy: Arc::new(AtomicUsize::new(0)),
-            busy_threshold_ms: AtomicU64::new(5000),
+            busy_threshold_ms: Arc::new(AtomicU64::new(5000)),
             generation: AtomicU64::new(0),
             lua_runs: AtomicU64::new(0),
         }
@@ -262,7 +262,7 @@ const WHOLE_KEYSPACE: &[&str] = &["flushdb", "flushall", "swapdb", "move", "copy
 struct CurrentRun {
     run: Arc<RunState>,
     busy_count: Arc<AtomicUsize>,
-    threshold_ms: u64,
+    threshold_ms: Arc<AtomicU64>,
 }
 
 thread_local! {
@@ -288,7 +288,7 @@ pub fn check_current_run() -> Result<(), Killed> {
             return Ok(());
         };
         if !run.busy.load(Ordering::Relaxed)
-            && run.started.elapsed().as_millis() as u64 >= *threshold_ms
+            && run.started.elapsed().as_millis() as u64 >= threshold_ms.load(Ordering::Relaxed)
         {
             run.busy.store(true, Ordering::SeqCst);
             busy_count.fetch_add(1, Ordering::SeqCst);
@@ -327,11 +327,13 @@ pub fn eval(
         *current.borrow_mut() = Some(CurrentRun {
             run: run.clone(),
             busy_count: scripts.busy.clone(),
-            threshold_ms: scripts.busy_threshold_ms.load(Ordering::Relaxed),
+            threshold_ms: scripts.busy_threshold_ms.clone(),
         })
     });
     let mut everything = scripts.undeclared.read().contains(&script.sha);
-    let reply = loop {
+    // A Lua script may run for seconds (until SCRIPT KILL): run it off the
+    // worker so the worker's other connections keep being served.
+    let reply = crate::store::off_worker(|| loop {
         let keyrefs: Vec<KeyRef<'_>> = keys.iter().map(|k| shared.store.key(k)).collect();
         let held = if everything {
             HeldShards::everything(&shared.store)
@@ -357,7 +359,7 @@ pub fn eval(
             continue;
         }
         break reply;
-    };
+    });
     CURRENT_RUN.with(|current| *current.borrow_mut() = None);
     scripts.running.lock().retain(|r| !Arc::ptr_eq(r, &run));
     if run.busy.load(Ordering::SeqCst) {

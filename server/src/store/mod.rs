@@ -29,6 +29,30 @@ pub use entry::{Entry, ValueRef};
 pub use held::{HeldShards, ShardGuard, ShardLender};
 pub use shard::{EntryMut, KeyRef, ShardData};
 
+/// Waits for a shard somebody else holds. A shard is normally held for one
+/// command, but a script holds its shards for its whole run; on a tokio
+/// worker the wait hands the worker's other connections to another thread
+/// first, so a long script can never leave the server without a thread to
+/// answer SCRIPT KILL or BUSY.
+#[cold]
+fn wait_for(shard: &Mutex<ShardData>) -> MutexGuard<'_, ShardData> {
+    off_worker(|| shard.lock())
+}
+
+/// Runs `f`, which may take long, without holding up the tokio worker it is
+/// called on: on a multi-threaded runtime the worker's other tasks move to
+/// another thread first (`block_in_place`); elsewhere `f` just runs.
+pub fn off_worker<R>(f: impl FnOnce() -> R) -> R {
+    let on_multi_thread_worker = tokio::runtime::Handle::try_current()
+        .map(|h| h.runtime_flavor() == tokio::runtime::RuntimeFlavor::MultiThread)
+        .unwrap_or(false);
+    if on_multi_thread_worker {
+        tokio::task::block_in_place(f)
+    } else {
+        f()
+    }
+}
+
 /// One database: a fixed set of shards.
 pub struct Db {
     shards: Box<[Mutex<ShardData>]>,
@@ -116,8 +140,13 @@ impl Db {
     }
 
     /// Locks shard `index`.
+    #[inline]
     pub fn lock_shard(&self, index: usize) -> MutexGuard<'_, ShardData> {
-        self.shards[index].lock()
+        let shard = &self.shards[index];
+        match shard.try_lock() {
+            Some(guard) => guard,
+            None => wait_for(shard),
+        }
     }
 
     /// Locks shard `index` if nobody holds it.

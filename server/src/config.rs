@@ -49,6 +49,8 @@ pub struct Config {
     /// Milliseconds a script may run before other clients get BUSY
     /// (`busy-reply-threshold`, formerly `lua-time-limit`).
     pub busy_reply_threshold_ms: u64,
+    /// Run the known limiter scripts natively (`lua-native-scripts`).
+    pub lua_native_scripts: bool,
 }
 
 impl fmt::Debug for Config {
@@ -93,6 +95,7 @@ impl Default for Config {
             clock: Arc::new(SystemClock),
             io_threads: 0,
             busy_reply_threshold_ms: 5000,
+            lua_native_scripts: true,
         }
     }
 }
@@ -238,6 +241,10 @@ impl Config {
                 self.hz = n.clamp(1, 500) as u32;
             }
             "io-threads" => self.io_threads = number(one()?)? as usize,
+            "lua-native-scripts" => {
+                self.lua_native_scripts = parse_yes_no(one()?)
+                    .ok_or_else(|| "argument must be 'yes' or 'no'".to_string())?
+            }
             "busy-reply-threshold" | "lua-time-limit" => {
                 self.busy_reply_threshold_ms = number(one()?)?
             }

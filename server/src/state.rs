@@ -70,6 +70,7 @@ impl Shared {
             out
         };
         let busy_threshold = config.busy_reply_threshold_ms;
+        let native_scripts = config.lua_native_scripts;
         let shared = Shared {
             store,
             maxmemory: AtomicU64::new(config.maxmemory),
@@ -93,6 +94,11 @@ impl Shared {
             .busy_threshold_ms
             .store(busy_threshold, Ordering::Relaxed);
         shared
+            .scripts
+            .native_enabled
+            .store(native_scripts, Ordering::Relaxed);
+        shared.scripts.preload_known();
+        shared
     }
 
     /// Installs a new configuration (CONFIG SET), including the copies of hot
@@ -108,6 +114,9 @@ impl Shared {
         self.scripts
             .busy_threshold_ms
             .store(config.busy_reply_threshold_ms, Ordering::Relaxed);
+        self.scripts
+            .native_enabled
+            .store(config.lua_native_scripts, Ordering::Relaxed);
         *self.config.write() = config;
     }
 

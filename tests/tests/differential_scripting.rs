@@ -173,6 +173,48 @@ async fn script_cache_commands_match_redis() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_native_sliding_window_matches_redis_running_lua() {
+    // The script text as shipped: tally recognises it and runs its twin,
+    // redis-server runs the Lua.
+    let source = tally_lua::SCRIPTS[0].source;
+    let sha = tally_lua::sha1_hex(source);
+    let mut commands = vec![cmd(&["SCRIPT", "LOAD", source])];
+    let now = 1_720_000_030;
+    for i in 0..30 {
+        let now = (now + i).to_string();
+        commands.push(cmd(&[
+            "EVALSHA", &sha, "2", "rl:n:1:c", "rl:n:1:p", "5", "60", &now, "1",
+        ]));
+    }
+    commands.push(cmd(&["SET", "rl:n:2:p", "50"]));
+    for i in 0..10 {
+        let now = format!("{}.5", now + 3 * i);
+        commands.push(cmd(&[
+            "EVALSHA", &sha, "2", "rl:n:2:c", "rl:n:2:p", "100", "60", &now, "7",
+        ]));
+    }
+    commands.push(cmd(&["GET", "rl:n:1:c"]));
+    commands.push(cmd(&["TTL", "rl:n:1:c"]));
+    commands.push(cmd(&["GET", "rl:n:2:c"]));
+    commands.push(cmd(&["TTL", "rl:n:2:c"]));
+    // Off the twin's path: the same text falls back to Lua in tally.
+    commands.push(cmd(&[
+        "EVALSHA", &sha, "2", "rl:n:3:c", "rl:n:3:p", "x", "60", "1", "1",
+    ]));
+    commands.push(cmd(&["SET", "rl:n:4:c", "3.5"]));
+    commands.push(cmd(&[
+        "EVALSHA", &sha, "2", "rl:n:4:c", "rl:n:4:p", "10", "60", "1", "1",
+    ]));
+    commands.push(cmd(&[
+        "EVALSHA", &sha, "2", "rl:n:5:c", "rl:n:5:p", "10", "0", "1", "1",
+    ]));
+    commands.push(cmd(&[
+        "EVALSHA", &sha, "1", "rl:n:6:c", "10", "60", "1", "1",
+    ]));
+    run(commands).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_seed_sliding_window_script_matches_redis() {
     let mut commands = Vec::new();
     let now = 1_720_000_030;

@@ -119,6 +119,15 @@ fn config_parameters(config: &Config) -> Vec<(&'static str, String)> {
             config.busy_reply_threshold_ms.to_string(),
         ),
         ("lua-time-limit", config.busy_reply_threshold_ms.to_string()),
+        (
+            "lua-native-scripts",
+            if config.lua_native_scripts {
+                "yes"
+            } else {
+                "no"
+            }
+            .to_string(),
+        ),
         ("save", String::new()),
         ("appendonly", "no".to_string()),
         ("daemonize", "no".to_string()),
@@ -433,6 +442,7 @@ const SECTIONS: &[&str] = &[
     "modules",
     "errorstats",
     "cluster",
+    "limiter_scripts",
     "commandstats",
     "keyspace",
 ];
@@ -574,6 +584,23 @@ fn write_section(ctx: &Ctx<'_>, section: &str, out: &mut String) {
             ]);
         }
         "cluster" => lines.push("cluster_enabled:0".to_string()),
+        "limiter_scripts" => {
+            let scripts = &shared.scripts;
+            lines.push(format!(
+                "native_scripts_enabled:{}",
+                scripts.native_enabled.load(Ordering::Relaxed) as u8
+            ));
+            lines.push(format!("lua_runs:{}", load(&scripts.lua_runs)));
+            for (known, (native, lua)) in tally_lua::SCRIPTS.iter().zip(&scripts.known_runs) {
+                lines.push(format!(
+                    "script_{}:sha={},native_runs={},lua_runs={}",
+                    known.name,
+                    tally_lua::sha1_hex(known.source),
+                    load(native),
+                    load(lua)
+                ));
+            }
+        }
         "commandstats" => {
             for (index, command) in registry().all().enumerate() {
                 let c = &stats.commands[index];
@@ -611,6 +638,7 @@ fn write_section(ctx: &Ctx<'_>, section: &str, out: &mut String) {
     }
     let title = match section {
         "cpu" => "CPU".to_string(),
+        "limiter_scripts" => "Limiter_scripts".to_string(),
         other => {
             let mut t = other.to_string();
             t[..1].make_ascii_uppercase();

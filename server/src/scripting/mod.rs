@@ -16,6 +16,7 @@
 
 pub mod bit;
 pub mod convert;
+pub mod native;
 pub mod vm;
 
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
@@ -52,6 +53,8 @@ pub struct Script {
     pub body: Vec<u8>,
     /// Shebang flags.
     pub flags: ScriptFlags,
+    /// Index in `tally_lua::SCRIPTS` when a native twin runs this script.
+    pub native: Option<usize>,
 }
 
 /// Parses the shebang line, if any, as Redis 7.0 does.
@@ -115,8 +118,12 @@ pub struct Scripts {
     pub busy_threshold_ms: Arc<AtomicU64>,
     /// Bumped by SCRIPT FLUSH so worker VMs drop their compiled functions.
     generation: AtomicU64,
-    /// Native and Lua executions, for INFO.
+    /// Lua executions of any script, for INFO.
     pub lua_runs: AtomicU64,
+    /// Per known script (`tally_lua::SCRIPTS` order): native and Lua runs.
+    pub known_runs: Vec<(AtomicU64, AtomicU64)>,
+    /// `lua-native-scripts`: run known scripts natively.
+    pub native_enabled: AtomicBool,
 }
 
 impl Default for Scripts {
@@ -129,6 +136,11 @@ impl Default for Scripts {
             busy_threshold_ms: Arc::new(AtomicU64::new(5000)),
             generation: AtomicU64::new(0),
             lua_runs: AtomicU64::new(0),
+            known_runs: tally_lua::SCRIPTS
+                .iter()
+                .map(|_| (AtomicU64::new(0), AtomicU64::new(0)))
+                .collect(),
+            native_enabled: AtomicBool::new(true),
         }
     }
 }
@@ -146,10 +158,14 @@ impl Scripts {
             return Ok(script.clone());
         }
         let (flags, body) = parse_shebang(source)?;
+        let native = tally_lua::SCRIPTS
+            .iter()
+            .position(|known| known.source.as_bytes() == source);
         let script = Arc::new(Script {
             sha: sha.clone(),
             body,
             flags,
+            native,
         });
         self.cache.write().insert(sha, script.clone());
         Ok(script)
@@ -169,11 +185,21 @@ impl Scripts {
         self.cache.write().remove(sha);
     }
 
-    /// SCRIPT FLUSH.
+    /// Loads every script with a native twin, so EVALSHA of a known limiter
+    /// script works at boot without SCRIPT LOAD.
+    pub fn preload_known(&self) {
+        for known in tally_lua::SCRIPTS {
+            let _ = self.load(known.source.as_bytes());
+        }
+    }
+
+    /// SCRIPT FLUSH. The known limiter scripts are loaded again at once: a
+    /// flush must not turn every gateway's EVALSHA into NOSCRIPT.
     pub fn flush(&self) {
         self.cache.write().clear();
         self.undeclared.write().clear();
         self.generation.fetch_add(1, Ordering::SeqCst);
+        self.preload_known();
     }
 
     /// True while some script runs past the busy threshold.
@@ -311,6 +337,19 @@ pub fn eval(
     read_only: bool,
 ) -> Reply {
     let shared = ctx.shared;
+    if let Some(index) = script.native {
+        if shared.scripts.native_enabled.load(Ordering::Relaxed) {
+            if let Some(reply) = native::run(ctx, index, keys, args, read_only) {
+                shared.scripts.known_runs[index]
+                    .0
+                    .fetch_add(1, Ordering::Relaxed);
+                return reply;
+            }
+        }
+        shared.scripts.known_runs[index]
+            .1
+            .fetch_add(1, Ordering::Relaxed);
+    }
     let may_write = !read_only && !script.flags.no_writes;
     if script.flags.shebang && may_write && !script.flags.allow_oom && shared.over_maxmemory() {
         return Reply::error(cmd::error::OOM);

@@ -1,0 +1,74 @@
+//! The rate-limiter scripts tally knows, and their native Rust twins.
+//!
+//! Gateways run a sliding-window script through EVALSHA on every request.
+//! tally recognises the scripts in [`SCRIPTS`] by SHA1 and runs the twin
+//! instead of Lua. A twin is a pure function from the script's arguments and
+//! the stored values it reads to the reply and the writes to make, and it
+//! answers [`Fallback`] for anything off the happy path (an argument Lua would
+//! parse differently, a stored value that is not a canonical integer, a
+//! window of zero, ...), in which case the server runs the real Lua script.
+//! So a reply can never differ from Lua's; the property tests in
+//! `tests/tests/native_scripts.rs` compare the two on random inputs.
+#![warn(missing_docs)]
+
+pub mod sliding_window;
+
+/// A known script.
+#[derive(Debug, Clone, Copy)]
+pub struct KnownScript {
+    /// Short name (INFO, docs).
+    pub name: &'static str,
+    /// The Lua source, byte for byte as clients send it.
+    pub source: &'static str,
+    /// Which native twin runs it.
+    pub twin: Twin,
+}
+
+/// The native implementations.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Twin {
+    /// [`sliding_window`], the seed's script with the caller's clock.
+    SlidingWindow,
+}
+
+/// Every script with a native twin.
+pub const SCRIPTS: &[KnownScript] = &[KnownScript {
+    name: "sliding_window",
+    source: include_str!("../scripts/sliding_window.lua"),
+    twin: Twin::SlidingWindow,
+}];
+
+/// SHA1 of a script source in lower-case hex (what EVALSHA takes).
+pub fn sha1_hex(source: &str) -> String {
+    sha1_smol::Sha1::from(source.as_bytes())
+        .digest()
+        .to_string()
+}
+
+/// The twin cannot promise Lua's exact behaviour for these inputs: run Lua.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Fallback;
+
+/// Parses an argument the way Lua's `tonumber` would, but only in the forms
+/// where the result is certain to be the same: an optional `-`, digits, and
+/// an optional fraction. Anything else (spaces, hex, exponents, `inf`) falls
+/// back to Lua.
+pub fn plain_number(bytes: &[u8]) -> Result<f64, Fallback> {
+    let digits = bytes.strip_prefix(b"-").unwrap_or(bytes);
+    let (int, frac) = match digits.iter().position(|&b| b == b'.') {
+        Some(dot) => (&digits[..dot], Some(&digits[dot + 1..])),
+        None => (digits, None),
+    };
+    let all_digits = |s: &[u8]| !s.is_empty() && s.iter().all(u8::is_ascii_digit);
+    if !all_digits(int) || frac.is_some_and(|f| !all_digits(f)) || bytes.len() > 30 {
+        return Err(Fallback);
+    }
+    std::str::from_utf8(bytes)
+        .ok()
+        .and_then(|s| s.parse::<f64>().ok())
+        .filter(|n| n.is_finite())
+        .ok_or(Fallback)
+}
+
+/// The largest magnitude at which every integer is exact in a Lua number.
+pub const EXACT_INTEGER: i64 = 1 << 53;

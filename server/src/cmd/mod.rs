@@ -69,6 +69,8 @@ pub struct BatchStats {
     pub misses: u64,
     /// Error replies.
     pub errors: u64,
+    /// Native runs per known limiter script (`tally_lua::SCRIPTS` order).
+    pub native_script_runs: [u64; tally_lua::SCRIPTS.len()],
 }
 
 impl BatchStats {

@@ -28,6 +28,12 @@ fn eval_generic(ctx: &mut Ctx<'_>, argv: &[&[u8]], by_sha: bool, read_only: bool
         Ok(split) => split,
         Err(reply) => return reply,
     };
+    if by_sha {
+        // The hot path of every gateway: a known script, found without a lock.
+        if let Some(known) = ctx.shared.scripts.known(argv[1]) {
+            return scripting::eval(ctx, known, keys, args, read_only);
+        }
+    }
     let script = if by_sha {
         match ctx.shared.scripts.get(argv[1]) {
             Some(script) => script,

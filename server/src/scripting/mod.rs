@@ -108,6 +108,9 @@ pub struct RunState {
 
 /// Scripts known to a server and the runs in progress.
 pub struct Scripts {
+    /// The known limiter scripts, always loaded; looked up without a lock on
+    /// the hot EVALSHA path.
+    known: Vec<Arc<Script>>,
     cache: RwLock<HashMap<String, Arc<Script>>>,
     /// Scripts that touched keys outside KEYS: they run holding every shard.
     undeclared: RwLock<HashSet<String>>,
@@ -129,6 +132,20 @@ pub struct Scripts {
 impl Default for Scripts {
     fn default() -> Scripts {
         Scripts {
+            known: tally_lua::SCRIPTS
+                .iter()
+                .enumerate()
+                .map(|(index, known)| {
+                    let (flags, body) = parse_shebang(known.source.as_bytes())
+                        .expect("known scripts have no shebang errors");
+                    Arc::new(Script {
+                        sha: vm::sha1(known.source.as_bytes()),
+                        body,
+                        flags,
+                        native: Some(index),
+                    })
+                })
+                .collect(),
             cache: RwLock::new(HashMap::new()),
             undeclared: RwLock::new(HashSet::new()),
             running: Mutex::new(Vec::new()),
@@ -158,9 +175,12 @@ impl Scripts {
             return Ok(script.clone());
         }
         let (flags, body) = parse_shebang(source)?;
+        // Trailing whitespace does not change what a script does, and shells
+        // and client libraries add or strip a final newline freely.
+        let trimmed = source.trim_ascii_end();
         let native = tally_lua::SCRIPTS
             .iter()
-            .position(|known| known.source.as_bytes() == source);
+            .position(|known| known.source.trim_end().as_bytes() == trimmed);
         let script = Arc::new(Script {
             sha: sha.clone(),
             body,
@@ -176,8 +196,22 @@ impl Scripts {
         if sha.len() != 40 {
             return None;
         }
-        let lower = String::from_utf8_lossy(sha).to_ascii_lowercase();
-        self.cache.read().get(&lower).cloned()
+        if let Some(known) = self.known(sha) {
+            return Some(known.clone());
+        }
+        let mut lower = [0u8; 40];
+        lower.copy_from_slice(sha);
+        lower.make_ascii_lowercase();
+        let lower = std::str::from_utf8(&lower).ok()?;
+        self.cache.read().get(lower).cloned()
+    }
+
+    /// A known limiter script by SHA1 (any case), borrowed: no lock, no
+    /// reference count touched.
+    pub fn known(&self, sha: &[u8]) -> Option<&Arc<Script>> {
+        self.known
+            .iter()
+            .find(|script| script.sha.as_bytes().eq_ignore_ascii_case(sha))
     }
 
     /// Drops one script (one whose body did not compile).
@@ -331,7 +365,7 @@ pub fn check_current_run() -> Result<(), Killed> {
 /// _RO forms), atomically.
 pub fn eval(
     ctx: &mut Ctx<'_>,
-    script: &Arc<Script>,
+    script: &Script,
     keys: &[&[u8]],
     args: &[&[u8]],
     read_only: bool,
@@ -340,9 +374,8 @@ pub fn eval(
     if let Some(index) = script.native {
         if shared.scripts.native_enabled.load(Ordering::Relaxed) {
             if let Some(reply) = native::run(ctx, index, keys, args, read_only) {
-                shared.scripts.known_runs[index]
-                    .0
-                    .fetch_add(1, Ordering::Relaxed);
+                // Counted per batch, like command statistics.
+                ctx.client.batch.native_script_runs[index] += 1;
                 return reply;
             }
         }

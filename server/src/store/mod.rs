@@ -36,6 +36,12 @@ pub use shard::{EntryMut, KeyRef, ShardData};
 /// answer SCRIPT KILL or BUSY.
 #[cold]
 fn wait_for(shard: &Mutex<ShardData>) -> MutexGuard<'_, ShardData> {
+    // Almost always the holder is another worker inside one command: wait
+    // briefly in place. Only a lock still held after that (a script's) is
+    // worth moving the worker's other connections to another thread.
+    if let Some(guard) = shard.try_lock_for(std::time::Duration::from_millis(1)) {
+        return guard;
+    }
     off_worker(|| shard.lock())
 }
 

@@ -104,6 +104,8 @@ pub struct RunState {
     kill: AtomicBool,
     /// Set once the run passed the busy threshold.
     busy: AtomicBool,
+    /// Set once the run handed its worker's other connections off.
+    handed_off: AtomicBool,
 }
 
 /// Scripts known to a server and the runs in progress.
@@ -334,9 +336,28 @@ thread_local! {
 #[derive(Debug)]
 pub struct Killed;
 
-/// Called by the VM's instruction hook: marks the run busy past the threshold
-/// and stops it when SCRIPT KILL asked.
+/// How long a script runs on its tokio worker before the worker's other
+/// connections are handed to another thread.
+const HAND_OFF_AFTER_MS: u128 = 2;
+
+/// Called by the VM's instruction hook (every 100k instructions, so never for
+/// a typical limiter script): marks the run busy past the threshold, stops it
+/// when SCRIPT KILL asked, and once a script has run for a couple of
+/// milliseconds hands the worker thread's other connections to another thread,
+/// so a long script can never starve clients on other shards or SCRIPT KILL.
 pub fn check_current_run() -> Result<(), Killed> {
+    let hand_off = CURRENT_RUN.with(|current| {
+        current.borrow().as_ref().is_some_and(|c| {
+            c.run.started.elapsed().as_millis() >= HAND_OFF_AFTER_MS
+                && !c.run.handed_off.swap(true, Ordering::Relaxed)
+        })
+    });
+    if hand_off {
+        // block_in_place moves the worker core to a new thread while the
+        // closure runs; sleeping briefly lets that thread take it, after which
+        // this thread finishes the script on its own.
+        crate::store::off_worker(|| std::thread::sleep(std::time::Duration::from_millis(1)));
+    }
     CURRENT_RUN.with(|current| {
         let current = current.borrow();
         let Some(CurrentRun {
@@ -393,6 +414,7 @@ pub fn eval(
         wrote: AtomicBool::new(false),
         kill: AtomicBool::new(false),
         busy: AtomicBool::new(false),
+        handed_off: AtomicBool::new(false),
     });
     scripts.running.lock().push(run.clone());
     CURRENT_RUN.with(|current| {
@@ -403,9 +425,7 @@ pub fn eval(
         })
     });
     let mut everything = scripts.undeclared.read().contains(&script.sha);
-    // A Lua script may run for seconds (until SCRIPT KILL): run it off the
-    // worker so the worker's other connections keep being served.
-    let reply = crate::store::off_worker(|| loop {
+    let reply = (|| loop {
         let keyrefs: Vec<KeyRef<'_>> = keys.iter().map(|k| shared.store.key(k)).collect();
         let held = if everything {
             HeldShards::everything(&shared.store)
@@ -431,7 +451,7 @@ pub fn eval(
             continue;
         }
         break reply;
-    });
+    })();
     CURRENT_RUN.with(|current| *current.borrow_mut() = None);
     scripts.running.lock().retain(|r| !Arc::ptr_eq(r, &run));
     if run.busy.load(Ordering::SeqCst) {

@@ -96,6 +96,29 @@ for test, r in redis.items():
     print(f"| {test} | {sys.argv[3]} | {r:,.0f} | {t:,.0f} | {t/r:.2f}x |")
 PY
 done
+# The seed's sliding-window script through EVALSHA: tally runs it natively
+# (its twin), then with `lua-native-scripts no` through Lua.
+SCRIPT_SRC=lua/scripts/sliding_window.lua
+echo
+echo "EVALSHA <seed sliding_window> 2 rl:u:__rand_int__:c rl:u:__rand_int__:p 1000 60 1720000030 1"
+echo
+echo "| path | pipeline | Redis req/s | tally req/s | tally/Redis |"
+echo "|---|---|---|---|---|"
+R_SHA=$(redis-cli -p "$REDIS_PORT" SCRIPT LOAD "$(cat "$SCRIPT_SRC")")
+T_SHA=$(redis-cli -p "$TALLY_PORT" SCRIPT LOAD "$(cat "$SCRIPT_SRC")")
+evalsha_rps() {
+    redis-benchmark -p "$1" -c "$CLIENTS" -r "$RANDOM_KEYS" -n "$REQUESTS" -P "$3" -q \
+        EVALSHA "$2" 2 rl:u:__rand_int__:c rl:u:__rand_int__:p 1000 60 1720000030 1 2>/dev/null |
+        tr '\r' '\n' | grep "per second" | sed 's/.*: //;s/ requests per second.*//'
+}
+for mode in native lua; do
+    if [ "$mode" = lua ]; then redis-cli -p "$TALLY_PORT" CONFIG SET lua-native-scripts no >/dev/null; fi
+    for pipeline in 1 16; do
+        r=$(evalsha_rps "$REDIS_PORT" "$R_SHA" "$pipeline")
+        t=$(evalsha_rps "$TALLY_PORT" "$T_SHA" "$pipeline")
+        python3 -c "import sys; r,t=float(sys.argv[1]),float(sys.argv[2]); print(f'| {sys.argv[3]} | {sys.argv[4]} | {r:,.0f} | {t:,.0f} | {t/r:.2f}x |')" "$r" "$t" "$mode" "$pipeline"
+    done
+done
 stop_servers
 
 # Memory per key: load the same counters into fresh servers with one pipe each.

@@ -116,6 +116,13 @@ impl BatchStats {
                 *value = 0;
             }
         }
+        for (index, runs) in self.native_script_runs.iter_mut().enumerate() {
+            if *runs != 0 {
+                shared.scripts.known_runs[index]
+                    .0
+                    .fetch_add(std::mem::take(runs), Ordering::Relaxed);
+            }
+        }
     }
 }
 

@@ -425,7 +425,7 @@ pub fn eval(
         })
     });
     let mut everything = scripts.undeclared.read().contains(&script.sha);
-    let reply = (|| loop {
+    let reply = loop {
         let keyrefs: Vec<KeyRef<'_>> = keys.iter().map(|k| shared.store.key(k)).collect();
         let held = if everything {
             HeldShards::everything(&shared.store)
@@ -451,7 +451,7 @@ pub fn eval(
             continue;
         }
         break reply;
-    })();
+    };
     CURRENT_RUN.with(|current| *current.borrow_mut() = None);
     scripts.running.lock().retain(|r| !Arc::ptr_eq(r, &run));
     if run.busy.load(Ordering::SeqCst) {

@@ -104,8 +104,9 @@ pub struct RunState {
     kill: AtomicBool,
     /// Set once the run passed the busy threshold.
     busy: AtomicBool,
-    /// Set once the run handed its worker's other connections off.
-    handed_off: AtomicBool,
+    /// Running time (ms) at which to hand the worker's other connections
+    /// off next; see `check_current_run`.
+    next_hand_off_ms: AtomicU64,
 }
 
 /// Scripts known to a server and the runs in progress.
@@ -338,7 +339,7 @@ pub struct Killed;
 
 /// How long a script runs on its tokio worker before the worker's other
 /// connections are handed to another thread.
-const HAND_OFF_AFTER_MS: u128 = 2;
+const HAND_OFF_AFTER_MS: u64 = 2;
 
 /// Called by the VM's instruction hook (every 100k instructions, so never for
 /// a typical limiter script): marks the run busy past the threshold, stops it
@@ -346,14 +347,23 @@ const HAND_OFF_AFTER_MS: u128 = 2;
 /// milliseconds hands the worker thread's other connections to another thread,
 /// so a long script can never starve clients on other shards or SCRIPT KILL.
 pub fn check_current_run() -> Result<(), Killed> {
+    // Tokio gives no way to see whether the hand-off took (the new thread may
+    // not have claimed the worker before the sleep ends), so it is retried at
+    // 2, 4, 8, ... ms of running; once it took, a retry only costs the sleep.
     let hand_off = CURRENT_RUN.with(|current| {
         current.borrow().as_ref().is_some_and(|c| {
-            c.run.started.elapsed().as_millis() >= HAND_OFF_AFTER_MS
-                && !c.run.handed_off.swap(true, Ordering::Relaxed)
+            let elapsed = c.run.started.elapsed().as_millis() as u64;
+            let due = c.run.next_hand_off_ms.load(Ordering::Relaxed);
+            if elapsed >= due {
+                c.run.next_hand_off_ms.store(due * 2, Ordering::Relaxed);
+                true
+            } else {
+                false
+            }
         })
     });
     if hand_off {
-        // block_in_place moves the worker core to a new thread while the
+        // block_in_place moves the worker core to another thread while the
         // closure runs; sleeping briefly lets that thread take it, after which
         // this thread finishes the script on its own.
         crate::store::off_worker(|| std::thread::sleep(std::time::Duration::from_millis(1)));
@@ -414,7 +424,7 @@ pub fn eval(
         wrote: AtomicBool::new(false),
         kill: AtomicBool::new(false),
         busy: AtomicBool::new(false),
-        handed_off: AtomicBool::new(false),
+        next_hand_off_ms: AtomicU64::new(HAND_OFF_AFTER_MS),
     });
     scripts.running.lock().push(run.clone());
     CURRENT_RUN.with(|current| {

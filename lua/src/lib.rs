@@ -11,7 +11,9 @@
 //! `tests/tests/native_scripts.rs` compare the two on random inputs.
 #![warn(missing_docs)]
 
+pub mod multi_limit;
 pub mod sliding_window;
+pub mod window;
 
 /// A known script.
 #[derive(Debug, Clone, Copy)]
@@ -29,14 +31,42 @@ pub struct KnownScript {
 pub enum Twin {
     /// [`sliding_window`], the seed's script with the caller's clock.
     SlidingWindow,
+    /// [`sliding_window::run_server_time`], the same reading TIME.
+    SlidingWindowServerTime,
+    /// [`multi_limit`], Refinement 5's batched check.
+    MultiLimit,
 }
 
 /// Every script with a native twin.
-pub const SCRIPTS: &[KnownScript] = &[KnownScript {
-    name: "sliding_window",
-    source: include_str!("../scripts/sliding_window.lua"),
-    twin: Twin::SlidingWindow,
-}];
+pub const SCRIPTS: &[KnownScript] = &[
+    KnownScript {
+        name: "sliding_window",
+        source: include_str!("../scripts/sliding_window.lua"),
+        twin: Twin::SlidingWindow,
+    },
+    KnownScript {
+        name: "sliding_window_server_time",
+        source: include_str!("../scripts/sliding_window_server_time.lua"),
+        twin: Twin::SlidingWindowServerTime,
+    },
+    KnownScript {
+        name: "multi_limit",
+        source: include_str!("../scripts/multi_limit.lua"),
+        twin: Twin::MultiLimit,
+    },
+];
+
+/// Redis turns a Lua number into an integer reply with C's `(long long)`
+/// cast: it truncates, and on x86-64 NaN and out-of-range values become
+/// `i64::MIN` (Rust's `as` would saturate instead).
+pub fn lua_number_to_integer(n: f64) -> i64 {
+    const LIMIT: f64 = 9_223_372_036_854_775_808.0; // 2^63
+    if n.is_nan() || !(-LIMIT..LIMIT).contains(&n) {
+        i64::MIN
+    } else {
+        n as i64
+    }
+}
 
 /// SHA1 of a script source in lower-case hex (what EVALSHA takes).
 pub fn sha1_hex(source: &str) -> String {

@@ -1,9 +1,11 @@
-//! Native twin of `scripts/sliding_window.lua` (the seed's Refinement 2).
+//! Native twins of `scripts/sliding_window.lua` (the seed's Refinement 2) and
+//! `scripts/sliding_window_server_time.lua` (the same reading TIME).
 //!
 //! Follows the script line by line in `f64`, as Lua 5.1 computes, so floor,
 //! ceil and the weighted estimate round exactly as the script does.
 
-use crate::{plain_number, Fallback, EXACT_INTEGER};
+use crate::window::{estimate, stored_count, time_seconds, window_seconds, Estimate};
+use crate::{lua_number_to_integer, plain_number, Fallback};
 
 /// The script's reply and the writes it makes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -14,18 +16,8 @@ pub struct Outcome {
     pub incr_and_expire_secs: Option<i64>,
 }
 
-/// A stored counter as the script reads it: `tonumber(GET key) or 0`.
-/// `None` is a missing key; only integers Lua holds exactly are handled here.
-pub fn stored_count(value: Option<i64>) -> Result<f64, Fallback> {
-    match value {
-        None => Ok(0.0),
-        Some(n) if n.abs() <= EXACT_INTEGER => Ok(n as f64),
-        Some(_) => Err(Fallback),
-    }
-}
-
-/// Runs the script's logic for ARGV = `args` with the current and previous
-/// window counters as stored.
+/// Runs `sliding_window.lua` for ARGV = `args` (ARGV[3] is the caller's
+/// clock) with the current and previous window counters as stored.
 pub fn run(
     args: &[&[u8]],
     current: Option<i64>,
@@ -34,28 +26,56 @@ pub fn run(
     if args.len() < 4 {
         return Err(Fallback);
     }
-    let limit = plain_number(args[0])?;
-    let window = plain_number(args[1])?;
     let now = plain_number(args[2])?;
-    let cost = plain_number(args[3])?;
-    // A zero or negative window divides by zero or gives EXPIRE a value Lua
-    // would format and Redis would treat differently: leave those to Lua.
-    if window < 1.0 || window.fract() != 0.0 || window > 1e9 {
+    decide(args[0], args[1], now, args[3], current, previous)
+}
+
+/// Runs `sliding_window_server_time.lua` (ARGV = limit, window, cost) with the
+/// server clock at `now_us` microseconds, as TIME reports it.
+pub fn run_server_time(
+    args: &[&[u8]],
+    now_us: u64,
+    current: Option<i64>,
+    previous: Option<i64>,
+) -> Result<Outcome, Fallback> {
+    if args.len() < 3 {
         return Err(Fallback);
     }
-    let window_start = (now / window).floor() * window;
-    let elapsed = now - window_start;
-    let prev_count = stored_count(previous)?;
-    let curr_count = stored_count(current)?;
-    let weight = (window - elapsed) / window;
-    let estimated = (prev_count * weight).floor() + curr_count;
-    if !(estimated + cost).is_finite() || estimated.abs() > EXACT_INTEGER as f64 {
+    decide(
+        args[0],
+        args[1],
+        time_seconds(now_us),
+        args[2],
+        current,
+        previous,
+    )
+}
+
+fn decide(
+    limit: &[u8],
+    window: &[u8],
+    now: f64,
+    cost: &[u8],
+    current: Option<i64>,
+    previous: Option<i64>,
+) -> Result<Outcome, Fallback> {
+    let limit = plain_number(limit)?;
+    let window = window_seconds(window)?;
+    let cost = plain_number(cost)?;
+    let Estimate {
+        elapsed, estimated, ..
+    } = estimate(window, now, stored_count(previous)?, stored_count(current)?)?;
+    if !(estimated + cost).is_finite() {
         return Err(Fallback);
     }
     if estimated + cost > limit {
         let retry_after = (window - elapsed).ceil();
         return Ok(Outcome {
-            reply: [0, estimated as i64, retry_after as i64],
+            reply: [
+                0,
+                lua_number_to_integer(estimated),
+                lua_number_to_integer(retry_after),
+            ],
             incr_and_expire_secs: None,
         });
     }
@@ -63,7 +83,7 @@ pub fn run(
         return Err(Fallback);
     }
     Ok(Outcome {
-        reply: [1, (estimated + cost) as i64, 0],
+        reply: [1, lua_number_to_integer(estimated + cost), 0],
         incr_and_expire_secs: Some((window * 2.0) as i64),
     })
 }
@@ -103,6 +123,13 @@ mod tests {
         let outcome = run_with(&a, Some(10), Some(50)).unwrap();
         assert_eq!(outcome.reply, [0, 34, 30]);
         assert_eq!(outcome.incr_and_expire_secs, None);
+    }
+
+    #[test]
+    fn server_time_reads_the_clock_instead_of_an_argument() {
+        let a: Vec<&[u8]> = vec![b"100", b"60", b"1"];
+        let outcome = run_server_time(&a, 1_720_000_050_000_000, Some(10), Some(50)).unwrap();
+        assert_eq!(outcome.reply, [1, 36, 0]);
     }
 
     #[test]

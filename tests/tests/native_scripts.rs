@@ -184,3 +184,190 @@ fn native_sliding_window_equals_lua() {
         .unwrap();
     assert!(native_runs >= 100, "{line}");
 }
+
+/// Runs `EVALSHA sha <keys> <args>` three times, then reads every key back.
+async fn observe_generic(
+    conn: &mut RawConn,
+    sha: &str,
+    keys: &[String],
+    args: &[String],
+    priors: &[Option<(String, Option<u64>)>],
+) -> Vec<Vec<u8>> {
+    for (key, prior) in keys.iter().zip(priors) {
+        if let Some((value, ttl)) = prior {
+            conn.cmd(&["SET", key, value]).await;
+            if let Some(ms) = ttl {
+                conn.cmd(&["PEXPIRE", key, &ms.to_string()]).await;
+            }
+        }
+    }
+    let mut command = vec![
+        "EVALSHA".to_string(),
+        sha.to_string(),
+        keys.len().to_string(),
+    ];
+    command.extend(keys.iter().cloned());
+    command.extend(args.iter().cloned());
+    let mut seen = Vec::new();
+    for _ in 0..3 {
+        seen.push(conn.cmd(&command).await);
+    }
+    for key in keys {
+        seen.push(conn.cmd(&["GET", key]).await);
+        seen.push(conn.cmd(&["PTTL", key]).await);
+    }
+    seen
+}
+
+/// A server running the twins and one running Lua, on clocks kept equal.
+struct Pair {
+    runtime: tokio::runtime::Runtime,
+    native: TestServer,
+    lua: TestServer,
+}
+
+impl Pair {
+    fn new() -> Pair {
+        let runtime = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(2)
+            .enable_all()
+            .build()
+            .unwrap();
+        let (native, lua) = runtime.block_on(async {
+            (
+                TestServer::start().await,
+                TestServer::start_with(|c| c.lua_native_scripts = false).await,
+            )
+        });
+        Pair {
+            runtime,
+            native,
+            lua,
+        }
+    }
+
+    /// Both servers' observations of one case at clock offset `round`.
+    fn compare(
+        &self,
+        round: usize,
+        sha: &str,
+        keys: &[String],
+        args: &[String],
+        priors: &[Option<(String, Option<u64>)>],
+    ) -> (Vec<String>, Vec<String>) {
+        // Microsecond-level clock values, the same on both sides.
+        let at = T0_MS + round as u64 * 7_919;
+        self.native.clock.set_ms(at);
+        self.lua.clock.set_ms(at);
+        let (a, b) = self.runtime.block_on(async {
+            let mut x = self.native.raw().await;
+            let mut y = self.lua.raw().await;
+            (
+                observe_generic(&mut x, sha, keys, args, priors).await,
+                observe_generic(&mut y, sha, keys, args, priors).await,
+            )
+        });
+        let show = |v: Vec<Vec<u8>>| -> Vec<String> {
+            v.into_iter()
+                .map(|r| String::from_utf8_lossy(&r).into_owned())
+                .collect()
+        };
+        (show(a), show(b))
+    }
+
+    fn native_runs(&self, name: &str) -> u64 {
+        let info = self.runtime.block_on(async {
+            let mut conn = self.native.raw().await;
+            conn.line("INFO limiter_scripts").await
+        });
+        info.lines()
+            .find(|l| l.starts_with(&format!("script_{name}:")))
+            .and_then(|l| l.split(',').find_map(|f| f.strip_prefix("native_runs=")))
+            .and_then(|n| n.parse().ok())
+            .expect("INFO reports the script")
+    }
+}
+
+fn sha_of(name: &str) -> String {
+    let known = tally_lua::SCRIPTS
+        .iter()
+        .find(|s| s.name == name)
+        .expect("known script");
+    tally_lua::sha1_hex(known.source)
+}
+
+#[test]
+fn native_server_time_sliding_window_equals_lua() {
+    let pair = Pair::new();
+    let sha = sha_of("sliding_window_server_time");
+    let rounds = std::sync::atomic::AtomicUsize::new(0);
+    let mut runner = proptest::test_runner::TestRunner::new(ProptestConfig {
+        cases: 200,
+        ..ProptestConfig::default()
+    });
+    runner
+        .run(
+            &(argument(), window(), argument(), prior(), prior()),
+            |(limit, window, cost, current, previous)| {
+                let round = rounds.fetch_add(1, std::sync::atomic::Ordering::SeqCst) + 1;
+                let keys = vec![format!("rl:st:{round}:c"), format!("rl:st:{round}:p")];
+                let (a, b) = pair.compare(
+                    round,
+                    &sha,
+                    &keys,
+                    &[limit, window, cost],
+                    &[current, previous],
+                );
+                prop_assert_eq!(a, b);
+                Ok(())
+            },
+        )
+        .unwrap();
+    assert!(pair.native_runs("sliding_window_server_time") >= 100);
+}
+
+#[test]
+fn native_multi_limit_equals_lua() {
+    let pair = Pair::new();
+    let sha = sha_of("multi_limit");
+    let rounds = std::sync::atomic::AtomicUsize::new(0);
+    let limit_args = (
+        argument(),
+        window(),
+        prop_oneof![4 => (0i64..5).prop_map(|n| n.to_string()), 1 => argument()],
+    );
+    let mut runner = proptest::test_runner::TestRunner::new(ProptestConfig {
+        cases: 200,
+        ..ProptestConfig::default()
+    });
+    runner
+        .run(
+            &(
+                prop::collection::vec(limit_args, 1..4),
+                prop::collection::vec(prior(), 6),
+                prop::collection::vec(0usize..8, 6),
+            ),
+            |(limits, priors, names)| {
+                let round = rounds.fetch_add(1, std::sync::atomic::Ordering::SeqCst) + 1;
+                // Key names drawn from a small set, so limits sometimes share keys.
+                let keys: Vec<String> = names[..2 * limits.len()]
+                    .iter()
+                    .map(|n| format!("rl:ml:{round}:{n}"))
+                    .collect();
+                let args: Vec<String> =
+                    limits.into_iter().flat_map(|(l, w, c)| [l, w, c]).collect();
+                // Set priors only on distinct keys.
+                let mut seen = std::collections::HashSet::new();
+                let priors: Vec<_> = keys
+                    .iter()
+                    .zip(priors)
+                    .map(|(k, p)| if seen.insert(k.clone()) { p } else { None })
+                    .collect();
+                let (a, b) = pair.compare(round, &sha, &keys, &args, &priors);
+                prop_assert_eq!(a, b);
+                Ok(())
+            },
+        )
+        .unwrap();
+    assert!(pair.native_runs("multi_limit") >= 50);
+}

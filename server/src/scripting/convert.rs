@@ -78,18 +78,6 @@ pub fn reply_to_lua(lua: &Lua, reply: &Reply, resp3: bool) -> mlua::Result<(Valu
     Ok((value, false))
 }
 
-/// Redis turns a Lua number into an integer with C's `(long long)` cast: it
-/// truncates, and on x86-64 NaN and out-of-range values become i64::MIN
-/// (Rust's `as` would saturate instead).
-pub fn lua_number_to_integer(n: f64) -> i64 {
-    const LIMIT: f64 = 9_223_372_036_854_775_808.0; // 2^63
-    if n.is_nan() || !(-LIMIT..LIMIT).contains(&n) {
-        i64::MIN
-    } else {
-        n as i64
-    }
-}
-
 fn status_table(lua: &Lua, text: &str) -> mlua::Result<Value> {
     let table = lua.create_table()?;
     table.raw_set("ok", text)?;
@@ -116,7 +104,7 @@ pub fn lua_to_reply(value: &Value, resp3: bool) -> Reply {
         Value::Boolean(b) if resp3 => Reply::Bool(*b),
         Value::Boolean(true) => Reply::Int(1),
         Value::Boolean(false) => Reply::Nil,
-        Value::Number(n) => Reply::Int(lua_number_to_integer(*n)),
+        Value::Number(n) => Reply::Int(tally_lua::lua_number_to_integer(*n)),
         Value::Integer(n) => Reply::Int(*n),
         Value::Table(table) => {
             if let Value::String(err) = field(table, "err") {

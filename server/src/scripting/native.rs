@@ -5,19 +5,40 @@
 //! locks a Lua run would hold. Whenever the twin or this file cannot promise
 //! Lua's exact reply (`None`), the caller runs the Lua script instead.
 
-use tally_lua::{sliding_window, Twin};
+use tally_lua::{multi_limit, sliding_window, Twin};
 
 use crate::cmd::Ctx;
 use crate::resp::Reply;
-use crate::store::ValueRef;
+use crate::store::{KeyRef, MultiLock, ValueRef};
 
-/// A stored counter as a twin reads it: absent, an integer, or (anything
-/// else) a reason to let Lua handle it.
-fn counter(value: Option<ValueRef<'_>>) -> Option<Option<i64>> {
-    match value {
+/// A stored counter as a twin reads it: absent or an integer; anything else
+/// (`None`) is a reason to let Lua handle it.
+fn counter(locked: &mut MultiLock<'_>, key: KeyRef<'_>, now: u64) -> Option<Option<i64>> {
+    match locked.shard(key).get(key, now).map(|e| e.value()) {
         None => Some(None),
         Some(ValueRef::Int(n)) => Some(Some(n)),
         Some(ValueRef::Str(_)) => None,
+    }
+}
+
+/// INCRBY `by` then EXPIRE `seconds`, as the scripts do.
+fn incr_and_expire(locked: &mut MultiLock<'_>, key: KeyRef<'_>, by: i64, seconds: i64, now: u64) {
+    let deadline = now + seconds as u64 * 1000;
+    let shard = locked.shard(key);
+    let updated = match shard.get_mut(key, now) {
+        Some(mut entry) => {
+            let current = match entry.value() {
+                ValueRef::Int(n) => n,
+                ValueRef::Str(_) => 0,
+            };
+            entry.set_value(ValueRef::Int(current + by));
+            entry.set_expire_at(deadline);
+            true
+        }
+        None => false,
+    };
+    if !updated {
+        shard.set(key, ValueRef::Int(by), deadline, now);
     }
 }
 
@@ -29,57 +50,60 @@ pub fn run(
     args: &[&[u8]],
     read_only: bool,
 ) -> Option<Reply> {
-    match tally_lua::SCRIPTS[index].twin {
-        Twin::SlidingWindow => sliding_window(ctx, keys, args, read_only),
-    }
-}
-
-fn sliding_window(
-    ctx: &mut Ctx<'_>,
-    keys: &[&[u8]],
-    args: &[&[u8]],
-    read_only: bool,
-) -> Option<Reply> {
-    let [current_key, previous_key] = keys else {
-        return None;
-    };
+    let twin = tally_lua::SCRIPTS[index].twin;
     let now = ctx.now_ms;
-    let (current_key, previous_key) = (ctx.key(current_key), ctx.key(previous_key));
-    let mut locked = ctx.lock_keys(&[current_key, previous_key]);
-    let previous = counter(
-        locked
-            .shard(previous_key)
-            .get(previous_key, now)
-            .map(|e| e.value()),
-    )?;
-    let current = counter(
-        locked
-            .shard(current_key)
-            .get(current_key, now)
-            .map(|e| e.value()),
-    )?;
-    let outcome = sliding_window::run(args, current, previous).ok()?;
-    if let Some(seconds) = outcome.incr_and_expire_secs {
-        // Writes past maxmemory or from EVAL_RO fail inside the script with
-        // errors Lua formats; let Lua produce them.
-        if read_only || ctx.shared.over_maxmemory() {
-            return None;
-        }
-        let deadline = now + seconds as u64 * 1000;
-        let shard = locked.shard(current_key);
-        let updated = match shard.get_mut(current_key, now) {
-            Some(mut entry) => {
-                entry.set_value(ValueRef::Int(current.unwrap_or(0) + 1));
-                entry.set_expire_at(deadline);
-                true
+    let keys: Vec<KeyRef<'_>> = keys.iter().map(|k| ctx.key(k)).collect();
+    match twin {
+        Twin::SlidingWindow | Twin::SlidingWindowServerTime => {
+            let [current_key, previous_key] = keys[..] else {
+                return None;
+            };
+            let mut locked = ctx.lock_keys(&keys);
+            let previous = counter(&mut locked, previous_key, now)?;
+            let current = counter(&mut locked, current_key, now)?;
+            let outcome = if twin == Twin::SlidingWindow {
+                sliding_window::run(args, current, previous)
+            } else {
+                sliding_window::run_server_time(args, ctx.shared.clock.now_us(), current, previous)
             }
-            None => false,
-        };
-        if !updated {
-            shard.set(current_key, ValueRef::Int(1), deadline, now);
+            .ok()?;
+            if let Some(seconds) = outcome.incr_and_expire_secs {
+                // Writes past maxmemory or from EVAL_RO fail inside the
+                // script with errors Lua formats; let Lua produce them.
+                if read_only || ctx.shared.over_maxmemory() {
+                    return None;
+                }
+                incr_and_expire(&mut locked, current_key, 1, seconds, now);
+            }
+            Some(Reply::Array(
+                outcome.reply.iter().map(|n| Reply::Int(*n)).collect(),
+            ))
+        }
+        Twin::MultiLimit => {
+            let mut locked = ctx.lock_keys(&keys);
+            let stored = keys
+                .iter()
+                .map(|k| counter(&mut locked, *k, now))
+                .collect::<Option<Vec<_>>>()?;
+            let outcome =
+                multi_limit::run(keys.len(), args, ctx.shared.clock.now_us(), &stored).ok()?;
+            if !outcome.writes.is_empty() && (read_only || ctx.shared.over_maxmemory()) {
+                return None;
+            }
+            // INCRBY applies to the value as it is at that point, so a key
+            // named by two limits is incremented twice, as in Lua. The twin
+            // bounds stored values and costs by 2^53 and the limits by 1000,
+            // so no sum can overflow and no write can fail half way.
+            for (key_index, by, seconds) in &outcome.writes {
+                incr_and_expire(&mut locked, keys[*key_index], *by, *seconds, now);
+            }
+            let ints = |v: &[i64]| Reply::Array(v.iter().map(|n| Reply::Int(*n)).collect());
+            Some(Reply::Array(vec![
+                Reply::Int(outcome.allowed),
+                ints(&outcome.remaining),
+                ints(&outcome.resets),
+                Reply::Int(outcome.retry_after),
+            ]))
         }
     }
-    Some(Reply::Array(
-        outcome.reply.iter().map(|n| Reply::Int(*n)).collect(),
-    ))
 }

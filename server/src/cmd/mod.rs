@@ -71,6 +71,10 @@ pub struct BatchStats {
     pub errors: u64,
     /// Native runs per known limiter script (`tally_lua::SCRIPTS` order).
     pub native_script_runs: [u64; tally_lua::SCRIPTS.len()],
+    /// Lua runs of known limiter scripts (fallbacks or native path off).
+    pub fallback_script_runs: [u64; tally_lua::SCRIPTS.len()],
+    /// Lua runs of any script.
+    pub lua_script_runs: u64,
 }
 
 impl BatchStats {
@@ -116,12 +120,28 @@ impl BatchStats {
                 *value = 0;
             }
         }
-        for (index, runs) in self.native_script_runs.iter_mut().enumerate() {
-            if *runs != 0 {
-                shared.scripts.known_runs[index]
+        let scripts = &shared.scripts;
+        for (index, (native, lua)) in self
+            .native_script_runs
+            .iter_mut()
+            .zip(self.fallback_script_runs.iter_mut())
+            .enumerate()
+        {
+            if *native != 0 {
+                scripts.known_runs[index]
                     .0
-                    .fetch_add(std::mem::take(runs), Ordering::Relaxed);
+                    .fetch_add(std::mem::take(native), Ordering::Relaxed);
             }
+            if *lua != 0 {
+                scripts.known_runs[index]
+                    .1
+                    .fetch_add(std::mem::take(lua), Ordering::Relaxed);
+            }
+        }
+        if self.lua_script_runs != 0 {
+            scripts
+                .lua_runs
+                .fetch_add(std::mem::take(&mut self.lua_script_runs), Ordering::Relaxed);
         }
     }
 }

@@ -23,7 +23,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Instant;
 
-use hashbrown::{HashMap, HashSet};
+use hashbrown::HashMap;
 use mlua::{MultiValue, Value};
 use parking_lot::{Mutex, RwLock};
 
@@ -55,6 +55,9 @@ pub struct Script {
     pub flags: ScriptFlags,
     /// Index in `tally_lua::SCRIPTS` when a native twin runs this script.
     pub native: Option<usize>,
+    /// Set once the script touched a key outside KEYS: it then always runs
+    /// holding every shard (see the module docs).
+    pub needs_everything: AtomicBool,
 }
 
 /// Parses the shebang line, if any, as Redis 7.0 does.
@@ -115,8 +118,6 @@ pub struct Scripts {
     /// the hot EVALSHA path.
     known: Vec<Arc<Script>>,
     cache: RwLock<HashMap<String, Arc<Script>>>,
-    /// Scripts that touched keys outside KEYS: they run holding every shard.
-    undeclared: RwLock<HashSet<String>>,
     running: Mutex<Vec<Arc<RunState>>>,
     /// Runs past the busy threshold; non-zero makes other clients get BUSY.
     busy: Arc<AtomicUsize>,
@@ -146,11 +147,11 @@ impl Default for Scripts {
                         body,
                         flags,
                         native: Some(index),
+                        needs_everything: AtomicBool::new(false),
                     })
                 })
                 .collect(),
             cache: RwLock::new(HashMap::new()),
-            undeclared: RwLock::new(HashSet::new()),
             running: Mutex::new(Vec::new()),
             busy: Arc::new(AtomicUsize::new(0)),
             busy_threshold_ms: Arc::new(AtomicU64::new(5000)),
@@ -189,6 +190,7 @@ impl Scripts {
             body,
             flags,
             native,
+            needs_everything: AtomicBool::new(false),
         });
         self.cache.write().insert(sha, script.clone());
         Ok(script)
@@ -234,7 +236,6 @@ impl Scripts {
     /// flush must not turn every gateway's EVALSHA into NOSCRIPT.
     pub fn flush(&self) {
         self.cache.write().clear();
-        self.undeclared.write().clear();
         self.generation.fetch_add(1, Ordering::SeqCst);
         self.preload_known();
     }
@@ -324,8 +325,9 @@ const WHOLE_KEYSPACE: &[&str] = &["flushdb", "flushall", "swapdb", "move", "copy
 /// The run this thread is executing, as the instruction hook needs it.
 struct CurrentRun {
     run: Arc<RunState>,
-    busy_count: Arc<AtomicUsize>,
-    threshold_ms: Arc<AtomicU64>,
+    /// The server's scripts; valid for as long as the run is current (set
+    /// and cleared by `eval`, which borrows them for that whole time).
+    scripts: *const Scripts,
 }
 
 thread_local! {
@@ -370,19 +372,21 @@ pub fn check_current_run() -> Result<(), Killed> {
     }
     CURRENT_RUN.with(|current| {
         let current = current.borrow();
-        let Some(CurrentRun {
-            run,
-            busy_count,
-            threshold_ms,
-        }) = current.as_ref()
-        else {
+        let Some(CurrentRun { run, scripts }) = current.as_ref() else {
             return Ok(());
         };
+        // SAFETY: `eval` sets this pointer from a live `&Scripts` and clears
+        // it before that borrow ends; the hook only runs inside `eval`.
+        let scripts = unsafe { &**scripts };
         if !run.busy.load(Ordering::Relaxed)
-            && run.started.elapsed().as_millis() as u64 >= threshold_ms.load(Ordering::Relaxed)
+            && run.started.elapsed().as_millis() as u64
+                >= scripts.busy_threshold_ms.load(Ordering::Relaxed)
         {
+            // Only busy runs are registered: SCRIPT KILL looks at no other,
+            // and the common short script touches no shared state at all.
             run.busy.store(true, Ordering::SeqCst);
-            busy_count.fetch_add(1, Ordering::SeqCst);
+            scripts.running.lock().push(run.clone());
+            scripts.busy.fetch_add(1, Ordering::SeqCst);
         }
         if run.kill.load(Ordering::SeqCst) {
             Err(Killed)
@@ -410,9 +414,7 @@ pub fn eval(
                 return reply;
             }
         }
-        shared.scripts.known_runs[index]
-            .1
-            .fetch_add(1, Ordering::Relaxed);
+        ctx.client.batch.fallback_script_runs[index] += 1;
     }
     let may_write = !read_only && !script.flags.no_writes;
     if script.flags.shebang && may_write && !script.flags.allow_oom && shared.over_maxmemory() {
@@ -426,15 +428,13 @@ pub fn eval(
         busy: AtomicBool::new(false),
         next_hand_off_ms: AtomicU64::new(HAND_OFF_AFTER_MS),
     });
-    scripts.running.lock().push(run.clone());
     CURRENT_RUN.with(|current| {
         *current.borrow_mut() = Some(CurrentRun {
             run: run.clone(),
-            busy_count: scripts.busy.clone(),
-            threshold_ms: scripts.busy_threshold_ms.clone(),
+            scripts,
         })
     });
-    let mut everything = scripts.undeclared.read().contains(&script.sha);
+    let mut everything = script.needs_everything.load(Ordering::Relaxed);
     let reply = loop {
         let keyrefs: Vec<KeyRef<'_>> = keys.iter().map(|k| shared.store.key(k)).collect();
         let held = if everything {
@@ -456,18 +456,18 @@ pub fn eval(
         );
         if !everything && held.conflicted() {
             undo.rollback(&held, &shared.store, ctx.now_ms);
-            scripts.undeclared.write().insert(script.sha.clone());
+            script.needs_everything.store(true, Ordering::Relaxed);
             everything = true;
             continue;
         }
         break reply;
     };
     CURRENT_RUN.with(|current| *current.borrow_mut() = None);
-    scripts.running.lock().retain(|r| !Arc::ptr_eq(r, &run));
     if run.busy.load(Ordering::SeqCst) {
+        scripts.running.lock().retain(|r| !Arc::ptr_eq(r, &run));
         scripts.busy.fetch_sub(1, Ordering::SeqCst);
     }
-    scripts.lua_runs.fetch_add(1, Ordering::Relaxed);
+    ctx.client.batch.lua_script_runs += 1;
     reply
 }
 

@@ -13,7 +13,7 @@
 //! scratch shard so it can finish harmlessly, and the script engine undoes the
 //! script's writes and runs it again with every shard held.
 
-use std::cell::{Cell, RefCell, RefMut};
+use std::cell::{Cell, OnceCell, RefCell, RefMut};
 use std::ops::{Deref, DerefMut};
 
 use parking_lot::MutexGuard;
@@ -68,9 +68,13 @@ impl ShardLender for HeldShards<'_> {
 pub struct HeldShards<'s> {
     store: &'s Store,
     shards_per_db: usize,
-    slots: Vec<RefCell<Option<MutexGuard<'s, ShardData>>>>,
+    /// Per database, created when the script first touches it: most scripts
+    /// touch one database, and a run should not allocate slots for sixteen.
+    slots: Vec<OnceCell<Box<[Slot<'s>]>>>,
     conflict: Cell<bool>,
 }
+
+type Slot<'s> = RefCell<Option<MutexGuard<'s, ShardData>>>;
 
 impl<'s> HeldShards<'s> {
     /// Locks the shards of `keys` in database `db`, in ascending order.
@@ -81,8 +85,7 @@ impl<'s> HeldShards<'s> {
         wanted.sort_unstable();
         wanted.dedup();
         for shard in wanted {
-            *held.slots[db * held.shards_per_db + shard].borrow_mut() =
-                Some(database.lock_shard(shard));
+            *held.slot(db, shard).borrow_mut() = Some(database.lock_shard(shard));
         }
         held
     }
@@ -93,8 +96,7 @@ impl<'s> HeldShards<'s> {
         for db in 0..store.databases() {
             let database = store.db(db);
             for shard in 0..held.shards_per_db {
-                *held.slots[db * held.shards_per_db + shard].borrow_mut() =
-                    Some(database.lock_shard(shard));
+                *held.slot(db, shard).borrow_mut() = Some(database.lock_shard(shard));
             }
         }
         held
@@ -105,11 +107,17 @@ impl<'s> HeldShards<'s> {
         HeldShards {
             store,
             shards_per_db,
-            slots: (0..store.databases() * shards_per_db)
-                .map(|_| RefCell::new(None))
-                .collect(),
+            slots: (0..store.databases()).map(|_| OnceCell::new()).collect(),
             conflict: Cell::new(false),
         }
+    }
+
+    fn slot(&self, db: usize, index: usize) -> &Slot<'s> {
+        &self.slots[db].get_or_init(|| {
+            (0..self.shards_per_db)
+                .map(|_| RefCell::new(None))
+                .collect()
+        })[index]
     }
 
     /// True once a shard the script needed could not be taken.
@@ -126,7 +134,7 @@ impl<'s> HeldShards<'s> {
     /// The shard `index` of database `db`: held, taken now with `try_lock`,
     /// or (on conflict) the scratch shard.
     pub fn shard(&self, db: usize, index: usize) -> ShardGuard<'_> {
-        let slot = &self.slots[db * self.shards_per_db + index];
+        let slot = self.slot(db, index);
         {
             let mut taken = slot.borrow_mut();
             if taken.is_none() {

@@ -30,6 +30,7 @@ use parking_lot::{Mutex, RwLock};
 use crate::cmd::table::flags;
 use crate::cmd::{self, ClientState, Ctx};
 use crate::resp::Reply;
+use crate::state::Shared;
 use crate::store::{HeldShards, KeyRef, ShardGuard, ValueRef};
 
 /// Flags from a `#!lua flags=...` first line.
@@ -478,6 +479,158 @@ fn lua_error(lua: &mlua::Lua, text: &str) -> mlua::Result<(Value, bool)> {
     Ok((Value::Table(table), true))
 }
 
+/// What redis.call needs during one run. The VM's redis.call and redis.pcall
+/// are created once per thread (creating a function per run costs more than
+/// a short script), so they reach the run's state through [`BRIDGE`].
+struct Bridge<'r, 'h> {
+    shared: &'r Shared,
+    held: &'r HeldShards<'h>,
+    client: ClientState,
+    undo: UndoLog,
+    run: &'r RunState,
+    read_only: bool,
+    declared_run: bool,
+    now_ms: u64,
+    resp3: bool,
+}
+
+thread_local! {
+    /// The running script's [`Bridge`] (type-erased), null between runs.
+    static BRIDGE: std::cell::Cell<*mut ()> = const { std::cell::Cell::new(std::ptr::null_mut()) };
+}
+
+/// Runs `f` on the current run's bridge, if a script is running.
+fn with_bridge<R>(f: impl FnOnce(&mut Bridge<'_, '_>) -> R) -> Option<R> {
+    let ptr = BRIDGE.with(|b| b.get());
+    if ptr.is_null() {
+        return None;
+    }
+    // SAFETY: `run_once` points BRIDGE at a Bridge that lives on its stack
+    // for the whole Lua call and resets it to null before returning; this
+    // thread is the only one that reads it, and redis.call cannot re-enter a
+    // script (EVAL is refused inside scripts), so the borrow is exclusive.
+    Some(f(unsafe { &mut *(ptr as *mut Bridge<'_, '_>) }))
+}
+
+/// redis.setresp: the RESP version redis.call replies are converted from.
+pub fn set_resp(version: i64) {
+    with_bridge(|bridge| bridge.resp3 = version == 3);
+}
+
+/// redis.call and redis.pcall: run one command for the current script and
+/// return its reply as Lua sees it, flagged when it is an error.
+pub fn bridge_call(lua: &mlua::Lua, call_args: MultiValue) -> mlua::Result<(Value, bool)> {
+    with_bridge(|bridge| call_command(lua, bridge, call_args)).unwrap_or_else(|| {
+        lua_error(
+            lua,
+            "ERR redis.call/pcall can only be called inside a script invocation",
+        )
+    })
+}
+
+fn call_command(
+    lua: &mlua::Lua,
+    bridge: &mut Bridge<'_, '_>,
+    call_args: MultiValue,
+) -> mlua::Result<(Value, bool)> {
+    let held = bridge.held;
+    if held.conflicted() {
+        return lua_error(lua, "ERR script is being re-run holding every shard");
+    }
+    if call_args.is_empty() {
+        return lua_error(
+            lua,
+            "ERR Please specify at least one argument for this redis lib call",
+        );
+    }
+    // Strings are borrowed from Lua; numbers are formatted as Redis does.
+    let mut owned: Vec<Vec<u8>> = Vec::new();
+    let mut strings = Vec::with_capacity(call_args.len());
+    for value in call_args.iter() {
+        match value {
+            Value::String(s) => strings.push(Some(s.as_bytes())),
+            Value::Integer(i) => {
+                owned.push(crate::float::format_g17(*i as f64).into_bytes());
+                strings.push(None);
+            }
+            Value::Number(n) => {
+                owned.push(crate::float::format_g17(*n).into_bytes());
+                strings.push(None);
+            }
+            _ => {
+                return lua_error(
+                    lua,
+                    "ERR Lua redis lib command arguments must be strings or integers",
+                )
+            }
+        }
+    }
+    let mut formatted = owned.iter();
+    let argv: Vec<&[u8]> = strings
+        .iter()
+        .map(|s| match s {
+            Some(bytes) => &bytes[..],
+            None => formatted
+                .next()
+                .expect("one formatted number per gap")
+                .as_slice(),
+        })
+        .collect();
+    let command = match cmd::resolve(&argv) {
+        Ok(command) => command,
+        Err(_) => return lua_error(lua, "ERR Unknown Redis command called from script"),
+    };
+    if !cmd::arity_ok(command.arity, argv.len()) {
+        return lua_error(
+            lua,
+            "ERR Wrong number of args calling Redis command from script",
+        );
+    }
+    if command.flags & flags::NOSCRIPT != 0 {
+        return lua_error(lua, "ERR This Redis command is not allowed from script");
+    }
+    let writes = command.flags & flags::WRITE != 0;
+    if writes && bridge.read_only {
+        return lua_error(
+            lua,
+            "ERR Write commands are not allowed from read-only scripts.",
+        );
+    }
+    let base = command.name.split('|').next().unwrap_or("");
+    if bridge.declared_run && WHOLE_KEYSPACE.contains(&base) {
+        held.force_conflict();
+        return lua_error(lua, "ERR script is being re-run holding every shard");
+    }
+    if writes {
+        bridge.run.wrote.store(true, Ordering::SeqCst);
+        if bridge.declared_run {
+            for position in command.keys.positions(argv.len()) {
+                let key = bridge.shared.store.key(argv[position]);
+                bridge
+                    .undo
+                    .snapshot(held, bridge.client.db, key, bridge.now_ms);
+            }
+        }
+    }
+    let mut script_ctx = Ctx {
+        shared: bridge.shared,
+        client: &mut bridge.client,
+        now_ms: bridge.now_ms,
+        held: Some(held),
+    };
+    let reply = cmd::dispatch(&mut script_ctx, &argv);
+    convert::reply_to_lua(lua, &reply, bridge.resp3)
+}
+
+/// Resets [`BRIDGE`] when a run ends, even by panic.
+struct BridgeGuard;
+
+impl Drop for BridgeGuard {
+    fn drop(&mut self) {
+        BRIDGE.with(|b| b.set(std::ptr::null_mut()));
+    }
+}
+
 #[allow(clippy::too_many_arguments)]
 fn run_once(
     ctx: &mut Ctx<'_>,
@@ -491,14 +644,24 @@ fn run_once(
     run: &RunState,
 ) -> Reply {
     let shared = ctx.shared;
-    let now_ms = ctx.now_ms;
     let generation = shared.scripts.generation.load(Ordering::SeqCst);
-    let mut script_client = ClientState::new(ctx.client.info.clone(), true);
-    script_client.db = ctx.client.db;
+    let mut client = ClientState::new(ctx.client.info.clone(), true);
+    client.db = ctx.client.db;
+    let mut bridge = Bridge {
+        shared,
+        held,
+        client,
+        undo: std::mem::take(undo),
+        run,
+        read_only,
+        declared_run,
+        now_ms: ctx.now_ms,
+        resp3: false,
+    };
     let outcome = vm::with_vm(|vm| -> Result<(Reply, bool), String> {
         vm.sync_generation(generation);
         let function = vm.function(&script.sha, &script.body)?;
-        let lua = vm.lua.clone();
+        let lua = &vm.lua;
         let fail = |e: mlua::Error| format!("ERR {e}");
         let keys_table = lua
             .create_sequence_from(
@@ -518,95 +681,21 @@ fn run_once(
             .map_err(fail)?;
         vm.globals.raw_set("KEYS", keys_table).map_err(fail)?;
         vm.globals.raw_set("ARGV", args_table).map_err(fail)?;
-        vm.slot.raw_set("resp", 2).map_err(fail)?;
-        let slot = vm.slot.clone();
-        let runner = vm.runner.clone();
-        let result = lua.scope(|scope| {
-            let bridge = scope.create_function_mut(|lua, call_args: MultiValue| {
-                if held.conflicted() {
-                    return lua_error(lua, "ERR script is being re-run holding every shard");
-                }
-                if call_args.is_empty() {
-                    return lua_error(
-                        lua,
-                        "ERR Please specify at least one argument for this redis lib call",
-                    );
-                }
-                let mut argv: Vec<Vec<u8>> = Vec::with_capacity(call_args.len());
-                for value in call_args.iter() {
-                    match value {
-                        Value::String(s) => argv.push(s.as_bytes().to_vec()),
-                        Value::Integer(i) => {
-                            argv.push(crate::float::format_g17(*i as f64).into_bytes())
-                        }
-                        Value::Number(n) => argv.push(crate::float::format_g17(*n).into_bytes()),
-                        _ => {
-                            return lua_error(
-                                lua,
-                                "ERR Lua redis lib command arguments must be strings or integers",
-                            )
-                        }
-                    }
-                }
-                let argv: Vec<&[u8]> = argv.iter().map(Vec::as_slice).collect();
-                let command = match cmd::resolve(&argv) {
-                    Ok(command) => command,
-                    Err(_) => {
-                        return lua_error(lua, "ERR Unknown Redis command called from script")
-                    }
-                };
-                if !cmd::arity_ok(command.arity, argv.len()) {
-                    return lua_error(
-                        lua,
-                        "ERR Wrong number of args calling Redis command from script",
-                    );
-                }
-                if command.flags & flags::NOSCRIPT != 0 {
-                    return lua_error(lua, "ERR This Redis command is not allowed from script");
-                }
-                let writes = command.flags & flags::WRITE != 0;
-                if writes && read_only {
-                    return lua_error(
-                        lua,
-                        "ERR Write commands are not allowed from read-only scripts.",
-                    );
-                }
-                let base = command.name.split('|').next().unwrap_or("");
-                if declared_run && WHOLE_KEYSPACE.contains(&base) {
-                    held.force_conflict();
-                    return lua_error(lua, "ERR script is being re-run holding every shard");
-                }
-                if writes {
-                    run.wrote.store(true, Ordering::SeqCst);
-                    if declared_run {
-                        for position in command.keys.positions(argv.len()) {
-                            let key = shared.store.key(argv[position]);
-                            undo.snapshot(held, script_client.db, key, now_ms);
-                        }
-                    }
-                }
-                let mut script_ctx = Ctx {
-                    shared,
-                    client: &mut script_client,
-                    now_ms,
-                    held: Some(held),
-                };
-                let reply = cmd::dispatch(&mut script_ctx, &argv);
-                let resp3 = slot.raw_get::<i64>("resp").unwrap_or(2) == 3;
-                convert::reply_to_lua(lua, &reply, resp3)
-            })?;
-            slot.raw_set("raw", bridge)?;
-            let (ok, value): (bool, Value) = runner.call(function)?;
-            let resp3 = slot.raw_get::<i64>("resp").unwrap_or(2) == 3;
-            if ok {
-                return Ok((convert::lua_to_reply(&value, resp3), false));
-            }
+        BRIDGE.with(|b| b.set(&mut bridge as *mut Bridge<'_, '_> as *mut ()));
+        let _reset = BridgeGuard;
+        let (ok, value): (bool, Value) = vm
+            .runner
+            .call(function)
+            .map_err(|e| format!("ERR Error running script: {e}"))?;
+        drop(_reset);
+        if ok {
+            Ok((convert::lua_to_reply(&value, bridge.resp3), false))
+        } else {
             Ok((script_error(&value, &script.sha), true))
-        });
-        let _ = slot.raw_set("raw", Value::Nil);
-        result.map_err(|e| format!("ERR Error running script: {e}"))
+        }
     });
-    script_client.batch.flush(shared);
+    *undo = std::mem::take(&mut bridge.undo);
+    bridge.client.batch.flush(shared);
     match outcome {
         Ok((_, true)) if run.kill.load(Ordering::SeqCst) => Reply::Error(
             format!(

@@ -16,19 +16,15 @@ use std::cell::RefCell;
 use hashbrown::HashMap;
 use mlua::{Function, Lua, LuaOptions, RegistryKey, StdLib, Table, Value};
 
-/// The Lua side of the redis API. `slot.raw` is set to the Rust command
-/// bridge for the duration of each script run; it returns the reply and
-/// whether it is an error. The chunk name `=redis_lib` lets the error handler
-/// skip these frames and report the user's line, as Redis (whose redis.call is
-/// a C function) does.
+/// The Lua side of the redis API, around the Rust command bridge
+/// (`super::bridge_call`). The chunk name `=redis_lib` lets the error handler
+/// skip these frames and report the user's line, as Redis does.
 const REDIS_LIB: &str = r#"
-local slot, sha1hex, log, call = ...
-local error, type, rawget = error, type, rawget
+local sha1hex, log, call, pcall, setresp = ...
+local error, type = error, type
 local redis = {}
 redis.call = call
-redis.pcall = function(...)
-  return (slot.raw(...))
-end
+redis.pcall = pcall
 redis.error_reply = function(msg)
   if type(msg) ~= 'string' then
     return {err='ERR wrong number or type of arguments'}
@@ -52,7 +48,7 @@ redis.LOG_DEBUG, redis.LOG_VERBOSE, redis.LOG_NOTICE, redis.LOG_WARNING = 0, 1, 
 redis.REPL_NONE, redis.REPL_AOF, redis.REPL_SLAVE, redis.REPL_REPLICA, redis.REPL_ALL = 0, 1, 2, 2, 3
 redis.setresp = function(v)
   if v ~= 2 and v ~= 3 then error("RESP version must be 2 or 3.", 0) end
-  slot.resp = v
+  setresp(v)
 end
 redis.set_repl = function(v) end
 redis.replicate_commands = function() return true end
@@ -129,8 +125,6 @@ pub struct Vm {
     pub lua: Lua,
     /// Compiled scripts by SHA1 (lower-case hex).
     functions: HashMap<String, RegistryKey>,
-    /// The table `redis.call` reads the bridge (`raw`) and RESP level from.
-    pub slot: Table,
     /// The real globals table (KEYS and ARGV are written here directly).
     pub globals: Table,
     /// The read-only view scripts run with as their environment.
@@ -175,8 +169,6 @@ impl Vm {
             globals.raw_set(name, Value::Nil)?;
         }
         super::bit::install(&lua)?;
-        let slot = lua.create_table()?;
-        slot.set("resp", 2)?;
         let sha1hex =
             lua.create_function(|_, text: mlua::String| Ok(sha1_hex(&text.as_bytes())))?;
         let log =
@@ -196,10 +188,8 @@ impl Vm {
         // redis.call is a Rust (C) function, as in Redis, so that a script's
         // `return redis.call(...)` keeps the script's frame and the error
         // handler can report the script's line.
-        let call_slot = slot.clone();
-        let call = lua.create_function(move |_, args: mlua::MultiValue| {
-            let raw: Function = call_slot.raw_get("raw")?;
-            let (reply, failed): (Value, bool) = raw.call(args)?;
+        let call = lua.create_function(|lua, args: mlua::MultiValue| {
+            let (reply, failed) = super::bridge_call(lua, args)?;
             if failed {
                 let message = match &reply {
                     Value::Table(t) => t.raw_get::<String>("err").unwrap_or_default(),
@@ -209,10 +199,16 @@ impl Vm {
             }
             Ok(reply)
         })?;
-        let redis: Table =
-            lua.load(REDIS_LIB)
-                .set_name("=redis_lib")
-                .call((slot.clone(), sha1hex, log, call))?;
+        let pcall = lua
+            .create_function(|lua, args: mlua::MultiValue| Ok(super::bridge_call(lua, args)?.0))?;
+        let setresp = lua.create_function(|_, version: i64| {
+            super::set_resp(version);
+            Ok(())
+        })?;
+        let redis: Table = lua
+            .load(REDIS_LIB)
+            .set_name("=redis_lib")
+            .call((sha1hex, log, call, pcall, setresp))?;
         globals.raw_set("redis", redis.clone())?;
         globals.raw_set("server", redis)?;
         let debug: Table = globals.get("debug")?;
@@ -249,7 +245,6 @@ impl Vm {
         Ok(Vm {
             lua,
             functions: HashMap::new(),
-            slot,
             globals,
             env,
             runner,

@@ -96,27 +96,38 @@ for test, r in redis.items():
     print(f"| {test} | {sys.argv[3]} | {r:,.0f} | {t:,.0f} | {t/r:.2f}x |")
 PY
 done
-# The seed's sliding-window script through EVALSHA: tally runs it natively
-# (its twin), then with `lua-native-scripts no` through Lua.
-SCRIPT_SRC=lua/scripts/sliding_window.lua
+# The known limiter scripts through EVALSHA: tally runs each natively (its
+# twin), then with `lua-native-scripts no` through Lua.
 echo
-echo "EVALSHA <seed sliding_window> 2 rl:u:__rand_int__:c rl:u:__rand_int__:p 1000 60 1720000030 1"
-echo
-echo "| path | pipeline | Redis req/s | tally req/s | tally/Redis |"
-echo "|---|---|---|---|---|"
-R_SHA=$(redis-cli -p "$REDIS_PORT" SCRIPT LOAD "$(cat "$SCRIPT_SRC")")
-T_SHA=$(redis-cli -p "$TALLY_PORT" SCRIPT LOAD "$(cat "$SCRIPT_SRC")")
-evalsha_rps() {
-    redis-benchmark -p "$1" -c "$CLIENTS" -r "$RANDOM_KEYS" -n "$REQUESTS" -P "$3" -q \
-        EVALSHA "$2" 2 rl:u:__rand_int__:c rl:u:__rand_int__:p 1000 60 1720000030 1 2>/dev/null |
+echo "| script | path | pipeline | Redis req/s | tally req/s | tally/Redis |"
+echo "|---|---|---|---|---|---|"
+script_rps() { # PORT SHA PIPELINE NUMKEYS KEYS_AND_ARGS...
+    local port=$1 sha=$2 pipeline=$3
+    shift 3
+    redis-benchmark -p "$port" -c "$CLIENTS" -r "$RANDOM_KEYS" -n "$REQUESTS" -P "$pipeline" -q \
+        EVALSHA "$sha" "$@" 2>/dev/null |
         tr '\r' '\n' | grep "per second" | sed 's/.*: //;s/ requests per second.*//'
 }
+K='rl:u:__rand_int__'
+declare -A SCRIPT_ARGS=(
+    [sliding_window]="2 $K:c $K:p 1000 60 1720000030 1"
+    [sliding_window_server_time]="2 $K:c $K:p 1000 60 1"
+    [multi_limit]="6 $K:g:c $K:g:p $K:e:c $K:e:p $K:m:c $K:m:p 1000 60 1 100 60 1 20 1 1"
+)
 for mode in native lua; do
     if [ "$mode" = lua ]; then redis-cli -p "$TALLY_PORT" CONFIG SET lua-native-scripts no >/dev/null; fi
-    for pipeline in 1 16; do
-        r=$(evalsha_rps "$REDIS_PORT" "$R_SHA" "$pipeline")
-        t=$(evalsha_rps "$TALLY_PORT" "$T_SHA" "$pipeline")
-        python3 -c "import sys; r,t=float(sys.argv[1]),float(sys.argv[2]); print(f'| {sys.argv[3]} | {sys.argv[4]} | {r:,.0f} | {t:,.0f} | {t/r:.2f}x |')" "$r" "$t" "$mode" "$pipeline"
+    for name in sliding_window sliding_window_server_time multi_limit; do
+        src="lua/scripts/$name.lua"
+        r_sha=$(redis-cli -p "$REDIS_PORT" SCRIPT LOAD "$(cat "$src")")
+        t_sha=$(redis-cli -p "$TALLY_PORT" SCRIPT LOAD "$(cat "$src")")
+        for pipeline in 1 16; do
+            # shellcheck disable=SC2086 # the argument list is meant to split
+            r=$(script_rps "$REDIS_PORT" "$r_sha" "$pipeline" ${SCRIPT_ARGS[$name]})
+            # shellcheck disable=SC2086
+            t=$(script_rps "$TALLY_PORT" "$t_sha" "$pipeline" ${SCRIPT_ARGS[$name]})
+            python3 -c "import sys; r,t=float(sys.argv[1]),float(sys.argv[2]); print(f'| {sys.argv[3]} | {sys.argv[4]} | {sys.argv[5]} | {r:,.0f} | {t:,.0f} | {t/r:.2f}x |')" \
+                "$r" "$t" "$name" "$mode" "$pipeline"
+        done
     done
 done
 stop_servers

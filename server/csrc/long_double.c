@@ -65,9 +65,10 @@ int tally_long_double_add(const char *a, size_t alen, const char *b, size_t blen
 }
 
 /*
- * Formats a double as C's "%.17g" (Redis 7.0 formats script arguments and
- * double replies this way). Returns the length written.
+ * Formats a double as C's "%.<precision>g": Redis 7.0 formats script
+ * arguments and double replies with 17 digits, lua-cjson numbers with 14.
+ * Returns the length written.
  */
-int tally_format_g17(double value, char *out, size_t outlen) {
-    return snprintf(out, outlen, "%.17g", value);
+int tally_format_g(double value, int precision, char *out, size_t outlen) {
+    return snprintf(out, outlen, "%.*g", precision, value);
 }

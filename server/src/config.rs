@@ -51,6 +51,9 @@ pub struct Config {
     pub busy_reply_threshold_ms: u64,
     /// Run the known limiter scripts natively (`lua-native-scripts`).
     pub lua_native_scripts: bool,
+    /// Memory one worker's Lua VM may use (`lua-memory-limit`); a script
+    /// that needs more fails with an error instead of growing the server.
+    pub lua_memory_limit: u64,
 }
 
 impl fmt::Debug for Config {
@@ -96,6 +99,7 @@ impl Default for Config {
             io_threads: 0,
             busy_reply_threshold_ms: 5000,
             lua_native_scripts: true,
+            lua_memory_limit: 256 * 1024 * 1024,
         }
     }
 }
@@ -244,6 +248,13 @@ impl Config {
             "lua-native-scripts" => {
                 self.lua_native_scripts = parse_yes_no(one()?)
                     .ok_or_else(|| "argument must be 'yes' or 'no'".to_string())?
+            }
+            "lua-memory-limit" => {
+                let n = memory(one()?)?;
+                if n < 1024 * 1024 {
+                    return Err("lua-memory-limit must be at least 1mb".to_string());
+                }
+                self.lua_memory_limit = n;
             }
             "busy-reply-threshold" | "lua-time-limit" => {
                 self.busy_reply_threshold_ms = number(one()?)?

@@ -12,15 +12,20 @@ extern "C" {
         out: *mut c_char,
         outlen: usize,
     ) -> c_int;
-    fn tally_format_g17(value: f64, out: *mut c_char, outlen: usize) -> c_int;
+    fn tally_format_g(value: f64, precision: c_int, out: *mut c_char, outlen: usize) -> c_int;
 }
 
 /// Formats `value` as C's `%.17g`, as Redis 7.0 formats numbers passed from
 /// Lua to redis.call and double replies.
 pub fn format_g17(value: f64) -> String {
+    format_g(value, 17)
+}
+
+/// Formats `value` as C's `%.<precision>g`.
+pub fn format_g(value: f64, precision: i32) -> String {
     let mut out = [0u8; 64];
     // SAFETY: the buffer is 64 bytes and the C function writes at most outlen.
-    let len = unsafe { tally_format_g17(value, out.as_mut_ptr().cast(), out.len()) };
+    let len = unsafe { tally_format_g(value, precision, out.as_mut_ptr().cast(), out.len()) };
     String::from_utf8_lossy(&out[..(len.max(0) as usize).min(out.len())]).into_owned()
 }
 

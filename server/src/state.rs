@@ -71,6 +71,7 @@ impl Shared {
         };
         let busy_threshold = config.busy_reply_threshold_ms;
         let native_scripts = config.lua_native_scripts;
+        let lua_memory_limit = config.lua_memory_limit;
         let shared = Shared {
             store,
             maxmemory: AtomicU64::new(config.maxmemory),
@@ -97,6 +98,10 @@ impl Shared {
             .scripts
             .native_enabled
             .store(native_scripts, Ordering::Relaxed);
+        shared
+            .scripts
+            .memory_limit
+            .store(lua_memory_limit, Ordering::Relaxed);
         shared.scripts.preload_known();
         shared
     }
@@ -117,6 +122,9 @@ impl Shared {
         self.scripts
             .native_enabled
             .store(config.lua_native_scripts, Ordering::Relaxed);
+        self.scripts
+            .memory_limit
+            .store(config.lua_memory_limit, Ordering::Relaxed);
         *self.config.write() = config;
     }
 

@@ -238,3 +238,32 @@ async fn the_seed_sliding_window_script_matches_redis() {
     ));
     run(commands).await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn cjson_matches_redis() {
+    let scripts = [
+        "return cjson.encode({1, 2, 3})",
+        "return cjson.encode({a = 1})",
+        "return cjson.encode({})",
+        "return cjson.encode('a/b\"c\\n\\1')",
+        "return cjson.encode(0.1)",
+        "return cjson.encode(1/3)",
+        "return cjson.encode(1e20)",
+        "return cjson.encode({1, nil, 3})",
+        "return cjson.encode({[1] = 1, [100] = 2})",
+        "return cjson.encode({x = {y = {1, 2}}, z = true, w = 'v', n = 5})",
+        "return cjson.encode({[3] = 'c', [1] = 'a', [2] = 'b'})",
+        "return cjson.encode({[2.5] = 'x'})",
+        "return cjson.encode(function() end)",
+        "return cjson.encode(cjson.null)",
+        "return cjson.encode({a = cjson.null})",
+        "return cjson.decode('[1,2,{\"a\":\"b\"}]')[3].a",
+        "return tostring(cjson.decode('{\"a\":null}').a == cjson.null)",
+        "return cjson.decode('\"x\"')",
+        "return cjson.decode('5.5')",
+        "return cjson.encode(cjson.decode('{\"k\":[1,2,\"s\"]}'))",
+        "return {cjson.decode('[true,false]')[1], cjson.decode('[true,false]')[2]}",
+        "local ok, e = pcall(cjson.encode, function() end); return e",
+    ];
+    run(scripts.iter().map(|s| eval(s, &[], &[])).collect()).await;
+}

@@ -212,3 +212,17 @@ async fn server_is_an_alias_of_redis() {
         b"+PONG\r\n"
     );
 }
+
+#[tokio::test]
+async fn a_script_past_lua_memory_limit_fails_and_the_server_carries_on() {
+    let server = TestServer::start_with(|c| c.lua_memory_limit = 16 * 1024 * 1024).await;
+    let mut conn = server.raw().await;
+    let hog = "local t = {} for i = 1, 100000000 do t[i] = string.rep('x', 64) .. i end return #t";
+    let reply = String::from_utf8(conn.cmd(&["EVAL", hog, "0"]).await).unwrap();
+    assert!(
+        reply.starts_with("-ERR Error running script") && reply.contains("memory"),
+        "{reply}"
+    );
+    assert_eq!(conn.cmd(&["EVAL", "return 1", "0"]).await, b":1\r\n");
+    assert_eq!(conn.line("PING").await, "+PONG\r\n");
+}

@@ -119,6 +119,7 @@ fn config_parameters(config: &Config) -> Vec<(&'static str, String)> {
             config.busy_reply_threshold_ms.to_string(),
         ),
         ("lua-time-limit", config.busy_reply_threshold_ms.to_string()),
+        ("lua-memory-limit", config.lua_memory_limit.to_string()),
         (
             "lua-native-scripts",
             if config.lua_native_scripts {

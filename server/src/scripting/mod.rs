@@ -15,6 +15,7 @@
 //! runs. See docs/architecture.md.
 
 pub mod bit;
+pub mod cjson;
 pub mod convert;
 pub mod native;
 pub mod vm;
@@ -132,6 +133,8 @@ pub struct Scripts {
     pub known_runs: Vec<(AtomicU64, AtomicU64)>,
     /// `lua-native-scripts`: run known scripts natively.
     pub native_enabled: AtomicBool,
+    /// `lua-memory-limit` in bytes, applied to the VM of each run.
+    pub memory_limit: AtomicU64,
 }
 
 impl Default for Scripts {
@@ -163,6 +166,7 @@ impl Default for Scripts {
                 .map(|_| (AtomicU64::new(0), AtomicU64::new(0)))
                 .collect(),
             native_enabled: AtomicBool::new(true),
+            memory_limit: AtomicU64::new(256 * 1024 * 1024),
         }
     }
 }
@@ -660,6 +664,15 @@ fn run_once(
     };
     let outcome = vm::with_vm(|vm| -> Result<(Reply, bool), String> {
         vm.sync_generation(generation);
+        // Lua 5.1 has no emergency collection: after a run that came near
+        // the limit (one that failed on it, typically), collect before the
+        // next run with the limit lifted, so garbage cannot fail it.
+        let limit = shared.scripts.memory_limit.load(Ordering::Relaxed) as usize;
+        if vm.lua.used_memory() > limit / 2 {
+            let _ = vm.lua.set_memory_limit(0);
+            let _ = vm.lua.gc_collect();
+        }
+        let _ = vm.lua.set_memory_limit(limit);
         let function = vm.function(&script.sha, &script.body)?;
         let lua = &vm.lua;
         let fail = |e: mlua::Error| format!("ERR {e}");
@@ -683,10 +696,17 @@ fn run_once(
         vm.globals.raw_set("ARGV", args_table).map_err(fail)?;
         BRIDGE.with(|b| b.set(&mut bridge as *mut Bridge<'_, '_> as *mut ()));
         let _reset = BridgeGuard;
-        let (ok, value): (bool, Value) = vm
-            .runner
-            .call(function)
-            .map_err(|e| format!("ERR Error running script: {e}"))?;
+        let (ok, value): (bool, Value) = match vm.runner.call(function) {
+            Ok(result) => result,
+            // Lua does not run the error handler for memory errors.
+            Err(mlua::Error::MemoryError(_)) => {
+                return Err(format!(
+                    "ERR Error running script {}: the script needed more than lua-memory-limit",
+                    script.sha
+                ));
+            }
+            Err(e) => return Err(format!("ERR Error running script: {e}")),
+        };
         drop(_reset);
         if ok {
             Ok((convert::lua_to_reply(&value, bridge.resp3), false))

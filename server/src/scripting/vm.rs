@@ -63,11 +63,14 @@ return redis
 const ERROR_HANDLER: &str = r#"
 local dbg, pcall, select, unpack = ...
 local type, tostring, rawget = type, tostring, rawget
+-- An error raised from Rust arrives as userdata: redis.call's carries the
+-- reply's text; a library's (cjson) reads "runtime error: <message>".
 local function unwrap(err)
   local text = tostring(err)
   local cut = text:find('\nstack traceback:', 1, true)
   if cut then text = text:sub(1, cut - 1) end
-  return {err=text}
+  if text:sub(1, 15) == 'runtime error: ' then return text:sub(16), true end
+  return text, false
 end
 local function pack(...) return {n=select('#', ...), ...} end
 local safe_pcall = function(f, ...)
@@ -75,7 +78,7 @@ local safe_pcall = function(f, ...)
   if not r[1] then
     -- Redis 7.0 hands pcall the error text, whatever raised it.
     if type(r[2]) == 'userdata' then
-      r[2] = unwrap(r[2]).err
+      r[2] = (unwrap(r[2]))
     elseif type(r[2]) == 'table' and type(rawget(r[2], 'err')) == 'string' then
       r[2] = rawget(r[2], 'err')
     end
@@ -89,9 +92,15 @@ return function(err)
     level = level + 1
     i = dbg.getinfo(level, 'nSl')
   end
-  if type(err) == 'userdata' then
-    -- An error table raised by redis.call from Rust arrives wrapped.
-    err = unwrap(err)
+  if type(err) == 'userdata' and dbg.getmetatable(err) ~= nil then
+    local text, library = unwrap(err)
+    if library then
+      -- As luaL_error reports it from a library function: with the
+      -- caller's position.
+      local where = i and (i.short_src .. ':' .. i.currentline .. ': ') or ''
+      text = 'ERR ' .. where .. text
+    end
+    err = {err=text}
   elseif type(err) ~= 'table' then
     err = {err='ERR ' .. tostring(err)}
   end
@@ -169,6 +178,7 @@ impl Vm {
             globals.raw_set(name, Value::Nil)?;
         }
         super::bit::install(&lua)?;
+        super::cjson::install(&lua)?;
         let sha1hex =
             lua.create_function(|_, text: mlua::String| Ok(sha1_hex(&text.as_bytes())))?;
         let log =

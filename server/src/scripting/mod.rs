@@ -116,8 +116,9 @@ pub struct RunState {
 
 /// Scripts known to a server and the runs in progress.
 pub struct Scripts {
-    /// The known limiter scripts, always loaded; looked up without a lock on
-    /// the hot EVALSHA path.
+    /// The known limiter scripts, always loaded, looked up without a lock on
+    /// the hot EVALSHA path: each as shipped and without its final newline
+    /// (what `$(cat file)` and many client libraries send).
     known: Vec<Arc<Script>>,
     cache: RwLock<HashMap<String, Arc<Script>>>,
     running: Mutex<Vec<Arc<RunState>>>,
@@ -143,15 +144,17 @@ impl Default for Scripts {
             known: tally_lua::SCRIPTS
                 .iter()
                 .enumerate()
-                .map(|(index, known)| {
-                    let (flags, body) = parse_shebang(known.source.as_bytes())
-                        .expect("known scripts have no shebang errors");
-                    Arc::new(Script {
-                        sha: vm::sha1(known.source.as_bytes()),
-                        body,
-                        flags,
-                        native: Some(index),
-                        needs_everything: AtomicBool::new(false),
+                .flat_map(|(index, known)| {
+                    [known.source, known.source.trim_end()].map(|text| {
+                        let (flags, body) = parse_shebang(text.as_bytes())
+                            .expect("known scripts have no shebang errors");
+                        Arc::new(Script {
+                            sha: vm::sha1(text.as_bytes()),
+                            body,
+                            flags,
+                            native: Some(index),
+                            needs_everything: AtomicBool::new(false),
+                        })
                     })
                 })
                 .collect(),

@@ -540,6 +540,19 @@ fn call_command(
     bridge: &mut Bridge<'_, '_>,
     call_args: MultiValue,
 ) -> mlua::Result<(Value, bool)> {
+    // Building the reply is tally's work, not the script's: lift the memory
+    // limit meanwhile (see `run_once`).
+    let limit = lua.set_memory_limit(0).unwrap_or(0);
+    let result = run_command(lua, bridge, call_args);
+    let _ = lua.set_memory_limit(limit);
+    result
+}
+
+fn run_command(
+    lua: &mlua::Lua,
+    bridge: &mut Bridge<'_, '_>,
+    call_args: MultiValue,
+) -> mlua::Result<(Value, bool)> {
     let held = bridge.held;
     if held.conflicted() {
         return lua_error(lua, "ERR script is being re-run holding every shard");
@@ -670,12 +683,8 @@ fn run_once(
         // Lua 5.1 has no emergency collection: after a run that came near
         // the limit (one that failed on it, typically), collect before the
         // next run with the limit lifted, so garbage cannot fail it.
-        let limit = shared.scripts.memory_limit.load(Ordering::Relaxed) as usize;
-        if vm.lua.used_memory() > limit / 2 {
-            let _ = vm.lua.set_memory_limit(0);
-            let _ = vm.lua.gc_collect();
-        }
-        let _ = vm.lua.set_memory_limit(limit);
+        let memory_limit = shared.scripts.memory_limit.load(Ordering::Relaxed) as usize;
+        vm.collect_if_near(memory_limit);
         let function = vm.function(&script.sha, &script.body)?;
         let lua = &vm.lua;
         let fail = |e: mlua::Error| format!("ERR {e}");
@@ -699,7 +708,14 @@ fn run_once(
         vm.globals.raw_set("ARGV", args_table).map_err(fail)?;
         BRIDGE.with(|b| b.set(&mut bridge as *mut Bridge<'_, '_> as *mut ()));
         let _reset = BridgeGuard;
-        let (ok, value): (bool, Value) = match vm.runner.call(function) {
+        // The limit is on while the script's own code runs, and off while
+        // tally itself builds values in the VM: with a limit set, mlua guards
+        // every API call against memory errors, which costs a third of a
+        // short script's time.
+        let _ = vm.lua.set_memory_limit(memory_limit);
+        let called = vm.runner.call(function);
+        let _ = vm.lua.set_memory_limit(0);
+        let (ok, value): (bool, Value) = match called {
             Ok(result) => result,
             // Lua does not run the error handler for memory errors.
             Err(mlua::Error::MemoryError(_)) => {

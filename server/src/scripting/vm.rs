@@ -291,6 +291,14 @@ impl Vm {
         Ok(function)
     }
 
+    /// Lua 5.1 has no emergency collection: after a run that came near
+    /// `limit` (one that failed on it, typically), collect before the next.
+    pub fn collect_if_near(&mut self, limit: usize) {
+        if self.lua.used_memory() > limit / 2 {
+            let _ = self.lua.gc_collect();
+        }
+    }
+
     /// Drops compiled functions from before the latest SCRIPT FLUSH.
     pub fn sync_generation(&mut self, generation: u64) {
         if self.generation != generation {

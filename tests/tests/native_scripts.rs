@@ -86,59 +86,10 @@ fn case() -> impl Strategy<Value = Case> {
         )
 }
 
-/// Runs one case on one server and returns everything observable.
-async fn observe(conn: &mut RawConn, sha: &str, case: &Case, round: usize) -> Vec<Vec<u8>> {
-    let current = format!("rl:p:{round}:c");
-    let previous = if case.same_key {
-        current.clone()
-    } else {
-        format!("rl:p:{round}:p")
-    };
-    for (key, prior) in [(&previous, &case.previous), (&current, &case.current)] {
-        if let Some((value, ttl)) = prior {
-            conn.cmd(&["SET", key, value]).await;
-            if let Some(ms) = ttl {
-                conn.cmd(&["PEXPIRE", key, &ms.to_string()]).await;
-            }
-        }
-    }
-    let mut seen = Vec::new();
-    for _ in 0..3 {
-        seen.push(
-            conn.cmd(&[
-                "EVALSHA",
-                sha,
-                "2",
-                &current,
-                &previous,
-                &case.limit,
-                &case.window,
-                &case.now,
-                &case.cost,
-            ])
-            .await,
-        );
-    }
-    for key in [&current, &previous] {
-        seen.push(conn.cmd(&["GET", key]).await);
-        seen.push(conn.cmd(&["PTTL", key]).await);
-    }
-    seen
-}
-
 #[test]
 fn native_sliding_window_equals_lua() {
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .unwrap();
-    let (native, lua) = runtime.block_on(async {
-        let native = TestServer::start().await;
-        let lua = TestServer::start_with(|c| c.lua_native_scripts = false).await;
-        (native, lua)
-    });
-    let sha = tally_lua::sha1_hex(tally_lua::SCRIPTS[0].source);
+    let pair = Pair::new();
+    let sha = sha_of("sliding_window");
     let rounds = std::sync::atomic::AtomicUsize::new(0);
     let mut runner = proptest::test_runner::TestRunner::new(ProptestConfig {
         cases: 300,
@@ -147,42 +98,26 @@ fn native_sliding_window_equals_lua() {
     runner
         .run(&case(), |case| {
             let round = rounds.fetch_add(1, std::sync::atomic::Ordering::SeqCst) + 1;
-            // The same server time on both sides, moved between cases.
-            native.clock.set_ms(T0_MS + round as u64 * 7_919);
-            lua.clock.set_ms(T0_MS + round as u64 * 7_919);
-            let (a, b) = runtime.block_on(async {
-                let mut x = native.raw().await;
-                let mut y = lua.raw().await;
-                (
-                    observe(&mut x, &sha, &case, round).await,
-                    observe(&mut y, &sha, &case, round).await,
-                )
-            });
-            let show = |v: &Vec<Vec<u8>>| -> Vec<String> {
-                v.iter()
-                    .map(|r| String::from_utf8_lossy(r).into_owned())
-                    .collect()
+            let current = format!("rl:p:{round}:c");
+            let (previous, previous_prior) = if case.same_key {
+                (current.clone(), None)
+            } else {
+                (format!("rl:p:{round}:p"), case.previous.clone())
             };
-            prop_assert_eq!(show(&a), show(&b));
+            let args = [case.limit, case.window, case.now, case.cost];
+            let (a, b) = pair.compare(
+                round,
+                &sha,
+                &[current, previous],
+                &args,
+                &[case.current, previous_prior],
+            );
+            prop_assert_eq!(a, b);
             Ok(())
         })
         .unwrap();
-    let info = runtime.block_on(async {
-        let mut conn = native.raw().await;
-        conn.line("INFO limiter_scripts").await
-    });
     // The native path was actually taken, and Lua covered the rest.
-    let line = info
-        .lines()
-        .find(|l| l.starts_with("script_sliding_window:"))
-        .expect("INFO reports the script");
-    let native_runs: u64 = line
-        .split(',')
-        .find_map(|f| f.strip_prefix("native_runs="))
-        .unwrap()
-        .parse()
-        .unwrap();
-    assert!(native_runs >= 100, "{line}");
+    assert!(pair.native_runs("sliding_window") >= 100);
 }
 
 /// Runs `EVALSHA sha <keys> <args>` three times, then reads every key back.

@@ -125,7 +125,7 @@ pub struct Scripts {
     /// Runs past the busy threshold; non-zero makes other clients get BUSY.
     busy: Arc<AtomicUsize>,
     /// `busy-reply-threshold` (`lua-time-limit`) in milliseconds.
-    pub busy_threshold_ms: Arc<AtomicU64>,
+    pub busy_threshold_ms: AtomicU64,
     /// Bumped by SCRIPT FLUSH so worker VMs drop their compiled functions.
     generation: AtomicU64,
     /// Lua executions of any script, for INFO.
@@ -161,7 +161,7 @@ impl Default for Scripts {
             cache: RwLock::new(HashMap::new()),
             running: Mutex::new(Vec::new()),
             busy: Arc::new(AtomicUsize::new(0)),
-            busy_threshold_ms: Arc::new(AtomicU64::new(5000)),
+            busy_threshold_ms: AtomicU64::new(5000),
             generation: AtomicU64::new(0),
             lua_runs: AtomicU64::new(0),
             known_runs: tally_lua::SCRIPTS

@@ -15,24 +15,28 @@
 //! runs. See docs/architecture.md.
 
 pub mod bit;
+mod bridge;
 pub mod cjson;
 pub mod convert;
 pub mod native;
+mod undo;
 pub mod vm;
+
+pub use bridge::{bridge_call, set_resp};
+use bridge::{Bridge, BridgeGuard, BRIDGE};
+use undo::UndoLog;
 
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Instant;
 
 use hashbrown::HashMap;
-use mlua::{MultiValue, Value};
+use mlua::Value;
 use parking_lot::{Mutex, RwLock};
 
-use crate::cmd::table::flags;
 use crate::cmd::{self, ClientState, Ctx};
 use crate::resp::Reply;
-use crate::state::Shared;
-use crate::store::{HeldShards, KeyRef, ShardGuard, ValueRef};
+use crate::store::{HeldShards, KeyRef};
 
 /// Flags from a `#!lua flags=...` first line.
 #[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
@@ -275,61 +279,6 @@ impl Scripts {
     }
 }
 
-/// The state of a key before a script's write, to restore on rollback.
-struct Saved {
-    db: usize,
-    key: Vec<u8>,
-    before: Option<(Option<i64>, Vec<u8>, u64)>,
-}
-
-/// Writes a script made in a declared-keys run, undone if the run is abandoned.
-#[derive(Default)]
-struct UndoLog {
-    saved: Vec<Saved>,
-}
-
-impl UndoLog {
-    fn snapshot(&mut self, held: &HeldShards<'_>, db: usize, key: KeyRef<'_>, now_ms: u64) {
-        let mut shard = held.shard_for(db, key);
-        if matches!(shard, ShardGuard::Scratch(_)) {
-            return; // Not held: nothing there can have been changed.
-        }
-        let before = shard.get(key, now_ms).map(|entry| {
-            let expire = entry.expire_at();
-            match entry.value() {
-                ValueRef::Int(n) => (Some(n), Vec::new(), expire),
-                ValueRef::Str(bytes) => (None, bytes.to_vec(), expire),
-            }
-        });
-        self.saved.push(Saved {
-            db,
-            key: key.bytes.to_vec(),
-            before,
-        });
-    }
-
-    fn rollback(self, held: &HeldShards<'_>, store: &crate::store::Store, now_ms: u64) {
-        for saved in self.saved.into_iter().rev() {
-            let key = store.key(&saved.key);
-            let mut shard = held.shard_for(saved.db, key);
-            match &saved.before {
-                Some((Some(n), _, expire)) => {
-                    shard.set(key, ValueRef::Int(*n), *expire, now_ms);
-                }
-                Some((None, bytes, expire)) => {
-                    shard.set(key, ValueRef::Str(bytes), *expire, now_ms);
-                }
-                None => {
-                    shard.remove(key, now_ms);
-                }
-            }
-        }
-    }
-}
-
-/// Commands whose effect is not confined to their key arguments.
-const WHOLE_KEYSPACE: &[&str] = &["flushdb", "flushall", "swapdb", "move", "copy", "select"];
-
 /// The run this thread is executing, as the instruction hook needs it.
 struct CurrentRun {
     run: Arc<RunState>,
@@ -477,178 +426,6 @@ pub fn eval(
     }
     ctx.client.batch.lua_script_runs += 1;
     reply
-}
-
-/// The error a redis.call bridge returns to Lua: `{err = text}`.
-fn lua_error(lua: &mlua::Lua, text: &str) -> mlua::Result<(Value, bool)> {
-    let table = lua.create_table()?;
-    table.raw_set("err", text)?;
-    Ok((Value::Table(table), true))
-}
-
-/// What redis.call needs during one run. The VM's redis.call and redis.pcall
-/// are created once per thread (creating a function per run costs more than
-/// a short script), so they reach the run's state through [`BRIDGE`].
-struct Bridge<'r, 'h> {
-    shared: &'r Shared,
-    held: &'r HeldShards<'h>,
-    client: ClientState,
-    undo: UndoLog,
-    run: &'r RunState,
-    read_only: bool,
-    declared_run: bool,
-    now_ms: u64,
-    resp3: bool,
-}
-
-thread_local! {
-    /// The running script's [`Bridge`] (type-erased), null between runs.
-    static BRIDGE: std::cell::Cell<*mut ()> = const { std::cell::Cell::new(std::ptr::null_mut()) };
-}
-
-/// Runs `f` on the current run's bridge, if a script is running.
-fn with_bridge<R>(f: impl FnOnce(&mut Bridge<'_, '_>) -> R) -> Option<R> {
-    let ptr = BRIDGE.with(|b| b.get());
-    if ptr.is_null() {
-        return None;
-    }
-    // SAFETY: `run_once` points BRIDGE at a Bridge that lives on its stack
-    // for the whole Lua call and resets it to null before returning; this
-    // thread is the only one that reads it, and redis.call cannot re-enter a
-    // script (EVAL is refused inside scripts), so the borrow is exclusive.
-    Some(f(unsafe { &mut *(ptr as *mut Bridge<'_, '_>) }))
-}
-
-/// redis.setresp: the RESP version redis.call replies are converted from.
-pub fn set_resp(version: i64) {
-    with_bridge(|bridge| bridge.resp3 = version == 3);
-}
-
-/// redis.call and redis.pcall: run one command for the current script and
-/// return its reply as Lua sees it, flagged when it is an error.
-pub fn bridge_call(lua: &mlua::Lua, call_args: MultiValue) -> mlua::Result<(Value, bool)> {
-    with_bridge(|bridge| call_command(lua, bridge, call_args)).unwrap_or_else(|| {
-        lua_error(
-            lua,
-            "ERR redis.call/pcall can only be called inside a script invocation",
-        )
-    })
-}
-
-fn call_command(
-    lua: &mlua::Lua,
-    bridge: &mut Bridge<'_, '_>,
-    call_args: MultiValue,
-) -> mlua::Result<(Value, bool)> {
-    // Building the reply is tally's work, not the script's: lift the memory
-    // limit meanwhile (see `run_once`).
-    let limit = lua.set_memory_limit(0).unwrap_or(0);
-    let result = run_command(lua, bridge, call_args);
-    let _ = lua.set_memory_limit(limit);
-    result
-}
-
-fn run_command(
-    lua: &mlua::Lua,
-    bridge: &mut Bridge<'_, '_>,
-    call_args: MultiValue,
-) -> mlua::Result<(Value, bool)> {
-    let held = bridge.held;
-    if held.conflicted() {
-        return lua_error(lua, "ERR script is being re-run holding every shard");
-    }
-    if call_args.is_empty() {
-        return lua_error(
-            lua,
-            "ERR Please specify at least one argument for this redis lib call",
-        );
-    }
-    // Strings are borrowed from Lua; numbers are formatted as Redis does.
-    let mut owned: Vec<Vec<u8>> = Vec::new();
-    let mut strings = Vec::with_capacity(call_args.len());
-    for value in call_args.iter() {
-        match value {
-            Value::String(s) => strings.push(Some(s.as_bytes())),
-            Value::Integer(i) => {
-                owned.push(crate::float::format_g17(*i as f64).into_bytes());
-                strings.push(None);
-            }
-            Value::Number(n) => {
-                owned.push(crate::float::format_g17(*n).into_bytes());
-                strings.push(None);
-            }
-            _ => {
-                return lua_error(
-                    lua,
-                    "ERR Lua redis lib command arguments must be strings or integers",
-                )
-            }
-        }
-    }
-    let mut formatted = owned.iter();
-    let argv: Vec<&[u8]> = strings
-        .iter()
-        .map(|s| match s {
-            Some(bytes) => &bytes[..],
-            None => formatted
-                .next()
-                .expect("one formatted number per gap")
-                .as_slice(),
-        })
-        .collect();
-    let command = match cmd::resolve(&argv) {
-        Ok(command) => command,
-        Err(_) => return lua_error(lua, "ERR Unknown Redis command called from script"),
-    };
-    if !cmd::arity_ok(command.arity, argv.len()) {
-        return lua_error(
-            lua,
-            "ERR Wrong number of args calling Redis command from script",
-        );
-    }
-    if command.flags & flags::NOSCRIPT != 0 {
-        return lua_error(lua, "ERR This Redis command is not allowed from script");
-    }
-    let writes = command.flags & flags::WRITE != 0;
-    if writes && bridge.read_only {
-        return lua_error(
-            lua,
-            "ERR Write commands are not allowed from read-only scripts.",
-        );
-    }
-    let base = command.name.split('|').next().unwrap_or("");
-    if bridge.declared_run && WHOLE_KEYSPACE.contains(&base) {
-        held.force_conflict();
-        return lua_error(lua, "ERR script is being re-run holding every shard");
-    }
-    if writes {
-        bridge.run.wrote.store(true, Ordering::SeqCst);
-        if bridge.declared_run {
-            for position in command.keys.positions(argv.len()) {
-                let key = bridge.shared.store.key(argv[position]);
-                bridge
-                    .undo
-                    .snapshot(held, bridge.client.db, key, bridge.now_ms);
-            }
-        }
-    }
-    let mut script_ctx = Ctx {
-        shared: bridge.shared,
-        client: &mut bridge.client,
-        now_ms: bridge.now_ms,
-        held: Some(held),
-    };
-    let reply = cmd::dispatch(&mut script_ctx, &argv);
-    convert::reply_to_lua(lua, &reply, bridge.resp3)
-}
-
-/// Resets [`BRIDGE`] when a run ends, even by panic.
-struct BridgeGuard;
-
-impl Drop for BridgeGuard {
-    fn drop(&mut self) {
-        BRIDGE.with(|b| b.set(std::ptr::null_mut()));
-    }
 }
 
 #[allow(clippy::too_many_arguments)]

@@ -1,0 +1,188 @@
+//! The redis.call / redis.pcall bridge: runs one command for the current
+//! script through the ordinary dispatcher, on the shards the script holds.
+
+use std::sync::atomic::Ordering;
+
+use mlua::{MultiValue, Value};
+
+use super::undo::UndoLog;
+use super::{convert, RunState};
+use crate::cmd::table::flags;
+use crate::cmd::{self, ClientState, Ctx};
+use crate::state::Shared;
+use crate::store::HeldShards;
+
+/// Commands whose effect is not confined to their key arguments.
+const WHOLE_KEYSPACE: &[&str] = &["flushdb", "flushall", "swapdb", "move", "copy", "select"];
+
+/// The error a redis.call bridge returns to Lua: `{err = text}`.
+pub(super) fn lua_error(lua: &mlua::Lua, text: &str) -> mlua::Result<(Value, bool)> {
+    let table = lua.create_table()?;
+    table.raw_set("err", text)?;
+    Ok((Value::Table(table), true))
+}
+
+/// What redis.call needs during one run. The VM's redis.call and redis.pcall
+/// are created once per thread (creating a function per run costs more than
+/// a short script), so they reach the run's state through [`BRIDGE`].
+pub(super) struct Bridge<'r, 'h> {
+    pub(super) shared: &'r Shared,
+    pub(super) held: &'r HeldShards<'h>,
+    pub(super) client: ClientState,
+    pub(super) undo: UndoLog,
+    pub(super) run: &'r RunState,
+    pub(super) read_only: bool,
+    pub(super) declared_run: bool,
+    pub(super) now_ms: u64,
+    pub(super) resp3: bool,
+}
+
+thread_local! {
+    /// The running script's [`Bridge`] (type-erased), null between runs.
+    pub(super) static BRIDGE: std::cell::Cell<*mut ()> = const { std::cell::Cell::new(std::ptr::null_mut()) };
+}
+
+/// Runs `f` on the current run's bridge, if a script is running.
+fn with_bridge<R>(f: impl FnOnce(&mut Bridge<'_, '_>) -> R) -> Option<R> {
+    let ptr = BRIDGE.with(|b| b.get());
+    if ptr.is_null() {
+        return None;
+    }
+    // SAFETY: `run_once` points BRIDGE at a Bridge that lives on its stack
+    // for the whole Lua call and resets it to null before returning; this
+    // thread is the only one that reads it, and redis.call cannot re-enter a
+    // script (EVAL is refused inside scripts), so the borrow is exclusive.
+    Some(f(unsafe { &mut *(ptr as *mut Bridge<'_, '_>) }))
+}
+
+/// redis.setresp: the RESP version redis.call replies are converted from.
+pub fn set_resp(version: i64) {
+    with_bridge(|bridge| bridge.resp3 = version == 3);
+}
+
+/// redis.call and redis.pcall: run one command for the current script and
+/// return its reply as Lua sees it, flagged when it is an error.
+pub fn bridge_call(lua: &mlua::Lua, call_args: MultiValue) -> mlua::Result<(Value, bool)> {
+    with_bridge(|bridge| call_command(lua, bridge, call_args)).unwrap_or_else(|| {
+        lua_error(
+            lua,
+            "ERR redis.call/pcall can only be called inside a script invocation",
+        )
+    })
+}
+
+fn call_command(
+    lua: &mlua::Lua,
+    bridge: &mut Bridge<'_, '_>,
+    call_args: MultiValue,
+) -> mlua::Result<(Value, bool)> {
+    // Building the reply is tally's work, not the script's: lift the memory
+    // limit meanwhile (see `run_once`).
+    let limit = lua.set_memory_limit(0).unwrap_or(0);
+    let result = run_command(lua, bridge, call_args);
+    let _ = lua.set_memory_limit(limit);
+    result
+}
+
+fn run_command(
+    lua: &mlua::Lua,
+    bridge: &mut Bridge<'_, '_>,
+    call_args: MultiValue,
+) -> mlua::Result<(Value, bool)> {
+    let held = bridge.held;
+    if held.conflicted() {
+        return lua_error(lua, "ERR script is being re-run holding every shard");
+    }
+    if call_args.is_empty() {
+        return lua_error(
+            lua,
+            "ERR Please specify at least one argument for this redis lib call",
+        );
+    }
+    // Strings are borrowed from Lua; numbers are formatted as Redis does.
+    let mut owned: Vec<Vec<u8>> = Vec::new();
+    let mut strings = Vec::with_capacity(call_args.len());
+    for value in call_args.iter() {
+        match value {
+            Value::String(s) => strings.push(Some(s.as_bytes())),
+            Value::Integer(i) => {
+                owned.push(crate::float::format_g17(*i as f64).into_bytes());
+                strings.push(None);
+            }
+            Value::Number(n) => {
+                owned.push(crate::float::format_g17(*n).into_bytes());
+                strings.push(None);
+            }
+            _ => {
+                return lua_error(
+                    lua,
+                    "ERR Lua redis lib command arguments must be strings or integers",
+                )
+            }
+        }
+    }
+    let mut formatted = owned.iter();
+    let argv: Vec<&[u8]> = strings
+        .iter()
+        .map(|s| match s {
+            Some(bytes) => &bytes[..],
+            None => formatted
+                .next()
+                .expect("one formatted number per gap")
+                .as_slice(),
+        })
+        .collect();
+    let command = match cmd::resolve(&argv) {
+        Ok(command) => command,
+        Err(_) => return lua_error(lua, "ERR Unknown Redis command called from script"),
+    };
+    if !cmd::arity_ok(command.arity, argv.len()) {
+        return lua_error(
+            lua,
+            "ERR Wrong number of args calling Redis command from script",
+        );
+    }
+    if command.flags & flags::NOSCRIPT != 0 {
+        return lua_error(lua, "ERR This Redis command is not allowed from script");
+    }
+    let writes = command.flags & flags::WRITE != 0;
+    if writes && bridge.read_only {
+        return lua_error(
+            lua,
+            "ERR Write commands are not allowed from read-only scripts.",
+        );
+    }
+    let base = command.name.split('|').next().unwrap_or("");
+    if bridge.declared_run && WHOLE_KEYSPACE.contains(&base) {
+        held.force_conflict();
+        return lua_error(lua, "ERR script is being re-run holding every shard");
+    }
+    if writes {
+        bridge.run.wrote.store(true, Ordering::SeqCst);
+        if bridge.declared_run {
+            for position in command.keys.positions(argv.len()) {
+                let key = bridge.shared.store.key(argv[position]);
+                bridge
+                    .undo
+                    .snapshot(held, bridge.client.db, key, bridge.now_ms);
+            }
+        }
+    }
+    let mut script_ctx = Ctx {
+        shared: bridge.shared,
+        client: &mut bridge.client,
+        now_ms: bridge.now_ms,
+        held: Some(held),
+    };
+    let reply = cmd::dispatch(&mut script_ctx, &argv);
+    convert::reply_to_lua(lua, &reply, bridge.resp3)
+}
+
+/// Resets [`BRIDGE`] when a run ends, even by panic.
+pub(super) struct BridgeGuard;
+
+impl Drop for BridgeGuard {
+    fn drop(&mut self) {
+        BRIDGE.with(|b| b.set(std::ptr::null_mut()));
+    }
+}

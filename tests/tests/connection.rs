@@ -304,3 +304,55 @@ async fn lastsave_is_the_start_time_because_nothing_is_saved() {
     );
     assert_eq!(conn.line("WAIT 1 100").await, ":0\r\n");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_transaction_is_atomic_across_shards() {
+    let server = TestServer::start_with(|c| c.shards = 16).await;
+    let keys: Vec<String> = (0..16).map(|i| format!("t{i}")).collect();
+    let mut setup = server.raw().await;
+    for k in &keys {
+        setup.cmd(&["SET", k, "0"]).await;
+    }
+    let addr = server.addr();
+    let writer_keys = keys.clone();
+    let writer = tokio::spawn(async move {
+        let mut conn = tally_tests::RawConn::connect(addr).await;
+        for _ in 0..200 {
+            let mut batch = tally_tests::encode_command(&["MULTI"]);
+            for k in &writer_keys {
+                batch.extend(tally_tests::encode_command(&["INCR", k]));
+            }
+            batch.extend(tally_tests::encode_command(&["EXEC"]));
+            conn.send(&batch).await;
+            for _ in 0..writer_keys.len() + 2 {
+                conn.reply().await;
+            }
+        }
+    });
+    let mut reader = server.raw().await;
+    let mut args = vec!["MGET".to_string()];
+    args.extend(keys.iter().cloned());
+    for _ in 0..200 {
+        let reply = String::from_utf8(reader.cmd(&args).await).unwrap();
+        let values: Vec<&str> = reply.split("\r\n").skip(2).step_by(2).collect();
+        assert_eq!(values.len(), 16, "{reply}");
+        assert!(
+            values.iter().all(|v| *v == values[0]),
+            "torn transaction seen: {reply}"
+        );
+    }
+    writer.await.unwrap();
+    assert_eq!(reader.line("GET t15").await, "$3\r\n200\r\n");
+}
+
+#[tokio::test]
+async fn eval_inside_multi_is_refused_inside_exec() {
+    let server = TestServer::start().await;
+    let mut conn = server.raw().await;
+    assert_eq!(conn.line("MULTI").await, "+OK\r\n");
+    assert_eq!(conn.cmd(&["EVAL", "return 1", "0"]).await, b"+QUEUED\r\n");
+    assert_eq!(
+        conn.line("EXEC").await,
+        "*1\r\n-ERR EVAL inside MULTI is not supported by tally yet\r\n"
+    );
+}

@@ -329,3 +329,62 @@ async fn errors_and_connection_commands_match_redis() {
     "#)
     .await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn transactions_match_redis() {
+    run(r#"
+        MULTI
+        SET a 1
+        INCR a
+        INCRBY a 10
+        PTTL a
+        EXEC
+        EXEC
+        DISCARD
+        MULTI
+        MULTI
+        SET b 2
+        EXEC
+        MULTI
+        FOO
+        SET c 3
+        EXEC
+        GET c
+        MULTI
+        GET
+        EXEC
+        MULTI
+        SET d 4
+        DISCARD
+        GET d
+        SET s x
+        MULTI
+        INCR s
+        SET s y
+        EXEC
+        GET s
+        MULTI
+        SET k v EX 100
+        TTL k
+        PING
+        MGET a b k
+        DEL a
+        EXEC
+        MULTI
+        SELECT 1
+        SET in1 v
+        SELECT 0
+        GET in1
+        EXEC
+        SELECT 1
+        GET in1
+        SELECT 0
+        MULTI
+        FLUSHDB
+        DBSIZE
+        EXEC
+        MULTI
+        EXEC
+    "#)
+    .await;
+}

@@ -84,6 +84,8 @@ async fn conversions_and_errors_match_redis() {
         "return redis.call('INCRBY', 'c', 5)",
         "return redis.call('MGET', 'c', 'missing')",
         "return redis.call('EXISTS', 'missing')",
+        "return redis.call('DBSIZE')",
+        "return string.len(redis.call('INFO', 'keyspace')) > 0",
         "return tostring(0.1) .. ' ' .. tostring(1/3) .. ' ' .. tostring(100)",
         "return {math.floor(7.9), math.ceil(7.1), math.max(1, 5)}",
         "return {bit.band(0xff, 0x0f), bit.bor(1, 2), bit.bxor(3, 1), bit.lshift(1, 4), bit.rshift(-1, 28), bit.tohex(255), bit.tohex(-1, -4)}",

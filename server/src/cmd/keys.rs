@@ -542,7 +542,7 @@ pub fn randomkey(ctx: &mut Ctx<'_>, _argv: &[&[u8]]) -> Reply {
 
 /// DBSIZE
 pub fn dbsize(ctx: &mut Ctx<'_>, _argv: &[&[u8]]) -> Reply {
-    Reply::Int(ctx.db().len() as i64)
+    Reply::Int(ctx.db_sizes(ctx.client.db).0 as i64)
 }
 
 /// FLUSHDB and FLUSHALL accept an optional SYNC or ASYNC; both free at once.

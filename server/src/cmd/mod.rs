@@ -11,6 +11,7 @@ pub mod args;
 pub mod connection;
 pub mod error;
 pub mod keys;
+pub mod multi;
 pub mod scripting;
 pub mod server;
 pub mod string;
@@ -42,6 +43,8 @@ pub struct ClientState {
     /// Statistics gathered during one read batch, flushed once per batch so
     /// that workers do not contend on shared counters for every command.
     pub batch: BatchStats,
+    /// Commands queued since MULTI.
+    pub transaction: Option<multi::Transaction>,
 }
 
 impl ClientState {
@@ -55,6 +58,7 @@ impl ClientState {
             close_after_reply: false,
             sleep: None,
             batch: BatchStats::default(),
+            transaction: None,
         }
     }
 }
@@ -207,6 +211,17 @@ impl<'a> Ctx<'a> {
         MultiLock::new(database, guards)
     }
 
+    /// Keys and keys with a deadline in database `db`, counted through the
+    /// locks this context may take (a script or transaction may hold them).
+    pub fn db_sizes(&self, db: usize) -> (usize, usize) {
+        (0..self.shared.store.db(db).shard_count())
+            .map(|i| {
+                let shard = self.lock_shard(db, i);
+                (shard.len(), shard.volatile_len())
+            })
+            .fold((0, 0), |(k, v), (a, b)| (k + a, v + b))
+    }
+
     /// Hashes a key for lookup.
     #[inline]
     pub fn key<'k>(&self, bytes: &'k [u8]) -> KeyRef<'k> {
@@ -269,9 +284,21 @@ pub fn dispatch(ctx: &mut Ctx<'_>, argv: &[&[u8]]) -> Reply {
         Ok(found) => found,
         Err(reply) => {
             ctx.client.batch.errors += 1;
+            multi::flag_failed(ctx);
             return reply;
         }
     };
+    if multi::queues(ctx, command) {
+        return match rejection(ctx, command, argv) {
+            Some(reply) => {
+                ctx.client.batch.slot(index).4 += 1;
+                ctx.client.batch.errors += 1;
+                multi::flag_failed(ctx);
+                reply
+            }
+            None => multi::queue(ctx, argv),
+        };
+    }
     let reply = check_and_call(ctx, index, command, argv);
     if reply.is_error() {
         ctx.client.batch.errors += 1;
@@ -279,13 +306,10 @@ pub fn dispatch(ctx: &mut Ctx<'_>, argv: &[&[u8]]) -> Reply {
     reply
 }
 
-fn check_and_call(
-    ctx: &mut Ctx<'_>,
-    index: usize,
-    command: &'static Command,
-    argv: &[&[u8]],
-) -> Reply {
-    let rejection = if !arity_ok(command.arity, argv.len()) {
+/// Why a command is refused before it runs (arity, authentication, a busy
+/// script, maxmemory), if it is.
+fn rejection(ctx: &Ctx<'_>, command: &'static Command, argv: &[&[u8]]) -> Option<Reply> {
+    if !arity_ok(command.arity, argv.len()) {
         Some(Reply::error(error::wrong_arity(command.name)))
     } else if !ctx.client.authenticated && command.flags & flags::NO_AUTH == 0 {
         Some(Reply::error(error::NOAUTH))
@@ -298,8 +322,16 @@ fn check_and_call(
         Some(Reply::error(error::OOM))
     } else {
         None
-    };
-    if let Some(reply) = rejection {
+    }
+}
+
+fn check_and_call(
+    ctx: &mut Ctx<'_>,
+    index: usize,
+    command: &'static Command,
+    argv: &[&[u8]],
+) -> Reply {
+    if let Some(reply) = rejection(ctx, command, argv) {
         ctx.client.batch.slot(index).4 += 1;
         return reply;
     }

@@ -625,12 +625,10 @@ fn write_section(ctx: &Ctx<'_>, section: &str, out: &mut String) {
         }
         "keyspace" => {
             for index in 0..shared.store.databases() {
-                let db = shared.store.db(index);
-                let keys = db.len();
+                let (keys, volatile) = ctx.db_sizes(index);
                 if keys > 0 {
                     lines.push(format!(
-                        "db{index}:keys={keys},expires={},avg_ttl=0",
-                        db.volatile_len()
+                        "db{index}:keys={keys},expires={volatile},avg_ttl=0"
                     ));
                 }
             }

@@ -7,7 +7,7 @@ use std::sync::OnceLock;
 
 use hashbrown::HashMap;
 
-use super::{connection as conn, keys, scripting, server, string, Ctx};
+use super::{connection as conn, keys, multi, scripting, server, string, Ctx};
 use crate::resp::Reply;
 
 /// A command handler.
@@ -293,6 +293,10 @@ pub static COMMANDS: &[Command] = &[
     row("eval_ro", -3, NOSCRIPT | STALE | READONLY, EVAL_KEYS, scripting::eval_ro, "scripting", "7.0.0", "Executes a read-only server-side Lua script."),
     row("evalsha_ro", -3, NOSCRIPT | STALE | READONLY, EVAL_KEYS, scripting::evalsha_ro, "scripting", "7.0.0", "Executes a read-only server-side Lua script by SHA1 digest."),
     container("script", -2, "scripting", "2.6.0", "A container for Lua scripts management commands.", SCRIPT_SUBCOMMANDS, container_without_subcommand),
+    // transactions
+    row("multi", 1, NOSCRIPT | LOADING | STALE | FAST | ALLOW_BUSY, NO_KEYS, multi::multi, "transactions", "1.2.0", "Starts a transaction."),
+    row("exec", 1, NOSCRIPT | LOADING | STALE, NO_KEYS, multi::exec, "transactions", "1.2.0", "Executes all commands in a transaction."),
+    row("discard", 1, NOSCRIPT | LOADING | STALE | FAST | ALLOW_BUSY, NO_KEYS, multi::discard, "transactions", "2.0.0", "Discards a transaction."),
     // connection
     row("ping", -1, FAST, NO_KEYS, conn::ping, "connection", "1.0.0", "Returns the server's liveliness response."),
     row("echo", 2, FAST, NO_KEYS, conn::echo, "connection", "1.0.0", "Returns the given string."),

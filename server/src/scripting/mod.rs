@@ -363,6 +363,11 @@ pub fn eval(
     read_only: bool,
 ) -> Reply {
     let shared = ctx.shared;
+    if ctx.held.is_some() {
+        // Inside EXEC the shards are already held by this thread; running a
+        // script there needs the transaction to lend them. Not yet.
+        return Reply::error("ERR EVAL inside MULTI is not supported by tally yet");
+    }
     if let Some(index) = script.native {
         if shared.scripts.native_enabled.load(Ordering::Relaxed) {
             if let Some(reply) = native::run(ctx, index, keys, args, read_only) {

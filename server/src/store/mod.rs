@@ -159,21 +159,6 @@ impl Db {
     pub fn try_lock_shard(&self, index: usize) -> Option<MutexGuard<'_, ShardData>> {
         self.shards[index].try_lock()
     }
-
-    /// Number of keys (expired ones not yet reclaimed included, as in Redis).
-    pub fn len(&self) -> usize {
-        self.shards.iter().map(|s| s.lock().len()).sum()
-    }
-
-    /// True when no shard holds a key.
-    pub fn is_empty(&self) -> bool {
-        self.len() == 0
-    }
-
-    /// Keys with a deadline.
-    pub fn volatile_len(&self) -> usize {
-        self.shards.iter().map(|s| s.lock().volatile_len()).sum()
-    }
 }
 
 /// Several shards of one database locked together, in ascending order.

@@ -296,7 +296,7 @@ pub fn dispatch(ctx: &mut Ctx<'_>, argv: &[&[u8]]) -> Reply {
                 multi::flag_failed(ctx);
                 reply
             }
-            None => multi::queue(ctx, argv),
+            None => multi::queue(ctx, command, argv),
         };
     }
     let reply = check_and_call(ctx, index, command, argv);

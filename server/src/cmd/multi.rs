@@ -7,15 +7,15 @@
 //! command's keys are not known from the table), through the same lender a
 //! script uses, so the transaction is atomic across shards.
 
-use super::table::{registry, Command};
+use super::table::Command;
 use super::{dispatch, Ctx};
 use crate::resp::Reply;
 use crate::store::HeldShards;
 
-/// The commands queued since MULTI.
-#[derive(Debug, Default)]
+/// The commands queued since MULTI, each with the table row it resolved to.
+#[derive(Default)]
 pub struct Transaction {
-    queued: Vec<Vec<Vec<u8>>>,
+    queued: Vec<(&'static Command, Vec<Vec<u8>>)>,
     failed: bool,
 }
 
@@ -30,11 +30,10 @@ pub fn queues(ctx: &Ctx<'_>, command: &Command) -> bool {
 }
 
 /// Queues a command that passed the checks.
-pub fn queue(ctx: &mut Ctx<'_>, argv: &[&[u8]]) -> Reply {
+pub fn queue(ctx: &mut Ctx<'_>, command: &'static Command, argv: &[&[u8]]) -> Reply {
     if let Some(transaction) = ctx.client.transaction.as_mut() {
-        transaction
-            .queued
-            .push(argv.iter().map(|a| a.to_vec()).collect());
+        let owned = argv.iter().map(|a| a.to_vec()).collect();
+        transaction.queued.push((command, owned));
     }
     Reply::status("QUEUED")
 }
@@ -79,25 +78,16 @@ pub fn exec(ctx: &mut Ctx<'_>, _argv: &[&[u8]]) -> Reply {
     if transaction.failed {
         return Reply::error("EXECABORT Transaction discarded because of previous errors.");
     }
-    let queued: Vec<Vec<&[u8]>> = transaction
+    let queued: Vec<(&'static Command, Vec<&[u8]>)> = transaction
         .queued
         .iter()
-        .map(|argv| argv.iter().map(Vec::as_slice).collect())
-        .collect();
-    let commands: Vec<&'static Command> = queued
-        .iter()
-        .map(|argv| {
-            registry()
-                .lookup_full(&full_name(argv))
-                .expect("checked when queued")
-        })
+        .map(|(command, argv)| (*command, argv.iter().map(Vec::as_slice).collect()))
         .collect();
     let store = &ctx.shared.store;
-    let held = if commands.iter().all(|c| keys_known(c)) {
+    let held = if queued.iter().all(|(c, _)| keys_known(c)) {
         let keys: Vec<_> = queued
             .iter()
-            .zip(&commands)
-            .flat_map(|(argv, c)| {
+            .flat_map(|(c, argv)| {
                 c.keys
                     .positions(argv.len())
                     .into_iter()
@@ -109,7 +99,7 @@ pub fn exec(ctx: &mut Ctx<'_>, _argv: &[&[u8]]) -> Reply {
         HeldShards::everything(store)
     };
     let mut replies = Vec::with_capacity(queued.len());
-    for argv in &queued {
+    for (_, argv) in &queued {
         let mut inner = Ctx {
             shared: ctx.shared,
             client: &mut *ctx.client,
@@ -119,20 +109,4 @@ pub fn exec(ctx: &mut Ctx<'_>, _argv: &[&[u8]]) -> Reply {
         replies.push(dispatch(&mut inner, argv));
     }
     Reply::Array(replies)
-}
-
-/// The table name of a queued command (`config|get` for subcommands).
-fn full_name(argv: &[&[u8]]) -> Vec<u8> {
-    let name = argv[0].to_ascii_lowercase();
-    let is_container = registry()
-        .lookup(&name)
-        .is_some_and(|c| !c.subcommands.is_empty());
-    if is_container && argv.len() > 1 {
-        let mut full = name;
-        full.push(b'|');
-        full.extend(argv[1].to_ascii_lowercase());
-        full
-    } else {
-        name
-    }
 }

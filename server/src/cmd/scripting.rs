@@ -35,7 +35,7 @@ fn eval_generic(ctx: &mut Ctx<'_>, argv: &[&[u8]], by_sha: bool, read_only: bool
         }
     }
     let script = if by_sha {
-        match ctx.shared.scripts.get(argv[1]) {
+        match ctx.shared.scripts.cached(argv[1]) {
             Some(script) => script,
             None => return Reply::error("NOSCRIPT No matching script. Please use EVAL."),
         }

@@ -208,13 +208,15 @@ impl Scripts {
         Ok(script)
     }
 
-    /// A cached script by SHA1 (any case).
+    /// A loaded script by SHA1 (any case): a known one or one in the cache.
     pub fn get(&self, sha: &[u8]) -> Option<Arc<Script>> {
+        self.known(sha).cloned().or_else(|| self.cached(sha))
+    }
+
+    /// A script SCRIPT LOAD or EVAL put in the cache, by SHA1 (any case).
+    pub fn cached(&self, sha: &[u8]) -> Option<Arc<Script>> {
         if sha.len() != 40 {
             return None;
-        }
-        if let Some(known) = self.known(sha) {
-            return Some(known.clone());
         }
         let mut lower = [0u8; 40];
         lower.copy_from_slice(sha);

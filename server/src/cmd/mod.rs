@@ -248,11 +248,9 @@ pub fn resolve(argv: &[&[u8]]) -> Result<&'static Command, Reply> {
 
 fn resolve_indexed(argv: &[&[u8]]) -> Result<(usize, &'static Command), Reply> {
     let registry = registry();
-    let Some(index) = registry.index_of(argv[0]) else {
-        return Err(Reply::error(error::unknown_command(argv)));
-    };
-    let Some(command) = registry.lookup(argv[0]) else {
-        // A full `container|sub` name typed as a command is unknown, as in Redis.
+    // One lookup; a full `container|sub` name typed as a command is unknown,
+    // as in Redis.
+    let Some((index, command)) = registry.lookup_indexed(argv[0]) else {
         return Err(Reply::error(error::unknown_command(argv)));
     };
     if command.subcommands.is_empty() || argv.len() < 2 {
@@ -263,7 +261,7 @@ fn resolve_indexed(argv: &[&[u8]]) -> Result<(usize, &'static Command), Reply> {
     full.push(b'|');
     full.extend_from_slice(argv[1]);
     match registry.index_of(&full) {
-        Some(index) => Ok((index, registry.lookup_full(&full).expect("indexed"))),
+        Some(index) => Ok((index, registry.command(index))),
         None => Err(Reply::error(error::unknown_subcommand(argv[0], argv[1]))),
     }
 }

@@ -345,9 +345,15 @@ impl Registry {
     /// Looks up a top-level command by name, case-insensitively.
     #[inline]
     pub fn lookup(&self, name: &[u8]) -> Option<&'static Command> {
+        self.lookup_indexed(name).map(|(_, command)| command)
+    }
+
+    /// Like [`Registry::lookup`], with the command's stats index.
+    #[inline]
+    pub fn lookup_indexed(&self, name: &[u8]) -> Option<(usize, &'static Command)> {
         self.index_of(name)
             .filter(|&i| i < self.top_level)
-            .map(|i| self.all[i])
+            .map(|i| (i, self.all[i]))
     }
 
     /// Looks up any command by full name (`get`, `config|get`), case-insensitively.
@@ -366,6 +372,11 @@ impl Registry {
             *dst = src.to_ascii_lowercase();
         }
         self.by_name.get(&lower[..name.len()]).copied()
+    }
+
+    /// The command at a stats index (from [`Registry::index_of`]).
+    pub fn command(&self, index: usize) -> &'static Command {
+        self.all[index]
     }
 
     /// The full name of the command at a stats index.

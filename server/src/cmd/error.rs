@@ -3,6 +3,8 @@
 
 /// `ERR syntax error`
 pub const SYNTAX: &str = "ERR syntax error";
+/// HINCRBYFLOAT with an infinite increment.
+pub const VALUE_NAN_OR_INFINITY: &str = "ERR value is NaN or Infinity";
 /// Argument not a 64-bit signed integer.
 pub const NOT_INTEGER: &str = "ERR value is not an integer or out of range";
 /// Argument not a float.
@@ -52,6 +54,59 @@ pub const CLIENT_NAME_SPACES: &str =
     "ERR Client names cannot contain spaces, newlines or special characters.";
 /// GETEX with PERSIST combined with an expiry.
 pub const TIMEOUT_NEGATIVE: &str = "ERR timeout is negative";
+
+/// A count that must not be negative (LPOP, SPOP, ZPOPMIN ...).
+pub const MUST_BE_POSITIVE: &str = "ERR value is out of range, must be positive";
+/// HRANDFIELD/SRANDMEMBER/ZRANDMEMBER/LPOS with i64::MIN.
+pub const COUNT_RANGE: &str =
+    "ERR value is out of range, value must between -9223372036854775807 and 9223372036854775807";
+/// A negative random-pick count too large to answer (tally's own limit).
+pub const MUST_BE_POSITIVE_OR_SMALL: &str =
+    "ERR value is out of range: a negative count may ask for at most 16777216 elements";
+/// HINCRBY on a field that does not hold an integer.
+pub const HASH_NOT_INTEGER: &str = "ERR hash value is not an integer";
+/// HINCRBYFLOAT on a field that does not hold a float.
+pub const HASH_NOT_FLOAT: &str = "ERR hash value is not a float";
+/// LSET past the end of the list.
+pub const INDEX_OUT_OF_RANGE: &str = "ERR index out of range";
+/// ZCOUNT / ZRANGEBYSCORE bounds that do not parse.
+pub const MIN_MAX_NOT_FLOAT: &str = "ERR min or max is not a float";
+/// ZLEXCOUNT / ZRANGEBYLEX bounds that do not parse.
+pub const MIN_MAX_NOT_STRING_RANGE: &str = "ERR min or max not valid string range item";
+/// ZADD INCR / ZINCRBY giving NaN.
+pub const SCORE_NAN: &str = "ERR resulting score is not a number (NaN)";
+/// ZADD with both NX and XX.
+pub const XX_AND_NX: &str = "ERR XX and NX options at the same time are not compatible";
+/// ZADD with GT/LT and NX, or GT and LT.
+pub const GT_LT_NX: &str = "ERR GT, LT, and/or NX options at the same time are not compatible";
+/// ZADD INCR with several pairs.
+pub const INCR_SINGLE_PAIR: &str = "ERR INCR option supports a single increment-element pair";
+/// SINTERCARD / ZINTERCARD with numkeys < 1.
+pub const NUMKEYS_POSITIVE: &str = "ERR numkeys should be greater than 0";
+/// SINTERCARD numkeys beyond the arguments.
+pub const NUMKEYS_TOO_MANY: &str = "ERR Number of keys can't be greater than number of args";
+/// SINTERCARD LIMIT below 0.
+pub const LIMIT_NEGATIVE: &str = "ERR LIMIT can't be negative";
+/// LPOS RANK 0.
+pub const RANK_ZERO: &str = "ERR RANK can't be zero: use 1 to start from the first match, 2 from the second ... or use negative to start from the end of the list";
+/// LPOS COUNT below 0.
+pub const COUNT_NEGATIVE: &str = "ERR COUNT can't be negative";
+/// LPOS MAXLEN below 0.
+pub const MAXLEN_NEGATIVE: &str = "ERR MAXLEN can't be negative";
+/// ZRANGE LIMIT without BYSCORE or BYLEX.
+pub const LIMIT_NEEDS_BY: &str =
+    "ERR syntax error, LIMIT is only supported in combination with either BYSCORE or BYLEX";
+/// ZRANGE BYLEX with WITHSCORES.
+pub const BYLEX_WITHSCORES: &str =
+    "ERR syntax error, WITHSCORES not supported in combination with BYLEX";
+
+/// `ERR <NAME> is not supported by tally: ...` for blocking commands.
+pub fn blocking_unsupported(name: &str) -> String {
+    format!(
+        "ERR {} is a blocking command, which tally does not support; use its non-blocking form",
+        name.to_uppercase()
+    )
+}
 
 /// `ERR wrong number of arguments for '<name>' command`.
 pub fn wrong_arity(full_name: &str) -> String {

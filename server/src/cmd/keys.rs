@@ -2,14 +2,16 @@
 
 use super::args::{glob_match, int_arg, is};
 use super::error;
-use super::string::value_bytes;
 use super::Ctx;
 use crate::resp::Reply;
-use crate::store::{Entry, KeyRef, ShardData, ShardGuard, ValueRef};
+use crate::store::{Entry, KeyRef, OwnedValue, ShardData, ShardGuard, ValueRef};
 
 /// The name TYPE reports for an entry.
-pub fn type_name(_entry: &Entry) -> &'static str {
-    "string"
+pub fn type_name(entry: &Entry) -> &'static str {
+    match entry.value() {
+        ValueRef::Obj(object) => object.type_name(),
+        _ => "string",
+    }
 }
 
 /// DEL key [key ...] (and UNLINK: memory is freed at once either way, the
@@ -204,31 +206,25 @@ pub fn type_of(ctx: &mut Ctx<'_>, argv: &[&[u8]]) -> Reply {
 }
 
 /// Copies an entry's value and deadline out so it can be written under
-/// another key (possibly in another shard or database).
+/// another key (possibly in another shard or database). A collection is
+/// copied whole, so RENAME and MOVE of one are O(N) here where Redis's are
+/// O(1); docs/compatibility.md notes it.
 struct Detached {
-    value: Vec<u8>,
-    int: Option<i64>,
+    value: OwnedValue,
     expire_at: u64,
 }
 
 impl Detached {
     fn of(entry: &Entry) -> Detached {
-        let (value, int) = match entry.value() {
-            ValueRef::Int(n) => (Vec::new(), Some(n)),
-            v @ ValueRef::Str(_) => (value_bytes(v), None),
-        };
         Detached {
-            value,
-            int,
+            value: OwnedValue::of(entry.value()),
             expire_at: entry.expire_at(),
         }
     }
 
-    fn value(&self) -> ValueRef<'_> {
-        match self.int {
-            Some(n) => ValueRef::Int(n),
-            None => ValueRef::Str(&self.value),
-        }
+    /// Stores the value and deadline under `key`, replacing what is there.
+    fn store(self, shard: &mut ShardData, key: KeyRef<'_>, now_ms: u64) {
+        shard.set_owned(key, self.value, self.expire_at, now_ms);
     }
 }
 
@@ -249,9 +245,7 @@ fn rename_generic(ctx: &mut Ctx<'_>, argv: &[&[u8]], only_if_absent: bool) -> Re
         return Reply::Int(0);
     }
     locked.shard(src).remove(src, ctx.now_ms);
-    locked
-        .shard(dst)
-        .set(dst, moved.value(), moved.expire_at, ctx.now_ms);
+    moved.store(locked.shard(dst), dst, ctx.now_ms);
     if only_if_absent {
         Reply::Int(1)
     } else {
@@ -362,7 +356,7 @@ pub fn copy(ctx: &mut Ctx<'_>, argv: &[&[u8]]) -> Reply {
     if shards.dst().contains(dst, now) && !replace {
         return Reply::Int(0);
     }
-    shards.dst().set(dst, copied.value(), copied.expire_at, now);
+    copied.store(shards.dst(), dst, now);
     Reply::Int(1)
 }
 
@@ -386,7 +380,7 @@ pub fn move_key(ctx: &mut Ctx<'_>, argv: &[&[u8]]) -> Reply {
         return Reply::Int(0);
     }
     shards.src().remove(key, now);
-    shards.dst().set(key, moved.value(), moved.expire_at, now);
+    moved.store(shards.dst(), key, now);
     Reply::Int(1)
 }
 
@@ -435,7 +429,7 @@ impl ScanCursor {
 
 /// Parses a cursor as Redis's parseScanCursorOrReply does with strtoul: an
 /// optional sign, then decimal digits; a negative number wraps around.
-fn parse_cursor(arg: &[u8]) -> Option<u64> {
+pub(super) fn parse_cursor(arg: &[u8]) -> Option<u64> {
     let (negative, digits) = match arg.first() {
         Some(b'-') => (true, &arg[1..]),
         Some(b'+') => (false, &arg[1..]),
@@ -629,6 +623,7 @@ pub fn object_encoding(ctx: &mut Ctx<'_>, argv: &[&[u8]]) -> Reply {
         // object header ("embstr"); longer ones are "raw".
         Some(ValueRef::Str(bytes)) if bytes.len() <= 44 => Reply::bulk(b"embstr"),
         Some(ValueRef::Str(_)) => Reply::bulk(b"raw"),
+        Some(ValueRef::Obj(object)) => Reply::bulk(object.encoding().as_bytes()),
         None => Reply::Nil,
     }
 }

@@ -8,14 +8,19 @@
 //! against the arity.
 
 pub mod args;
+pub mod collection;
 pub mod connection;
 pub mod error;
+pub mod hash;
 pub mod keys;
+pub mod list;
 pub mod multi;
 pub mod scripting;
 pub mod server;
+pub mod set;
 pub mod string;
 pub mod table;
+pub mod zset;
 
 use std::sync::atomic::Ordering;
 use std::sync::Arc;

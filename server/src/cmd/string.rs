@@ -16,34 +16,40 @@ pub fn stored(bytes: &[u8]) -> ValueRef<'_> {
     }
 }
 
-/// The reply for a stored string.
+/// The reply for a stored string (WRONGTYPE for a collection).
 pub fn reply_value(value: ValueRef<'_>) -> Reply {
     match value {
         ValueRef::Int(n) => Reply::BulkInt(n),
         ValueRef::Str(bytes) => Reply::bulk(bytes),
+        ValueRef::Obj(_) => Reply::error(error::WRONGTYPE),
     }
 }
 
-/// The string bytes of a value, formatting integers.
+/// The string bytes of a string value, formatting integers; empty for a
+/// collection, which callers have refused with [`string_of`] before.
 pub fn value_bytes(value: ValueRef<'_>) -> Vec<u8> {
     match value {
         ValueRef::Int(n) => itoa::Buffer::new().format(n).as_bytes().to_vec(),
         ValueRef::Str(bytes) => bytes.to_vec(),
+        ValueRef::Obj(_) => Vec::new(),
     }
 }
 
-/// Length of a value's string form.
+/// Length of a string value's string form (0 for a collection, as above).
 fn value_len(value: ValueRef<'_>) -> usize {
     match value {
         ValueRef::Int(n) => itoa::Buffer::new().format(n).len(),
         ValueRef::Str(bytes) => bytes.len(),
+        ValueRef::Obj(_) => 0,
     }
 }
 
-/// The string value of a live entry. Every key is a string until the other
-/// types arrive; this is where a WRONGTYPE check on other types belongs.
-fn string_of(entry: &Entry) -> Result<ValueRef<'_>, Reply> {
-    Ok(entry.value())
+/// The string value of a live entry, or WRONGTYPE for a collection.
+pub fn string_of(entry: &Entry) -> Result<ValueRef<'_>, Reply> {
+    match entry.value() {
+        ValueRef::Obj(_) => Err(Reply::error(error::WRONGTYPE)),
+        value => Ok(value),
+    }
 }
 
 /// GET key
@@ -392,7 +398,7 @@ fn incr_by(ctx: &mut Ctx<'_>, key: &[u8], delta: i64) -> Reply {
     if let Some(mut entry) = shard.get_mut(key, ctx.now_ms) {
         let current = match string_of(&entry) {
             Ok(ValueRef::Int(n)) => n,
-            Ok(ValueRef::Str(_)) => return Reply::error(error::NOT_INTEGER),
+            Ok(_) => return Reply::error(error::NOT_INTEGER),
             Err(reply) => return reply,
         };
         let Some(next) = current.checked_add(delta) else {

@@ -52,6 +52,9 @@ pub enum Reply {
     Nothing,
     /// Verbatim text (RESP3 `=txt:`), a bulk string in RESP2 (INFO, CLIENT LIST).
     Verbatim(Vec<u8>),
+    /// A double (scores): RESP3 `,`, a bulk string in RESP2; `%.17g` either
+    /// way, as Redis 7.0 formats them.
+    Double(f64),
 }
 
 impl Reply {
@@ -124,6 +127,13 @@ impl Reply {
                 Protocol::Resp3 => out.put_slice(if *value { b"#t\r\n" } else { b"#f\r\n" }),
             },
             Reply::Nothing => {}
+            Reply::Double(value) => {
+                let text = crate::float::format_g17(*value);
+                match proto {
+                    Protocol::Resp2 => bulk(out, text.as_bytes()),
+                    Protocol::Resp3 => line(out, b',', text.as_bytes()),
+                }
+            }
             Reply::Verbatim(text) => match proto {
                 Protocol::Resp2 => bulk(out, text),
                 Protocol::Resp3 => {

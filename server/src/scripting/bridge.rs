@@ -57,7 +57,15 @@ fn with_bridge<R>(f: impl FnOnce(&mut Bridge<'_, '_>) -> R) -> Option<R> {
 
 /// redis.setresp: the RESP version redis.call replies are converted from.
 pub fn set_resp(version: i64) {
-    with_bridge(|bridge| bridge.resp3 = version == 3);
+    with_bridge(|bridge| {
+        bridge.resp3 = version == 3;
+        // Handlers shape some replies by protocol (RESP3 score pairs).
+        bridge.client.proto = if bridge.resp3 {
+            crate::resp::Protocol::Resp3
+        } else {
+            crate::resp::Protocol::Resp2
+        };
+    });
 }
 
 /// redis.call and redis.pcall: run one command for the current script and

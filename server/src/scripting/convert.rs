@@ -74,6 +74,12 @@ pub fn reply_to_lua(lua: &Lua, reply: &Reply, resp3: bool) -> mlua::Result<(Valu
             Value::Table(outer)
         }
         Reply::Verbatim(text) => Value::String(lua.create_string(text)?),
+        Reply::Double(d) if resp3 => {
+            let outer = lua.create_table()?;
+            outer.raw_set("double", *d)?;
+            Value::Table(outer)
+        }
+        Reply::Double(d) => Value::String(lua.create_string(crate::float::format_g17(*d))?),
     };
     Ok((value, false))
 }

@@ -17,7 +17,7 @@ fn counter(locked: &mut MultiLock<'_>, key: KeyRef<'_>, now: u64) -> Option<Opti
     match locked.shard(key).get(key, now).map(|e| e.value()) {
         None => Some(None),
         Some(ValueRef::Int(n)) => Some(Some(n)),
-        Some(ValueRef::Str(_)) => None,
+        Some(ValueRef::Str(_) | ValueRef::Obj(_)) => None,
     }
 }
 
@@ -29,7 +29,8 @@ fn incr_and_expire(locked: &mut MultiLock<'_>, key: KeyRef<'_>, by: i64, seconds
         Some(mut entry) => {
             let current = match entry.value() {
                 ValueRef::Int(n) => n,
-                ValueRef::Str(_) => 0,
+                // Unreachable: `counter` sent anything but an integer to Lua.
+                ValueRef::Str(_) | ValueRef::Obj(_) => 0,
             };
             entry.set_value(ValueRef::Int(current + by));
             entry.set_expire_at(deadline);

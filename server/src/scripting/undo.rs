@@ -1,13 +1,13 @@
 //! The undo log of a declared-keys script run: the state of every key a
 //! write command is about to change, restored if the run is abandoned.
 
-use crate::store::{HeldShards, KeyRef, ShardGuard, Store, ValueRef};
+use crate::store::{HeldShards, KeyRef, OwnedValue, ShardGuard, Store};
 
 /// The state of a key before a script's write, to restore on rollback.
 struct Saved {
     db: usize,
     key: Vec<u8>,
-    before: Option<(Option<i64>, Vec<u8>, u64)>,
+    before: Option<(OwnedValue, u64)>,
 }
 
 /// Writes a script made in a declared-keys run, undone if the run is abandoned.
@@ -28,13 +28,19 @@ impl UndoLog {
         if matches!(shard, ShardGuard::Scratch(_)) {
             return; // Not held: nothing there can have been changed.
         }
-        let before = shard.get(key, now_ms).map(|entry| {
-            let expire = entry.expire_at();
-            match entry.value() {
-                ValueRef::Int(n) => (Some(n), Vec::new(), expire),
-                ValueRef::Str(bytes) => (None, bytes.to_vec(), expire),
-            }
-        });
+        // Only a key's first snapshot in the run matters (rollback restores
+        // in reverse order); copying a collection again per write would be
+        // O(N) per command.
+        if self
+            .saved
+            .iter()
+            .any(|saved| saved.db == db && saved.key == key.bytes)
+        {
+            return;
+        }
+        let before = shard
+            .get(key, now_ms)
+            .map(|entry| (OwnedValue::of(entry.value()), entry.expire_at()));
         self.saved.push(Saved {
             db,
             key: key.bytes.to_vec(),
@@ -46,12 +52,9 @@ impl UndoLog {
         for saved in self.saved.into_iter().rev() {
             let key = store.key(&saved.key);
             let mut shard = held.shard_for(saved.db, key);
-            match &saved.before {
-                Some((Some(n), _, expire)) => {
-                    shard.set(key, ValueRef::Int(*n), *expire, now_ms);
-                }
-                Some((None, bytes, expire)) => {
-                    shard.set(key, ValueRef::Str(bytes), *expire, now_ms);
+            match saved.before {
+                Some((value, expire)) => {
+                    shard.set_owned(key, value, expire, now_ms);
                 }
                 None => {
                     shard.remove(key, now_ms);

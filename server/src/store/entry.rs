@@ -16,7 +16,8 @@
 //!   0   u8   tag: kind | (0 << 4)
 //!   1   u8   key length
 //!   2   u48  expire_at_ms, little endian (0 = no deadline)
-//!   8   u64  payload: the i64 for Int, the byte length for Str
+//!   8   u64  payload: the i64 for Int, the byte length for Str, the
+//!             `Box<Object>` pointer for a collection
 //!   16  key bytes, then the string bytes for Str
 //! wide (anything else):
 //!   0   u8   tag: kind | WIDE
@@ -26,16 +27,21 @@
 //!   24  key bytes, then the string bytes for Str
 //! ```
 //!
+//! A collection (hash, list, set, sorted set) lives in its own heap
+//! [`Object`]; the block then holds only the header, the key and the pointer.
+//!
 //! An entry does not free itself: blocks belong to the shard's slab, so the
 //! shard frees every entry it removes with [`Entry::free`]. The unsafe code of
 //! the entry layout is confined to this file.
 
 use std::ptr::NonNull;
 
+use super::object::Object;
 use super::slab::{block_size, Slab};
 
 const KIND_INT: u8 = 1;
 const KIND_STR: u8 = 2;
+const KIND_OBJ: u8 = 3;
 const KIND_MASK: u8 = 0x0F;
 const WIDE: u8 = 0x10;
 
@@ -45,20 +51,38 @@ const COMPACT_MAX_KEY: usize = 255;
 const COMPACT_MAX_EXPIRE: u64 = (1 << 48) - 1;
 
 /// The value of an entry as seen by readers.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy)]
 pub enum ValueRef<'a> {
     /// A string that is the canonical decimal form of an i64, stored as the number.
     Int(i64),
     /// Any other string, stored as bytes.
     Str(&'a [u8]),
+    /// A collection. Building an entry from it copies the collection.
+    Obj(&'a Object),
+}
+
+impl PartialEq for ValueRef<'_> {
+    fn eq(&self, other: &ValueRef<'_>) -> bool {
+        match (self, other) {
+            (ValueRef::Int(a), ValueRef::Int(b)) => a == b,
+            (ValueRef::Str(a), ValueRef::Str(b)) => a == b,
+            (ValueRef::Obj(a), ValueRef::Obj(b)) => std::ptr::eq(*a, *b),
+            _ => false,
+        }
+    }
 }
 
 impl ValueRef<'_> {
     fn extra_len(&self) -> usize {
         match self {
-            ValueRef::Int(_) => 0,
+            ValueRef::Int(_) | ValueRef::Obj(_) => 0,
             ValueRef::Str(bytes) => bytes.len(),
         }
+    }
+
+    /// True for the string kinds.
+    pub fn is_string(&self) -> bool {
+        !matches!(self, ValueRef::Obj(_))
     }
 }
 
@@ -83,6 +107,7 @@ impl Entry {
         let (kind, payload) = match value {
             ValueRef::Int(n) => (KIND_INT, n as u64),
             ValueRef::Str(bytes) => (KIND_STR, bytes.len() as u64),
+            ValueRef::Obj(object) => (KIND_OBJ, Box::into_raw(Box::new(object.clone())) as u64),
         };
         // SAFETY: every write stays inside the `total` bytes just allocated;
         // the u64 writes are at 8-aligned offsets of an 8-aligned block.
@@ -110,6 +135,35 @@ impl Entry {
             }
         }
         Entry { ptr }
+    }
+
+    /// Builds an entry that takes ownership of a collection.
+    pub fn new_object(
+        key: &[u8],
+        object: Box<Object>,
+        expire_at_ms: u64,
+        slab: &mut Slab,
+    ) -> Entry {
+        let entry = Entry::new(key, ValueRef::Int(0), expire_at_ms, slab);
+        let tag = entry.tag() & !KIND_MASK | KIND_OBJ;
+        // SAFETY: header fields of a block just built, exclusively ours.
+        unsafe {
+            *entry.ptr.as_ptr() = tag;
+            *entry.payload_ptr() = Box::into_raw(object) as u64;
+        }
+        entry
+    }
+
+    #[inline]
+    fn object_ptr(&self) -> Option<*mut Object> {
+        (self.tag() & KIND_MASK == KIND_OBJ).then(|| self.payload() as *mut Object)
+    }
+
+    /// The collection, mutably; `None` for a string.
+    pub fn object_mut(&mut self) -> Option<&mut Object> {
+        // SAFETY: the pointer came from Box::into_raw and is owned by this
+        // entry; &mut self makes the access exclusive.
+        self.object_ptr().map(|p| unsafe { &mut *p })
     }
 
     #[inline]
@@ -179,8 +233,11 @@ impl Entry {
     /// The value.
     #[inline]
     pub fn value(&self) -> ValueRef<'_> {
-        if self.tag() & KIND_MASK == KIND_INT {
-            return ValueRef::Int(self.payload() as i64);
+        match self.tag() & KIND_MASK {
+            KIND_INT => return ValueRef::Int(self.payload() as i64),
+            // SAFETY: owned by this entry, alive as long as &self.
+            KIND_OBJ => return ValueRef::Obj(unsafe { &*(self.payload() as *const Object) }),
+            _ => {}
         }
         let len = self.payload() as usize;
         let offset = self.header_len() + self.key_len();
@@ -257,14 +314,22 @@ impl Entry {
         }
     }
 
-    /// Bytes this entry costs: its slab block.
+    /// Bytes this entry costs: its slab block and any collection.
     pub fn heap_size(&self) -> usize {
-        block_size(self.total_len())
+        let object = match self.value() {
+            ValueRef::Obj(object) => object.heap_bytes(),
+            _ => 0,
+        };
+        block_size(self.total_len()) + object
     }
 
     /// Returns the block to `slab`, which must be the slab that allocated it
     /// (the owning shard's).
     pub fn free(self, slab: &mut Slab) {
+        if let Some(object) = self.object_ptr() {
+            // SAFETY: from Box::into_raw in `new`/`new_object`, freed once here.
+            drop(unsafe { Box::from_raw(object) });
+        }
         let size = self.total_len();
         // SAFETY: the block came from this slab with this size (the shard
         // owns both); `self` is consumed so the block is not used again.

@@ -14,6 +14,7 @@
 pub mod clock;
 pub mod entry;
 pub mod held;
+pub mod object;
 pub mod shard;
 pub mod slab;
 
@@ -27,7 +28,8 @@ use parking_lot::{Mutex, MutexGuard};
 pub use clock::{Clock, ManualClock, SystemClock};
 pub use entry::{Entry, ValueRef};
 pub use held::{HeldShards, ShardGuard, ShardLender};
-pub use shard::{EntryMut, KeyRef, ShardData};
+pub use object::{Kind, Object};
+pub use shard::{EntryMut, KeyRef, OwnedValue, ShardData};
 
 /// Waits for a shard somebody else holds. A shard is normally held for one
 /// command, but a script holds its shards for its whole run; on a tokio

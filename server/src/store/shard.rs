@@ -12,6 +12,7 @@ use hashbrown::DefaultHashBuilder;
 use std::hash::BuildHasher;
 
 use super::entry::{Entry, ValueRef};
+use super::object::Object;
 use super::slab::Slab;
 
 /// A key together with its precomputed hash (computed once, outside the lock).
@@ -45,6 +46,29 @@ pub struct ShardData {
     expired_uncounted: u64,
 }
 
+/// A value copied out of its entry, to be stored again elsewhere (RENAME,
+/// COPY, MOVE) or later (a script's undo log).
+#[derive(Debug, Clone)]
+pub enum OwnedValue {
+    /// An integer string.
+    Int(i64),
+    /// Any other string.
+    Str(Vec<u8>),
+    /// A collection.
+    Obj(Box<Object>),
+}
+
+impl OwnedValue {
+    /// Copies a value out.
+    pub fn of(value: ValueRef<'_>) -> OwnedValue {
+        match value {
+            ValueRef::Int(n) => OwnedValue::Int(n),
+            ValueRef::Str(bytes) => OwnedValue::Str(bytes.to_vec()),
+            ValueRef::Obj(object) => OwnedValue::Obj(Box::new(object.clone())),
+        }
+    }
+}
+
 /// A mutable view of one entry that keeps the shard's memory and TTL
 /// accounting right whatever the caller changes.
 pub struct EntryMut<'a> {
@@ -73,6 +97,13 @@ impl EntryMut<'_> {
     /// Sets the deadline (0 removes it).
     pub fn set_expire_at(&mut self, expire_at_ms: u64) {
         self.entry.set_expire_at(expire_at_ms, self.slab);
+    }
+
+    /// The collection, for changing it in place; `None` for a string. The
+    /// collection keeps its own byte count, which the drop of this view
+    /// carries into the shard's accounting.
+    pub fn object_mut(&mut self) -> Option<&mut Object> {
+        self.entry.object_mut()
     }
 }
 
@@ -207,6 +238,38 @@ impl ShardData {
         now_ms: u64,
     ) -> bool {
         let entry = Entry::new(key.bytes, value, expire_at_ms, &mut self.slab);
+        self.put(key, entry, now_ms)
+    }
+
+    /// Stores a collection under the key, replacing whatever was there;
+    /// returns true when a live key was replaced.
+    pub fn set_object(
+        &mut self,
+        key: KeyRef<'_>,
+        object: Box<Object>,
+        expire_at_ms: u64,
+        now_ms: u64,
+    ) -> bool {
+        let entry = Entry::new_object(key.bytes, object, expire_at_ms, &mut self.slab);
+        self.put(key, entry, now_ms)
+    }
+
+    /// Stores an owned value under the key, replacing whatever was there.
+    pub fn set_owned(
+        &mut self,
+        key: KeyRef<'_>,
+        value: OwnedValue,
+        expire_at_ms: u64,
+        now_ms: u64,
+    ) -> bool {
+        match value {
+            OwnedValue::Int(n) => self.set(key, ValueRef::Int(n), expire_at_ms, now_ms),
+            OwnedValue::Str(bytes) => self.set(key, ValueRef::Str(&bytes), expire_at_ms, now_ms),
+            OwnedValue::Obj(object) => self.set_object(key, object, expire_at_ms, now_ms),
+        }
+    }
+
+    fn put(&mut self, key: KeyRef<'_>, entry: Entry, now_ms: u64) -> bool {
         let mut delta = entry.heap_size() as isize;
         if entry.expire_at() != 0 {
             self.volatile += 1;

@@ -1,0 +1,225 @@
+//! What every collection command does around its own work: find the key,
+//! refuse a key of another type with WRONGTYPE, create the collection on the
+//! first write, and delete the key when its collection ends up empty (Redis
+//! never keeps an empty hash, list, set or sorted set).
+
+use super::args::{glob_match, int_arg, is};
+use super::error;
+use super::keys::parse_cursor;
+use crate::resp::{Protocol, Reply};
+use crate::store::{KeyRef, Kind, ShardData, ValueRef};
+
+/// Runs `read` on the collection at `key`: `Ok(None)` when the key does not
+/// exist, WRONGTYPE when it holds another type.
+pub fn read<T: Kind, R>(
+    shard: &mut ShardData,
+    key: KeyRef<'_>,
+    now_ms: u64,
+    read: impl FnOnce(&T) -> R,
+) -> Result<Option<R>, Reply> {
+    match shard.get(key, now_ms).map(|entry| entry.value()) {
+        None => Ok(None),
+        Some(ValueRef::Obj(object)) => match T::of(object) {
+            Some(value) => Ok(Some(read(value))),
+            None => Err(Reply::error(error::WRONGTYPE)),
+        },
+        Some(_) => Err(Reply::error(error::WRONGTYPE)),
+    }
+}
+
+/// Runs `change` on the collection at `key`, first creating an empty one
+/// when the key is missing and `create` is set (`Ok(None)` when it is
+/// missing and not created). A collection left empty is deleted with its key.
+pub fn modify<T: Kind, R>(
+    shard: &mut ShardData,
+    key: KeyRef<'_>,
+    now_ms: u64,
+    create: bool,
+    change: impl FnOnce(&mut T) -> R,
+) -> Result<Option<R>, Reply> {
+    if shard.get(key, now_ms).is_none() {
+        if !create {
+            return Ok(None);
+        }
+        shard.set_object(key, Box::new(T::empty()), 0, now_ms);
+    }
+    let Some(mut entry) = shard.get_mut(key, now_ms) else {
+        return Ok(None);
+    };
+    let Some(value) = entry.object_mut().and_then(T::of_mut) else {
+        return Err(Reply::error(error::WRONGTYPE));
+    };
+    let result = change(value);
+    let now_empty = entry.object_mut().is_some_and(|object| object.is_empty());
+    drop(entry);
+    if now_empty {
+        shard.remove(key, now_ms);
+    }
+    Ok(Some(result))
+}
+
+/// Checks that `key` is missing or of type `T`; true when it exists.
+pub fn exists_as<T: Kind>(
+    shard: &mut ShardData,
+    key: KeyRef<'_>,
+    now_ms: u64,
+) -> Result<bool, Reply> {
+    read::<T, ()>(shard, key, now_ms, |_| ()).map(|found| found.is_some())
+}
+
+/// Turns `Result<Reply, Reply>` into the reply, whichever it is.
+pub fn either(result: Result<Reply, Reply>) -> Reply {
+    result.unwrap_or_else(|reply| reply)
+}
+
+/// A score or other double as Redis 7.0 sends it: `%.17g` text in a bulk
+/// string for RESP2, a RESP3 double otherwise.
+pub fn double(value: f64) -> Reply {
+    Reply::Double(value)
+}
+
+/// Elements with their scores or values, as Redis 7.0 pairs them: a flat
+/// array in RESP2, an array of two-element arrays in RESP3.
+pub fn pairs(proto: Protocol, items: Vec<(Reply, Reply)>) -> Reply {
+    match proto {
+        Protocol::Resp2 => Reply::Array(items.into_iter().flat_map(|(a, b)| [a, b]).collect()),
+        Protocol::Resp3 => Reply::Array(
+            items
+                .into_iter()
+                .map(|(a, b)| Reply::Array(vec![a, b]))
+                .collect(),
+        ),
+    }
+}
+
+/// MATCH and COUNT of HSCAN, SSCAN and ZSCAN, after the cursor.
+pub struct ScanOptions<'a> {
+    pattern: Option<&'a [u8]>,
+}
+
+impl<'a> ScanOptions<'a> {
+    /// Parses `cursor [MATCH pattern] [COUNT count]` as Redis does.
+    pub fn parse(cursor: &[u8], options: &[&'a [u8]]) -> Result<ScanOptions<'a>, Reply> {
+        if parse_cursor(cursor).is_none() {
+            return Err(Reply::error(error::INVALID_CURSOR));
+        }
+        let mut pattern = None;
+        let mut i = 0;
+        while i < options.len() {
+            let remaining = options.len() - i;
+            if is(options[i], "count") && remaining >= 2 {
+                if int_arg(options[i + 1])? < 1 {
+                    return Err(Reply::error(error::SYNTAX));
+                }
+            } else if is(options[i], "match") && remaining >= 2 {
+                pattern = Some(options[i + 1]).filter(|p| *p != b"*");
+            } else {
+                return Err(Reply::error(error::SYNTAX));
+            }
+            i += 2;
+        }
+        Ok(ScanOptions { pattern })
+    }
+
+    /// True when `element` passes MATCH.
+    pub fn keeps(&self, element: &[u8]) -> bool {
+        self.pattern.is_none_or(|p| glob_match(p, element, false))
+    }
+
+    /// The reply: the whole collection in one step, so the next cursor is
+    /// always 0. Redis does the same for its small encodings; for large
+    /// collections it pages, which COUNT only hints at (docs/compatibility.md).
+    pub fn reply(elements: Vec<Reply>) -> Reply {
+        Reply::Array(vec![Reply::BulkStatic(b"0"), Reply::Array(elements)])
+    }
+}
+
+/// A count argument that must not be negative (LPOP, SPOP, ZPOPMIN ...).
+/// Anything but a non-negative integer gets the same error, as with Redis's
+/// getPositiveLongFromObjectOrReply.
+pub fn positive_count(arg: &[u8]) -> Result<usize, Reply> {
+    match super::args::parse_i64(arg) {
+        Some(n) if n >= 0 => Ok(n as usize),
+        _ => Err(Reply::error(error::MUST_BE_POSITIVE)),
+    }
+}
+
+/// Resolves a Redis index range (negative counts from the end) over `len`
+/// elements into `start..end`, empty when nothing is in range.
+pub fn index_range(start: i64, stop: i64, len: usize) -> std::ops::Range<usize> {
+    let len = len as i64;
+    let start = if start < 0 {
+        (len + start).max(0)
+    } else {
+        start
+    };
+    let stop = if stop < 0 {
+        len + stop
+    } else {
+        stop.min(len - 1)
+    };
+    if start > stop || start >= len {
+        0..0
+    } else {
+        start as usize..stop as usize + 1
+    }
+}
+
+/// The largest number of repeated picks a negative count may ask for: Redis
+/// would try to build a reply of any size, which here would exhaust memory
+/// (docs/compatibility.md).
+const MAX_RANDOM_PICKS: u64 = 1 << 24;
+
+/// The count argument of HRANDFIELD, SRANDMEMBER and ZRANDMEMBER.
+pub fn random_count(arg: &[u8]) -> Result<i64, Reply> {
+    let count = int_arg(arg)?;
+    if count == i64::MIN {
+        return Err(Reply::error(error::COUNT_RANGE));
+    }
+    if count < 0 && count.unsigned_abs() > MAX_RANDOM_PICKS {
+        return Err(Reply::error(error::MUST_BE_POSITIVE_OR_SMALL));
+    }
+    Ok(count)
+}
+
+/// The positions HRANDFIELD, SRANDMEMBER and ZRANDMEMBER return for a
+/// count over `len` elements: every element in order when a non-negative
+/// count covers them all (as Redis does), else `count` distinct random
+/// positions; a negative count picks `-count` positions with repeats.
+pub fn random_indexes(len: usize, count: i64) -> Vec<usize> {
+    if len == 0 {
+        return Vec::new();
+    }
+    let random = |bound: usize| crate::util::random_u64() as usize % bound;
+    if count < 0 {
+        return (0..count.unsigned_abs()).map(|_| random(len)).collect();
+    }
+    let count = count as usize;
+    if count >= len {
+        return (0..len).collect();
+    }
+    // A partial Fisher-Yates shuffle over the positions.
+    let mut positions: Vec<usize> = (0..len).collect();
+    for i in 0..count {
+        let j = i + random(len - i);
+        positions.swap(i, j);
+    }
+    positions.truncate(count);
+    positions
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn index_ranges_clamp_like_redis() {
+        assert_eq!(index_range(0, -1, 5), 0..5);
+        assert_eq!(index_range(-100, 100, 3), 0..3);
+        assert_eq!(index_range(2, 1, 5), 0..0);
+        assert_eq!(index_range(5, 10, 5), 0..0);
+        assert_eq!(index_range(-2, -1, 5), 3..5);
+        assert_eq!(index_range(0, -6, 5), 0..0);
+        assert_eq!(index_range(0, 0, 0), 0..0);
+    }
+}

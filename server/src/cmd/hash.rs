@@ -1,0 +1,278 @@
+//! Hash commands: HSET HGET HINCRBY and the rest of the family.
+
+use super::args::{int_arg, is};
+use super::collection::{either, modify, pairs, random_count, read, ScanOptions};
+use super::error;
+use super::Ctx;
+use crate::float::{add_human, AddError};
+use crate::resp::Reply;
+use crate::store::object::Hash;
+
+/// HSET key field value [field value ...]
+pub fn hset(ctx: &mut Ctx<'_>, argv: &[&[u8]]) -> Reply {
+    set_fields(ctx, argv, "hset").map_or_else(|r| r, Reply::Int)
+}
+
+/// HMSET key field value [field value ...]
+pub fn hmset(ctx: &mut Ctx<'_>, argv: &[&[u8]]) -> Reply {
+    set_fields(ctx, argv, "hmset").map_or_else(|r| r, |_| Reply::Ok)
+}
+
+fn set_fields(ctx: &mut Ctx<'_>, argv: &[&[u8]], name: &str) -> Result<i64, Reply> {
+    if argv.len() % 2 == 1 {
+        return Err(Reply::error(error::wrong_arity(name)));
+    }
+    let key = ctx.key(argv[1]);
+    let mut shard = ctx.lock(key);
+    let added = modify::<Hash, _>(&mut shard, key, ctx.now_ms, true, |hash| {
+        argv[2..]
+            .chunks_exact(2)
+            .filter(|pair| hash.insert(pair[0], pair[1]))
+            .count() as i64
+    })?;
+    Ok(added.unwrap_or(0))
+}
+
+/// HSETNX key field value
+pub fn hsetnx(ctx: &mut Ctx<'_>, argv: &[&[u8]]) -> Reply {
+    let key = ctx.key(argv[1]);
+    let mut shard = ctx.lock(key);
+    either(
+        modify::<Hash, _>(&mut shard, key, ctx.now_ms, true, |hash| {
+            if hash.get(argv[2]).is_some() {
+                Reply::Int(0)
+            } else {
+                hash.insert(argv[2], argv[3]);
+                Reply::Int(1)
+            }
+        })
+        .map(|r| r.unwrap_or(Reply::Int(0))),
+    )
+}
+
+/// HGET key field
+pub fn hget(ctx: &mut Ctx<'_>, argv: &[&[u8]]) -> Reply {
+    let key = ctx.key(argv[1]);
+    let mut shard = ctx.lock(key);
+    either(
+        read::<Hash, _>(&mut shard, key, ctx.now_ms, |hash| {
+            hash.get(argv[2]).map_or(Reply::Nil, Reply::bulk)
+        })
+        .map(|r| r.unwrap_or(Reply::Nil)),
+    )
+}
+
+/// HMGET key field [field ...]
+pub fn hmget(ctx: &mut Ctx<'_>, argv: &[&[u8]]) -> Reply {
+    let key = ctx.key(argv[1]);
+    let mut shard = ctx.lock(key);
+    let fields = &argv[2..];
+    either(
+        read::<Hash, _>(&mut shard, key, ctx.now_ms, |hash| {
+            Reply::Array(
+                fields
+                    .iter()
+                    .map(|f| hash.get(f).map_or(Reply::Nil, Reply::bulk))
+                    .collect(),
+            )
+        })
+        .map(|r| r.unwrap_or_else(|| Reply::Array(vec![Reply::Nil; fields.len()]))),
+    )
+}
+
+/// Which parts of each field HGETALL, HKEYS and HVALS send.
+#[derive(Clone, Copy)]
+enum Parts {
+    Both,
+    Fields,
+    Values,
+}
+
+fn all_of(ctx: &mut Ctx<'_>, argv: &[&[u8]], parts: Parts) -> Reply {
+    let key = ctx.key(argv[1]);
+    let mut shard = ctx.lock(key);
+    let found = read::<Hash, _>(&mut shard, key, ctx.now_ms, |hash| match parts {
+        Parts::Both => Reply::Map(
+            hash.iter()
+                .map(|(f, v)| (Reply::bulk(f), Reply::bulk(v)))
+                .collect(),
+        ),
+        Parts::Fields => Reply::Array(hash.iter().map(|(f, _)| Reply::bulk(f)).collect()),
+        Parts::Values => Reply::Array(hash.iter().map(|(_, v)| Reply::bulk(v)).collect()),
+    });
+    either(found.map(|r| {
+        r.unwrap_or(match parts {
+            Parts::Both => Reply::Map(Vec::new()),
+            _ => Reply::Array(Vec::new()),
+        })
+    }))
+}
+
+/// HGETALL key
+pub fn hgetall(ctx: &mut Ctx<'_>, argv: &[&[u8]]) -> Reply {
+    all_of(ctx, argv, Parts::Both)
+}
+
+/// HKEYS key
+pub fn hkeys(ctx: &mut Ctx<'_>, argv: &[&[u8]]) -> Reply {
+    all_of(ctx, argv, Parts::Fields)
+}
+
+/// HVALS key
+pub fn hvals(ctx: &mut Ctx<'_>, argv: &[&[u8]]) -> Reply {
+    all_of(ctx, argv, Parts::Values)
+}
+
+/// HDEL key field [field ...]
+pub fn hdel(ctx: &mut Ctx<'_>, argv: &[&[u8]]) -> Reply {
+    let key = ctx.key(argv[1]);
+    let mut shard = ctx.lock(key);
+    either(
+        modify::<Hash, _>(&mut shard, key, ctx.now_ms, false, |hash| {
+            argv[2..].iter().filter(|f| hash.remove(f)).count() as i64
+        })
+        .map(|r| Reply::Int(r.unwrap_or(0))),
+    )
+}
+
+/// HEXISTS key field
+pub fn hexists(ctx: &mut Ctx<'_>, argv: &[&[u8]]) -> Reply {
+    let key = ctx.key(argv[1]);
+    let mut shard = ctx.lock(key);
+    either(
+        read::<Hash, _>(&mut shard, key, ctx.now_ms, |hash| {
+            hash.get(argv[2]).is_some()
+        })
+        .map(|r| Reply::Int(r.unwrap_or(false) as i64)),
+    )
+}
+
+/// HLEN key
+pub fn hlen(ctx: &mut Ctx<'_>, argv: &[&[u8]]) -> Reply {
+    let key = ctx.key(argv[1]);
+    let mut shard = ctx.lock(key);
+    either(
+        read::<Hash, _>(&mut shard, key, ctx.now_ms, |hash| hash.len() as i64)
+            .map(|r| Reply::Int(r.unwrap_or(0))),
+    )
+}
+
+/// HSTRLEN key field
+pub fn hstrlen(ctx: &mut Ctx<'_>, argv: &[&[u8]]) -> Reply {
+    let key = ctx.key(argv[1]);
+    let mut shard = ctx.lock(key);
+    either(
+        read::<Hash, _>(&mut shard, key, ctx.now_ms, |hash| {
+            hash.get(argv[2]).map_or(0, |v| v.len() as i64)
+        })
+        .map(|r| Reply::Int(r.unwrap_or(0))),
+    )
+}
+
+/// HINCRBY key field increment
+pub fn hincrby(ctx: &mut Ctx<'_>, argv: &[&[u8]]) -> Reply {
+    let delta = match int_arg(argv[3]) {
+        Ok(n) => n,
+        Err(reply) => return reply,
+    };
+    let key = ctx.key(argv[1]);
+    let mut shard = ctx.lock(key);
+    let result = modify::<Hash, _>(&mut shard, key, ctx.now_ms, true, |hash| {
+        let current = match hash.get(argv[2]) {
+            Some(value) => match super::args::parse_i64(value) {
+                Some(n) => n,
+                None => return Reply::error(error::HASH_NOT_INTEGER),
+            },
+            None => 0,
+        };
+        let Some(next) = current.checked_add(delta) else {
+            return Reply::error(error::OVERFLOW);
+        };
+        hash.insert(argv[2], itoa::Buffer::new().format(next).as_bytes());
+        Reply::Int(next)
+    });
+    either(result.map(|r| r.unwrap_or(Reply::Nil)))
+}
+
+/// HINCRBYFLOAT key field increment
+pub fn hincrbyfloat(ctx: &mut Ctx<'_>, argv: &[&[u8]]) -> Reply {
+    // The increment is checked before the key, as Redis does.
+    match add_human(b"0", argv[3]) {
+        Err(AddError::NotAFloat) => return Reply::error(error::NOT_FLOAT),
+        Err(AddError::NanOrInfinity) => return Reply::error(error::VALUE_NAN_OR_INFINITY),
+        Ok(_) => {}
+    }
+    let key = ctx.key(argv[1]);
+    let mut shard = ctx.lock(key);
+    let result = modify::<Hash, _>(&mut shard, key, ctx.now_ms, true, |hash| {
+        let current = hash.get(argv[2]).unwrap_or(b"0");
+        match add_human(current, argv[3]) {
+            Ok(sum) => {
+                hash.insert(argv[2], &sum);
+                Reply::Bulk(sum)
+            }
+            Err(AddError::NotAFloat) => Reply::error(error::HASH_NOT_FLOAT),
+            Err(AddError::NanOrInfinity) => Reply::error(error::NAN_OR_INFINITY),
+        }
+    });
+    either(result.map(|r| r.unwrap_or(Reply::Nil)))
+}
+
+/// HRANDFIELD key [count [WITHVALUES]]
+pub fn hrandfield(ctx: &mut Ctx<'_>, argv: &[&[u8]]) -> Reply {
+    let with_values = match argv.len() {
+        2 | 3 => false,
+        4 if is(argv[3], "withvalues") => true,
+        _ => return Reply::error(error::SYNTAX),
+    };
+    let count = match argv.get(2).map(|c| random_count(c)).transpose() {
+        Ok(count) => count,
+        Err(reply) => return reply,
+    };
+    let proto = ctx.client.proto;
+    let key = ctx.key(argv[1]);
+    let mut shard = ctx.lock(key);
+    let found = read::<Hash, _>(&mut shard, key, ctx.now_ms, |hash| {
+        let Some(count) = count else {
+            let index = crate::util::random_u64() as usize % hash.len();
+            return hash
+                .get_index(index)
+                .map_or(Reply::Nil, |(f, _)| Reply::bulk(f));
+        };
+        let picked = super::collection::random_indexes(hash.len(), count);
+        let chosen = picked.into_iter().filter_map(|i| hash.get_index(i));
+        if with_values {
+            pairs(
+                proto,
+                chosen
+                    .map(|(f, v)| (Reply::bulk(f), Reply::bulk(v)))
+                    .collect(),
+            )
+        } else {
+            Reply::Array(chosen.map(|(f, _)| Reply::bulk(f)).collect())
+        }
+    });
+    either(found.map(|r| {
+        r.unwrap_or(match count {
+            None => Reply::Nil,
+            Some(_) => Reply::Array(Vec::new()),
+        })
+    }))
+}
+
+/// HSCAN key cursor [MATCH pattern] [COUNT count]
+pub fn hscan(ctx: &mut Ctx<'_>, argv: &[&[u8]]) -> Reply {
+    let options = match ScanOptions::parse(argv[2], &argv[3..]) {
+        Ok(options) => options,
+        Err(reply) => return reply,
+    };
+    let key = ctx.key(argv[1]);
+    let mut shard = ctx.lock(key);
+    let found = read::<Hash, _>(&mut shard, key, ctx.now_ms, |hash| {
+        hash.iter()
+            .filter(|(f, _)| options.keeps(f))
+            .flat_map(|(f, v)| [Reply::bulk(f), Reply::bulk(v)])
+            .collect()
+    });
+    either(found.map(|r| ScanOptions::reply(r.unwrap_or_default())))
+}

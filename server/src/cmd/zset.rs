@@ -1,0 +1,736 @@
+//! Sorted-set commands: ZADD and its options, ranges by rank, score and
+//! lex (ZRANGE and its legacy forms), removal by range, pops and random picks.
+
+use std::ops::Bound;
+
+use super::args::{int_arg, is, parse_f64};
+use super::collection::{
+    double, either, index_range, modify, pairs, positive_count, random_count, random_indexes, read,
+    ScanOptions,
+};
+use super::error;
+use super::Ctx;
+use crate::resp::{Protocol, Reply};
+use crate::store::object::ZSet;
+use crate::store::Object;
+
+/// A score argument (ZADD, ZINCRBY): a float, NaN refused.
+fn score_arg(arg: &[u8]) -> Result<f64, Reply> {
+    parse_f64(arg).ok_or_else(|| Reply::error(error::NOT_FLOAT))
+}
+
+/// A score bound: `1.5`, `(1.5` (exclusive), `-inf`, `+inf`.
+fn score_bound(arg: &[u8]) -> Option<Bound<f64>> {
+    match arg.strip_prefix(b"(") {
+        Some(rest) => parse_f64(rest).map(Bound::Excluded),
+        None => parse_f64(arg).map(Bound::Included),
+    }
+}
+
+fn score_range(min: &[u8], max: &[u8]) -> Result<(Bound<f64>, Bound<f64>), Reply> {
+    match (score_bound(min), score_bound(max)) {
+        (Some(a), Some(b)) => Ok((a, b)),
+        _ => Err(Reply::error(error::MIN_MAX_NOT_FLOAT)),
+    }
+}
+
+/// A lex bound: `[a`, `(a`, `-`, `+`.
+#[derive(Clone, Debug)]
+enum Lex {
+    Min,
+    Max,
+    Included(Vec<u8>),
+    Excluded(Vec<u8>),
+}
+
+fn lex_bound(arg: &[u8]) -> Option<Lex> {
+    match arg.first()? {
+        b'-' if arg.len() == 1 => Some(Lex::Min),
+        b'+' if arg.len() == 1 => Some(Lex::Max),
+        b'[' => Some(Lex::Included(arg[1..].to_vec())),
+        b'(' => Some(Lex::Excluded(arg[1..].to_vec())),
+        _ => None,
+    }
+}
+
+fn lex_range(min: &[u8], max: &[u8]) -> Result<(Lex, Lex), Reply> {
+    match (lex_bound(min), lex_bound(max)) {
+        (Some(a), Some(b)) => Ok((a, b)),
+        _ => Err(Reply::error(error::MIN_MAX_NOT_STRING_RANGE)),
+    }
+}
+
+fn above_min(member: &[u8], min: &Lex) -> bool {
+    match min {
+        Lex::Min => true,
+        Lex::Max => false,
+        Lex::Included(m) => member >= m.as_slice(),
+        Lex::Excluded(m) => member > m.as_slice(),
+    }
+}
+
+fn below_max(member: &[u8], max: &Lex) -> bool {
+    match max {
+        Lex::Min => false,
+        Lex::Max => true,
+        Lex::Included(m) => member <= m.as_slice(),
+        Lex::Excluded(m) => member < m.as_slice(),
+    }
+}
+
+/// Members of a lex range in ascending order. Lex ranges are meant for sets
+/// whose members all share one score, where member order is score order.
+fn lex_members<'z>(zset: &'z ZSet, min: &Lex, max: &Lex) -> Vec<(&'z [u8], f64)> {
+    zset.iter()
+        .filter(|(m, _)| above_min(m, min) && below_max(m, max))
+        .collect()
+}
+
+fn member_score(proto: Protocol, items: Vec<(&[u8], f64)>, with_scores: bool) -> Reply {
+    if with_scores {
+        pairs(
+            proto,
+            items
+                .into_iter()
+                .map(|(m, s)| (Reply::bulk(m), double(s)))
+                .collect(),
+        )
+    } else {
+        Reply::Array(items.into_iter().map(|(m, _)| Reply::bulk(m)).collect())
+    }
+}
+
+/// ZADD key [NX|XX] [GT|LT] [CH] [INCR] score member [score member ...]
+pub fn zadd(ctx: &mut Ctx<'_>, argv: &[&[u8]]) -> Reply {
+    let (mut nx, mut xx, mut gt, mut lt, mut ch, mut incr) =
+        (false, false, false, false, false, false);
+    let mut first = 2;
+    while first < argv.len() {
+        let opt = argv[first];
+        if is(opt, "nx") {
+            nx = true;
+        } else if is(opt, "xx") {
+            xx = true;
+        } else if is(opt, "ch") {
+            ch = true;
+        } else if is(opt, "incr") {
+            incr = true;
+        } else if is(opt, "gt") {
+            gt = true;
+        } else if is(opt, "lt") {
+            lt = true;
+        } else {
+            break;
+        }
+        first += 1;
+    }
+    let rest = &argv[first..];
+    if rest.is_empty() || rest.len() % 2 == 1 {
+        return Reply::error(error::SYNTAX);
+    }
+    if nx && xx {
+        return Reply::error(error::XX_AND_NX);
+    }
+    if (gt && nx) || (lt && nx) || (gt && lt) {
+        return Reply::error(error::GT_LT_NX);
+    }
+    if incr && rest.len() > 2 {
+        return Reply::error(error::INCR_SINGLE_PAIR);
+    }
+    let mut scores = Vec::with_capacity(rest.len() / 2);
+    for pair in rest.chunks_exact(2) {
+        match score_arg(pair[0]) {
+            Ok(score) => scores.push(score),
+            Err(reply) => return reply,
+        }
+    }
+    let options = AddOptions {
+        nx,
+        xx,
+        gt,
+        lt,
+        incr,
+    };
+    let key = ctx.key(argv[1]);
+    let mut shard = ctx.lock(key);
+    let result = modify::<ZSet, _>(&mut shard, key, ctx.now_ms, !xx, |zset| {
+        let (mut added, mut updated, mut last) = (0, 0, None);
+        for (pair, score) in rest.chunks_exact(2).zip(scores) {
+            match add(zset, pair[1], score, options) {
+                Err(()) => return Err(Reply::error(error::SCORE_NAN)),
+                Ok(Added::New(s)) => {
+                    added += 1;
+                    last = Some(s);
+                }
+                Ok(Added::Updated(s)) => {
+                    updated += 1;
+                    last = Some(s);
+                }
+                Ok(Added::Same(s)) => last = Some(s),
+                Ok(Added::Nothing) => last = None,
+            }
+        }
+        Ok(if incr {
+            last.map_or(Reply::Nil, double)
+        } else {
+            Reply::Int(if ch { added + updated } else { added })
+        })
+    });
+    match result {
+        Ok(Some(Ok(reply) | Err(reply))) => reply,
+        Ok(None) if incr => Reply::Nil,
+        Ok(None) => Reply::Int(0),
+        Err(reply) => reply,
+    }
+}
+
+#[derive(Clone, Copy)]
+struct AddOptions {
+    nx: bool,
+    xx: bool,
+    gt: bool,
+    lt: bool,
+    incr: bool,
+}
+
+/// What one ZADD pair did, with the member's resulting score.
+enum Added {
+    New(f64),
+    Updated(f64),
+    /// Processed but the score did not change.
+    Same(f64),
+    /// Skipped by NX, XX, GT or LT.
+    Nothing,
+}
+
+/// Redis's zsetAdd: one member under the ZADD options. `Err` on a NaN sum.
+fn add(zset: &mut ZSet, member: &[u8], score: f64, options: AddOptions) -> Result<Added, ()> {
+    match zset.score(member) {
+        Some(current) => {
+            if options.nx {
+                return Ok(Added::Nothing);
+            }
+            let score = if options.incr { score + current } else { score };
+            if score.is_nan() {
+                return Err(());
+            }
+            if (options.lt && score >= current) || (options.gt && score <= current) {
+                return Ok(Added::Nothing);
+            }
+            if score != current {
+                zset.insert(member, score);
+                Ok(Added::Updated(score))
+            } else {
+                Ok(Added::Same(score))
+            }
+        }
+        None if !options.xx => {
+            zset.insert(member, score);
+            Ok(Added::New(score))
+        }
+        None => Ok(Added::Nothing),
+    }
+}
+
+/// ZINCRBY key increment member
+pub fn zincrby(ctx: &mut Ctx<'_>, argv: &[&[u8]]) -> Reply {
+    zadd(ctx, &[argv[0], argv[1], b"incr", argv[2], argv[3]])
+}
+
+/// ZREM key member [member ...]
+pub fn zrem(ctx: &mut Ctx<'_>, argv: &[&[u8]]) -> Reply {
+    let key = ctx.key(argv[1]);
+    let mut shard = ctx.lock(key);
+    either(
+        modify::<ZSet, _>(&mut shard, key, ctx.now_ms, false, |zset| {
+            argv[2..]
+                .iter()
+                .filter(|m| zset.remove(m).is_some())
+                .count() as i64
+        })
+        .map(|r| Reply::Int(r.unwrap_or(0))),
+    )
+}
+
+/// ZCARD key
+pub fn zcard(ctx: &mut Ctx<'_>, argv: &[&[u8]]) -> Reply {
+    let key = ctx.key(argv[1]);
+    let mut shard = ctx.lock(key);
+    either(
+        read::<ZSet, _>(&mut shard, key, ctx.now_ms, |zset| zset.len() as i64)
+            .map(|r| Reply::Int(r.unwrap_or(0))),
+    )
+}
+
+/// ZSCORE key member
+pub fn zscore(ctx: &mut Ctx<'_>, argv: &[&[u8]]) -> Reply {
+    let key = ctx.key(argv[1]);
+    let mut shard = ctx.lock(key);
+    either(
+        read::<ZSet, _>(&mut shard, key, ctx.now_ms, |zset| zset.score(argv[2]))
+            .map(|r| r.flatten().map_or(Reply::Nil, double)),
+    )
+}
+
+/// ZMSCORE key member [member ...]
+pub fn zmscore(ctx: &mut Ctx<'_>, argv: &[&[u8]]) -> Reply {
+    let key = ctx.key(argv[1]);
+    let mut shard = ctx.lock(key);
+    let members = &argv[2..];
+    either(
+        read::<ZSet, _>(&mut shard, key, ctx.now_ms, |zset| {
+            members
+                .iter()
+                .map(|m| zset.score(m).map_or(Reply::Nil, double))
+                .collect()
+        })
+        .map(|r| Reply::Array(r.unwrap_or_else(|| vec![Reply::Nil; members.len()]))),
+    )
+}
+
+/// ZCOUNT key min max
+pub fn zcount(ctx: &mut Ctx<'_>, argv: &[&[u8]]) -> Reply {
+    let (min, max) = match score_range(argv[2], argv[3]) {
+        Ok(range) => range,
+        Err(reply) => return reply,
+    };
+    let key = ctx.key(argv[1]);
+    let mut shard = ctx.lock(key);
+    either(
+        read::<ZSet, _>(&mut shard, key, ctx.now_ms, |zset| {
+            zset.range_by_score(min, max).count() as i64
+        })
+        .map(|r| Reply::Int(r.unwrap_or(0))),
+    )
+}
+
+/// ZLEXCOUNT key min max
+pub fn zlexcount(ctx: &mut Ctx<'_>, argv: &[&[u8]]) -> Reply {
+    let (min, max) = match lex_range(argv[2], argv[3]) {
+        Ok(range) => range,
+        Err(reply) => return reply,
+    };
+    let key = ctx.key(argv[1]);
+    let mut shard = ctx.lock(key);
+    either(
+        read::<ZSet, _>(&mut shard, key, ctx.now_ms, |zset| {
+            lex_members(zset, &min, &max).len() as i64
+        })
+        .map(|r| Reply::Int(r.unwrap_or(0))),
+    )
+}
+
+/// The kind of range a ZRANGE-family command selects by.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum By {
+    Auto,
+    Rank,
+    Score,
+    Lex,
+}
+
+/// How a ZRANGE-family command was called.
+struct RangeCall {
+    /// Index of the source key in argv.
+    key: usize,
+    by: By,
+    /// `Some(true)` for the REV forms, `None` when REV may be given.
+    reverse: Option<bool>,
+    /// ZRANGESTORE: the destination's argv index.
+    store: Option<usize>,
+}
+
+/// A parsed range, resolved against one sorted set.
+enum Range {
+    Rank(i64, i64),
+    Score(Bound<f64>, Bound<f64>),
+    Lex(Lex, Lex),
+}
+
+/// Redis's zrangeGenericCommand: options, conflicts, range parsing, lookup.
+fn zrange_generic(ctx: &mut Ctx<'_>, argv: &[&[u8]], call: RangeCall) -> Reply {
+    let mut by = call.by;
+    let mut reverse = call.reverse;
+    let mut with_scores = false;
+    let mut limit: Option<(i64, i64)> = None;
+    let mut j = call.key + 3;
+    while j < argv.len() {
+        let left = argv.len() - j - 1;
+        if call.store.is_none() && is(argv[j], "withscores") {
+            with_scores = true;
+        } else if is(argv[j], "limit") && left >= 2 {
+            match (int_arg(argv[j + 1]), int_arg(argv[j + 2])) {
+                (Ok(offset), Ok(count)) => limit = Some((offset, count)),
+                (Err(reply), _) | (_, Err(reply)) => return reply,
+            }
+            j += 2;
+        } else if reverse.is_none() && is(argv[j], "rev") {
+            reverse = Some(true);
+        } else if by == By::Auto && is(argv[j], "bylex") {
+            by = By::Lex;
+        } else if by == By::Auto && is(argv[j], "byscore") {
+            by = By::Score;
+        } else {
+            return Reply::error(error::SYNTAX);
+        }
+        j += 1;
+    }
+    let reverse = reverse.unwrap_or(false);
+    if by == By::Auto {
+        by = By::Rank;
+    }
+    if limit.is_some() && by == By::Rank {
+        return Reply::error(error::LIMIT_NEEDS_BY);
+    }
+    if with_scores && by == By::Lex {
+        return Reply::error(error::BYLEX_WITHSCORES);
+    }
+    let (mut lo, mut hi) = (argv[call.key + 1], argv[call.key + 2]);
+    if reverse && by != By::Rank {
+        // The reverse forms take the range as max, min.
+        std::mem::swap(&mut lo, &mut hi);
+    }
+    let range = match by {
+        By::Score => match score_range(lo, hi) {
+            Ok((a, b)) => Range::Score(a, b),
+            Err(reply) => return reply,
+        },
+        By::Lex => match lex_range(lo, hi) {
+            Ok((a, b)) => Range::Lex(a, b),
+            Err(reply) => return reply,
+        },
+        _ => match (int_arg(lo), int_arg(hi)) {
+            (Ok(a), Ok(b)) => Range::Rank(a, b),
+            (Err(reply), _) | (_, Err(reply)) => return reply,
+        },
+    };
+    let proto = ctx.client.proto;
+    let now = ctx.now_ms;
+    let source = ctx.key(argv[call.key]);
+    let Some(dst_index) = call.store else {
+        let mut shard = ctx.lock(source);
+        let found = read::<ZSet, _>(&mut shard, source, now, |zset| {
+            member_score(proto, select(zset, &range, reverse, limit), with_scores)
+        });
+        return either(found.map(|r| r.unwrap_or(Reply::Array(Vec::new()))));
+    };
+    let dst = ctx.key(argv[dst_index]);
+    let mut locked = ctx.lock_keys(&[source, dst]);
+    let selected = read::<ZSet, _>(locked.shard(source), source, now, |zset| {
+        let mut out = ZSet::default();
+        for (member, score) in select(zset, &range, reverse, limit) {
+            out.insert(member, score);
+        }
+        out
+    });
+    let result = match selected {
+        Ok(result) => result.unwrap_or_default(),
+        Err(reply) => return reply,
+    };
+    let shard = locked.shard(dst);
+    shard.remove(dst, now);
+    let len = result.len() as i64;
+    if len > 0 {
+        shard.set_object(dst, Box::new(Object::ZSet(result)), 0, now);
+    }
+    Reply::Int(len)
+}
+
+/// The members a range selects, in reply order, after LIMIT.
+fn select<'z>(
+    zset: &'z ZSet,
+    range: &Range,
+    reverse: bool,
+    limit: Option<(i64, i64)>,
+) -> Vec<(&'z [u8], f64)> {
+    let (offset, count) = limit.unwrap_or((0, -1));
+    if offset < 0 {
+        // Redis skips while `offset--` is non-zero: a negative offset
+        // skips everything.
+        return Vec::new();
+    }
+    let take = if count < 0 {
+        usize::MAX
+    } else {
+        count as usize
+    };
+    let skip = offset as usize;
+    match range {
+        Range::Rank(start, stop) => {
+            let r = index_range(*start, *stop, zset.len());
+            if reverse {
+                zset.iter().rev().skip(r.start).take(r.len()).collect()
+            } else {
+                zset.iter().skip(r.start).take(r.len()).collect()
+            }
+        }
+        Range::Score(min, max) => {
+            let found = zset.range_by_score(*min, *max);
+            if reverse {
+                found.rev().skip(skip).take(take).collect()
+            } else {
+                found.skip(skip).take(take).collect()
+            }
+        }
+        Range::Lex(min, max) => {
+            let mut found = lex_members(zset, min, max);
+            if reverse {
+                found.reverse();
+            }
+            found.into_iter().skip(skip).take(take).collect()
+        }
+    }
+}
+
+/// ZRANGE key start stop [BYSCORE|BYLEX] [REV] [LIMIT offset count] [WITHSCORES]
+pub fn zrange(ctx: &mut Ctx<'_>, argv: &[&[u8]]) -> Reply {
+    zrange_generic(
+        ctx,
+        argv,
+        RangeCall {
+            key: 1,
+            by: By::Auto,
+            reverse: None,
+            store: None,
+        },
+    )
+}
+
+/// ZRANGESTORE dst src min max [BYSCORE|BYLEX] [REV] [LIMIT offset count]
+pub fn zrangestore(ctx: &mut Ctx<'_>, argv: &[&[u8]]) -> Reply {
+    zrange_generic(
+        ctx,
+        argv,
+        RangeCall {
+            key: 2,
+            by: By::Auto,
+            reverse: None,
+            store: Some(1),
+        },
+    )
+}
+
+/// ZREVRANGE key start stop [WITHSCORES]
+pub fn zrevrange(ctx: &mut Ctx<'_>, argv: &[&[u8]]) -> Reply {
+    zrange_generic(
+        ctx,
+        argv,
+        RangeCall {
+            key: 1,
+            by: By::Rank,
+            reverse: Some(true),
+            store: None,
+        },
+    )
+}
+
+/// ZRANGEBYSCORE key min max [WITHSCORES] [LIMIT offset count]
+pub fn zrangebyscore(ctx: &mut Ctx<'_>, argv: &[&[u8]]) -> Reply {
+    zrange_generic(
+        ctx,
+        argv,
+        RangeCall {
+            key: 1,
+            by: By::Score,
+            reverse: Some(false),
+            store: None,
+        },
+    )
+}
+
+/// ZREVRANGEBYSCORE key max min [WITHSCORES] [LIMIT offset count]
+pub fn zrevrangebyscore(ctx: &mut Ctx<'_>, argv: &[&[u8]]) -> Reply {
+    zrange_generic(
+        ctx,
+        argv,
+        RangeCall {
+            key: 1,
+            by: By::Score,
+            reverse: Some(true),
+            store: None,
+        },
+    )
+}
+
+/// ZRANGEBYLEX key min max [LIMIT offset count]
+pub fn zrangebylex(ctx: &mut Ctx<'_>, argv: &[&[u8]]) -> Reply {
+    zrange_generic(
+        ctx,
+        argv,
+        RangeCall {
+            key: 1,
+            by: By::Lex,
+            reverse: Some(false),
+            store: None,
+        },
+    )
+}
+
+/// ZREVRANGEBYLEX key max min [LIMIT offset count]
+pub fn zrevrangebylex(ctx: &mut Ctx<'_>, argv: &[&[u8]]) -> Reply {
+    zrange_generic(
+        ctx,
+        argv,
+        RangeCall {
+            key: 1,
+            by: By::Lex,
+            reverse: Some(true),
+            store: None,
+        },
+    )
+}
+
+fn rank(ctx: &mut Ctx<'_>, argv: &[&[u8]], reverse: bool) -> Reply {
+    let key = ctx.key(argv[1]);
+    let mut shard = ctx.lock(key);
+    either(
+        read::<ZSet, _>(&mut shard, key, ctx.now_ms, |zset| {
+            zset.rank(argv[2])
+                .map(|r| if reverse { zset.len() - 1 - r } else { r })
+        })
+        .map(|r| r.flatten().map_or(Reply::Nil, |r| Reply::Int(r as i64))),
+    )
+}
+
+/// ZRANK key member
+pub fn zrank(ctx: &mut Ctx<'_>, argv: &[&[u8]]) -> Reply {
+    rank(ctx, argv, false)
+}
+
+/// ZREVRANK key member
+pub fn zrevrank(ctx: &mut Ctx<'_>, argv: &[&[u8]]) -> Reply {
+    rank(ctx, argv, true)
+}
+
+fn remove_range(ctx: &mut Ctx<'_>, argv: &[&[u8]], range: Range) -> Reply {
+    let key = ctx.key(argv[1]);
+    let mut shard = ctx.lock(key);
+    either(
+        modify::<ZSet, _>(&mut shard, key, ctx.now_ms, false, |zset| {
+            let doomed: Vec<Vec<u8>> = select(zset, &range, false, None)
+                .into_iter()
+                .map(|(m, _)| m.to_vec())
+                .collect();
+            for member in &doomed {
+                zset.remove(member);
+            }
+            doomed.len() as i64
+        })
+        .map(|r| Reply::Int(r.unwrap_or(0))),
+    )
+}
+
+/// ZREMRANGEBYRANK key start stop
+pub fn zremrangebyrank(ctx: &mut Ctx<'_>, argv: &[&[u8]]) -> Reply {
+    match (int_arg(argv[2]), int_arg(argv[3])) {
+        (Ok(a), Ok(b)) => remove_range(ctx, argv, Range::Rank(a, b)),
+        (Err(reply), _) | (_, Err(reply)) => reply,
+    }
+}
+
+/// ZREMRANGEBYSCORE key min max
+pub fn zremrangebyscore(ctx: &mut Ctx<'_>, argv: &[&[u8]]) -> Reply {
+    match score_range(argv[2], argv[3]) {
+        Ok((a, b)) => remove_range(ctx, argv, Range::Score(a, b)),
+        Err(reply) => reply,
+    }
+}
+
+/// ZREMRANGEBYLEX key min max
+pub fn zremrangebylex(ctx: &mut Ctx<'_>, argv: &[&[u8]]) -> Reply {
+    match lex_range(argv[2], argv[3]) {
+        Ok((a, b)) => remove_range(ctx, argv, Range::Lex(a, b)),
+        Err(reply) => reply,
+    }
+}
+
+fn pop(ctx: &mut Ctx<'_>, argv: &[&[u8]], min: bool) -> Reply {
+    if argv.len() > 3 {
+        return Reply::error(error::SYNTAX);
+    }
+    let count = match argv.get(2).map(|c| positive_count(c)).transpose() {
+        Ok(count) => count,
+        Err(reply) => return reply,
+    };
+    let proto = ctx.client.proto;
+    let key = ctx.key(argv[1]);
+    let mut shard = ctx.lock(key);
+    let popped = modify::<ZSet, _>(&mut shard, key, ctx.now_ms, false, |zset| {
+        let taken: Vec<_> = (0..count.unwrap_or(1))
+            .map_while(|_| zset.pop(min))
+            .map(|(m, s)| (Reply::Bulk(m.into()), double(s)))
+            .collect();
+        match count {
+            // Without a count the pair is flat in RESP3 too.
+            None => Reply::Array(taken.into_iter().flat_map(|(m, s)| [m, s]).collect()),
+            Some(_) => pairs(proto, taken),
+        }
+    });
+    either(popped.map(|r| r.unwrap_or(Reply::Array(Vec::new()))))
+}
+
+/// ZPOPMIN key [count]
+pub fn zpopmin(ctx: &mut Ctx<'_>, argv: &[&[u8]]) -> Reply {
+    pop(ctx, argv, true)
+}
+
+/// ZPOPMAX key [count]
+pub fn zpopmax(ctx: &mut Ctx<'_>, argv: &[&[u8]]) -> Reply {
+    pop(ctx, argv, false)
+}
+
+/// ZRANDMEMBER key [count [WITHSCORES]]
+pub fn zrandmember(ctx: &mut Ctx<'_>, argv: &[&[u8]]) -> Reply {
+    let with_scores = match argv.len() {
+        2 | 3 => false,
+        4 if is(argv[3], "withscores") => true,
+        _ => return Reply::error(error::SYNTAX),
+    };
+    let count = match argv.get(2).map(|c| random_count(c)).transpose() {
+        Ok(count) => count,
+        Err(reply) => return reply,
+    };
+    let proto = ctx.client.proto;
+    let key = ctx.key(argv[1]);
+    let mut shard = ctx.lock(key);
+    let found = read::<ZSet, _>(&mut shard, key, ctx.now_ms, |zset| {
+        let members: Vec<_> = zset.iter().collect();
+        let Some(count) = count else {
+            let index = crate::util::random_u64() as usize % members.len();
+            return Reply::bulk(members[index].0);
+        };
+        let chosen = random_indexes(members.len(), count)
+            .into_iter()
+            .map(|i| members[i])
+            .collect();
+        member_score(proto, chosen, with_scores)
+    });
+    either(found.map(|r| {
+        r.unwrap_or(match count {
+            None => Reply::Nil,
+            Some(_) => Reply::Array(Vec::new()),
+        })
+    }))
+}
+
+/// ZSCAN key cursor [MATCH pattern] [COUNT count]
+pub fn zscan(ctx: &mut Ctx<'_>, argv: &[&[u8]]) -> Reply {
+    let options = match ScanOptions::parse(argv[2], &argv[3..]) {
+        Ok(options) => options,
+        Err(reply) => return reply,
+    };
+    let key = ctx.key(argv[1]);
+    let mut shard = ctx.lock(key);
+    let found = read::<ZSet, _>(&mut shard, key, ctx.now_ms, |zset| {
+        zset.iter()
+            .filter(|(m, _)| options.keeps(m))
+            .flat_map(|(m, s)| {
+                [
+                    Reply::bulk(m),
+                    Reply::Bulk(crate::float::format_g17(s).into_bytes()),
+                ]
+            })
+            .collect()
+    });
+    either(found.map(|r| ScanOptions::reply(r.unwrap_or_default())))
+}

@@ -1,0 +1,130 @@
+//! The values of the collection types: hashes, lists, sets and sorted sets.
+//!
+//! A string lives inside its entry's slab block (see [`super::entry`]); a
+//! collection lives in a [`Object`] on the heap that the entry points to. Each
+//! type keeps a running estimate of the bytes it owns, so that memory
+//! accounting (INFO used_memory, maxmemory) stays O(1) per command whatever
+//! the size of the collection.
+//!
+//! Where Redis 7.0 replies in an order that depends on its encoding, the types
+//! reproduce it: a small hash iterates in insertion order (Redis's listpack),
+//! a set of integers in numeric order (intset), a sorted set by score then
+//! member. Large hashes and sets are unordered in Redis (a dict) and here.
+
+mod hash;
+mod list;
+mod set;
+mod zset;
+
+pub use hash::Hash;
+pub use list::List;
+pub use set::{Member, Set};
+pub use zset::{Score, ZSet};
+
+/// Bytes a `Box<[u8]>` element costs beyond its contents: the fat pointer and
+/// the allocator's rounding, as an estimate.
+const ELEMENT_OVERHEAD: usize = 24;
+
+/// Heap bytes of one boxed element.
+fn element_bytes(bytes: &[u8]) -> usize {
+    ELEMENT_OVERHEAD + bytes.len()
+}
+
+/// A collection value.
+#[derive(Debug, Clone)]
+pub enum Object {
+    /// HSET and friends.
+    Hash(Hash),
+    /// LPUSH and friends.
+    List(List),
+    /// SADD and friends.
+    Set(Set),
+    /// ZADD and friends.
+    ZSet(ZSet),
+}
+
+impl Object {
+    /// The name TYPE replies with.
+    pub fn type_name(&self) -> &'static str {
+        match self {
+            Object::Hash(_) => "hash",
+            Object::List(_) => "list",
+            Object::Set(_) => "set",
+            Object::ZSet(_) => "zset",
+        }
+    }
+
+    /// The name OBJECT ENCODING replies with: Redis 7.0's encoding for a
+    /// value of this size and shape.
+    pub fn encoding(&self) -> &'static str {
+        match self {
+            Object::Hash(hash) => hash.encoding(),
+            Object::List(_) => "quicklist",
+            Object::Set(set) => set.encoding(),
+            Object::ZSet(zset) => zset.encoding(),
+        }
+    }
+
+    /// Elements held (HLEN, LLEN, SCARD, ZCARD).
+    pub fn len(&self) -> usize {
+        match self {
+            Object::Hash(hash) => hash.len(),
+            Object::List(list) => list.len(),
+            Object::Set(set) => set.len(),
+            Object::ZSet(zset) => zset.len(),
+        }
+    }
+
+    /// True when the collection holds nothing: the key must then disappear.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Heap bytes owned by the value, including the `Object` itself.
+    pub fn heap_bytes(&self) -> usize {
+        std::mem::size_of::<Object>()
+            + match self {
+                Object::Hash(hash) => hash.heap_bytes(),
+                Object::List(list) => list.heap_bytes(),
+                Object::Set(set) => set.heap_bytes(),
+                Object::ZSet(zset) => zset.heap_bytes(),
+            }
+    }
+}
+
+/// A collection type handlers can ask an [`Object`] for.
+pub trait Kind: Sized {
+    /// An empty value of this type, for a key being created.
+    fn empty() -> Object;
+    /// The value, if the object is of this type.
+    fn of(object: &Object) -> Option<&Self>;
+    /// The value, mutably, if the object is of this type.
+    fn of_mut(object: &mut Object) -> Option<&mut Self>;
+}
+
+macro_rules! kind {
+    ($type:ident, $variant:ident) => {
+        impl Kind for $type {
+            fn empty() -> Object {
+                Object::$variant($type::default())
+            }
+            fn of(object: &Object) -> Option<&Self> {
+                match object {
+                    Object::$variant(value) => Some(value),
+                    _ => None,
+                }
+            }
+            fn of_mut(object: &mut Object) -> Option<&mut Self> {
+                match object {
+                    Object::$variant(value) => Some(value),
+                    _ => None,
+                }
+            }
+        }
+    };
+}
+
+kind!(Hash, Hash);
+kind!(List, List);
+kind!(Set, Set);
+kind!(ZSet, ZSet);

@@ -1,0 +1,203 @@
+//! A set: an "intset" (sorted integers) while every member is a small
+//! integer and there are at most 512 of them, as in Redis 7.0; a hash set
+//! otherwise.
+
+use hashbrown::DefaultHashBuilder;
+use indexmap::IndexSet;
+
+use super::element_bytes;
+use crate::cmd::args::parse_i64;
+
+/// Redis 7.0's `set-max-intset-entries` default.
+const INTSET_MAX_ENTRIES: usize = 512;
+/// Per-member cost of the index set beyond the element: hash, index slot.
+const MEMBER_OVERHEAD: usize = 16;
+
+/// One member as stored: integers of an intset are kept as numbers.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Member<'a> {
+    /// A member of an intset.
+    Int(i64),
+    /// A member of a hash set.
+    Bytes(&'a [u8]),
+}
+
+impl Member<'_> {
+    /// The member's string form.
+    pub fn to_vec(self) -> Vec<u8> {
+        match self {
+            Member::Int(n) => itoa::Buffer::new().format(n).as_bytes().to_vec(),
+            Member::Bytes(bytes) => bytes.to_vec(),
+        }
+    }
+}
+
+#[derive(Debug, Clone)]
+enum Repr {
+    Ints(Vec<i64>),
+    Table(IndexSet<Box<[u8]>, DefaultHashBuilder>),
+}
+
+/// A set value.
+#[derive(Debug, Clone)]
+pub struct Set {
+    repr: Repr,
+    bytes: usize,
+}
+
+impl Default for Set {
+    fn default() -> Set {
+        Set {
+            repr: Repr::Ints(Vec::new()),
+            bytes: 0,
+        }
+    }
+}
+
+impl Set {
+    /// Number of members.
+    pub fn len(&self) -> usize {
+        match &self.repr {
+            Repr::Ints(ints) => ints.len(),
+            Repr::Table(table) => table.len(),
+        }
+    }
+
+    /// True when empty.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// `intset` or `hashtable`.
+    pub fn encoding(&self) -> &'static str {
+        match self.repr {
+            Repr::Ints(_) => "intset",
+            Repr::Table(_) => "hashtable",
+        }
+    }
+
+    pub(super) fn heap_bytes(&self) -> usize {
+        self.bytes
+    }
+
+    /// True when `member` is in the set.
+    pub fn contains(&self, member: &[u8]) -> bool {
+        match &self.repr {
+            Repr::Ints(ints) => parse_i64(member).is_some_and(|n| ints.binary_search(&n).is_ok()),
+            Repr::Table(table) => table.contains(member),
+        }
+    }
+
+    fn convert_to_table(&mut self) {
+        if let Repr::Ints(ints) = &self.repr {
+            let mut table = IndexSet::with_capacity_and_hasher(ints.len() + 1, Default::default());
+            let mut bytes = 0;
+            for n in ints {
+                let member: Box<[u8]> = itoa::Buffer::new().format(*n).as_bytes().into();
+                bytes += element_bytes(&member) + MEMBER_OVERHEAD;
+                table.insert(member);
+            }
+            self.repr = Repr::Table(table);
+            self.bytes = bytes;
+        }
+    }
+
+    /// Adds a member; true when it is new.
+    pub fn insert(&mut self, member: &[u8]) -> bool {
+        if let Repr::Ints(ints) = &mut self.repr {
+            if let Some(n) = parse_i64(member) {
+                match ints.binary_search(&n) {
+                    Ok(_) => return false,
+                    Err(at) if ints.len() < INTSET_MAX_ENTRIES => {
+                        ints.insert(at, n);
+                        self.bytes += 8;
+                        return true;
+                    }
+                    Err(_) => {}
+                }
+            }
+            self.convert_to_table();
+        }
+        let Repr::Table(table) = &mut self.repr else {
+            unreachable!("converted above")
+        };
+        let added = table.insert(member.into());
+        if added {
+            self.bytes += element_bytes(member) + MEMBER_OVERHEAD;
+        }
+        added
+    }
+
+    /// Removes a member; true when it was there.
+    pub fn remove(&mut self, member: &[u8]) -> bool {
+        match &mut self.repr {
+            Repr::Ints(ints) => {
+                let Some(at) = parse_i64(member).and_then(|n| ints.binary_search(&n).ok()) else {
+                    return false;
+                };
+                ints.remove(at);
+                self.bytes -= 8;
+                true
+            }
+            Repr::Table(table) => {
+                let removed = table.swap_remove(member);
+                if removed {
+                    self.bytes -= element_bytes(member) + MEMBER_OVERHEAD;
+                }
+                removed
+            }
+        }
+    }
+
+    /// The member at a position of the iteration order (SPOP, SRANDMEMBER).
+    pub fn get_index(&self, index: usize) -> Option<Member<'_>> {
+        match &self.repr {
+            Repr::Ints(ints) => ints.get(index).map(|n| Member::Int(*n)),
+            Repr::Table(table) => table.get_index(index).map(|m| Member::Bytes(m)),
+        }
+    }
+
+    /// Members in Redis's iteration order (numeric for an intset).
+    pub fn iter(&self) -> Box<dyn Iterator<Item = Member<'_>> + '_> {
+        match &self.repr {
+            Repr::Ints(ints) => Box::new(ints.iter().map(|n| Member::Int(*n))),
+            Repr::Table(table) => Box::new(table.iter().map(|m| Member::Bytes(m))),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn integers_stay_sorted_until_a_string_arrives() {
+        let mut set = Set::default();
+        for m in [&b"10"[..], b"-3", b"7", b"10"] {
+            set.insert(m);
+        }
+        assert_eq!(set.encoding(), "intset");
+        let members: Vec<_> = set.iter().map(Member::to_vec).collect();
+        assert_eq!(members, vec![b"-3".to_vec(), b"7".to_vec(), b"10".to_vec()]);
+        assert!(set.contains(b"7"));
+        assert!(!set.contains(b"07"));
+        assert!(set.insert(b"07"));
+        assert_eq!(set.encoding(), "hashtable");
+        assert!(set.contains(b"7") && set.contains(b"07"));
+        for m in [&b"10"[..], b"-3", b"7", b"07"] {
+            assert!(set.remove(m));
+        }
+        assert!(set.is_empty());
+        assert_eq!(set.heap_bytes(), 0);
+    }
+
+    #[test]
+    fn more_than_512_integers_make_a_hash_table() {
+        let mut set = Set::default();
+        for i in 0..=INTSET_MAX_ENTRIES {
+            set.insert(i.to_string().as_bytes());
+        }
+        assert_eq!(set.encoding(), "hashtable");
+        assert_eq!(set.len(), INTSET_MAX_ENTRIES + 1);
+    }
+}

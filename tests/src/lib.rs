@@ -151,7 +151,10 @@ impl RawConn {
             if let Some(n) = frame_len(&self.pending, self.resp3) {
                 return self.pending.drain(..n).collect();
             }
-            let mut chunk = [0u8; 64 * 1024];
+            // On the heap: a 64 KB array here would sit in every future
+            // awaiting a reply, and a test awaiting dozens of them would
+            // outgrow a test thread's stack in debug builds.
+            let mut chunk = vec![0u8; 64 * 1024];
             let left = deadline.saturating_duration_since(Instant::now());
             let read = tokio::time::timeout(left, self.stream.read(&mut chunk))
                 .await

@@ -575,3 +575,90 @@ async fn keyspace_commands_cover_every_type() {
     "#)
     .await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn watch_matches_redis() {
+    run(r#"
+        SET k 1
+        WATCH k
+        GET k
+        MULTI
+        INCR k
+        EXEC
+        WATCH k
+        SET k 5
+        MULTI
+        INCR k
+        EXEC
+        GET k
+        WATCH k other
+        MULTI
+        INCR k
+        EXEC
+        WATCH missing
+        MULTI
+        SET missing 1
+        EXEC
+        WATCH k
+        UNWATCH
+        SET k 2
+        MULTI
+        GET k
+        EXEC
+        WATCH k
+        MULTI
+        WATCH k
+        INCR k
+        EXEC
+        WATCH k
+        DEL k
+        MULTI
+        PING
+        EXEC
+        SET k 1
+        WATCH k
+        FLUSHDB
+        MULTI
+        PING
+        EXEC
+        WATCH nosuch
+        FLUSHALL
+        MULTI
+        PING
+        EXEC
+        HSET h f 1
+        WATCH h
+        HINCRBY h f 1
+        MULTI
+        HGET h f
+        EXEC
+        RPUSH l a
+        WATCH l
+        MULTI
+        LPUSH l b
+        DISCARD
+        LPUSH l c
+        MULTI
+        LRANGE l 0 -1
+        EXEC
+        SET s 1
+        WATCH s
+        SELECT 1
+        SET s 2
+        SELECT 0
+        MULTI
+        GET s
+        EXEC
+        WATCH s
+        SWAPDB 0 1
+        MULTI
+        GET s
+        EXEC
+        WATCH
+        UNWATCH extra
+        MULTI
+        UNWATCH
+        EXEC
+    "#)
+    .await;
+}

@@ -39,6 +39,7 @@ fn password_required(ctx: &Ctx<'_>) -> Option<String> {
 /// RESET: back to a freshly connected client.
 pub fn reset(ctx: &mut Ctx<'_>, _argv: &[&[u8]]) -> Reply {
     ctx.client.transaction = None;
+    super::multi::unwatch_all(ctx);
     ctx.client.db = 0;
     ctx.client.info.db.store(0, Ordering::Relaxed);
     ctx.client.proto = Protocol::Resp2;

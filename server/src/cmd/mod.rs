@@ -50,6 +50,9 @@ pub struct ClientState {
     pub batch: BatchStats,
     /// Commands queued since MULTI.
     pub transaction: Option<multi::Transaction>,
+    /// Keys WATCHed since the last EXEC, DISCARD or UNWATCH, and the flag
+    /// their shards raise when one is written.
+    pub watches: multi::Watches,
 }
 
 impl ClientState {
@@ -64,6 +67,7 @@ impl ClientState {
             sleep: None,
             batch: BatchStats::default(),
             transaction: None,
+            watches: multi::Watches::default(),
         }
     }
 }

@@ -1,4 +1,4 @@
-//! Transactions: MULTI, EXEC, DISCARD.
+//! Transactions: MULTI, EXEC, DISCARD, WATCH, UNWATCH.
 //!
 //! Between MULTI and EXEC a client's commands are checked (existence, arity,
 //! authentication, maxmemory) and queued; a command refused there fails the
@@ -6,11 +6,34 @@
 //! every shard its commands' keys live in (or every shard, when a queued
 //! command's keys are not known from the table), through the same lender a
 //! script uses, so the transaction is atomic across shards.
+//!
+//! WATCH registers the client's flag with the shard of each watched key;
+//! every write to the key (and its expiry, and a FLUSH or SWAPDB that finds
+//! it) raises the flag under that shard's lock. EXEC first looks each
+//! watched key up (an expired one is then deleted, which raises the flag),
+//! then takes its shards, then reads the flag: a write that happened before
+//! EXEC took its shards is always seen. A write command that targets a
+//! watched key raises the flag even when it changes nothing (DEL of a
+//! missing key, SET NX on an existing one), where Redis would not
+//! (docs/compatibility.md): such a transaction aborts and is retried.
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
 
 use super::table::Command;
-use super::{dispatch, Ctx};
+use super::{dispatch, ClientState, Ctx};
 use crate::resp::Reply;
+use crate::state::Shared;
 use crate::store::HeldShards;
+
+/// A client's WATCHed keys.
+#[derive(Default)]
+pub struct Watches {
+    /// (database, key) pairs, each registered with its shard.
+    keys: Vec<(usize, Vec<u8>)>,
+    /// Raised by a shard when a watched key is written.
+    dirty: Arc<AtomicBool>,
+}
 
 /// The commands queued since MULTI, each with the table row it resolved to.
 #[derive(Default)]
@@ -59,9 +82,71 @@ pub fn multi(ctx: &mut Ctx<'_>, _argv: &[&[u8]]) -> Reply {
 /// DISCARD
 pub fn discard(ctx: &mut Ctx<'_>, _argv: &[&[u8]]) -> Reply {
     match ctx.client.transaction.take() {
-        Some(_) => Reply::Ok,
+        Some(_) => {
+            unwatch_all(ctx);
+            Reply::Ok
+        }
         None => Reply::error("ERR DISCARD without MULTI"),
     }
+}
+
+/// WATCH key [key ...]
+pub fn watch(ctx: &mut Ctx<'_>, argv: &[&[u8]]) -> Reply {
+    if ctx.client.transaction.is_some() {
+        return Reply::error("ERR WATCH inside MULTI is not allowed");
+    }
+    let db = ctx.client.db;
+    for key in &argv[1..] {
+        let already = ctx
+            .client
+            .watches
+            .keys
+            .iter()
+            .any(|(d, k)| *d == db && k == key);
+        if already {
+            continue;
+        }
+        let hashed = ctx.key(key);
+        let mut shard = ctx.lock(hashed);
+        // Look the key up first: one already expired is deleted now rather
+        // than counted as a change later (Redis notes it as expired).
+        shard.get(hashed, ctx.now_ms);
+        shard.watch(key, &ctx.client.watches.dirty);
+        drop(shard);
+        ctx.client.watches.keys.push((db, key.to_vec()));
+    }
+    Reply::Ok
+}
+
+/// UNWATCH
+pub fn unwatch(ctx: &mut Ctx<'_>, _argv: &[&[u8]]) -> Reply {
+    unwatch_all(ctx);
+    Reply::Ok
+}
+
+/// Drops every WATCH of the client and lowers its flag.
+pub fn unwatch_all(ctx: &mut Ctx<'_>) {
+    let watched = std::mem::take(&mut ctx.client.watches.keys);
+    for (db, key) in &watched {
+        let hashed = ctx.key(key);
+        ctx.lock_in(*db, hashed)
+            .unwatch(key, &ctx.client.watches.dirty);
+    }
+    ctx.client.watches.dirty.store(false, Ordering::Release);
+}
+
+/// Drops a closing connection's WATCHes.
+pub fn forget_watches(shared: &Shared, client: &mut ClientState) {
+    if client.watches.keys.is_empty() {
+        return;
+    }
+    let mut ctx = Ctx {
+        shared,
+        client,
+        now_ms: 0,
+        held: None,
+    };
+    unwatch_all(&mut ctx);
 }
 
 /// Whether the shards a queued command touches are known from its keys.
@@ -76,7 +161,15 @@ pub fn exec(ctx: &mut Ctx<'_>, _argv: &[&[u8]]) -> Reply {
         return Reply::error("ERR EXEC without MULTI");
     };
     if transaction.failed {
+        unwatch_all(ctx);
         return Reply::error("EXECABORT Transaction discarded because of previous errors.");
+    }
+    // Deletes watched keys that have expired since WATCH, which raises the
+    // flag; the queued commands run at the same `now_ms`, so a key found
+    // live here is live for them too.
+    for (db, key) in &ctx.client.watches.keys {
+        let hashed = ctx.shared.store.key(key);
+        ctx.lock_in(*db, hashed).get(hashed, ctx.now_ms);
     }
     let queued: Vec<(&'static Command, Vec<&[u8]>)> = transaction
         .queued
@@ -98,6 +191,11 @@ pub fn exec(ctx: &mut Ctx<'_>, _argv: &[&[u8]]) -> Reply {
     } else {
         HeldShards::everything(store)
     };
+    if ctx.client.watches.dirty.load(Ordering::Acquire) {
+        drop(held);
+        unwatch_all(ctx);
+        return Reply::NilArray;
+    }
     let mut replies = Vec::with_capacity(queued.len());
     for (_, argv) in &queued {
         let mut inner = Ctx {
@@ -108,5 +206,7 @@ pub fn exec(ctx: &mut Ctx<'_>, _argv: &[&[u8]]) -> Reply {
         };
         replies.push(dispatch(&mut inner, argv));
     }
+    drop(held);
+    unwatch_all(ctx);
     Reply::Array(replies)
 }

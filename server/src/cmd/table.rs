@@ -383,6 +383,8 @@ pub static COMMANDS: &[Command] = &[
     // transactions
     row("multi", 1, NOSCRIPT | LOADING | STALE | FAST | ALLOW_BUSY, NO_KEYS, multi::multi, "transactions", "1.2.0", "Starts a transaction."),
     row("exec", 1, NOSCRIPT | LOADING | STALE, NO_KEYS, multi::exec, "transactions", "1.2.0", "Executes all commands in a transaction."),
+    row("watch", -2, NOSCRIPT | LOADING | STALE | FAST | ALLOW_BUSY, ALL_KEYS, multi::watch, "transactions", "2.2.0", "Monitors changes to keys to determine the execution of a transaction."),
+    row("unwatch", 1, NOSCRIPT | LOADING | STALE | FAST | ALLOW_BUSY, NO_KEYS, multi::unwatch, "transactions", "2.2.0", "Forgets about watched keys of a transaction."),
     row("discard", 1, NOSCRIPT | LOADING | STALE | FAST | ALLOW_BUSY, NO_KEYS, multi::discard, "transactions", "2.0.0", "Discards a transaction."),
     // connection
     row("ping", -1, FAST, NO_KEYS, conn::ping, "connection", "1.0.0", "Returns the server's liveliness response."),

@@ -131,7 +131,7 @@ pub fn zadd(ctx: &mut Ctx<'_>, argv: &[&[u8]]) -> Reply {
     if nx && xx {
         return Reply::error(error::XX_AND_NX);
     }
-    if (gt && nx) || (lt && nx) || (gt && lt) {
+    if ((gt || lt) && nx) || (gt && lt) {
         return Reply::error(error::GT_LT_NX);
     }
     if incr && rest.len() > 2 {

@@ -90,6 +90,7 @@ pub async fn serve(shared: Arc<Shared>, mut stream: TcpStream, info: Arc<ClientI
         }
     }
     let _ = stream.shutdown().await;
+    cmd::multi::forget_watches(&shared, &mut client);
     shared.clients.unregister(info.id);
 }
 

@@ -4,11 +4,11 @@
 //! an expired key is removed the moment anything looks at it and is never
 //! visible. The active sweep ([`ShardData::sweep`]) reclaims keys nobody looks at.
 
-use std::sync::atomic::{AtomicIsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicIsize, Ordering};
 use std::sync::Arc;
 
 use hashbrown::hash_table::{Entry as TableEntry, HashTable};
-use hashbrown::DefaultHashBuilder;
+use hashbrown::{DefaultHashBuilder, HashMap};
 use std::hash::BuildHasher;
 
 use super::entry::{Entry, ValueRef};
@@ -22,6 +22,24 @@ pub struct KeyRef<'a> {
     pub bytes: &'a [u8],
     /// `Store::hash(bytes)`.
     pub hash: u64,
+}
+
+/// The clients WATCHing keys of one shard: key → each watcher's "dirty"
+/// flag. A write marks the flags under the shard lock, at the moment of the
+/// write, so an EXEC that checks its flag after taking its shards can never
+/// miss a write that came before it.
+type Watchers = HashMap<Box<[u8]>, Vec<Arc<AtomicBool>>>;
+
+/// Marks the watchers of `key`, if any.
+#[inline]
+fn touch(watchers: &Option<Box<Watchers>>, key: &[u8]) {
+    if let Some(watchers) = watchers {
+        if let Some(flags) = watchers.get(key) {
+            for flag in flags {
+                flag.store(true, Ordering::Release);
+            }
+        }
+    }
 }
 
 /// The data protected by one shard's mutex.
@@ -44,6 +62,8 @@ pub struct ShardData {
     /// Keys found expired (lazily or by the sweep) since the sweeper last
     /// collected the count for INFO's expired_keys.
     expired_uncounted: u64,
+    /// WATCHed keys of this shard; `None` (one branch per write) when none.
+    watchers: Option<Box<Watchers>>,
 }
 
 /// A value copied out of its entry, to be stored again elsewhere (RENAME,
@@ -79,6 +99,9 @@ pub struct EntryMut<'a> {
     used_memory: &'a AtomicIsize,
     heap_before: usize,
     had_deadline: bool,
+    /// Set by every mutating method: the drop then touches watchers.
+    modified: bool,
+    watchers: &'a Option<Box<Watchers>>,
 }
 
 impl std::ops::Deref for EntryMut<'_> {
@@ -91,11 +114,13 @@ impl std::ops::Deref for EntryMut<'_> {
 impl EntryMut<'_> {
     /// Replaces the value, keeping key and deadline.
     pub fn set_value(&mut self, value: ValueRef<'_>) {
+        self.modified = true;
         self.entry.set_value(value, self.slab);
     }
 
     /// Sets the deadline (0 removes it).
     pub fn set_expire_at(&mut self, expire_at_ms: u64) {
+        self.modified = true;
         self.entry.set_expire_at(expire_at_ms, self.slab);
     }
 
@@ -103,12 +128,16 @@ impl EntryMut<'_> {
     /// collection keeps its own byte count, which the drop of this view
     /// carries into the shard's accounting.
     pub fn object_mut(&mut self) -> Option<&mut Object> {
+        self.modified = true;
         self.entry.object_mut()
     }
 }
 
 impl Drop for EntryMut<'_> {
     fn drop(&mut self) {
+        if self.modified {
+            touch(self.watchers, self.entry.key());
+        }
         let heap_after = self.entry.heap_size();
         if heap_after != self.heap_before {
             *self.bytes = *self.bytes + heap_after - self.heap_before;
@@ -140,6 +169,50 @@ impl ShardData {
             layout_epoch: 0,
             sweep_cursor: 0,
             expired_uncounted: 0,
+            watchers: None,
+        }
+    }
+
+    /// Registers a WATCH of `key` by the client owning `flag`.
+    pub fn watch(&mut self, key: &[u8], flag: &Arc<AtomicBool>) {
+        let watchers = self.watchers.get_or_insert_with(Default::default);
+        watchers.entry(key.into()).or_default().push(flag.clone());
+    }
+
+    /// Removes a WATCH registered with [`ShardData::watch`].
+    pub fn unwatch(&mut self, key: &[u8], flag: &Arc<AtomicBool>) {
+        let Some(watchers) = self.watchers.as_mut() else {
+            return;
+        };
+        if let Some(flags) = watchers.get_mut(key) {
+            if let Some(at) = flags.iter().position(|f| Arc::ptr_eq(f, flag)) {
+                flags.swap_remove(at);
+            }
+            if flags.is_empty() {
+                watchers.remove(key);
+            }
+        }
+        if watchers.is_empty() {
+            self.watchers = None;
+        }
+    }
+
+    /// Touches the watchers of every watched key present in this shard or
+    /// in `also` (FLUSHDB, FLUSHALL and SWAPDB touch the watched keys that
+    /// existed, as Redis's touchAllWatchedKeysInDb does).
+    fn touch_present(&self, also: Option<&HashTable<Entry>>) {
+        let Some(watchers) = &self.watchers else {
+            return;
+        };
+        for (key, flags) in watchers.iter() {
+            let hash = self.hasher.hash_one(&**key);
+            let present =
+                |table: &HashTable<Entry>| table.find(hash, |e| e.key() == &**key).is_some();
+            if present(&self.table) || also.is_some_and(present) {
+                for flag in flags {
+                    flag.store(true, Ordering::Release);
+                }
+            }
         }
     }
 
@@ -191,6 +264,9 @@ impl ShardData {
         if expired {
             if let Ok(occupied) = self.table.get_bucket_entry(index) {
                 let (removed, _) = occupied.remove();
+                // A watched key that expires aborts the transaction, as
+                // Redis's isWatchedKeyExpired makes EXEC do.
+                touch(&self.watchers, removed.key());
                 self.forget(removed);
                 self.expired_uncounted += 1;
             }
@@ -214,6 +290,8 @@ impl ShardData {
             used_memory: &self.used_memory,
             heap_before,
             had_deadline,
+            modified: false,
+            watchers: &self.watchers,
         })
     }
 
@@ -270,6 +348,7 @@ impl ShardData {
     }
 
     fn put(&mut self, key: KeyRef<'_>, entry: Entry, now_ms: u64) -> bool {
+        touch(&self.watchers, key.bytes);
         let mut delta = entry.heap_size() as isize;
         if entry.expire_at() != 0 {
             self.volatile += 1;
@@ -312,6 +391,7 @@ impl ShardData {
         };
         let (removed, _) = occupied.remove();
         let expired = removed.is_expired(now_ms);
+        touch(&self.watchers, removed.key());
         self.forget(removed);
         if expired {
             self.expired_uncounted += 1;
@@ -331,6 +411,7 @@ impl ShardData {
 
     /// Drops every key and returns the slab's memory to the system.
     pub fn clear(&mut self) {
+        self.touch_present(None);
         let bytes = self.bytes as isize;
         let table = std::mem::take(&mut self.table);
         for entry in table {
@@ -365,6 +446,7 @@ impl ShardData {
                 examined += 1;
                 if occupied.get().is_expired(now_ms) {
                     let (gone, _) = occupied.remove();
+                    touch(&self.watchers, gone.key());
                     self.forget(gone);
                     self.expired_uncounted += 1;
                     removed += 1;
@@ -429,6 +511,10 @@ impl ShardData {
 
     /// Exchanges the contents of two shards (SWAPDB).
     pub fn swap_contents(&mut self, other: &mut ShardData) {
+        // Watchers stay with their database: they watch a key of a database
+        // index, whatever it holds.
+        self.touch_present(Some(&other.table));
+        other.touch_present(Some(&self.table));
         std::mem::swap(&mut self.table, &mut other.table);
         std::mem::swap(&mut self.slab, &mut other.slab);
         std::mem::swap(&mut self.volatile, &mut other.volatile);

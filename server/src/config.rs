@@ -54,6 +54,8 @@ pub struct Config {
     /// Memory one worker's Lua VM may use (`lua-memory-limit`); a script
     /// that needs more fails with an error instead of growing the server.
     pub lua_memory_limit: u64,
+    /// `client-output-buffer-limit pubsub <hard> <soft> <seconds>`.
+    pub pubsub_output_limit: crate::pubsub::OutputLimit,
 }
 
 impl fmt::Debug for Config {
@@ -100,6 +102,7 @@ impl Default for Config {
             busy_reply_threshold_ms: 5000,
             lua_native_scripts: true,
             lua_memory_limit: 256 * 1024 * 1024,
+            pubsub_output_limit: crate::pubsub::OutputLimit::PUBSUB_DEFAULT,
         }
     }
 }
@@ -255,6 +258,39 @@ impl Config {
                     return Err("lua-memory-limit must be at least 1mb".to_string());
                 }
                 self.lua_memory_limit = n;
+            }
+            "client-output-buffer-limit" => {
+                // Groups of <class> <hard> <soft> <seconds>. Only subscribers
+                // have a limit here: normal clients have none (Redis's
+                // default too) and there are no replicas.
+                // CONFIG SET passes the groups as one string.
+                let words: Vec<String> = values
+                    .iter()
+                    .flat_map(|v| v.split_whitespace().map(str::to_string))
+                    .collect();
+                if words.is_empty() || words.len() % 4 != 0 {
+                    return Err("wrong number of arguments".to_string());
+                }
+                for group in words.chunks_exact(4) {
+                    let limit = crate::pubsub::OutputLimit {
+                        hard: memory(&group[1])?,
+                        soft: memory(&group[2])?,
+                        soft_seconds: number(&group[3])?,
+                    };
+                    match group[0].to_ascii_lowercase().as_str() {
+                        "pubsub" => self.pubsub_output_limit = limit,
+                        "normal" if limit.hard == 0 && limit.soft == 0 => {}
+                        "normal" => {
+                            return Err(
+                                "tally has no output-buffer limit for normal clients: only \
+                                 `normal 0 0 0` is accepted"
+                                    .to_string(),
+                            )
+                        }
+                        "replica" | "slave" => {}
+                        other => return Err(format!("Invalid client class specified in buffer limit configuration: '{other}'")),
+                    }
+                }
             }
             "busy-reply-threshold" | "lua-time-limit" => {
                 self.busy_reply_threshold_ms = number(one()?)?

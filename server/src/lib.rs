@@ -22,6 +22,7 @@ pub mod config;
 pub mod expiry;
 pub mod float;
 pub mod net;
+pub mod pubsub;
 pub mod resp;
 pub mod scripting;
 pub mod state;

@@ -48,6 +48,8 @@ pub struct Shared {
     pub run_id: String,
     /// Loaded scripts and script runs in progress.
     pub scripts: crate::scripting::Scripts,
+    /// Channel and pattern subscriptions.
+    pub pubsub: crate::pubsub::PubSub,
 }
 
 impl Shared {
@@ -70,6 +72,7 @@ impl Shared {
             out
         };
         let busy_threshold = config.busy_reply_threshold_ms;
+        let pubsub_limit = config.pubsub_output_limit;
         let native_scripts = config.lua_native_scripts;
         let lua_memory_limit = config.lua_memory_limit;
         let shared = Shared {
@@ -89,6 +92,7 @@ impl Shared {
             shutdown: tokio::sync::watch::Sender::new(false),
             run_id,
             scripts: crate::scripting::Scripts::default(),
+            pubsub: crate::pubsub::PubSub::default(),
         };
         shared
             .scripts
@@ -102,6 +106,7 @@ impl Shared {
             .scripts
             .memory_limit
             .store(lua_memory_limit, Ordering::Relaxed);
+        shared.pubsub.set_limit(pubsub_limit);
         shared.scripts.preload_known();
         shared
     }
@@ -125,6 +130,7 @@ impl Shared {
         self.scripts
             .memory_limit
             .store(config.lua_memory_limit, Ordering::Relaxed);
+        self.pubsub.set_limit(config.pubsub_output_limit);
         *self.config.write() = config;
     }
 

@@ -139,6 +139,22 @@ impl RawConn {
         }
     }
 
+    /// Connects with a small, fixed socket receive buffer (which turns off
+    /// the kernel's autotuning): a client that stops reading then backs
+    /// data up into the server after a few kilobytes rather than tens of
+    /// megabytes, as a slow subscriber across a real network does.
+    pub async fn connect_small_receive_buffer(addr: SocketAddr) -> RawConn {
+        let socket = tokio::net::TcpSocket::new_v4().expect("socket");
+        socket.set_recv_buffer_size(64 * 1024).expect("SO_RCVBUF");
+        let stream = socket.connect(addr).await.expect("connect");
+        stream.set_nodelay(true).expect("nodelay");
+        RawConn {
+            stream,
+            pending: Vec::new(),
+            resp3: false,
+        }
+    }
+
     /// Sends raw bytes.
     pub async fn send(&mut self, bytes: &[u8]) {
         self.stream.write_all(bytes).await.expect("write");

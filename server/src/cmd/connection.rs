@@ -13,7 +13,17 @@ use crate::state::ClientInfo;
 pub const REDIS_VERSION: &str = "7.0.15";
 
 /// PING [message]
-pub fn ping(_ctx: &mut Ctx<'_>, argv: &[&[u8]]) -> Reply {
+pub fn ping(ctx: &mut Ctx<'_>, argv: &[&[u8]]) -> Reply {
+    if argv.len() <= 2
+        && ctx.client.proto == Protocol::Resp2
+        && super::pubsub::in_subscribe_mode(ctx)
+    {
+        // A RESP2 subscriber gets PONG in the shape of a message.
+        let message = argv
+            .get(1)
+            .map_or(Reply::BulkStatic(b""), |m| Reply::bulk(m));
+        return Reply::Array(vec![Reply::BulkStatic(b"pong"), message]);
+    }
     match argv.len() {
         1 => Reply::status("PONG"),
         2 => Reply::bulk(argv[1]),
@@ -40,6 +50,7 @@ fn password_required(ctx: &Ctx<'_>) -> Option<String> {
 pub fn reset(ctx: &mut Ctx<'_>, _argv: &[&[u8]]) -> Reply {
     ctx.client.transaction = None;
     super::multi::unwatch_all(ctx);
+    super::pubsub::unsubscribe_all(ctx);
     ctx.client.db = 0;
     ctx.client.info.db.store(0, Ordering::Relaxed);
     ctx.client.proto = Protocol::Resp2;

@@ -15,6 +15,7 @@ pub mod hash;
 pub mod keys;
 pub mod list;
 pub mod multi;
+pub mod pubsub;
 pub mod scripting;
 pub mod server;
 pub mod set;
@@ -53,6 +54,8 @@ pub struct ClientState {
     /// Keys WATCHed since the last EXEC, DISCARD or UNWATCH, and the flag
     /// their shards raise when one is written.
     pub watches: multi::Watches,
+    /// Channel and pattern subscriptions, once the client subscribed.
+    pub pubsub: Option<crate::pubsub::Subscriptions>,
 }
 
 impl ClientState {
@@ -68,6 +71,7 @@ impl ClientState {
             batch: BatchStats::default(),
             transaction: None,
             watches: multi::Watches::default(),
+            pubsub: None,
         }
     }
 }
@@ -328,7 +332,7 @@ fn rejection(ctx: &Ctx<'_>, command: &'static Command, argv: &[&[u8]]) -> Option
     } else if command.flags & flags::DENYOOM != 0 && ctx.shared.over_maxmemory() {
         Some(Reply::error(error::OOM))
     } else {
-        None
+        pubsub::subscribed_refusal(ctx, command.name)
     }
 }
 

@@ -135,18 +135,18 @@ pub fn unwatch_all(ctx: &mut Ctx<'_>) {
     ctx.client.watches.dirty.store(false, Ordering::Release);
 }
 
-/// Drops a closing connection's WATCHes.
-pub fn forget_watches(shared: &Shared, client: &mut ClientState) {
-    if client.watches.keys.is_empty() {
-        return;
-    }
+/// Drops a closing connection's WATCHes and subscriptions.
+pub fn forget_client(shared: &Shared, client: &mut ClientState) {
     let mut ctx = Ctx {
         shared,
         client,
         now_ms: 0,
         held: None,
     };
-    unwatch_all(&mut ctx);
+    if !ctx.client.watches.keys.is_empty() {
+        unwatch_all(&mut ctx);
+    }
+    super::pubsub::unsubscribe_all(&mut ctx);
 }
 
 /// Whether the shards a queued command touches are known from its keys.

@@ -121,6 +121,15 @@ fn config_parameters(config: &Config) -> Vec<(&'static str, String)> {
         ("lua-time-limit", config.busy_reply_threshold_ms.to_string()),
         ("lua-memory-limit", config.lua_memory_limit.to_string()),
         (
+            "client-output-buffer-limit",
+            format!(
+                "normal 0 0 0 slave 268435456 67108864 60 pubsub {} {} {}",
+                config.pubsub_output_limit.hard,
+                config.pubsub_output_limit.soft,
+                config.pubsub_output_limit.soft_seconds
+            ),
+        ),
+        (
             "lua-native-scripts",
             if config.lua_native_scripts {
                 "yes"

@@ -8,7 +8,7 @@ use std::sync::OnceLock;
 use hashbrown::HashMap;
 
 use super::{
-    connection as conn, hash, keys, list, multi, scripting, server, set, string, zset, Ctx,
+    connection as conn, hash, keys, list, multi, pubsub, scripting, server, set, string, zset, Ctx,
 };
 use crate::resp::Reply;
 
@@ -236,6 +236,49 @@ static OBJECT_SUBCOMMANDS: &[Command] = &[
     row("object|help", 2, LOADING | STALE, NO_KEYS, keys::object_help, "generic", "6.2.0", "Returns helpful text about the different subcommands."),
 ];
 
+static PUBSUB_SUBCOMMANDS: &[Command] = &[
+    row(
+        "pubsub|channels",
+        -2,
+        LOADING | STALE,
+        NO_KEYS,
+        pubsub::pubsub_channels,
+        "pubsub",
+        "2.8.0",
+        "Returns the active channels.",
+    ),
+    row(
+        "pubsub|numsub",
+        -2,
+        LOADING | STALE,
+        NO_KEYS,
+        pubsub::pubsub_numsub,
+        "pubsub",
+        "2.8.0",
+        "Returns a count of subscribers to channels.",
+    ),
+    row(
+        "pubsub|numpat",
+        2,
+        LOADING | STALE,
+        NO_KEYS,
+        pubsub::pubsub_numpat,
+        "pubsub",
+        "2.8.0",
+        "Returns a count of unique pattern subscriptions.",
+    ),
+    row(
+        "pubsub|help",
+        2,
+        LOADING | STALE,
+        NO_KEYS,
+        pubsub::pubsub_help,
+        "pubsub",
+        "6.2.0",
+        "Returns helpful text about the different subcommands.",
+    ),
+];
+
 /// Every top-level command.
 #[rustfmt::skip]
 pub static COMMANDS: &[Command] = &[
@@ -380,6 +423,13 @@ pub static COMMANDS: &[Command] = &[
     row("eval_ro", -3, NOSCRIPT | STALE | READONLY, EVAL_KEYS, scripting::eval_ro, "scripting", "7.0.0", "Executes a read-only server-side Lua script."),
     row("evalsha_ro", -3, NOSCRIPT | STALE | READONLY, EVAL_KEYS, scripting::evalsha_ro, "scripting", "7.0.0", "Executes a read-only server-side Lua script by SHA1 digest."),
     container("script", -2, "scripting", "2.6.0", "A container for Lua scripts management commands.", SCRIPT_SUBCOMMANDS, container_without_subcommand),
+    // pub/sub
+    row("subscribe", -2, NOSCRIPT | LOADING | STALE, NO_KEYS, pubsub::subscribe, "pubsub", "2.0.0", "Listens for messages published to channels."),
+    row("unsubscribe", -1, NOSCRIPT | LOADING | STALE, NO_KEYS, pubsub::unsubscribe, "pubsub", "2.0.0", "Stops listening to messages posted to channels."),
+    row("psubscribe", -2, NOSCRIPT | LOADING | STALE, NO_KEYS, pubsub::psubscribe, "pubsub", "2.0.0", "Listens for messages published to channels that match one or more patterns."),
+    row("punsubscribe", -1, NOSCRIPT | LOADING | STALE, NO_KEYS, pubsub::punsubscribe, "pubsub", "2.0.0", "Stops listening to messages published to channels that match one or more patterns."),
+    row("publish", 3, LOADING | STALE | FAST, NO_KEYS, pubsub::publish, "pubsub", "2.0.0", "Posts a message to a channel."),
+    container("pubsub", -2, "pubsub", "2.8.0", "A container for Pub/Sub commands.", PUBSUB_SUBCOMMANDS, container_without_subcommand),
     // transactions
     row("multi", 1, NOSCRIPT | LOADING | STALE | FAST | ALLOW_BUSY, NO_KEYS, multi::multi, "transactions", "1.2.0", "Starts a transaction."),
     row("exec", 1, NOSCRIPT | LOADING | STALE, NO_KEYS, multi::exec, "transactions", "1.2.0", "Executes all commands in a transaction."),

@@ -30,6 +30,21 @@ enum Next {
     Close,
 }
 
+/// What woke an idle connection.
+enum Wake {
+    /// The client sent bytes.
+    Input,
+    /// Pub/sub messages were encoded into the output buffer (this many
+    /// bytes, as the output-buffer limit counts them).
+    Messages(u64),
+    /// The connection must close.
+    Close,
+}
+
+/// Most messages encoded per wake-up, so that a flood of publications
+/// cannot keep a subscriber from reading its own commands.
+const MESSAGES_PER_WAKE: usize = 1024;
+
 /// Serves one connection until the client leaves, is killed, idles past
 /// `timeout`, breaks the protocol, or the server shuts down.
 pub async fn serve(shared: Arc<Shared>, mut stream: TcpStream, info: Arc<ClientInfo>) {
@@ -49,10 +64,30 @@ pub async fn serve(shared: Arc<Shared>, mut stream: TcpStream, info: Arc<ClientI
         if info.killed.load(Ordering::SeqCst) {
             break;
         }
-        if !std::mem::take(&mut resume_buffered)
-            && !read_more(&shared, &mut stream, killed.as_mut(), &mut input).await
-        {
-            break;
+        if !std::mem::take(&mut resume_buffered) {
+            match wait(
+                &shared,
+                &mut stream,
+                killed.as_mut(),
+                &mut input,
+                &mut client,
+                &mut output,
+            )
+            .await
+            {
+                Wake::Input => {}
+                Wake::Close => break,
+                Wake::Messages(bytes) => {
+                    if !write_out(&mut stream, &output, killed.as_mut()).await {
+                        break;
+                    }
+                    output.clear();
+                    if let Some(subs) = &client.pubsub {
+                        subs.subscriber.written(bytes, shared.pubsub.limit());
+                    }
+                    continue;
+                }
+            }
         }
         let next = run_batch(&shared, &mut client, &mut input, &mut output);
         if input.len() as u64 > shared.client_query_buffer_limit.load(Ordering::Relaxed) {
@@ -68,7 +103,7 @@ pub async fn serve(shared: Arc<Shared>, mut stream: TcpStream, info: Arc<ClientI
                 .stats
                 .net_output_bytes
                 .fetch_add(output.len() as u64, Ordering::Relaxed);
-            if stream.write_all(&output).await.is_err() {
+            if !write_out(&mut stream, &output, killed.as_mut()).await {
                 break;
             }
             output.clear();
@@ -89,9 +124,61 @@ pub async fn serve(shared: Arc<Shared>, mut stream: TcpStream, info: Arc<ClientI
             resume_buffered = !input.is_empty();
         }
     }
-    let _ = stream.shutdown().await;
-    cmd::multi::forget_watches(&shared, &mut client);
+    // Forgotten before the socket closes, so that a peer who sees the close
+    // also sees the client gone (CLIENT LIST, PUBSUB NUMSUB).
+    cmd::multi::forget_client(&shared, &mut client);
     shared.clients.unregister(info.id);
+    let _ = stream.shutdown().await;
+}
+
+/// Waits for input, or for pub/sub messages when the client subscribed.
+async fn wait(
+    shared: &Shared,
+    stream: &mut TcpStream,
+    killed: std::pin::Pin<&mut tokio::sync::futures::Notified<'_>>,
+    input: &mut BytesMut,
+    client: &mut ClientState,
+    output: &mut BytesMut,
+) -> Wake {
+    let Some(subs) = client.pubsub.as_mut() else {
+        return match read_more(shared, stream, killed, input).await {
+            true => Wake::Input,
+            false => Wake::Close,
+        };
+    };
+    let message = tokio::select! {
+        biased;
+        more = read_more(shared, stream, killed, input) => {
+            return if more { Wake::Input } else { Wake::Close };
+        }
+        message = subs.receiver.recv() => message,
+    };
+    let mut bytes = 0;
+    let mut next = message;
+    let mut encoded = 0;
+    while let Some(message) = next {
+        bytes += message.size();
+        message.reply().encode(client.proto, output);
+        encoded += 1;
+        if encoded == MESSAGES_PER_WAKE {
+            break;
+        }
+        next = subs.receiver.try_recv().ok();
+    }
+    Wake::Messages(bytes)
+}
+
+/// Writes `output`; false when the connection should close (a write error,
+/// or a kill while the peer is not reading, as a slow subscriber's is).
+async fn write_out(
+    stream: &mut TcpStream,
+    output: &[u8],
+    killed: std::pin::Pin<&mut tokio::sync::futures::Notified<'_>>,
+) -> bool {
+    tokio::select! {
+        written = stream.write_all(output) => written.is_ok(),
+        _ = killed => false,
+    }
 }
 
 /// Reads what the client sent next; false when the connection should close

@@ -52,6 +52,12 @@ pub enum Reply {
     Nothing,
     /// Verbatim text (RESP3 `=txt:`), a bulk string in RESP2 (INFO, CLIENT LIST).
     Verbatim(Vec<u8>),
+    /// Out-of-band data (pub/sub messages and confirmations): RESP3 `>`, an
+    /// array in RESP2.
+    Push(Vec<Reply>),
+    /// Several replies sent back to back for one command (SUBSCRIBE with
+    /// several channels confirms each one separately).
+    Multi(Vec<Reply>),
     /// A double (scores): RESP3 `,`, a bulk string in RESP2; `%.17g` either
     /// way, as Redis 7.0 formats them.
     Double(f64),
@@ -127,6 +133,18 @@ impl Reply {
                 Protocol::Resp3 => out.put_slice(if *value { b"#t\r\n" } else { b"#f\r\n" }),
             },
             Reply::Nothing => {}
+            Reply::Push(items) => {
+                let marker = if proto == Protocol::Resp3 { b'>' } else { b'*' };
+                int_line(out, marker, items.len() as i64);
+                for item in items {
+                    item.encode(proto, out);
+                }
+            }
+            Reply::Multi(replies) => {
+                for reply in replies {
+                    reply.encode(proto, out);
+                }
+            }
             Reply::Double(value) => {
                 let text = crate::float::format_g17(*value);
                 match proto {

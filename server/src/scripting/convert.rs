@@ -63,6 +63,10 @@ pub fn reply_to_lua(lua: &Lua, reply: &Reply, resp3: bool) -> mlua::Result<(Valu
             Value::Table(outer)
         }
         Reply::Set(items) => reply_to_lua(lua, &Reply::Array(items.clone()), resp3)?.0,
+        // Scripts cannot subscribe (SUBSCRIBE is `noscript`); shown as arrays.
+        Reply::Push(items) | Reply::Multi(items) => {
+            reply_to_lua(lua, &Reply::Array(items.clone()), resp3)?.0
+        }
         Reply::Bool(b) if resp3 => Value::Boolean(*b),
         Reply::Bool(b) => Value::Number(*b as i64 as f64),
         Reply::Verbatim(text) if resp3 => {

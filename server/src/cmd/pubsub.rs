@@ -1,0 +1,200 @@
+//! Pub/sub commands: SUBSCRIBE and friends, PUBLISH, PUBSUB introspection.
+//! Delivery itself lives in `crate::pubsub`.
+
+use super::args::glob_match;
+use super::error;
+use super::Ctx;
+use crate::pubsub::Subscriptions;
+use crate::resp::{Protocol, Reply};
+
+/// Commands a RESP2 client may send while subscribed.
+const ALLOWED_WHILE_SUBSCRIBED: &[&str] = &[
+    "subscribe",
+    "psubscribe",
+    "ssubscribe",
+    "unsubscribe",
+    "punsubscribe",
+    "sunsubscribe",
+    "ping",
+    "quit",
+    "reset",
+];
+
+/// The error a RESP2 subscriber gets for any other command, as Redis 7.0
+/// words it; `None` when the command may run.
+pub fn subscribed_refusal(ctx: &Ctx<'_>, name: &str) -> Option<Reply> {
+    if ctx.client.proto != Protocol::Resp2 || !in_subscribe_mode(ctx) || ctx.held.is_some() {
+        return None;
+    }
+    let base = name.split('|').next().unwrap_or(name);
+    if ALLOWED_WHILE_SUBSCRIBED.contains(&base) {
+        return None;
+    }
+    Some(Reply::error(format!(
+        "ERR Can't execute '{name}': only (P|S)SUBSCRIBE / (P|S)UNSUBSCRIBE / PING / QUIT / RESET are allowed in this context"
+    )))
+}
+
+/// True when the client has at least one subscription.
+pub fn in_subscribe_mode(ctx: &Ctx<'_>) -> bool {
+    ctx.client.pubsub.as_ref().is_some_and(|s| s.count() > 0)
+}
+
+fn subscriptions<'c>(ctx: &'c mut Ctx<'_>) -> &'c mut Subscriptions {
+    let info = ctx.client.info.clone();
+    ctx.client
+        .pubsub
+        .get_or_insert_with(|| Subscriptions::new(info))
+}
+
+fn confirmation(kind: &'static [u8], name: Option<&[u8]>, count: usize) -> Reply {
+    Reply::Push(vec![
+        Reply::BulkStatic(kind),
+        name.map_or(Reply::Nil, Reply::bulk),
+        Reply::Int(count as i64),
+    ])
+}
+
+/// SUBSCRIBE channel [channel ...]
+pub fn subscribe(ctx: &mut Ctx<'_>, argv: &[&[u8]]) -> Reply {
+    let shared = ctx.shared;
+    let subs = subscriptions(ctx);
+    let mut replies = Vec::with_capacity(argv.len() - 1);
+    for channel in &argv[1..] {
+        if subs.channels.insert(channel.to_vec()) {
+            shared.pubsub.subscribe(channel, &subs.subscriber);
+        }
+        replies.push(confirmation(b"subscribe", Some(channel), subs.count()));
+    }
+    Reply::Multi(replies)
+}
+
+/// PSUBSCRIBE pattern [pattern ...]
+pub fn psubscribe(ctx: &mut Ctx<'_>, argv: &[&[u8]]) -> Reply {
+    let shared = ctx.shared;
+    let subs = subscriptions(ctx);
+    let mut replies = Vec::with_capacity(argv.len() - 1);
+    for pattern in &argv[1..] {
+        if subs.patterns.insert(pattern.to_vec()) {
+            shared.pubsub.psubscribe(pattern, &subs.subscriber);
+        }
+        replies.push(confirmation(b"psubscribe", Some(pattern), subs.count()));
+    }
+    Reply::Multi(replies)
+}
+
+/// UNSUBSCRIBE [channel ...]
+pub fn unsubscribe(ctx: &mut Ctx<'_>, argv: &[&[u8]]) -> Reply {
+    let shared = ctx.shared;
+    let subs = subscriptions(ctx);
+    let names: Vec<Vec<u8>> = if argv.len() > 1 {
+        argv[1..].iter().map(|c| c.to_vec()).collect()
+    } else {
+        subs.channels.iter().cloned().collect()
+    };
+    if names.is_empty() {
+        return confirmation(b"unsubscribe", None, subs.count());
+    }
+    let mut replies = Vec::with_capacity(names.len());
+    for channel in &names {
+        if subs.channels.shift_remove(channel) {
+            shared.pubsub.unsubscribe(channel, &subs.subscriber);
+        }
+        replies.push(confirmation(b"unsubscribe", Some(channel), subs.count()));
+    }
+    Reply::Multi(replies)
+}
+
+/// PUNSUBSCRIBE [pattern ...]
+pub fn punsubscribe(ctx: &mut Ctx<'_>, argv: &[&[u8]]) -> Reply {
+    let shared = ctx.shared;
+    let subs = subscriptions(ctx);
+    let names: Vec<Vec<u8>> = if argv.len() > 1 {
+        argv[1..].iter().map(|c| c.to_vec()).collect()
+    } else {
+        subs.patterns.iter().cloned().collect()
+    };
+    if names.is_empty() {
+        return confirmation(b"punsubscribe", None, subs.count());
+    }
+    let mut replies = Vec::with_capacity(names.len());
+    for pattern in &names {
+        if subs.patterns.shift_remove(pattern) {
+            shared.pubsub.punsubscribe(pattern, &subs.subscriber);
+        }
+        replies.push(confirmation(b"punsubscribe", Some(pattern), subs.count()));
+    }
+    Reply::Multi(replies)
+}
+
+/// Drops every subscription of the client (RESET, disconnect).
+pub fn unsubscribe_all(ctx: &mut Ctx<'_>) {
+    let Some(subs) = ctx.client.pubsub.as_mut() else {
+        return;
+    };
+    for channel in subs.channels.drain(..) {
+        ctx.shared.pubsub.unsubscribe(&channel, &subs.subscriber);
+    }
+    for pattern in subs.patterns.drain(..) {
+        ctx.shared.pubsub.punsubscribe(&pattern, &subs.subscriber);
+    }
+}
+
+/// PUBLISH channel message
+pub fn publish(ctx: &mut Ctx<'_>, argv: &[&[u8]]) -> Reply {
+    let receivers = ctx.shared.pubsub.publish(argv[1], argv[2], ctx.now_ms);
+    Reply::Int(receivers as i64)
+}
+
+/// PUBSUB CHANNELS [pattern]
+pub fn pubsub_channels(ctx: &mut Ctx<'_>, argv: &[&[u8]]) -> Reply {
+    if argv.len() > 3 {
+        return Reply::error(error::wrong_arity("pubsub|channels"));
+    }
+    let pattern = argv.get(2);
+    Reply::Array(
+        ctx.shared
+            .pubsub
+            .channels()
+            .into_iter()
+            .filter(|c| pattern.is_none_or(|p| glob_match(p, c, false)))
+            .map(Reply::Bulk)
+            .collect(),
+    )
+}
+
+/// PUBSUB NUMSUB [channel ...]
+pub fn pubsub_numsub(ctx: &mut Ctx<'_>, argv: &[&[u8]]) -> Reply {
+    Reply::Array(
+        argv[2..]
+            .iter()
+            .flat_map(|c| {
+                [
+                    Reply::bulk(c),
+                    Reply::Int(ctx.shared.pubsub.numsub(c) as i64),
+                ]
+            })
+            .collect(),
+    )
+}
+
+/// PUBSUB NUMPAT
+pub fn pubsub_numpat(ctx: &mut Ctx<'_>, _argv: &[&[u8]]) -> Reply {
+    Reply::Int(ctx.shared.pubsub.numpat() as i64)
+}
+
+/// PUBSUB HELP
+pub fn pubsub_help(_ctx: &mut Ctx<'_>, _argv: &[&[u8]]) -> Reply {
+    super::server::help_reply(
+        "PUBSUB",
+        &[
+            "CHANNELS [<pattern>]",
+            "    Return the currently active channels matching a <pattern> (default: '*').",
+            "NUMPAT",
+            "    Return number of subscriptions to patterns.",
+            "NUMSUB [<channel> ...]",
+            "    Return the number of subscribers for the specified channels, excluding",
+            "    pattern subscriptions(default: no channels).",
+        ],
+    )
+}

@@ -1,0 +1,311 @@
+//! Publish/subscribe: the channel and pattern registry, and delivery with
+//! Redis's output-buffer limit for subscribers.
+//!
+//! PUBLISH never waits for a subscriber. Each subscriber has an unbounded
+//! queue drained by its own connection task, plus a count of the bytes
+//! queued and not yet written to its socket. A subscriber that does not read
+//! lets that count grow; past `client-output-buffer-limit pubsub` (Redis's
+//! default: 32mb hard, or 8mb for 60 s) it is disconnected and its queue
+//! dropped, so a slow reader costs the publisher and the other subscribers
+//! nothing and the server a bounded amount of memory.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+
+use bytes::Bytes;
+use hashbrown::HashMap;
+use indexmap::IndexSet;
+use parking_lot::RwLock;
+use tokio::sync::mpsc;
+
+use crate::cmd::args::glob_match;
+use crate::resp::Reply;
+use crate::state::ClientInfo;
+
+/// One message on its way to a subscriber.
+#[derive(Debug, Clone)]
+pub enum Message {
+    /// For a channel subscription.
+    Channel {
+        /// The channel published to.
+        channel: Bytes,
+        /// The payload.
+        payload: Bytes,
+    },
+    /// For a pattern subscription.
+    Pattern {
+        /// The pattern that matched.
+        pattern: Bytes,
+        /// The channel published to.
+        channel: Bytes,
+        /// The payload.
+        payload: Bytes,
+    },
+}
+
+impl Message {
+    /// The push reply the subscriber receives.
+    pub fn reply(&self) -> Reply {
+        match self {
+            Message::Channel { channel, payload } => Reply::Push(vec![
+                Reply::BulkStatic(b"message"),
+                Reply::bulk(channel),
+                Reply::bulk(payload),
+            ]),
+            Message::Pattern {
+                pattern,
+                channel,
+                payload,
+            } => Reply::Push(vec![
+                Reply::BulkStatic(b"pmessage"),
+                Reply::bulk(pattern),
+                Reply::bulk(channel),
+                Reply::bulk(payload),
+            ]),
+        }
+    }
+
+    /// Bytes the message occupies in an output buffer (its RESP encoding,
+    /// near enough), as the output-buffer limit counts them.
+    pub fn size(&self) -> u64 {
+        let parts = match self {
+            Message::Channel { channel, payload } => 7 + channel.len() + payload.len(),
+            Message::Pattern {
+                pattern,
+                channel,
+                payload,
+            } => 8 + pattern.len() + channel.len() + payload.len(),
+        };
+        (parts + 40) as u64
+    }
+}
+
+/// The output-buffer limit of subscribers (`client-output-buffer-limit pubsub`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct OutputLimit {
+    /// Disconnect at once past this many bytes (0 = no limit).
+    pub hard: u64,
+    /// Disconnect when above this for `soft_seconds` (0 = no limit).
+    pub soft: u64,
+    /// How long the soft limit may be exceeded.
+    pub soft_seconds: u64,
+}
+
+impl OutputLimit {
+    /// Redis's default for pub/sub clients: 32mb 8mb 60.
+    pub const PUBSUB_DEFAULT: OutputLimit = OutputLimit {
+        hard: 32 * 1024 * 1024,
+        soft: 8 * 1024 * 1024,
+        soft_seconds: 60,
+    };
+}
+
+/// The sending end of one subscribed connection.
+pub struct Subscriber {
+    info: Arc<ClientInfo>,
+    sender: mpsc::UnboundedSender<Message>,
+    /// Bytes queued or encoded but not yet written to the socket.
+    pending: AtomicU64,
+    /// When `pending` first went above the soft limit (unix ms), 0 if below.
+    over_soft_since_ms: AtomicU64,
+}
+
+impl Subscriber {
+    /// The connection's CLIENT ID.
+    pub fn id(&self) -> u64 {
+        self.info.id
+    }
+
+    fn deliver(&self, message: Message, limit: OutputLimit, now_ms: u64) {
+        if self.info.killed.load(Ordering::Relaxed) {
+            return;
+        }
+        let size = message.size();
+        let pending = self.pending.fetch_add(size, Ordering::AcqRel) + size;
+        if limit.hard > 0 && pending > limit.hard {
+            self.disconnect("hard");
+            return;
+        }
+        if limit.soft > 0 && pending > limit.soft {
+            let since = self.over_soft_since_ms.load(Ordering::Acquire);
+            if since == 0 {
+                self.over_soft_since_ms.store(now_ms, Ordering::Release);
+            } else if now_ms.saturating_sub(since) >= limit.soft_seconds * 1000 {
+                self.disconnect("soft");
+                return;
+            }
+        }
+        // A send fails only when the connection is gone.
+        let _ = self.sender.send(message);
+    }
+
+    fn disconnect(&self, which: &str) {
+        tracing::warn!(
+            client = self.info.id,
+            limit = which,
+            "closing subscriber: client-output-buffer-limit pubsub reached"
+        );
+        self.info.kill();
+    }
+
+    /// Records that `bytes` of delivered messages reached the socket.
+    pub fn written(&self, bytes: u64, limit: OutputLimit) {
+        let pending = self.pending.fetch_sub(bytes, Ordering::AcqRel) - bytes;
+        if limit.soft == 0 || pending <= limit.soft {
+            self.over_soft_since_ms.store(0, Ordering::Release);
+        }
+    }
+}
+
+/// A connection's own side of its subscriptions.
+pub struct Subscriptions {
+    /// What PUBLISH calls deliver to.
+    pub subscriber: Arc<Subscriber>,
+    /// Messages waiting to be written, drained by the connection task.
+    pub receiver: mpsc::UnboundedReceiver<Message>,
+    /// Subscribed channels, in subscription order.
+    pub channels: IndexSet<Vec<u8>>,
+    /// Subscribed patterns, in subscription order.
+    pub patterns: IndexSet<Vec<u8>>,
+}
+
+impl Subscriptions {
+    /// Subscriptions for the connection described by `info`.
+    pub fn new(info: Arc<ClientInfo>) -> Subscriptions {
+        let (sender, receiver) = mpsc::unbounded_channel();
+        Subscriptions {
+            subscriber: Arc::new(Subscriber {
+                info,
+                sender,
+                pending: AtomicU64::new(0),
+                over_soft_since_ms: AtomicU64::new(0),
+            }),
+            receiver,
+            channels: IndexSet::new(),
+            patterns: IndexSet::new(),
+        }
+    }
+
+    /// Channels plus patterns: the count SUBSCRIBE and friends reply with.
+    pub fn count(&self) -> usize {
+        self.channels.len() + self.patterns.len()
+    }
+}
+
+type Registry = HashMap<Box<[u8]>, Vec<Arc<Subscriber>>>;
+
+/// Every channel and pattern subscription of the server.
+#[derive(Default)]
+pub struct PubSub {
+    channels: RwLock<Registry>,
+    patterns: RwLock<Registry>,
+    hard: AtomicU64,
+    soft: AtomicU64,
+    soft_seconds: AtomicU64,
+}
+
+fn add(registry: &RwLock<Registry>, name: &[u8], subscriber: &Arc<Subscriber>) {
+    registry
+        .write()
+        .entry(name.into())
+        .or_default()
+        .push(subscriber.clone());
+}
+
+fn remove(registry: &RwLock<Registry>, name: &[u8], subscriber: &Arc<Subscriber>) {
+    let mut registry = registry.write();
+    if let Some(list) = registry.get_mut(name) {
+        list.retain(|s| !Arc::ptr_eq(s, subscriber));
+        if list.is_empty() {
+            registry.remove(name);
+        }
+    }
+}
+
+impl PubSub {
+    /// Installs the subscriber output-buffer limit.
+    pub fn set_limit(&self, limit: OutputLimit) {
+        self.hard.store(limit.hard, Ordering::Relaxed);
+        self.soft.store(limit.soft, Ordering::Relaxed);
+        self.soft_seconds
+            .store(limit.soft_seconds, Ordering::Relaxed);
+    }
+
+    /// The subscriber output-buffer limit.
+    pub fn limit(&self) -> OutputLimit {
+        OutputLimit {
+            hard: self.hard.load(Ordering::Relaxed),
+            soft: self.soft.load(Ordering::Relaxed),
+            soft_seconds: self.soft_seconds.load(Ordering::Relaxed),
+        }
+    }
+
+    /// Registers a channel subscription.
+    pub fn subscribe(&self, channel: &[u8], subscriber: &Arc<Subscriber>) {
+        add(&self.channels, channel, subscriber);
+    }
+
+    /// Removes a channel subscription.
+    pub fn unsubscribe(&self, channel: &[u8], subscriber: &Arc<Subscriber>) {
+        remove(&self.channels, channel, subscriber);
+    }
+
+    /// Registers a pattern subscription.
+    pub fn psubscribe(&self, pattern: &[u8], subscriber: &Arc<Subscriber>) {
+        add(&self.patterns, pattern, subscriber);
+    }
+
+    /// Removes a pattern subscription.
+    pub fn punsubscribe(&self, pattern: &[u8], subscriber: &Arc<Subscriber>) {
+        remove(&self.patterns, pattern, subscriber);
+    }
+
+    /// Delivers a message; returns how many subscriptions received it.
+    pub fn publish(&self, channel: &[u8], payload: &[u8], now_ms: u64) -> usize {
+        let limit = self.limit();
+        let channel = Bytes::copy_from_slice(channel);
+        let payload = Bytes::copy_from_slice(payload);
+        let mut receivers = 0;
+        if let Some(subscribers) = self.channels.read().get(&*channel) {
+            for subscriber in subscribers {
+                let message = Message::Channel {
+                    channel: channel.clone(),
+                    payload: payload.clone(),
+                };
+                subscriber.deliver(message, limit, now_ms);
+                receivers += 1;
+            }
+        }
+        for (pattern, subscribers) in self.patterns.read().iter() {
+            if !glob_match(pattern, &channel, false) {
+                continue;
+            }
+            let pattern = Bytes::copy_from_slice(pattern);
+            for subscriber in subscribers {
+                let message = Message::Pattern {
+                    pattern: pattern.clone(),
+                    channel: channel.clone(),
+                    payload: payload.clone(),
+                };
+                subscriber.deliver(message, limit, now_ms);
+                receivers += 1;
+            }
+        }
+        receivers
+    }
+
+    /// Channels with at least one subscriber (PUBSUB CHANNELS).
+    pub fn channels(&self) -> Vec<Vec<u8>> {
+        self.channels.read().keys().map(|c| c.to_vec()).collect()
+    }
+
+    /// Subscribers of a channel (PUBSUB NUMSUB).
+    pub fn numsub(&self, channel: &[u8]) -> usize {
+        self.channels.read().get(channel).map_or(0, Vec::len)
+    }
+
+    /// Distinct patterns subscribed to (PUBSUB NUMPAT).
+    pub fn numpat(&self) -> usize {
+        self.patterns.read().len()
+    }
+}

@@ -1,0 +1,239 @@
+//! Pub/sub: the same subscriber/publisher conversation with redis-server and
+//! tally, compared frame by frame (RESP2 subscribe mode, RESP3 push frames,
+//! pattern messages, PUBSUB introspection); and the output-buffer limit
+//! that disconnects a subscriber which stops reading, while publishers and
+//! other subscribers carry on.
+
+use std::net::SocketAddr;
+
+use tally_tests::{words, RawConn, RedisServer, TestServer};
+
+/// Who sends a step's command.
+#[derive(Clone, Copy)]
+enum Who {
+    Subscriber,
+    Publisher,
+}
+
+/// One step: who sends what, then how many frames each side reads.
+struct Step {
+    who: Who,
+    command: &'static str,
+    subscriber_frames: usize,
+    publisher_frames: usize,
+}
+
+const fn s(command: &'static str, frames: usize) -> Step {
+    Step {
+        who: Who::Subscriber,
+        command,
+        subscriber_frames: frames,
+        publisher_frames: 0,
+    }
+}
+
+/// A PUBLISH (or other publisher command) whose reply the publisher reads,
+/// followed by `delivered` frames on the subscriber.
+const fn p(command: &'static str, delivered: usize) -> Step {
+    Step {
+        who: Who::Publisher,
+        command,
+        subscriber_frames: delivered,
+        publisher_frames: 1,
+    }
+}
+
+const CONVERSATION: &[Step] = &[
+    s("SUBSCRIBE news alerts", 2),
+    s("SUBSCRIBE news", 1),
+    s("PSUBSCRIBE rl:rules:* metrics.*", 2),
+    s("GET k", 1),
+    s("SET k v", 1),
+    s("PING", 1),
+    s("PING hello", 1),
+    p("PUBLISH news first", 1),
+    p("PUBLISH rl:rules:global v2", 1),
+    p("PUBLISH metrics.cpu 93", 1),
+    p("PUBLISH rl:other x", 0),
+    p("PUBLISH nobody x", 0),
+    p("PUBSUB NUMSUB news alerts nosuch", 0),
+    p("PUBSUB NUMSUB", 0),
+    p("PUBSUB NUMPAT", 0),
+    p("PUBSUB CHANNELS news", 0),
+    p("PUBSUB CHANNELS nomatch*", 0),
+    p("PUBSUB NOSUCH", 0),
+    s("UNSUBSCRIBE news", 1),
+    p("PUBLISH news gone", 0),
+    s("UNSUBSCRIBE nosuch", 1),
+    s("PUNSUBSCRIBE metrics.*", 1),
+    p("PUBLISH rl:rules:global v3", 1),
+    p("PUBLISH metrics.cpu 12", 0),
+    s("UNSUBSCRIBE", 1),
+    s("PUNSUBSCRIBE", 1),
+    s("PUNSUBSCRIBE", 1),
+    s("UNSUBSCRIBE", 1),
+    s("GET k", 1),
+    s("PING", 1),
+    s("HELLO 3", 1),
+    s("SUBSCRIBE news", 1),
+    s("GET k", 1),
+    s("PING", 1),
+    p("PUBLISH news in-resp3", 1),
+    s("PSUBSCRIBE n*", 1),
+    p("PUBLISH news both", 2),
+    s("UNSUBSCRIBE", 1),
+    s("PUNSUBSCRIBE", 1),
+    s("SUBSCRIBE again", 1),
+    s("RESET", 1),
+    p("PUBLISH again after-reset", 0),
+    s("PING", 1),
+];
+
+/// Runs the conversation against one server, returning every frame read.
+async fn converse(addr: SocketAddr) -> Vec<String> {
+    let mut subscriber = RawConn::connect(addr).await;
+    let mut publisher = RawConn::connect(addr).await;
+    let mut transcript = Vec::new();
+    for step in CONVERSATION {
+        let args = words(step.command);
+        let sender = match step.who {
+            Who::Subscriber => &mut subscriber,
+            Who::Publisher => &mut publisher,
+        };
+        let first = sender.cmd(&args).await;
+        // HELLO's reply carries the connection id, which differs.
+        let first = if step.command.starts_with("HELLO") {
+            "<hello>".to_string()
+        } else {
+            String::from_utf8_lossy(&first).into_owned()
+        };
+        transcript.push(format!("{} -> {first:?}", step.command));
+        let (more_sub, more_pub) = match step.who {
+            Who::Subscriber => (step.subscriber_frames - 1, 0),
+            Who::Publisher => (step.subscriber_frames, step.publisher_frames - 1),
+        };
+        for _ in 0..more_pub {
+            let frame = publisher.reply().await;
+            transcript.push(format!(
+                "  publisher <- {:?}",
+                String::from_utf8_lossy(&frame)
+            ));
+        }
+        for _ in 0..more_sub {
+            let frame = subscriber.reply().await;
+            transcript.push(format!(
+                "  subscriber <- {:?}",
+                String::from_utf8_lossy(&frame)
+            ));
+        }
+    }
+    transcript
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_subscriber_conversation_matches_redis_frame_by_frame() {
+    let Some(redis) = RedisServer::start() else {
+        return;
+    };
+    let tally = TestServer::start_real_clock().await;
+    let expected = converse(redis.addr).await;
+    let actual = converse(tally.addr()).await;
+    for (i, (e, a)) in expected.iter().zip(&actual).enumerate() {
+        assert_eq!(e, a, "frame {i} differs");
+    }
+    assert_eq!(expected.len(), actual.len());
+}
+
+async fn client_count(conn: &mut RawConn) -> usize {
+    let list = conn.line("CLIENT LIST").await;
+    list.matches("id=").count()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_subscriber_that_stops_reading_is_cut_off_at_the_hard_limit() {
+    // Redis's default `client-output-buffer-limit pubsub 32mb 8mb 60`.
+    let server = TestServer::start().await;
+    let mut slow = RawConn::connect_small_receive_buffer(server.addr()).await;
+    let mut reader = server.raw().await;
+    let mut publisher = server.raw().await;
+    assert!(slow.line("SUBSCRIBE feed").await.contains("subscribe"));
+    assert!(reader.line("SUBSCRIBE feed").await.contains("subscribe"));
+    assert_eq!(client_count(&mut publisher).await, 3);
+
+    // 48 MB in 100 KB messages. `slow` never reads; `reader` reads each one.
+    let payload = "x".repeat(100 * 1024);
+    let publish = ["PUBLISH", "feed", payload.as_str()];
+    let mut receivers = Vec::new();
+    for _ in 0..480 {
+        let reply = publisher.cmd(&publish).await;
+        receivers.push(String::from_utf8_lossy(&reply).into_owned());
+        let message = reader.reply().await;
+        assert!(message.ends_with(format!("{payload}\r\n").as_bytes()));
+    }
+    // Every publication was answered at once; the first ones reached both
+    // subscribers, the last ones only the reader.
+    assert_eq!(receivers.first().map(String::as_str), Some(":2\r\n"));
+    assert_eq!(receivers.last().map(String::as_str), Some(":1\r\n"));
+
+    // The slow subscriber gets what was in flight, then the connection ends.
+    let received = slow.read_until_closed().await;
+    assert!(
+        received.len() < 48 * 1024 * 1024,
+        "it was cut off before the end"
+    );
+    assert_eq!(client_count(&mut publisher).await, 2);
+    assert_eq!(
+        publisher.line("PUBSUB NUMSUB feed").await,
+        "*2\r\n$4\r\nfeed\r\n:1\r\n"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_subscriber_over_the_soft_limit_for_its_period_is_cut_off() {
+    let server = TestServer::start().await;
+    let mut slow = RawConn::connect_small_receive_buffer(server.addr()).await;
+    let mut publisher = server.raw().await;
+    slow.line("SUBSCRIBE feed").await;
+    // 20 MB: over the 8 MB soft limit (whatever the kernel buffers hold),
+    // under the 32 MB hard limit.
+    let payload = "y".repeat(100 * 1024);
+    let publish = ["PUBLISH", "feed", payload.as_str()];
+    for _ in 0..200 {
+        assert_eq!(publisher.cmd(&publish).await, b":1\r\n");
+    }
+    server.clock.advance_ms(59_000);
+    assert_eq!(publisher.cmd(&publish).await, b":1\r\n");
+    assert_eq!(client_count(&mut publisher).await, 2, "not yet: under 60 s");
+    server.clock.advance_ms(1_000);
+    publisher.cmd(&publish).await;
+    slow.read_until_closed().await;
+    assert_eq!(client_count(&mut publisher).await, 1);
+}
+
+#[tokio::test]
+async fn the_pubsub_limit_is_configurable_like_redis() {
+    let server = TestServer::start().await;
+    let mut conn = server.raw().await;
+    assert_eq!(
+        conn.line("CONFIG GET client-output-buffer-limit").await,
+        "*2\r\n$26\r\nclient-output-buffer-limit\r\n$67\r\nnormal 0 0 0 slave 268435456 67108864 60 pubsub 33554432 8388608 60\r\n"
+    );
+    let set = [
+        "CONFIG",
+        "SET",
+        "client-output-buffer-limit",
+        "pubsub 1mb 512kb 10",
+    ];
+    assert_eq!(conn.cmd(&set).await, b"+OK\r\n");
+    assert!(conn
+        .line("CONFIG GET client-output-buffer-limit")
+        .await
+        .contains("pubsub 1048576 524288 10"));
+    let bad = [
+        "CONFIG",
+        "SET",
+        "client-output-buffer-limit",
+        "normal 1mb 0 0",
+    ];
+    assert!(conn.cmd(&bad).await.starts_with(b"-ERR"));
+}

@@ -138,6 +138,13 @@ impl<'s> HeldShards<'s> {
         {
             let mut taken = slot.borrow_mut();
             if taken.is_none() {
+                // After a conflict every shard not yet taken stays out of
+                // reach: taking one now would let a write land that the
+                // undo log never saw (its snapshot was given the scratch
+                // shard), and the re-run would apply it a second time.
+                if self.conflict.get() {
+                    return ShardGuard::Scratch(Box::new(self.store.scratch_shard()));
+                }
                 match self.store.db(db).try_lock_shard(index) {
                     Some(guard) => *taken = Some(guard),
                     None => {

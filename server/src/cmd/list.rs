@@ -5,7 +5,7 @@ use super::args::{int_arg, is};
 use super::collection::{either, exists_as, index_range, modify, positive_count, read};
 use super::error;
 use super::Ctx;
-use crate::resp::Reply;
+use crate::resp::{BulkList, Reply};
 use crate::store::object::List;
 
 fn push(ctx: &mut Ctx<'_>, argv: &[&[u8]], left: bool, only_existing: bool) -> Reply {
@@ -127,13 +127,8 @@ pub fn lrange(ctx: &mut Ctx<'_>, argv: &[&[u8]]) -> Reply {
     either(
         read::<List, _>(&mut shard, key, ctx.now_ms, |list| {
             let range = index_range(start, stop, list.len());
-            Reply::Array(
-                list.iter()
-                    .skip(range.start)
-                    .take(range.len())
-                    .map(Reply::bulk)
-                    .collect(),
-            )
+            let items = list.iter().skip(range.start).take(range.len());
+            Reply::Bulks(BulkList::collect(items))
         })
         .map(|r| r.unwrap_or(Reply::Array(Vec::new()))),
     )

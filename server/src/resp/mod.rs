@@ -4,4 +4,4 @@ pub mod parse;
 pub mod reply;
 
 pub use parse::{parse_frame, Frame, FrameLimits};
-pub use reply::{Protocol, Reply};
+pub use reply::{BulkList, Protocol, Reply};

@@ -63,6 +63,13 @@ pub fn reply_to_lua(lua: &Lua, reply: &Reply, resp3: bool) -> mlua::Result<(Valu
             Value::Table(outer)
         }
         Reply::Set(items) => reply_to_lua(lua, &Reply::Array(items.clone()), resp3)?.0,
+        Reply::Bulks(list) => {
+            let table = lua.create_table_with_capacity(list.len(), 0)?;
+            for (i, item) in list.iter().enumerate() {
+                table.raw_set(i + 1, lua.create_string(item)?)?;
+            }
+            Value::Table(table)
+        }
         // Scripts cannot subscribe (SUBSCRIBE is `noscript`); shown as arrays.
         Reply::Push(items) | Reply::Multi(items) => {
             reply_to_lua(lua, &Reply::Array(items.clone()), resp3)?.0

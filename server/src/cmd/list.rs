@@ -54,11 +54,11 @@ fn pop(ctx: &mut Ctx<'_>, argv: &[&[u8]], left: bool) -> Reply {
     let key = ctx.key(argv[1]);
     let mut shard = ctx.lock(key);
     let popped = modify::<List, _>(&mut shard, key, ctx.now_ms, false, |list| match count {
-        None => list.pop(left).map_or(Reply::Nil, |v| Reply::Bulk(v.into())),
+        None => list.pop(left).map_or(Reply::Nil, Reply::Bulk),
         Some(n) => Reply::Array(
             (0..n)
                 .map_while(|_| list.pop(left))
-                .map(|v| Reply::Bulk(v.into()))
+                .map(Reply::Bulk)
                 .collect(),
         ),
     });
@@ -359,7 +359,7 @@ fn move_element(ctx: &mut Ctx<'_>, argv: &[&[u8]], from_left: bool, to_left: boo
     let pushed = modify::<List, _>(locked.shard(dst), dst, now, true, |list| {
         list.push(&value, to_left)
     });
-    either(pushed.map(|_| Reply::Bulk(value.into())))
+    either(pushed.map(|_| Reply::Bulk(value)))
 }
 
 /// LMOVE source destination LEFT|RIGHT LEFT|RIGHT

@@ -3,7 +3,7 @@
 # same redis-benchmark runs against each in one go, and memory per key after
 # loading the same 1,000,000 rate-limit counters into each.
 #
-# Usage: [ROUNDS=3] benches/side_by_side.sh [requests] [keys]
+# Usage: [ROUNDS=3] [SUITE_REQUESTS=200000] benches/side_by_side.sh [requests] [keys]
 #   requests  redis-benchmark -n per test (default 500000)
 #   keys      keys for the memory test (default 1000000)
 #
@@ -16,6 +16,7 @@ cd "$(dirname "$0")/.."
 REQUESTS=${1:-500000}
 KEYS=${2:-1000000}
 ROUNDS=${ROUNDS:-3}
+SUITE_REQUESTS=${SUITE_REQUESTS:-200000}
 CLIENTS=50
 RANDOM_KEYS=100000
 
@@ -96,6 +97,42 @@ for test, r in redis.items():
     print(f"| {test} | {sys.argv[3]} | {r:,.0f} | {t:,.0f} | {t/r:.2f}x |")
 PY
 done
+# redis-benchmark's own default suite (no -t), every test on fresh servers,
+# ROUNDS alternating rounds, median per test.
+echo
+echo "Default suite: redis-benchmark -q -n $SUITE_REQUESTS (50 clients, no -r, P=1)"
+echo
+echo "| test | Redis req/s | tally req/s | tally/Redis |"
+echo "|---|---|---|---|"
+stop_servers
+for round in $(seq "$ROUNDS"); do
+    start_servers
+    if [ $((round % 2)) -eq 1 ]; then order="$REDIS_PORT:redis $TALLY_PORT:tally"; else order="$TALLY_PORT:tally $REDIS_PORT:redis"; fi
+    for pair in $order; do
+        redis-benchmark -p "${pair%%:*}" -n "$SUITE_REQUESTS" --csv 2>/dev/null | tail -n +2 |
+            python3 -c 'import csv,sys; [print(f"{r[0]}\t{r[1]}") for r in csv.reader(sys.stdin)]' \
+            >>"$WORK/suite.${pair##*:}"
+    done
+    stop_servers
+done
+python3 - "$WORK/suite.redis" "$WORK/suite.tally" <<'PY'
+import statistics, sys
+def load(path):
+    runs = {}
+    for line in open(path):
+        test, rps = line.rstrip("\n").split("\t")
+        runs.setdefault(test, []).append(float(rps))
+    return {test: statistics.median(v) for test, v in runs.items()}
+redis, tally = load(sys.argv[1]), load(sys.argv[2])
+for test, r in redis.items():
+    t = tally.get(test)
+    if t is None:
+        print(f"| {test} | {r:,.0f} | failed | - |")
+        continue
+    print(f"| {test} | {r:,.0f} | {t:,.0f} | {t/r:.2f}x |")
+PY
+start_servers
+
 # The known limiter scripts through EVALSHA: tally runs each natively (its
 # twin), then with `lua-native-scripts no` through Lua.
 echo

@@ -1,0 +1,332 @@
+//! The node's local state for the cached mode: per limit, the lease (budget
+//! reserved on the server and not yet used), the deny cache, and what the
+//! next sync must give back or ask for.
+//!
+//! Bounded: at most `capacity` limit states. A full shard evicts its least
+//! recently used state (from a sample, as Redis's approximated LRU does),
+//! queueing its unused lease to be given back, so memory does not grow with
+//! spoofed identities and no reserved budget is lost.
+
+use std::hash::{BuildHasher, Hash, Hasher};
+use std::sync::Arc;
+
+use hashbrown::{DefaultHashBuilder, HashMap};
+use parking_lot::Mutex;
+
+use crate::rules::LimitName;
+
+/// Shards of the maps (a power of two).
+const SHARDS: usize = 16;
+/// States examined to pick an eviction victim.
+const EVICTION_SAMPLE: usize = 8;
+
+/// One limit of one identity, as this node sees it.
+#[derive(Debug)]
+pub struct LimitState {
+    /// `rl:{scope:id}:<endpoint hash>`.
+    pub prefix: Arc<str>,
+    /// Global or endpoint.
+    pub name: LimitName,
+    /// The ceiling enforced.
+    pub ceiling: u64,
+    /// Window length.
+    pub window_seconds: u64,
+    /// Which server holds it.
+    pub server: usize,
+    /// The window (start, unix s) the lease belongs to.
+    pub window_start: u64,
+    /// Tokens reserved on the server for `window_start` and not used yet.
+    pub lease: u64,
+    /// Unused leases of ended windows: (window start, tokens) to give back.
+    pub give_back: Vec<(u64, u64)>,
+    /// Tokens used since the last sync.
+    pub used_since_sync: u64,
+    /// Tokens used per sync interval, smoothed: sizes the next lease.
+    pub rate: f64,
+    /// The server's remaining budget at the last contact (leases counted as used).
+    pub remaining: u64,
+    /// End of the window (unix s) at the last contact.
+    pub reset: u64,
+    /// Denied until this time (ms): the deny cache.
+    pub denied_until_ms: u64,
+    /// Last use (ms), for eviction.
+    pub last_used_ms: u64,
+}
+
+impl LimitState {
+    /// A state with no lease yet.
+    pub fn new(prefix: Arc<str>, name: LimitName, ceiling: u64, window_seconds: u64, server: usize) -> LimitState {
+        LimitState {
+            prefix,
+            name,
+            ceiling,
+            window_seconds,
+            server,
+            window_start: 0,
+            lease: 0,
+            give_back: Vec::new(),
+            used_since_sync: 0,
+            rate: 0.0,
+            remaining: ceiling,
+            reset: 0,
+            denied_until_ms: 0,
+            last_used_ms: 0,
+        }
+    }
+
+    /// Moves to the window starting at `start`: an unused lease of an earlier
+    /// window is queued to be given back (it was reserved on that window's key).
+    pub fn roll_to(&mut self, start: u64) {
+        if self.window_start == start {
+            return;
+        }
+        if self.lease > 0 && self.window_start > 0 {
+            self.give_back.push((self.window_start, self.lease));
+        }
+        self.lease = 0;
+        self.window_start = start;
+        self.remaining = self.ceiling;
+        self.reset = start + self.window_seconds;
+    }
+
+    /// Moves to the window that contains `now_secs`.
+    pub fn roll_at(&mut self, now_secs: u64) {
+        self.roll_to(crate::keys::window_start(now_secs, self.window_seconds));
+    }
+
+    /// The lease the next sync should hold: two intervals of recent use, at
+    /// least one token, at most a tenth of the ceiling (so that leases held
+    /// by many nodes cannot starve an identity below its limit).
+    pub fn lease_target(&self) -> u64 {
+        let wanted = (self.rate * 2.0).ceil() as u64;
+        wanted.max(1).min((self.ceiling / 10).max(1))
+    }
+}
+
+/// A shared, lockable limit state.
+pub type SharedState = Arc<Mutex<LimitState>>;
+
+/// The limits of one (identity, endpoint): global first.
+#[derive(Debug)]
+pub struct Class {
+    /// The limit states, in lock order (global, then endpoint).
+    pub limits: Vec<SharedState>,
+    /// The rules generation the class was built from.
+    pub generation: u64,
+}
+
+/// Key of a class: (scope, id, tier, endpoint).
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct ClassKey {
+    /// Identity scope.
+    pub scope: String,
+    /// Identity id.
+    pub id: String,
+    /// Identity tier.
+    pub tier: String,
+    /// Endpoint.
+    pub endpoint: String,
+}
+
+/// Borrowed form of [`ClassKey`] for lookups without allocation.
+#[derive(Hash)]
+pub struct ClassKeyRef<'a> {
+    /// Identity scope.
+    pub scope: &'a str,
+    /// Identity id.
+    pub id: &'a str,
+    /// Identity tier.
+    pub tier: &'a str,
+    /// Endpoint.
+    pub endpoint: &'a str,
+}
+
+impl hashbrown::Equivalent<ClassKey> for ClassKeyRef<'_> {
+    fn equivalent(&self, key: &ClassKey) -> bool {
+        self.scope == key.scope && self.id == key.id && self.tier == key.tier && self.endpoint == key.endpoint
+    }
+}
+
+/// Tokens to give back for a state that left the cache.
+#[derive(Debug, Clone)]
+pub struct Orphan {
+    /// Server index.
+    pub server: usize,
+    /// Key prefix.
+    pub prefix: Arc<str>,
+    /// The window the tokens were reserved in.
+    pub window_start: u64,
+    /// Its length.
+    pub window_seconds: u64,
+    /// Tokens.
+    pub tokens: u64,
+    /// The ceiling (the lease script needs one).
+    pub ceiling: u64,
+}
+
+/// The bounded cache of classes and limit states.
+pub struct Cache {
+    hasher: DefaultHashBuilder,
+    classes: Vec<Mutex<HashMap<ClassKey, Arc<Class>>>>,
+    states: Vec<Mutex<HashMap<Arc<str>, SharedState>>>,
+    per_shard: usize,
+    orphans: Mutex<Vec<Orphan>>,
+}
+
+impl Cache {
+    /// A cache of at most `capacity` limit states (and as many classes).
+    pub fn new(capacity: usize) -> Cache {
+        Cache {
+            hasher: DefaultHashBuilder::default(),
+            classes: (0..SHARDS).map(|_| Mutex::new(HashMap::new())).collect(),
+            states: (0..SHARDS).map(|_| Mutex::new(HashMap::new())).collect(),
+            per_shard: capacity.div_ceil(SHARDS).max(1),
+            orphans: Mutex::new(Vec::new()),
+        }
+    }
+
+    fn shard_of<K: Hash + ?Sized>(&self, key: &K) -> usize {
+        let mut hasher = self.hasher.build_hasher();
+        key.hash(&mut hasher);
+        (hasher.finish() as usize) & (SHARDS - 1)
+    }
+
+    /// The class for a request, if cached and built from `generation`.
+    #[inline]
+    pub fn class(&self, key: &ClassKeyRef<'_>, generation: u64) -> Option<Arc<Class>> {
+        let hash = self.hasher.hash_one(key);
+        let shard = &self.classes[(hash as usize) & (SHARDS - 1)];
+        let classes = shard.lock();
+        classes
+            .get(key)
+            .filter(|class| class.generation == generation)
+            .cloned()
+    }
+
+    /// Stores a class, evicting another when the shard is full.
+    pub fn put_class(&self, key: ClassKey, class: Arc<Class>) {
+        let shard = &self.classes[self.shard_of(&ClassKeyRef {
+            scope: &key.scope,
+            id: &key.id,
+            tier: &key.tier,
+            endpoint: &key.endpoint,
+        })];
+        let mut classes = shard.lock();
+        if classes.len() >= self.per_shard && !classes.contains_key(&key) {
+            let victim = classes
+                .iter()
+                .take(EVICTION_SAMPLE)
+                .min_by_key(|(_, c)| c.limits.iter().map(|s| s.lock().last_used_ms).max().unwrap_or(0))
+                .map(|(k, _)| k.clone());
+            if let Some(victim) = victim {
+                classes.remove(&victim);
+            }
+        }
+        classes.insert(key, class);
+    }
+
+    /// The state of a limit, created by `make` when absent.
+    pub fn state(&self, prefix: &Arc<str>, make: impl FnOnce() -> LimitState) -> SharedState {
+        let shard = &self.states[self.shard_of(&**prefix)];
+        let mut states = shard.lock();
+        if let Some(state) = states.get(prefix) {
+            return state.clone();
+        }
+        if states.len() >= self.per_shard {
+            let victim = states
+                .iter()
+                .take(EVICTION_SAMPLE)
+                .min_by_key(|(_, s)| s.lock().last_used_ms)
+                .map(|(k, _)| k.clone());
+            if let Some(victim) = victim.and_then(|v| states.remove(&v)) {
+                self.orphan(&victim.lock());
+            }
+        }
+        let state = Arc::new(Mutex::new(make()));
+        states.insert(prefix.clone(), state.clone());
+        state
+    }
+
+    fn orphan(&self, state: &LimitState) {
+        let mut orphans = self.orphans.lock();
+        let unused = state.give_back.iter().copied().chain(
+            (state.lease > 0).then_some((state.window_start, state.lease)),
+        );
+        for (window_start, tokens) in unused {
+            orphans.push(Orphan {
+                server: state.server,
+                prefix: state.prefix.clone(),
+                window_start,
+                window_seconds: state.window_seconds,
+                tokens,
+                ceiling: state.ceiling,
+            });
+        }
+    }
+
+    /// Takes the queued give-backs of evicted states.
+    pub fn take_orphans(&self) -> Vec<Orphan> {
+        std::mem::take(&mut *self.orphans.lock())
+    }
+
+    /// Every cached limit state.
+    pub fn all_states(&self) -> Vec<SharedState> {
+        self.states
+            .iter()
+            .flat_map(|shard| shard.lock().values().cloned().collect::<Vec<_>>())
+            .collect()
+    }
+
+    /// Number of cached limit states.
+    pub fn len(&self) -> usize {
+        self.states.iter().map(|s| s.lock().len()).sum()
+    }
+
+    /// True when nothing is cached.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_cache_stays_bounded_and_keeps_evicted_leases_for_give_back() {
+        let cache = Cache::new(32);
+        for i in 0..10_000u64 {
+            let prefix: Arc<str> = format!("rl:{{ip:{i}}}:*").into();
+            let state = cache.state(&prefix, || LimitState::new(prefix.clone(), LimitName::Global, 100, 60, 0));
+            let mut state = state.lock();
+            state.roll_to(60);
+            state.lease = 1;
+            state.last_used_ms = i;
+        }
+        assert!(cache.len() <= 32 + SHARDS, "{}", cache.len());
+        let orphans = cache.take_orphans();
+        assert_eq!(orphans.len() as u64 + cache.len() as u64, 10_000);
+        assert!(orphans.iter().all(|o| o.tokens == 1 && o.window_start == 60));
+    }
+
+    #[test]
+    fn rolling_to_a_new_window_queues_the_unused_lease() {
+        let mut state = LimitState::new("p".into(), LimitName::Global, 1000, 60, 0);
+        state.roll_to(60);
+        state.lease = 7;
+        state.roll_to(120);
+        assert_eq!(state.lease, 0);
+        assert_eq!(state.give_back, vec![(60, 7)]);
+        assert_eq!(state.reset, 180);
+    }
+
+    #[test]
+    fn leases_follow_recent_use_within_bounds() {
+        let mut state = LimitState::new("p".into(), LimitName::Global, 1000, 60, 0);
+        assert_eq!(state.lease_target(), 1);
+        state.rate = 10.0;
+        assert_eq!(state.lease_target(), 20);
+        state.rate = 10_000.0;
+        assert_eq!(state.lease_target(), 100);
+    }
+}

@@ -1,0 +1,266 @@
+//! Rules: which limits apply to a request.
+//!
+//! A rule set gives, per tier, a global limit for each identity (all
+//! endpoints together) and per-endpoint limits. It comes from a TOML file
+//! (deployments without a rule store) or from the server: one key holds the
+//! rule document as JSON and updates are announced on a channel (see
+//! [`crate::Limiter`]). Updates are idempotent (a document with the version
+//! already installed is a no-op) and a changed limit applies from the next
+//! window start: the current window keeps the limit it started with.
+//!
+//! ```toml
+//! version = 3
+//!
+//! [tiers.free]
+//! global = { limit = 1000, window_seconds = 60 }
+//! endpoints."GET /search" = { limit = 100, window_seconds = 60, burst_factor = 1.5 }
+//!
+//! [tiers.paid]
+//! global = { limit = 10000, window_seconds = 60 }
+//! ```
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use serde::{Deserialize, Serialize};
+
+/// One limit: `limit` requests per `window_seconds`, times `burst_factor`.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct Limit {
+    /// Requests per window.
+    pub limit: u64,
+    /// Window length in seconds.
+    pub window_seconds: u64,
+    /// Multiplies `limit` into the ceiling actually enforced (the seed's
+    /// approximation of token-bucket bursts): 1.5 lets 1000/min reach 1500.
+    #[serde(default = "one")]
+    pub burst_factor: f64,
+}
+
+fn one() -> f64 {
+    1.0
+}
+
+impl Limit {
+    /// The ceiling enforced: `limit × burst_factor × tightening`, at least 1.
+    pub fn ceiling(&self, tightening: f64) -> u64 {
+        ((self.limit as f64 * self.burst_factor * tightening).floor() as u64).max(1)
+    }
+}
+
+/// The limits of one tier.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct TierRules {
+    /// Per identity across all endpoints.
+    #[serde(default)]
+    pub global: Option<Limit>,
+    /// Per identity and endpoint, by endpoint (`"GET /search"`).
+    #[serde(default)]
+    pub endpoints: BTreeMap<String, Limit>,
+}
+
+/// A whole rule document.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct RuleSet {
+    /// Bumped by whoever edits the rules; equal versions are the same rules.
+    #[serde(default)]
+    pub version: u64,
+    /// By tier name.
+    #[serde(default)]
+    pub tiers: BTreeMap<String, TierRules>,
+}
+
+/// Why rules could not be loaded.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RulesError(pub String);
+
+impl std::fmt::Display for RulesError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for RulesError {}
+
+impl RuleSet {
+    /// Parses a TOML rules file.
+    pub fn from_toml(text: &str) -> Result<RuleSet, RulesError> {
+        let rules: RuleSet = toml::from_str(text).map_err(|e| RulesError(e.to_string()))?;
+        rules.validate()
+    }
+
+    /// Parses the JSON rule document kept on the server.
+    pub fn from_json(text: &[u8]) -> Result<RuleSet, RulesError> {
+        let rules: RuleSet = serde_json::from_slice(text).map_err(|e| RulesError(e.to_string()))?;
+        rules.validate()
+    }
+
+    /// The JSON document to store on the server.
+    pub fn to_json(&self) -> String {
+        serde_json::to_string(self).expect("rules serialize")
+    }
+
+    fn validate(self) -> Result<RuleSet, RulesError> {
+        for (tier, rules) in &self.tiers {
+            let limits = rules.global.iter().chain(rules.endpoints.values());
+            for limit in limits {
+                if limit.window_seconds == 0 || limit.limit == 0 {
+                    return Err(RulesError(format!(
+                        "tier '{tier}': limit and window_seconds must be positive"
+                    )));
+                }
+                if !(limit.burst_factor.is_finite() && limit.burst_factor >= 1.0) {
+                    return Err(RulesError(format!(
+                        "tier '{tier}': burst_factor must be a number >= 1"
+                    )));
+                }
+            }
+        }
+        Ok(self)
+    }
+}
+
+/// Which limit of a request a status is about.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub enum LimitName {
+    /// The identity's global limit.
+    Global,
+    /// The limit of one endpoint.
+    Endpoint(String),
+}
+
+impl LimitName {
+    /// The policy name used in the `RateLimit-Policy` header.
+    pub fn policy_name(&self) -> &str {
+        match self {
+            LimitName::Global => "global",
+            LimitName::Endpoint(_) => "endpoint",
+        }
+    }
+}
+
+/// One limit that applies to a request.
+#[derive(Debug, Clone, PartialEq)]
+pub struct AppliedLimit {
+    /// Global or endpoint.
+    pub name: LimitName,
+    /// The rule.
+    pub limit: Limit,
+}
+
+/// The installed rules and, for one update's transition, the previous ones.
+#[derive(Debug, Clone, Default)]
+pub struct RuleState {
+    current: Arc<RuleSet>,
+    /// The rules before the last update and when (unix seconds) it arrived:
+    /// a window that started before then keeps its old limit.
+    previous: Option<(Arc<RuleSet>, u64)>,
+}
+
+impl RuleState {
+    /// Starts with `rules`.
+    pub fn new(rules: RuleSet) -> RuleState {
+        RuleState {
+            current: Arc::new(rules),
+            previous: None,
+        }
+    }
+
+    /// The installed rule set.
+    pub fn current(&self) -> &RuleSet {
+        &self.current
+    }
+
+    /// Installs `rules` received at `now_secs`; false (and nothing changes)
+    /// when this version is installed already.
+    pub fn update(&mut self, rules: RuleSet, now_secs: u64) -> bool {
+        if rules.version == self.current.version && *self.current == rules {
+            return false;
+        }
+        let old = std::mem::replace(&mut self.current, Arc::new(rules));
+        self.previous = Some((old, now_secs));
+        true
+    }
+
+    /// The limits for `tier` and `endpoint` at `now_secs`: the global limit
+    /// first, then the endpoint's. A limit changed by an update made during
+    /// its current window keeps its old value until that window ends.
+    pub fn limits(&self, tier: &str, endpoint: &str, now_secs: u64) -> Vec<AppliedLimit> {
+        let lookup = |rules: &RuleSet, name: &LimitName| -> Option<Limit> {
+            let tier = rules.tiers.get(tier)?;
+            match name {
+                LimitName::Global => tier.global,
+                LimitName::Endpoint(e) => tier.endpoints.get(e).copied(),
+            }
+        };
+        let mut out = Vec::with_capacity(2);
+        for name in [LimitName::Global, LimitName::Endpoint(endpoint.to_string())] {
+            let Some(mut limit) = lookup(&self.current, &name) else {
+                continue;
+            };
+            if let Some((old_rules, updated_at)) = &self.previous {
+                let window = limit.window_seconds;
+                let window_start = now_secs / window * window;
+                if window_start < *updated_at {
+                    if let Some(old) = lookup(old_rules, &name) {
+                        limit = old;
+                    }
+                }
+            }
+            out.push(AppliedLimit { name, limit });
+        }
+        out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const FILE: &str = r#"
+        version = 1
+        [tiers.free]
+        global = { limit = 1000, window_seconds = 60 }
+        endpoints."GET /search" = { limit = 100, window_seconds = 60, burst_factor = 1.5 }
+        [tiers.paid]
+        global = { limit = 10000, window_seconds = 60 }
+    "#;
+
+    #[test]
+    fn a_toml_file_gives_global_then_endpoint_limits() {
+        let state = RuleState::new(RuleSet::from_toml(FILE).unwrap());
+        let limits = state.limits("free", "GET /search", 1_720_000_000);
+        assert_eq!(limits.len(), 2);
+        assert_eq!(limits[0].name, LimitName::Global);
+        assert_eq!(limits[1].limit.ceiling(1.0), 150);
+        assert_eq!(state.limits("paid", "GET /search", 0).len(), 1);
+        assert!(state.limits("nosuch", "GET /", 0).is_empty());
+    }
+
+    #[test]
+    fn bad_rules_are_refused() {
+        let zero = "[tiers.t]\nglobal = { limit = 0, window_seconds = 60 }";
+        assert!(RuleSet::from_toml(zero).is_err());
+        let burst = "[tiers.t]\nglobal = { limit = 5, window_seconds = 60, burst_factor = 0.5 }";
+        assert!(RuleSet::from_toml(burst).is_err());
+    }
+
+    #[test]
+    fn a_changed_limit_applies_from_the_next_window_and_repeats_are_no_ops() {
+        let mut state = RuleState::new(RuleSet::from_toml(FILE).unwrap());
+        let mut upgraded = state.current().clone();
+        upgraded.version = 2;
+        upgraded.tiers.get_mut("free").unwrap().global = Some(Limit {
+            limit: 2000,
+            window_seconds: 60,
+            burst_factor: 1.0,
+        });
+        // Arrives 30 s into the window starting at 1720000020.
+        assert!(state.update(upgraded.clone(), 1_720_000_050));
+        assert!(!state.update(upgraded, 1_720_000_055), "same version again");
+        let during = state.limits("free", "GET /", 1_720_000_070);
+        assert_eq!(during[0].limit.limit, 1000, "current window keeps its limit");
+        let next = state.limits("free", "GET /", 1_720_000_080);
+        assert_eq!(next[0].limit.limit, 2000, "the next window gets the new one");
+    }
+}

@@ -130,11 +130,7 @@ impl Breaker {
         }
         let window = self.config.window.as_millis() as u64;
         inner.failures.push_back(now_ms);
-        while inner
-            .failures
-            .front()
-            .is_some_and(|&t| t + window < now_ms)
-        {
+        while inner.failures.front().is_some_and(|&t| t + window < now_ms) {
             inner.failures.pop_front();
         }
         if inner.failures.len() >= self.config.failures {

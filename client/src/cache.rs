@@ -7,7 +7,7 @@
 //! queueing its unused lease to be given back, so memory does not grow with
 //! spoofed identities and no reserved budget is lost.
 
-use std::hash::{BuildHasher, Hash, Hasher};
+use std::hash::{BuildHasher, Hash};
 use std::sync::Arc;
 
 use hashbrown::{DefaultHashBuilder, HashMap};
@@ -55,7 +55,13 @@ pub struct LimitState {
 
 impl LimitState {
     /// A state with no lease yet.
-    pub fn new(prefix: Arc<str>, name: LimitName, ceiling: u64, window_seconds: u64, server: usize) -> LimitState {
+    pub fn new(
+        prefix: Arc<str>,
+        name: LimitName,
+        ceiling: u64,
+        window_seconds: u64,
+        server: usize,
+    ) -> LimitState {
         LimitState {
             prefix,
             name,
@@ -143,7 +149,10 @@ pub struct ClassKeyRef<'a> {
 
 impl hashbrown::Equivalent<ClassKey> for ClassKeyRef<'_> {
     fn equivalent(&self, key: &ClassKey) -> bool {
-        self.scope == key.scope && self.id == key.id && self.tier == key.tier && self.endpoint == key.endpoint
+        self.scope == key.scope
+            && self.id == key.id
+            && self.tier == key.tier
+            && self.endpoint == key.endpoint
     }
 }
 
@@ -186,9 +195,7 @@ impl Cache {
     }
 
     fn shard_of<K: Hash + ?Sized>(&self, key: &K) -> usize {
-        let mut hasher = self.hasher.build_hasher();
-        key.hash(&mut hasher);
-        (hasher.finish() as usize) & (SHARDS - 1)
+        (self.hasher.hash_one(key) as usize) & (SHARDS - 1)
     }
 
     /// The class for a request, if cached and built from `generation`.
@@ -216,7 +223,13 @@ impl Cache {
             let victim = classes
                 .iter()
                 .take(EVICTION_SAMPLE)
-                .min_by_key(|(_, c)| c.limits.iter().map(|s| s.lock().last_used_ms).max().unwrap_or(0))
+                .min_by_key(|(_, c)| {
+                    c.limits
+                        .iter()
+                        .map(|s| s.lock().last_used_ms)
+                        .max()
+                        .unwrap_or(0)
+                })
                 .map(|(k, _)| k.clone());
             if let Some(victim) = victim {
                 classes.remove(&victim);
@@ -249,9 +262,11 @@ impl Cache {
 
     fn orphan(&self, state: &LimitState) {
         let mut orphans = self.orphans.lock();
-        let unused = state.give_back.iter().copied().chain(
-            (state.lease > 0).then_some((state.window_start, state.lease)),
-        );
+        let unused = state
+            .give_back
+            .iter()
+            .copied()
+            .chain((state.lease > 0).then_some((state.window_start, state.lease)));
         for (window_start, tokens) in unused {
             orphans.push(Orphan {
                 server: state.server,
@@ -297,7 +312,9 @@ mod tests {
         let cache = Cache::new(32);
         for i in 0..10_000u64 {
             let prefix: Arc<str> = format!("rl:{{ip:{i}}}:*").into();
-            let state = cache.state(&prefix, || LimitState::new(prefix.clone(), LimitName::Global, 100, 60, 0));
+            let state = cache.state(&prefix, || {
+                LimitState::new(prefix.clone(), LimitName::Global, 100, 60, 0)
+            });
             let mut state = state.lock();
             state.roll_to(60);
             state.lease = 1;
@@ -306,7 +323,9 @@ mod tests {
         assert!(cache.len() <= 32 + SHARDS, "{}", cache.len());
         let orphans = cache.take_orphans();
         assert_eq!(orphans.len() as u64 + cache.len() as u64, 10_000);
-        assert!(orphans.iter().all(|o| o.tokens == 1 && o.window_start == 60));
+        assert!(orphans
+            .iter()
+            .all(|o| o.tokens == 1 && o.window_start == 60));
     }
 
     #[test]

@@ -107,7 +107,14 @@ impl Decision {
             let policies: Vec<String> = self
                 .limits
                 .iter()
-                .map(|l| format!("\"{}\";q={};w={}", l.name.policy_name(), l.limit, l.window_seconds))
+                .map(|l| {
+                    format!(
+                        "\"{}\";q={};w={}",
+                        l.name.policy_name(),
+                        l.limit,
+                        l.window_seconds
+                    )
+                })
                 .collect();
             headers.push(("RateLimit-Policy", policies.join(", ")));
         }
@@ -115,7 +122,12 @@ impl Decision {
             let reset_in = limit.reset.saturating_sub(self.now_secs);
             headers.push((
                 "RateLimit",
-                format!("\"{}\";r={};t={}", limit.name.policy_name(), limit.remaining, reset_in),
+                format!(
+                    "\"{}\";r={};t={}",
+                    limit.name.policy_name(),
+                    limit.remaining,
+                    reset_in
+                ),
             ));
         }
         headers
@@ -152,7 +164,12 @@ mod tests {
             allowed: false,
             limits: vec![
                 status(LimitName::Global, 1000, 10, 1_720_000_020),
-                status(LimitName::Endpoint("GET /search".into()), 100, 0, 1_720_000_020),
+                status(
+                    LimitName::Endpoint("GET /search".into()),
+                    100,
+                    0,
+                    1_720_000_020,
+                ),
             ],
             retry_after: 17,
             deciding: None,
@@ -169,7 +186,10 @@ mod tests {
                 ("X-RateLimit-Remaining", "0".to_string()),
                 ("X-RateLimit-Reset", "1720000020".to_string()),
                 ("Retry-After", "17".to_string()),
-                ("RateLimit-Policy", "\"global\";q=1000;w=60, \"endpoint\";q=100;w=60".to_string()),
+                (
+                    "RateLimit-Policy",
+                    "\"global\";q=1000;w=60, \"endpoint\";q=100;w=60".to_string()
+                ),
                 ("RateLimit", "\"endpoint\";r=0;t=17".to_string()),
             ]
         );

@@ -18,7 +18,11 @@ pub struct Identity {
 
 impl Identity {
     /// An identity.
-    pub fn new(scope: impl Into<String>, id: impl Into<String>, tier: impl Into<String>) -> Identity {
+    pub fn new(
+        scope: impl Into<String>,
+        id: impl Into<String>,
+        tier: impl Into<String>,
+    ) -> Identity {
         Identity {
             scope: scope.into(),
             id: id.into(),
@@ -30,7 +34,10 @@ impl Identity {
 /// Six hex characters of the endpoint's SHA1: short keys, and among a few
 /// hundred endpoints a collision is a one-in-tens-of-thousands event.
 pub fn endpoint_hash(endpoint: &str) -> String {
-    sha1_smol::Sha1::from(endpoint.as_bytes()).digest().to_string()[..6].to_string()
+    sha1_smol::Sha1::from(endpoint.as_bytes())
+        .digest()
+        .to_string()[..6]
+        .to_string()
 }
 
 /// The key prefix of one limit, without the window start:
@@ -63,7 +70,10 @@ mod tests {
         assert_eq!(limit_prefix(&user, None), "rl:{user:u_99182}:*");
         let start = window_start(1_720_000_059, 60);
         assert_eq!(start, 1_719_999_960);
-        assert_eq!(window_key("rl:{user:u_1}:*", start), "rl:{user:u_1}:*:1719999960");
+        assert_eq!(
+            window_key("rl:{user:u_1}:*", start),
+            "rl:{user:u_1}:*:1719999960"
+        );
         assert_eq!(endpoint_hash("GET /search"), endpoint_hash("GET /search"));
         assert_ne!(endpoint_hash("GET /search"), endpoint_hash("POST /search"));
     }

@@ -6,7 +6,7 @@ use std::time::{Duration, Instant};
 
 use futures_util::StreamExt;
 use parking_lot::RwLock;
-use redis::aio::ConnectionManager;
+use redis::aio::MultiplexedConnection;
 
 use crate::breaker::{Breaker, BreakerConfig, BreakerState};
 use crate::cache::{Cache, Class, ClassKey, ClassKeyRef, LimitState, SharedState};
@@ -164,7 +164,11 @@ impl From<redis::RedisError> for Error {
 
 /// One server: its connection, breaker and clock offset.
 struct Server {
-    connection: ConnectionManager,
+    /// The multiplexed connection, made on first use and dropped after a
+    /// failed call so that the next call (behind the breaker) reconnects.
+    /// (redis's ConnectionManager reconnects by itself but leaves a task
+    /// behind when dropped.)
+    connection: parking_lot::Mutex<Option<MultiplexedConnection>>,
     client: redis::Client,
     breaker: Breaker,
     /// Server time minus local time, in ms.
@@ -258,13 +262,8 @@ impl LimiterBuilder {
         let mut servers = Vec::with_capacity(self.urls.len());
         for url in &self.urls {
             let client = redis::Client::open(url.as_str())?;
-            let manager_config = redis::aio::ConnectionManagerConfig::new()
-                .set_connection_timeout(Some(Duration::from_millis(500)))
-                .set_number_of_retries(1)
-                .set_max_delay(Duration::from_millis(500));
-            let connection = ConnectionManager::new_lazy_with_config(client.clone(), manager_config)?;
             servers.push(Server {
-                connection,
+                connection: parking_lot::Mutex::new(None),
                 client,
                 breaker: Breaker::new(self.config.breaker),
                 offset_ms: AtomicI64::new(0),
@@ -380,8 +379,14 @@ impl Limiter {
     /// Back-pressure: multiplies every limit by `factor` (0 < factor <= 1)
     /// while an origin sheds load; 1.0 restores the rules' limits.
     pub fn set_tightening(&self, factor: f64) {
-        let factor = if factor.is_finite() { factor.clamp(0.001, 1.0) } else { 1.0 };
-        self.inner.tightening.store(factor.to_bits(), Ordering::Release);
+        let factor = if factor.is_finite() {
+            factor.clamp(0.001, 1.0)
+        } else {
+            1.0
+        };
+        self.inner
+            .tightening
+            .store(factor.to_bits(), Ordering::Release);
         self.inner.generation.fetch_add(1, Ordering::AcqRel);
     }
 
@@ -394,7 +399,9 @@ impl Limiter {
         if servers == 1 {
             return 0;
         }
-        let hash = sha1_smol::Sha1::from(format!("{}:{}", identity.scope, identity.id)).digest().bytes();
+        let hash = sha1_smol::Sha1::from(format!("{}:{}", identity.scope, identity.id))
+            .digest()
+            .bytes();
         (u64::from_le_bytes(hash[..8].try_into().expect("8 bytes")) % servers as u64) as usize
     }
 
@@ -415,7 +422,12 @@ impl Limiter {
         decision
     }
 
-    fn applied_limits(&self, identity: &Identity, endpoint: &str, now_secs: u64) -> Vec<AppliedLimit> {
+    fn applied_limits(
+        &self,
+        identity: &Identity,
+        endpoint: &str,
+        now_secs: u64,
+    ) -> Vec<AppliedLimit> {
         self.inner
             .rules
             .read()
@@ -450,9 +462,14 @@ impl Limiter {
                 .arg(cost);
         }
         type Reply = (i64, Vec<i64>, Vec<i64>, i64);
-        let mut connection = self.inner.servers[server].connection.clone();
-        let call = async { invocation.invoke_async::<Reply>(&mut connection).await };
-        match self.guarded(server, self.inner.config.call_timeout, call).await {
+        let call = async {
+            let mut connection = self.connection(server).await?;
+            invocation.invoke_async::<Reply>(&mut connection).await
+        };
+        match self
+            .guarded(server, self.inner.config.call_timeout, call)
+            .await
+        {
             Some((allowed, remaining, resets, retry_after)) => {
                 self.inner.metrics.server_check();
                 let mut decision = Decision {
@@ -468,7 +485,11 @@ impl Limiter {
                             window_seconds: applied.limit.window_seconds,
                         })
                         .collect(),
-                    retry_after: if allowed == 1 { 0 } else { retry_after.max(0) as u64 },
+                    retry_after: if allowed == 1 {
+                        0
+                    } else {
+                        retry_after.max(0) as u64
+                    },
                     deciding: None,
                     source: Source::Server,
                     now_secs,
@@ -498,6 +519,7 @@ impl Limiter {
             }
             Ok(Err(error)) => {
                 tracing::debug!(%error, "rate-limit server call failed");
+                self.inner.servers[server].connection.lock().take();
                 if breaker.failure(permit, self.inner.clock.now_ms()) {
                     self.inner.metrics.breaker_opened();
                     tracing::warn!(server, "circuit breaker opened");
@@ -505,6 +527,8 @@ impl Limiter {
                 None
             }
             Err(_) => {
+                // A connection that timed out may be stuck: start afresh.
+                self.inner.servers[server].connection.lock().take();
                 if breaker.failure(permit, self.inner.clock.now_ms()) {
                     self.inner.metrics.breaker_opened();
                     tracing::warn!(server, "circuit breaker opened");
@@ -515,7 +539,13 @@ impl Limiter {
     }
 
     /// The decision when the server could not be asked.
-    async fn unreachable(&self, identity: &Identity, endpoint: &str, cost: u64, server: usize) -> Decision {
+    async fn unreachable(
+        &self,
+        identity: &Identity,
+        endpoint: &str,
+        cost: u64,
+        server: usize,
+    ) -> Decision {
         let now_ms = self.now_ms(server);
         let now_secs = now_ms / 1000;
         match self.inner.config.policy {
@@ -549,7 +579,13 @@ impl Limiter {
     }
 
     /// The cached class of limit states for a request, built if needed.
-    fn class(&self, identity: &Identity, endpoint: &str, server: usize, now_secs: u64) -> Arc<Class> {
+    fn class(
+        &self,
+        identity: &Identity,
+        endpoint: &str,
+        server: usize,
+        now_secs: u64,
+    ) -> Arc<Class> {
         let generation = self.inner.generation.load(Ordering::Acquire);
         let key = ClassKeyRef {
             scope: &identity.scope,
@@ -573,7 +609,13 @@ impl Limiter {
                 let ceiling = applied.limit.ceiling(tightening);
                 let window = applied.limit.window_seconds;
                 let state = self.inner.cache.state(&prefix, || {
-                    LimitState::new(prefix.clone(), applied.name.clone(), ceiling, window, server)
+                    LimitState::new(
+                        prefix.clone(),
+                        applied.name.clone(),
+                        ceiling,
+                        window,
+                        server,
+                    )
                 });
                 {
                     // Rules or tightening may have changed since the state
@@ -722,7 +764,13 @@ impl Limiter {
 
     /// The slow path: admit `cost` on the server and top the leases up, in
     /// one lease-script call over the class's limits.
-    async fn acquire(&self, class: &Class, cost: u64, server: usize, now_ms: u64) -> Option<Decision> {
+    async fn acquire(
+        &self,
+        class: &Class,
+        cost: u64,
+        server: usize,
+        now_ms: u64,
+    ) -> Option<Decision> {
         let now_secs = now_ms / 1000;
         let requests: Vec<LeaseRequest> = class
             .limits
@@ -742,9 +790,14 @@ impl Limiter {
             })
             .collect();
         let invocation = self.lease_invocation(&requests);
-        let mut connection = self.inner.servers[server].connection.clone();
-        let call = async { invocation.invoke_async::<LeaseTuple>(&mut connection).await };
-        let reply = match self.guarded(server, self.inner.config.call_timeout, call).await {
+        let call = async {
+            let mut connection = self.connection(server).await?;
+            invocation.invoke_async::<LeaseTuple>(&mut connection).await
+        };
+        let reply = match self
+            .guarded(server, self.inner.config.call_timeout, call)
+            .await
+        {
             Some(reply) => LeaseReply::from_tuple(reply),
             None => {
                 // Not given back this time: keep it queued.
@@ -781,7 +834,10 @@ impl Limiter {
         let mut invocation = self.inner.lease.prepare_invoke();
         for r in requests {
             invocation.key(window_key(&r.prefix, r.current));
-            invocation.key(window_key(&r.prefix, r.current.saturating_sub(r.window_seconds)));
+            invocation.key(window_key(
+                &r.prefix,
+                r.current.saturating_sub(r.window_seconds),
+            ));
             let back_window = r.give_back.map_or(r.current, |(start, _)| start);
             invocation.key(window_key(&r.prefix, back_window));
         }
@@ -821,6 +877,23 @@ impl Limiter {
                 state.denied_until_ms = now_ms + reply.retry_after * 1000;
             }
         }
+    }
+
+    /// Server `index`'s connection, connecting if there is none.
+    async fn connection(&self, index: usize) -> redis::RedisResult<MultiplexedConnection> {
+        let server = &self.inner.servers[index];
+        if let Some(connection) = server.connection.lock().clone() {
+            return Ok(connection);
+        }
+        let config = redis::AsyncConnectionConfig::new()
+            .set_connection_timeout(Some(Duration::from_millis(500)))
+            .set_response_timeout(None);
+        let connection = server
+            .client
+            .get_multiplexed_async_connection_with_config(&config)
+            .await?;
+        *server.connection.lock() = Some(connection.clone());
+        Ok(connection)
     }
 
     fn note_server_time(&self, server: usize, server_ms: u64) {
@@ -901,18 +974,24 @@ impl Limiter {
                 pipe.invoke_script(invocation);
             }
             let started = Instant::now();
-            let mut connection = self.inner.servers[server].connection.clone();
             let lease = &self.inner.lease;
             let call = async {
+                let mut connection = self.connection(server).await?;
                 match pipe.query_async::<Vec<LeaseTuple>>(&mut connection).await {
-                    Err(e) if e.kind() == redis::ErrorKind::Server(redis::ServerErrorKind::NoScript) => {
+                    Err(e)
+                        if e.kind()
+                            == redis::ErrorKind::Server(redis::ServerErrorKind::NoScript) =>
+                    {
                         lease.prepare_invoke().load_async(&mut connection).await?;
                         pipe.query_async::<Vec<LeaseTuple>>(&mut connection).await
                     }
                     other => other,
                 }
             };
-            let Some(replies) = self.guarded(server, self.inner.config.sync_timeout, call).await else {
+            let Some(replies) = self
+                .guarded(server, self.inner.config.sync_timeout, call)
+                .await
+            else {
                 self.inner.metrics.sync_failure();
                 // Give-backs stay queued for the next round.
                 for (state, request) in &batch {
@@ -922,7 +1001,9 @@ impl Limiter {
                 }
                 continue;
             };
-            self.inner.metrics.sync(started.elapsed().as_micros() as u64);
+            self.inner
+                .metrics
+                .sync(started.elapsed().as_micros() as u64);
             let now_ms = self.now_ms(server);
             for ((state, request), reply) in batch.iter().zip(replies) {
                 let reply = LeaseReply::from_tuple(reply);
@@ -937,9 +1018,17 @@ impl Limiter {
 
     async fn calibrate_clocks(&self) {
         for server in 0..self.inner.servers.len() {
-            let mut connection = self.inner.servers[server].connection.clone();
-            let call = async { redis::cmd("TIME").query_async::<(u64, u64)>(&mut connection).await };
-            let timeout = self.inner.config.sync_timeout.max(Duration::from_millis(500));
+            let call = async {
+                let mut connection = self.connection(server).await?;
+                redis::cmd("TIME")
+                    .query_async::<(u64, u64)>(&mut connection)
+                    .await
+            };
+            let timeout = self
+                .inner
+                .config
+                .sync_timeout
+                .max(Duration::from_millis(500));
             if let Ok(Ok((secs, micros))) = tokio::time::timeout(timeout, call).await {
                 self.note_server_time(server, secs * 1000 + micros / 1000);
             }
@@ -947,8 +1036,11 @@ impl Limiter {
     }
 
     async fn reload_rules(&self, key: &str) -> Result<bool, Error> {
-        let mut connection = self.inner.servers[0].connection.clone();
-        let document: Option<Vec<u8>> = redis::cmd("GET").arg(key).query_async(&mut connection).await?;
+        let mut connection = self.connection(0).await?;
+        let document: Option<Vec<u8>> = redis::cmd("GET")
+            .arg(key)
+            .query_async(&mut connection)
+            .await?;
         let Some(document) = document else {
             return Ok(false);
         };
@@ -977,7 +1069,20 @@ impl Limiter {
                     let _ = Limiter { inner }.reload_rules(&key).await;
                 }
                 let mut messages = pubsub.on_message();
-                while let Some(_message) = messages.next().await {
+                loop {
+                    // Wake up now and then to notice the limiter is gone.
+                    let message = tokio::select! {
+                        message = messages.next() => message,
+                        _ = tokio::time::sleep(Duration::from_millis(500)) => {
+                            if weak.strong_count() == 0 {
+                                return;
+                            }
+                            continue;
+                        }
+                    };
+                    if message.is_none() {
+                        break;
+                    }
                     let Some(inner) = weak.upgrade() else {
                         return;
                     };
@@ -994,9 +1099,11 @@ impl Limiter {
 
     fn spawn_maintenance(&self) {
         let weak = Arc::downgrade(&self.inner);
+        // Exact mode only recalibrates the clock; it still ticks every
+        // 500 ms so the task ends soon after the limiter is dropped.
         let interval = match self.inner.config.mode {
             Mode::Cached { sync_interval } => sync_interval,
-            Mode::Exact => Duration::from_secs(10),
+            Mode::Exact => Duration::from_millis(500),
         };
         tokio::spawn(async move {
             let mut ticker = tokio::time::interval(interval);

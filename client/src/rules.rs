@@ -259,8 +259,14 @@ mod tests {
         assert!(state.update(upgraded.clone(), 1_720_000_050));
         assert!(!state.update(upgraded, 1_720_000_055), "same version again");
         let during = state.limits("free", "GET /", 1_720_000_070);
-        assert_eq!(during[0].limit.limit, 1000, "current window keeps its limit");
+        assert_eq!(
+            during[0].limit.limit, 1000,
+            "current window keeps its limit"
+        );
         let next = state.limits("free", "GET /", 1_720_000_080);
-        assert_eq!(next[0].limit.limit, 2000, "the next window gets the new one");
+        assert_eq!(
+            next[0].limit.limit, 2000,
+            "the next window gets the new one"
+        );
     }
 }

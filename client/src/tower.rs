@@ -95,7 +95,10 @@ fn lower(name: &'static str) -> &'static str {
 
 impl<S, F, ReqBody, ResBody> tower_service::Service<Request<ReqBody>> for RateLimit<S, F>
 where
-    S: tower_service::Service<Request<ReqBody>, Response = Response<ResBody>> + Clone + Send + 'static,
+    S: tower_service::Service<Request<ReqBody>, Response = Response<ResBody>>
+        + Clone
+        + Send
+        + 'static,
     S::Future: Send,
     F: Fn(&Request<ReqBody>) -> Option<RequestKey>,
     ReqBody: Send + 'static,

@@ -69,7 +69,7 @@ mod tests {
         assert_eq!(prefix.len(), "rl:{user:u_99182}:".len() + 6);
         assert_eq!(limit_prefix(&user, None), "rl:{user:u_99182}:*");
         let start = window_start(1_720_000_059, 60);
-        assert_eq!(start, 1_719_999_960);
+        assert_eq!(start, 1_720_000_020);
         assert_eq!(
             window_key("rl:{user:u_1}:*", start),
             "rl:{user:u_1}:*:1719999960"

@@ -72,7 +72,7 @@ mod tests {
         assert_eq!(start, 1_720_000_020);
         assert_eq!(
             window_key("rl:{user:u_1}:*", start),
-            "rl:{user:u_1}:*:1719999960"
+            "rl:{user:u_1}:*:1720000020"
         );
         assert_eq!(endpoint_hash("GET /search"), endpoint_hash("GET /search"));
         assert_ne!(endpoint_hash("GET /search"), endpoint_hash("POST /search"));

@@ -10,7 +10,11 @@
 -- All or nothing: when any limit cannot admit its cost, nothing is admitted
 -- or leased. Time comes from redis.call('TIME').
 -- Returns: { allowed (0|1), { remaining_i }, { reset_i }, retry_after,
---            { granted_i }, server_time_ms }
+--            { granted_i }, server_time_ms, free_in_ms }
+-- retry_after is the seed's (seconds to the end of the window of the
+-- longest exceeded limit); free_in_ms is when the sliding estimate will
+-- have decayed enough to admit the cost again (at most the same), which
+-- the node uses for its deny cache.
 
 local time = redis.call('TIME')
 local now  = tonumber(time[1]) + tonumber(time[2]) / 1000000
@@ -28,7 +32,7 @@ for i = 1, count do
 end
 
 local estimated, window_starts = {}, {}
-local allowed, retry_after = 1, 0
+local allowed, retry_after, free_in = 1, 0, 0
 for i = 1, count do
     local limit  = tonumber(ARGV[5 * i - 4])
     local window = tonumber(ARGV[5 * i - 3])
@@ -43,6 +47,13 @@ for i = 1, count do
         allowed = 0
         local wait = math.ceil(window - elapsed)
         if wait > retry_after then retry_after = wait end
+        -- The previous window's weight falls by prev_count/window a second.
+        local free = window - elapsed
+        if prev_count > 0 and curr_count + cost <= limit then
+            local over = estimated[i] + cost - limit
+            free = math.min(free, over * window / prev_count)
+        end
+        if free > free_in then free_in = free end
     end
 end
 
@@ -66,4 +77,5 @@ for i = 1, count do
     granted[i]   = grant
 end
 return {allowed, remaining, resets, retry_after, granted,
-        tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000)}
+        tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000),
+        math.ceil(free_in * 1000)}

@@ -320,9 +320,11 @@ struct LeaseReply {
     retry_after: u64,
     granted: Vec<u64>,
     server_ms: u64,
+    /// When the estimate admits the cost again (the deny cache's end).
+    free_in_ms: u64,
 }
 
-type LeaseTuple = (i64, Vec<i64>, Vec<i64>, i64, Vec<i64>, i64);
+type LeaseTuple = (i64, Vec<i64>, Vec<i64>, i64, Vec<i64>, i64, i64);
 
 impl LeaseReply {
     fn from_tuple(t: LeaseTuple) -> LeaseReply {
@@ -334,6 +336,7 @@ impl LeaseReply {
             retry_after: t.3.max(0) as u64,
             granted: positive(t.4),
             server_ms: t.5.max(0) as u64,
+            free_in_ms: t.6.max(0) as u64,
         }
     }
 }
@@ -447,7 +450,7 @@ impl Limiter {
         for applied in &limits {
             let endpoint = match &applied.name {
                 LimitName::Global => None,
-                LimitName::Endpoint(e) => Some(e.as_str()),
+                LimitName::Endpoint(e) => Some(&**e),
             };
             let prefix = limit_prefix(identity, endpoint);
             let window = applied.limit.window_seconds;
@@ -603,7 +606,7 @@ impl Limiter {
             .map(|applied| {
                 let endpoint = match &applied.name {
                     LimitName::Global => None,
-                    LimitName::Endpoint(e) => Some(e.as_str()),
+                    LimitName::Endpoint(e) => Some(&**e),
                 };
                 let prefix: Arc<str> = limit_prefix(identity, endpoint).into();
                 let ceiling = applied.limit.ceiling(tightening);
@@ -697,42 +700,52 @@ impl Limiter {
     /// The fast path: every limit has a lease covering `cost` and nobody is
     /// in the deny cache. `None` when the server must be asked.
     fn try_local(&self, class: &Class, cost: u64, now_ms: u64) -> Option<Decision> {
+        // Requests have one or two limits: lock them without allocating.
+        match &class.limits[..] {
+            [a] => Self::local_decision(&mut [a.lock()], cost, now_ms),
+            [a, b] => Self::local_decision(&mut [a.lock(), b.lock()], cost, now_ms),
+            many => {
+                let mut guards: Vec<_> = many.iter().map(|s| s.lock()).collect();
+                Self::local_decision(&mut guards, cost, now_ms)
+            }
+        }
+    }
+
+    /// The fast path over locked states: every limit has a lease covering
+    /// `cost` and none is in the deny cache. `None` when the server must be
+    /// asked.
+    fn local_decision(
+        states: &mut [parking_lot::MutexGuard<'_, LimitState>],
+        cost: u64,
+        now_ms: u64,
+    ) -> Option<Decision> {
         let now_secs = now_ms / 1000;
-        let mut states: Vec<_> = class.limits.iter().map(|s| s.lock()).collect();
         let mut denied_wait = 0;
+        let mut short = false;
         for state in states.iter_mut() {
-            let start = window_start(now_secs, state.window_seconds);
-            if state.window_start != start {
-                state.roll_to(start);
+            if state.window_start != window_start(now_secs, state.window_seconds) {
+                state.roll_at(now_secs);
             }
             if state.denied_until_ms > now_ms {
                 denied_wait = denied_wait.max((state.denied_until_ms - now_ms).div_ceil(1000));
             }
+            short |= state.lease < cost;
         }
-        if denied_wait > 0 {
-            let mut decision = Decision {
-                allowed: false,
-                limits: states.iter().map(|s| status_of(s, false)).collect(),
-                retry_after: denied_wait,
-                deciding: None,
-                source: Source::Local,
-                now_secs,
-            };
-            decision.choose_deciding();
-            return Some(decision);
-        }
-        if states.iter().any(|s| s.lease < cost) {
+        let allowed = denied_wait == 0;
+        if allowed && short {
             return None;
         }
-        for state in states.iter_mut() {
-            state.lease -= cost;
-            state.used_since_sync += cost;
-            state.last_used_ms = now_ms;
+        if allowed {
+            for state in states.iter_mut() {
+                state.lease -= cost;
+                state.used_since_sync += cost;
+                state.last_used_ms = now_ms;
+            }
         }
         let mut decision = Decision {
-            allowed: true,
-            limits: states.iter().map(|s| status_of(s, true)).collect(),
-            retry_after: 0,
+            allowed,
+            limits: states.iter().map(|s| status_of(s, allowed)).collect(),
+            retry_after: denied_wait,
             deciding: None,
             source: Source::Local,
             now_secs,
@@ -874,7 +887,9 @@ impl Limiter {
         if !reply.allowed {
             let exceeded = reply.remaining.get(i).copied().unwrap_or(0) < request.cost.max(1);
             if exceeded {
-                state.denied_until_ms = now_ms + reply.retry_after * 1000;
+                // Not the window's end: a sliding window frees budget as the
+                // previous window's weight falls.
+                state.denied_until_ms = now_ms + reply.free_in_ms.max(1);
             }
         }
     }

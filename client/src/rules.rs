@@ -125,8 +125,8 @@ impl RuleSet {
 pub enum LimitName {
     /// The identity's global limit.
     Global,
-    /// The limit of one endpoint.
-    Endpoint(String),
+    /// The limit of one endpoint (shared text: decisions copy it often).
+    Endpoint(Arc<str>),
 }
 
 impl LimitName {
@@ -190,11 +190,11 @@ impl RuleState {
             let tier = rules.tiers.get(tier)?;
             match name {
                 LimitName::Global => tier.global,
-                LimitName::Endpoint(e) => tier.endpoints.get(e).copied(),
+                LimitName::Endpoint(e) => tier.endpoints.get(&**e).copied(),
             }
         };
         let mut out = Vec::with_capacity(2);
-        for name in [LimitName::Global, LimitName::Endpoint(endpoint.to_string())] {
+        for name in [LimitName::Global, LimitName::Endpoint(endpoint.into())] {
             let Some(mut limit) = lookup(&self.current, &name) else {
                 continue;
             };

@@ -160,13 +160,16 @@ pub fn smove(ctx: &mut Ctx<'_>, argv: &[&[u8]]) -> Reply {
     let now = ctx.now_ms;
     let mut locked = ctx.lock_keys(&[src, dst]);
     let in_source = match read::<Set, _>(locked.shard(src), src, now, |set| set.contains(argv[3])) {
-        Ok(found) => found,
+        Ok(Some(found)) => found,
+        // A missing source answers 0 before the destination's type is
+        // looked at, as in Redis.
+        Ok(None) => return Reply::Int(0),
         Err(reply) => return reply,
     };
     if let Err(reply) = exists_as::<Set>(locked.shard(dst), dst, now) {
         return reply;
     }
-    if in_source != Some(true) {
+    if !in_source {
         return Reply::Int(0);
     }
     if argv[1] == argv[2] {

@@ -175,7 +175,11 @@ async fn write_out(
     output: &[u8],
     killed: std::pin::Pin<&mut tokio::sync::futures::Notified<'_>>,
 ) -> bool {
+    // The write first: replies owed before a kill (SHUTDOWN's drain, a
+    // killed client's last batch) still go out when the peer reads; only a
+    // write that cannot complete gives way to the kill.
     tokio::select! {
+        biased;
         written = stream.write_all(output) => written.is_ok(),
         _ = killed => false,
     }

@@ -498,9 +498,36 @@ impl Limiter {
                     now_secs,
                 };
                 decision.choose_deciding();
+                if self.inner.config.policy == FailurePolicy::Hybrid {
+                    self.remember(identity, endpoint, server, &decision, now_ms);
+                }
                 decision
             }
             None => self.unreachable(identity, endpoint, cost, server).await,
+        }
+    }
+
+    /// Keeps an exact check's outcome as the last known budget of its
+    /// limits, for the hybrid policy to judge by while the server is away.
+    fn remember(
+        &self,
+        identity: &Identity,
+        endpoint: &str,
+        server: usize,
+        decision: &Decision,
+        now_ms: u64,
+    ) {
+        let class = self.class(identity, endpoint, server, now_ms / 1000);
+        for (state, status) in class.limits.iter().zip(&decision.limits) {
+            let mut state = state.lock();
+            state.roll_at(now_ms / 1000);
+            state.remaining = status.remaining;
+            state.reset = status.reset;
+            state.used_since_sync = 0;
+            state.last_used_ms = now_ms;
+            if !decision.allowed && status.remaining == 0 {
+                state.denied_until_ms = now_ms + decision.retry_after * 1000;
+            }
         }
     }
 
@@ -658,10 +685,9 @@ impl Limiter {
                 denied_wait = denied_wait.max((state.denied_until_ms - now_ms).div_ceil(1000));
             }
         }
-        let over = hybrid
-            && states
-                .iter()
-                .any(|s| s.lease < cost && s.remaining < cost + s.used_since_sync);
+        // `remaining` is the last count the server gave, lowered by every
+        // request allowed here since.
+        let over = hybrid && states.iter().any(|s| s.lease < cost && s.remaining < cost);
         let allowed = denied_wait == 0 && !over;
         if allowed {
             for state in states.iter_mut() {

@@ -238,6 +238,14 @@ async fn tightening_lowers_every_limit_until_lifted() {
     assert_eq!(ceilings, vec![8, 5]);
 }
 
+async fn futures_allowed(limiter: &Limiter, identity: &Identity, n: usize) -> Vec<bool> {
+    let mut out = Vec::with_capacity(n);
+    for _ in 0..n {
+        out.push(limiter.check(identity, "GET /other", 1).await.allowed);
+    }
+    out
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_failure_policy_decides_when_the_server_is_gone() {
     let tally = TestServer::start_real_clock().await;
@@ -273,6 +281,44 @@ async fn the_failure_policy_decides_when_the_server_is_gone() {
     let erin = Identity::new("user", "erin", "free");
     let fresh = limiters[2].check(&erin, "GET /search", 1).await;
     assert_eq!((fresh.allowed, fresh.source), (true, Source::Hybrid));
+    // dave was denied on the search limit before the outage: still denied.
+    let over = limiters[2].check(&dave, "GET /search", 1).await;
+    assert_eq!((over.allowed, over.source), (false, Source::Hybrid));
+    assert!(over.retry_after > 0);
+    // Under the global limit (3 of 8 left) dave's other endpoints pass, and
+    // local use counts against the last known budget: 3 more, then no.
+    let other: Vec<bool> = futures_allowed(&limiters[2], &dave, 4).await;
+    assert_eq!(other, vec![true, true, true, false]);
     assert_eq!(limiters[0].metrics().fail_open, 1);
     assert_eq!(limiters[1].metrics().fail_closed, 1);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn identities_are_spread_over_several_servers_and_stay_on_theirs() {
+    let first = TestServer::start_real_clock().await;
+    let second = TestServer::start_real_clock().await;
+    let limiter = Limiter::builder([
+        format!("redis://{}", first.addr()),
+        format!("redis://{}", second.addr()),
+    ])
+    .rules_toml(RULES)
+    .unwrap()
+    .config(test_config(Mode::Exact))
+    .build()
+    .await
+    .unwrap();
+    for i in 0..40 {
+        let user = Identity::new("user", format!("u{i}"), "free");
+        assert!(limiter.check(&user, "GET /search", 1).await.allowed);
+        // Twice more: each identity's count lives on one server only.
+        limiter.check(&user, "GET /search", 1).await;
+        let third = limiter.check(&user, "GET /search", 1).await;
+        assert_eq!(third.limits[1].remaining, 2, "u{i} counted in one place");
+    }
+    let mut a = first.raw().await;
+    let mut b = second.raw().await;
+    let keys_a: usize = a.line("DBSIZE").await[1..].trim().parse().unwrap();
+    let keys_b: usize = b.line("DBSIZE").await[1..].trim().parse().unwrap();
+    assert_eq!(keys_a + keys_b, 80, "a global and a search key per identity");
+    assert!(keys_a > 0 && keys_b > 0, "{keys_a} / {keys_b}");
 }

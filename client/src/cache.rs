@@ -10,7 +10,7 @@
 use std::hash::{BuildHasher, Hash};
 use std::sync::Arc;
 
-use hashbrown::{DefaultHashBuilder, HashMap};
+use hashbrown::{DefaultHashBuilder, Equivalent, HashMap, HashTable};
 use parking_lot::Mutex;
 
 use crate::rules::LimitName;
@@ -176,7 +176,8 @@ pub struct Orphan {
 /// The bounded cache of classes and limit states.
 pub struct Cache {
     hasher: DefaultHashBuilder,
-    classes: Vec<Mutex<HashMap<ClassKey, Arc<Class>>>>,
+    /// Filed by the hash of a [`ClassKeyRef`], computed once per check.
+    classes: Vec<Mutex<HashTable<(ClassKey, Arc<Class>)>>>,
     states: Vec<Mutex<HashMap<Arc<str>, SharedState>>>,
     per_shard: usize,
     orphans: Mutex<Vec<Orphan>>,
@@ -187,7 +188,7 @@ impl Cache {
     pub fn new(capacity: usize) -> Cache {
         Cache {
             hasher: DefaultHashBuilder::default(),
-            classes: (0..SHARDS).map(|_| Mutex::new(HashMap::new())).collect(),
+            classes: (0..SHARDS).map(|_| Mutex::new(HashTable::new())).collect(),
             states: (0..SHARDS).map(|_| Mutex::new(HashMap::new())).collect(),
             per_shard: capacity.div_ceil(SHARDS).max(1),
             orphans: Mutex::new(Vec::new()),
@@ -198,28 +199,55 @@ impl Cache {
         (self.hasher.hash_one(key) as usize) & (SHARDS - 1)
     }
 
-    /// The class for a request, if cached and built from `generation`.
+    /// The hash a class is filed under (one hash per check: the shard and
+    /// the bucket both come from it).
     #[inline]
-    pub fn class(&self, key: &ClassKeyRef<'_>, generation: u64) -> Option<Arc<Class>> {
-        let hash = self.hasher.hash_one(key);
-        let shard = &self.classes[(hash as usize) & (SHARDS - 1)];
-        let classes = shard.lock();
-        classes
-            .get(key)
-            .filter(|class| class.generation == generation)
-            .cloned()
+    pub fn class_hash(&self, key: &ClassKeyRef<'_>) -> u64 {
+        self.hasher.hash_one(key)
     }
 
-    /// Stores a class, evicting another when the shard is full.
-    pub fn put_class(&self, key: ClassKey, class: Arc<Class>) {
-        let shard = &self.classes[self.shard_of(&ClassKeyRef {
+    /// Runs `f` on the class for a request, if cached and built from
+    /// `generation`, under its shard's lock: the cached mode's fast path,
+    /// with no reference count touched.
+    #[inline]
+    pub fn with_class<R>(
+        &self,
+        key: &ClassKeyRef<'_>,
+        hash: u64,
+        generation: u64,
+        f: impl FnOnce(&Class) -> R,
+    ) -> Option<R> {
+        let classes = self.classes[(hash as usize) & (SHARDS - 1)].lock();
+        let (_, class) = classes.find(hash, |(k, _)| key.equivalent(k))?;
+        (class.generation == generation).then(|| f(class))
+    }
+
+    /// The class for a request, if cached and built from `generation`.
+    pub fn class(&self, key: &ClassKeyRef<'_>, hash: u64, generation: u64) -> Option<Arc<Class>> {
+        self.with_class(key, hash, generation, |_| ())?;
+        let classes = self.classes[(hash as usize) & (SHARDS - 1)].lock();
+        classes
+            .find(hash, |(k, _)| key.equivalent(k))
+            .map(|(_, class)| class.clone())
+    }
+
+    fn hash_of(&self, key: &ClassKey) -> u64 {
+        self.class_hash(&ClassKeyRef {
             scope: &key.scope,
             id: &key.id,
             tier: &key.tier,
             endpoint: &key.endpoint,
-        })];
-        let mut classes = shard.lock();
-        if classes.len() >= self.per_shard && !classes.contains_key(&key) {
+        })
+    }
+
+    /// Stores a class, replacing an older one for the same key, or evicting
+    /// the least recently used of a sample when the shard is full.
+    pub fn put_class(&self, key: ClassKey, class: Arc<Class>) {
+        let hash = self.hash_of(&key);
+        let mut classes = self.classes[(hash as usize) & (SHARDS - 1)].lock();
+        if let Ok(old) = classes.find_entry(hash, |(k, _)| *k == key) {
+            old.remove();
+        } else if classes.len() >= self.per_shard {
             let victim = classes
                 .iter()
                 .take(EVICTION_SAMPLE)
@@ -232,10 +260,13 @@ impl Cache {
                 })
                 .map(|(k, _)| k.clone());
             if let Some(victim) = victim {
-                classes.remove(&victim);
+                let victim_hash = self.hash_of(&victim);
+                if let Ok(entry) = classes.find_entry(victim_hash, |(k, _)| *k == victim) {
+                    entry.remove();
+                }
             }
         }
-        classes.insert(key, class);
+        classes.insert_unique(hash, (key, class), |(k, _)| self.hash_of(k));
     }
 
     /// The state of a limit, created by `make` when absent.

@@ -623,7 +623,8 @@ impl Limiter {
             tier: &identity.tier,
             endpoint,
         };
-        if let Some(class) = self.inner.cache.class(&key, generation) {
+        let hash = self.inner.cache.class_hash(&key);
+        if let Some(class) = self.inner.cache.class(&key, hash, generation) {
             return class;
         }
         let tightening = self.tightening();
@@ -783,6 +784,29 @@ impl Limiter {
     async fn check_cached(&self, identity: &Identity, endpoint: &str, cost: u64) -> Decision {
         let server = self.server_of(identity);
         let now_ms = self.now_ms(server);
+        // The fast path: the class is cached and its leases cover the cost.
+        let key = ClassKeyRef {
+            scope: &identity.scope,
+            id: &identity.id,
+            tier: &identity.tier,
+            endpoint,
+        };
+        let hash = self.inner.cache.class_hash(&key);
+        let generation = self.inner.generation.load(Ordering::Acquire);
+        let fast = self
+            .inner
+            .cache
+            .with_class(&key, hash, generation, |class| {
+                if class.limits.is_empty() {
+                    Some(Decision::unlimited(Source::Local, now_ms / 1000))
+                } else {
+                    self.try_local(class, cost, now_ms)
+                }
+            });
+        if let Some(Some(decision)) = fast {
+            self.inner.metrics.local();
+            return decision;
+        }
         let class = self.class(identity, endpoint, server, now_ms / 1000);
         if class.limits.is_empty() {
             return Decision::unlimited(Source::Local, now_ms / 1000);

@@ -319,6 +319,10 @@ async fn identities_are_spread_over_several_servers_and_stay_on_theirs() {
     let mut b = second.raw().await;
     let keys_a: usize = a.line("DBSIZE").await[1..].trim().parse().unwrap();
     let keys_b: usize = b.line("DBSIZE").await[1..].trim().parse().unwrap();
-    assert_eq!(keys_a + keys_b, 80, "a global and a search key per identity");
+    assert_eq!(
+        keys_a + keys_b,
+        80,
+        "a global and a search key per identity"
+    );
     assert!(keys_a > 0 && keys_b > 0, "{keys_a} / {keys_b}");
 }

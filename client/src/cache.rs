@@ -173,11 +173,14 @@ pub struct Orphan {
     pub ceiling: u64,
 }
 
+/// One shard of the class map.
+type ClassTable = HashTable<(ClassKey, Arc<Class>)>;
+
 /// The bounded cache of classes and limit states.
 pub struct Cache {
     hasher: DefaultHashBuilder,
     /// Filed by the hash of a [`ClassKeyRef`], computed once per check.
-    classes: Vec<Mutex<HashTable<(ClassKey, Arc<Class>)>>>,
+    classes: Vec<Mutex<ClassTable>>,
     states: Vec<Mutex<HashMap<Arc<str>, SharedState>>>,
     per_shard: usize,
     orphans: Mutex<Vec<Orphan>>,

@@ -346,13 +346,15 @@ async fn a_transaction_is_atomic_across_shards() {
 }
 
 #[tokio::test]
-async fn eval_inside_multi_is_refused_inside_exec() {
+async fn eval_inside_multi_runs_on_the_transactions_shards() {
     let server = TestServer::start().await;
     let mut conn = server.raw().await;
     assert_eq!(conn.line("MULTI").await, "+OK\r\n");
-    assert_eq!(conn.cmd(&["EVAL", "return 1", "0"]).await, b"+QUEUED\r\n");
-    assert_eq!(
-        conn.line("EXEC").await,
-        "*1\r\n-ERR EVAL inside MULTI is not supported by tally yet\r\n"
-    );
+    assert_eq!(conn.line("SET a 1").await, "+QUEUED\r\n");
+    // KEYS[1] and an undeclared key: inside EXEC every shard is held, so
+    // both are reachable without a conflict.
+    let script = "return redis.call('INCR', KEYS[1]) + redis.call('INCR', 'b')";
+    assert_eq!(conn.cmd(&["EVAL", script, "1", "a"]).await, b"+QUEUED\r\n");
+    assert_eq!(conn.line("EXEC").await, "*2\r\n+OK\r\n:3\r\n");
+    assert_eq!(conn.line("MGET a b").await, "*2\r\n$1\r\n2\r\n$1\r\n1\r\n");
 }

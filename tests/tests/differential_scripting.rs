@@ -269,3 +269,61 @@ async fn cjson_matches_redis() {
     ];
     run(scripts.iter().map(|s| eval(s, &[], &[])).collect()).await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn scripts_inside_transactions_match_redis() {
+    let window = std::fs::read_to_string(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../lua/scripts/multi_limit.lua"
+    ))
+    .unwrap();
+    let sha = tally_lua::sha1_hex(&window);
+    run(vec![
+        cmd(&["SET", "k", "1"]),
+        cmd(&["MULTI"]),
+        cmd(&["INCR", "k"]),
+        eval("return redis.call('INCR', KEYS[1])", &["k"], &[]),
+        eval("return redis.call('GET', 'undeclared')", &[], &[]),
+        eval("return redis.error_reply('mine')", &[], &[]),
+        eval("return redis.call('NOSUCH')", &[], &[]),
+        eval(
+            "redis.call('SET', KEYS[1], ARGV[1]); return redis.call('HSET', KEYS[1], 'f', 'v')",
+            &["k"],
+            &["x"],
+        ),
+        cmd(&["GET", "k"]),
+        cmd(&["EXEC"]),
+        // The known multi-limit script (native on tally) queued with others.
+        cmd(&["SCRIPT", "LOAD", &window]),
+        cmd(&["MULTI"]),
+        cmd(&[
+            "EVALSHA",
+            &sha,
+            "2",
+            "rl:{u}:*:c",
+            "rl:{u}:*:p",
+            "10",
+            "60",
+            "3",
+        ]),
+        // (Allowed calls only: a denial's retry_after counts seconds, which
+        // could tick between the two servers' replies.)
+        cmd(&[
+            "EVALSHA",
+            &sha,
+            "2",
+            "rl:{u}:*:c",
+            "rl:{u}:*:p",
+            "10",
+            "60",
+            "2",
+        ]),
+        cmd(&["EVALSHA", "0000000000000000000000000000000000000000", "0"]),
+        cmd(&["GET", "rl:{u}:*:c"]),
+        cmd(&["EXEC"]),
+        cmd(&["MULTI"]),
+        eval("return 1", &[], &[]),
+        cmd(&["DISCARD"]),
+    ])
+    .await;
+}

@@ -10,7 +10,7 @@ use super::{convert, RunState};
 use crate::cmd::table::flags;
 use crate::cmd::{self, ClientState, Ctx};
 use crate::state::Shared;
-use crate::store::HeldShards;
+use crate::store::ShardLender;
 
 /// Commands whose effect is not confined to their key arguments.
 const WHOLE_KEYSPACE: &[&str] = &["flushdb", "flushall", "swapdb", "move", "copy", "select"];
@@ -27,7 +27,7 @@ pub(super) fn lua_error(lua: &mlua::Lua, text: &str) -> mlua::Result<(Value, boo
 /// a short script), so they reach the run's state through [`BRIDGE`].
 pub(super) struct Bridge<'r, 'h> {
     pub(super) shared: &'r Shared,
-    pub(super) held: &'r HeldShards<'h>,
+    pub(super) held: &'r (dyn ShardLender + 'h),
     pub(super) client: ClientState,
     pub(super) undo: UndoLog,
     pub(super) run: &'r RunState,
@@ -170,9 +170,13 @@ fn run_command(
         if bridge.declared_run {
             for position in command.keys.positions(argv.len()) {
                 let key = bridge.shared.store.key(argv[position]);
-                bridge
-                    .undo
-                    .snapshot(held, bridge.client.db, key, bridge.now_ms);
+                bridge.undo.snapshot(
+                    held,
+                    &bridge.shared.store,
+                    bridge.client.db,
+                    key,
+                    bridge.now_ms,
+                );
             }
         }
     }

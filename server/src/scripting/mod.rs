@@ -36,7 +36,7 @@ use parking_lot::{Mutex, RwLock};
 
 use crate::cmd::{self, ClientState, Ctx};
 use crate::resp::Reply;
-use crate::store::{HeldShards, KeyRef};
+use crate::store::{HeldShards, KeyRef, ShardLender};
 
 /// Flags from a `#!lua flags=...` first line.
 #[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
@@ -365,11 +365,6 @@ pub fn eval(
     read_only: bool,
 ) -> Reply {
     let shared = ctx.shared;
-    if ctx.held.is_some() {
-        // Inside EXEC the shards are already held by this thread; running a
-        // script there needs the transaction to lend them. Not yet.
-        return Reply::error("ERR EVAL inside MULTI is not supported by tally yet");
-    }
     if let Some(index) = script.native {
         if shared.scripts.native_enabled.load(Ordering::Relaxed) {
             if let Some(reply) = native::run(ctx, index, keys, args, read_only) {
@@ -399,32 +394,42 @@ pub fn eval(
         })
     });
     let mut everything = script.needs_everything.load(Ordering::Relaxed);
-    let reply = loop {
-        let keyrefs: Vec<KeyRef<'_>> = keys.iter().map(|k| shared.store.key(k)).collect();
-        let held = if everything {
-            HeldShards::everything(&shared.store)
-        } else {
-            HeldShards::declared(&shared.store, ctx.client.db, &keyrefs)
-        };
+    let reply = if let Some(lender) = ctx.held {
+        // Inside EXEC: the transaction holds every shard (a queued EVAL
+        // makes it take them all) and lends them to the script; nothing
+        // can conflict, so there is no undo log and no re-run.
         let mut undo = UndoLog::default();
-        let reply = run_once(
-            ctx,
-            &held,
-            script,
-            keys,
-            args,
-            !may_write,
-            !everything,
-            &mut undo,
-            &run,
-        );
-        if !everything && held.conflicted() {
-            undo.rollback(&held, &shared.store, ctx.now_ms);
-            script.needs_everything.store(true, Ordering::Relaxed);
-            everything = true;
-            continue;
+        run_once(
+            ctx, lender, script, keys, args, !may_write, false, &mut undo, &run,
+        )
+    } else {
+        loop {
+            let keyrefs: Vec<KeyRef<'_>> = keys.iter().map(|k| shared.store.key(k)).collect();
+            let held = if everything {
+                HeldShards::everything(&shared.store)
+            } else {
+                HeldShards::declared(&shared.store, ctx.client.db, &keyrefs)
+            };
+            let mut undo = UndoLog::default();
+            let reply = run_once(
+                ctx,
+                &held,
+                script,
+                keys,
+                args,
+                !may_write,
+                !everything,
+                &mut undo,
+                &run,
+            );
+            if !everything && held.conflicted() {
+                undo.rollback(&held, &shared.store, ctx.now_ms);
+                script.needs_everything.store(true, Ordering::Relaxed);
+                everything = true;
+                continue;
+            }
+            break reply;
         }
-        break reply;
     };
     CURRENT_RUN.with(|current| *current.borrow_mut() = None);
     if run.busy.load(Ordering::SeqCst) {
@@ -438,7 +443,7 @@ pub fn eval(
 #[allow(clippy::too_many_arguments)]
 fn run_once(
     ctx: &mut Ctx<'_>,
-    held: &HeldShards<'_>,
+    held: &dyn ShardLender,
     script: &Script,
     keys: &[&[u8]],
     args: &[&[u8]],

@@ -1,7 +1,7 @@
 //! The undo log of a declared-keys script run: the state of every key a
 //! write command is about to change, restored if the run is abandoned.
 
-use crate::store::{HeldShards, KeyRef, OwnedValue, ShardGuard, Store};
+use crate::store::{KeyRef, OwnedValue, ShardGuard, ShardLender, Store};
 
 /// The state of a key before a script's write, to restore on rollback.
 struct Saved {
@@ -19,12 +19,13 @@ pub(super) struct UndoLog {
 impl UndoLog {
     pub(super) fn snapshot(
         &mut self,
-        held: &HeldShards<'_>,
+        held: &dyn ShardLender,
+        store: &Store,
         db: usize,
         key: KeyRef<'_>,
         now_ms: u64,
     ) {
-        let mut shard = held.shard_for(db, key);
+        let mut shard = held.lend(db, store.db(db).shard_of(key));
         if matches!(shard, ShardGuard::Scratch(_)) {
             return; // Not held: nothing there can have been changed.
         }
@@ -48,10 +49,10 @@ impl UndoLog {
         });
     }
 
-    pub(super) fn rollback(self, held: &HeldShards<'_>, store: &Store, now_ms: u64) {
+    pub(super) fn rollback(self, held: &dyn ShardLender, store: &Store, now_ms: u64) {
         for saved in self.saved.into_iter().rev() {
             let key = store.key(&saved.key);
-            let mut shard = held.shard_for(saved.db, key);
+            let mut shard = held.lend(saved.db, store.db(saved.db).shard_of(key));
             match saved.before {
                 Some((value, expire)) => {
                     shard.set_owned(key, value, expire, now_ms);

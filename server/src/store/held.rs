@@ -56,9 +56,26 @@ impl DerefMut for ShardGuard<'_> {
 pub trait ShardLender {
     /// The shard `index` of database `db`.
     fn lend(&self, db: usize, index: usize) -> ShardGuard<'_>;
+
+    /// True once a shard the borrower needed could not be taken (a
+    /// declared-keys script run that must be redone holding everything).
+    fn conflicted(&self) -> bool {
+        false
+    }
+
+    /// Records that the borrower needs more than these shards.
+    fn force_conflict(&self) {}
 }
 
 impl ShardLender for HeldShards<'_> {
+    fn conflicted(&self) -> bool {
+        HeldShards::conflicted(self)
+    }
+
+    fn force_conflict(&self) {
+        HeldShards::force_conflict(self)
+    }
+
     fn lend(&self, db: usize, index: usize) -> ShardGuard<'_> {
         self.shard(db, index)
     }

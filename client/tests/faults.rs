@@ -158,10 +158,9 @@ async fn stopping_the_server_under_load_opens_the_breaker_and_one_probe_closes_i
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_dropped_limiter_leaves_no_task_behind() {
     let server = TestServer::start_real_clock().await;
-    // One connection and disconnection first: the in-process server's
-    // first connection leaves one more task alive for the server's life
-    // (observed with any redis-crate client, and not again after later
-    // connections), which is the server's, not the limiter's.
+    // One connection and disconnection first: the server's accept loop
+    // spawns its per-listener accept task when it first runs, which can be
+    // after start() returned, so the baseline is taken once it has served.
     {
         let client = redis::Client::open(format!("redis://{}", server.addr())).unwrap();
         let mut warm = client.get_multiplexed_async_connection().await.unwrap();

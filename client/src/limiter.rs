@@ -443,7 +443,11 @@ impl Limiter {
             Mode::Exact => self.check_exact(identity, endpoint, cost).await,
             Mode::Cached { .. } => self.check_cached(identity, endpoint, cost).await,
         };
-        self.inner.metrics.decision(decision.allowed);
+        // One counter per decision: local ones count themselves as local
+        // allowed/denied (the fast path pays one atomic add, not two).
+        if decision.source != Source::Local {
+            self.inner.metrics.decision(decision.allowed);
+        }
         decision
     }
 
@@ -826,15 +830,16 @@ impl Limiter {
                 }
             });
         if let Some(Some(decision)) = fast {
-            self.inner.metrics.local();
+            self.inner.metrics.local(decision.allowed);
             return decision;
         }
         let class = self.class(identity, endpoint, server, now_ms / 1000);
         if class.limits.is_empty() {
+            self.inner.metrics.local(true);
             return Decision::unlimited(Source::Local, now_ms / 1000);
         }
         if let Some(decision) = self.try_local(&class, cost, now_ms) {
-            self.inner.metrics.local();
+            self.inner.metrics.local(decision.allowed);
             return decision;
         }
         // The lease is used up: ask the server now rather than deny.

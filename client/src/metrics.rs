@@ -10,7 +10,8 @@ pub struct Metrics {
     denied: AtomicU64,
     fail_open: AtomicU64,
     fail_closed: AtomicU64,
-    local_decisions: AtomicU64,
+    local_allowed: AtomicU64,
+    local_denied: AtomicU64,
     server_checks: AtomicU64,
     syncs: AtomicU64,
     sync_micros: AtomicU64,
@@ -57,8 +58,8 @@ impl Metrics {
     pub(crate) fn fail_closed(&self) {
         add(&self.fail_closed, 1);
     }
-    pub(crate) fn local(&self) {
-        add(&self.local_decisions, 1);
+    pub(crate) fn local(&self, allowed: bool) {
+        add(if allowed { &self.local_allowed } else { &self.local_denied }, 1);
     }
     pub(crate) fn server_check(&self) {
         add(&self.server_checks, 1);
@@ -78,11 +79,11 @@ impl Metrics {
     pub fn snapshot(&self) -> MetricsSnapshot {
         let get = |c: &AtomicU64| c.load(Ordering::Relaxed);
         MetricsSnapshot {
-            allowed: get(&self.allowed),
-            denied: get(&self.denied),
+            allowed: get(&self.allowed) + get(&self.local_allowed),
+            denied: get(&self.denied) + get(&self.local_denied),
             fail_open: get(&self.fail_open),
             fail_closed: get(&self.fail_closed),
-            local_decisions: get(&self.local_decisions),
+            local_decisions: get(&self.local_allowed) + get(&self.local_denied),
             server_checks: get(&self.server_checks),
             syncs: get(&self.syncs),
             sync_micros: get(&self.sync_micros),

@@ -439,9 +439,17 @@ impl Limiter {
     /// Decides whether `identity` may make a request to `endpoint` costing
     /// `cost` (usually 1).
     pub async fn check(&self, identity: &Identity, endpoint: &str, cost: u64) -> Decision {
+        if let Mode::Cached { .. } = self.inner.config.mode {
+            if let Some(decision) = self.cached_fast_path(identity, endpoint, cost) {
+                return decision;
+            }
+        }
+        // Everything that may wait on the server is boxed: the future of a
+        // check decided locally stays small (unboxed it was ~5 KB, built
+        // and moved for every call).
         let decision = match self.inner.config.mode {
-            Mode::Exact => self.check_exact(identity, endpoint, cost).await,
-            Mode::Cached { .. } => self.check_cached(identity, endpoint, cost).await,
+            Mode::Exact => Box::pin(self.check_exact(identity, endpoint, cost)).await,
+            Mode::Cached { .. } => Box::pin(self.check_cached(identity, endpoint, cost)).await,
         };
         // One counter per decision: local ones count themselves as local
         // allowed/denied (the fast path pays one atomic add, not two).
@@ -807,10 +815,12 @@ impl Limiter {
         Some(decision)
     }
 
-    async fn check_cached(&self, identity: &Identity, endpoint: &str, cost: u64) -> Decision {
+    /// The cached mode's fast path: the class is cached and its leases
+    /// cover the cost (or the deny cache answers). `None` when the class
+    /// must be built or the server asked.
+    fn cached_fast_path(&self, identity: &Identity, endpoint: &str, cost: u64) -> Option<Decision> {
         let server = self.server_of(identity);
         let now_ms = self.now_ms(server);
-        // The fast path: the class is cached and its leases cover the cost.
         let key = ClassKeyRef {
             scope: &identity.scope,
             id: &identity.id,
@@ -829,10 +839,14 @@ impl Limiter {
                     self.try_local(class, cost, now_ms)
                 }
             });
-        if let Some(Some(decision)) = fast {
-            self.inner.metrics.local(decision.allowed);
-            return decision;
-        }
+        let decision = fast.flatten()?;
+        self.inner.metrics.local(decision.allowed);
+        Some(decision)
+    }
+
+    async fn check_cached(&self, identity: &Identity, endpoint: &str, cost: u64) -> Decision {
+        let server = self.server_of(identity);
+        let now_ms = self.now_ms(server);
         let class = self.class(identity, endpoint, server, now_ms / 1000);
         if class.limits.is_empty() {
             self.inner.metrics.local(true);

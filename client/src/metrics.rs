@@ -59,7 +59,14 @@ impl Metrics {
         add(&self.fail_closed, 1);
     }
     pub(crate) fn local(&self, allowed: bool) {
-        add(if allowed { &self.local_allowed } else { &self.local_denied }, 1);
+        add(
+            if allowed {
+                &self.local_allowed
+            } else {
+                &self.local_denied
+            },
+            1,
+        );
     }
     pub(crate) fn server_check(&self) {
         add(&self.server_checks, 1);

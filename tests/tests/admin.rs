@@ -243,3 +243,37 @@ async fn an_embedded_server_shuts_down_gracefully_from_its_handle() {
     assert_eq!(conn.read_until_closed().await, b"");
     assert!(tokio::net::TcpStream::connect(addr).await.is_err());
 }
+
+#[tokio::test]
+async fn help_subcommands_answer_in_redis_form_with_what_tally_has() {
+    let server = TestServer::start().await;
+    let mut conn = server.raw().await;
+    for command in [
+        "CONFIG HELP",
+        "CLIENT HELP",
+        "OBJECT HELP",
+        "SCRIPT HELP",
+        "PUBSUB HELP",
+        "COMMAND HELP",
+    ] {
+        let reply = conn.line(command).await;
+        let name = command.split(' ').next().unwrap();
+        // Redis 7.0's first and closing lines, word for word.
+        let header =
+            format!("+{name} <subcommand> [<arg> [value] [opt] ...]. Subcommands are:\r\n");
+        assert!(
+            reply
+                .split_once("\r\n")
+                .is_some_and(|(_, rest)| rest.starts_with(&header)),
+            "{command}: {reply}"
+        );
+        assert!(
+            reply.ends_with("+HELP\r\n+    Prints this help.\r\n"),
+            "{command}: {reply}"
+        );
+    }
+    // The entries are tally's own: PUBSUB lists no shard channels.
+    let pubsub = conn.line("PUBSUB HELP").await;
+    assert!(pubsub.contains("+CHANNELS [<pattern>]\r\n"));
+    assert!(!pubsub.contains("SHARDCHANNELS"));
+}

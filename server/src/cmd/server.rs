@@ -20,7 +20,7 @@ pub fn help_reply(command: &str, lines: &[&str]) -> Reply {
     )];
     out.extend(lines.iter().map(|l| Reply::Status(l.to_string().into())));
     out.push(Reply::status("HELP"));
-    out.push(Reply::status("    Print this help."));
+    out.push(Reply::status("    Prints this help."));
     Reply::Array(out)
 }
 

@@ -326,3 +326,51 @@ async fn identities_are_spread_over_several_servers_and_stay_on_theirs() {
     );
     assert!(keys_a > 0 && keys_b > 0, "{keys_a} / {keys_b}");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn cached_mode_works_against_redis_too() {
+    // The lease script is plain Lua: Redis runs it as tally does.
+    let Some(redis) = RedisServer::start() else {
+        return;
+    };
+    let rules = r#"
+        [tiers.free]
+        global = { limit = 20, window_seconds = 3600 }
+    "#;
+    let mut nodes = Vec::new();
+    for _ in 0..2 {
+        nodes.push(
+            Limiter::builder([format!("redis://{}", redis.addr)])
+                .rules_toml(rules)
+                .unwrap()
+                .config(test_config(Mode::Cached {
+                    sync_interval: Duration::from_millis(50),
+                }))
+                .build()
+                .await
+                .unwrap(),
+        );
+    }
+    let heavy = Identity::new("user", "heavy", "free");
+    let light = Identity::new("user", "light", "free");
+    let (mut admitted, mut light_denied) = (0, 0);
+    for round in 0..30 {
+        for node in &nodes {
+            if node.check(&heavy, "GET /", 1).await.allowed {
+                admitted += 1;
+            }
+        }
+        if round % 5 == 0 && !nodes[round % 2].check(&light, "GET /", 1).await.allowed {
+            light_denied += 1;
+        }
+        for node in &nodes {
+            node.sync_now().await;
+        }
+    }
+    assert_eq!(
+        admitted, 20,
+        "60 requests against a limit of 20 in one window"
+    );
+    assert_eq!(light_denied, 0);
+    assert!(nodes.iter().map(|n| n.metrics().syncs).sum::<u64>() > 0);
+}

@@ -182,6 +182,45 @@ pub fn random_count(arg: &[u8]) -> Result<i64, Reply> {
     Ok(count)
 }
 
+/// The arguments of HRANDFIELD, SRANDMEMBER and ZRANDMEMBER after the key:
+/// `[count [<with>]]` (SRANDMEMBER has no `with` word). Returns the count,
+/// if given, and whether `with` was.
+pub fn random_pick_args(argv: &[&[u8]], with: Option<&str>) -> Result<(Option<i64>, bool), Reply> {
+    let with_given = match (argv.len(), with) {
+        (2 | 3, _) => false,
+        (4, Some(word)) if is(argv[3], word) => true,
+        _ => return Err(Reply::error(error::SYNTAX)),
+    };
+    let count = argv.get(2).map(|c| random_count(c)).transpose()?;
+    Ok((count, with_given))
+}
+
+/// The reply of a random pick from a missing key: nil without a count, an
+/// empty array with one.
+pub fn missing_pick(count: Option<i64>) -> Reply {
+    match count {
+        None => Reply::Nil,
+        Some(_) => Reply::Array(Vec::new()),
+    }
+}
+
+/// HSCAN, SSCAN and ZSCAN: parses `cursor [MATCH] [COUNT]`, then replies
+/// with the elements `list` gives for the collection (none when missing).
+pub fn scan_collection<T: Kind>(
+    ctx: &mut super::Ctx<'_>,
+    argv: &[&[u8]],
+    list: impl FnOnce(&T, &ScanOptions<'_>) -> Vec<Reply>,
+) -> Reply {
+    let options = match ScanOptions::parse(argv[2], &argv[3..]) {
+        Ok(options) => options,
+        Err(reply) => return reply,
+    };
+    let key = ctx.key(argv[1]);
+    let mut shard = ctx.lock(key);
+    let found = read::<T, _>(&mut shard, key, ctx.now_ms, |value| list(value, &options));
+    either(found.map(|r| ScanOptions::reply(r.unwrap_or_default())))
+}
+
 /// The positions HRANDFIELD, SRANDMEMBER and ZRANDMEMBER return for a
 /// count over `len` elements: every element in order when a non-negative
 /// count covers them all (as Redis does), else `count` distinct random

@@ -1,7 +1,9 @@
 //! Hash commands: HSET HGET HINCRBY and the rest of the family.
 
-use super::args::{int_arg, is};
-use super::collection::{either, modify, pairs, random_count, read, ScanOptions};
+use super::args::int_arg;
+use super::collection::{
+    either, missing_pick, modify, pairs, random_pick_args, read, scan_collection,
+};
 use super::error;
 use super::Ctx;
 use crate::float::{add_human, AddError};
@@ -220,13 +222,8 @@ pub fn hincrbyfloat(ctx: &mut Ctx<'_>, argv: &[&[u8]]) -> Reply {
 
 /// HRANDFIELD key [count [WITHVALUES]]
 pub fn hrandfield(ctx: &mut Ctx<'_>, argv: &[&[u8]]) -> Reply {
-    let with_values = match argv.len() {
-        2 | 3 => false,
-        4 if is(argv[3], "withvalues") => true,
-        _ => return Reply::error(error::SYNTAX),
-    };
-    let count = match argv.get(2).map(|c| random_count(c)).transpose() {
-        Ok(count) => count,
+    let (count, with_values) = match random_pick_args(argv, Some("withvalues")) {
+        Ok(args) => args,
         Err(reply) => return reply,
     };
     let proto = ctx.client.proto;
@@ -252,27 +249,15 @@ pub fn hrandfield(ctx: &mut Ctx<'_>, argv: &[&[u8]]) -> Reply {
             Reply::Array(chosen.map(|(f, _)| Reply::bulk(f)).collect())
         }
     });
-    either(found.map(|r| {
-        r.unwrap_or(match count {
-            None => Reply::Nil,
-            Some(_) => Reply::Array(Vec::new()),
-        })
-    }))
+    either(found.map(|r| r.unwrap_or_else(|| missing_pick(count))))
 }
 
 /// HSCAN key cursor [MATCH pattern] [COUNT count]
 pub fn hscan(ctx: &mut Ctx<'_>, argv: &[&[u8]]) -> Reply {
-    let options = match ScanOptions::parse(argv[2], &argv[3..]) {
-        Ok(options) => options,
-        Err(reply) => return reply,
-    };
-    let key = ctx.key(argv[1]);
-    let mut shard = ctx.lock(key);
-    let found = read::<Hash, _>(&mut shard, key, ctx.now_ms, |hash| {
+    scan_collection::<Hash>(ctx, argv, |hash, options| {
         hash.iter()
             .filter(|(f, _)| options.keeps(f))
             .flat_map(|(f, v)| [Reply::bulk(f), Reply::bulk(v)])
             .collect()
-    });
-    either(found.map(|r| ScanOptions::reply(r.unwrap_or_default())))
+    })
 }

@@ -2,7 +2,8 @@
 
 use super::args::{int_arg, is};
 use super::collection::{
-    either, exists_as, modify, positive_count, random_count, random_indexes, read, ScanOptions,
+    either, exists_as, missing_pick, modify, positive_count, random_indexes, random_pick_args,
+    read, scan_collection,
 };
 use super::error;
 use super::Ctx;
@@ -125,11 +126,8 @@ pub fn spop(ctx: &mut Ctx<'_>, argv: &[&[u8]]) -> Reply {
 
 /// SRANDMEMBER key [count]
 pub fn srandmember(ctx: &mut Ctx<'_>, argv: &[&[u8]]) -> Reply {
-    if argv.len() > 3 {
-        return Reply::error(error::SYNTAX);
-    }
-    let count = match argv.get(2).map(|c| random_count(c)).transpose() {
-        Ok(count) => count,
+    let count = match random_pick_args(argv, None) {
+        Ok((count, _)) => count,
         Err(reply) => return reply,
     };
     let key = ctx.key(argv[1]);
@@ -146,12 +144,7 @@ pub fn srandmember(ctx: &mut Ctx<'_>, argv: &[&[u8]]) -> Reply {
                 .collect(),
         ),
     });
-    either(found.map(|r| {
-        r.unwrap_or(match count {
-            None => Reply::Nil,
-            Some(_) => Reply::Array(Vec::new()),
-        })
-    }))
+    either(found.map(|r| r.unwrap_or_else(|| missing_pick(count))))
 }
 
 /// SMOVE source destination member
@@ -344,18 +337,11 @@ pub fn sintercard(ctx: &mut Ctx<'_>, argv: &[&[u8]]) -> Reply {
 
 /// SSCAN key cursor [MATCH pattern] [COUNT count]
 pub fn sscan(ctx: &mut Ctx<'_>, argv: &[&[u8]]) -> Reply {
-    let options = match ScanOptions::parse(argv[2], &argv[3..]) {
-        Ok(options) => options,
-        Err(reply) => return reply,
-    };
-    let key = ctx.key(argv[1]);
-    let mut shard = ctx.lock(key);
-    let found = read::<Set, _>(&mut shard, key, ctx.now_ms, |set| {
+    scan_collection::<Set>(ctx, argv, |set, options| {
         set.iter()
             .map(Member::to_vec)
             .filter(|m| options.keeps(m))
             .map(Reply::Bulk)
             .collect()
-    });
-    either(found.map(|r| ScanOptions::reply(r.unwrap_or_default())))
+    })
 }

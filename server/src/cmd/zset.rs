@@ -5,8 +5,8 @@ use std::ops::Bound;
 
 use super::args::{int_arg, is, parse_f64};
 use super::collection::{
-    double, either, index_range, modify, pairs, positive_count, random_count, random_indexes, read,
-    ScanOptions,
+    double, either, index_range, missing_pick, modify, pairs, positive_count, random_indexes,
+    random_pick_args, read, scan_collection,
 };
 use super::error;
 use super::Ctx;
@@ -736,13 +736,8 @@ pub fn zpopmax(ctx: &mut Ctx<'_>, argv: &[&[u8]]) -> Reply {
 
 /// ZRANDMEMBER key [count [WITHSCORES]]
 pub fn zrandmember(ctx: &mut Ctx<'_>, argv: &[&[u8]]) -> Reply {
-    let with_scores = match argv.len() {
-        2 | 3 => false,
-        4 if is(argv[3], "withscores") => true,
-        _ => return Reply::error(error::SYNTAX),
-    };
-    let count = match argv.get(2).map(|c| random_count(c)).transpose() {
-        Ok(count) => count,
+    let (count, with_scores) = match random_pick_args(argv, Some("withscores")) {
+        Ok(args) => args,
         Err(reply) => return reply,
     };
     let proto = ctx.client.proto;
@@ -760,23 +755,12 @@ pub fn zrandmember(ctx: &mut Ctx<'_>, argv: &[&[u8]]) -> Reply {
             .collect();
         member_score(proto, chosen, with_scores)
     });
-    either(found.map(|r| {
-        r.unwrap_or(match count {
-            None => Reply::Nil,
-            Some(_) => Reply::Array(Vec::new()),
-        })
-    }))
+    either(found.map(|r| r.unwrap_or_else(|| missing_pick(count))))
 }
 
 /// ZSCAN key cursor [MATCH pattern] [COUNT count]
 pub fn zscan(ctx: &mut Ctx<'_>, argv: &[&[u8]]) -> Reply {
-    let options = match ScanOptions::parse(argv[2], &argv[3..]) {
-        Ok(options) => options,
-        Err(reply) => return reply,
-    };
-    let key = ctx.key(argv[1]);
-    let mut shard = ctx.lock(key);
-    let found = read::<ZSet, _>(&mut shard, key, ctx.now_ms, |zset| {
+    scan_collection::<ZSet>(ctx, argv, |zset, options| {
         zset.iter()
             .filter(|(m, _)| options.keeps(m))
             .flat_map(|(m, s)| {
@@ -786,6 +770,5 @@ pub fn zscan(ctx: &mut Ctx<'_>, argv: &[&[u8]]) -> Reply {
                 ]
             })
             .collect()
-    });
-    either(found.map(|r| ScanOptions::reply(r.unwrap_or_default())))
+    })
 }

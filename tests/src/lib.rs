@@ -406,6 +406,27 @@ fn without_client_id(reply: &[u8]) -> Vec<u8> {
     [&reply[..start], b"?", &reply[end..]].concat()
 }
 
+/// Parses a hand-written command stream: one command per line, words split
+/// on spaces, blank lines and `#` comments skipped.
+pub fn script(text: &str) -> Vec<Vec<Vec<u8>>> {
+    text.lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty() && !l.starts_with('#'))
+        .map(words)
+        .collect()
+}
+
+/// Sends a hand-written stream ([`script`]) to a fresh redis-server and a
+/// fresh tally (real clock) and fails on any reply that differs.
+pub async fn assert_script_matches_redis(text: &str) {
+    let Some(redis) = RedisServer::start() else {
+        return;
+    };
+    let tally = TestServer::start_real_clock().await;
+    let mismatches = compare_streams(redis.addr, tally.addr(), &script(text)).await;
+    assert_no_mismatch(&mismatches);
+}
+
 /// Panics with a readable list when `mismatches` is not empty.
 pub fn assert_no_mismatch(mismatches: &[Mismatch]) {
     if mismatches.is_empty() {

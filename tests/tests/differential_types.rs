@@ -5,23 +5,10 @@
 //! smaller than the collection) are kept out of these streams; the socket
 //! tests in `types.rs` check those by content.
 
-use tally_tests::{assert_no_mismatch, compare_streams, words, RedisServer, TestServer};
-
-fn script(text: &str) -> Vec<Vec<Vec<u8>>> {
-    text.lines()
-        .map(str::trim)
-        .filter(|l| !l.is_empty() && !l.starts_with('#'))
-        .map(words)
-        .collect()
-}
+use tally_tests::assert_script_matches_redis;
 
 async fn run(text: &str) {
-    let Some(redis) = RedisServer::start() else {
-        return;
-    };
-    let tally = TestServer::start_real_clock().await;
-    let mismatches = compare_streams(redis.addr, tally.addr(), &script(text)).await;
-    assert_no_mismatch(&mismatches);
+    assert_script_matches_redis(text).await;
 }
 
 /// Every type's commands against a key of every other type.

@@ -56,11 +56,35 @@ stop_servers() {
     TALLY_PID=""
 }
 
-# rps PORT ARGS... -> "TEST rps" lines from redis-benchmark's CSV output
+# rps PORT ARGS... -> "TEST<tab>rps" lines from redis-benchmark's CSV output
 rps() {
     local port=$1
     shift
-    redis-benchmark -p "$port" --csv "$@" 2>/dev/null | tail -n +2 | tr -d '"' | cut -d, -f1,2
+    redis-benchmark -p "$port" --csv "$@" 2>/dev/null | tail -n +2 |
+        python3 -c 'import csv,sys; [print(f"{r[0]}\t{r[1]}") for r in csv.reader(sys.stdin)]'
+}
+
+# median_table REDIS_FILE TALLY_FILE [COLUMN] -> markdown rows: the median of
+# each test's rounds per server and their ratio; COLUMN (the pipeline depth)
+# goes after the test name when given.
+median_table() {
+    python3 - "$@" <<'PY'
+import statistics, sys
+def load(path):
+    runs = {}
+    for line in open(path):
+        test, rps = line.rstrip("\n").split("\t")
+        runs.setdefault(test, []).append(float(rps))
+    return {test: statistics.median(v) for test, v in runs.items()}
+redis, tally = load(sys.argv[1]), load(sys.argv[2])
+column = f" {sys.argv[3]} |" if len(sys.argv) > 3 else ""
+for test, r in redis.items():
+    t = tally.get(test)
+    if t is None:
+        print(f"| {test} |{column} {r:,.0f} | failed | - |")
+        continue
+    print(f"| {test} |{column} {r:,.0f} | {t:,.0f} | {t/r:.2f}x |")
+PY
 }
 
 start_servers
@@ -79,23 +103,7 @@ for pipeline in 1 16; do
                 >>"$WORK/${pair##*:}.$pipeline"
         done
     done
-    python3 - "$WORK/redis.$pipeline" "$WORK/tally.$pipeline" "$pipeline" <<'PY'
-import statistics, sys
-def load(path):
-    runs = {}
-    for line in open(path):
-        if "," in line:
-            test, rps = line.strip().split(",")
-            runs.setdefault(test, []).append(float(rps))
-    return {test: statistics.median(v) for test, v in runs.items()}
-redis, tally = load(sys.argv[1]), load(sys.argv[2])
-for test, r in redis.items():
-    t = tally.get(test)
-    if t is None:
-        print(f"| {test} | {sys.argv[3]} | {r:,.0f} | failed | - |")
-        continue
-    print(f"| {test} | {sys.argv[3]} | {r:,.0f} | {t:,.0f} | {t/r:.2f}x |")
-PY
+    median_table "$WORK/redis.$pipeline" "$WORK/tally.$pipeline" "$pipeline"
 done
 # redis-benchmark's own default suite (no -t), every test on fresh servers,
 # ROUNDS alternating rounds, median per test.
@@ -109,28 +117,11 @@ for round in $(seq "$ROUNDS"); do
     start_servers
     if [ $((round % 2)) -eq 1 ]; then order="$REDIS_PORT:redis $TALLY_PORT:tally"; else order="$TALLY_PORT:tally $REDIS_PORT:redis"; fi
     for pair in $order; do
-        redis-benchmark -p "${pair%%:*}" -n "$SUITE_REQUESTS" --csv 2>/dev/null | tail -n +2 |
-            python3 -c 'import csv,sys; [print(f"{r[0]}\t{r[1]}") for r in csv.reader(sys.stdin)]' \
-            >>"$WORK/suite.${pair##*:}"
+        rps "${pair%%:*}" -n "$SUITE_REQUESTS" >>"$WORK/suite.${pair##*:}"
     done
     stop_servers
 done
-python3 - "$WORK/suite.redis" "$WORK/suite.tally" <<'PY'
-import statistics, sys
-def load(path):
-    runs = {}
-    for line in open(path):
-        test, rps = line.rstrip("\n").split("\t")
-        runs.setdefault(test, []).append(float(rps))
-    return {test: statistics.median(v) for test, v in runs.items()}
-redis, tally = load(sys.argv[1]), load(sys.argv[2])
-for test, r in redis.items():
-    t = tally.get(test)
-    if t is None:
-        print(f"| {test} | {r:,.0f} | failed | - |")
-        continue
-    print(f"| {test} | {r:,.0f} | {t:,.0f} | {t/r:.2f}x |")
-PY
+median_table "$WORK/suite.redis" "$WORK/suite.tally"
 start_servers
 
 # The known limiter scripts through EVALSHA: tally runs each natively (its

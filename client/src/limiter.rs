@@ -630,7 +630,7 @@ impl Limiter {
             }
             FailurePolicy::Hybrid => {
                 let class = self.class(identity, endpoint, server, now_secs);
-                let mut decision = self.decide_from_states(&class, cost, now_ms, true);
+                let mut decision = self.hybrid_decision(&class, cost, now_ms);
                 decision.source = Source::Hybrid;
                 if decision.allowed {
                     self.inner.metrics.fail_open();
@@ -705,11 +705,10 @@ impl Limiter {
         class
     }
 
-    /// Decides from the local states alone. With `hybrid`, a limit whose
-    /// lease is used up is judged by the last server count plus local use;
-    /// otherwise a missing lease means "ask the server" (`None` from
-    /// [`Limiter::try_local`]).
-    fn decide_from_states(&self, class: &Class, cost: u64, now_ms: u64, hybrid: bool) -> Decision {
+    /// The hybrid policy's decision from the local states alone: the deny
+    /// cache, then, for a limit whose lease is used up, the last known
+    /// remaining budget (lowered by every request allowed here since).
+    fn hybrid_decision(&self, class: &Class, cost: u64, now_ms: u64) -> Decision {
         let now_secs = now_ms / 1000;
         let mut states: Vec<_> = class.limits.iter().map(|s| s.lock()).collect();
         let mut denied_wait = 0u64;
@@ -722,7 +721,7 @@ impl Limiter {
         }
         // `remaining` is the last count the server gave, lowered by every
         // request allowed here since.
-        let over = hybrid && states.iter().any(|s| s.lease < cost && s.remaining < cost);
+        let over = states.iter().any(|s| s.lease < cost && s.remaining < cost);
         let allowed = denied_wait == 0 && !over;
         if allowed {
             for state in states.iter_mut() {

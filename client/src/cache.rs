@@ -147,6 +147,18 @@ pub struct ClassKeyRef<'a> {
     pub endpoint: &'a str,
 }
 
+impl<'a> ClassKeyRef<'a> {
+    /// The key of `identity`'s requests to `endpoint`.
+    pub fn of(identity: &'a crate::keys::Identity, endpoint: &'a str) -> ClassKeyRef<'a> {
+        ClassKeyRef {
+            scope: &identity.scope,
+            id: &identity.id,
+            tier: &identity.tier,
+            endpoint,
+        }
+    }
+}
+
 impl hashbrown::Equivalent<ClassKey> for ClassKeyRef<'_> {
     fn equivalent(&self, key: &ClassKey) -> bool {
         self.scope == key.scope
@@ -227,11 +239,9 @@ impl Cache {
 
     /// The class for a request, if cached and built from `generation`.
     pub fn class(&self, key: &ClassKeyRef<'_>, hash: u64, generation: u64) -> Option<Arc<Class>> {
-        self.with_class(key, hash, generation, |_| ())?;
         let classes = self.classes[(hash as usize) & (SHARDS - 1)].lock();
-        classes
-            .find(hash, |(k, _)| key.equivalent(k))
-            .map(|(_, class)| class.clone())
+        let (_, class) = classes.find(hash, |(k, _)| key.equivalent(k))?;
+        (class.generation == generation).then(|| class.clone())
     }
 
     fn hash_of(&self, key: &ClassKey) -> u64 {

@@ -651,12 +651,7 @@ impl Limiter {
         now_secs: u64,
     ) -> Arc<Class> {
         let generation = self.inner.generation.load(Ordering::Acquire);
-        let key = ClassKeyRef {
-            scope: &identity.scope,
-            id: &identity.id,
-            tier: &identity.tier,
-            endpoint,
-        };
+        let key = ClassKeyRef::of(identity, endpoint);
         let hash = self.inner.cache.class_hash(&key);
         if let Some(class) = self.inner.cache.class(&key, hash, generation) {
             return class;
@@ -820,12 +815,7 @@ impl Limiter {
     fn cached_fast_path(&self, identity: &Identity, endpoint: &str, cost: u64) -> Option<Decision> {
         let server = self.server_of(identity);
         let now_ms = self.now_ms(server);
-        let key = ClassKeyRef {
-            scope: &identity.scope,
-            id: &identity.id,
-            tier: &identity.tier,
-            endpoint,
-        };
+        let key = ClassKeyRef::of(identity, endpoint);
         let hash = self.inner.cache.class_hash(&key);
         let generation = self.inner.generation.load(Ordering::Acquire);
         let fast = self

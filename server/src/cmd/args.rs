@@ -43,6 +43,12 @@ pub fn int_arg(bytes: &[u8]) -> Result<i64, Reply> {
     parse_i64(bytes).ok_or_else(|| Reply::error(error::NOT_INTEGER))
 }
 
+/// Parses two integer arguments (a range's ends, LIMIT's offset and count);
+/// the first bad one gives the reply.
+pub fn int_pair(a: &[u8], b: &[u8]) -> Result<(i64, i64), Reply> {
+    Ok((int_arg(a)?, int_arg(b)?))
+}
+
 /// Parses a float the way Redis's `string2ld`/`strtold` accepts it: no
 /// surrounding spaces, `inf` allowed, `nan` refused.
 pub fn parse_f64(bytes: &[u8]) -> Option<f64> {

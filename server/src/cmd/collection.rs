@@ -72,12 +72,6 @@ pub fn either(result: Result<Reply, Reply>) -> Reply {
     result.unwrap_or_else(|reply| reply)
 }
 
-/// A score or other double as Redis 7.0 sends it: `%.17g` text in a bulk
-/// string for RESP2, a RESP3 double otherwise.
-pub fn double(value: f64) -> Reply {
-    Reply::Double(value)
-}
-
 /// Elements with their scores or values, as Redis 7.0 pairs them: a flat
 /// array in RESP2, an array of two-element arrays in RESP3.
 pub fn pairs(proto: Protocol, items: Vec<(Reply, Reply)>) -> Reply {

@@ -1,7 +1,7 @@
 //! List commands: pushes and pops at both ends, ranges, LMOVE and friends.
 //! Blocking forms (BLPOP ...) are refused: see [`blocking`].
 
-use super::args::{int_arg, is};
+use super::args::{int_arg, int_pair, is};
 use super::collection::{either, exists_as, index_range, modify, positive_count, read};
 use super::error;
 use super::Ctx;
@@ -118,9 +118,9 @@ pub fn lindex(ctx: &mut Ctx<'_>, argv: &[&[u8]]) -> Reply {
 
 /// LRANGE key start stop
 pub fn lrange(ctx: &mut Ctx<'_>, argv: &[&[u8]]) -> Reply {
-    let (start, stop) = match (int_arg(argv[2]), int_arg(argv[3])) {
-        (Ok(a), Ok(b)) => (a, b),
-        (Err(reply), _) | (_, Err(reply)) => return reply,
+    let (start, stop) = match int_pair(argv[2], argv[3]) {
+        Ok(pair) => pair,
+        Err(reply) => return reply,
     };
     let key = ctx.key(argv[1]);
     let mut shard = ctx.lock(key);
@@ -136,9 +136,9 @@ pub fn lrange(ctx: &mut Ctx<'_>, argv: &[&[u8]]) -> Reply {
 
 /// LTRIM key start stop
 pub fn ltrim(ctx: &mut Ctx<'_>, argv: &[&[u8]]) -> Reply {
-    let (start, stop) = match (int_arg(argv[2]), int_arg(argv[3])) {
-        (Ok(a), Ok(b)) => (a, b),
-        (Err(reply), _) | (_, Err(reply)) => return reply,
+    let (start, stop) = match int_pair(argv[2], argv[3]) {
+        Ok(pair) => pair,
+        Err(reply) => return reply,
     };
     let key = ctx.key(argv[1]);
     let mut shard = ctx.lock(key);

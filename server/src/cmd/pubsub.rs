@@ -55,76 +55,101 @@ fn confirmation(kind: &'static [u8], name: Option<&[u8]>, count: usize) -> Reply
     ])
 }
 
-/// SUBSCRIBE channel [channel ...]
-pub fn subscribe(ctx: &mut Ctx<'_>, argv: &[&[u8]]) -> Reply {
+/// Which kind of subscription a command is about.
+#[derive(Clone, Copy)]
+enum Target {
+    Channels,
+    Patterns,
+}
+
+impl Target {
+    /// The client's subscriptions of this kind.
+    fn names(self, subs: &mut Subscriptions) -> &mut indexmap::IndexSet<Vec<u8>> {
+        match self {
+            Target::Channels => &mut subs.channels,
+            Target::Patterns => &mut subs.patterns,
+        }
+    }
+
+    /// The confirmation words: (subscribe, unsubscribe).
+    fn words(self) -> (&'static [u8], &'static [u8]) {
+        match self {
+            Target::Channels => (b"subscribe", b"unsubscribe"),
+            Target::Patterns => (b"psubscribe", b"punsubscribe"),
+        }
+    }
+
+    fn register(self, pubsub: &crate::pubsub::PubSub, name: &[u8], subs: &Subscriptions) {
+        match self {
+            Target::Channels => pubsub.subscribe(name, &subs.subscriber),
+            Target::Patterns => pubsub.psubscribe(name, &subs.subscriber),
+        }
+    }
+
+    fn unregister(self, pubsub: &crate::pubsub::PubSub, name: &[u8], subs: &Subscriptions) {
+        match self {
+            Target::Channels => pubsub.unsubscribe(name, &subs.subscriber),
+            Target::Patterns => pubsub.punsubscribe(name, &subs.subscriber),
+        }
+    }
+}
+
+/// SUBSCRIBE / PSUBSCRIBE: one confirmation per name.
+fn subscribe_to(ctx: &mut Ctx<'_>, argv: &[&[u8]], target: Target) -> Reply {
     let shared = ctx.shared;
     let subs = subscriptions(ctx);
     let mut replies = Vec::with_capacity(argv.len() - 1);
-    for channel in &argv[1..] {
-        if subs.channels.insert(channel.to_vec()) {
-            shared.pubsub.subscribe(channel, &subs.subscriber);
+    for name in &argv[1..] {
+        if target.names(subs).insert(name.to_vec()) {
+            target.register(&shared.pubsub, name, subs);
         }
-        replies.push(confirmation(b"subscribe", Some(channel), subs.count()));
+        replies.push(confirmation(target.words().0, Some(name), subs.count()));
     }
     Reply::Multi(replies)
+}
+
+/// UNSUBSCRIBE / PUNSUBSCRIBE: the names given, or every one of the kind;
+/// with none at all, one confirmation naming nothing.
+fn unsubscribe_from(ctx: &mut Ctx<'_>, argv: &[&[u8]], target: Target) -> Reply {
+    let shared = ctx.shared;
+    let subs = subscriptions(ctx);
+    let names: Vec<Vec<u8>> = if argv.len() > 1 {
+        argv[1..].iter().map(|c| c.to_vec()).collect()
+    } else {
+        target.names(subs).iter().cloned().collect()
+    };
+    let word = target.words().1;
+    if names.is_empty() {
+        return confirmation(word, None, subs.count());
+    }
+    let mut replies = Vec::with_capacity(names.len());
+    for name in &names {
+        if target.names(subs).shift_remove(name) {
+            target.unregister(&shared.pubsub, name, subs);
+        }
+        replies.push(confirmation(word, Some(name), subs.count()));
+    }
+    Reply::Multi(replies)
+}
+
+/// SUBSCRIBE channel [channel ...]
+pub fn subscribe(ctx: &mut Ctx<'_>, argv: &[&[u8]]) -> Reply {
+    subscribe_to(ctx, argv, Target::Channels)
 }
 
 /// PSUBSCRIBE pattern [pattern ...]
 pub fn psubscribe(ctx: &mut Ctx<'_>, argv: &[&[u8]]) -> Reply {
-    let shared = ctx.shared;
-    let subs = subscriptions(ctx);
-    let mut replies = Vec::with_capacity(argv.len() - 1);
-    for pattern in &argv[1..] {
-        if subs.patterns.insert(pattern.to_vec()) {
-            shared.pubsub.psubscribe(pattern, &subs.subscriber);
-        }
-        replies.push(confirmation(b"psubscribe", Some(pattern), subs.count()));
-    }
-    Reply::Multi(replies)
+    subscribe_to(ctx, argv, Target::Patterns)
 }
 
 /// UNSUBSCRIBE [channel ...]
 pub fn unsubscribe(ctx: &mut Ctx<'_>, argv: &[&[u8]]) -> Reply {
-    let shared = ctx.shared;
-    let subs = subscriptions(ctx);
-    let names: Vec<Vec<u8>> = if argv.len() > 1 {
-        argv[1..].iter().map(|c| c.to_vec()).collect()
-    } else {
-        subs.channels.iter().cloned().collect()
-    };
-    if names.is_empty() {
-        return confirmation(b"unsubscribe", None, subs.count());
-    }
-    let mut replies = Vec::with_capacity(names.len());
-    for channel in &names {
-        if subs.channels.shift_remove(channel) {
-            shared.pubsub.unsubscribe(channel, &subs.subscriber);
-        }
-        replies.push(confirmation(b"unsubscribe", Some(channel), subs.count()));
-    }
-    Reply::Multi(replies)
+    unsubscribe_from(ctx, argv, Target::Channels)
 }
 
 /// PUNSUBSCRIBE [pattern ...]
 pub fn punsubscribe(ctx: &mut Ctx<'_>, argv: &[&[u8]]) -> Reply {
-    let shared = ctx.shared;
-    let subs = subscriptions(ctx);
-    let names: Vec<Vec<u8>> = if argv.len() > 1 {
-        argv[1..].iter().map(|c| c.to_vec()).collect()
-    } else {
-        subs.patterns.iter().cloned().collect()
-    };
-    if names.is_empty() {
-        return confirmation(b"punsubscribe", None, subs.count());
-    }
-    let mut replies = Vec::with_capacity(names.len());
-    for pattern in &names {
-        if subs.patterns.shift_remove(pattern) {
-            shared.pubsub.punsubscribe(pattern, &subs.subscriber);
-        }
-        replies.push(confirmation(b"punsubscribe", Some(pattern), subs.count()));
-    }
-    Reply::Multi(replies)
+    unsubscribe_from(ctx, argv, Target::Patterns)
 }
 
 /// Drops every subscription of the client (RESET, disconnect).

@@ -496,9 +496,9 @@ pub fn strlen(ctx: &mut Ctx<'_>, argv: &[&[u8]]) -> Reply {
 
 /// GETRANGE key start end
 pub fn getrange(ctx: &mut Ctx<'_>, argv: &[&[u8]]) -> Reply {
-    let (mut start, mut end) = match (int_arg(argv[2]), int_arg(argv[3])) {
-        (Ok(s), Ok(e)) => (s, e),
-        (Err(reply), _) | (_, Err(reply)) => return reply,
+    let (mut start, mut end) = match super::args::int_pair(argv[2], argv[3]) {
+        Ok(pair) => pair,
+        Err(reply) => return reply,
     };
     let key = ctx.key(argv[1]);
     let mut shard = ctx.lock(key);

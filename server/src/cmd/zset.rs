@@ -3,9 +3,9 @@
 
 use std::ops::Bound;
 
-use super::args::{int_arg, is, parse_f64};
+use super::args::{int_pair, is, parse_f64};
 use super::collection::{
-    double, either, index_range, missing_pick, modify, pairs, positive_count, random_indexes,
+    either, index_range, missing_pick, modify, pairs, positive_count, random_indexes,
     random_pick_args, read, scan_collection,
 };
 use super::error;
@@ -146,7 +146,7 @@ fn member_score(proto: Protocol, items: Vec<(&[u8], f64)>, with_scores: bool) ->
             proto,
             items
                 .into_iter()
-                .map(|(m, s)| (Reply::bulk(m), double(s)))
+                .map(|(m, s)| (Reply::bulk(m), Reply::Double(s)))
                 .collect(),
         )
     } else {
@@ -225,7 +225,7 @@ pub fn zadd(ctx: &mut Ctx<'_>, argv: &[&[u8]]) -> Reply {
             }
         }
         Ok(if incr {
-            last.map_or(Reply::Nil, double)
+            last.map_or(Reply::Nil, Reply::Double)
         } else {
             Reply::Int(if ch { added + updated } else { added })
         })
@@ -322,7 +322,7 @@ pub fn zscore(ctx: &mut Ctx<'_>, argv: &[&[u8]]) -> Reply {
     let mut shard = ctx.lock(key);
     either(
         read::<ZSet, _>(&mut shard, key, ctx.now_ms, |zset| zset.score(argv[2]))
-            .map(|r| r.flatten().map_or(Reply::Nil, double)),
+            .map(|r| r.flatten().map_or(Reply::Nil, Reply::Double)),
     )
 }
 
@@ -335,7 +335,7 @@ pub fn zmscore(ctx: &mut Ctx<'_>, argv: &[&[u8]]) -> Reply {
         read::<ZSet, _>(&mut shard, key, ctx.now_ms, |zset| {
             members
                 .iter()
-                .map(|m| zset.score(m).map_or(Reply::Nil, double))
+                .map(|m| zset.score(m).map_or(Reply::Nil, Reply::Double))
                 .collect()
         })
         .map(|r| Reply::Array(r.unwrap_or_else(|| vec![Reply::Nil; members.len()]))),
@@ -415,9 +415,9 @@ fn zrange_generic(ctx: &mut Ctx<'_>, argv: &[&[u8]], call: RangeCall) -> Reply {
         if call.store.is_none() && is(argv[j], "withscores") {
             with_scores = true;
         } else if is(argv[j], "limit") && left >= 2 {
-            match (int_arg(argv[j + 1]), int_arg(argv[j + 2])) {
-                (Ok(offset), Ok(count)) => limit = Some((offset, count)),
-                (Err(reply), _) | (_, Err(reply)) => return reply,
+            match int_pair(argv[j + 1], argv[j + 2]) {
+                Ok(pair) => limit = Some(pair),
+                Err(reply) => return reply,
             }
             j += 2;
         } else if reverse.is_none() && is(argv[j], "rev") {
@@ -457,9 +457,9 @@ fn zrange_generic(ctx: &mut Ctx<'_>, argv: &[&[u8]], call: RangeCall) -> Reply {
             Ok((a, b)) => Range::Lex(a, b),
             Err(reply) => return reply,
         },
-        _ => match (int_arg(lo), int_arg(hi)) {
-            (Ok(a), Ok(b)) => Range::Rank(a, b),
-            (Err(reply), _) | (_, Err(reply)) => return reply,
+        _ => match int_pair(lo, hi) {
+            Ok((a, b)) => Range::Rank(a, b),
+            Err(reply) => return reply,
         },
     };
     let proto = ctx.client.proto;
@@ -677,9 +677,9 @@ fn remove_range(ctx: &mut Ctx<'_>, argv: &[&[u8]], range: Range) -> Reply {
 
 /// ZREMRANGEBYRANK key start stop
 pub fn zremrangebyrank(ctx: &mut Ctx<'_>, argv: &[&[u8]]) -> Reply {
-    match (int_arg(argv[2]), int_arg(argv[3])) {
-        (Ok(a), Ok(b)) => remove_range(ctx, argv, Range::Rank(a, b)),
-        (Err(reply), _) | (_, Err(reply)) => reply,
+    match int_pair(argv[2], argv[3]) {
+        Ok((a, b)) => remove_range(ctx, argv, Range::Rank(a, b)),
+        Err(reply) => reply,
     }
 }
 
@@ -713,7 +713,7 @@ fn pop(ctx: &mut Ctx<'_>, argv: &[&[u8]], min: bool) -> Reply {
     let popped = modify::<ZSet, _>(&mut shard, key, ctx.now_ms, false, |zset| {
         let taken: Vec<_> = (0..count.unwrap_or(1))
             .map_while(|_| zset.pop(min))
-            .map(|(m, s)| (Reply::Bulk(m.into()), double(s)))
+            .map(|(m, s)| (Reply::Bulk(m.into()), Reply::Double(s)))
             .collect();
         match count {
             // Without a count the pair is flat in RESP3 too.

@@ -21,6 +21,7 @@ pub mod cmd;
 pub mod config;
 pub mod expiry;
 pub mod float;
+pub mod glob;
 pub mod net;
 pub mod pubsub;
 pub mod resp;

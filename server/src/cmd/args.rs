@@ -73,108 +73,7 @@ pub fn is(arg: &[u8], keyword: &str) -> bool {
     arg.eq_ignore_ascii_case(keyword.as_bytes())
 }
 
-/// Redis-style glob matching (`*`, `?`, `[a-z]`, `[^x]`, `\` escapes), as
-/// `stringmatchlen` does for KEYS, SCAN MATCH and CONFIG GET.
-pub fn glob_match(pattern: &[u8], text: &[u8], nocase: bool) -> bool {
-    fn eq(a: u8, b: u8, nocase: bool) -> bool {
-        if nocase {
-            a.eq_ignore_ascii_case(&b)
-        } else {
-            a == b
-        }
-    }
-    let (mut p, mut t) = (0usize, 0usize);
-    while p < pattern.len() {
-        match pattern[p] {
-            b'*' => {
-                while p + 1 < pattern.len() && pattern[p + 1] == b'*' {
-                    p += 1;
-                }
-                if p + 1 == pattern.len() {
-                    return true;
-                }
-                while t <= text.len() {
-                    if glob_match(&pattern[p + 1..], &text[t..], nocase) {
-                        return true;
-                    }
-                    t += 1;
-                }
-                return false;
-            }
-            b'?' => {
-                if t >= text.len() {
-                    return false;
-                }
-                t += 1;
-            }
-            b'[' => {
-                if t >= text.len() {
-                    return false;
-                }
-                p += 1;
-                let not = p < pattern.len() && pattern[p] == b'^';
-                if not {
-                    p += 1;
-                }
-                let mut matched = false;
-                loop {
-                    if p >= pattern.len() {
-                        p -= 1;
-                        break;
-                    }
-                    if pattern[p] == b'\\' && p + 1 < pattern.len() {
-                        p += 1;
-                        if pattern[p] == text[t] {
-                            matched = true;
-                        }
-                    } else if pattern[p] == b']' {
-                        break;
-                    } else if p + 2 < pattern.len() && pattern[p + 1] == b'-' {
-                        let (mut start, mut end) = (pattern[p], pattern[p + 2]);
-                        if start > end {
-                            std::mem::swap(&mut start, &mut end);
-                        }
-                        let mut c = text[t];
-                        if nocase {
-                            start = start.to_ascii_lowercase();
-                            end = end.to_ascii_lowercase();
-                            c = c.to_ascii_lowercase();
-                        }
-                        p += 2;
-                        if c >= start && c <= end {
-                            matched = true;
-                        }
-                    } else if eq(pattern[p], text[t], nocase) {
-                        matched = true;
-                    }
-                    p += 1;
-                }
-                if not {
-                    matched = !matched;
-                }
-                if !matched {
-                    return false;
-                }
-                t += 1;
-            }
-            b'\\' if p + 1 < pattern.len() => {
-                p += 1;
-                if t >= text.len() || !eq(pattern[p], text[t], nocase) {
-                    return false;
-                }
-                t += 1;
-            }
-            c => {
-                if t >= text.len() || !eq(c, text[t], nocase) {
-                    return false;
-                }
-                t += 1;
-            }
-        }
-        p += 1;
-    }
-    t == text.len()
-}
+pub use crate::glob::glob_match;
 
 #[cfg(test)]
 mod tests {
@@ -207,22 +106,5 @@ mod tests {
         assert_eq!(parse_f64(b"nan"), None);
         assert_eq!(parse_f64(b" 1"), None);
         assert_eq!(parse_f64(b"1 "), None);
-    }
-
-    #[test]
-    fn glob_matches_like_redis() {
-        assert!(glob_match(b"*", b"anything", false));
-        assert!(glob_match(b"h?llo", b"hello", false));
-        assert!(glob_match(b"h[ae]llo", b"hallo", false));
-        assert!(!glob_match(b"h[^e]llo", b"hello", false));
-        assert!(glob_match(b"h[a-b]llo", b"hbllo", false));
-        assert!(glob_match(
-            b"rl:*:a3f2:*",
-            b"rl:user:u_1:a3f2:1720000000",
-            false
-        ));
-        assert!(glob_match(b"h\\*llo", b"h*llo", false));
-        assert!(!glob_match(b"h\\*llo", b"hello", false));
-        assert!(glob_match(b"MAXMEMORY*", b"maxmemory-policy", true));
     }
 }

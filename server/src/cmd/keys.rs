@@ -390,14 +390,17 @@ pub fn keys(ctx: &mut Ctx<'_>, argv: &[&[u8]]) -> Reply {
     let match_all = pattern == b"*";
     let db = ctx.db();
     let mut out = Vec::new();
+    let mut names: Vec<Reply> = Vec::new();
     for index in 0..db.shard_count() {
-        let shard = ctx.lock_shard(ctx.client.db, index);
-        out.extend(
-            shard
-                .iter_live(ctx.now_ms)
-                .filter(|e| match_all || glob_match(pattern, e.key(), false))
-                .map(|e| Reply::bulk(e.key())),
-        );
+        // Only copying happens under the shard's lock; the pattern, which
+        // the client chose, is matched after it is released.
+        {
+            let shard = ctx.lock_shard(ctx.client.db, index);
+            names.extend(shard.iter_live(ctx.now_ms).map(|e| Reply::bulk(e.key())));
+        }
+        out.extend(names.drain(..).filter(|name| {
+            match_all || matches!(name, Reply::Bulk(key) if glob_match(pattern, key, false))
+        }));
     }
     Reply::Array(out)
 }

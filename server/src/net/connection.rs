@@ -15,7 +15,7 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 
 use crate::cmd::{self, ClientState, Ctx};
-use crate::resp::{parse_frame, Frame, FrameLimits, Reply};
+use crate::resp::{parse_frame, Frame, FrameLimits, Reply, Resume};
 use crate::state::{ClientInfo, Shared};
 
 /// Bytes read per syscall at least; larger batches are read as they come.
@@ -53,6 +53,8 @@ pub async fn serve(shared: Arc<Shared>, mut stream: TcpStream, info: Arc<ClientI
     let mut client = ClientState::new(info.clone(), authenticated);
     let mut input = BytesMut::with_capacity(READ_CHUNK);
     let mut output = BytesMut::with_capacity(READ_CHUNK);
+    // Where framing stopped in a command still arriving.
+    let mut resume = Resume::Start;
     // True after DEBUG SLEEP paused in the middle of a batch: the rest of the
     // batch is already buffered and runs before anything new is read.
     let mut resume_buffered = false;
@@ -89,7 +91,7 @@ pub async fn serve(shared: Arc<Shared>, mut stream: TcpStream, info: Arc<ClientI
                 }
             }
         }
-        let next = run_batch(&shared, &mut client, &mut input, &mut output);
+        let next = run_batch(&shared, &mut client, &mut input, &mut resume, &mut output);
         if input.len() as u64 > shared.client_query_buffer_limit.load(Ordering::Relaxed) {
             // Redis closes a client whose unprocessed input passes the limit.
             tracing::warn!(
@@ -234,6 +236,7 @@ fn run_batch(
     shared: &Shared,
     client: &mut ClientState,
     input: &mut BytesMut,
+    resume: &mut Resume,
     output: &mut BytesMut,
 ) -> Next {
     let now_ms = shared.clock.now_ms();
@@ -256,6 +259,7 @@ fn run_batch(
                 unauthenticated: !client.authenticated,
                 ..limits
             },
+            resume,
         );
         let reply = match &frame {
             Frame::Command { args, consumed } => {

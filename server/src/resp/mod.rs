@@ -3,5 +3,5 @@
 pub mod parse;
 pub mod reply;
 
-pub use parse::{parse_frame, Frame, FrameLimits};
+pub use parse::{parse_frame, Frame, FrameLimits, Resume};
 pub use reply::{BulkList, Protocol, Reply};

@@ -54,13 +54,37 @@ pub enum Frame {
     Error(String),
 }
 
-fn find_crlf(buf: &[u8], from: usize) -> Option<usize> {
-    // Redis looks for '\r' and trusts the '\n' after it.
-    memchr_cr(&buf[from..]).map(|i| from + i)
+/// Where framing stopped in a command that has not fully arrived, so the
+/// next read resumes there instead of re-parsing from the start (a client
+/// trickling a million-argument MSET would otherwise cost O(n²)).
+#[derive(Debug, Default, PartialEq, Eq)]
+pub enum Resume {
+    /// Nothing pending: frame from the start of the buffer.
+    #[default]
+    Start,
+    /// A multibulk command with `count` arguments, of which `args` arrived;
+    /// the next bulk header starts at `pos`.
+    Multibulk {
+        /// Arguments announced by the header.
+        count: usize,
+        /// Arguments framed so far.
+        args: Vec<Range<usize>>,
+        /// Offset of the next bulk header.
+        pos: usize,
+    },
+    /// An inline command whose first `scanned` bytes hold no end of line.
+    Inline {
+        /// Bytes already searched.
+        scanned: usize,
+    },
 }
 
-fn memchr_cr(haystack: &[u8]) -> Option<usize> {
-    haystack.iter().position(|&b| b == b'\r')
+/// The end of the header line starting at `from`: the first `\r`, trusting
+/// the `\n` after it, as Redis does. Redis searches with `strchr`, which
+/// stops at a NUL byte: a NUL before the `\r` means "no line yet" there too.
+fn find_cr(buf: &[u8], from: usize) -> Option<usize> {
+    let at = buf[from..].iter().position(|&b| b == b'\r' || b == 0)?;
+    (buf[from + at] == b'\r').then_some(from + at)
 }
 
 /// Parses a header integer strictly, as Redis's string2ll does.
@@ -68,20 +92,25 @@ fn parse_header_int(bytes: &[u8]) -> Option<i64> {
     crate::cmd::args::parse_i64(bytes)
 }
 
-/// Frames the command at the start of `buf`.
-pub fn parse_frame(buf: &[u8], limits: FrameLimits) -> Frame {
+/// Frames the command at the start of `buf`, resuming from `resume` (which
+/// must come from the previous call on the same bytes, or be `Start`) and
+/// leaving there where an incomplete command stopped.
+pub fn parse_frame(buf: &[u8], limits: FrameLimits, resume: &mut Resume) -> Frame {
     if buf.is_empty() {
         return Frame::Incomplete;
     }
-    if buf[0] == b'*' {
-        parse_multibulk(buf, limits)
-    } else {
-        parse_inline(buf)
+    match std::mem::take(resume) {
+        Resume::Multibulk { count, args, pos } => {
+            continue_multibulk(buf, limits, count, args, pos, resume)
+        }
+        Resume::Inline { scanned } => parse_inline(buf, scanned, resume),
+        Resume::Start if buf[0] == b'*' => parse_multibulk(buf, limits, resume),
+        Resume::Start => parse_inline(buf, 0, resume),
     }
 }
 
-fn parse_multibulk(buf: &[u8], limits: FrameLimits) -> Frame {
-    let Some(line_end) = find_crlf(buf, 1) else {
+fn parse_multibulk(buf: &[u8], limits: FrameLimits, resume: &mut Resume) -> Frame {
+    let Some(line_end) = find_cr(buf, 1) else {
         if buf.len() > INLINE_MAX_SIZE {
             return Frame::Error("too big mbulk count string".into());
         }
@@ -97,24 +126,39 @@ fn parse_multibulk(buf: &[u8], limits: FrameLimits) -> Frame {
     if limits.unauthenticated && count > 10 {
         return Frame::Error("unauthenticated multibulk length".into());
     }
-    let mut pos = line_end + 2;
+    let pos = line_end + 2;
     if count <= 0 {
         return Frame::Empty { consumed: pos };
     }
     // Never trust the claimed count for an allocation: grow as arguments arrive.
-    let mut args = Vec::with_capacity((count as usize).min(16));
-    for _ in 0..count {
+    let args = Vec::with_capacity((count as usize).min(16));
+    continue_multibulk(buf, limits, count as usize, args, pos, resume)
+}
+
+fn continue_multibulk(
+    buf: &[u8],
+    limits: FrameLimits,
+    count: usize,
+    mut args: Vec<Range<usize>>,
+    mut pos: usize,
+    resume: &mut Resume,
+) -> Frame {
+    while args.len() < count {
+        let incomplete = |args, resume: &mut Resume| {
+            *resume = Resume::Multibulk { count, args, pos };
+            Frame::Incomplete
+        };
         if pos >= buf.len() {
-            return Frame::Incomplete;
+            return incomplete(args, resume);
         }
-        let Some(line_end) = find_crlf(buf, pos) else {
+        let Some(line_end) = find_cr(buf, pos) else {
             if buf.len() - pos > INLINE_MAX_SIZE {
                 return Frame::Error("too big bulk count string".into());
             }
-            return Frame::Incomplete;
+            return incomplete(args, resume);
         };
         if line_end + 2 > buf.len() {
-            return Frame::Incomplete;
+            return incomplete(args, resume);
         }
         if buf[pos] != b'$' {
             return Frame::Error(format!("expected '$', got '{}'", buf[pos] as char));
@@ -129,7 +173,7 @@ fn parse_multibulk(buf: &[u8], limits: FrameLimits) -> Frame {
         let start = line_end + 2;
         let end = start + len;
         if end + 2 > buf.len() {
-            return Frame::Incomplete;
+            return incomplete(args, resume);
         }
         args.push(start..end);
         pos = end + 2;
@@ -140,13 +184,34 @@ fn parse_multibulk(buf: &[u8], limits: FrameLimits) -> Frame {
     }
 }
 
-fn parse_inline(buf: &[u8]) -> Frame {
-    let Some(newline) = buf.iter().position(|&b| b == b'\n') else {
-        if buf.len() > INLINE_MAX_SIZE {
-            return Frame::Error("too big inline request".into());
+fn parse_inline(buf: &[u8], scanned: usize, resume: &mut Resume) -> Frame {
+    // Redis finds the end of line with strchr, which stops at a NUL byte:
+    // input after a NUL waits for more, and is refused once it outgrows the
+    // inline limit, exactly as if no newline had come.
+    let end = buf[scanned..]
+        .iter()
+        .position(|&b| b == b'\n' || b == 0)
+        .map(|i| scanned + i);
+    let newline = match end {
+        Some(i) if buf[i] == b'\n' => i,
+        _ => {
+            if buf.len() > INLINE_MAX_SIZE {
+                return Frame::Error("too big inline request".into());
+            }
+            // A NUL stops the search for good; otherwise resume after what
+            // was searched.
+            let scanned = end.unwrap_or(buf.len());
+            *resume = Resume::Inline { scanned };
+            return Frame::Incomplete;
         }
-        return Frame::Incomplete;
     };
+    // Redis refuses a line that outgrew the limit before its end arrived;
+    // it reads 16 KiB at a time, so a longer line that came in one write
+    // still passed the check there. Here the rule does not depend on how
+    // the bytes were split.
+    if newline > INLINE_MAX_SIZE {
+        return Frame::Error("too big inline request".into());
+    }
     let consumed = newline + 1;
     let mut line = &buf[..newline];
     if line.last() == Some(&b'\r') {
@@ -157,6 +222,11 @@ fn parse_inline(buf: &[u8]) -> Frame {
         Some(args) => Frame::Inline { args, consumed },
         None => Frame::Error("unbalanced quotes in request".into()),
     }
+}
+
+/// C's `isspace` in the C locale: space, \t, \n, \v, \f, \r.
+fn is_c_space(b: u8) -> bool {
+    matches!(b, b' ' | b'\t' | b'\n' | 0x0b | 0x0c | b'\r')
 }
 
 fn is_hex(b: u8) -> bool {
@@ -176,10 +246,15 @@ fn hex_value(b: u8) -> u8 {
 /// 'single quotes' allow only \'. A closing quote must be followed by a space
 /// or the end of the line. Returns None on unbalanced quotes.
 pub fn split_args(line: &[u8]) -> Option<Vec<Vec<u8>>> {
+    // Redis works on a C string: a NUL byte ends the line.
+    let line = match line.iter().position(|&b| b == 0) {
+        Some(nul) => &line[..nul],
+        None => line,
+    };
     let mut args = Vec::new();
     let mut i = 0;
     loop {
-        while i < line.len() && line[i].is_ascii_whitespace() {
+        while i < line.len() && is_c_space(line[i]) {
             i += 1;
         }
         if i >= line.len() {
@@ -213,7 +288,7 @@ pub fn split_args(line: &[u8]) -> Option<Vec<Vec<u8>>> {
                         other => other,
                     });
                 } else if c == b'"' {
-                    if i + 1 < line.len() && !line[i + 1].is_ascii_whitespace() {
+                    if i + 1 < line.len() && !is_c_space(line[i + 1]) {
                         return None;
                     }
                     i += 1;
@@ -230,7 +305,7 @@ pub fn split_args(line: &[u8]) -> Option<Vec<Vec<u8>>> {
                     i += 1;
                     current.push(b'\'');
                 } else if c == b'\'' {
-                    if i + 1 < line.len() && !line[i + 1].is_ascii_whitespace() {
+                    if i + 1 < line.len() && !is_c_space(line[i + 1]) {
                         return None;
                     }
                     i += 1;
@@ -243,7 +318,7 @@ pub fn split_args(line: &[u8]) -> Option<Vec<Vec<u8>>> {
                     break;
                 }
                 match line[i] {
-                    b' ' | b'\n' | b'\r' | b'\t' | 0 => break,
+                    b' ' | b'\n' | b'\r' | b'\t' => break,
                     b'"' => in_double = true,
                     b'\'' => in_single = true,
                     c => current.push(c),
@@ -264,6 +339,10 @@ mod tests {
         unauthenticated: false,
     };
 
+    fn frame(buf: &[u8]) -> Frame {
+        parse_frame(buf, LIMITS, &mut Resume::Start)
+    }
+
     fn words(frame: Frame, buf: &[u8]) -> Vec<Vec<u8>> {
         match frame {
             Frame::Command { args, .. } => args.into_iter().map(|r| buf[r].to_vec()).collect(),
@@ -277,12 +356,12 @@ mod tests {
         let buf = b"*2\r\n$3\r\nGET\r\n$1\r\nk\r\n";
         for cut in 0..buf.len() {
             assert_eq!(
-                parse_frame(&buf[..cut], LIMITS),
+                frame(&buf[..cut]),
                 Frame::Incomplete,
                 "cut {cut}"
             );
         }
-        let frame = parse_frame(buf, LIMITS);
+        let frame = frame(buf);
         assert!(matches!(frame, Frame::Command { consumed, .. } if consumed == buf.len()));
         assert_eq!(words(frame, buf), vec![b"GET".to_vec(), b"k".to_vec()]);
     }
@@ -291,12 +370,12 @@ mod tests {
     fn huge_claimed_bulk_is_rejected_from_the_header() {
         let buf = b"*1\r\n$9999999999\r\n";
         assert_eq!(
-            parse_frame(buf, LIMITS),
+            frame(buf),
             Frame::Error("invalid bulk length".into())
         );
         let buf = b"*1\r\n$536870913\r\n";
         assert_eq!(
-            parse_frame(buf, LIMITS),
+            frame(buf),
             Frame::Error("invalid bulk length".into())
         );
     }
@@ -304,25 +383,25 @@ mod tests {
     #[test]
     fn malformed_headers_give_redis_errors() {
         assert_eq!(
-            parse_frame(b"*x\r\n", LIMITS),
+            frame(b"*x\r\n"),
             Frame::Error("invalid multibulk length".into())
         );
         assert_eq!(
-            parse_frame(b"*1\r\n+foo\r\n", LIMITS),
+            frame(b"*1\r\n+foo\r\n"),
             Frame::Error("expected '$', got '+'".into())
         );
         assert_eq!(
-            parse_frame(b"*1\r\n$-1\r\n", LIMITS),
+            frame(b"*1\r\n$-1\r\n"),
             Frame::Error("invalid bulk length".into())
         );
-        assert_eq!(parse_frame(b"*0\r\n", LIMITS), Frame::Empty { consumed: 4 });
+        assert_eq!(frame(b"*0\r\n"), Frame::Empty { consumed: 4 });
     }
 
     #[test]
     fn inline_commands_split_like_redis() {
         let buf = b"SET a \"b c\\x41\" 'd\\'e'\r\n";
         assert_eq!(
-            words(parse_frame(buf, LIMITS), buf),
+            words(frame(buf), buf),
             vec![
                 b"SET".to_vec(),
                 b"a".to_vec(),
@@ -331,10 +410,103 @@ mod tests {
             ]
         );
         assert_eq!(
-            parse_frame(b"SET \"a\r\n", LIMITS),
+            frame(b"SET \"a\r\n"),
             Frame::Error("unbalanced quotes in request".into())
         );
-        assert_eq!(parse_frame(b"\r\n", LIMITS), Frame::Empty { consumed: 2 });
-        assert_eq!(parse_frame(b"PING", LIMITS), Frame::Incomplete);
+        assert_eq!(frame(b"\r\n"), Frame::Empty { consumed: 2 });
+        assert_eq!(frame(b"PING"), Frame::Incomplete);
+    }
+
+    #[test]
+    fn a_nul_byte_ends_the_search_for_a_line_as_in_redis() {
+        // strchr stops at the NUL: no line yet, whatever follows.
+        assert_eq!(frame(b"\x00\r\n"), Frame::Incomplete);
+        assert_eq!(frame(b"GET a\x00b\r\nPING\r\n"), Frame::Incomplete);
+        assert_eq!(frame(b"*1\x00\r\n"), Frame::Incomplete);
+        assert_eq!(frame(b"*1\r\n$3\x00\r\nGET\r\n"), Frame::Incomplete);
+        // ... until the buffer outgrows the inline limit.
+        let mut flood = b"\x00".to_vec();
+        flood.resize(INLINE_MAX_SIZE + 1, b'\n');
+        assert_eq!(
+            frame(&flood),
+            Frame::Error("too big inline request".into())
+        );
+        // split_args on its own treats NUL as the end of the string.
+        assert_eq!(split_args(b"GET a\x00b"), Some(vec![b"GET".to_vec(), b"a".to_vec()]));
+    }
+
+    #[test]
+    fn inline_whitespace_is_c_isspace() {
+        let buf = b"\x0b\x0cGET\x0b a\r\n";
+        // Leading \v and \f are blanks; inside a word \v is a byte of it.
+        assert_eq!(
+            words(frame(buf), buf),
+            vec![b"GET\x0b".to_vec(), b"a".to_vec()]
+        );
+        assert_eq!(
+            frame(b"SET \"a\"\x0bb\r\n"),
+            Frame::Inline {
+                args: vec![b"SET".to_vec(), b"a".to_vec(), b"b".to_vec()],
+                consumed: 11
+            }
+        );
+    }
+
+    #[test]
+    fn an_inline_line_past_the_limit_is_refused_even_in_one_read() {
+        let mut line = vec![b'a'; INLINE_MAX_SIZE + 1];
+        line.extend_from_slice(b"\r\n");
+        assert_eq!(frame(&line), Frame::Error("too big inline request".into()));
+        let mut line = vec![b'a'; INLINE_MAX_SIZE];
+        line.extend_from_slice(b"\n");
+        assert!(matches!(frame(&line), Frame::Inline { .. }));
+    }
+
+    #[test]
+    fn resumed_framing_equals_framing_the_whole_at_every_split() {
+        let buf = b"*3\r\n$3\r\nSET\r\n$2\r\nab\r\n$10\r\n0123456789\r\n";
+        let inline = b"SET a \"b c\"\r\n";
+        for whole in [&buf[..], &inline[..]] {
+            let expected = frame(whole);
+            for a in 0..whole.len() {
+                for b in a..whole.len() {
+                    let mut resume = Resume::Start;
+                    let mut outcome = Frame::Incomplete;
+                    for cut in [a, b, whole.len()] {
+                        outcome = parse_frame(&whole[..cut], LIMITS, &mut resume);
+                        if outcome != Frame::Incomplete {
+                            break;
+                        }
+                    }
+                    assert_eq!(outcome, expected, "splits {a} {b}");
+                    assert_eq!(resume, Resume::Start);
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn a_resumed_multibulk_does_not_rescan_arguments_it_has() {
+        let mut buf = b"*3\r\n$1\r\na\r\n$1\r\nb\r\n".to_vec();
+        let mut resume = Resume::Start;
+        assert_eq!(parse_frame(&buf, LIMITS, &mut resume), Frame::Incomplete);
+        assert_eq!(
+            resume,
+            Resume::Multibulk {
+                count: 3,
+                args: vec![8..9, 15..16],
+                pos: 18
+            }
+        );
+        // Corrupting bytes already framed changes nothing: they are not read again.
+        buf[8] = b'x';
+        buf.extend_from_slice(b"$1\r\nc\r\n");
+        assert_eq!(
+            parse_frame(&buf, LIMITS, &mut resume),
+            Frame::Command {
+                args: vec![8..9, 15..16, 22..23],
+                consumed: buf.len()
+            }
+        );
     }
 }

@@ -51,7 +51,10 @@ enum Step {
     NoMatch,
     /// A `*` (a run of them collapsed) with more pattern after it, met at
     /// text position `at`: the rest must match starting somewhere from there.
-    Star { rest: usize, at: usize },
+    Star {
+        rest: usize,
+        at: usize,
+    },
 }
 
 /// Drives [`step`]. Redis recurses at every `*`; with `skipLongerMatches`
@@ -175,7 +178,6 @@ fn step(pattern: &[u8], mut p: usize, text: &[u8], mut t: usize, nocase: bool) -
         Step::NoMatch
     }
 }
-
 
 #[cfg(test)]
 mod tests {

@@ -17,6 +17,7 @@
 //! ```
 #![warn(missing_docs)]
 
+pub mod allocator;
 pub mod cmd;
 pub mod config;
 pub mod expiry;

@@ -146,6 +146,25 @@ async fn wait_for_signal() {
     }
 }
 
+/// jemalloc, as Redis uses: it returns freed memory to the system.
+#[cfg(feature = "jemalloc")]
+#[global_allocator]
+static ALLOCATOR: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
+
+/// jemalloc's options, read at its first allocation: a background thread
+/// purges unused pages, dirty ones within a second, so RSS comes back down
+/// after a large reply or a script that failed on memory.
+#[cfg(feature = "jemalloc")]
+#[allow(non_upper_case_globals)]
+#[export_name = "_rjem_malloc_conf"]
+pub static malloc_conf: &[u8; JEMALLOC_OPTIONS.len()] = JEMALLOC_OPTIONS;
+
+/// NUL-terminated, as jemalloc reads a `const char *` (a thin pointer: the
+/// static above holds the address of this array).
+#[cfg(feature = "jemalloc")]
+const JEMALLOC_OPTIONS: &[u8; 60] =
+    b"background_thread:true,dirty_decay_ms:1000,muzzy_decay_ms:0\0";
+
 fn main() -> ExitCode {
     let config = match Cli::parse().into_config() {
         Ok(config) => config,
@@ -166,7 +185,7 @@ fn main() -> ExitCode {
             return ExitCode::from(1);
         }
     };
-    runtime.block_on(async move {
+    let served = runtime.block_on(async move {
         let handle = match Server::new(config).start().await {
             Ok(handle) => handle,
             Err(e) => {
@@ -174,14 +193,49 @@ fn main() -> ExitCode {
                 return ExitCode::from(1);
             }
         };
-        tracing::info!("tally-server {} ready to accept connections on {}", env!("CARGO_PKG_VERSION"), handle.local_addr());
+        tracing::info!(
+            "tally-server {} ready to accept connections on {}",
+            env!("CARGO_PKG_VERSION"),
+            handle.local_addr()
+        );
+        watch_signals(handle.shared().clone());
         let mut stopped = handle.shared().shutdown.subscribe();
-        tokio::select! {
-            _ = wait_for_signal() => tracing::info!("received a signal, shutting down"),
-            _ = stopped.wait_for(|&stop| stop) => tracing::info!("SHUTDOWN received, shutting down"),
-        }
+        let _ = stopped.wait_for(|&stop| stop).await;
         handle.shutdown().await;
         tracing::info!("tally-server is now ready to exit, bye bye...");
         ExitCode::SUCCESS
-    })
+    });
+    if served != ExitCode::SUCCESS {
+        return served;
+    }
+    // Not `return`: dropping the runtime waits for its worker threads, and
+    // a worker may still be inside a long C call of a script that was told
+    // to stop. Every reply owed has been written; leave now, as Redis does.
+    std::process::exit(0)
+}
+
+/// SIGTERM and SIGINT start the shutdown from a thread of their own: the
+/// runtime's workers may all be busy running scripts, and a signal must
+/// still stop the server (it also stops those scripts, killable or not).
+fn watch_signals(shared: std::sync::Arc<tally_server::Shared>) {
+    let spawned = std::thread::Builder::new()
+        .name("signals".into())
+        .spawn(move || {
+            let runtime = match tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+            {
+                Ok(runtime) => runtime,
+                Err(e) => {
+                    tracing::warn!("signals will not stop the server: {e}");
+                    return;
+                }
+            };
+            runtime.block_on(wait_for_signal());
+            tracing::info!("received a signal, shutting down");
+            shared.begin_shutdown();
+        });
+    if let Err(e) = spawned {
+        tracing::warn!("signals will not stop the server: {e}");
+    }
 }

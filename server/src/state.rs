@@ -138,14 +138,23 @@ impl Shared {
     /// the replies they owe, then exit.
     pub fn begin_shutdown(&self) {
         self.shutting_down.store(true, Ordering::SeqCst);
+        self.scripts.stop_all();
         self.shutdown.send_replace(true);
         self.clients.kill_all();
     }
 
     /// True when writes that may grow memory must be refused.
     pub fn over_maxmemory(&self) -> bool {
+        self.over_maxmemory_with(0)
+    }
+
+    /// True when the keyspace plus `pending` bytes (the arguments of the
+    /// command about to run) pass maxmemory. Redis counts a command's
+    /// arguments in used memory while it runs, so one write larger than
+    /// what is left is refused, not accepted and then found over the limit.
+    pub fn over_maxmemory_with(&self, pending: usize) -> bool {
         let limit = self.maxmemory.load(Ordering::Relaxed);
-        limit != 0 && self.store.used_memory() as u64 > limit
+        limit != 0 && (self.store.used_memory() as u64).saturating_add(pending as u64) > limit
     }
 }
 
@@ -184,6 +193,9 @@ pub struct Stats {
     pub total_error_replies: AtomicU64,
     /// Largest input buffer any client held (INFO client_recent_max_input_buffer).
     pub max_input_buffer: AtomicU64,
+    /// Commands that panicked and were contained (INFO `tally_contained_panics`);
+    /// any value but 0 is a bug to report.
+    pub panics: AtomicU64,
     /// Per command, indexed like the command table.
     pub commands: Box<[CommandStats]>,
 }
@@ -193,6 +205,7 @@ impl Stats {
         Stats {
             connections_received: AtomicU64::new(0),
             rejected_connections: AtomicU64::new(0),
+            panics: AtomicU64::new(0),
             commands_processed: AtomicU64::new(0),
             net_input_bytes: AtomicU64::new(0),
             net_output_bytes: AtomicU64::new(0),

@@ -139,3 +139,145 @@ fn shutdown_command_exits_zero() {
     stream.write_all(b"SHUTDOWN\r\n").unwrap();
     assert_eq!(wait_for_exit(&mut child, "SHUTDOWN").code(), Some(0));
 }
+
+/// Sends a command and reads one reply (up to what arrives within 5 s).
+fn request(stream: &mut TcpStream, command: &[&str]) -> String {
+    let mut out = format!("*{}\r\n", command.len());
+    for word in command {
+        out.push_str(&format!("${}\r\n{word}\r\n", word.len()));
+    }
+    stream.write_all(out.as_bytes()).unwrap();
+    stream
+        .set_read_timeout(Some(Duration::from_secs(5)))
+        .unwrap();
+    let mut buf = vec![0u8; 1 << 16];
+    let n = stream.read(&mut buf).unwrap_or(0);
+    String::from_utf8_lossy(&buf[..n]).into_owned()
+}
+
+/// Starts the binary on a free port with `args` and a 50 ms busy threshold.
+fn start(args: &[&str]) -> (std::process::Child, u16) {
+    let port = free_port();
+    let child = Command::new(BIN)
+        .args(["--port", &port.to_string()])
+        .args(args)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    wait_for_ping(port);
+    let mut admin = TcpStream::connect(("127.0.0.1", port)).unwrap();
+    assert_eq!(
+        request(&mut admin, &["CONFIG", "SET", "busy-reply-threshold", "50"]),
+        "+OK\r\n"
+    );
+    (child, port)
+}
+
+/// Runs a never-ending script that wrote first, and waits until it is busy.
+fn run_unkillable_script(port: u16) -> TcpStream {
+    let mut scripted = TcpStream::connect(("127.0.0.1", port)).unwrap();
+    let script = "redis.call('SET','k','1') while true do end";
+    let command = format!(
+        "*3\r\n$4\r\nEVAL\r\n${}\r\n{script}\r\n$1\r\n0\r\n",
+        script.len()
+    );
+    scripted.write_all(command.as_bytes()).unwrap();
+    let mut client = TcpStream::connect(("127.0.0.1", port)).unwrap();
+    let deadline = Instant::now() + Duration::from_secs(20);
+    loop {
+        let reply = request(&mut client, &["SCRIPT", "KILL"]);
+        if reply.starts_with("-UNKILLABLE") {
+            return scripted;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "script never became busy: {reply}"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+#[test]
+fn shutdown_nosave_ends_the_process_while_an_unkillable_script_runs() {
+    let (mut child, port) = start(&[]);
+    let _scripted = run_unkillable_script(port);
+    let mut admin = TcpStream::connect(("127.0.0.1", port)).unwrap();
+    admin.write_all(b"SHUTDOWN NOSAVE\r\n").unwrap();
+    assert_eq!(wait_for_exit(&mut child, "SHUTDOWN NOSAVE").code(), Some(0));
+}
+
+#[test]
+fn sigterm_ends_the_process_while_scripts_hold_every_worker() {
+    // Two workers, both running a script that wrote and never ends.
+    let (mut child, port) = start(&["--io-threads", "2"]);
+    let _first = run_unkillable_script(port);
+    let _second = run_unkillable_script(port);
+    let status = Command::new("kill")
+        .args(["-TERM", &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(status.success());
+    assert_eq!(wait_for_exit(&mut child, "SIGTERM").code(), Some(0));
+}
+
+/// Resident memory of a process, from /proc.
+fn rss_bytes(pid: u32) -> u64 {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
+    let kb: u64 = status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmRSS:"))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+        .unwrap();
+    kb * 1024
+}
+
+#[test]
+fn memory_of_a_huge_reply_and_a_failed_script_is_given_back() {
+    let (mut child, port) = start(&[]);
+    let mut conn = TcpStream::connect(("127.0.0.1", port)).unwrap();
+    let baseline = rss_bytes(child.id());
+    // A 64 MB value read back whole, and a script that fails on memory.
+    assert_eq!(
+        request(
+            &mut conn,
+            &[
+                "EVAL",
+                "redis.call('SET', 'big', string.rep('x', 64 * 1024 * 1024)) return 1",
+                "0"
+            ]
+        ),
+        ":1\r\n"
+    );
+    conn.write_all(b"GET big\r\n").unwrap();
+    let mut received = 0usize;
+    let mut buf = vec![0u8; 1 << 20];
+    while received < 64 * 1024 * 1024 {
+        let n = conn.read(&mut buf).unwrap();
+        assert!(n > 0);
+        received += n;
+    }
+    let failed = request(
+        &mut conn,
+        &["EVAL", "return string.rep('x', 2^31 - 1)", "0"],
+    );
+    assert!(failed.starts_with("-ERR"), "{failed}");
+    assert_eq!(request(&mut conn, &["DEL", "big"]), ":1\r\n");
+    // jemalloc's background thread purges within about a second; allow
+    // generously for a loaded machine. This is not a speed test: without
+    // purging the memory never comes back at all.
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        let rss = rss_bytes(child.id());
+        if rss < baseline + 32 * 1024 * 1024 {
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "RSS stayed at {rss} bytes (baseline {baseline})"
+        );
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    let _ = child.kill();
+    let _ = child.wait();
+}

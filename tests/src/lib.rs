@@ -288,7 +288,20 @@ impl RedisServer {
             eprintln!("SKIPPED: redis-server is not installed; differential test not run");
             return None;
         }
-        let port = free_port();
+        // A free port can be taken by another test between the pick and
+        // redis-server's bind; then the child exits, and a connection to the
+        // port would reach someone else's server. So each attempt checks
+        // that the server answering is this child (INFO's process_id), and
+        // a lost race is retried on another port.
+        for _ in 0..20 {
+            if let Some(server) = RedisServer::try_start(free_port(), extra) {
+                return Some(server);
+            }
+        }
+        panic!("redis-server did not start on any of 20 free ports");
+    }
+
+    fn try_start(port: u16, extra: &[&str]) -> Option<RedisServer> {
         let mut args: Vec<String> = [
             "--port",
             &port.to_string(),
@@ -311,14 +324,54 @@ impl RedisServer {
             .stderr(Stdio::null())
             .spawn()
             .expect("spawn redis-server");
-        let addr: SocketAddr = format!("127.0.0.1:{port}").parse().expect("addr");
+        let mut server = RedisServer {
+            addr: format!("127.0.0.1:{port}").parse().expect("addr"),
+            child,
+        };
         let deadline = Instant::now() + Duration::from_secs(10);
-        while std::net::TcpStream::connect(addr).is_err() {
+        loop {
             assert!(Instant::now() < deadline, "redis-server did not start");
-            std::thread::sleep(Duration::from_millis(20));
+            if matches!(server.child.try_wait(), Ok(Some(_))) {
+                return None; // it could not bind: the port was taken
+            }
+            let password = extra
+                .windows(2)
+                .find(|pair| pair[0] == "--requirepass")
+                .map(|pair| pair[1]);
+            match server_pid(server.addr, password) {
+                Some(pid) if pid == server.child.id() => return Some(server),
+                Some(_) => return None, // another server holds the port; drop kills ours
+                None => std::thread::sleep(Duration::from_millis(20)),
+            }
         }
-        Some(RedisServer { child, addr })
     }
+}
+
+/// The process id the server at `addr` reports in INFO, if one answers.
+fn server_pid(addr: SocketAddr, password: Option<&str>) -> Option<u32> {
+    use std::io::{Read, Write};
+    let mut stream = std::net::TcpStream::connect(addr).ok()?;
+    stream.set_read_timeout(Some(Duration::from_secs(2))).ok()?;
+    if let Some(password) = password {
+        stream
+            .write_all(&encode_command(&["AUTH", password]))
+            .ok()?;
+        let mut ok = [0u8; 5];
+        stream.read_exact(&mut ok).ok()?;
+    }
+    stream.write_all(b"INFO server\r\n").ok()?;
+    let mut reply = Vec::new();
+    let mut chunk = [0u8; 4096];
+    while !reply.windows(11).any(|w| w == b"process_id:") || !reply.ends_with(b"\r\n\r\n") {
+        let n = stream.read(&mut chunk).ok()?;
+        if n == 0 {
+            break;
+        }
+        reply.extend_from_slice(&chunk[..n]);
+    }
+    let text = String::from_utf8_lossy(&reply);
+    let line = text.lines().find_map(|l| l.strip_prefix("process_id:"))?;
+    line.trim().parse().ok()
 }
 
 impl Drop for RedisServer {

@@ -1,6 +1,9 @@
 //! Every error text the server sends, each spelled once, exactly as Redis 7.0
 //! spells it. Replies carry the code (`ERR`, `WRONGTYPE`, ...) as the first word.
 
+/// A command that panicked (a bug, contained to its connection).
+pub const INTERNAL: &str =
+    "ERR internal error: the command failed unexpectedly and the connection will close";
 /// `ERR syntax error`
 pub const SYNTAX: &str = "ERR syntax error";
 /// HINCRBYFLOAT with an infinite increment.

@@ -329,11 +329,21 @@ fn rejection(ctx: &Ctx<'_>, command: &'static Command, argv: &[&[u8]]) -> Option
         && ctx.shared.scripts.busy()
     {
         Some(Reply::error(crate::scripting::BUSY))
-    } else if command.flags & flags::DENYOOM != 0 && ctx.shared.over_maxmemory() {
+    } else if command.flags & flags::DENYOOM != 0 && over_maxmemory(ctx, argv) {
         Some(Reply::error(error::OOM))
     } else {
         pubsub::subscribed_refusal(ctx, command.name)
     }
+}
+
+/// maxmemory's test for a command that may grow memory, counting its own
+/// arguments as Redis does (they are in its used memory while it runs).
+fn over_maxmemory(ctx: &Ctx<'_>, argv: &[&[u8]]) -> bool {
+    let shared = ctx.shared;
+    if shared.maxmemory.load(std::sync::atomic::Ordering::Relaxed) == 0 {
+        return false;
+    }
+    shared.over_maxmemory_with(argv.iter().map(|a| a.len()).sum())
 }
 
 fn check_and_call(

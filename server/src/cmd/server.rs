@@ -70,19 +70,33 @@ pub fn shutdown(ctx: &mut Ctx<'_>, argv: &[&[u8]]) -> Reply {
     Reply::Nothing
 }
 
-/// DEBUG SLEEP seconds | DEBUG HELP
+/// DEBUG SLEEP seconds | DEBUG PANIC | DEBUG HELP
 pub fn debug(ctx: &mut Ctx<'_>, argv: &[&[u8]]) -> Reply {
     if is(argv[1], "sleep") && argv.len() == 3 {
         let Some(seconds) = parse_f64(argv[2]).filter(|s| *s >= 0.0) else {
             return Reply::error(error::NOT_FLOAT);
         };
-        ctx.client.sleep = Some(Duration::from_secs_f64(seconds));
+        // Redis converts to `long long` microseconds: a value too large for
+        // it (inf, 1e300) comes out negative on x86 and nanosleep returns at
+        // once. Sleep the same, without Duration's panic on overflow.
+        let micros = seconds * 1e6;
+        if micros < i64::MAX as f64 {
+            ctx.client.sleep = Some(Duration::from_micros(micros as u64));
+        }
         return Reply::Ok;
+    }
+    if is(argv[1], "panic") && argv.len() == 2 {
+        // Redis crashes the whole server here. tally's connection boundary
+        // contains a panic to the one client (it gets an error and is
+        // closed); this is how that boundary is tested end to end.
+        panic!("DEBUG PANIC");
     }
     if is(argv[1], "help") {
         return help_reply(
             "DEBUG",
             &[
+                "PANIC",
+                "    Panic in this command; tally contains it to this connection.",
                 "SLEEP <seconds>",
                 "    Stop the server for <seconds>. Decimals allowed.",
             ],
@@ -530,6 +544,7 @@ fn write_section(ctx: &Ctx<'_>, section: &str, out: &mut String) {
         "memory" => {
             let used = shared.store.used_memory() as u64;
             let rss = rss_bytes();
+            let ratio = |a: u64, b: u64| if b == 0 { 0.0 } else { a as f64 / b as f64 };
             lines.extend([
                 format!("used_memory:{used}"),
                 format!("used_memory_human:{}", human_bytes(used)),
@@ -538,15 +553,37 @@ fn write_section(ctx: &Ctx<'_>, section: &str, out: &mut String) {
                 format!("maxmemory:{}", config.maxmemory),
                 format!("maxmemory_human:{}", human_bytes(config.maxmemory)),
                 format!("maxmemory_policy:{MAXMEMORY_POLICY}"),
-                format!(
-                    "mem_fragmentation_ratio:{:.2}",
-                    if used == 0 {
-                        0.0
-                    } else {
-                        rss as f64 / used as f64
-                    }
-                ),
-                "mem_allocator:libc".to_string(),
+            ]);
+            // used_memory is the keyspace alone (what maxmemory limits), so
+            // fragmentation is measured against what the process allocated,
+            // where the allocator tells it; docs/compatibility.md.
+            let base = match crate::allocator::stats() {
+                Some(a) => {
+                    lines.extend([
+                        format!("allocator_allocated:{}", a.allocated),
+                        format!("allocator_active:{}", a.active),
+                        format!("allocator_resident:{}", a.resident),
+                        format!("allocator_frag_ratio:{:.2}", ratio(a.active, a.allocated)),
+                        format!(
+                            "allocator_frag_bytes:{}",
+                            a.active as i64 - a.allocated as i64
+                        ),
+                        format!("allocator_rss_ratio:{:.2}", ratio(a.resident, a.active)),
+                        format!(
+                            "allocator_rss_bytes:{}",
+                            a.resident as i64 - a.active as i64
+                        ),
+                        format!("rss_overhead_ratio:{:.2}", ratio(rss, a.resident)),
+                        format!("rss_overhead_bytes:{}", rss as i64 - a.resident as i64),
+                    ]);
+                    a.allocated
+                }
+                None => used,
+            };
+            lines.extend([
+                format!("mem_fragmentation_ratio:{:.2}", ratio(rss, base)),
+                format!("mem_fragmentation_bytes:{}", rss as i64 - base as i64),
+                format!("mem_allocator:{}", crate::allocator::name()),
             ]);
         }
         "persistence" => lines.extend([
@@ -579,6 +616,7 @@ fn write_section(ctx: &Ctx<'_>, section: &str, out: &mut String) {
             "pubsub_channels:0".to_string(),
             "pubsub_patterns:0".to_string(),
             format!("total_error_replies:{}", load(&stats.total_error_replies)),
+            format!("tally_contained_panics:{}", load(&stats.panics)),
         ]),
         "replication" => lines.extend([
             "role:master".to_string(),

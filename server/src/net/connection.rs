@@ -50,7 +50,11 @@ const MESSAGES_PER_WAKE: usize = 1024;
 pub async fn serve(shared: Arc<Shared>, mut stream: TcpStream, info: Arc<ClientInfo>) {
     let _ = stream.set_nodelay(true);
     let authenticated = shared.config.read().requirepass.is_none();
-    let mut client = ClientState::new(info.clone(), authenticated);
+    let mut registration = Registration {
+        shared: shared.clone(),
+        client: ClientState::new(info.clone(), authenticated),
+    };
+    let client = &mut registration.client;
     let mut input = BytesMut::with_capacity(READ_CHUNK);
     let mut output = BytesMut::with_capacity(READ_CHUNK);
     // Where framing stopped in a command still arriving.
@@ -72,7 +76,7 @@ pub async fn serve(shared: Arc<Shared>, mut stream: TcpStream, info: Arc<ClientI
                 &mut stream,
                 killed.as_mut(),
                 &mut input,
-                &mut client,
+                client,
                 &mut output,
             )
             .await
@@ -91,7 +95,7 @@ pub async fn serve(shared: Arc<Shared>, mut stream: TcpStream, info: Arc<ClientI
                 }
             }
         }
-        let next = run_batch(&shared, &mut client, &mut input, &mut resume, &mut output);
+        let next = run_batch(&shared, client, &mut input, &mut resume, &mut output);
         if input.len() as u64 > shared.client_query_buffer_limit.load(Ordering::Relaxed) {
             // Redis closes a client whose unprocessed input passes the limit.
             tracing::warn!(
@@ -128,9 +132,24 @@ pub async fn serve(shared: Arc<Shared>, mut stream: TcpStream, info: Arc<ClientI
     }
     // Forgotten before the socket closes, so that a peer who sees the close
     // also sees the client gone (CLIENT LIST, PUBSUB NUMSUB).
-    cmd::multi::forget_client(&shared, &mut client);
-    shared.clients.unregister(info.id);
+    drop(registration);
     let _ = stream.shutdown().await;
+}
+
+/// A connected client's place in the server: its slot under `maxclients`,
+/// its watches and subscriptions. Given back on drop, so that a connection
+/// task that ends in any way (return, panic, abort at shutdown) releases
+/// everything it held.
+struct Registration {
+    shared: Arc<Shared>,
+    client: ClientState,
+}
+
+impl Drop for Registration {
+    fn drop(&mut self) {
+        cmd::multi::forget_client(&self.shared, &mut self.client);
+        self.shared.clients.unregister(self.client.info.id);
+    }
 }
 
 /// Waits for input, or for pub/sub messages when the client subscribed.
@@ -298,12 +317,31 @@ fn run_batch(
     next
 }
 
+/// Runs one command. A panic is a bug, but it must stop only this request:
+/// it is contained here, logged, answered with an error, and the connection
+/// closes (its state may be half-updated); every other client carries on.
+/// Shard locks are parking_lot's, released during unwinding and never
+/// poisoned.
 fn run_one(shared: &Shared, client: &mut ClientState, argv: &[&[u8]], now_ms: u64) -> Reply {
-    let mut ctx = Ctx {
-        shared,
-        client,
-        now_ms,
-        held: None,
-    };
-    cmd::dispatch(&mut ctx, argv)
+    let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        let mut ctx = Ctx {
+            shared,
+            client: &mut *client,
+            now_ms,
+            held: None,
+        };
+        cmd::dispatch(&mut ctx, argv)
+    }));
+    outcome.unwrap_or_else(|panic| {
+        let what = panic
+            .downcast_ref::<&str>()
+            .map(|s| s.to_string())
+            .or_else(|| panic.downcast_ref::<String>().cloned())
+            .unwrap_or_default();
+        let command = String::from_utf8_lossy(argv.first().copied().unwrap_or_default());
+        tracing::error!(client = client.info.id, %command, "command panicked: {what}");
+        shared.stats.panics.fetch_add(1, Ordering::Relaxed);
+        client.close_after_reply = true;
+        Reply::error(crate::cmd::error::INTERNAL)
+    })
 }

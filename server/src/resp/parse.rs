@@ -355,11 +355,7 @@ mod tests {
     fn multibulk_command_is_framed_and_partial_input_is_incomplete() {
         let buf = b"*2\r\n$3\r\nGET\r\n$1\r\nk\r\n";
         for cut in 0..buf.len() {
-            assert_eq!(
-                frame(&buf[..cut]),
-                Frame::Incomplete,
-                "cut {cut}"
-            );
+            assert_eq!(frame(&buf[..cut]), Frame::Incomplete, "cut {cut}");
         }
         let frame = frame(buf);
         assert!(matches!(frame, Frame::Command { consumed, .. } if consumed == buf.len()));
@@ -369,15 +365,9 @@ mod tests {
     #[test]
     fn huge_claimed_bulk_is_rejected_from_the_header() {
         let buf = b"*1\r\n$9999999999\r\n";
-        assert_eq!(
-            frame(buf),
-            Frame::Error("invalid bulk length".into())
-        );
+        assert_eq!(frame(buf), Frame::Error("invalid bulk length".into()));
         let buf = b"*1\r\n$536870913\r\n";
-        assert_eq!(
-            frame(buf),
-            Frame::Error("invalid bulk length".into())
-        );
+        assert_eq!(frame(buf), Frame::Error("invalid bulk length".into()));
     }
 
     #[test]
@@ -427,12 +417,12 @@ mod tests {
         // ... until the buffer outgrows the inline limit.
         let mut flood = b"\x00".to_vec();
         flood.resize(INLINE_MAX_SIZE + 1, b'\n');
-        assert_eq!(
-            frame(&flood),
-            Frame::Error("too big inline request".into())
-        );
+        assert_eq!(frame(&flood), Frame::Error("too big inline request".into()));
         // split_args on its own treats NUL as the end of the string.
-        assert_eq!(split_args(b"GET a\x00b"), Some(vec![b"GET".to_vec(), b"a".to_vec()]));
+        assert_eq!(
+            split_args(b"GET a\x00b"),
+            Some(vec![b"GET".to_vec(), b"a".to_vec()])
+        );
     }
 
     #[test]

@@ -64,6 +64,11 @@ pub enum Reply {
     /// A double (scores): RESP3 `,`, a bulk string in RESP2; `%.17g` either
     /// way, as Redis 7.0 formats them.
     Double(f64),
+    /// A reply already encoded for the protocol of the client it goes to:
+    /// a script's result nested thousands deep is encoded once, on a stack
+    /// of its own, rather than kept as a tree that every later walk (encode,
+    /// drop) would recurse through.
+    Encoded(Vec<u8>),
 }
 
 /// Bulk strings stored contiguously, already in their wire form
@@ -215,6 +220,7 @@ impl Reply {
                     item.encode(proto, out);
                 }
             }
+            Reply::Encoded(bytes) => out.put_slice(bytes),
             Reply::Multi(replies) => {
                 for reply in replies {
                     reply.encode(proto, out);

@@ -1,8 +1,10 @@
 //! Conversions between command replies and Lua values, by Redis 7.0's rules.
 
-use mlua::{Lua, Table, Value};
+use std::ffi::c_int;
 
-use crate::resp::Reply;
+use mlua::{ffi, Lua, Value};
+
+use crate::resp::{Protocol, Reply};
 
 /// A command's reply as the Lua value redis.call/pcall returns; the flag is
 /// true for error replies (redis.call raises them).
@@ -91,6 +93,8 @@ pub fn reply_to_lua(lua: &Lua, reply: &Reply, resp3: bool) -> mlua::Result<(Valu
             Value::Table(outer)
         }
         Reply::Double(d) => Value::String(lua.create_string(crate::float::format_g17(*d))?),
+        // Only script results are pre-encoded, and scripts never see those.
+        Reply::Encoded(bytes) => Value::String(lua.create_string(bytes)?),
     };
     Ok((value, false))
 }
@@ -109,60 +113,185 @@ fn one_line(text: &[u8]) -> String {
         .collect()
 }
 
-fn field(table: &Table, name: &str) -> Value {
-    table.raw_get(name).unwrap_or(Value::Nil)
+/// A script's return value as a reply. `resp3` is the level the script chose
+/// with redis.setresp.
+///
+/// This walks the value on Lua's own stack, as Redis's
+/// `luaReplyToRedisReply` does, because that is what bounds it: nested
+/// tables (a table holding itself included) are converted until the C call's
+/// stack would pass LUAI_MAXCSTACK, where the element becomes `-ERR reached
+/// lua stack limit` and the levels above it are still returned, byte for
+/// byte as Redis does. (mlua's values would not do: each holds a slot of
+/// mlua's reference stack, which has the same 8000-slot limit and panics.)
+/// The Rust recursion runs on a stack that grows on demand.
+pub fn lua_to_reply(lua: &Lua, value: Value, resp3: bool, proto: Protocol) -> Reply {
+    let mut depth = 0;
+    let reply = convert(lua, value, resp3, &mut depth);
+    if depth < DEEP_REPLY {
+        return reply;
+    }
+    // Encoding and dropping a tree recurse once per level: do both on a
+    // stack sized for the deepest tree Lua's stack limit allows.
+    stacker::grow(DEEP_REPLY_STACK, move || {
+        let mut out = bytes::BytesMut::new();
+        reply.encode(proto, &mut out);
+        drop(reply);
+        Reply::Encoded(out.to_vec())
+    })
 }
 
-/// A script's return value (or an element of it) as a reply. `resp3` is the
-/// level the script chose with redis.setresp.
-pub fn lua_to_reply(value: &Value, resp3: bool) -> Reply {
-    match value {
-        Value::String(s) => Reply::Bulk(s.as_bytes().to_vec()),
-        Value::Boolean(b) if resp3 => Reply::Bool(*b),
-        Value::Boolean(true) => Reply::Int(1),
-        Value::Boolean(false) => Reply::Nil,
-        Value::Number(n) => Reply::Int(tally_lua::lua_number_to_integer(*n)),
-        Value::Integer(n) => Reply::Int(*n),
-        Value::Table(table) => {
-            if let Value::String(err) = field(table, "err") {
-                return Reply::Error(one_line(&err.as_bytes()).into());
-            }
-            if let Value::String(ok) = field(table, "ok") {
-                return Reply::Status(one_line(&ok.as_bytes()).into());
-            }
-            if let Some(d) = match field(table, "double") {
-                Value::Number(d) => Some(d),
-                Value::Integer(i) => Some(i as f64),
-                _ => None,
-            } {
-                return Reply::Bulk(crate::float::format_g17(d).into_bytes());
-            }
-            if let Value::Table(map) = field(table, "map") {
-                let pairs = map
-                    .pairs::<Value, Value>()
-                    .filter_map(Result::ok)
-                    .map(|(k, v)| (lua_to_reply(&k, resp3), lua_to_reply(&v, resp3)))
-                    .collect();
-                return Reply::Map(pairs);
-            }
-            if let Value::Table(set) = field(table, "set") {
-                let items = set
-                    .pairs::<Value, Value>()
-                    .filter_map(Result::ok)
-                    .map(|(k, _)| lua_to_reply(&k, resp3))
-                    .collect();
-                return Reply::Set(items);
-            }
-            let mut items = Vec::new();
-            for i in 1.. {
-                let item: Value = table.raw_get(i).unwrap_or(Value::Nil);
-                if item == Value::Nil {
-                    break;
-                }
-                items.push(lua_to_reply(&item, resp3));
-            }
-            Reply::Array(items)
+/// Nesting from which a script's result is encoded at once (see
+/// [`Reply::Encoded`]); limiter scripts return two levels at most.
+const DEEP_REPLY: usize = 64;
+
+/// Stack for encoding and dropping the deepest result (about 8000 levels).
+const DEEP_REPLY_STACK: usize = 64 << 20;
+
+fn convert(lua: &Lua, value: Value, resp3: bool, depth: &mut usize) -> Reply {
+    let mut reply = None;
+    // SAFETY: exec_raw runs the closure inside a protected call with `value`
+    // at index 1; convert_top keeps the stack balanced and only reads.
+    let ran = unsafe {
+        lua.exec_raw::<()>(value, |state| {
+            // The value's copy on top, above the argument: two slots in use,
+            // as in Redis when it converts a script's result (the error
+            // handler and the result).
+            MAX_DEPTH.with(|d| d.set(0));
+            ffi::lua_pushvalue(state, 1);
+            reply = Some(convert_top(state, resp3));
+            *depth = MAX_DEPTH.with(|d| d.replace(0));
+            ffi::lua_settop(state, 0);
+        })
+    };
+    match (ran, reply) {
+        (Ok(()), Some(reply)) => reply,
+        (Err(e), _) => Reply::Error(format!("ERR {e}").into()),
+        (Ok(()), None) => Reply::Nil,
+    }
+}
+
+/// The string at `index` (which must be a string or a number: a number is
+/// converted in place, so never call this on a key `lua_next` still needs).
+unsafe fn bytes_at(state: *mut ffi::lua_State, index: c_int) -> Vec<u8> {
+    let mut len = 0usize;
+    // SAFETY: the caller guarantees a string or number at `index`; Lua keeps
+    // the bytes alive while the value is on the stack.
+    unsafe {
+        let data = ffi::lua_tolstring(state, index, &mut len);
+        if data.is_null() {
+            return Vec::new();
         }
-        _ => Reply::Nil,
+        std::slice::from_raw_parts(data as *const u8, len).to_vec()
+    }
+}
+
+thread_local! {
+    /// Deepest Lua stack use seen by the conversion running on this thread.
+    static MAX_DEPTH: std::cell::Cell<usize> = const { std::cell::Cell::new(0) };
+}
+
+/// Converts the value on top of the stack and pops it.
+unsafe fn convert_top(state: *mut ffi::lua_State, resp3: bool) -> Reply {
+    // SAFETY: every call keeps the stack balanced (one value in, none out).
+    unsafe {
+        let used = ffi::lua_gettop(state).max(0) as usize;
+        MAX_DEPTH.with(|d| d.set(d.get().max(used)));
+        // Redis: room for 4 more slots (a map pushes 4), or this element is
+        // the "stack limit" error.
+        if ffi::lua_checkstack(state, 4) == 0 {
+            ffi::lua_pop(state, 1);
+            return Reply::error("ERR reached lua stack limit");
+        }
+        let reply =
+            stacker::maybe_grow(64 * 1024, 1024 * 1024, || match ffi::lua_type(state, -1) {
+                ffi::LUA_TSTRING => Reply::Bulk(bytes_at(state, -1)),
+                ffi::LUA_TBOOLEAN => {
+                    let b = ffi::lua_toboolean(state, -1) != 0;
+                    match (resp3, b) {
+                        (true, b) => Reply::Bool(b),
+                        (false, true) => Reply::Int(1),
+                        (false, false) => Reply::Nil,
+                    }
+                }
+                ffi::LUA_TNUMBER => Reply::Int(tally_lua::lua_number_to_integer(
+                    ffi::lua_tonumber(state, -1),
+                )),
+                ffi::LUA_TTABLE => convert_table_top(state, resp3),
+                _ => Reply::Nil,
+            });
+        ffi::lua_pop(state, 1);
+        reply
+    }
+}
+
+/// Pushes `table[name]` (raw) for the table on top and returns its type.
+unsafe fn push_field(state: *mut ffi::lua_State, name: &'static std::ffi::CStr) -> c_int {
+    // SAFETY: a table is on top; pushes exactly one value.
+    unsafe {
+        ffi::lua_pushstring(state, name.as_ptr());
+        ffi::lua_rawget(state, -2)
+    }
+}
+
+/// Converts the table on top of the stack (left there), in Redis's order of
+/// checks: err, ok, double, map, set, then an array up to the first nil.
+unsafe fn convert_table_top(state: *mut ffi::lua_State, resp3: bool) -> Reply {
+    // SAFETY: each branch pops what it pushed; the table stays on top.
+    unsafe {
+        if push_field(state, c"err") == ffi::LUA_TSTRING {
+            let text = bytes_at(state, -1);
+            ffi::lua_pop(state, 1);
+            return Reply::Error(one_line(&text).into());
+        }
+        ffi::lua_pop(state, 1);
+        if push_field(state, c"ok") == ffi::LUA_TSTRING {
+            let text = bytes_at(state, -1);
+            ffi::lua_pop(state, 1);
+            return Reply::Status(one_line(&text).into());
+        }
+        ffi::lua_pop(state, 1);
+        if push_field(state, c"double") == ffi::LUA_TNUMBER {
+            let d = ffi::lua_tonumber(state, -1);
+            ffi::lua_pop(state, 1);
+            return Reply::Bulk(crate::float::format_g17(d).into_bytes());
+        }
+        ffi::lua_pop(state, 1);
+        if push_field(state, c"map") == ffi::LUA_TTABLE {
+            let mut pairs = Vec::new();
+            ffi::lua_pushnil(state);
+            while ffi::lua_next(state, -2) != 0 {
+                // table, map, key, value: convert a copy of the key (the
+                // original must stay for lua_next), then the value.
+                ffi::lua_pushvalue(state, -2);
+                let key = convert_top(state, resp3);
+                let value = convert_top(state, resp3);
+                pairs.push((key, value));
+            }
+            ffi::lua_pop(state, 1);
+            return Reply::Map(pairs);
+        }
+        ffi::lua_pop(state, 1);
+        if push_field(state, c"set") == ffi::LUA_TTABLE {
+            let mut items = Vec::new();
+            ffi::lua_pushnil(state);
+            while ffi::lua_next(state, -2) != 0 {
+                ffi::lua_pop(state, 1);
+                ffi::lua_pushvalue(state, -1);
+                items.push(convert_top(state, resp3));
+            }
+            ffi::lua_pop(state, 1);
+            return Reply::Set(items);
+        }
+        ffi::lua_pop(state, 1);
+        let mut items = Vec::new();
+        for j in 1.. {
+            ffi::lua_pushnumber(state, j as ffi::lua_Number);
+            if ffi::lua_rawget(state, -2) == ffi::LUA_TNIL {
+                ffi::lua_pop(state, 1);
+                break;
+            }
+            items.push(convert_top(state, resp3));
+        }
+        Reply::Array(items)
     }
 }

@@ -128,6 +128,12 @@ pub struct Scripts {
     running: Mutex<Vec<Arc<RunState>>>,
     /// Runs past the busy threshold; non-zero makes other clients get BUSY.
     busy: Arc<AtomicUsize>,
+    /// Lua runs in progress, busy or not: SCRIPT KILL waits for one of them
+    /// to pass the threshold, as it would on Redis.
+    lua_running: AtomicUsize,
+    /// Set when the server stops: every running script is stopped at its
+    /// next hook, killable or not (SHUTDOWN NOSAVE, SIGTERM).
+    stopping: AtomicBool,
     /// `busy-reply-threshold` (`lua-time-limit`) in milliseconds.
     pub busy_threshold_ms: AtomicU64,
     /// Bumped by SCRIPT FLUSH so worker VMs drop their compiled functions.
@@ -165,6 +171,8 @@ impl Default for Scripts {
             cache: RwLock::new(HashMap::new()),
             running: Mutex::new(Vec::new()),
             busy: Arc::new(AtomicUsize::new(0)),
+            lua_running: AtomicUsize::new(0),
+            stopping: AtomicBool::new(false),
             busy_threshold_ms: AtomicU64::new(5000),
             generation: AtomicU64::new(0),
             lua_runs: AtomicU64::new(0),
@@ -259,8 +267,31 @@ impl Scripts {
         self.busy.load(Ordering::Relaxed) != 0
     }
 
+    /// Stops every running script at its next hook, writes or not: the
+    /// server is shutting down.
+    pub fn stop_all(&self) {
+        self.stopping.store(true, Ordering::SeqCst);
+    }
+
     /// SCRIPT KILL: stops busy scripts that have not written.
+    ///
+    /// On Redis a script blocks the server until it passes the busy
+    /// threshold, so a SCRIPT KILL sent earlier is read only then and kills
+    /// it. Here it is read at once; it waits the same way: until a running
+    /// script passes the threshold, or none is running any more.
     pub fn kill(&self) -> Reply {
+        let patience = std::time::Duration::from_millis(
+            self.busy_threshold_ms
+                .load(Ordering::Relaxed)
+                .saturating_add(1000),
+        );
+        let asked = Instant::now();
+        while !self.busy()
+            && self.lua_running.load(Ordering::SeqCst) > 0
+            && asked.elapsed() < patience
+        {
+            crate::store::off_worker(|| std::thread::sleep(std::time::Duration::from_millis(1)));
+        }
         let running = self.running.lock();
         let busy: Vec<_> = running
             .iter()
@@ -347,12 +378,48 @@ pub fn check_current_run() -> Result<(), Killed> {
             scripts.running.lock().push(run.clone());
             scripts.busy.fetch_add(1, Ordering::SeqCst);
         }
-        if run.kill.load(Ordering::SeqCst) {
+        if run.kill.load(Ordering::SeqCst) || scripts.stopping.load(Ordering::SeqCst) {
             Err(Killed)
         } else {
             Ok(())
         }
     })
+}
+
+/// A Lua run as the busy-script machinery knows it, from start to end. On
+/// drop (the run ended, or panicked and was contained) the run leaves every
+/// list it is in, so a failed run can never leave the server BUSY.
+struct RunRegistration<'a> {
+    scripts: &'a Scripts,
+    run: Arc<RunState>,
+}
+
+impl<'a> RunRegistration<'a> {
+    fn new(scripts: &'a Scripts, run: &Arc<RunState>) -> RunRegistration<'a> {
+        CURRENT_RUN.with(|current| {
+            *current.borrow_mut() = Some(CurrentRun {
+                run: run.clone(),
+                scripts,
+            })
+        });
+        scripts.lua_running.fetch_add(1, Ordering::SeqCst);
+        RunRegistration {
+            scripts,
+            run: run.clone(),
+        }
+    }
+}
+
+impl Drop for RunRegistration<'_> {
+    fn drop(&mut self) {
+        CURRENT_RUN.with(|current| *current.borrow_mut() = None);
+        self.scripts.lua_running.fetch_sub(1, Ordering::SeqCst);
+        if self.run.busy.load(Ordering::SeqCst) {
+            let mut running = self.scripts.running.lock();
+            running.retain(|r| !Arc::ptr_eq(r, &self.run));
+            self.scripts.busy.fetch_sub(1, Ordering::SeqCst);
+        }
+    }
 }
 
 /// Runs a loaded script with its keys and arguments (EVAL, EVALSHA and their
@@ -387,12 +454,7 @@ pub fn eval(
         busy: AtomicBool::new(false),
         next_hand_off_ms: AtomicU64::new(HAND_OFF_AFTER_MS),
     });
-    CURRENT_RUN.with(|current| {
-        *current.borrow_mut() = Some(CurrentRun {
-            run: run.clone(),
-            scripts,
-        })
-    });
+    let registration = RunRegistration::new(scripts, &run);
     let mut everything = script.needs_everything.load(Ordering::Relaxed);
     let reply = if let Some(lender) = ctx.held {
         // Inside EXEC: the transaction holds every shard (a queued EVAL
@@ -431,11 +493,7 @@ pub fn eval(
             break reply;
         }
     };
-    CURRENT_RUN.with(|current| *current.borrow_mut() = None);
-    if run.busy.load(Ordering::SeqCst) {
-        scripts.running.lock().retain(|r| !Arc::ptr_eq(r, &run));
-        scripts.busy.fetch_sub(1, Ordering::SeqCst);
-    }
+    drop(registration);
     ctx.client.batch.lua_script_runs += 1;
     reply
 }
@@ -467,6 +525,7 @@ fn run_once(
         now_ms: ctx.now_ms,
         resp3: false,
     };
+    let proto = ctx.client.proto;
     let outcome = vm::with_vm(|vm| -> Result<(Reply, bool), String> {
         vm.sync_generation(generation);
         // Lua 5.1 has no emergency collection: after a run that came near
@@ -493,8 +552,9 @@ fn run_once(
                     .map_err(fail)?,
             )
             .map_err(fail)?;
-        vm.globals.raw_set("KEYS", keys_table).map_err(fail)?;
-        vm.globals.raw_set("ARGV", args_table).map_err(fail)?;
+        vm.set_run_globals
+            .call::<()>((keys_table, args_table))
+            .map_err(fail)?;
         BRIDGE.with(|b| b.set(&mut bridge as *mut Bridge<'_, '_> as *mut ()));
         let _reset = BridgeGuard;
         // The limit is on while the script's own code runs, and off while
@@ -508,6 +568,7 @@ fn run_once(
             Ok(result) => result,
             // Lua does not run the error handler for memory errors.
             Err(mlua::Error::MemoryError(_)) => {
+                vm.collect_if_large();
                 return Err(format!(
                     "ERR Error running script {}: the script needed more than lua-memory-limit",
                     script.sha
@@ -516,11 +577,16 @@ fn run_once(
             Err(e) => return Err(format!("ERR Error running script: {e}")),
         };
         drop(_reset);
-        if ok {
-            Ok((convert::lua_to_reply(&value, bridge.resp3), false))
+        let reply = if ok {
+            (
+                convert::lua_to_reply(&vm.lua, value, bridge.resp3, proto),
+                false,
+            )
         } else {
-            Ok((script_error(&value, &script.sha), true))
-        }
+            (script_error(&value, &script.sha), true)
+        };
+        vm.collect_if_large();
+        Ok(reply)
     });
     *undo = std::mem::take(&mut bridge.undo);
     bridge.client.batch.flush(shared);

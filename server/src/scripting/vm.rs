@@ -112,21 +112,103 @@ return function(err)
 end, safe_pcall
 "#;
 
-/// Global protection: new globals are refused, unknown ones reported.
+/// The sandbox's last step, as Redis 7.0's `scriptingInit`: unknown globals
+/// are reported, `pcall`-like functions cannot swallow SCRIPT KILL, and then
+/// the globals, every table reachable from them, their metatables and the
+/// string metatable are made read-only (`luaSetTableProtectionRecursively`).
+/// From then on no script can change what another script sees.
 const PROTECT_GLOBALS: &str = r#"
-local globals, setmetatable, error, tostring = ...
+local globals, set_readonly, is_readonly, recheck = ...
+local setmetatable, getmetatable, error, tostring, next, type =
+  setmetatable, getmetatable, error, tostring, next, type
 setmetatable(globals, {
   __index = function(_, name)
     error("Script attempted to access nonexistent global variable '" .. tostring(name) .. "'", 2)
   end,
 })
-local proxy = setmetatable({}, {
-  __index = globals,
-  __newindex = function() error("Attempt to modify a readonly table", 2) end,
-  __metatable = false,
-})
-return proxy
+-- After SCRIPT KILL (or at shutdown) the hook raises an error every 100k
+-- instructions; a script that catches it must not carry on, so every
+-- function that catches errors raises it again once the run is stopped.
+local function rethrow_if_stopped(ok, ...)
+  if not ok then recheck() end
+  return ok, ...
+end
+local pcall, xpcall, resume = globals.pcall, globals.xpcall, globals.coroutine.resume
+globals.pcall = function(...) return rethrow_if_stopped(pcall(...)) end
+globals.xpcall = function(...) return rethrow_if_stopped(xpcall(...)) end
+globals.coroutine.resume = function(...) return rethrow_if_stopped(resume(...)) end
+local function protect(t)
+  if is_readonly(t) then return end
+  set_readonly(t, true)
+  for _, value in next, t do
+    if type(value) == 'table' then protect(value) end
+  end
+  local meta = getmetatable(t)
+  if type(meta) == 'table' then protect(meta) end
+end
+protect(getmetatable(''))
+protect(globals)
 "#;
+
+/// Redis's read-only tables, from the patched Lua in vendor/lua-src.
+mod readonly {
+    use std::ffi::c_int;
+
+    use mlua::ffi::{self, lua_State};
+
+    extern "C-unwind" {
+        fn lua_enablereadonlytable(state: *mut lua_State, index: c_int, enabled: c_int);
+        fn lua_isreadonlytable(state: *mut lua_State, index: c_int) -> c_int;
+    }
+
+    /// `set_readonly(table, flag)`.
+    pub unsafe extern "C-unwind" fn set(state: *mut lua_State) -> c_int {
+        // SAFETY: called by Lua with its own state; the arguments are checked
+        // before the flag is touched.
+        unsafe {
+            ffi::luaL_checktype(state, 1, ffi::LUA_TTABLE);
+            let enabled = ffi::lua_toboolean(state, 2);
+            lua_enablereadonlytable(state, 1, enabled);
+        }
+        0
+    }
+
+    /// `is_readonly(table) -> boolean`.
+    pub unsafe extern "C-unwind" fn get(state: *mut lua_State) -> c_int {
+        // SAFETY: as above.
+        unsafe {
+            ffi::luaL_checktype(state, 1, ffi::LUA_TTABLE);
+            let readonly = lua_isreadonlytable(state, 1);
+            ffi::lua_pushboolean(state, readonly);
+        }
+        1
+    }
+
+    /// `set_run_globals(keys, argv)`: KEYS and ARGV are the only globals a
+    /// run changes; the globals are writable for exactly these two stores,
+    /// as Redis's `luaCallFunction` does it.
+    pub unsafe extern "C-unwind" fn set_run_globals(state: *mut lua_State) -> c_int {
+        // SAFETY: as above; lua_setfield on the globals cannot reach a
+        // metamethod that runs script code (the metatable has only __index).
+        unsafe {
+            ffi::luaL_checktype(state, 1, ffi::LUA_TTABLE);
+            ffi::luaL_checktype(state, 2, ffi::LUA_TTABLE);
+            lua_enablereadonlytable(state, ffi::LUA_GLOBALSINDEX, 0);
+            ffi::lua_pushvalue(state, 1);
+            ffi::lua_setfield(state, ffi::LUA_GLOBALSINDEX, c"KEYS".as_ptr());
+            ffi::lua_pushvalue(state, 2);
+            ffi::lua_setfield(state, ffi::LUA_GLOBALSINDEX, c"ARGV".as_ptr());
+            lua_enablereadonlytable(state, ffi::LUA_GLOBALSINDEX, 1);
+        }
+        0
+    }
+}
+
+/// Memory a VM may hold after a run before it is collected at once.
+const GARBAGE_MAX: usize = 16 * 1024 * 1024;
+
+/// The error a stopped script raises.
+const KILLED: &str = "Script killed by user with SCRIPT KILL...";
 
 /// A worker thread's VM and what it keeps between runs.
 pub struct Vm {
@@ -134,10 +216,8 @@ pub struct Vm {
     pub lua: Lua,
     /// Compiled scripts by SHA1 (lower-case hex).
     functions: HashMap<String, RegistryKey>,
-    /// The real globals table (KEYS and ARGV are written here directly).
-    pub globals: Table,
-    /// The read-only view scripts run with as their environment.
-    env: Table,
+    /// Stores KEYS and ARGV into the read-only globals.
+    pub set_run_globals: Function,
     /// `xpcall` with Redis's error handler: `(ok, result_or_error_table)`.
     pub runner: Function,
     /// The SCRIPT FLUSH generation the compiled functions belong to.
@@ -236,27 +316,43 @@ impl Vm {
             .load("local handler, xpcall = ...; return function(f) return xpcall(f, handler) end")
             .set_name("=redis_lib")
             .call((handler, globals.get::<Function>("xpcall")?))?;
-        let env: Table = lua.load(PROTECT_GLOBALS).set_name("=redis_lib").call((
-            globals.clone(),
-            globals.get::<Function>("setmetatable")?,
-            globals.get::<Function>("error")?,
-            globals.get::<Function>("tostring")?,
-        ))?;
+        // Removed as the Redis 7.0 of Debian removes them: an environment
+        // switch or a userdata with a writable metatable would reopen what
+        // the read-only tables close.
+        for name in ["getfenv", "setfenv", "newproxy"] {
+            globals.raw_set(name, Value::Nil)?;
+        }
+        let recheck = lua.create_function(|_, ()| match super::check_current_run() {
+            Ok(()) => Ok(()),
+            Err(super::Killed) => Err(mlua::Error::runtime(KILLED)),
+        })?;
+        // SAFETY: C functions over the patched Lua's read-only flag; each
+        // checks its arguments with luaL_checktype.
+        let (set_readonly, is_readonly, set_run_globals) = unsafe {
+            (
+                lua.create_c_function(readonly::set)?,
+                lua.create_c_function(readonly::get)?,
+                lua.create_c_function(readonly::set_run_globals)?,
+            )
+        };
+        lua.load(PROTECT_GLOBALS)
+            .set_name("=redis_lib")
+            .call::<()>((globals.clone(), set_readonly, is_readonly, recheck))?;
         // Every 100k instructions: busy-script accounting and SCRIPT KILL.
-        lua.set_hook(
+        // A global hook, so that coroutines, which copy their creator's
+        // hook, are covered too (mlua's per-thread hook is removed from any
+        // thread it was not set on).
+        lua.set_global_hook(
             mlua::HookTriggers::new().every_nth_instruction(100_000),
             |_, _| match super::check_current_run() {
                 Ok(()) => Ok(mlua::VmState::Continue),
-                Err(super::Killed) => Err(mlua::Error::runtime(
-                    "Script killed by user with SCRIPT KILL...",
-                )),
+                Err(super::Killed) => Err(mlua::Error::runtime(KILLED)),
             },
         )?;
         Ok(Vm {
             lua,
             functions: HashMap::new(),
-            globals,
-            env,
+            set_run_globals,
             runner,
             generation: 0,
         })
@@ -274,7 +370,6 @@ impl Vm {
             .lua
             .load(source)
             .set_name("@user_script")
-            .set_environment(self.env.clone())
             .into_function()
             .map_err(|e| {
                 let message = match &e {
@@ -289,6 +384,17 @@ impl Vm {
             .map_err(|e| format!("ERR {e}"))?;
         self.functions.insert(sha.to_string(), key);
         Ok(function)
+    }
+
+    /// A script that built something large leaves it as garbage, which Lua
+    /// collects only as later runs allocate: a worker that ran one such
+    /// script would keep it for good. Past [`GARBAGE_MAX`] the VM is
+    /// collected at once (a full collection of a VM holding little live data
+    /// is cheap; limiter scripts never come near).
+    pub fn collect_if_large(&mut self) {
+        if self.lua.used_memory() > GARBAGE_MAX {
+            let _ = self.lua.gc_collect();
+        }
     }
 
     /// Lua 5.1 has no emergency collection: after a run that came near

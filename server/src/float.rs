@@ -13,6 +13,38 @@ extern "C" {
         outlen: usize,
     ) -> c_int;
     fn tally_format_g(value: f64, precision: c_int, out: *mut c_char, outlen: usize) -> c_int;
+    fn tally_string2d(s: *const c_char, slen: usize, out: *mut f64) -> c_int;
+    fn tally_strtod_bound(s: *const c_char, out: *mut f64) -> c_int;
+}
+
+/// `bytes` with a NUL after them, as the C readers need.
+fn c_string(bytes: &[u8]) -> Vec<u8> {
+    let mut text = Vec::with_capacity(bytes.len() + 1);
+    text.extend_from_slice(bytes);
+    text.push(0);
+    text
+}
+
+/// A score (ZADD, ZINCRBY) read as Redis's `string2d`: strtod over the whole
+/// argument, no leading space, no NaN, no overflow to infinity and no
+/// underflow to zero (`1e400`, `1e-400` refused; `0x10`, `inf` accepted).
+pub fn string2d(bytes: &[u8]) -> Option<f64> {
+    let text = c_string(bytes);
+    let mut value = 0.0;
+    // SAFETY: `text` is NUL-terminated at `bytes.len()` and outlives the call.
+    let ok = unsafe { tally_string2d(text.as_ptr() as *const c_char, bytes.len(), &mut value) };
+    (ok != 0).then_some(value)
+}
+
+/// A score bound (ZRANGEBYSCORE, ZCOUNT, ...) read as Redis's
+/// `zslParseRange`: strtod to the end of the C string, NaN refused,
+/// overflow allowed (`1e400` is +inf), leading spaces skipped.
+pub fn strtod_bound(bytes: &[u8]) -> Option<f64> {
+    let text = c_string(bytes);
+    let mut value = 0.0;
+    // SAFETY: `text` is NUL-terminated and outlives the call.
+    let ok = unsafe { tally_strtod_bound(text.as_ptr() as *const c_char, &mut value) };
+    (ok != 0).then_some(value)
 }
 
 /// Formats `value` as C's `%.17g`, as Redis 7.0 formats numbers passed from

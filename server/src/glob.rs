@@ -28,13 +28,17 @@ fn signed(b: u8) -> i32 {
     b as i8 as i32
 }
 
-/// `tolower` in the C locale.
+/// glibc's `tolower` in the C locale, on C's signed `char` widened to int:
+/// it maps A-Z down, and -128..-2 (bytes 0x80..0xfe) to 128..254, leaving
+/// -1 (EOF, byte 0xff) alone. The second part matters to ranges: with
+/// NOCASE, `[\xfe-t]` compares against 254..116, which holds nothing.
+/// (Found by the glob fuzz target against Redis's own code.)
 #[inline]
 fn lower(c: i32) -> i32 {
-    if (b'A' as i32..=b'Z' as i32).contains(&c) {
-        c + 32
-    } else {
-        c
+    match c {
+        65..=90 => c + 32,
+        -128..=-2 => c + 256,
+        _ => c,
     }
 }
 
@@ -217,6 +221,10 @@ mod tests {
         // [\xff-a] swapped, which holds every byte from -1 up to 'a'.
         assert!(glob_match(b"[a-\xff]", b"\x00", false));
         assert!(!glob_match(b"[a-\xff]", b"b", false));
+        // With NOCASE, glibc's tolower turns the signed 0xfe (-2) into 254
+        // after the swap: [\xfe-t] then runs from 254 down to 116, empty.
+        assert!(glob_match(b"[\xfe-t]", b"[", false));
+        assert!(!glob_match(b"[\xfe-t]", b"[", true));
     }
 
     #[test]

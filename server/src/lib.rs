@@ -16,12 +16,17 @@
 //! # }
 //! ```
 #![warn(missing_docs)]
+// No panic may reach a worker from a request: `unwrap`/`expect` are refused
+// outside tests, and the few that remain state why they cannot fail.
+#![cfg_attr(not(test), deny(clippy::unwrap_used, clippy::expect_used))]
 
 pub mod allocator;
 pub mod cmd;
 pub mod config;
 pub mod expiry;
 pub mod float;
+#[cfg(feature = "fuzzing")]
+pub mod fuzzing;
 pub mod glob;
 pub mod net;
 pub mod pubsub;

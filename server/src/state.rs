@@ -271,6 +271,24 @@ pub struct ClientInfo {
 }
 
 impl ClientInfo {
+    /// A client that connected from `addr` to `laddr` at `now_ms`.
+    pub fn new(id: u64, addr: SocketAddr, laddr: SocketAddr, now_ms: u64) -> ClientInfo {
+        ClientInfo {
+            id,
+            addr,
+            laddr,
+            created_ms: now_ms,
+            last_interaction_ms: AtomicU64::new(now_ms),
+            db: AtomicUsize::new(0),
+            resp: AtomicU8::new(2),
+            name: Mutex::new(None),
+            lib: Mutex::new((String::new(), String::new())),
+            last_command: AtomicUsize::new(usize::MAX),
+            killed: AtomicBool::new(false),
+            kill_notify: Notify::new(),
+        }
+    }
+
     /// Asks the connection to close.
     pub fn kill(&self) {
         self.killed.store(true, Ordering::SeqCst);

@@ -266,6 +266,63 @@ async fn cjson_matches_redis() {
         "return cjson.encode(cjson.decode('{\"k\":[1,2,\"s\"]}'))",
         "return {cjson.decode('[true,false]')[1], cjson.decode('[true,false]')[2]}",
         "local ok, e = pcall(cjson.encode, function() end); return e",
+        // Decoding as lua-cjson does: its errors, its nesting limit (1000),
+        // strtod numbers, bytes passed through.
+        "return cjson.encode(cjson.decode(string.rep('[',200)..string.rep(']',200)))",
+        "return cjson.encode(cjson.decode(string.rep('[',1000)..string.rep(']',1000)))",
+        "return cjson.decode(string.rep('[',1001)..string.rep(']',1001))",
+        "return cjson.decode('\"\\255\\254\"')",
+        "return cjson.decode('\"' .. string.char(255, 254) .. '\"')",
+        "return tostring(cjson.decode('1e400'))",
+        "return tostring(cjson.decode('-1e400'))",
+        "return tostring(cjson.decode('0x10'))",
+        "return cjson.decode('[1,2')",
+        "return cjson.decode('[1,]')",
+        "return cjson.decode('')",
+        "return cjson.decode('{\"a\":1,\"a\":2}').a",
+        "return cjson.decode('\"\\ud800\"')",
+        "return cjson.decode('\"a\\u0041b\"')",
+        "return cjson.decode('nan')",
+        "return {cjson._NAME, cjson._VERSION, type(cjson.new)}",
+        "return cjson.encode(cjson.encode_max_depth())",
+        "return cjson.encode(string.rep('[', 1))",
+        "local t = {} t[1] = t return cjson.encode(t)",
+    ];
+    run(scripts.iter().map(|s| eval(s, &[], &[])).collect()).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn bit_struct_and_cmsgpack_match_redis() {
+    let scripts = [
+        "return bit.tohex(255,0)",
+        "return bit.tohex(255)",
+        "return bit.tohex(255,-3)",
+        "return bit.tohex(-1, 9)",
+        "return bit.tobit(1e300)",
+        "return bit.band(1e300, 1)",
+        "return bit.tobit(2^53+1)",
+        "return bit.bor('a')",
+        "return bit.bor('12', 1)",
+        "return bit.tohex({})",
+        "return bit.tobit(-1e300)",
+        "return bit.tobit(1e15)",
+        "return bit.lshift(1, 40)",
+        "return bit.tobit(0/0)",
+        "return bit.tobit(1/0)",
+        "return bit.bnot(nil)",
+        "return bit.tohex(1, 1e300)",
+        "return {bit.arshift(-256, 4), bit.rol(1, 33), bit.bswap(1)}",
+        "local f = bit.band return f('x')",
+        "return struct.pack('>I2', 258)",
+        "return {struct.unpack('>I2', struct.pack('>I2', 258))}",
+        "return struct.size('>I2i4')",
+        "return struct.pack('x')",
+        "return struct.unpack('>I4', 'ab')",
+        "return cmsgpack.pack(1, 'a', {1, 2}, {k = 'v'}, true, 1.5)",
+        "return cmsgpack.unpack(cmsgpack.pack({1, 2, 3}))",
+        "return {cmsgpack.unpack(cmsgpack.pack(1, 2))}",
+        "return cmsgpack.unpack('\\193')",
+        "return type(cmsgpack.pack)",
     ];
     run(scripts.iter().map(|s| eval(s, &[], &[])).collect()).await;
 }

@@ -258,6 +258,25 @@ async fn no_script_can_change_what_another_script_sees() {
             );
         }
     }
+    // cjson's configuration is state too: on Redis a script can lower the
+    // decoder's depth for every later script; here it is read-only.
+    for conn in &mut conns {
+        let reply =
+            String::from_utf8(conn.cmd(&eval("cjson.decode_max_depth(1) return 1")).await).unwrap();
+        assert!(
+            reply.starts_with("-ERR user_script:1: cjson configuration is read-only"),
+            "{reply}"
+        );
+        assert_eq!(
+            conn.cmd(&eval("return cjson.encode(cjson.decode('[[1]]'))"))
+                .await,
+            b"$5\r\n[[1]]\r\n"
+        );
+        assert_eq!(
+            conn.cmd(&eval("return cjson.decode_max_depth()")).await,
+            b":1000\r\n"
+        );
+    }
     for conn in &mut conns {
         assert_eq!(
             conn.cmd(&eval("return redis.call('GET', 'canary')")).await,
@@ -305,6 +324,30 @@ async fn nested_results() {
         "local t={} t[1]={ok='deep'} for i=1,8000 do t={t} end return t".to_string(),
     ];
     differential(scripts.iter().map(|s| eval(s)).collect()).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_result_describing_endless_elements_is_refused_not_sent() {
+    // Redis would walk 2^7995 elements and never answer (nor serve anyone).
+    let server = TestServer::start().await;
+    let canary = Canary::set(&server).await;
+    let mut conn = server.raw().await;
+    for script in [
+        "local t={} t[1]=t t[2]=t return t",
+        "local m={} local t={map=m} m[t]=t redis.setresp(3) return t",
+        "local s=string.rep('x', 1024*1024) local t={} for i=1,600 do t[i]=s end return t",
+    ] {
+        assert_eq!(
+            String::from_utf8(conn.cmd(&eval(script)).await).unwrap(),
+            "-ERR the script's result is too large to send (more than 4194304 values or 512 MB)\r\n",
+            "{script}"
+        );
+    }
+    assert_eq!(
+        conn.cmd(&eval("return {1, {2, {3}}}")).await,
+        b"*2\r\n:1\r\n*2\r\n:2\r\n*1\r\n:3\r\n"
+    );
+    canary.check(&server).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -107,39 +107,50 @@ enum SetGrammar {
 
 fn parse_set_options(options: &[&[u8]], grammar: SetGrammar) -> Result<SetOptions, Reply> {
     let mut opts = SetOptions::default();
+    // The amount is read after every option is: a syntax error anywhere
+    // wins over a bad number, as in Redis.
+    let mut amount: Option<(ExpireUnit, &[u8])> = None;
     let mut i = 0;
     while i < options.len() {
         let opt = options[i];
         let next = options.get(i + 1);
-        let no_expire = opts.expire.is_none() && !opts.keepttl && !opts.persist;
+        let no_ttl_option = amount.is_none() && !opts.keepttl && !opts.persist;
+        let unit = if is(opt, "ex") {
+            Some(ExpireUnit::Ex)
+        } else if is(opt, "px") {
+            Some(ExpireUnit::Px)
+        } else if is(opt, "exat") {
+            Some(ExpireUnit::ExAt)
+        } else if is(opt, "pxat") {
+            Some(ExpireUnit::PxAt)
+        } else {
+            None
+        };
         if grammar == SetGrammar::Set && is(opt, "nx") && !opts.xx {
             opts.nx = true;
         } else if grammar == SetGrammar::Set && is(opt, "xx") && !opts.nx {
             opts.xx = true;
         } else if grammar == SetGrammar::Set && is(opt, "get") {
             opts.get = true;
-        } else if grammar == SetGrammar::Set && is(opt, "keepttl") && no_expire {
+        } else if grammar == SetGrammar::Set && is(opt, "keepttl") && no_ttl_option {
             opts.keepttl = true;
-        } else if grammar == SetGrammar::GetEx && is(opt, "persist") && no_expire {
+        } else if grammar == SetGrammar::GetEx && is(opt, "persist") && no_ttl_option {
             opts.persist = true;
-        } else if let (Some(value), true) = (next, no_expire) {
-            let unit = if is(opt, "ex") {
-                ExpireUnit::Ex
-            } else if is(opt, "px") {
-                ExpireUnit::Px
-            } else if is(opt, "exat") {
-                ExpireUnit::ExAt
-            } else if is(opt, "pxat") {
-                ExpireUnit::PxAt
-            } else {
+        } else if let (Some(unit), Some(value)) = (unit, next) {
+            // The same unit may repeat (the last one wins); another unit,
+            // KEEPTTL or PERSIST may not.
+            if opts.keepttl || opts.persist || amount.is_some_and(|(u, _)| u != unit) {
                 return Err(Reply::error(error::SYNTAX));
-            };
-            opts.expire = Some((unit, int_arg(value)?));
+            }
+            amount = Some((unit, value));
             i += 1;
         } else {
             return Err(Reply::error(error::SYNTAX));
         }
         i += 1;
+    }
+    if let Some((unit, value)) = amount {
+        opts.expire = Some((unit, int_arg(value)?));
     }
     Ok(opts)
 }

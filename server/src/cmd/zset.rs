@@ -3,7 +3,7 @@
 
 use std::ops::Bound;
 
-use super::args::{int_pair, is, parse_f64};
+use super::args::{int_pair, is};
 use super::collection::{
     either, index_range, missing_pick, modify, pairs, positive_count, random_indexes,
     random_pick_args, read, scan_collection,
@@ -14,16 +14,17 @@ use crate::resp::{Protocol, Reply};
 use crate::store::object::ZSet;
 use crate::store::Object;
 
-/// A score argument (ZADD, ZINCRBY): a float, NaN refused.
+/// A score argument (ZADD, ZINCRBY), read as Redis reads it (`string2d`).
 fn score_arg(arg: &[u8]) -> Result<f64, Reply> {
-    parse_f64(arg).ok_or_else(|| Reply::error(error::NOT_FLOAT))
+    crate::float::string2d(arg).ok_or_else(|| Reply::error(error::NOT_FLOAT))
 }
 
-/// A score bound: `1.5`, `(1.5` (exclusive), `-inf`, `+inf`.
+/// A score bound: `1.5`, `(1.5` (exclusive), `-inf`, `+inf`, read as
+/// Redis's `zslParseRange` reads it.
 fn score_bound(arg: &[u8]) -> Option<Bound<f64>> {
     match arg.strip_prefix(b"(") {
-        Some(rest) => parse_f64(rest).map(Bound::Excluded),
-        None => parse_f64(arg).map(Bound::Included),
+        Some(rest) => crate::float::strtod_bound(rest).map(Bound::Excluded),
+        None => crate::float::strtod_bound(arg).map(Bound::Included),
     }
 }
 

@@ -3,14 +3,12 @@
 //! finish the replies they owe.
 
 use std::net::SocketAddr;
-use std::sync::atomic::{AtomicBool, AtomicU64, AtomicU8, AtomicUsize, Ordering};
+use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::Duration;
 
-use parking_lot::Mutex;
 use tokio::io::AsyncWriteExt;
 use tokio::net::{TcpListener, TcpStream};
-use tokio::sync::Notify;
 use tokio::task::JoinSet;
 
 use crate::cmd::error;
@@ -82,20 +80,7 @@ fn admit(
         .connections_received
         .fetch_add(1, Ordering::Relaxed);
     let now = shared.clock.now_ms();
-    let info = Arc::new(ClientInfo {
-        id: shared.clients.next_id(),
-        addr: peer,
-        laddr: local,
-        created_ms: now,
-        last_interaction_ms: AtomicU64::new(now),
-        db: AtomicUsize::new(0),
-        resp: AtomicU8::new(2),
-        name: Mutex::new(None),
-        lib: Mutex::new((String::new(), String::new())),
-        last_command: AtomicUsize::new(usize::MAX),
-        killed: AtomicBool::new(false),
-        kill_notify: Notify::new(),
-    });
+    let info = Arc::new(ClientInfo::new(shared.clients.next_id(), peer, local, now));
     let maxclients = shared.config.read().maxclients;
     if shared.clients.register(info.clone(), maxclients).is_err() {
         shared

@@ -134,10 +134,8 @@ fn run_command(
         .iter()
         .map(|s| match s {
             Some(bytes) => &bytes[..],
-            None => formatted
-                .next()
-                .expect("one formatted number per gap")
-                .as_slice(),
+            // `owned` holds one formatted number per gap, in order.
+            None => formatted.next().map_or(&b""[..], |f| f.as_slice()),
         })
         .collect();
     let command = match cmd::resolve(&argv) {

@@ -124,10 +124,59 @@ fn one_line(text: &[u8]) -> String {
 /// byte as Redis does. (mlua's values would not do: each holds a slot of
 /// mlua's reference stack, which has the same 8000-slot limit and panics.)
 /// The Rust recursion runs on a stack that grows on demand.
+///
+/// A result can also be broad as well as deep: `t = {t, t}` describes 2^8000
+/// elements, which Redis would try to send (and never finish). Conversion
+/// stops past [`ResultLimits`] and the whole reply becomes an error instead;
+/// docs/compatibility.md.
 pub fn lua_to_reply(lua: &Lua, value: Value, resp3: bool, proto: Protocol) -> Reply {
-    let mut depth = 0;
-    let reply = convert(lua, value, resp3, &mut depth);
-    if depth < DEEP_REPLY {
+    lua_to_reply_within(lua, value, resp3, proto, ResultLimits::default())
+}
+
+/// How large a script's result may be.
+#[derive(Debug, Clone, Copy)]
+pub struct ResultLimits {
+    /// Values (strings, numbers, tables, ...) in the whole result.
+    pub elements: usize,
+    /// Bytes of strings in the whole result.
+    pub bytes: usize,
+}
+
+impl Default for ResultLimits {
+    /// 4M values (about 256 MB while converted) and 512 MB of strings (the
+    /// largest value a client may send): far past any real script's result.
+    fn default() -> ResultLimits {
+        ResultLimits {
+            elements: 1 << 22,
+            bytes: 512 << 20,
+        }
+    }
+}
+
+/// The reply for a result past [`ResultLimits`].
+pub const RESULT_TOO_LARGE: &str =
+    "ERR the script's result is too large to send (more than 4194304 values or 512 MB)";
+
+/// [`lua_to_reply`] with explicit limits (the fuzzers use small ones).
+pub fn lua_to_reply_within(
+    lua: &Lua,
+    value: Value,
+    resp3: bool,
+    proto: Protocol,
+    limits: ResultLimits,
+) -> Reply {
+    let mut walk = Walk {
+        resp3,
+        deepest: 0,
+        elements_left: limits.elements,
+        bytes_left: limits.bytes,
+        exceeded: false,
+    };
+    let reply = convert(lua, value, &mut walk);
+    if walk.exceeded {
+        return Reply::error(RESULT_TOO_LARGE);
+    }
+    if walk.deepest < DEEP_REPLY {
         return reply;
     }
     // Encoding and dropping a tree recurse once per level: do both on a
@@ -145,9 +194,20 @@ pub fn lua_to_reply(lua: &Lua, value: Value, resp3: bool, proto: Protocol) -> Re
 const DEEP_REPLY: usize = 64;
 
 /// Stack for encoding and dropping the deepest result (about 8000 levels).
-const DEEP_REPLY_STACK: usize = 64 << 20;
+const DEEP_REPLY_STACK: usize = 16 << 20;
 
-fn convert(lua: &Lua, value: Value, resp3: bool, depth: &mut usize) -> Reply {
+/// The state of one conversion.
+struct Walk {
+    resp3: bool,
+    /// Most Lua stack slots in use at any point.
+    deepest: usize,
+    elements_left: usize,
+    bytes_left: usize,
+    /// Set once a limit was passed: the walk stops descending.
+    exceeded: bool,
+}
+
+fn convert(lua: &Lua, value: Value, walk: &mut Walk) -> Reply {
     let mut reply = None;
     // SAFETY: exec_raw runs the closure inside a protected call with `value`
     // at index 1; convert_top keeps the stack balanced and only reads.
@@ -156,10 +216,8 @@ fn convert(lua: &Lua, value: Value, resp3: bool, depth: &mut usize) -> Reply {
             // The value's copy on top, above the argument: two slots in use,
             // as in Redis when it converts a script's result (the error
             // handler and the result).
-            MAX_DEPTH.with(|d| d.set(0));
             ffi::lua_pushvalue(state, 1);
-            reply = Some(convert_top(state, resp3));
-            *depth = MAX_DEPTH.with(|d| d.replace(0));
+            reply = Some(convert_top(state, walk));
             ffi::lua_settop(state, 0);
         })
     };
@@ -185,26 +243,40 @@ unsafe fn bytes_at(state: *mut ffi::lua_State, index: c_int) -> Vec<u8> {
     }
 }
 
-thread_local! {
-    /// Deepest Lua stack use seen by the conversion running on this thread.
-    static MAX_DEPTH: std::cell::Cell<usize> = const { std::cell::Cell::new(0) };
-}
-
 /// Converts the value on top of the stack and pops it.
-unsafe fn convert_top(state: *mut ffi::lua_State, resp3: bool) -> Reply {
+unsafe fn convert_top(state: *mut ffi::lua_State, walk: &mut Walk) -> Reply {
     // SAFETY: every call keeps the stack balanced (one value in, none out).
     unsafe {
         let used = ffi::lua_gettop(state).max(0) as usize;
-        MAX_DEPTH.with(|d| d.set(d.get().max(used)));
+        walk.deepest = walk.deepest.max(used);
+        if walk.exceeded || walk.elements_left == 0 {
+            walk.exceeded = true;
+            ffi::lua_pop(state, 1);
+            return Reply::Nil;
+        }
+        walk.elements_left -= 1;
         // Redis: room for 4 more slots (a map pushes 4), or this element is
         // the "stack limit" error.
         if ffi::lua_checkstack(state, 4) == 0 {
             ffi::lua_pop(state, 1);
             return Reply::error("ERR reached lua stack limit");
         }
-        let reply =
-            stacker::maybe_grow(64 * 1024, 1024 * 1024, || match ffi::lua_type(state, -1) {
-                ffi::LUA_TSTRING => Reply::Bulk(bytes_at(state, -1)),
+        let resp3 = walk.resp3;
+        let reply = stacker::maybe_grow(64 * 1024, 1024 * 1024, || {
+            match ffi::lua_type(state, -1) {
+                ffi::LUA_TSTRING => {
+                    // Counted before it is copied.
+                    match walk.bytes_left.checked_sub(ffi::lua_objlen(state, -1)) {
+                        Some(left) => {
+                            walk.bytes_left = left;
+                            Reply::Bulk(bytes_at(state, -1))
+                        }
+                        None => {
+                            walk.exceeded = true;
+                            Reply::Nil
+                        }
+                    }
+                }
                 ffi::LUA_TBOOLEAN => {
                     let b = ffi::lua_toboolean(state, -1) != 0;
                     match (resp3, b) {
@@ -216,11 +288,21 @@ unsafe fn convert_top(state: *mut ffi::lua_State, resp3: bool) -> Reply {
                 ffi::LUA_TNUMBER => Reply::Int(tally_lua::lua_number_to_integer(
                     ffi::lua_tonumber(state, -1),
                 )),
-                ffi::LUA_TTABLE => convert_table_top(state, resp3),
+                ffi::LUA_TTABLE => convert_table_top(state, walk),
                 _ => Reply::Nil,
-            });
+            }
+        });
         ffi::lua_pop(state, 1);
         reply
+    }
+}
+
+/// After a `lua_next` loop: one stopped by a limit left its key on the stack
+/// (the loop tests the limit before calling lua_next, which would pop it).
+unsafe fn stop_iteration(state: *mut ffi::lua_State, walk: &Walk) {
+    if walk.exceeded {
+        // SAFETY: the key the loop left is on top.
+        unsafe { ffi::lua_pop(state, 1) };
     }
 }
 
@@ -235,7 +317,7 @@ unsafe fn push_field(state: *mut ffi::lua_State, name: &'static std::ffi::CStr) 
 
 /// Converts the table on top of the stack (left there), in Redis's order of
 /// checks: err, ok, double, map, set, then an array up to the first nil.
-unsafe fn convert_table_top(state: *mut ffi::lua_State, resp3: bool) -> Reply {
+unsafe fn convert_table_top(state: *mut ffi::lua_State, walk: &mut Walk) -> Reply {
     // SAFETY: each branch pops what it pushed; the table stays on top.
     unsafe {
         if push_field(state, c"err") == ffi::LUA_TSTRING {
@@ -259,14 +341,15 @@ unsafe fn convert_table_top(state: *mut ffi::lua_State, resp3: bool) -> Reply {
         if push_field(state, c"map") == ffi::LUA_TTABLE {
             let mut pairs = Vec::new();
             ffi::lua_pushnil(state);
-            while ffi::lua_next(state, -2) != 0 {
+            while !walk.exceeded && ffi::lua_next(state, -2) != 0 {
                 // table, map, key, value: convert a copy of the key (the
                 // original must stay for lua_next), then the value.
                 ffi::lua_pushvalue(state, -2);
-                let key = convert_top(state, resp3);
-                let value = convert_top(state, resp3);
+                let key = convert_top(state, walk);
+                let value = convert_top(state, walk);
                 pairs.push((key, value));
             }
+            stop_iteration(state, walk);
             ffi::lua_pop(state, 1);
             return Reply::Map(pairs);
         }
@@ -274,23 +357,27 @@ unsafe fn convert_table_top(state: *mut ffi::lua_State, resp3: bool) -> Reply {
         if push_field(state, c"set") == ffi::LUA_TTABLE {
             let mut items = Vec::new();
             ffi::lua_pushnil(state);
-            while ffi::lua_next(state, -2) != 0 {
+            while !walk.exceeded && ffi::lua_next(state, -2) != 0 {
                 ffi::lua_pop(state, 1);
                 ffi::lua_pushvalue(state, -1);
-                items.push(convert_top(state, resp3));
+                items.push(convert_top(state, walk));
             }
+            stop_iteration(state, walk);
             ffi::lua_pop(state, 1);
             return Reply::Set(items);
         }
         ffi::lua_pop(state, 1);
         let mut items = Vec::new();
         for j in 1.. {
+            if walk.exceeded {
+                break;
+            }
             ffi::lua_pushnumber(state, j as ffi::lua_Number);
             if ffi::lua_rawget(state, -2) == ffi::LUA_TNIL {
                 ffi::lua_pop(state, 1);
                 break;
             }
-            items.push(convert_top(state, resp3));
+            items.push(convert_top(state, walk));
         }
         Reply::Array(items)
     }

@@ -150,6 +150,21 @@ protect(getmetatable(''))
 protect(globals)
 "#;
 
+/// The libraries Redis 7.0 compiles into its Lua (deps/lua/src), compiled
+/// from the same sources in vendor/lua-src: cjson, struct, cmsgpack, bit.
+mod redis_libs {
+    use std::ffi::c_int;
+
+    use mlua::ffi::lua_State;
+
+    extern "C-unwind" {
+        pub fn luaopen_cjson(state: *mut lua_State) -> c_int;
+        pub fn luaopen_struct(state: *mut lua_State) -> c_int;
+        pub fn luaopen_cmsgpack(state: *mut lua_State) -> c_int;
+        pub fn luaopen_bit(state: *mut lua_State) -> c_int;
+    }
+}
+
 /// Redis's read-only tables, from the patched Lua in vendor/lua-src.
 mod readonly {
     use std::ffi::c_int;
@@ -257,8 +272,16 @@ impl Vm {
         ] {
             globals.raw_set(name, Value::Nil)?;
         }
-        super::bit::install(&lua)?;
-        super::cjson::install(&lua)?;
+        // Redis's own C libraries, in Redis's order (luaLoadLibraries).
+        for open in [
+            redis_libs::luaopen_cjson,
+            redis_libs::luaopen_struct,
+            redis_libs::luaopen_cmsgpack,
+            redis_libs::luaopen_bit,
+        ] {
+            // SAFETY: Lua library openers, called as Lua functions.
+            unsafe { lua.create_c_function(open)? }.call::<()>(())?;
+        }
         let sha1hex =
             lua.create_function(|_, text: mlua::String| Ok(sha1_hex(&text.as_bytes())))?;
         let log =
@@ -426,14 +449,18 @@ thread_local! {
     static VM: RefCell<Option<Vm>> = const { RefCell::new(None) };
 }
 
-/// Runs `f` with this thread's VM, creating it on first use.
-pub fn with_vm<R>(f: impl FnOnce(&mut Vm) -> R) -> R {
+/// Runs `f` with this thread's VM, creating it on first use. A VM that
+/// cannot be created (out of memory) is an error reply, tried again next time.
+pub fn with_vm<R>(f: impl FnOnce(&mut Vm) -> Result<R, String>) -> Result<R, String> {
     VM.with(|cell| {
         let mut slot = cell.borrow_mut();
-        if slot.is_none() {
-            *slot = Some(Vm::new().expect("the Lua VM initialises"));
-        }
-        f(slot.as_mut().expect("just created"))
+        let vm = match &mut *slot {
+            Some(vm) => vm,
+            empty => {
+                empty.insert(Vm::new().map_err(|e| format!("ERR the Lua VM could not start: {e}"))?)
+            }
+        };
+        f(vm)
     })
 }
 

@@ -171,6 +171,7 @@ impl<'s> HeldShards<'s> {
                 }
             }
         }
+        #[allow(clippy::expect_used)] // the slot was filled just above
         ShardGuard::Held(RefMut::map(slot.borrow_mut(), |guard| {
             &mut **guard.as_mut().expect("slot filled above")
         }))

@@ -178,6 +178,7 @@ impl<'a> MultiLock<'a> {
     /// The locked shard that holds `key` (which must have been locked).
     pub fn shard(&mut self, key: KeyRef<'_>) -> &mut ShardData {
         let index = self.db.shard_of(key);
+        #[allow(clippy::expect_used)] // handlers lock every key they touch first
         let slot = self
             .guards
             .iter_mut()

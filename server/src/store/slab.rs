@@ -66,10 +66,14 @@ pub struct Slab {
 // only together with its shard, behind the shard's mutex.
 unsafe impl Send for Slab {}
 
+// Constants, and sizes bounded by proto-max-bulk-len (512 MB at most): a
+// layout error here is a bug, not something a request can cause.
+#[allow(clippy::expect_used)]
 fn chunk_layout() -> Layout {
     Layout::from_size_align(CHUNK_SIZE, GRANULE).expect("valid chunk layout")
 }
 
+#[allow(clippy::expect_used)]
 fn large_layout(size: usize) -> Layout {
     Layout::from_size_align(size, GRANULE).expect("block size overflows the address space")
 }

@@ -47,7 +47,8 @@
 #include "strbuf.h"
 #include "fpconv.h"
 
-#include "../../../src/solarisfixes.h"
+/* tally: Redis builds with -DENABLE_CJSON_GLOBAL (deps/Makefile). */
+#define ENABLE_CJSON_GLOBAL
 
 #ifndef CJSON_MODNAME
 #define CJSON_MODNAME   "cjson"
@@ -208,8 +209,18 @@ static json_config_t *json_fetch_config(lua_State *l)
  * to find whether an argument was provided */
 static json_config_t *json_arg_init(lua_State *l, int args)
 {
+    int i;
+
     luaL_argcheck(l, lua_gettop(l) <= args, args + 1,
                   "found too many arguments");
+
+    /* tally: the configuration is shared by every script a VM runs, so a
+     * setting made by one script would change what the others see. It can
+     * be read, not changed (Redis allows the change). */
+    for (i = 1; i <= lua_gettop(l); i++) {
+        if (!lua_isnil(l, i))
+            luaL_error(l, "cjson configuration is read-only: a script may not change how other scripts encode or decode");
+    }
 
     while (lua_gettop(l) < args)
         lua_pushnil(l);

@@ -95,6 +95,7 @@ impl ZSet {
             // stored one stays.
             if previous != score {
                 *old = score;
+                #[allow(clippy::expect_used)] // both indexes hold every member
                 let (_, boxed) = self
                     .order
                     .take(&(Score(previous), Box::from(member)))

@@ -1,0 +1,418 @@
+//! The checks the fuzz targets run (feature `fuzzing`).
+//!
+//! Each function takes the fuzzer's bytes and panics when an invariant
+//! breaks; a clean return is a pass. The coverage-guided targets in `fuzz/`
+//! (cargo-fuzz, nightly) call them, and `server/tests/fuzz_corpus.rs`
+//! replays the committed corpus and a batch of generated inputs through them
+//! on stable, so CI checks every target on every run. docs/security.md.
+
+// A failed check is a panic: that is how a fuzzer reports it.
+#![allow(clippy::expect_used, clippy::unwrap_used)]
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+
+use bytes::BytesMut;
+
+use crate::cmd::{self, ClientState, Ctx};
+use crate::config::Config;
+use crate::resp::{parse_frame, Frame, FrameLimits, Protocol, Reply, Resume};
+use crate::state::{ClientInfo, Shared};
+
+/// The length of the one RESP frame at the start of `buf`, if it is whole
+/// and well-formed. Iterative (a count of elements still owed per open
+/// aggregate), because script results nest eight thousand deep and a
+/// recursive decoder would overflow the fuzzer's stack before tally's.
+fn resp_frame_len(buf: &[u8], resp3: bool) -> Option<usize> {
+    let mut pos = 0;
+    let mut owed: Vec<u64> = Vec::new();
+    loop {
+        let kind = *buf.get(pos)?;
+        let line_end = pos + buf[pos..].windows(2).position(|w| w == b"\r\n")?;
+        let line = &buf[pos + 1..line_end];
+        let number = || -> Option<i64> { std::str::from_utf8(line).ok()?.parse().ok() };
+        pos = line_end + 2;
+        let mut children = 0u64;
+        match (kind, resp3) {
+            (b'+' | b'-', _) => {}
+            (b':', _) => {
+                number()?;
+            }
+            (b'$', _) | (b'=' | b'!', true) => match number()? {
+                -1 if !resp3 => {}
+                n if n >= 0 => {
+                    let end = pos.checked_add(n as usize)?;
+                    if buf.get(end..end + 2)? != b"\r\n" {
+                        return None;
+                    }
+                    pos = end + 2;
+                }
+                _ => return None,
+            },
+            (b'*', _) | (b'~' | b'>', true) => match number()? {
+                -1 if !resp3 => {}
+                n if n >= 0 => children = n as u64,
+                _ => return None,
+            },
+            (b'%', true) => children = 2 * u64::try_from(number()?).ok()?,
+            (b'_', true) if line.is_empty() => {}
+            (b'#', true) if line == b"t" || line == b"f" => {}
+            (b',', true) => {
+                std::str::from_utf8(line).ok()?;
+            }
+            (b'(', true) => {
+                number()?;
+            }
+            _ => return None,
+        }
+        if children > 0 {
+            owed.push(children);
+            continue;
+        }
+        // One value done: it completes every aggregate it was the last of.
+        loop {
+            match owed.last_mut() {
+                None => return Some(pos),
+                Some(left) => {
+                    *left -= 1;
+                    if *left > 0 {
+                        break;
+                    }
+                    owed.pop();
+                }
+            }
+        }
+    }
+}
+
+/// The reply encodes as exactly one well-formed frame in `proto`.
+fn assert_encodes_whole(reply: &Reply, proto: Protocol) {
+    let mut out = BytesMut::new();
+    reply.encode(proto, &mut out);
+    assert_eq!(
+        resp_frame_len(&out, proto == Protocol::Resp3),
+        Some(out.len()),
+        "malformed {proto:?} reply {:?}",
+        String::from_utf8_lossy(&out[..out.len().min(200)])
+    );
+}
+
+/// The reply is one whole, well-formed RESP frame in both protocols.
+fn assert_well_formed(reply: &Reply) {
+    match reply {
+        Reply::Nothing => {}
+        Reply::Multi(replies) => replies.iter().for_each(assert_well_formed),
+        _ => {
+            assert_encodes_whole(reply, Protocol::Resp2);
+            assert_encodes_whole(reply, Protocol::Resp3);
+        }
+    }
+}
+
+/// What framing a stream produced: each command's arguments, then how it
+/// ended (waiting for more, or the protocol error that closes it).
+#[derive(Debug, PartialEq, Eq)]
+struct Framed {
+    commands: Vec<Vec<Vec<u8>>>,
+    error: Option<String>,
+}
+
+/// Frames `stream` as a connection does when it arrives in pieces of the
+/// given sizes: resuming after each piece, dropping consumed bytes.
+fn frame_in_pieces(stream: &[u8], pieces: &[usize], limits: FrameLimits) -> Framed {
+    let mut framed = Framed {
+        commands: Vec::new(),
+        error: None,
+    };
+    let mut buffer: Vec<u8> = Vec::new();
+    let mut resume = Resume::Start;
+    let mut fed = 0;
+    let mut sizes = pieces.iter().copied().chain(std::iter::repeat(usize::MAX));
+    while fed < stream.len() {
+        let size = sizes.next().unwrap_or(usize::MAX).max(1);
+        let end = stream.len().min(fed.saturating_add(size));
+        buffer.extend_from_slice(&stream[fed..end]);
+        fed = end;
+        let mut pos = 0;
+        loop {
+            match parse_frame(&buffer[pos..], limits, &mut resume) {
+                Frame::Command { args, consumed } => {
+                    assert!(consumed > 0 && pos + consumed <= buffer.len());
+                    let base = pos;
+                    framed.commands.push(
+                        args.iter()
+                            .map(|r| {
+                                assert!(r.end <= consumed, "argument outside its frame");
+                                buffer[base + r.start..base + r.end].to_vec()
+                            })
+                            .collect(),
+                    );
+                    pos += consumed;
+                }
+                Frame::Inline { args, consumed } => {
+                    assert!(consumed > 0 && pos + consumed <= buffer.len());
+                    assert!(!args.is_empty(), "an inline frame without words");
+                    framed.commands.push(args);
+                    pos += consumed;
+                }
+                Frame::Empty { consumed } => {
+                    assert!(consumed > 0 && pos + consumed <= buffer.len());
+                    pos += consumed;
+                }
+                Frame::Incomplete => break,
+                Frame::Error(text) => {
+                    framed.error = Some(text);
+                    return framed;
+                }
+            }
+        }
+        buffer.drain(..pos);
+    }
+    framed
+}
+
+/// The framer: a stream framed whole and framed in fuzzer-chosen pieces
+/// gives the same commands and the same ending, and nothing panics.
+pub fn frame(data: &[u8]) {
+    let Some((&control, rest)) = data.split_first() else {
+        return;
+    };
+    // The first bytes after the control byte choose the piece sizes.
+    let piece_count = (control & 0x0f) as usize;
+    let (sizes, stream) = rest.split_at(piece_count.min(rest.len()));
+    let pieces: Vec<usize> = sizes.iter().map(|&b| b as usize + 1).collect();
+    let limits = FrameLimits {
+        max_bulk_len: if control & 0x10 != 0 {
+            16
+        } else {
+            512 * 1024 * 1024
+        },
+        unauthenticated: control & 0x20 != 0,
+    };
+    let whole = frame_in_pieces(stream, &[usize::MAX], limits);
+    let pieced = frame_in_pieces(stream, &pieces, limits);
+    assert_eq!(whole, pieced, "framing depends on how the bytes arrived");
+    let bytewise = frame_in_pieces(stream, &[1; 64], limits);
+    assert_eq!(whole, bytewise, "framing depends on how the bytes arrived");
+}
+
+unsafe extern "C" {
+    fn redis_stringmatchlen(
+        pattern: *const u8,
+        pattern_len: i32,
+        string: *const u8,
+        string_len: i32,
+        nocase: i32,
+    ) -> i32;
+}
+
+/// Redis 7.0.15's own matcher (csrc/stringmatch_redis.c).
+pub fn redis_glob_match(pattern: &[u8], text: &[u8], nocase: bool) -> bool {
+    // The C code reads the NUL terminator past both ends: give it one.
+    let pattern_c: Vec<u8> = pattern.iter().copied().chain([0]).collect();
+    let text_c: Vec<u8> = text.iter().copied().chain([0]).collect();
+    // SAFETY: both buffers are NUL-terminated and live for the call; the
+    // lengths are their lengths without the NUL.
+    unsafe {
+        redis_stringmatchlen(
+            pattern_c.as_ptr(),
+            pattern.len() as i32,
+            text_c.as_ptr(),
+            text.len() as i32,
+            nocase as i32,
+        ) != 0
+    }
+}
+
+/// The glob matcher agrees with Redis's on every pattern and text.
+pub fn glob(data: &[u8]) {
+    let Some((&control, rest)) = data.split_first() else {
+        return;
+    };
+    let split = (control as usize >> 1).min(rest.len());
+    let (pattern, text) = rest.split_at(split);
+    let nocase = control & 1 != 0;
+    assert_eq!(
+        crate::glob::glob_match(pattern, text, nocase),
+        redis_glob_match(pattern, text, nocase),
+        "pattern {:?} text {:?} nocase {nocase}",
+        String::from_utf8_lossy(pattern),
+        String::from_utf8_lossy(text),
+    );
+}
+
+/// Commands the dispatch target leaves out: scripts (their own target, and
+/// a loop would hang the fuzzer), DEBUG (SLEEP pauses; PANIC panics on
+/// purpose), CONFIG (could lift the limits that keep inputs small), and
+/// SHUTDOWN.
+const NOT_FUZZED: &[&str] = &[
+    "eval",
+    "evalsha",
+    "eval_ro",
+    "evalsha_ro",
+    "script",
+    "debug",
+    "config",
+    "shutdown",
+];
+
+/// A server for one input: small limits, so that what a request may make
+/// the server allocate is bounded and quickly found.
+fn fuzz_server() -> Arc<Shared> {
+    let config = Config {
+        port: 0,
+        shards: 2,
+        databases: 4,
+        maxmemory: 32 * 1024 * 1024,
+        proto_max_bulk_len: 1024 * 1024,
+        ..Config::default()
+    };
+    Arc::new(Shared::new(config))
+}
+
+/// Whole dispatch: lines of space-separated arguments run as one client's
+/// commands. No command panics, and every reply is well-formed RESP.
+pub fn dispatch(data: &[u8]) {
+    let shared = fuzz_server();
+    let addr = SocketAddr::from(([127, 0, 0, 1], 1));
+    let info = Arc::new(ClientInfo::new(1, addr, addr, 0));
+    let mut client = ClientState::new(info, true);
+    for line in data.split(|&b| b == b'\n').take(64) {
+        let argv: Vec<&[u8]> = line
+            .split(|&b| b == b' ')
+            .filter(|a| !a.is_empty())
+            .collect();
+        let Some(name) = argv.first() else {
+            continue;
+        };
+        if NOT_FUZZED
+            .iter()
+            .any(|n| name.eq_ignore_ascii_case(n.as_bytes()))
+        {
+            continue;
+        }
+        let mut ctx = Ctx {
+            shared: &shared,
+            client: &mut client,
+            now_ms: 1_720_000_000_000,
+            held: None,
+        };
+        let reply = cmd::dispatch(&mut ctx, &argv);
+        assert_well_formed(&reply);
+        if client.close_after_reply {
+            break;
+        }
+    }
+    cmd::multi::forget_client(&shared, &mut client);
+}
+
+/// Config files and CONFIG SET values: any text is applied or refused with
+/// a message, never a panic.
+pub fn config(data: &[u8]) {
+    let text = String::from_utf8_lossy(data);
+    let _ = Config::default().apply_text(&text, "fuzz");
+    let mut words = text.split_whitespace();
+    if let Some(name) = words.next() {
+        let values: Vec<String> = words.map(str::to_string).collect();
+        let _ = Config::default().apply(&name.to_ascii_lowercase(), &values);
+    }
+}
+
+thread_local! {
+    static LUA: mlua::Lua = mlua::Lua::new();
+}
+
+/// Lua values ↔ replies. The input is a small stack program building a Lua
+/// value (strings, numbers, booleans, nested and self-referencing tables,
+/// Redis's `{err=}`/`{ok=}`/`{map=}`/`{set=}`/`{double=}` forms); its
+/// conversion to a reply must be well-formed in both protocols, and that
+/// reply must convert back into Lua.
+pub fn lua_values(data: &[u8]) {
+    LUA.with(|lua| {
+        let Some(value) = build_lua_value(lua, data) else {
+            return;
+        };
+        for (resp3, proto) in [
+            (false, Protocol::Resp2),
+            (true, Protocol::Resp3),
+            (false, Protocol::Resp3),
+        ] {
+            let limits = crate::scripting::convert::ResultLimits {
+                elements: 100_000,
+                bytes: 1 << 20,
+            };
+            let reply = crate::scripting::convert::lua_to_reply_within(
+                lua,
+                value.clone(),
+                resp3,
+                proto,
+                limits,
+            );
+            assert_encodes_whole(&reply, proto);
+            if !matches!(reply, Reply::Encoded(_)) {
+                crate::scripting::convert::reply_to_lua(lua, &reply, resp3)
+                    .expect("a reply converts to Lua");
+            }
+        }
+    });
+}
+
+/// Runs the stack program in `data` (see [`lua_values`]).
+fn build_lua_value(lua: &mlua::Lua, data: &[u8]) -> Option<mlua::Value> {
+    use mlua::Value;
+    let mut stack: Vec<Value> = Vec::new();
+    let mut bytes = data.iter().copied();
+    while let Some(op) = bytes.next() {
+        match op % 12 {
+            0 => {
+                let len = bytes.next().unwrap_or(0) as usize % 16;
+                let text: Vec<u8> = bytes.by_ref().take(len).collect();
+                stack.push(Value::String(lua.create_string(&text).ok()?));
+            }
+            1 => {
+                let raw: Vec<u8> = bytes.by_ref().take(8).collect();
+                let mut eight = [0u8; 8];
+                eight[..raw.len()].copy_from_slice(&raw);
+                stack.push(Value::Number(f64::from_le_bytes(eight)));
+            }
+            2 => stack.push(Value::Boolean(op & 0x80 != 0)),
+            3 => stack.push(Value::Table(lua.create_table().ok()?)),
+            // t[#t+1] = v, with t below v.
+            4 => {
+                let value = stack.pop()?;
+                if let Some(Value::Table(t)) = stack.last() {
+                    t.raw_set(t.raw_len() + 1, value).ok()?;
+                }
+            }
+            // t[k] = v, with t below k below v.
+            5 => {
+                let value = stack.pop()?;
+                let key = stack.pop()?;
+                if let Some(Value::Table(t)) = stack.last() {
+                    if !matches!(key, Value::Nil) {
+                        let _ = t.raw_set(key, value);
+                    }
+                }
+            }
+            // A table that holds itself.
+            6 => {
+                if let Some(Value::Table(t)) = stack.last() {
+                    t.raw_set(t.raw_len() + 1, t.clone()).ok()?;
+                }
+            }
+            // Wrap the top as {name=top}.
+            7..=11 => {
+                let name = ["err", "ok", "map", "set", "double"][(op % 12 - 7) as usize];
+                let value = stack.pop()?;
+                let t = lua.create_table().ok()?;
+                t.raw_set(name, value).ok()?;
+                stack.push(Value::Table(t));
+            }
+            _ => unreachable!("op % 12"),
+        }
+        if stack.len() > 64 {
+            return None;
+        }
+    }
+    stack.pop()
+}

@@ -145,6 +145,70 @@ pub fn parse_memory(text: &str) -> Option<u64> {
     number.checked_mul(multiplier)
 }
 
+/// Redis's `memtoull`: digits and an optional unit, read with strtoull, so
+/// overflow saturates and the unit's multiplication wraps, exactly as Redis
+/// stores `maxmemory 99999999999999999999999gb` (18446744072635809792).
+fn memtoull(text: &str) -> Option<u64> {
+    if text.starts_with('-') {
+        return None;
+    }
+    let split = text
+        .find(|c: char| !c.is_ascii_digit())
+        .unwrap_or(text.len());
+    let (digits, unit) = text.split_at(split);
+    let multiplier: u64 = match unit.to_ascii_lowercase().as_str() {
+        "" | "b" => 1,
+        "k" => 1000,
+        "kb" => 1024,
+        "m" => 1000 * 1000,
+        "mb" => 1024 * 1024,
+        "g" => 1000 * 1000 * 1000,
+        "gb" => 1024 * 1024 * 1024,
+        _ => return None,
+    };
+    if digits.len() >= 128 {
+        return None;
+    }
+    // strtoull of no digits is 0; of too many, ULLONG_MAX.
+    let value = if digits.is_empty() {
+        0
+    } else {
+        digits.parse::<u64>().unwrap_or(u64::MAX)
+    };
+    Some(value.wrapping_mul(multiplier))
+}
+
+/// The range a numeric parameter accepts, as Redis declares it: signed
+/// (`createIntConfig`, `createLongLongConfig`) or unsigned
+/// (`createUIntConfig`, `createULongLongConfig`).
+#[derive(Clone, Copy)]
+enum Range {
+    Signed(i64, i64),
+    Unsigned(u64, u64),
+}
+
+/// Reads a numeric parameter as Redis 7.0's `numericParseString` and bounds
+/// check do, with their error texts.
+fn redis_number(text: &str, memory: bool, range: Range) -> Result<i128, String> {
+    // Parsed as a long long (a memory value is its unsigned bits).
+    let raw: i64 = if memory {
+        memtoull(text).ok_or("argument must be a memory value")? as i64
+    } else {
+        crate::cmd::args::parse_i64(text.as_bytes())
+            .ok_or("argument couldn't be parsed into an integer")?
+    };
+    match range {
+        Range::Signed(min, max) if raw < min || raw > max => Err(format!(
+            "argument must be between {min} and {max} inclusive"
+        )),
+        Range::Unsigned(min, max) if (raw as u64) < min || (raw as u64) > max => Err(format!(
+            "argument must be between {min} and {max} inclusive"
+        )),
+        Range::Signed(..) => Ok(raw as i128),
+        Range::Unsigned(..) => Ok(raw as u64 as i128),
+    }
+}
+
 fn parse_yes_no(value: &str) -> Option<bool> {
     match value.to_ascii_lowercase().as_str() {
         "yes" => Some(true),
@@ -170,18 +234,20 @@ impl Config {
         let memory = |v: &str| -> Result<u64, String> {
             parse_memory(v).ok_or_else(|| format!("argument must be a memory value, got '{v}'"))
         };
+        // Redis's own parameters: Redis's parsing, bounds and error texts.
+        let redis = |memory: bool, range: Range| -> Result<i128, String> {
+            redis_number(one()?, memory, range)
+        };
+        const INT_MAX: i64 = i32::MAX as i64;
         match name {
-            "port" => {
-                let port = number(one()?)?;
-                self.port = u16::try_from(port).map_err(|_| "port out of range".to_string())?;
-            }
+            "port" => self.port = redis(false, Range::Signed(0, 65535))? as u16,
             "bind" => {
                 if values.is_empty() {
                     return Err("wrong number of arguments".to_string());
                 }
                 self.bind = values.to_vec();
             }
-            "maxmemory" => self.maxmemory = memory(one()?)?,
+            "maxmemory" => self.maxmemory = redis(true, Range::Unsigned(0, u64::MAX))? as u64,
             "maxmemory-policy" => {
                 let policy = one()?.to_ascii_lowercase();
                 if policy != MAXMEMORY_POLICY {
@@ -208,26 +274,17 @@ impl Config {
                 self.databases = n as usize;
             }
             "maxclients" => {
-                let n = number(one()?)?;
-                if n == 0 {
-                    return Err("maxclients must be at least 1".to_string());
-                }
-                self.maxclients = n as usize;
+                self.maxclients = redis(false, Range::Unsigned(1, u32::MAX as u64))? as usize
             }
-            "timeout" => self.timeout_secs = number(one()?)?,
+            "timeout" => {
+                self.timeout_secs = redis(false, Range::Unsigned(0, INT_MAX as u64))? as u64
+            }
             "proto-max-bulk-len" => {
-                let n = memory(one()?)?;
-                if n < 1024 * 1024 {
-                    return Err("proto-max-bulk-len must be at least 1mb".to_string());
-                }
-                self.proto_max_bulk_len = n;
+                self.proto_max_bulk_len = redis(true, Range::Signed(1024 * 1024, i64::MAX))? as u64
             }
             "client-query-buffer-limit" => {
-                let n = memory(one()?)?;
-                if n < 1024 * 1024 {
-                    return Err("client-query-buffer-limit must be at least 1mb".to_string());
-                }
-                self.client_query_buffer_limit = n;
+                self.client_query_buffer_limit =
+                    redis(true, Range::Signed(1024 * 1024, i64::MAX))? as u64
             }
             "loglevel" => {
                 let level = one()?.to_ascii_lowercase();
@@ -244,8 +301,8 @@ impl Config {
                 self.shards = n as usize;
             }
             "hz" => {
-                let n = number(one()?)?;
-                self.hz = n.clamp(1, 500) as u32;
+                // Accepted in 0..INT_MAX and used within 1..500, as Redis does.
+                self.hz = redis(false, Range::Signed(0, INT_MAX))?.clamp(1, 500) as u32;
             }
             "io-threads" => self.io_threads = number(one()?)? as usize,
             "lua-native-scripts" => {
@@ -293,7 +350,7 @@ impl Config {
                 }
             }
             "busy-reply-threshold" | "lua-time-limit" => {
-                self.busy_reply_threshold_ms = number(one()?)?
+                self.busy_reply_threshold_ms = redis(false, Range::Signed(0, i64::MAX))? as u64
             }
             // Accepted so that a stock redis.conf for a cache-only Redis loads:
             // these say "no persistence", which is what tally does.

@@ -375,3 +375,81 @@ async fn transactions_match_redis() {
     "#)
     .await;
 }
+
+/// The exact-behaviour items of the hardening issue: strtod scores, SET
+/// option rules, CONFIG SET parsing and ranges, COMMAND GETKEYS of counted
+/// keys, EXEC refused in subscribe mode.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn hardening_edge_cases_match_redis() {
+    run(r#"
+        ZADD z 0x10 a
+        ZADD z 1e400 b
+        ZADD z 1e-400 c
+        ZADD z 1e-310 d
+        ZADD z 0x1p3 e
+        ZADD z inf f
+        ZADD z -INFINITY g
+        ZADD z nan h
+        ZINCRBY z 1e400 a
+        ZINCRBY z 0x10 a
+        ZRANGE z 0 -1 WITHSCORES
+        ZRANGEBYSCORE z 1e400 +inf
+        ZRANGEBYSCORE z (0x10 +inf
+        ZCOUNT z -1e400 1e400
+        ZCOUNT z 1e-400 1
+        SET k v EX 10 EX 20
+        TTL k
+        SET k v EX 10 PX 20
+        SET k v PX 10 PX 20000
+        SET k v EX abc FOO
+        SET k v EX abc
+        SET k v KEEPTTL KEEPTTL
+        SET k v KEEPTTL EX 10
+        SET k v EX 10 KEEPTTL
+        SET k v EXAT 10 EXAT 99999999999
+        TTL k
+        GETEX k EX 10 EX 20
+        GETEX k PERSIST PERSIST
+        GETEX k EX 10 PERSIST
+        CONFIG SET timeout 99999999999
+        CONFIG SET timeout -1
+        CONFIG SET maxmemory 1gb maxmemory 2gb
+        CONFIG SET timeout 10 timeout 20
+        CONFIG SET lua-time-limit 5000 busy-reply-threshold 5000
+        CONFIG SET maxclients 0
+        CONFIG SET maxclients abc
+        CONFIG SET proto-max-bulk-len 1
+        CONFIG SET proto-max-bulk-len 99999999999999999999999gb
+        CONFIG SET timeout abc nosuch 1
+        CONFIG SET hz -1
+        CONFIG SET busy-reply-threshold -5
+        CONFIG SET maxmemory 99999999999999999999999gb
+        CONFIG GET maxmemory
+        CONFIG SET maxmemory mb
+        CONFIG GET maxmemory
+        CONFIG SET timeout 0
+        COMMAND GETKEYS EVAL x 5 a
+        COMMAND GETKEYS EVAL x 1 a
+        COMMAND GETKEYS EVAL x -1 a
+        COMMAND GETKEYS EVAL x 1x a
+        COMMAND GETKEYS EVAL x
+        COMMAND GETKEYS EVALSHA_RO abc 2 a b
+        COMMAND GETKEYS SINTERCARD 0 a
+        COMMAND GETKEYS SINTERCARD 2 a b
+        COMMAND GETKEYS PING a b
+        EVALSHA_RO abcdefabcdefabcdefabcdefabcdefabcdefabcd 9223372036854775807
+        EVAL x 9223372036854775807
+        MULTI
+        SET queued 1
+        EXEC x
+        EXEC
+        GET queued
+        SUBSCRIBE ch
+        EXEC
+        MULTI
+        PING
+        UNSUBSCRIBE
+        EXEC
+    "#)
+    .await;
+}

@@ -354,6 +354,9 @@ fn check_and_call(
 ) -> Reply {
     if let Some(reply) = rejection(ctx, command, argv) {
         ctx.client.batch.slot(index).4 += 1;
+        if command.name == "exec" {
+            return multi::exec_abort(ctx, reply);
+        }
         return reply;
     }
     ctx.client.info.last_command.store(index, Ordering::Relaxed);

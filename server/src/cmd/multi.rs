@@ -155,6 +155,20 @@ fn keys_known(command: &Command) -> bool {
         && !["move", "copy", "eval", "evalsha", "eval_ro", "evalsha_ro"].contains(&command.name)
 }
 
+/// EXEC refused before it ran (subscribe mode, BUSY, OOM, ...): as Redis's
+/// `execCommandAbort`, the transaction is discarded and the refusal becomes
+/// `EXECABORT Transaction discarded because of: <why>` (Redis's formatted
+/// refusals carry no `ERR` code).
+pub fn exec_abort(ctx: &mut Ctx<'_>, refusal: Reply) -> Reply {
+    ctx.client.transaction = None;
+    unwatch_all(ctx);
+    let Reply::Error(text) = refusal else {
+        return refusal;
+    };
+    let why = text.strip_prefix("ERR ").unwrap_or(&text);
+    Reply::Error(format!("EXECABORT Transaction discarded because of: {why}").into())
+}
+
 /// EXEC
 pub fn exec(ctx: &mut Ctx<'_>, _argv: &[&[u8]]) -> Reply {
     let Some(transaction) = ctx.client.transaction.take() else {

@@ -195,20 +195,32 @@ pub fn config_set(ctx: &mut Ctx<'_>, argv: &[&[u8]]) -> Reply {
     }
     let mut next = ctx.shared.config.read().clone();
     let known: Vec<&str> = config_parameters(&next).iter().map(|(n, _)| *n).collect();
+    // As Redis: every name is checked (unknown, immutable, given twice)
+    // before any value is read.
+    let mut names: Vec<String> = Vec::new();
     for pair in argv[2..].chunks(2) {
         let name = String::from_utf8_lossy(pair[0]).to_ascii_lowercase();
-        let value = String::from_utf8_lossy(pair[1]).into_owned();
+        let failed = |why: &str| {
+            Reply::error(format!(
+                "ERR CONFIG SET failed (possibly related to argument '{name}') - {why}"
+            ))
+        };
         if !known.contains(&name.as_str()) {
             return Reply::error(format!(
                 "ERR Unknown option or number of arguments for CONFIG SET - '{name}'"
             ));
         }
         if IMMUTABLE.contains(&name.as_str()) {
-            return Reply::error(format!(
-                "ERR CONFIG SET failed (possibly related to argument '{name}') - can't set immutable config"
-            ));
+            return failed("can't set immutable config");
         }
-        if let Err(why) = next.apply(&name, &[value]) {
+        if names.contains(&name) {
+            return failed("duplicate parameter");
+        }
+        names.push(name);
+    }
+    for (pair, name) in argv[2..].chunks(2).zip(&names) {
+        let value = String::from_utf8_lossy(pair[1]).into_owned();
+        if let Err(why) = next.apply(name, &[value]) {
             return Reply::error(format!(
                 "ERR CONFIG SET failed (possibly related to argument '{name}') - {why}"
             ));
@@ -381,19 +393,64 @@ pub fn command_getkeys(_ctx: &mut Ctx<'_>, argv: &[&[u8]]) -> Reply {
         Ok(command) => command,
         Err(_) => return Reply::error("ERR Invalid command specified"),
     };
+    // Redis's order: keys at all, then arity, then the keys of this call.
+    let counted = counted_keys(command.name);
+    if command.keys.first <= 0 && counted.is_none() {
+        return Reply::error("ERR The command has no key arguments");
+    }
     if !super::arity_ok(command.arity, target.len()) {
         return Reply::error("ERR Invalid number of arguments specified for command");
     }
-    let positions = command.keys.positions(target.len());
-    if positions.is_empty() {
-        return Reply::error("ERR The command has no key arguments");
-    }
+    let positions = match counted {
+        Some((count_at, first, mandatory)) => {
+            // genericGetKeys: atoi of the count, no keys when out of range.
+            let count = c_atoi(target.get(count_at).copied().unwrap_or_default());
+            let available = target.len().saturating_sub(first) as i64;
+            if count < 1 || count > available {
+                return if mandatory {
+                    Reply::error("ERR Invalid arguments specified for command")
+                } else {
+                    Reply::Array(Vec::new())
+                };
+            }
+            (first..first + count as usize).collect()
+        }
+        None => command.keys.positions(target.len()),
+    };
     Reply::Array(
         positions
             .into_iter()
             .map(|i| Reply::bulk(target[i]))
             .collect(),
     )
+}
+
+/// Commands whose keys are counted by an argument (Redis's movable keys):
+/// where the count is, where the keys start, and whether a call without
+/// keys is an error (commands not flagged NO_MANDATORY_KEYS).
+fn counted_keys(name: &str) -> Option<(usize, usize, bool)> {
+    match name {
+        "eval" | "evalsha" | "eval_ro" | "evalsha_ro" => Some((2, 3, false)),
+        "sintercard" => Some((1, 2, true)),
+        _ => None,
+    }
+}
+
+/// C's `atoi`: leading blanks, a sign, digits; 0 when there are none.
+fn c_atoi(bytes: &[u8]) -> i64 {
+    let text = bytes.trim_ascii_start();
+    let (negative, digits) = match text.first() {
+        Some(b'-') => (true, &text[1..]),
+        Some(b'+') => (false, &text[1..]),
+        _ => (false, text),
+    };
+    let mut value: i64 = 0;
+    for &d in digits.iter().take_while(|d| d.is_ascii_digit()) {
+        value = value.saturating_mul(10).saturating_add((d - b'0') as i64);
+    }
+    let value = if negative { -value } else { value };
+    // atoi returns an int.
+    value.clamp(i32::MIN as i64, i32::MAX as i64)
 }
 
 /// COMMAND HELP

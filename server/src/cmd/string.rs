@@ -114,7 +114,6 @@ fn parse_set_options(options: &[&[u8]], grammar: SetGrammar) -> Result<SetOption
     while i < options.len() {
         let opt = options[i];
         let next = options.get(i + 1);
-        let no_ttl_option = amount.is_none() && !opts.keepttl && !opts.persist;
         let unit = if is(opt, "ex") {
             Some(ExpireUnit::Ex)
         } else if is(opt, "px") {
@@ -132,9 +131,18 @@ fn parse_set_options(options: &[&[u8]], grammar: SetGrammar) -> Result<SetOption
             opts.xx = true;
         } else if grammar == SetGrammar::Set && is(opt, "get") {
             opts.get = true;
-        } else if grammar == SetGrammar::Set && is(opt, "keepttl") && no_ttl_option {
+        } else if grammar == SetGrammar::Set
+            && is(opt, "keepttl")
+            && amount.is_none()
+            && !opts.persist
+        {
+            // KEEPTTL and PERSIST may repeat; neither goes with an expiry.
             opts.keepttl = true;
-        } else if grammar == SetGrammar::GetEx && is(opt, "persist") && no_ttl_option {
+        } else if grammar == SetGrammar::GetEx
+            && is(opt, "persist")
+            && amount.is_none()
+            && !opts.keepttl
+        {
             opts.persist = true;
         } else if let (Some(unit), Some(value)) = (unit, next) {
             // The same unit may repeat (the last one wins); another unit,

@@ -104,16 +104,11 @@ pub fn words(line: &str) -> Vec<Vec<u8>> {
 }
 
 /// Length of the first complete reply frame in `buf`, if one is complete.
+/// Byte-level, as the server's replies may carry any bytes in error lines
+/// (Redis echoes what clients sent), and iterative, as script results nest
+/// thousands deep.
 pub fn frame_len(buf: &[u8], resp3: bool) -> Option<usize> {
-    if resp3 {
-        redis_protocol::resp3::decode::complete::decode(buf)
-            .expect("server sent a valid RESP3 frame")
-            .map(|(_, n)| n)
-    } else {
-        redis_protocol::resp2::decode::decode(buf)
-            .expect("server sent a valid RESP2 frame")
-            .map(|(_, n)| n)
-    }
+    tally_server::resp::reply_frame_len(buf, resp3)
 }
 
 /// A raw RESP connection that returns replies as exact bytes.

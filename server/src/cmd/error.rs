@@ -121,40 +121,43 @@ pub fn invalid_expire(command: &str) -> String {
     format!("ERR invalid expire time in '{command}' command")
 }
 
-/// Redis shows client-supplied text in errors with newlines blanked out so the
-/// error stays one line.
-pub fn sanitize(text: &[u8], max: usize) -> String {
-    let shown = &text[..text.len().min(max)];
-    String::from_utf8_lossy(shown)
-        .chars()
-        .map(|c| if c == '\r' || c == '\n' { ' ' } else { c })
-        .collect()
+/// Client-supplied bytes as Redis shows them in an error: as a C string
+/// (`%.*s` stops at a NUL), at most `max` bytes, raw, with CR and LF blanked
+/// out so the error stays one line.
+pub fn sanitize(text: &[u8], max: usize) -> Vec<u8> {
+    let text = match text.iter().position(|&b| b == 0) {
+        Some(nul) => &text[..nul],
+        None => text,
+    };
+    let shown = text[..text.len().min(max)].to_vec();
+    crate::scripting::convert::one_line_bytes(shown)
 }
 
 /// `ERR unknown command '<name>', with args beginning with: '<a>' '<b>' `.
-pub fn unknown_command(argv: &[&[u8]]) -> String {
-    let mut args = String::new();
+pub fn unknown_command(argv: &[&[u8]]) -> Vec<u8> {
+    let mut args: Vec<u8> = Vec::new();
     for arg in &argv[1..] {
         if args.len() >= 128 {
             break;
         }
         let room = 128 - args.len();
-        args.push('\'');
-        args.push_str(&sanitize(arg, room));
-        args.push_str("' ");
+        args.push(b'\'');
+        args.extend_from_slice(&sanitize(arg, room));
+        args.extend_from_slice(b"' ");
     }
-    format!(
-        "ERR unknown command '{}', with args beginning with: {}",
-        sanitize(argv[0], 128),
-        args
-    )
+    let mut message = b"ERR unknown command '".to_vec();
+    message.extend_from_slice(&sanitize(argv[0], 128));
+    message.extend_from_slice(b"', with args beginning with: ");
+    message.extend_from_slice(&args);
+    message
 }
 
 /// `ERR unknown subcommand '<sub>'. Try <CMD> HELP.`
-pub fn unknown_subcommand(command: &[u8], sub: &[u8]) -> String {
-    format!(
-        "ERR unknown subcommand '{}'. Try {} HELP.",
-        sanitize(sub, 128),
-        String::from_utf8_lossy(command).to_uppercase()
-    )
+pub fn unknown_subcommand(command: &[u8], sub: &[u8]) -> Vec<u8> {
+    let mut message = b"ERR unknown subcommand '".to_vec();
+    message.extend_from_slice(&sanitize(sub, 128));
+    message.extend_from_slice(b"'. Try ");
+    message.extend_from_slice(&command.to_ascii_uppercase());
+    message.extend_from_slice(b" HELP.");
+    message
 }

@@ -264,7 +264,7 @@ fn resolve_indexed(argv: &[&[u8]]) -> Result<(usize, &'static Command), Reply> {
     // One lookup; a full `container|sub` name typed as a command is unknown,
     // as in Redis.
     let Some((index, command)) = registry.lookup_indexed(argv[0]) else {
-        return Err(Reply::error(error::unknown_command(argv)));
+        return Err(Reply::error_bytes(error::unknown_command(argv)));
     };
     if command.subcommands.is_empty() || argv.len() < 2 {
         return Ok((index, command));
@@ -275,7 +275,9 @@ fn resolve_indexed(argv: &[&[u8]]) -> Result<(usize, &'static Command), Reply> {
     full.extend_from_slice(argv[1]);
     match registry.index_of(&full) {
         Some(index) => Ok((index, registry.command(index))),
-        None => Err(Reply::error(error::unknown_subcommand(argv[0], argv[1]))),
+        None => Err(Reply::error_bytes(error::unknown_subcommand(
+            argv[0], argv[1],
+        ))),
     }
 }
 

@@ -165,8 +165,10 @@ pub fn exec_abort(ctx: &mut Ctx<'_>, refusal: Reply) -> Reply {
     let Reply::Error(text) = refusal else {
         return refusal;
     };
-    let why = text.strip_prefix("ERR ").unwrap_or(&text);
-    Reply::Error(format!("EXECABORT Transaction discarded because of: {why}").into())
+    let why = text.strip_prefix(b"ERR ").unwrap_or(&text);
+    let mut message = b"EXECABORT Transaction discarded because of: ".to_vec();
+    message.extend_from_slice(why);
+    Reply::error_bytes(message)
 }
 
 /// EXEC

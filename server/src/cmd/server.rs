@@ -102,7 +102,7 @@ pub fn debug(ctx: &mut Ctx<'_>, argv: &[&[u8]]) -> Reply {
             ],
         );
     }
-    Reply::error(error::unknown_subcommand(argv[0], argv[1]))
+    Reply::error_bytes(error::unknown_subcommand(argv[0], argv[1]))
 }
 
 /// Every CONFIG parameter tally knows, with its current value.
@@ -206,9 +206,12 @@ pub fn config_set(ctx: &mut Ctx<'_>, argv: &[&[u8]]) -> Reply {
             ))
         };
         if !known.contains(&name.as_str()) {
-            return Reply::error(format!(
-                "ERR Unknown option or number of arguments for CONFIG SET - '{name}'"
-            ));
+            // The name as sent, bytes and all, as Redis echoes it.
+            let mut message =
+                b"ERR Unknown option or number of arguments for CONFIG SET - '".to_vec();
+            message.extend_from_slice(&error::sanitize(pair[0], usize::MAX));
+            message.push(b'\'');
+            return Reply::error_bytes(message);
         }
         if IMMUTABLE.contains(&name.as_str()) {
             return failed("can't set immutable config");

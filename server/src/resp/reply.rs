@@ -26,7 +26,9 @@ pub enum Reply {
     /// A simple string (`+PONG`, `+QUEUED`, ...).
     Status(Cow<'static, str>),
     /// An error; the text starts with its code (`ERR ...`, `WRONGTYPE ...`).
-    Error(Cow<'static, str>),
+    /// Bytes, not text: Redis echoes what the client sent (an unknown
+    /// command's name, a script's error message) byte for byte.
+    Error(Cow<'static, [u8]>),
     /// An integer.
     Int(i64),
     /// A bulk string.
@@ -142,7 +144,16 @@ impl BulkList {
 impl Reply {
     /// An error reply from a message that already carries its code.
     pub fn error(message: impl Into<Cow<'static, str>>) -> Reply {
-        Reply::Error(message.into())
+        Reply::Error(match message.into() {
+            Cow::Borrowed(text) => Cow::Borrowed(text.as_bytes()),
+            Cow::Owned(text) => Cow::Owned(text.into_bytes()),
+        })
+    }
+
+    /// An error reply whose message holds bytes the client sent, kept as
+    /// they are (CR and LF must already be blanked out).
+    pub fn error_bytes(message: Vec<u8>) -> Reply {
+        Reply::Error(Cow::Owned(message))
     }
 
     /// A simple-string reply.
@@ -165,7 +176,7 @@ impl Reply {
         match self {
             Reply::Ok => out.put_slice(b"+OK\r\n"),
             Reply::Status(text) => line(out, b'+', text.as_bytes()),
-            Reply::Error(text) => line(out, b'-', text.as_bytes()),
+            Reply::Error(text) => line(out, b'-', text),
             Reply::Int(n) => int_line(out, b':', *n),
             Reply::Bulk(bytes) => bulk(out, bytes),
             Reply::BulkStatic(bytes) => bulk(out, bytes),

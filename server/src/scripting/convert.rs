@@ -14,7 +14,11 @@ pub fn reply_to_lua(lua: &Lua, reply: &Reply, resp3: bool) -> mlua::Result<(Valu
         Reply::Status(text) => status_table(lua, text)?,
         Reply::Error(text) => {
             let table = lua.create_table()?;
-            table.raw_set("err", text.trim_end_matches(['\r', '\n']))?;
+            let end = text
+                .iter()
+                .rposition(|&b| b != b'\r' && b != b'\n')
+                .map_or(0, |i| i + 1);
+            table.raw_set("err", lua.create_string(&text[..end])?)?;
             return Ok((Value::Table(table), true));
         }
         Reply::Int(n) => Value::Number(*n as f64),
@@ -103,6 +107,16 @@ fn status_table(lua: &Lua, text: &str) -> mlua::Result<Value> {
     let table = lua.create_table()?;
     table.raw_set("ok", text)?;
     Ok(Value::Table(table))
+}
+
+/// Replaces CR and LF with spaces in bytes, as Redis's error lines.
+pub fn one_line_bytes(mut text: Vec<u8>) -> Vec<u8> {
+    for b in &mut text {
+        if *b == b'\r' || *b == b'\n' {
+            *b = b' ';
+        }
+    }
+    text
 }
 
 /// Replaces CR and LF with spaces, as Redis does for status and error lines.
@@ -223,7 +237,7 @@ fn convert(lua: &Lua, value: Value, walk: &mut Walk) -> Reply {
     };
     match (ran, reply) {
         (Ok(()), Some(reply)) => reply,
-        (Err(e), _) => Reply::Error(format!("ERR {e}").into()),
+        (Err(e), _) => Reply::error(format!("ERR {e}")),
         (Ok(()), None) => Reply::Nil,
     }
 }
@@ -323,7 +337,7 @@ unsafe fn convert_table_top(state: *mut ffi::lua_State, walk: &mut Walk) -> Repl
         if push_field(state, c"err") == ffi::LUA_TSTRING {
             let text = bytes_at(state, -1);
             ffi::lua_pop(state, 1);
-            return Reply::Error(one_line(&text).into());
+            return Reply::error_bytes(one_line_bytes(text));
         }
         ffi::lua_pop(state, 1);
         if push_field(state, c"ok") == ffi::LUA_TSTRING {

@@ -591,41 +591,41 @@ fn run_once(
     *undo = std::mem::take(&mut bridge.undo);
     bridge.client.batch.flush(shared);
     match outcome {
-        Ok((_, true)) if run.kill.load(Ordering::SeqCst) => Reply::Error(
-            format!(
-                "ERR Script killed by user with SCRIPT KILL... script: {}, on @user_script:1.",
-                script.sha
-            )
-            .into(),
-        ),
+        Ok((_, true)) if run.kill.load(Ordering::SeqCst) => Reply::error(format!(
+            "ERR Script killed by user with SCRIPT KILL... script: {}, on @user_script:1.",
+            script.sha
+        )),
         Ok((reply, _)) => reply,
-        Err(text) => Reply::Error(text.into()),
+        Err(text) => Reply::error(text),
     }
 }
 
 /// The reply for a script that raised an error, as Redis formats it:
 /// `<err> script: <sha>, on <source>:<line>.`
 fn script_error(value: &Value, sha: &str) -> Reply {
+    // The message's bytes are kept as the script made them (Redis echoes
+    // them raw); only CR and LF are blanked out.
     let Value::Table(table) = value else {
-        let text = match value {
-            Value::String(s) => String::from_utf8_lossy(&s.as_bytes()).into_owned(),
-            _ => "execution failure".to_string(),
-        };
-        return Reply::Error(format!("ERR Error running script {sha}, {text}").into());
+        let mut text = format!("ERR Error running script {sha}, ").into_bytes();
+        match value {
+            Value::String(s) => text.extend_from_slice(&s.as_bytes()),
+            _ => text.extend_from_slice(b"execution failure"),
+        }
+        return Reply::error_bytes(convert::one_line_bytes(text));
     };
-    let message = match table.raw_get::<Value>("err") {
-        Ok(Value::String(s)) => String::from_utf8_lossy(&s.as_bytes()).into_owned(),
-        _ => "ERR unknown error".to_string(),
+    let mut text = match table.raw_get::<Value>("err") {
+        Ok(Value::String(s)) => s.as_bytes().to_vec(),
+        _ => b"ERR unknown error".to_vec(),
     };
-    let source = table.raw_get::<Option<String>>("source").ok().flatten();
+    let source = table
+        .raw_get::<Option<mlua::String>>("source")
+        .ok()
+        .flatten();
     let line = table.raw_get::<Option<i64>>("line").ok().flatten();
-    let mut text = message;
     if let (Some(source), Some(line)) = (source, line) {
-        text.push_str(&format!(" script: {sha}, on {source}:{line}."));
+        text.extend_from_slice(format!(" script: {sha}, on ").as_bytes());
+        text.extend_from_slice(&source.as_bytes());
+        text.extend_from_slice(format!(":{line}.").as_bytes());
     }
-    let text: String = text
-        .chars()
-        .map(|c| if c == '\r' || c == '\n' { ' ' } else { c })
-        .collect();
-    Reply::Error(text.into())
+    Reply::error_bytes(convert::one_line_bytes(text))
 }

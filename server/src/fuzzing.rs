@@ -271,9 +271,11 @@ pub fn lua_values(data: &[u8]) {
             (true, Protocol::Resp3),
             (false, Protocol::Resp3),
         ] {
+            // Small limits: each input is walked three times, and a
+            // self-referencing table reaches the limit every time.
             let limits = crate::scripting::convert::ResultLimits {
-                elements: 100_000,
-                bytes: 1 << 20,
+                elements: 10_000,
+                bytes: 64 << 10,
             };
             let reply = crate::scripting::convert::lua_to_reply_within(
                 lua,

@@ -171,6 +171,47 @@ impl Reply {
         matches!(self, Reply::Error(_))
     }
 
+    /// Encodes a reply of any depth without recursion, consuming it: each
+    /// aggregate's children are moved out before the aggregate is dropped,
+    /// so neither the encoding nor the drop recurses. For script results,
+    /// which can nest thousands deep; [`Reply::encode`] serves every other
+    /// reply, whose depth is a handler's.
+    pub fn encode_deep(self, proto: Protocol, out: &mut BytesMut) {
+        let mut pending: Vec<std::vec::IntoIter<Reply>> = vec![vec![self].into_iter()];
+        while let Some(next) = pending.last_mut().map(Iterator::next) {
+            let Some(reply) = next else {
+                pending.pop();
+                continue;
+            };
+            let (marker, children) = match reply {
+                Reply::Array(items) => (b'*', items),
+                Reply::Set(items) if proto == Protocol::Resp3 => (b'~', items),
+                Reply::Set(items) => (b'*', items),
+                Reply::Push(items) if proto == Protocol::Resp3 => (b'>', items),
+                Reply::Push(items) => (b'*', items),
+                Reply::Map(pairs) => {
+                    match proto {
+                        Protocol::Resp2 => int_line(out, b'*', pairs.len() as i64 * 2),
+                        Protocol::Resp3 => int_line(out, b'%', pairs.len() as i64),
+                    }
+                    let flat: Vec<Reply> = pairs.into_iter().flat_map(|(k, v)| [k, v]).collect();
+                    pending.push(flat.into_iter());
+                    continue;
+                }
+                Reply::Multi(replies) => {
+                    pending.push(replies.into_iter());
+                    continue;
+                }
+                leaf => {
+                    leaf.encode(proto, out);
+                    continue;
+                }
+            };
+            int_line(out, marker, children.len() as i64);
+            pending.push(children.into_iter());
+        }
+    }
+
     /// Appends the encoding of this reply to `out`.
     pub fn encode(&self, proto: Protocol, out: &mut BytesMut) {
         match self {
@@ -329,5 +370,30 @@ mod tests {
         }
         let back: Vec<&[u8]> = list.iter().collect();
         assert_eq!(back, items);
+    }
+
+    #[test]
+    fn deep_encoding_equals_encoding_at_any_depth_without_recursing() {
+        let shallow = Reply::Array(vec![
+            Reply::Int(1),
+            Reply::Map(vec![(Reply::bulk(b"k"), Reply::Set(vec![Reply::Nil]))]),
+            Reply::Push(vec![Reply::Bool(true)]),
+            Reply::Array(vec![]),
+        ]);
+        for proto in [Protocol::Resp2, Protocol::Resp3] {
+            let mut deep = BytesMut::new();
+            shallow.clone().encode_deep(proto, &mut deep);
+            assert_eq!(deep.to_vec(), encoded(&shallow, proto));
+        }
+        // A million levels: a recursive encode or drop would overflow the
+        // test thread's stack.
+        let mut nested = Reply::Int(7);
+        for _ in 0..1_000_000 {
+            nested = Reply::Array(vec![nested]);
+        }
+        let mut out = BytesMut::new();
+        nested.encode_deep(Protocol::Resp2, &mut out);
+        assert_eq!(out.len(), 4 * 1_000_000 + 4);
+        assert!(out.ends_with(b"*1\r\n:7\r\n"));
     }
 }

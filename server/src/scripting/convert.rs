@@ -193,22 +193,16 @@ pub fn lua_to_reply_within(
     if walk.deepest < DEEP_REPLY {
         return reply;
     }
-    // Encoding and dropping a tree recurse once per level: do both on a
-    // stack sized for the deepest tree Lua's stack limit allows.
-    stacker::grow(DEEP_REPLY_STACK, move || {
-        let mut out = bytes::BytesMut::new();
-        reply.encode(proto, &mut out);
-        drop(reply);
-        Reply::Encoded(out.to_vec())
-    })
+    // Encoding and dropping a tree would recurse once per level: encode it
+    // now, without recursion, and keep the bytes.
+    let mut out = bytes::BytesMut::new();
+    reply.encode_deep(proto, &mut out);
+    Reply::Encoded(out.to_vec())
 }
 
 /// Nesting from which a script's result is encoded at once (see
 /// [`Reply::Encoded`]); limiter scripts return two levels at most.
 const DEEP_REPLY: usize = 64;
-
-/// Stack for encoding and dropping the deepest result (about 8000 levels).
-const DEEP_REPLY_STACK: usize = 16 << 20;
 
 /// The state of one conversion.
 struct Walk {

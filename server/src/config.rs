@@ -132,7 +132,12 @@ pub fn parse_memory(text: &str) -> Option<u64> {
         return None;
     }
     let number: u64 = digits.parse().ok()?;
-    let multiplier: u64 = match unit {
+    number.checked_mul(memory_unit(unit)?)
+}
+
+/// The multiplier of a memory unit as Redis spells them (any case).
+fn memory_unit(unit: &str) -> Option<u64> {
+    Some(match unit.to_ascii_lowercase().as_str() {
         "" | "b" => 1,
         "k" => 1000,
         "kb" => 1024,
@@ -141,8 +146,7 @@ pub fn parse_memory(text: &str) -> Option<u64> {
         "g" => 1000 * 1000 * 1000,
         "gb" => 1024 * 1024 * 1024,
         _ => return None,
-    };
-    number.checked_mul(multiplier)
+    })
 }
 
 /// Redis's `memtoull`: digits and an optional unit, read with strtoull, so
@@ -156,16 +160,7 @@ fn memtoull(text: &str) -> Option<u64> {
         .find(|c: char| !c.is_ascii_digit())
         .unwrap_or(text.len());
     let (digits, unit) = text.split_at(split);
-    let multiplier: u64 = match unit.to_ascii_lowercase().as_str() {
-        "" | "b" => 1,
-        "k" => 1000,
-        "kb" => 1024,
-        "m" => 1000 * 1000,
-        "mb" => 1024 * 1024,
-        "g" => 1000 * 1000 * 1000,
-        "gb" => 1024 * 1024 * 1024,
-        _ => return None,
-    };
+    let multiplier = memory_unit(unit)?;
     if digits.len() >= 128 {
         return None;
     }

@@ -79,26 +79,37 @@ fn ping(port: u16) -> Option<String> {
     Some(String::from_utf8_lossy(&buf[..n]).into_owned())
 }
 
-fn wait_for_ping(port: u16) {
-    let deadline = Instant::now() + Duration::from_secs(20);
-    while ping(port).as_deref() != Some("+PONG\r\n") {
-        assert!(Instant::now() < deadline, "server did not come up");
+/// Polls `check` every 50 ms until it gives a value; fails after `limit`
+/// with the message `failure` builds. A hang detector, not a speed test.
+fn until<T>(
+    limit: Duration,
+    failure: impl Fn() -> String,
+    mut check: impl FnMut() -> Option<T>,
+) -> T {
+    let deadline = Instant::now() + limit;
+    loop {
+        if let Some(value) = check() {
+            return value;
+        }
+        assert!(Instant::now() < deadline, "{}", failure());
         std::thread::sleep(Duration::from_millis(50));
     }
 }
 
+fn wait_for_ping(port: u16) {
+    until(
+        Duration::from_secs(20),
+        || "server did not come up".into(),
+        || (ping(port).as_deref() == Some("+PONG\r\n")).then_some(()),
+    )
+}
+
 fn wait_for_exit(child: &mut std::process::Child, after: &str) -> std::process::ExitStatus {
-    let deadline = Instant::now() + Duration::from_secs(20);
-    loop {
-        if let Some(exit) = child.try_wait().unwrap() {
-            return exit;
-        }
-        assert!(
-            Instant::now() < deadline,
-            "server did not exit after {after}"
-        );
-        std::thread::sleep(Duration::from_millis(50));
-    }
+    until(
+        Duration::from_secs(20),
+        || format!("server did not exit after {after}"),
+        || child.try_wait().unwrap(),
+    )
 }
 
 #[test]
@@ -184,18 +195,16 @@ fn run_unkillable_script(port: u16) -> TcpStream {
     );
     scripted.write_all(command.as_bytes()).unwrap();
     let mut client = TcpStream::connect(("127.0.0.1", port)).unwrap();
-    let deadline = Instant::now() + Duration::from_secs(20);
-    loop {
-        let reply = request(&mut client, &["SCRIPT", "KILL"]);
-        if reply.starts_with("-UNKILLABLE") {
-            return scripted;
-        }
-        assert!(
-            Instant::now() < deadline,
-            "script never became busy: {reply}"
-        );
-        std::thread::sleep(Duration::from_millis(20));
-    }
+    until(
+        Duration::from_secs(20),
+        || "script never became busy".into(),
+        || {
+            request(&mut client, &["SCRIPT", "KILL"])
+                .starts_with("-UNKILLABLE")
+                .then_some(())
+        },
+    );
+    scripted
 }
 
 #[test]
@@ -266,18 +275,17 @@ fn memory_of_a_huge_reply_and_a_failed_script_is_given_back() {
     // jemalloc's background thread purges within about a second; allow
     // generously for a loaded machine. This is not a speed test: without
     // purging the memory never comes back at all.
-    let deadline = Instant::now() + Duration::from_secs(30);
-    loop {
-        let rss = rss_bytes(child.id());
-        if rss < baseline + 32 * 1024 * 1024 {
-            break;
-        }
-        assert!(
-            Instant::now() < deadline,
-            "RSS stayed at {rss} bytes (baseline {baseline})"
-        );
-        std::thread::sleep(Duration::from_millis(200));
-    }
+    let pid = child.id();
+    until(
+        Duration::from_secs(30),
+        || {
+            format!(
+                "RSS stayed at {} bytes (baseline {baseline})",
+                rss_bytes(pid)
+            )
+        },
+        || (rss_bytes(pid) < baseline + 32 * 1024 * 1024).then_some(()),
+    );
     let _ = child.kill();
     let _ = child.wait();
 }

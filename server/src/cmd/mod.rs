@@ -9,9 +9,12 @@
 
 pub mod args;
 pub mod collection;
+pub mod command;
+pub mod config;
 pub mod connection;
 pub mod error;
 pub mod hash;
+pub mod info;
 pub mod keys;
 pub mod list;
 pub mod multi;

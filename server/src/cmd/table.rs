@@ -8,7 +8,8 @@ use std::sync::OnceLock;
 use hashbrown::HashMap;
 
 use super::{
-    connection as conn, hash, keys, list, multi, pubsub, scripting, server, set, string, zset, Ctx,
+    command, config, connection as conn, hash, info, keys, list, multi, pubsub, scripting, server,
+    set, string, zset, Ctx,
 };
 use crate::resp::Reply;
 
@@ -193,10 +194,10 @@ fn container_without_subcommand(_ctx: &mut Ctx<'_>, argv: &[&[u8]]) -> Reply {
 
 #[rustfmt::skip]
 static CONFIG_SUBCOMMANDS: &[Command] = &[
-    row("config|get", -3, ADMIN | NOSCRIPT | LOADING | STALE, NO_KEYS, server::config_get, "server", "2.0.0", "Returns the effective values of configuration parameters."),
-    row("config|set", -4, ADMIN | NOSCRIPT | LOADING | STALE, NO_KEYS, server::config_set, "server", "2.0.0", "Sets configuration parameters in-flight."),
-    row("config|resetstat", 2, ADMIN | NOSCRIPT | LOADING | STALE, NO_KEYS, server::config_resetstat, "server", "2.0.0", "Resets the server's statistics."),
-    row("config|help", 2, LOADING | STALE, NO_KEYS, server::config_help, "server", "5.0.0", "Returns helpful text about the different subcommands."),
+    row("config|get", -3, ADMIN | NOSCRIPT | LOADING | STALE, NO_KEYS, config::config_get, "server", "2.0.0", "Returns the effective values of configuration parameters."),
+    row("config|set", -4, ADMIN | NOSCRIPT | LOADING | STALE, NO_KEYS, config::config_set, "server", "2.0.0", "Sets configuration parameters in-flight."),
+    row("config|resetstat", 2, ADMIN | NOSCRIPT | LOADING | STALE, NO_KEYS, config::config_resetstat, "server", "2.0.0", "Resets the server's statistics."),
+    row("config|help", 2, LOADING | STALE, NO_KEYS, config::config_help, "server", "5.0.0", "Returns helpful text about the different subcommands."),
 ];
 
 #[rustfmt::skip]
@@ -213,12 +214,12 @@ static CLIENT_SUBCOMMANDS: &[Command] = &[
 
 #[rustfmt::skip]
 static COMMAND_SUBCOMMANDS: &[Command] = &[
-    row("command|count", 2, LOADING | STALE, NO_KEYS, server::command_count, "server", "2.8.13", "Returns a count of commands."),
-    row("command|list", -2, LOADING | STALE, NO_KEYS, server::command_list, "server", "7.0.0", "Returns a list of command names."),
-    row("command|info", -2, LOADING | STALE, NO_KEYS, server::command_info_cmd, "server", "2.8.13", "Returns information about one, multiple or all commands."),
-    row("command|docs", -2, LOADING | STALE, NO_KEYS, server::command_docs, "server", "7.0.0", "Returns documentary information about one, multiple or all commands."),
-    row("command|getkeys", -4, LOADING | STALE, NO_KEYS, server::command_getkeys, "server", "2.8.13", "Extracts the key names from an arbitrary command."),
-    row("command|help", 2, LOADING | STALE, NO_KEYS, server::command_help, "server", "5.0.0", "Returns helpful text about the different subcommands."),
+    row("command|count", 2, LOADING | STALE, NO_KEYS, command::command_count, "server", "2.8.13", "Returns a count of commands."),
+    row("command|list", -2, LOADING | STALE, NO_KEYS, command::command_list, "server", "7.0.0", "Returns a list of command names."),
+    row("command|info", -2, LOADING | STALE, NO_KEYS, command::command_info_cmd, "server", "2.8.13", "Returns information about one, multiple or all commands."),
+    row("command|docs", -2, LOADING | STALE, NO_KEYS, command::command_docs, "server", "7.0.0", "Returns documentary information about one, multiple or all commands."),
+    row("command|getkeys", -4, LOADING | STALE, NO_KEYS, command::command_getkeys, "server", "2.8.13", "Extracts the key names from an arbitrary command."),
+    row("command|help", 2, LOADING | STALE, NO_KEYS, command::command_help, "server", "5.0.0", "Returns helpful text about the different subcommands."),
 ];
 
 #[rustfmt::skip]
@@ -446,9 +447,9 @@ pub static COMMANDS: &[Command] = &[
     container("client", -2, "connection", "2.4.0", "A container for client connection commands.", CLIENT_SUBCOMMANDS, container_without_subcommand),
     // server
     row("time", 1, LOADING | STALE | FAST, NO_KEYS, server::time, "server", "2.6.0", "Returns the server time."),
-    row("info", -1, LOADING | STALE, NO_KEYS, server::info, "server", "1.0.0", "Returns information and statistics about the server."),
+    row("info", -1, LOADING | STALE, NO_KEYS, info::info, "server", "1.0.0", "Returns information and statistics about the server."),
     container("config", -2, "server", "2.0.0", "A container for server configuration commands.", CONFIG_SUBCOMMANDS, container_without_subcommand),
-    container("command", -1, "server", "2.8.13", "Returns detailed information about all commands.", COMMAND_SUBCOMMANDS, server::command),
+    container("command", -1, "server", "2.8.13", "Returns detailed information about all commands.", COMMAND_SUBCOMMANDS, command::command),
     row("shutdown", -1, ADMIN | NOSCRIPT | LOADING | STALE | NO_MULTI | ALLOW_BUSY, NO_KEYS, server::shutdown, "server", "1.0.0", "Synchronously saves the database(s) to disk and shuts down the Redis server."),
     row("wait", 3, NOSCRIPT, NO_KEYS, server::wait, "generic", "3.0.0", "Blocks until the asynchronous replication of all preceding write commands sent by the connection is completed."),
     row("lastsave", 1, LOADING | STALE | FAST, NO_KEYS, server::lastsave, "server", "1.0.0", "Returns the Unix timestamp of the last successful save to disk."),

@@ -1,0 +1,232 @@
+//! COMMAND and its subcommands (COUNT LIST INFO DOCS GETKEYS HELP): the
+//! command table as clients introspect it.
+
+use super::args::{glob_match, is};
+use super::error;
+use super::server::help_reply;
+use super::table::{flags, registry, Command};
+use super::Ctx;
+use crate::resp::Reply;
+
+fn flag_names(command: &Command) -> Vec<Reply> {
+    flags::NAMES
+        .iter()
+        .filter(|(bit, _)| command.flags & bit != 0)
+        .map(|(_, name)| Reply::status(name))
+        .collect()
+}
+
+fn acl_categories(command: &Command) -> Vec<Reply> {
+    let mut categories = vec![Reply::Status(format!("@{}", command.group).into())];
+    for (bit, name) in [
+        (flags::WRITE, "@write"),
+        (flags::READONLY, "@read"),
+        (flags::ADMIN, "@admin"),
+        (flags::ADMIN, "@dangerous"),
+    ] {
+        if command.flags & bit != 0 {
+            categories.push(Reply::status(name));
+        }
+    }
+    categories.push(Reply::status(if command.flags & flags::FAST != 0 {
+        "@fast"
+    } else {
+        "@slow"
+    }));
+    categories
+}
+
+/// One COMMAND INFO entry in Redis 7's ten-field form.
+fn command_info(command: &'static Command) -> Reply {
+    Reply::Array(vec![
+        Reply::bulk(command.name.as_bytes()),
+        Reply::Int(command.arity as i64),
+        Reply::Set(flag_names(command)),
+        Reply::Int(command.keys.first as i64),
+        Reply::Int(command.keys.last as i64),
+        Reply::Int(command.keys.step as i64),
+        Reply::Set(acl_categories(command)),
+        Reply::Set(Vec::new()),
+        Reply::Array(Vec::new()),
+        Reply::Array(command.subcommands.iter().map(command_info).collect()),
+    ])
+}
+
+/// COMMAND (every command's info)
+pub fn command(_ctx: &mut Ctx<'_>, _argv: &[&[u8]]) -> Reply {
+    Reply::Array(registry().top_level().map(command_info).collect())
+}
+
+/// COMMAND COUNT
+pub fn command_count(_ctx: &mut Ctx<'_>, _argv: &[&[u8]]) -> Reply {
+    Reply::Int(registry().top_level().count() as i64)
+}
+
+/// COMMAND LIST [FILTERBY MODULE name | ACLCAT category | PATTERN pattern]
+pub fn command_list(_ctx: &mut Ctx<'_>, argv: &[&[u8]]) -> Reply {
+    let names = registry().top_level().map(|c| c.name);
+    let filtered: Vec<&str> = match argv.len() {
+        2 => names.collect(),
+        5 if is(argv[2], "filterby") => {
+            let value = argv[4];
+            if is(argv[3], "pattern") {
+                names
+                    .filter(|n| glob_match(value, n.as_bytes(), true))
+                    .collect()
+            } else if is(argv[3], "aclcat") {
+                registry()
+                    .top_level()
+                    .filter(|c| {
+                        acl_categories(c).iter().any(|cat| match cat {
+                            Reply::Status(s) => s[1..].as_bytes().eq_ignore_ascii_case(value),
+                            _ => false,
+                        })
+                    })
+                    .map(|c| c.name)
+                    .collect()
+            } else if is(argv[3], "module") {
+                Vec::new()
+            } else {
+                return Reply::error(error::SYNTAX);
+            }
+        }
+        _ => return Reply::error(error::SYNTAX),
+    };
+    Reply::Array(
+        filtered
+            .into_iter()
+            .map(|n| Reply::bulk(n.as_bytes()))
+            .collect(),
+    )
+}
+
+/// COMMAND INFO [command-name ...]
+pub fn command_info_cmd(_ctx: &mut Ctx<'_>, argv: &[&[u8]]) -> Reply {
+    if argv.len() == 2 {
+        return Reply::Array(registry().top_level().map(command_info).collect());
+    }
+    Reply::Array(
+        argv[2..]
+            .iter()
+            .map(|name| match registry().lookup_full(name) {
+                Some(command) => command_info(command),
+                None => Reply::NilArray,
+            })
+            .collect(),
+    )
+}
+
+/// COMMAND DOCS [command-name ...]
+pub fn command_docs(_ctx: &mut Ctx<'_>, argv: &[&[u8]]) -> Reply {
+    let docs = |command: &'static Command| {
+        (
+            Reply::bulk(command.name.as_bytes()),
+            Reply::Map(vec![
+                (
+                    Reply::bulk(b"summary"),
+                    Reply::bulk(command.summary.as_bytes()),
+                ),
+                (Reply::bulk(b"since"), Reply::bulk(command.since.as_bytes())),
+                (Reply::bulk(b"group"), Reply::bulk(command.group.as_bytes())),
+            ]),
+        )
+    };
+    let pairs = if argv.len() == 2 {
+        registry().top_level().map(docs).collect()
+    } else {
+        argv[2..]
+            .iter()
+            .filter_map(|name| registry().lookup_full(name))
+            .map(docs)
+            .collect()
+    };
+    Reply::Map(pairs)
+}
+
+/// COMMAND GETKEYS command [arg ...]
+pub fn command_getkeys(_ctx: &mut Ctx<'_>, argv: &[&[u8]]) -> Reply {
+    let target = &argv[2..];
+    let command = match super::resolve(target) {
+        Ok(command) => command,
+        Err(_) => return Reply::error("ERR Invalid command specified"),
+    };
+    // Redis's order: keys at all, then arity, then the keys of this call.
+    let counted = counted_keys(command.name);
+    if command.keys.first <= 0 && counted.is_none() {
+        return Reply::error("ERR The command has no key arguments");
+    }
+    if !super::arity_ok(command.arity, target.len()) {
+        return Reply::error("ERR Invalid number of arguments specified for command");
+    }
+    let positions = match counted {
+        Some((count_at, first, mandatory)) => {
+            // genericGetKeys: atoi of the count, no keys when out of range.
+            let count = c_atoi(target.get(count_at).copied().unwrap_or_default());
+            let available = target.len().saturating_sub(first) as i64;
+            if count < 1 || count > available {
+                return if mandatory {
+                    Reply::error("ERR Invalid arguments specified for command")
+                } else {
+                    Reply::Array(Vec::new())
+                };
+            }
+            (first..first + count as usize).collect()
+        }
+        None => command.keys.positions(target.len()),
+    };
+    Reply::Array(
+        positions
+            .into_iter()
+            .map(|i| Reply::bulk(target[i]))
+            .collect(),
+    )
+}
+
+/// Commands whose keys are counted by an argument (Redis's movable keys):
+/// where the count is, where the keys start, and whether a call without
+/// keys is an error (commands not flagged NO_MANDATORY_KEYS).
+fn counted_keys(name: &str) -> Option<(usize, usize, bool)> {
+    match name {
+        "eval" | "evalsha" | "eval_ro" | "evalsha_ro" => Some((2, 3, false)),
+        "sintercard" => Some((1, 2, true)),
+        _ => None,
+    }
+}
+
+/// C's `atoi`: leading blanks, a sign, digits; 0 when there are none.
+fn c_atoi(bytes: &[u8]) -> i64 {
+    let text = bytes.trim_ascii_start();
+    let (negative, digits) = match text.first() {
+        Some(b'-') => (true, &text[1..]),
+        Some(b'+') => (false, &text[1..]),
+        _ => (false, text),
+    };
+    let mut value: i64 = 0;
+    for &d in digits.iter().take_while(|d| d.is_ascii_digit()) {
+        value = value.saturating_mul(10).saturating_add((d - b'0') as i64);
+    }
+    let value = if negative { -value } else { value };
+    // atoi returns an int.
+    value.clamp(i32::MIN as i64, i32::MAX as i64)
+}
+
+/// COMMAND HELP
+pub fn command_help(_ctx: &mut Ctx<'_>, _argv: &[&[u8]]) -> Reply {
+    help_reply(
+        "COMMAND",
+        &[
+            "(no subcommand)",
+            "    Return details about all Redis commands.",
+            "COUNT",
+            "    Return the total number of commands in this Redis server.",
+            "LIST",
+            "    Return a list of all commands in this Redis server.",
+            "INFO [<command-name> ...]",
+            "    Return details about multiple Redis commands.",
+            "DOCS [<command-name> ...]",
+            "    Return documentation details about multiple Redis commands.",
+            "GETKEYS <full-command>",
+            "    Return the keys from a full Redis command.",
+        ],
+    )
+}

@@ -1,0 +1,158 @@
+//! CONFIG GET / SET / RESETSTAT / HELP: the live configuration as Redis
+//! shows and changes it.
+
+use super::args::glob_match;
+use super::error;
+use super::server::help_reply;
+use super::Ctx;
+use crate::config::{Config, MAXMEMORY_POLICY};
+use crate::resp::Reply;
+
+/// Every CONFIG parameter tally knows, with its current value.
+fn config_parameters(config: &Config) -> Vec<(&'static str, String)> {
+    vec![
+        ("bind", config.bind.join(" ")),
+        ("port", config.port.to_string()),
+        ("maxmemory", config.maxmemory.to_string()),
+        ("maxmemory-policy", MAXMEMORY_POLICY.to_string()),
+        (
+            "requirepass",
+            config.requirepass.clone().unwrap_or_default(),
+        ),
+        ("databases", config.databases.to_string()),
+        ("maxclients", config.maxclients.to_string()),
+        ("timeout", config.timeout_secs.to_string()),
+        ("proto-max-bulk-len", config.proto_max_bulk_len.to_string()),
+        (
+            "client-query-buffer-limit",
+            config.client_query_buffer_limit.to_string(),
+        ),
+        ("loglevel", config.loglevel.clone()),
+        ("hz", config.hz.to_string()),
+        ("shards", config.shards.to_string()),
+        ("io-threads", config.io_threads.max(1).to_string()),
+        (
+            "busy-reply-threshold",
+            config.busy_reply_threshold_ms.to_string(),
+        ),
+        ("lua-time-limit", config.busy_reply_threshold_ms.to_string()),
+        ("lua-memory-limit", config.lua_memory_limit.to_string()),
+        (
+            "client-output-buffer-limit",
+            format!(
+                "normal 0 0 0 slave 268435456 67108864 60 pubsub {} {} {}",
+                config.pubsub_output_limit.hard,
+                config.pubsub_output_limit.soft,
+                config.pubsub_output_limit.soft_seconds
+            ),
+        ),
+        (
+            "lua-native-scripts",
+            if config.lua_native_scripts {
+                "yes"
+            } else {
+                "no"
+            }
+            .to_string(),
+        ),
+        ("save", String::new()),
+        ("appendonly", "no".to_string()),
+        ("daemonize", "no".to_string()),
+    ]
+}
+
+/// Parameters that only take effect at start.
+const IMMUTABLE: &[&str] = &[
+    "bind",
+    "port",
+    "databases",
+    "shards",
+    "io-threads",
+    "daemonize",
+];
+
+/// CONFIG GET parameter [parameter ...]
+pub fn config_get(ctx: &mut Ctx<'_>, argv: &[&[u8]]) -> Reply {
+    let params = config_parameters(&ctx.shared.config.read());
+    let pairs = params
+        .into_iter()
+        .filter(|(name, _)| {
+            argv[2..]
+                .iter()
+                .any(|pattern| glob_match(pattern, name.as_bytes(), true))
+        })
+        .map(|(name, value)| {
+            (
+                Reply::bulk(name.as_bytes()),
+                Reply::Bulk(value.into_bytes()),
+            )
+        })
+        .collect();
+    Reply::Map(pairs)
+}
+
+/// CONFIG SET parameter value [parameter value ...], all or nothing.
+pub fn config_set(ctx: &mut Ctx<'_>, argv: &[&[u8]]) -> Reply {
+    if argv.len() % 2 != 0 {
+        return Reply::error(error::wrong_arity("config|set"));
+    }
+    let mut next = ctx.shared.config.read().clone();
+    let known: Vec<&str> = config_parameters(&next).iter().map(|(n, _)| *n).collect();
+    // As Redis: every name is checked (unknown, immutable, given twice)
+    // before any value is read.
+    let mut names: Vec<String> = Vec::new();
+    for pair in argv[2..].chunks(2) {
+        let name = String::from_utf8_lossy(pair[0]).to_ascii_lowercase();
+        let failed = |why: &str| {
+            Reply::error(format!(
+                "ERR CONFIG SET failed (possibly related to argument '{name}') - {why}"
+            ))
+        };
+        if !known.contains(&name.as_str()) {
+            // The name as sent, bytes and all, as Redis echoes it.
+            let mut message =
+                b"ERR Unknown option or number of arguments for CONFIG SET - '".to_vec();
+            message.extend_from_slice(&error::sanitize(pair[0], usize::MAX));
+            message.push(b'\'');
+            return Reply::error_bytes(message);
+        }
+        if IMMUTABLE.contains(&name.as_str()) {
+            return failed("can't set immutable config");
+        }
+        if names.contains(&name) {
+            return failed("duplicate parameter");
+        }
+        names.push(name);
+    }
+    for (pair, name) in argv[2..].chunks(2).zip(&names) {
+        let value = String::from_utf8_lossy(pair[1]).into_owned();
+        if let Err(why) = next.apply(name, &[value]) {
+            return Reply::error(format!(
+                "ERR CONFIG SET failed (possibly related to argument '{name}') - {why}"
+            ));
+        }
+    }
+    ctx.shared.install_config(next);
+    Reply::Ok
+}
+
+/// CONFIG RESETSTAT
+pub fn config_resetstat(ctx: &mut Ctx<'_>, _argv: &[&[u8]]) -> Reply {
+    ctx.shared.stats.reset();
+    Reply::Ok
+}
+
+/// CONFIG HELP
+pub fn config_help(_ctx: &mut Ctx<'_>, _argv: &[&[u8]]) -> Reply {
+    help_reply(
+        "CONFIG",
+        &[
+            "GET <pattern>",
+            "    Return parameters matching the glob-like <pattern> and their values.",
+            "SET <directive> <value>",
+            "    Set the configuration <directive> to <value>.",
+            "RESETSTAT",
+            "    Reset statistics reported by the INFO command.",
+        ],
+    )
+}

@@ -1,0 +1,197 @@
+//! Busy scripts: the instruction hook's accounting, BUSY for other clients,
+//! SCRIPT KILL, UNKILLABLE, and stopping every script at shutdown.
+
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::Instant;
+
+use super::Scripts;
+use crate::resp::Reply;
+
+/// One script run, as the busy-script machinery sees it.
+pub struct RunState {
+    pub(super) started: Instant,
+    /// Set once the script has run a write command (SCRIPT KILL then refuses).
+    pub(super) wrote: AtomicBool,
+    /// Set by SCRIPT KILL.
+    pub(super) kill: AtomicBool,
+    /// Set once the run passed the busy threshold.
+    pub(super) busy: AtomicBool,
+    /// Running time (ms) at which to hand the worker's other connections
+    /// off next; see `check_current_run`.
+    pub(super) next_hand_off_ms: AtomicU64,
+}
+
+impl RunState {
+    /// A run starting now.
+    pub(super) fn new() -> RunState {
+        RunState {
+            started: Instant::now(),
+            wrote: AtomicBool::new(false),
+            kill: AtomicBool::new(false),
+            busy: AtomicBool::new(false),
+            next_hand_off_ms: AtomicU64::new(HAND_OFF_AFTER_MS),
+        }
+    }
+}
+
+impl Scripts {
+    /// True while some script runs past the busy threshold.
+    pub fn busy(&self) -> bool {
+        self.busy.load(Ordering::Relaxed) != 0
+    }
+
+    /// Stops every running script at its next hook, writes or not: the
+    /// server is shutting down.
+    pub fn stop_all(&self) {
+        self.stopping.store(true, Ordering::SeqCst);
+    }
+
+    /// SCRIPT KILL: stops busy scripts that have not written.
+    ///
+    /// On Redis a script blocks the server until it passes the busy
+    /// threshold, so a SCRIPT KILL sent earlier is read only then and kills
+    /// it. Here it is read at once; it waits the same way: until a running
+    /// script passes the threshold, or none is running any more.
+    pub fn kill(&self) -> Reply {
+        let patience = std::time::Duration::from_millis(
+            self.busy_threshold_ms
+                .load(Ordering::Relaxed)
+                .saturating_add(1000),
+        );
+        let asked = Instant::now();
+        while !self.busy()
+            && self.lua_running.load(Ordering::SeqCst) > 0
+            && asked.elapsed() < patience
+        {
+            crate::store::off_worker(|| std::thread::sleep(std::time::Duration::from_millis(1)));
+        }
+        let running = self.running.lock();
+        let busy: Vec<_> = running
+            .iter()
+            .filter(|r| r.busy.load(Ordering::SeqCst))
+            .collect();
+        if busy.is_empty() {
+            return Reply::error("NOTBUSY No scripts in execution right now.");
+        }
+        if busy.iter().any(|r| r.wrote.load(Ordering::SeqCst)) {
+            return Reply::error(
+                "UNKILLABLE Sorry the script already executed write commands against the dataset. You can either wait the script termination or kill the server in a hard way using the SHUTDOWN NOSAVE command.",
+            );
+        }
+        for run in busy {
+            run.kill.store(true, Ordering::SeqCst);
+        }
+        Reply::Ok
+    }
+}
+
+/// The run this thread is executing, as the instruction hook needs it.
+struct CurrentRun {
+    run: Arc<RunState>,
+    /// The server's scripts; valid for as long as the run is current (set
+    /// and cleared by `eval`, which borrows them for that whole time).
+    scripts: *const Scripts,
+}
+
+thread_local! {
+    static CURRENT_RUN: std::cell::RefCell<Option<CurrentRun>> =
+        const { std::cell::RefCell::new(None) };
+}
+
+/// SCRIPT KILL asked the running script to stop.
+#[derive(Debug)]
+pub struct Killed;
+
+/// How long a script runs on its tokio worker before the worker's other
+/// connections are handed to another thread.
+const HAND_OFF_AFTER_MS: u64 = 2;
+
+/// Called by the VM's instruction hook (every 100k instructions, so never for
+/// a typical limiter script): marks the run busy past the threshold, stops it
+/// when SCRIPT KILL asked, and once a script has run for a couple of
+/// milliseconds hands the worker thread's other connections to another thread,
+/// so a long script can never starve clients on other shards or SCRIPT KILL.
+pub fn check_current_run() -> Result<(), Killed> {
+    // Tokio gives no way to see whether the hand-off took (the new thread may
+    // not have claimed the worker before the sleep ends), so it is retried at
+    // 2, 4, 8, ... ms of running; once it took, a retry only costs the sleep.
+    let hand_off = CURRENT_RUN.with(|current| {
+        current.borrow().as_ref().is_some_and(|c| {
+            let elapsed = c.run.started.elapsed().as_millis() as u64;
+            let due = c.run.next_hand_off_ms.load(Ordering::Relaxed);
+            if elapsed >= due {
+                c.run.next_hand_off_ms.store(due * 2, Ordering::Relaxed);
+                true
+            } else {
+                false
+            }
+        })
+    });
+    if hand_off {
+        // block_in_place moves the worker core to another thread while the
+        // closure runs; sleeping briefly lets that thread take it, after which
+        // this thread finishes the script on its own.
+        crate::store::off_worker(|| std::thread::sleep(std::time::Duration::from_millis(1)));
+    }
+    CURRENT_RUN.with(|current| {
+        let current = current.borrow();
+        let Some(CurrentRun { run, scripts }) = current.as_ref() else {
+            return Ok(());
+        };
+        // SAFETY: `eval` sets this pointer from a live `&Scripts` and clears
+        // it before that borrow ends; the hook only runs inside `eval`.
+        let scripts = unsafe { &**scripts };
+        if !run.busy.load(Ordering::Relaxed)
+            && run.started.elapsed().as_millis() as u64
+                >= scripts.busy_threshold_ms.load(Ordering::Relaxed)
+        {
+            // Only busy runs are registered: SCRIPT KILL looks at no other,
+            // and the common short script touches no shared state at all.
+            run.busy.store(true, Ordering::SeqCst);
+            scripts.running.lock().push(run.clone());
+            scripts.busy.fetch_add(1, Ordering::SeqCst);
+        }
+        if run.kill.load(Ordering::SeqCst) || scripts.stopping.load(Ordering::SeqCst) {
+            Err(Killed)
+        } else {
+            Ok(())
+        }
+    })
+}
+
+/// A Lua run as the busy-script machinery knows it, from start to end. On
+/// drop (the run ended, or panicked and was contained) the run leaves every
+/// list it is in, so a failed run can never leave the server BUSY.
+pub(super) struct RunRegistration<'a> {
+    scripts: &'a Scripts,
+    run: Arc<RunState>,
+}
+
+impl<'a> RunRegistration<'a> {
+    pub(super) fn new(scripts: &'a Scripts, run: &Arc<RunState>) -> RunRegistration<'a> {
+        CURRENT_RUN.with(|current| {
+            *current.borrow_mut() = Some(CurrentRun {
+                run: run.clone(),
+                scripts,
+            })
+        });
+        scripts.lua_running.fetch_add(1, Ordering::SeqCst);
+        RunRegistration {
+            scripts,
+            run: run.clone(),
+        }
+    }
+}
+
+impl Drop for RunRegistration<'_> {
+    fn drop(&mut self) {
+        CURRENT_RUN.with(|current| *current.borrow_mut() = None);
+        self.scripts.lua_running.fetch_sub(1, Ordering::SeqCst);
+        if self.run.busy.load(Ordering::SeqCst) {
+            let mut running = self.scripts.running.lock();
+            running.retain(|r| !Arc::ptr_eq(r, &self.run));
+            self.scripts.busy.fetch_sub(1, Ordering::SeqCst);
+        }
+    }
+}

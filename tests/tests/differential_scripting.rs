@@ -292,6 +292,19 @@ async fn cjson_matches_redis() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn function_flush_matches_redis() {
+    run(vec![
+        cmd(&["FUNCTION", "FLUSH"]),
+        cmd(&["FUNCTION", "FLUSH", "ASYNC"]),
+        cmd(&["FUNCTION", "FLUSH", "sync"]),
+        cmd(&["FUNCTION", "FLUSH", "foo"]),
+        cmd(&["FUNCTION", "FLUSH", "ASYNC", "x"]),
+        cmd(&["FUNCTION"]),
+    ])
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn bit_struct_and_cmsgpack_match_redis() {
     let scripts = [
         "return bit.tohex(255,0)",

@@ -277,3 +277,63 @@ async fn help_subcommands_answer_in_redis_form_with_what_tally_has() {
     assert!(pubsub.contains("+CHANNELS [<pattern>]\r\n"));
     assert!(!pubsub.contains("SHARDCHANNELS"));
 }
+
+/// SCAN cursors stay small enough to survive a trip through a double, as
+/// clients in JavaScript and Lua scripts (`tonumber`) hold them: a full scan
+/// with every cursor converted to f64 and back returns every key, and a
+/// script's cursor loop ends.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn scan_cursors_survive_being_held_as_doubles() {
+    let server = TestServer::start_with(|c| c.shards = 32).await;
+    let mut conn = server.raw().await;
+    let keys = 20_000;
+    let mut batch = Vec::new();
+    for i in 0..keys {
+        batch.extend(encode_command(&[
+            "SET".to_string(),
+            format!("k:{i}"),
+            "v".to_string(),
+        ]));
+    }
+    conn.send(&batch).await;
+    for _ in 0..keys {
+        conn.reply().await;
+    }
+    let mut seen = HashSet::new();
+    let mut cursor = 0f64;
+    let mut largest = 0u64;
+    loop {
+        let reply = conn
+            .cmd(&["SCAN", &format!("{}", cursor as u64), "COUNT", "100"])
+            .await;
+        let text = String::from_utf8(reply).unwrap();
+        let parts: Vec<&str> = text.split("\r\n").collect();
+        let next: u64 = parts[2].parse().unwrap();
+        largest = largest.max(next);
+        for key in parts[4..].iter().skip(1).step_by(2) {
+            if !key.is_empty() {
+                seen.insert(key.to_string());
+            }
+        }
+        cursor = next as f64; // what node-redis 4 and Lua do with it
+        if next == 0 {
+            break;
+        }
+    }
+    assert_eq!(seen.len(), keys, "every key, through an f64 cursor");
+    // Far below 2^53, where doubles stop being exact: cursors grow with the
+    // table (here about 2 * keys * 256), as Redis's do, not with its history.
+    assert!(largest < 1 << 32, "cursor {largest} for a {keys}-key table");
+    // The loop scripts write: it must end, having counted every key once
+    // at least.
+    let script = "local cursor, n = 0, 0 \
+        repeat \
+          local r = redis.call('SCAN', cursor, 'COUNT', 500) \
+          cursor = tonumber(r[1]) \
+          n = n + #r[2] \
+        until cursor == 0 \
+        return n";
+    let reply = String::from_utf8(conn.cmd(&["EVAL", script, "0"]).await).unwrap();
+    let counted: usize = reply.trim_start_matches(':').trim_end().parse().unwrap();
+    assert!(counted >= keys, "{reply}");
+}

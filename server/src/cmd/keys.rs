@@ -406,7 +406,12 @@ pub fn keys(ctx: &mut Ctx<'_>, argv: &[&[u8]]) -> Reply {
 }
 
 /// A SCAN cursor: which shard, which bucket in it, and the shard's layout
-/// epoch when the cursor was issued (see `ShardData::scan`).
+/// epoch (modulo 256) when the cursor was issued (see `ShardData::scan`).
+///
+/// Packed as `(position * 256 + epoch) * shards + shard`, so a cursor grows
+/// with the table, as Redis's do, and stays far below 2^53: clients that
+/// hold cursors as doubles (JavaScript, Lua's `tonumber`) keep them exact.
+/// With 32 shards a cursor over a million keys stays below 2^29.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 struct ScanCursor {
     shard: usize,
@@ -414,19 +419,27 @@ struct ScanCursor {
     epoch: u32,
 }
 
+/// Epochs a cursor can tell apart: `SCAN_EPOCH_MASK + 1`.
+const EPOCHS: u64 = crate::store::SCAN_EPOCH_MASK as u64 + 1;
+
 impl ScanCursor {
-    fn decode(cursor: u64) -> ScanCursor {
+    fn decode(cursor: u64, shards: usize) -> ScanCursor {
+        let shards = shards.max(1) as u64;
+        let rest = cursor / shards;
         ScanCursor {
-            shard: (cursor & 0xFFFF) as usize,
-            position: ((cursor >> 16) & 0xFFFF_FFFF) as usize,
-            epoch: (cursor >> 48) as u32,
+            shard: (cursor % shards) as usize,
+            position: (rest / EPOCHS) as usize,
+            epoch: (rest % EPOCHS) as u32,
         }
     }
 
-    fn encode(self) -> u64 {
-        ((self.epoch as u64 & 0xFFFF) << 48)
-            | ((self.position as u64 & 0xFFFF_FFFF) << 16)
-            | (self.shard as u64 & 0xFFFF)
+    fn encode(self, shards: usize) -> u64 {
+        let within = (self.position as u64)
+            .saturating_mul(EPOCHS)
+            .saturating_add(self.epoch as u64 % EPOCHS);
+        within
+            .saturating_mul(shards.max(1) as u64)
+            .saturating_add(self.shard as u64)
     }
 }
 
@@ -476,7 +489,8 @@ pub fn scan(ctx: &mut Ctx<'_>, argv: &[&[u8]]) -> Reply {
         i += 2;
     }
     let db = ctx.db();
-    let mut at = ScanCursor::decode(cursor);
+    let shards = db.shard_count();
+    let mut at = ScanCursor::decode(cursor, shards);
     let mut keys = Vec::new();
     let keep = |entry: &Entry| {
         pattern.is_none_or(|p| glob_match(p, entry.key(), false))
@@ -499,7 +513,7 @@ pub fn scan(ctx: &mut Ctx<'_>, argv: &[&[u8]]) -> Reply {
                     position,
                     epoch,
                 }
-                .encode()
+                .encode(shards)
             }
             None => {
                 at = ScanCursor {
@@ -511,7 +525,7 @@ pub fn scan(ctx: &mut Ctx<'_>, argv: &[&[u8]]) -> Reply {
                     break if at.shard >= db.shard_count() {
                         0
                     } else {
-                        at.encode()
+                        at.encode(shards)
                     };
                 }
             }

@@ -42,6 +42,13 @@ fn touch(watchers: &Option<Box<Watchers>>, key: &[u8]) {
     }
 }
 
+/// The part of a shard's layout epoch a SCAN cursor carries. Cursors stay
+/// small (clients and Lua scripts hold them as doubles, exact only below
+/// 2^53), so the epoch travels modulo 256: a cursor resumed after a multiple
+/// of 256 resizes of its shard, and no other number, would resume in a
+/// layout it was not issued under.
+pub const SCAN_EPOCH_MASK: u32 = 0xFF;
+
 /// The data protected by one shard's mutex.
 pub struct ShardData {
     table: HashTable<Entry>,
@@ -467,6 +474,7 @@ impl ShardData {
     /// When the table's layout changed since the cursor was issued, entries may
     /// have moved to buckets already visited, so the shard restarts from bucket 0:
     /// elements may then be returned twice (Redis allows that) but never missed.
+    /// Epochs are compared modulo [`SCAN_EPOCH_MASK`] + 1, as cursors carry them.
     pub fn scan(
         &self,
         position: usize,
@@ -476,7 +484,7 @@ impl ShardData {
         mut keep: impl FnMut(&Entry) -> bool,
         out: &mut Vec<Vec<u8>>,
     ) -> (Option<usize>, u32) {
-        let mut index = if epoch == self.layout_epoch {
+        let mut index = if epoch & SCAN_EPOCH_MASK == self.layout_epoch & SCAN_EPOCH_MASK {
             position
         } else {
             0
@@ -493,7 +501,7 @@ impl ShardData {
             index += 1;
         }
         let next = if index < buckets { Some(index) } else { None };
-        (next, self.layout_epoch)
+        (next, self.layout_epoch & SCAN_EPOCH_MASK)
     }
 
     /// Picks a pseudo-random live entry using `seed` to choose a start bucket.

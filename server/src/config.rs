@@ -54,6 +54,10 @@ pub struct Config {
     /// Memory one worker's Lua VM may use (`lua-memory-limit`); a script
     /// that needs more fails with an error instead of growing the server.
     pub lua_memory_limit: u64,
+    /// `slowlog-log-slower-than` in microseconds (negative: off).
+    pub slowlog_log_slower_than: i64,
+    /// `slowlog-max-len`.
+    pub slowlog_max_len: u64,
     /// `client-output-buffer-limit pubsub <hard> <soft> <seconds>`.
     pub pubsub_output_limit: crate::pubsub::OutputLimit,
 }
@@ -102,6 +106,8 @@ impl Default for Config {
             busy_reply_threshold_ms: 5000,
             lua_native_scripts: true,
             lua_memory_limit: 256 * 1024 * 1024,
+            slowlog_log_slower_than: 10_000,
+            slowlog_max_len: 128,
             pubsub_output_limit: crate::pubsub::OutputLimit::PUBSUB_DEFAULT,
         }
     }
@@ -343,6 +349,12 @@ impl Config {
                         other => return Err(format!("Invalid client class specified in buffer limit configuration: '{other}'")),
                     }
                 }
+            }
+            "slowlog-log-slower-than" => {
+                self.slowlog_log_slower_than = redis(false, Range::Signed(-1, i64::MAX))? as i64
+            }
+            "slowlog-max-len" => {
+                self.slowlog_max_len = redis(false, Range::Unsigned(0, i64::MAX as u64))? as u64
             }
             "busy-reply-threshold" | "lua-time-limit" => {
                 self.busy_reply_threshold_ms = redis(false, Range::Signed(0, i64::MAX))? as u64

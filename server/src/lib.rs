@@ -32,6 +32,7 @@ pub mod net;
 pub mod pubsub;
 pub mod resp;
 pub mod scripting;
+pub mod slowlog;
 pub mod state;
 pub mod store;
 pub mod util;

@@ -18,6 +18,8 @@ use crate::store::{Clock, Store};
 pub struct Shared {
     /// The keyspace.
     pub store: Store,
+    /// SLOWLOG's entries and settings.
+    pub slowlog: crate::slowlog::SlowLog,
     /// Live configuration (CONFIG SET writes here).
     pub config: RwLock<Config>,
     /// `maxmemory`, read on every write, kept outside the lock.
@@ -75,8 +77,13 @@ impl Shared {
         let pubsub_limit = config.pubsub_output_limit;
         let native_scripts = config.lua_native_scripts;
         let lua_memory_limit = config.lua_memory_limit;
+        let slowlog = crate::slowlog::SlowLog::new(
+            config.slowlog_log_slower_than,
+            config.slowlog_max_len as usize,
+        );
         let shared = Shared {
             store,
+            slowlog,
             maxmemory: AtomicU64::new(config.maxmemory),
             idle_timeout_secs: AtomicU64::new(config.timeout_secs),
             proto_max_bulk_len: AtomicU64::new(config.proto_max_bulk_len),
@@ -131,6 +138,10 @@ impl Shared {
             .memory_limit
             .store(config.lua_memory_limit, Ordering::Relaxed);
         self.pubsub.set_limit(config.pubsub_output_limit);
+        self.slowlog.configure(
+            config.slowlog_log_slower_than,
+            config.slowlog_max_len as usize,
+        );
         *self.config.write() = config;
     }
 

@@ -59,6 +59,8 @@ pub struct ClientState {
     pub watches: multi::Watches,
     /// Channel and pattern subscriptions, once the client subscribed.
     pub pubsub: Option<crate::pubsub::Subscriptions>,
+    /// True for the client a script's redis.call runs as.
+    pub in_script: bool,
 }
 
 impl ClientState {
@@ -75,6 +77,7 @@ impl ClientState {
             transaction: None,
             watches: multi::Watches::default(),
             pubsub: None,
+            in_script: false,
         }
     }
 }
@@ -341,6 +344,26 @@ fn rejection(ctx: &Ctx<'_>, command: &'static Command, argv: &[&[u8]]) -> Option
     }
 }
 
+/// Adds a command to the slow log. A script's commands are shown as Redis
+/// shows its Lua client's: address `?:0`, no name.
+#[cold]
+fn log_slow(ctx: &Ctx<'_>, argv: &[&[u8]], usec: u64) {
+    let caller = if ctx.client.in_script {
+        crate::slowlog::Caller {
+            peer: "?:0".to_string(),
+            name: Vec::new(),
+        }
+    } else {
+        crate::slowlog::Caller {
+            peer: ctx.client.info.addr.to_string(),
+            name: ctx.client.info.name.lock().clone().unwrap_or_default(),
+        }
+    };
+    ctx.shared
+        .slowlog
+        .record(argv, usec, ctx.now_ms / 1000, caller);
+}
+
 /// maxmemory's test for a command that may grow memory, counting its own
 /// arguments as Redis does (they are in its used memory while it runs).
 fn over_maxmemory(ctx: &Ctx<'_>, argv: &[&[u8]]) -> bool {
@@ -377,6 +400,9 @@ fn check_and_call(
         reply = (command.handler)(ctx, argv);
         started.elapsed().as_micros() as u64
     };
+    if command.flags & flags::SKIP_SLOWLOG == 0 && ctx.shared.slowlog.wants(usec) {
+        log_slow(ctx, argv, usec);
+    }
     let slot = ctx.client.batch.slot(index);
     slot.1 += 1;
     slot.2 += usec;

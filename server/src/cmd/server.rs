@@ -1,4 +1,4 @@
-//! Server commands: TIME LASTSAVE WAIT SHUTDOWN DEBUG, and the HELP reply
+//! Server commands: TIME LASTSAVE WAIT SHUTDOWN DEBUG SLOWLOG, and the HELP reply
 //! every family shares. CONFIG, COMMAND and INFO have files of their own.
 
 use std::time::Duration;
@@ -99,4 +99,52 @@ pub fn debug(ctx: &mut Ctx<'_>, argv: &[&[u8]]) -> Reply {
         );
     }
     Reply::error_bytes(error::unknown_subcommand(argv[0], argv[1]))
+}
+
+/// SLOWLOG GET [count]
+pub fn slowlog_get(ctx: &mut Ctx<'_>, argv: &[&[u8]]) -> Reply {
+    let count = match argv.len() {
+        2 => 10,
+        3 => match crate::cmd::args::parse_i64(argv[2]) {
+            Some(-1) => usize::MAX,
+            Some(n) if n >= 0 => n as usize,
+            _ => return Reply::error("ERR count should be greater than or equal to -1"),
+        },
+        _ => {
+            let mut message = b"ERR unknown subcommand or wrong number of arguments for '".to_vec();
+            message.extend_from_slice(&error::sanitize(argv[1], 128));
+            message.extend_from_slice(b"'. Try SLOWLOG HELP.");
+            return Reply::error_bytes(message);
+        }
+    };
+    ctx.shared.slowlog.newest(count)
+}
+
+/// SLOWLOG LEN
+pub fn slowlog_len(ctx: &mut Ctx<'_>, _argv: &[&[u8]]) -> Reply {
+    Reply::Int(ctx.shared.slowlog.len() as i64)
+}
+
+/// SLOWLOG RESET
+pub fn slowlog_reset(ctx: &mut Ctx<'_>, _argv: &[&[u8]]) -> Reply {
+    ctx.shared.slowlog.reset();
+    Reply::Ok
+}
+
+/// SLOWLOG HELP
+pub fn slowlog_help(_ctx: &mut Ctx<'_>, _argv: &[&[u8]]) -> Reply {
+    help_reply(
+        "SLOWLOG",
+        &[
+            "GET [<count>]",
+            "    Return top <count> entries from the slowlog (default: 10, -1 mean all).",
+            "    Entries are made of:",
+            "    id, timestamp, time in microseconds, arguments array, client IP and port,",
+            "    client name",
+            "LEN",
+            "    Return the length of the slowlog.",
+            "RESET",
+            "    Reset the slowlog.",
+        ],
+    )
 }

@@ -40,6 +40,8 @@ pub mod flags {
     pub const NO_MULTI: u32 = 1 << 9;
     /// Allowed while a script is busy.
     pub const ALLOW_BUSY: u32 = 1 << 10;
+    /// Never logged in the slow log (EXEC: its commands are logged one by one).
+    pub const SKIP_SLOWLOG: u32 = 1 << 11;
 
     /// Flag names for COMMAND INFO, in Redis's order.
     pub const NAMES: &[(u32, &str)] = &[
@@ -50,6 +52,7 @@ pub mod flags {
         (NOSCRIPT, "noscript"),
         (LOADING, "loading"),
         (STALE, "stale"),
+        (SKIP_SLOWLOG, "skip_slowlog"),
         (FAST, "fast"),
         (NO_AUTH, "no_auth"),
         (NO_MULTI, "no_multi"),
@@ -229,6 +232,14 @@ static SCRIPT_SUBCOMMANDS: &[Command] = &[
     row("script|flush", -2, NOSCRIPT, NO_KEYS, scripting::script_flush, "scripting", "2.6.0", "Removes all server-side Lua scripts from the script cache."),
     row("script|kill", 2, NOSCRIPT | ALLOW_BUSY, NO_KEYS, scripting::script_kill, "scripting", "2.6.0", "Terminates a server-side Lua script during execution."),
     row("script|help", 2, LOADING | STALE, NO_KEYS, scripting::script_help, "scripting", "5.0.0", "Returns helpful text about the different subcommands."),
+];
+
+#[rustfmt::skip]
+static SLOWLOG_SUBCOMMANDS: &[Command] = &[
+    row("slowlog|get", -2, ADMIN | LOADING | STALE, NO_KEYS, server::slowlog_get, "server", "2.2.12", "Returns the slow log's entries."),
+    row("slowlog|len", 2, ADMIN | LOADING | STALE, NO_KEYS, server::slowlog_len, "server", "2.2.12", "Returns the number of entries in the slow log."),
+    row("slowlog|reset", 2, ADMIN | LOADING | STALE, NO_KEYS, server::slowlog_reset, "server", "2.2.12", "Clears all entries from the slow log."),
+    row("slowlog|help", 2, LOADING | STALE, NO_KEYS, server::slowlog_help, "server", "6.2.0", "Show helpful text about the different subcommands"),
 ];
 
 /// FUNCTION: tally has no functions (FUNCTION LOAD is not supported), so
@@ -442,7 +453,7 @@ pub static COMMANDS: &[Command] = &[
     container("pubsub", -2, "pubsub", "2.8.0", "A container for Pub/Sub commands.", PUBSUB_SUBCOMMANDS, container_without_subcommand),
     // transactions
     row("multi", 1, NOSCRIPT | LOADING | STALE | FAST | ALLOW_BUSY, NO_KEYS, multi::multi, "transactions", "1.2.0", "Starts a transaction."),
-    row("exec", 1, NOSCRIPT | LOADING | STALE, NO_KEYS, multi::exec, "transactions", "1.2.0", "Executes all commands in a transaction."),
+    row("exec", 1, NOSCRIPT | LOADING | STALE | SKIP_SLOWLOG, NO_KEYS, multi::exec, "transactions", "1.2.0", "Executes all commands in a transaction."),
     row("watch", -2, NOSCRIPT | LOADING | STALE | FAST | ALLOW_BUSY, ALL_KEYS, multi::watch, "transactions", "2.2.0", "Monitors changes to keys to determine the execution of a transaction."),
     row("unwatch", 1, NOSCRIPT | LOADING | STALE | FAST | ALLOW_BUSY, NO_KEYS, multi::unwatch, "transactions", "2.2.0", "Forgets about watched keys of a transaction."),
     row("discard", 1, NOSCRIPT | LOADING | STALE | FAST | ALLOW_BUSY, NO_KEYS, multi::discard, "transactions", "2.0.0", "Discards a transaction."),
@@ -462,6 +473,7 @@ pub static COMMANDS: &[Command] = &[
     row("shutdown", -1, ADMIN | NOSCRIPT | LOADING | STALE | NO_MULTI | ALLOW_BUSY, NO_KEYS, server::shutdown, "server", "1.0.0", "Synchronously saves the database(s) to disk and shuts down the Redis server."),
     row("wait", 3, NOSCRIPT, NO_KEYS, server::wait, "generic", "3.0.0", "Blocks until the asynchronous replication of all preceding write commands sent by the connection is completed."),
     row("lastsave", 1, LOADING | STALE | FAST, NO_KEYS, server::lastsave, "server", "1.0.0", "Returns the Unix timestamp of the last successful save to disk."),
+    container("slowlog", -2, "server", "2.2.12", "A container for slow log commands.", SLOWLOG_SUBCOMMANDS, container_without_subcommand),
     row("debug", -2, ADMIN | NOSCRIPT | LOADING | STALE, NO_KEYS, server::debug, "server", "1.0.0", "A container for debugging commands."),
 ];
 

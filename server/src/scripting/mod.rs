@@ -337,6 +337,7 @@ fn run_once(
     let generation = shared.scripts.generation.load(Ordering::SeqCst);
     let mut client = ClientState::new(ctx.client.info.clone(), true);
     client.db = ctx.client.db;
+    client.in_script = true;
     let mut bridge = Bridge {
         shared,
         held,

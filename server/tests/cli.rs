@@ -138,14 +138,7 @@ fn flags_override_the_config_file_and_sigterm_exits_zero() {
 
 #[test]
 fn shutdown_command_exits_zero() {
-    let port = free_port();
-    let mut child = Command::new(BIN)
-        .args(["--port", &port.to_string()])
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    wait_for_ping(port);
+    let (mut child, port) = spawn(&[]);
     let mut stream = TcpStream::connect(("127.0.0.1", port)).unwrap();
     stream.write_all(b"SHUTDOWN\r\n").unwrap();
     assert_eq!(wait_for_exit(&mut child, "SHUTDOWN").code(), Some(0));
@@ -166,8 +159,8 @@ fn request(stream: &mut TcpStream, command: &[&str]) -> String {
     String::from_utf8_lossy(&buf[..n]).into_owned()
 }
 
-/// Starts the binary on a free port with `args` and a 50 ms busy threshold.
-fn start(args: &[&str]) -> (std::process::Child, u16) {
+/// Starts the binary on a free port with `args`, once it answers PING.
+fn spawn(args: &[&str]) -> (std::process::Child, u16) {
     let port = free_port();
     let child = Command::new(BIN)
         .args(["--port", &port.to_string()])
@@ -177,6 +170,12 @@ fn start(args: &[&str]) -> (std::process::Child, u16) {
         .spawn()
         .unwrap();
     wait_for_ping(port);
+    (child, port)
+}
+
+/// Starts the binary on a free port with `args` and a 50 ms busy threshold.
+fn start(args: &[&str]) -> (std::process::Child, u16) {
+    let (child, port) = spawn(args);
     let mut admin = TcpStream::connect(("127.0.0.1", port)).unwrap();
     assert_eq!(
         request(&mut admin, &["CONFIG", "SET", "busy-reply-threshold", "50"]),

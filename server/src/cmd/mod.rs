@@ -368,6 +368,7 @@ fn log_slow(ctx: &Ctx<'_>, argv: &[&[u8]], usec: u64) {
 /// arguments as Redis does (they are in its used memory while it runs).
 fn over_maxmemory(ctx: &Ctx<'_>, argv: &[&[u8]]) -> bool {
     let shared = ctx.shared;
+    // No limit: do not even add up the arguments.
     if shared.maxmemory.load(std::sync::atomic::Ordering::Relaxed) == 0 {
         return false;
     }

@@ -37,7 +37,6 @@ fn config_parameters(config: &Config) -> Vec<(&'static str, String)> {
         ),
         ("lua-time-limit", config.busy_reply_threshold_ms.to_string()),
         ("lua-memory-limit", config.lua_memory_limit.to_string()),
-        // In the order Redis's CONFIG GET slowlog* lists them.
         ("slowlog-max-len", config.slowlog_max_len.to_string()),
         (
             "slowlog-log-slower-than",

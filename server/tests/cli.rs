@@ -104,6 +104,16 @@ fn wait_for_ping(port: u16) {
     )
 }
 
+/// Sends SIGTERM and waits for the process to exit.
+fn sigterm(child: &mut std::process::Child) -> std::process::ExitStatus {
+    let sent = Command::new("kill")
+        .args(["-TERM", &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(sent.success());
+    wait_for_exit(child, "SIGTERM")
+}
+
 fn wait_for_exit(child: &mut std::process::Child, after: &str) -> std::process::ExitStatus {
     until(
         Duration::from_secs(20),
@@ -128,12 +138,7 @@ fn flags_override_the_config_file_and_sigterm_exits_zero() {
         .spawn()
         .unwrap();
     wait_for_ping(flag_port);
-    let status = Command::new("kill")
-        .args(["-TERM", &child.id().to_string()])
-        .status()
-        .unwrap();
-    assert!(status.success());
-    assert_eq!(wait_for_exit(&mut child, "SIGTERM").code(), Some(0));
+    assert_eq!(sigterm(&mut child).code(), Some(0));
 }
 
 #[test]
@@ -221,12 +226,7 @@ fn sigterm_ends_the_process_while_scripts_hold_every_worker() {
     let (mut child, port) = start(&["--io-threads", "2"]);
     let _first = run_unkillable_script(port);
     let _second = run_unkillable_script(port);
-    let status = Command::new("kill")
-        .args(["-TERM", &child.id().to_string()])
-        .status()
-        .unwrap();
-    assert!(status.success());
-    assert_eq!(wait_for_exit(&mut child, "SIGTERM").code(), Some(0));
+    assert_eq!(sigterm(&mut child).code(), Some(0));
 }
 
 /// Resident memory of a process, from /proc.

@@ -122,15 +122,23 @@ pub fn invalid_expire(command: &str) -> String {
 }
 
 /// Client-supplied bytes as Redis shows them in an error: as a C string
-/// (`%.*s` stops at a NUL), at most `max` bytes, raw, with CR and LF blanked
-/// out so the error stays one line.
+/// (`%.*s` stops at a NUL), at most `max` bytes, raw. (CR and LF become
+/// spaces in [`Reply::error_bytes`](crate::resp::Reply::error_bytes).)
 pub fn sanitize(text: &[u8], max: usize) -> Vec<u8> {
     let text = match text.iter().position(|&b| b == 0) {
         Some(nul) => &text[..nul],
         None => text,
     };
-    let shown = text[..text.len().min(max)].to_vec();
-    crate::scripting::convert::one_line_bytes(shown)
+    text[..text.len().min(max)].to_vec()
+}
+
+/// `ERR unknown subcommand or wrong number of arguments for '<sub>'. Try
+/// <CMD> HELP.`: Redis's addReplySubcommandSyntaxError.
+pub fn subcommand_syntax(command: &str, sub: &[u8]) -> Vec<u8> {
+    let mut message = b"ERR unknown subcommand or wrong number of arguments for '".to_vec();
+    message.extend_from_slice(&sanitize(sub, 128));
+    message.extend_from_slice(format!("'. Try {command} HELP.").as_bytes());
+    message
 }
 
 /// `ERR unknown command '<name>', with args beginning with: '<a>' '<b>' `.

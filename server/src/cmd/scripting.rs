@@ -112,13 +112,7 @@ pub fn function_flush(_ctx: &mut Ctx<'_>, argv: &[&[u8]]) -> Reply {
         2 => {}
         3 if is(argv[2], "async") || is(argv[2], "sync") => {}
         3 => return Reply::error("ERR FUNCTION FLUSH only supports SYNC|ASYNC option"),
-        _ => {
-            // The subcommand as the client spelled it, as Redis echoes it.
-            let mut message = b"ERR unknown subcommand or wrong number of arguments for '".to_vec();
-            message.extend_from_slice(&super::error::sanitize(argv[1], 128));
-            message.extend_from_slice(b"'. Try FUNCTION HELP.");
-            return Reply::error_bytes(message);
-        }
+        _ => return Reply::error_bytes(super::error::subcommand_syntax("FUNCTION", argv[1])),
     }
     Reply::Ok
 }

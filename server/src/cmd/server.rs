@@ -110,12 +110,7 @@ pub fn slowlog_get(ctx: &mut Ctx<'_>, argv: &[&[u8]]) -> Reply {
             Some(n) if n >= 0 => n as usize,
             _ => return Reply::error("ERR count should be greater than or equal to -1"),
         },
-        _ => {
-            let mut message = b"ERR unknown subcommand or wrong number of arguments for '".to_vec();
-            message.extend_from_slice(&error::sanitize(argv[1], 128));
-            message.extend_from_slice(b"'. Try SLOWLOG HELP.");
-            return Reply::error_bytes(message);
-        }
+        _ => return Reply::error_bytes(error::subcommand_syntax("SLOWLOG", argv[1])),
     };
     ctx.shared.slowlog.newest(count)
 }

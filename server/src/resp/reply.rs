@@ -150,9 +150,15 @@ impl Reply {
         })
     }
 
-    /// An error reply whose message holds bytes the client sent, kept as
-    /// they are (CR and LF must already be blanked out).
-    pub fn error_bytes(message: Vec<u8>) -> Reply {
+    /// An error reply whose message holds bytes a client or a script
+    /// supplied, kept as they are but for CR and LF, which become spaces so
+    /// the error stays one line (as Redis maps them).
+    pub fn error_bytes(mut message: Vec<u8>) -> Reply {
+        for b in &mut message {
+            if *b == b'\r' || *b == b'\n' {
+                *b = b' ';
+            }
+        }
         Reply::Error(Cow::Owned(message))
     }
 

@@ -109,16 +109,6 @@ fn status_table(lua: &Lua, text: &str) -> mlua::Result<Value> {
     Ok(Value::Table(table))
 }
 
-/// Replaces CR and LF with spaces in bytes, as Redis's error lines.
-pub fn one_line_bytes(mut text: Vec<u8>) -> Vec<u8> {
-    for b in &mut text {
-        if *b == b'\r' || *b == b'\n' {
-            *b = b' ';
-        }
-    }
-    text
-}
-
 /// Replaces CR and LF with spaces, as Redis does for status and error lines.
 fn one_line(text: &[u8]) -> String {
     String::from_utf8_lossy(text)
@@ -331,7 +321,7 @@ unsafe fn convert_table_top(state: *mut ffi::lua_State, walk: &mut Walk) -> Repl
         if push_field(state, c"err") == ffi::LUA_TSTRING {
             let text = bytes_at(state, -1);
             ffi::lua_pop(state, 1);
-            return Reply::error_bytes(one_line_bytes(text));
+            return Reply::error_bytes(text);
         }
         ffi::lua_pop(state, 1);
         if push_field(state, c"ok") == ffi::LUA_TSTRING {

@@ -435,7 +435,7 @@ fn script_error(value: &Value, sha: &str) -> Reply {
             Value::String(s) => text.extend_from_slice(&s.as_bytes()),
             _ => text.extend_from_slice(b"execution failure"),
         }
-        return Reply::error_bytes(convert::one_line_bytes(text));
+        return Reply::error_bytes(text);
     };
     let mut text = match table.raw_get::<Value>("err") {
         Ok(Value::String(s)) => s.as_bytes().to_vec(),
@@ -451,5 +451,5 @@ fn script_error(value: &Value, sha: &str) -> Reply {
         text.extend_from_slice(&source.as_bytes());
         text.extend_from_slice(format!(":{line}.").as_bytes());
     }
-    Reply::error_bytes(convert::one_line_bytes(text))
+    Reply::error_bytes(text)
 }

@@ -58,6 +58,12 @@ pub struct Config {
     pub slowlog_log_slower_than: i64,
     /// `slowlog-max-len`.
     pub slowlog_max_len: u64,
+    /// `latency-monitor-threshold` in milliseconds (0: the monitor is off).
+    pub latency_monitor_threshold_ms: u64,
+    /// `latency-tracking`: keep per-command latency histograms.
+    pub latency_tracking: bool,
+    /// `latency-tracking-info-percentiles`: what INFO latencystats reports.
+    pub latency_tracking_info_percentiles: Vec<f64>,
     /// `client-output-buffer-limit pubsub <hard> <soft> <seconds>`.
     pub pubsub_output_limit: crate::pubsub::OutputLimit,
 }
@@ -108,6 +114,9 @@ impl Default for Config {
             lua_memory_limit: 256 * 1024 * 1024,
             slowlog_log_slower_than: 10_000,
             slowlog_max_len: 128,
+            latency_monitor_threshold_ms: 0,
+            latency_tracking: true,
+            latency_tracking_info_percentiles: vec![50.0, 99.0, 99.9],
             pubsub_output_limit: crate::pubsub::OutputLimit::PUBSUB_DEFAULT,
         }
     }
@@ -355,6 +364,27 @@ impl Config {
             }
             "slowlog-max-len" => {
                 self.slowlog_max_len = redis(false, Range::Unsigned(0, i64::MAX as u64))? as u64
+            }
+            "latency-monitor-threshold" => {
+                self.latency_monitor_threshold_ms = redis(false, Range::Signed(0, i64::MAX))? as u64
+            }
+            "latency-tracking" => {
+                self.latency_tracking = parse_yes_no(one()?)
+                    .ok_or_else(|| "argument must be 'yes' or 'no'".to_string())?
+            }
+            "latency-tracking-info-percentiles" => {
+                // CONFIG SET passes the list as one string; a file as words.
+                let mut percentiles = Vec::new();
+                for word in values.iter().flat_map(|v| v.split_whitespace()) {
+                    let p = crate::float::string2d(word.as_bytes()).ok_or_else(|| {
+                        "Invalid latency-tracking-info-percentiles parameters".to_string()
+                    })?;
+                    if !(0.0..=100.0).contains(&p) {
+                        return Err("latency-tracking-info-percentiles parameters should sit between [0.0,100.0]".to_string());
+                    }
+                    percentiles.push(p);
+                }
+                self.latency_tracking_info_percentiles = percentiles;
             }
             "busy-reply-threshold" | "lua-time-limit" => {
                 self.busy_reply_threshold_ms = redis(false, Range::Signed(0, i64::MAX))? as u64

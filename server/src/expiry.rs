@@ -43,7 +43,9 @@ pub fn sweep_once(shared: &Shared) -> u64 {
     reclaimed
 }
 
-/// Runs [`sweep_once`] `hz` times a second until shutdown.
+/// Runs [`sweep_once`] `hz` times a second until shutdown. A sweep that
+/// takes `latency-monitor-threshold` or longer is an `expire-cycle` event
+/// of the latency monitor, as in Redis.
 pub async fn run(shared: Arc<Shared>) {
     let mut stopping = shared.shutdown.subscribe();
     loop {
@@ -56,6 +58,19 @@ pub async fn run(shared: Arc<Shared>) {
         if shared.shutting_down.load(Ordering::SeqCst) {
             return;
         }
+        let started = std::time::Instant::now();
         sweep_once(&shared);
+        let took_ms = started.elapsed().as_millis() as u64;
+        let threshold_ms = shared
+            .stats
+            .latency_monitor_threshold_ms
+            .load(Ordering::Relaxed);
+        if threshold_ms != 0 && took_ms >= threshold_ms {
+            let now_s = shared.clock.now_ms() / 1000;
+            shared
+                .stats
+                .latency_monitor
+                .add("expire-cycle", took_ms, now_s);
+        }
     }
 }

@@ -138,3 +138,14 @@ mod tests {
         );
     }
 }
+
+/// `%f` with its trailing zeros (and a bare point) removed, as Redis's
+/// trimDoubleString leaves it: 99.9 → `99.9`, 50 → `50`.
+pub fn trim_double(value: f64) -> String {
+    let text = format!("{value:.6}");
+    if text.contains('.') {
+        text.trim_end_matches('0').trim_end_matches('.').to_string()
+    } else {
+        text
+    }
+}

@@ -286,6 +286,7 @@ pub fn lua_values(data: &[u8]) {
                 resp3,
                 proto,
                 limits,
+                &mut Default::default(),
             );
             assert_encodes_whole(&reply, proto);
             if !matches!(reply, Reply::Encoded(_)) {

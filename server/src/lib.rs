@@ -28,12 +28,14 @@ pub mod float;
 #[cfg(feature = "fuzzing")]
 pub mod fuzzing;
 pub mod glob;
+pub mod latency;
 pub mod net;
 pub mod pubsub;
 pub mod resp;
 pub mod scripting;
 pub mod slowlog;
 pub mod state;
+pub mod stats;
 pub mod store;
 pub mod util;
 
@@ -85,10 +87,12 @@ impl Server {
         let shared = Arc::new(Shared::new(self.config));
         *shared.local_addr.lock() = Some(local_addr);
         let sweeper = tokio::spawn(expiry::run(shared.clone()));
+        let sampler = tokio::spawn(stats::run_sampler(shared.clone()));
         let accept_loop = tokio::spawn(net::listener::run(shared.clone(), listeners));
         let task = tokio::spawn(async move {
             let _ = accept_loop.await;
             sweeper.abort();
+            sampler.abort();
         });
         Ok(ServerHandle {
             local_addr,

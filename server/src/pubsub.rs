@@ -304,6 +304,12 @@ impl PubSub {
         self.channels.read().get(channel).map_or(0, Vec::len)
     }
 
+    /// Channels and patterns with subscribers (INFO pubsub_channels and
+    /// pubsub_patterns).
+    pub fn counts(&self) -> (usize, usize) {
+        (self.channels.read().len(), self.numpat())
+    }
+
     /// Distinct patterns subscribed to (PUBSUB NUMPAT).
     pub fn numpat(&self) -> usize {
         self.patterns.read().len()

@@ -12,6 +12,7 @@ use tokio::sync::Notify;
 
 use crate::cmd::table::registry;
 use crate::config::Config;
+use crate::stats::Stats;
 use crate::store::{Clock, Store};
 
 /// Server-wide state, one per running server.
@@ -114,6 +115,7 @@ impl Shared {
             .memory_limit
             .store(lua_memory_limit, Ordering::Relaxed);
         shared.pubsub.set_limit(pubsub_limit);
+        shared.install_latency_settings(&shared.config.read());
         shared.scripts.preload_known();
         shared
     }
@@ -142,7 +144,17 @@ impl Shared {
             config.slowlog_log_slower_than,
             config.slowlog_max_len as usize,
         );
+        self.install_latency_settings(&config);
         *self.config.write() = config;
+    }
+
+    fn install_latency_settings(&self, config: &Config) {
+        self.stats
+            .latency_tracking
+            .store(config.latency_tracking, Ordering::Relaxed);
+        self.stats
+            .latency_monitor_threshold_ms
+            .store(config.latency_monitor_threshold_ms, Ordering::Relaxed);
     }
 
     /// Begins a graceful shutdown: stop accepting, let connections finish
@@ -166,90 +178,6 @@ impl Shared {
     pub fn over_maxmemory_with(&self, pending: usize) -> bool {
         let limit = self.maxmemory.load(Ordering::Relaxed);
         limit != 0 && (self.store.used_memory() as u64).saturating_add(pending as u64) > limit
-    }
-}
-
-/// Per-command statistics (INFO commandstats).
-#[derive(Default)]
-pub struct CommandStats {
-    /// Completed calls.
-    pub calls: AtomicU64,
-    /// Microseconds spent in the handler.
-    pub usec: AtomicU64,
-    /// Calls refused before running (arity, auth, OOM).
-    pub rejected_calls: AtomicU64,
-    /// Calls that ran and replied with an error.
-    pub failed_calls: AtomicU64,
-}
-
-/// Server statistics (INFO stats).
-pub struct Stats {
-    /// Connections accepted.
-    pub connections_received: AtomicU64,
-    /// Connections refused for maxclients.
-    pub rejected_connections: AtomicU64,
-    /// Commands executed.
-    pub commands_processed: AtomicU64,
-    /// Bytes read from clients.
-    pub net_input_bytes: AtomicU64,
-    /// Bytes written to clients.
-    pub net_output_bytes: AtomicU64,
-    /// Keys removed because their TTL passed.
-    pub expired_keys: AtomicU64,
-    /// Lookups that found a key.
-    pub keyspace_hits: AtomicU64,
-    /// Lookups that found nothing.
-    pub keyspace_misses: AtomicU64,
-    /// Errors replied, by any command.
-    pub total_error_replies: AtomicU64,
-    /// Largest input buffer any client held (INFO client_recent_max_input_buffer).
-    pub max_input_buffer: AtomicU64,
-    /// Commands that panicked and were contained (INFO `tally_contained_panics`);
-    /// any value but 0 is a bug to report.
-    pub panics: AtomicU64,
-    /// Per command, indexed like the command table.
-    pub commands: Box<[CommandStats]>,
-}
-
-impl Stats {
-    fn new(commands: usize) -> Stats {
-        Stats {
-            connections_received: AtomicU64::new(0),
-            rejected_connections: AtomicU64::new(0),
-            panics: AtomicU64::new(0),
-            commands_processed: AtomicU64::new(0),
-            net_input_bytes: AtomicU64::new(0),
-            net_output_bytes: AtomicU64::new(0),
-            expired_keys: AtomicU64::new(0),
-            keyspace_hits: AtomicU64::new(0),
-            keyspace_misses: AtomicU64::new(0),
-            total_error_replies: AtomicU64::new(0),
-            max_input_buffer: AtomicU64::new(0),
-            commands: (0..commands).map(|_| CommandStats::default()).collect(),
-        }
-    }
-
-    /// CONFIG RESETSTAT.
-    pub fn reset(&self) {
-        for counter in [
-            &self.connections_received,
-            &self.rejected_connections,
-            &self.commands_processed,
-            &self.net_input_bytes,
-            &self.net_output_bytes,
-            &self.expired_keys,
-            &self.keyspace_hits,
-            &self.keyspace_misses,
-            &self.total_error_replies,
-        ] {
-            counter.store(0, Ordering::Relaxed);
-        }
-        for c in self.commands.iter() {
-            c.calls.store(0, Ordering::Relaxed);
-            c.usec.store(0, Ordering::Relaxed);
-            c.rejected_calls.store(0, Ordering::Relaxed);
-            c.failed_calls.store(0, Ordering::Relaxed);
-        }
     }
 }
 

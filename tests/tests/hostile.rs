@@ -397,6 +397,10 @@ async fn debug_sleep_inf_answers_like_redis_and_holds_no_slot() {
             let mut conn = server.raw().await;
             // Redis: (long long)(inf * 1e6) is negative, nanosleep returns at once.
             assert_eq!(conn.line(&format!("DEBUG SLEEP {value}")).await, "+OK\r\n");
+            // A connection still asleep would never answer QUIT; one that is
+            // awake gives its slot back before it closes.
+            conn.send(&encode_command(&["QUIT"])).await;
+            assert_eq!(conn.read_until_closed().await, b"+OK\r\n");
         }
     }
     canary.check(&server).await;

@@ -9,15 +9,35 @@ use super::keys::parse_cursor;
 use crate::resp::{Protocol, Reply};
 use crate::store::{KeyRef, Kind, ShardData, ValueRef};
 
-/// Runs `read` on the collection at `key`: `Ok(None)` when the key does not
-/// exist, WRONGTYPE when it holds another type.
+/// Runs `read` on the collection at `key` for a command that reads it:
+/// `Ok(None)` when the key does not exist, WRONGTYPE when it holds another
+/// type. The lookup counts in INFO's keyspace hits and misses.
 pub fn read<T: Kind, R>(
     shard: &mut ShardData,
     key: KeyRef<'_>,
     now_ms: u64,
     read: impl FnOnce(&T) -> R,
 ) -> Result<Option<R>, Reply> {
-    match shard.get(key, now_ms).map(|entry| entry.value()) {
+    let entry = shard.lookup_read(key, now_ms);
+    of_kind(entry.map(|entry| entry.value()), read)
+}
+
+/// [`read`] for a command that writes (the source of LMOVE or SMOVE, the
+/// inputs of SINTERSTORE): not counted, as Redis's lookupKeyWrite is not.
+pub fn read_for_write<T: Kind, R>(
+    shard: &mut ShardData,
+    key: KeyRef<'_>,
+    now_ms: u64,
+    read: impl FnOnce(&T) -> R,
+) -> Result<Option<R>, Reply> {
+    of_kind(shard.get(key, now_ms).map(|entry| entry.value()), read)
+}
+
+fn of_kind<T: Kind, R>(
+    value: Option<ValueRef<'_>>,
+    read: impl FnOnce(&T) -> R,
+) -> Result<Option<R>, Reply> {
+    match value {
         None => Ok(None),
         Some(ValueRef::Obj(object)) => match T::of(object) {
             Some(value) => Ok(Some(read(value))),
@@ -64,7 +84,7 @@ pub fn exists_as<T: Kind>(
     key: KeyRef<'_>,
     now_ms: u64,
 ) -> Result<bool, Reply> {
-    read::<T, ()>(shard, key, now_ms, |_| ()).map(|found| found.is_some())
+    read_for_write::<T, ()>(shard, key, now_ms, |_| ()).map(|found| found.is_some())
 }
 
 /// Turns `Result<Reply, Reply>` into the reply, whichever it is.

@@ -43,6 +43,20 @@ fn config_parameters(config: &Config) -> Vec<(&'static str, String)> {
             config.slowlog_log_slower_than.to_string(),
         ),
         (
+            "latency-monitor-threshold",
+            config.latency_monitor_threshold_ms.to_string(),
+        ),
+        ("latency-tracking", yes_no(config.latency_tracking)),
+        (
+            "latency-tracking-info-percentiles",
+            config
+                .latency_tracking_info_percentiles
+                .iter()
+                .map(|p| crate::float::trim_double(*p))
+                .collect::<Vec<_>>()
+                .join(" "),
+        ),
+        (
             "client-output-buffer-limit",
             format!(
                 "normal 0 0 0 slave 268435456 67108864 60 pubsub {} {} {}",
@@ -51,19 +65,15 @@ fn config_parameters(config: &Config) -> Vec<(&'static str, String)> {
                 config.pubsub_output_limit.soft_seconds
             ),
         ),
-        (
-            "lua-native-scripts",
-            if config.lua_native_scripts {
-                "yes"
-            } else {
-                "no"
-            }
-            .to_string(),
-        ),
+        ("lua-native-scripts", yes_no(config.lua_native_scripts)),
         ("save", String::new()),
         ("appendonly", "no".to_string()),
         ("daemonize", "no".to_string()),
     ]
+}
+
+fn yes_no(flag: bool) -> String {
+    if flag { "yes" } else { "no" }.to_string()
 }
 
 /// Parameters that only take effect at start.
@@ -143,7 +153,16 @@ pub fn config_set(ctx: &mut Ctx<'_>, argv: &[&[u8]]) -> Reply {
 
 /// CONFIG RESETSTAT
 pub fn config_resetstat(ctx: &mut Ctx<'_>, _argv: &[&[u8]]) -> Reply {
+    // What this batch counted so far goes too, as on Redis, whose counters
+    // are updated command by command.
+    ctx.client.batch.flush(ctx.shared, ctx.client.info.id);
     ctx.shared.stats.reset();
+    let store = &ctx.shared.store;
+    for db in 0..store.databases() {
+        for index in 0..store.db(db).shard_count() {
+            ctx.lock_shard(db, index).reset_lookup_counts();
+        }
+    }
     Reply::Ok
 }
 

@@ -1,7 +1,9 @@
-//! INFO: the sections and fields Redis 7.0 reports, filled from the
-//! server's statistics, the store and the allocator.
+//! INFO: the sections and fields Redis 7.0 reports, in its order, filled
+//! from the server's statistics, the store, the scripts and the allocator.
+//! Fields for machinery tally does not have (replication, AOF, fork, defrag,
+//! modules) are reported with the values Redis gives when it is idle, so
+//! that exporters and dashboards find every field they read.
 
-use std::fmt::Write as _;
 use std::sync::atomic::Ordering;
 
 use super::connection::REDIS_VERSION;
@@ -9,18 +11,28 @@ use super::table::registry;
 use super::Ctx;
 use crate::config::MAXMEMORY_POLICY;
 use crate::resp::Reply;
+use crate::store::shard::LookupCounts;
 
+/// Bytes as Redis's bytesToHuman writes them (`992.62K`, `1.09M`).
 fn human_bytes(n: u64) -> String {
-    let n = n as f64;
-    if n < 1024.0 {
-        format!("{n}B")
-    } else if n < 1024.0 * 1024.0 {
-        format!("{:.2}K", n / 1024.0)
-    } else if n < 1024.0 * 1024.0 * 1024.0 {
-        format!("{:.2}M", n / (1024.0 * 1024.0))
-    } else {
-        format!("{:.2}G", n / (1024.0 * 1024.0 * 1024.0))
+    const UNITS: [(f64, &str); 5] = [
+        (1024.0, "K"),
+        (1024.0 * 1024.0, "M"),
+        (1024.0 * 1024.0 * 1024.0, "G"),
+        (1024.0 * 1024.0 * 1024.0 * 1024.0, "T"),
+        (1024.0 * 1024.0 * 1024.0 * 1024.0 * 1024.0, "P"),
+    ];
+    let value = n as f64;
+    if value < 1024.0 {
+        return format!("{n}B");
     }
+    let mut chosen = UNITS[0];
+    for unit in UNITS {
+        if value >= unit.0 {
+            chosen = unit;
+        }
+    }
+    format!("{:.2}{}", value / chosen.0, chosen.1)
 }
 
 /// Resident set size of this process, from /proc (0 where unavailable).
@@ -30,6 +42,17 @@ pub fn rss_bytes() -> u64 {
         .and_then(|s| s.split_whitespace().nth(1)?.parse::<u64>().ok())
         .map(|pages| pages * 4096)
         .unwrap_or(0)
+}
+
+/// Physical memory of the machine, from /proc/meminfo (0 where unavailable).
+fn total_system_memory() -> u64 {
+    std::fs::read_to_string("/proc/meminfo")
+        .ok()
+        .and_then(|text| {
+            let line = text.lines().find(|l| l.starts_with("MemTotal:"))?;
+            line.split_whitespace().nth(1)?.parse::<u64>().ok()
+        })
+        .map_or(0, |kib| kib * 1024)
 }
 
 /// User and system CPU seconds of this process, from /proc.
@@ -47,7 +70,23 @@ fn cpu_seconds() -> (f64, f64) {
     (ticks(11) / 100.0, ticks(12) / 100.0)
 }
 
-/// INFO sections in the order Redis prints them.
+/// `Linux 6.1.0 x86_64`, as Redis's uname-based `os` field.
+fn os_name() -> String {
+    let read = |name: &str| {
+        std::fs::read_to_string(format!("/proc/sys/kernel/{name}"))
+            .map(|s| s.trim().to_string())
+            .unwrap_or_default()
+    };
+    let (ostype, release) = (read("ostype"), read("osrelease"));
+    if ostype.is_empty() {
+        format!("{} {}", std::env::consts::OS, std::env::consts::ARCH)
+    } else {
+        format!("{ostype} {release} {}", std::env::consts::ARCH)
+    }
+}
+
+/// INFO sections in the order Redis prints them; `limiter_scripts` is
+/// tally's own and comes last.
 const SECTIONS: &[&str] = &[
     "server",
     "clients",
@@ -57,20 +96,21 @@ const SECTIONS: &[&str] = &[
     "replication",
     "cpu",
     "modules",
-    "errorstats",
-    "cluster",
-    "limiter_scripts",
     "commandstats",
+    "errorstats",
+    "latencystats",
+    "cluster",
     "keyspace",
+    "limiter_scripts",
 ];
 
 /// Sections that only `INFO all`, `INFO everything` or their name select.
-const NOT_DEFAULT: &[&str] = &["commandstats"];
+const NOT_DEFAULT: &[&str] = &["commandstats", "latencystats"];
 
 /// INFO [section [section ...]]
 pub fn info(ctx: &mut Ctx<'_>, argv: &[&[u8]]) -> Reply {
     // Count this batch's work before reporting it.
-    ctx.client.batch.flush(ctx.shared);
+    ctx.client.batch.flush(ctx.shared, ctx.client.info.id);
     let wanted: Vec<String> = argv[1..]
         .iter()
         .map(|a| String::from_utf8_lossy(a).to_ascii_lowercase())
@@ -82,211 +122,501 @@ pub fn info(ctx: &mut Ctx<'_>, argv: &[&[u8]]) -> Reply {
             || (default && !NOT_DEFAULT.contains(&section))
             || wanted.iter().any(|w| w == section)
     };
+    let totals = ShardTotals::gather(ctx);
     let mut text = String::new();
     for section in SECTIONS.iter().copied().filter(|s| selected(s)) {
         if !text.is_empty() {
             text.push_str("\r\n");
         }
-        write_section(ctx, section, &mut text);
+        let lines = section_lines(ctx, section, &totals);
+        text.push_str(&format!("# {}\r\n", title(section)));
+        for line in lines {
+            text.push_str(&line);
+            text.push_str("\r\n");
+        }
     }
     Reply::Verbatim(text.into_bytes())
 }
 
-fn write_section(ctx: &Ctx<'_>, section: &str, out: &mut String) {
-    let shared = ctx.shared;
-    let config = shared.config.read();
-    let stats = &shared.stats;
-    let load = |c: &std::sync::atomic::AtomicU64| c.load(Ordering::Relaxed);
-    let mut lines: Vec<String> = Vec::new();
+fn title(section: &str) -> String {
     match section {
-        "server" => {
-            let uptime = shared.started.elapsed().as_secs();
-            let addr = shared.local_addr.lock().map(|a| a.port()).unwrap_or(0);
-            lines.extend([
-                format!("redis_version:{REDIS_VERSION}"),
-                format!("tally_version:{}", env!("CARGO_PKG_VERSION")),
-                "redis_git_sha1:00000000".to_string(),
-                "redis_git_dirty:0".to_string(),
-                "redis_mode:standalone".to_string(),
-                format!("os:{} {}", std::env::consts::OS, std::env::consts::ARCH),
-                "arch_bits:64".to_string(),
-                "multiplexing_api:epoll".to_string(),
-                format!("process_id:{}", std::process::id()),
-                format!("run_id:{}", shared.run_id),
-                format!("tcp_port:{addr}"),
-                format!("server_time_usec:{}", shared.clock.now_us()),
-                format!("uptime_in_seconds:{uptime}"),
-                format!("uptime_in_days:{}", uptime / 86400),
-                format!("hz:{}", config.hz),
-                format!("configured_hz:{}", config.hz),
-                "executable:tally-server".to_string(),
-                "config_file:".to_string(),
-            ]);
-        }
-        "clients" => lines.extend([
-            format!("connected_clients:{}", shared.clients.len()),
-            format!("maxclients:{}", config.maxclients),
-            format!(
-                "client_recent_max_input_buffer:{}",
-                load(&stats.max_input_buffer)
-            ),
-            "client_recent_max_output_buffer:0".to_string(),
-            "blocked_clients:0".to_string(),
-            "tracking_clients:0".to_string(),
-        ]),
-        "memory" => {
-            let used = shared.store.used_memory() as u64;
-            let rss = rss_bytes();
-            let ratio = |a: u64, b: u64| if b == 0 { 0.0 } else { a as f64 / b as f64 };
-            lines.extend([
-                format!("used_memory:{used}"),
-                format!("used_memory_human:{}", human_bytes(used)),
-                format!("used_memory_rss:{rss}"),
-                format!("used_memory_rss_human:{}", human_bytes(rss)),
-                format!("maxmemory:{}", config.maxmemory),
-                format!("maxmemory_human:{}", human_bytes(config.maxmemory)),
-                format!("maxmemory_policy:{MAXMEMORY_POLICY}"),
-            ]);
-            // used_memory is the keyspace alone (what maxmemory limits), so
-            // fragmentation is measured against what the process allocated,
-            // where the allocator tells it; docs/compatibility.md.
-            let base = match crate::allocator::stats() {
-                Some(a) => {
-                    lines.extend([
-                        format!("allocator_allocated:{}", a.allocated),
-                        format!("allocator_active:{}", a.active),
-                        format!("allocator_resident:{}", a.resident),
-                        format!("allocator_frag_ratio:{:.2}", ratio(a.active, a.allocated)),
-                        format!(
-                            "allocator_frag_bytes:{}",
-                            a.active as i64 - a.allocated as i64
-                        ),
-                        format!("allocator_rss_ratio:{:.2}", ratio(a.resident, a.active)),
-                        format!(
-                            "allocator_rss_bytes:{}",
-                            a.resident as i64 - a.active as i64
-                        ),
-                        format!("rss_overhead_ratio:{:.2}", ratio(rss, a.resident)),
-                        format!("rss_overhead_bytes:{}", rss as i64 - a.resident as i64),
-                    ]);
-                    a.allocated
-                }
-                None => used,
-            };
-            lines.extend([
-                format!("mem_fragmentation_ratio:{:.2}", ratio(rss, base)),
-                format!("mem_fragmentation_bytes:{}", rss as i64 - base as i64),
-                format!("mem_allocator:{}", crate::allocator::name()),
-            ]);
-        }
-        "persistence" => lines.extend([
-            "loading:0".to_string(),
-            "async_loading:0".to_string(),
-            "rdb_changes_since_last_save:0".to_string(),
-            "rdb_bgsave_in_progress:0".to_string(),
-            format!("rdb_last_save_time:{}", shared.started_unix),
-            "rdb_last_bgsave_status:ok".to_string(),
-            "aof_enabled:0".to_string(),
-            "aof_rewrite_in_progress:0".to_string(),
-            "aof_last_write_status:ok".to_string(),
-        ]),
-        "stats" => lines.extend([
-            format!(
-                "total_connections_received:{}",
-                load(&stats.connections_received)
-            ),
-            format!(
-                "total_commands_processed:{}",
-                load(&stats.commands_processed)
-            ),
-            format!("total_net_input_bytes:{}", load(&stats.net_input_bytes)),
-            format!("total_net_output_bytes:{}", load(&stats.net_output_bytes)),
-            format!("rejected_connections:{}", load(&stats.rejected_connections)),
-            format!("expired_keys:{}", load(&stats.expired_keys)),
-            "evicted_keys:0".to_string(),
-            format!("keyspace_hits:{}", load(&stats.keyspace_hits)),
-            format!("keyspace_misses:{}", load(&stats.keyspace_misses)),
-            "pubsub_channels:0".to_string(),
-            "pubsub_patterns:0".to_string(),
-            format!("total_error_replies:{}", load(&stats.total_error_replies)),
-            format!("tally_contained_panics:{}", load(&stats.panics)),
-        ]),
-        "replication" => lines.extend([
-            "role:master".to_string(),
-            "connected_slaves:0".to_string(),
-            format!("master_replid:{}", shared.run_id),
-            "master_repl_offset:0".to_string(),
-        ]),
-        "cpu" => {
-            let (user, sys) = cpu_seconds();
-            lines.extend([
-                format!("used_cpu_sys:{sys:.6}"),
-                format!("used_cpu_user:{user:.6}"),
-            ]);
-        }
-        "cluster" => lines.push("cluster_enabled:0".to_string()),
-        "limiter_scripts" => {
-            let scripts = &shared.scripts;
-            lines.push(format!(
-                "native_scripts_enabled:{}",
-                scripts.native_enabled.load(Ordering::Relaxed) as u8
-            ));
-            lines.push(format!("lua_runs:{}", load(&scripts.lua_runs)));
-            for (known, (native, lua)) in tally_lua::SCRIPTS.iter().zip(&scripts.known_runs) {
-                lines.push(format!(
-                    "script_{}:sha={},native_runs={},lua_runs={}",
-                    known.name,
-                    tally_lua::sha1_hex(known.source),
-                    load(native),
-                    load(lua)
-                ));
-            }
-        }
-        "commandstats" => {
-            for (index, command) in registry().all().enumerate() {
-                let c = &stats.commands[index];
-                let calls = load(&c.calls);
-                let (rejected, failed) = (load(&c.rejected_calls), load(&c.failed_calls));
-                if calls == 0 && rejected == 0 && failed == 0 {
-                    continue;
-                }
-                let usec = load(&c.usec);
-                let per_call = if calls == 0 {
-                    0.0
-                } else {
-                    usec as f64 / calls as f64
-                };
-                lines.push(format!(
-                    "cmdstat_{}:calls={calls},usec={usec},usec_per_call={per_call:.2},\
-                     rejected_calls={rejected},failed_calls={failed}",
-                    command.name
-                ));
-            }
-        }
-        "keyspace" => {
-            for index in 0..shared.store.databases() {
-                let (keys, volatile) = ctx.db_sizes(index);
-                if keys > 0 {
-                    lines.push(format!(
-                        "db{index}:keys={keys},expires={volatile},avg_ttl=0"
-                    ));
-                }
-            }
-        }
-        _ => {}
-    }
-    let title = match section {
         "cpu" => "CPU".to_string(),
-        "limiter_scripts" => "Limiter_scripts".to_string(),
         other => {
             let mut t = other.to_string();
             t[..1].make_ascii_uppercase();
             t
         }
+    }
+}
+
+/// What INFO reads from every shard, in one pass over them.
+struct ShardTotals {
+    /// (keys, keys with a deadline) per database.
+    per_db: Vec<(usize, usize)>,
+    lookups: LookupCounts,
+    /// Bytes of the hash tables themselves (INFO used_memory_overhead).
+    table_bytes: usize,
+}
+
+impl ShardTotals {
+    fn gather(ctx: &Ctx<'_>) -> ShardTotals {
+        let store = &ctx.shared.store;
+        let mut totals = ShardTotals {
+            per_db: Vec::with_capacity(store.databases()),
+            lookups: LookupCounts::default(),
+            table_bytes: 0,
+        };
+        for db in 0..store.databases() {
+            let (mut keys, mut volatile) = (0, 0);
+            for index in 0..store.db(db).shard_count() {
+                let shard = ctx.lock_shard(db, index);
+                keys += shard.len();
+                volatile += shard.volatile_len();
+                let lookups = shard.lookup_counts();
+                totals.lookups.hits += lookups.hits;
+                totals.lookups.misses += lookups.misses;
+                totals.table_bytes += shard.table_bytes();
+            }
+            totals.per_db.push((keys, volatile));
+        }
+        totals
+    }
+}
+
+fn section_lines(ctx: &Ctx<'_>, section: &str, totals: &ShardTotals) -> Vec<String> {
+    match section {
+        "server" => server(ctx),
+        "clients" => clients(ctx),
+        "memory" => memory(ctx, totals),
+        "persistence" => persistence(ctx),
+        "stats" => stats(ctx, totals),
+        "replication" => replication(ctx),
+        "cpu" => cpu(),
+        "commandstats" => commandstats(ctx),
+        "errorstats" => errorstats(ctx),
+        "latencystats" => latencystats(ctx),
+        "cluster" => vec!["cluster_enabled:0".to_string()],
+        "keyspace" => keyspace(totals),
+        "limiter_scripts" => limiter_scripts(ctx),
+        _ => Vec::new(),
+    }
+}
+
+fn load(counter: &std::sync::atomic::AtomicU64) -> u64 {
+    counter.load(Ordering::Relaxed)
+}
+
+fn server(ctx: &Ctx<'_>) -> Vec<String> {
+    let shared = ctx.shared;
+    let config = shared.config.read();
+    let uptime = shared.started.elapsed().as_secs();
+    let port = shared.local_addr.lock().map(|a| a.port()).unwrap_or(0);
+    let executable = std::env::current_exe()
+        .map(|p| p.display().to_string())
+        .unwrap_or_default();
+    vec![
+        format!("redis_version:{REDIS_VERSION}"),
+        format!("tally_version:{}", env!("CARGO_PKG_VERSION")),
+        "redis_git_sha1:00000000".to_string(),
+        "redis_git_dirty:0".to_string(),
+        format!("redis_build_id:{}", build_id()),
+        "redis_mode:standalone".to_string(),
+        format!("os:{}", os_name()),
+        "arch_bits:64".to_string(),
+        "monotonic_clock:POSIX clock_gettime".to_string(),
+        "multiplexing_api:epoll".to_string(),
+        "atomicvar_api:c11-builtin".to_string(),
+        "gcc_version:0.0.0".to_string(),
+        format!("process_id:{}", std::process::id()),
+        "process_supervised:no".to_string(),
+        format!("run_id:{}", shared.run_id),
+        format!("tcp_port:{port}"),
+        format!("server_time_usec:{}", shared.clock.now_us()),
+        format!("uptime_in_seconds:{uptime}"),
+        format!("uptime_in_days:{}", uptime / 86400),
+        format!("hz:{}", config.hz),
+        format!("configured_hz:{}", config.hz),
+        // Redis's LRU clock: seconds, in 24 bits.
+        format!(
+            "lru_clock:{}",
+            (shared.clock.now_ms() / 1000) & ((1 << 24) - 1)
+        ),
+        format!("executable:{executable}"),
+        "config_file:".to_string(),
+        "io_threads_active:0".to_string(),
+    ]
+}
+
+/// A stable identifier of this build (Redis hashes its build environment).
+fn build_id() -> String {
+    let digest = tally_lua::sha1_hex(concat!("tally-", env!("CARGO_PKG_VERSION")));
+    digest[..16].to_string()
+}
+
+fn clients(ctx: &Ctx<'_>) -> Vec<String> {
+    let shared = ctx.shared;
+    let config = shared.config.read();
+    vec![
+        format!("connected_clients:{}", shared.clients.len()),
+        "cluster_connections:0".to_string(),
+        format!("maxclients:{}", config.maxclients),
+        format!(
+            "client_recent_max_input_buffer:{}",
+            load(&shared.stats.max_input_buffer)
+        ),
+        "client_recent_max_output_buffer:0".to_string(),
+        "blocked_clients:0".to_string(),
+        "tracking_clients:0".to_string(),
+        "clients_in_timeout_table:0".to_string(),
+    ]
+}
+
+fn memory(ctx: &Ctx<'_>, totals: &ShardTotals) -> Vec<String> {
+    let shared = ctx.shared;
+    let config = shared.config.read();
+    let used = shared.store.used_memory() as u64;
+    let peak = shared
+        .stats
+        .peak_memory
+        .fetch_max(used, Ordering::Relaxed)
+        .max(used);
+    let rss = rss_bytes();
+    let ratio = |a: u64, b: u64| if b == 0 { 0.0 } else { a as f64 / b as f64 };
+    let percent = |a: u64, b: u64| {
+        if b == 0 {
+            0.0
+        } else {
+            a as f64 * 100.0 / b as f64
+        }
     };
-    let _ = write!(out, "# {title}\r\n");
-    for line in lines {
-        out.push_str(&line);
-        out.push_str("\r\n");
+    // used_memory is the keyspace (what maxmemory limits): its overhead is
+    // the hash tables themselves, its dataset the entries and values;
+    // docs/compatibility.md.
+    let overhead = (totals.table_bytes as u64).min(used);
+    let dataset = used - overhead;
+    let lua = shared.scripts.vm_memory.load(Ordering::Relaxed).max(0) as u64;
+    let (cached_scripts, script_bytes) = shared.scripts.cache_stats();
+    let system = total_system_memory();
+    let mut lines = vec![
+        format!("used_memory:{used}"),
+        format!("used_memory_human:{}", human_bytes(used)),
+        format!("used_memory_rss:{rss}"),
+        format!("used_memory_rss_human:{}", human_bytes(rss)),
+        format!("used_memory_peak:{peak}"),
+        format!("used_memory_peak_human:{}", human_bytes(peak)),
+        format!("used_memory_peak_perc:{:.2}%", percent(used, peak)),
+        format!("used_memory_overhead:{overhead}"),
+        "used_memory_startup:0".to_string(),
+        format!("used_memory_dataset:{dataset}"),
+        format!("used_memory_dataset_perc:{:.2}%", percent(dataset, used)),
+    ];
+    let allocator = crate::allocator::stats();
+    if let Some(a) = allocator {
+        lines.extend([
+            format!("allocator_allocated:{}", a.allocated),
+            format!("allocator_active:{}", a.active),
+            format!("allocator_resident:{}", a.resident),
+        ]);
+    }
+    lines.extend([
+        format!("total_system_memory:{system}"),
+        format!("total_system_memory_human:{}", human_bytes(system)),
+        format!("used_memory_lua:{lua}"),
+        format!("used_memory_vm_eval:{lua}"),
+        format!("used_memory_lua_human:{}", human_bytes(lua)),
+        format!("used_memory_scripts_eval:{script_bytes}"),
+        format!("number_of_cached_scripts:{cached_scripts}"),
+        "number_of_functions:0".to_string(),
+        "number_of_libraries:0".to_string(),
+        "used_memory_vm_functions:0".to_string(),
+        format!("used_memory_vm_total:{lua}"),
+        format!("used_memory_vm_total_human:{}", human_bytes(lua)),
+        "used_memory_functions:0".to_string(),
+        format!("used_memory_scripts:{script_bytes}"),
+        format!(
+            "used_memory_scripts_human:{}",
+            human_bytes(script_bytes as u64)
+        ),
+        format!("maxmemory:{}", config.maxmemory),
+        format!("maxmemory_human:{}", human_bytes(config.maxmemory)),
+        format!("maxmemory_policy:{MAXMEMORY_POLICY}"),
+    ]);
+    // Fragmentation is measured against what the process allocated, where
+    // the allocator tells it, not against used_memory (the keyspace alone):
+    // a ratio of RSS to the keyspace would read in the tens on an empty
+    // server; docs/compatibility.md.
+    let base = match allocator {
+        Some(a) => {
+            lines.extend([
+                format!("allocator_frag_ratio:{:.2}", ratio(a.active, a.allocated)),
+                format!(
+                    "allocator_frag_bytes:{}",
+                    a.active as i64 - a.allocated as i64
+                ),
+                format!("allocator_rss_ratio:{:.2}", ratio(a.resident, a.active)),
+                format!(
+                    "allocator_rss_bytes:{}",
+                    a.resident as i64 - a.active as i64
+                ),
+                format!("rss_overhead_ratio:{:.2}", ratio(rss, a.resident)),
+                format!("rss_overhead_bytes:{}", rss as i64 - a.resident as i64),
+            ]);
+            a.allocated
+        }
+        None => used,
+    };
+    lines.extend([
+        format!("mem_fragmentation_ratio:{:.2}", ratio(rss, base)),
+        format!("mem_fragmentation_bytes:{}", rss as i64 - base as i64),
+        "mem_not_counted_for_evict:0".to_string(),
+        "mem_replication_backlog:0".to_string(),
+        "mem_total_replication_buffers:0".to_string(),
+        "mem_clients_slaves:0".to_string(),
+        "mem_clients_normal:0".to_string(),
+        "mem_cluster_links:0".to_string(),
+        "mem_aof_buffer:0".to_string(),
+        format!("mem_allocator:{}", crate::allocator::name()),
+        "active_defrag_running:0".to_string(),
+        "lazyfree_pending_objects:0".to_string(),
+        "lazyfreed_objects:0".to_string(),
+    ]);
+    lines
+}
+
+fn persistence(ctx: &Ctx<'_>) -> Vec<String> {
+    vec![
+        "loading:0".to_string(),
+        "async_loading:0".to_string(),
+        "current_cow_peak:0".to_string(),
+        "current_cow_size:0".to_string(),
+        "current_cow_size_age:0".to_string(),
+        "current_fork_perc:0.00".to_string(),
+        "current_save_keys_processed:0".to_string(),
+        "current_save_keys_total:0".to_string(),
+        "rdb_changes_since_last_save:0".to_string(),
+        "rdb_bgsave_in_progress:0".to_string(),
+        format!("rdb_last_save_time:{}", ctx.shared.started_unix),
+        "rdb_last_bgsave_status:ok".to_string(),
+        "rdb_last_bgsave_time_sec:-1".to_string(),
+        "rdb_current_bgsave_time_sec:-1".to_string(),
+        "rdb_saves:0".to_string(),
+        "rdb_last_cow_size:0".to_string(),
+        "rdb_last_load_keys_expired:0".to_string(),
+        "rdb_last_load_keys_loaded:0".to_string(),
+        "aof_enabled:0".to_string(),
+        "aof_rewrite_in_progress:0".to_string(),
+        "aof_rewrite_scheduled:0".to_string(),
+        "aof_last_rewrite_time_sec:-1".to_string(),
+        "aof_current_rewrite_time_sec:-1".to_string(),
+        "aof_last_bgrewrite_status:ok".to_string(),
+        "aof_rewrites:0".to_string(),
+        "aof_rewrites_consecutive_failures:0".to_string(),
+        "aof_last_write_status:ok".to_string(),
+        "aof_last_cow_size:0".to_string(),
+        "module_fork_in_progress:0".to_string(),
+        "module_fork_last_cow_size:0".to_string(),
+    ]
+}
+
+fn stats(ctx: &Ctx<'_>, totals: &ShardTotals) -> Vec<String> {
+    let shared = ctx.shared;
+    let stats = &shared.stats;
+    let (input_kbps, output_kbps) = stats.instantaneous.kbps();
+    let (channels, patterns) = shared.pubsub.counts();
+    vec![
+        format!(
+            "total_connections_received:{}",
+            load(&stats.connections_received)
+        ),
+        format!(
+            "total_commands_processed:{}",
+            load(&stats.commands_processed)
+        ),
+        format!(
+            "instantaneous_ops_per_sec:{}",
+            stats.instantaneous.ops_per_sec()
+        ),
+        format!("total_net_input_bytes:{}", load(&stats.net_input_bytes)),
+        format!("total_net_output_bytes:{}", load(&stats.net_output_bytes)),
+        "total_net_repl_input_bytes:0".to_string(),
+        "total_net_repl_output_bytes:0".to_string(),
+        format!("instantaneous_input_kbps:{input_kbps:.2}"),
+        format!("instantaneous_output_kbps:{output_kbps:.2}"),
+        "instantaneous_input_repl_kbps:0.00".to_string(),
+        "instantaneous_output_repl_kbps:0.00".to_string(),
+        format!("rejected_connections:{}", load(&stats.rejected_connections)),
+        "sync_full:0".to_string(),
+        "sync_partial_ok:0".to_string(),
+        "sync_partial_err:0".to_string(),
+        format!("expired_keys:{}", load(&stats.expired_keys)),
+        "expired_stale_perc:0.00".to_string(),
+        "expired_time_cap_reached_count:0".to_string(),
+        "expire_cycle_cpu_milliseconds:0".to_string(),
+        "evicted_keys:0".to_string(),
+        "evicted_clients:0".to_string(),
+        "total_eviction_exceeded_time:0".to_string(),
+        "current_eviction_exceeded_time:0".to_string(),
+        format!("keyspace_hits:{}", totals.lookups.hits),
+        format!("keyspace_misses:{}", totals.lookups.misses),
+        format!("pubsub_channels:{channels}"),
+        format!("pubsub_patterns:{patterns}"),
+        "pubsubshard_channels:0".to_string(),
+        "latest_fork_usec:0".to_string(),
+        "total_forks:0".to_string(),
+        "migrate_cached_sockets:0".to_string(),
+        "slave_expires_tracked_keys:0".to_string(),
+        "active_defrag_hits:0".to_string(),
+        "active_defrag_misses:0".to_string(),
+        "active_defrag_key_hits:0".to_string(),
+        "active_defrag_key_misses:0".to_string(),
+        "total_active_defrag_time:0".to_string(),
+        "current_active_defrag_time:0".to_string(),
+        "tracking_total_keys:0".to_string(),
+        "tracking_total_items:0".to_string(),
+        "tracking_total_prefixes:0".to_string(),
+        "unexpected_error_replies:0".to_string(),
+        format!("total_error_replies:{}", load(&stats.total_error_replies)),
+        "dump_payload_sanitizations:0".to_string(),
+        format!("total_reads_processed:{}", load(&stats.reads_processed)),
+        format!("total_writes_processed:{}", load(&stats.writes_processed)),
+        "io_threaded_reads_processed:0".to_string(),
+        "io_threaded_writes_processed:0".to_string(),
+        "reply_buffer_shrinks:0".to_string(),
+        "reply_buffer_expands:0".to_string(),
+        format!("tally_contained_panics:{}", load(&stats.panics)),
+    ]
+}
+
+fn replication(ctx: &Ctx<'_>) -> Vec<String> {
+    vec![
+        "role:master".to_string(),
+        "connected_slaves:0".to_string(),
+        "master_failover_state:no-failover".to_string(),
+        format!("master_replid:{}", ctx.shared.run_id),
+        "master_replid2:0000000000000000000000000000000000000000".to_string(),
+        "master_repl_offset:0".to_string(),
+        "second_repl_offset:-1".to_string(),
+        "repl_backlog_active:0".to_string(),
+        "repl_backlog_size:1048576".to_string(),
+        "repl_backlog_first_byte_offset:0".to_string(),
+        "repl_backlog_histlen:0".to_string(),
+    ]
+}
+
+fn cpu() -> Vec<String> {
+    let (user, sys) = cpu_seconds();
+    // tally has no main thread: every worker serves clients, so the
+    // main-thread figures are the process's; docs/compatibility.md.
+    vec![
+        format!("used_cpu_sys:{sys:.6}"),
+        format!("used_cpu_user:{user:.6}"),
+        "used_cpu_sys_children:0.000000".to_string(),
+        "used_cpu_user_children:0.000000".to_string(),
+        format!("used_cpu_sys_main_thread:{sys:.6}"),
+        format!("used_cpu_user_main_thread:{user:.6}"),
+    ]
+}
+
+fn commandstats(ctx: &Ctx<'_>) -> Vec<String> {
+    let stats = &ctx.shared.stats;
+    let mut lines = Vec::new();
+    for (index, command) in registry().all().enumerate() {
+        let c = &stats.commands[index];
+        let calls = load(&c.calls);
+        let (rejected, failed) = (load(&c.rejected_calls), load(&c.failed_calls));
+        if calls == 0 && rejected == 0 && failed == 0 {
+            continue;
+        }
+        let usec = load(&c.usec);
+        let per_call = if calls == 0 {
+            0.0
+        } else {
+            usec as f64 / calls as f64
+        };
+        lines.push(format!(
+            "cmdstat_{}:calls={calls},usec={usec},usec_per_call={per_call:.2},\
+             rejected_calls={rejected},failed_calls={failed}",
+            command.name
+        ));
+    }
+    lines
+}
+
+fn errorstats(ctx: &Ctx<'_>) -> Vec<String> {
+    ctx.shared
+        .stats
+        .errorstats
+        .lock()
+        .iter()
+        .map(|(code, count)| format!("errorstat_{}:count={count}", String::from_utf8_lossy(code)))
+        .collect()
+}
+
+fn latencystats(ctx: &Ctx<'_>) -> Vec<String> {
+    let percentiles = ctx
+        .shared
+        .config
+        .read()
+        .latency_tracking_info_percentiles
+        .clone();
+    let latencies = &ctx.shared.stats.latencies;
+    registry()
+        .all()
+        .enumerate()
+        .filter_map(|(index, command)| {
+            let histogram = latencies.of(index)?;
+            Some(format!(
+                "latency_percentiles_usec_{}:{}",
+                command.name,
+                crate::latency::percentiles_line(&histogram, &percentiles)
+            ))
+        })
+        .collect()
+}
+
+fn keyspace(totals: &ShardTotals) -> Vec<String> {
+    totals
+        .per_db
+        .iter()
+        .enumerate()
+        .filter(|(_, (keys, _))| *keys > 0)
+        .map(|(index, (keys, volatile))| {
+            format!("db{index}:keys={keys},expires={volatile},avg_ttl=0")
+        })
+        .collect()
+}
+
+fn limiter_scripts(ctx: &Ctx<'_>) -> Vec<String> {
+    let scripts = &ctx.shared.scripts;
+    let mut lines = vec![
+        format!(
+            "native_scripts_enabled:{}",
+            scripts.native_enabled.load(Ordering::Relaxed) as u8
+        ),
+        format!("lua_runs:{}", load(&scripts.lua_runs)),
+    ];
+    for (known, (native, lua)) in tally_lua::SCRIPTS.iter().zip(&scripts.known_runs) {
+        lines.push(format!(
+            "script_{}:sha={},native_runs={},lua_runs={}",
+            known.name,
+            tally_lua::sha1_hex(known.source),
+            load(native),
+            load(lua)
+        ));
+    }
+    lines
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn human_bytes_reads_as_redis_writes_it() {
+        assert_eq!(human_bytes(0), "0B");
+        assert_eq!(human_bytes(1023), "1023B");
+        assert_eq!(human_bytes(1016448), "992.62K");
+        assert_eq!(human_bytes(1138616), "1.09M");
+        assert_eq!(human_bytes(25276514304), "23.54G");
     }
 }

@@ -32,7 +32,7 @@ pub fn exists(ctx: &mut Ctx<'_>, argv: &[&[u8]]) -> Reply {
     let mut locked = ctx.lock_keys(&keys);
     let found = keys
         .iter()
-        .filter(|key| locked.shard(**key).contains(**key, ctx.now_ms))
+        .filter(|key| locked.shard(**key).lookup_read(**key, ctx.now_ms).is_some())
         .count();
     Reply::Int(found as i64)
 }
@@ -146,7 +146,7 @@ pub fn pexpireat(ctx: &mut Ctx<'_>, argv: &[&[u8]]) -> Reply {
 fn ttl_generic(ctx: &mut Ctx<'_>, argv: &[&[u8]], millis: bool, absolute: bool) -> Reply {
     let key = ctx.key(argv[1]);
     let mut shard = ctx.lock(key);
-    let Some(entry) = shard.get(key, ctx.now_ms) else {
+    let Some(entry) = shard.lookup_read(key, ctx.now_ms) else {
         return Reply::Int(-2);
     };
     let at = entry.expire_at();
@@ -199,7 +199,7 @@ pub fn persist(ctx: &mut Ctx<'_>, argv: &[&[u8]]) -> Reply {
 pub fn type_of(ctx: &mut Ctx<'_>, argv: &[&[u8]]) -> Reply {
     let key = ctx.key(argv[1]);
     let mut shard = ctx.lock(key);
-    match shard.get(key, ctx.now_ms) {
+    match shard.lookup_read(key, ctx.now_ms) {
         Some(entry) => Reply::status(type_name(entry)),
         None => Reply::status("none"),
     }
@@ -350,7 +350,8 @@ pub fn copy(ctx: &mut Ctx<'_>, argv: &[&[u8]]) -> Reply {
     let (src, dst) = (ctx.key(argv[1]), ctx.key(argv[2]));
     let now = ctx.now_ms;
     let mut shards = lock_two(ctx, src_db, src, dst_db, dst);
-    let Some(copied) = shards.src().get(src, now).map(Detached::of) else {
+    // COPY reads its source as Redis does: a counted lookup.
+    let Some(copied) = shards.src().lookup_read(src, now).map(Detached::of) else {
         return Reply::Int(0);
     };
     if shards.dst().contains(dst, now) && !replace {
@@ -634,7 +635,7 @@ pub fn swapdb(ctx: &mut Ctx<'_>, argv: &[&[u8]]) -> Reply {
 pub fn object_encoding(ctx: &mut Ctx<'_>, argv: &[&[u8]]) -> Reply {
     let key = ctx.key(argv[2]);
     let mut shard = ctx.lock(key);
-    match shard.get(key, ctx.now_ms).map(|e| e.value()) {
+    match shard.lookup_read(key, ctx.now_ms).map(|e| e.value()) {
         Some(ValueRef::Int(_)) => Reply::bulk(b"int"),
         // Redis keeps strings of up to 44 bytes in one allocation with their
         // object header ("embstr"); longer ones are "raw".

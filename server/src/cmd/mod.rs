@@ -16,6 +16,7 @@ pub mod error;
 pub mod hash;
 pub mod info;
 pub mod keys;
+pub mod latency;
 pub mod list;
 pub mod multi;
 pub mod pubsub;
@@ -23,6 +24,7 @@ pub mod scripting;
 pub mod server;
 pub mod set;
 pub mod string;
+pub mod subcommands;
 pub mod table;
 pub mod zset;
 
@@ -61,6 +63,10 @@ pub struct ClientState {
     pub pubsub: Option<crate::pubsub::Subscriptions>,
     /// True for the client a script's redis.call runs as.
     pub in_script: bool,
+    /// Set by a handler that counted the errors of its reply itself (a
+    /// script's, whose errors from redis.call were counted when they
+    /// happened); the dispatcher then does not count them again.
+    pub reply_errors_counted: bool,
 }
 
 impl ClientState {
@@ -78,6 +84,7 @@ impl ClientState {
             watches: multi::Watches::default(),
             pubsub: None,
             in_script: false,
+            reply_errors_counted: false,
         }
     }
 }
@@ -86,18 +93,16 @@ impl ClientState {
 #[derive(Default)]
 pub struct BatchStats {
     commands: Vec<(usize, u64, u64, u64, u64)>,
-    /// Keyspace hits.
-    pub hits: u64,
-    /// Keyspace misses.
-    pub misses: u64,
-    /// Error replies.
-    pub errors: u64,
+    /// Error replies, by error code (INFO errorstats).
+    pub errors: ErrorCounts,
     /// Native runs per known limiter script (`tally_lua::SCRIPTS` order).
     pub native_script_runs: [u64; tally_lua::SCRIPTS.len()],
     /// Lua runs of known limiter scripts (fallbacks or native path off).
     pub fallback_script_runs: [u64; tally_lua::SCRIPTS.len()],
     /// Lua runs of any script.
     pub lua_script_runs: u64,
+    /// (command index, ns) of each timed call, for the latency histograms.
+    durations: Vec<(usize, u64)>,
 }
 
 impl BatchStats {
@@ -112,9 +117,21 @@ impl BatchStats {
         &mut self.commands[at]
     }
 
-    /// Adds the batch to the server's counters and starts a new batch.
-    pub fn flush(&mut self, shared: &Shared) {
+    /// Counts a call of `command` refused before it ran (rejected_calls).
+    pub fn count_rejected(&mut self, command: &Command) {
+        if let Some(index) = registry().index_of(command.name.as_bytes()) {
+            self.slot(index).4 += 1;
+        }
+    }
+
+    /// Adds the batch to the server's counters and starts a new batch;
+    /// `client_id` picks the latency histograms' stripe.
+    pub fn flush(&mut self, shared: &Shared, client_id: u64) {
         let stats = &shared.stats;
+        if !self.durations.is_empty() {
+            stats.latencies.record(client_id, &self.durations);
+            self.durations.clear();
+        }
         let mut processed = 0;
         for (index, calls, usec, failed, rejected) in self.commands.drain(..) {
             let c = &stats.commands[index];
@@ -133,15 +150,8 @@ impl BatchStats {
         stats
             .commands_processed
             .fetch_add(processed, Ordering::Relaxed);
-        for (counter, value) in [
-            (&stats.keyspace_hits, &mut self.hits),
-            (&stats.keyspace_misses, &mut self.misses),
-            (&stats.total_error_replies, &mut self.errors),
-        ] {
-            if *value != 0 {
-                counter.fetch_add(*value, Ordering::Relaxed);
-                *value = 0;
-            }
+        if self.errors.total != 0 {
+            stats.add_errors(&mut self.errors);
         }
         let scripts = &shared.scripts;
         for (index, (native, lua)) in self
@@ -166,6 +176,48 @@ impl BatchStats {
                 .lua_runs
                 .fetch_add(std::mem::take(&mut self.lua_script_runs), Ordering::Relaxed);
         }
+    }
+}
+
+/// Error replies counted during one batch, by error code.
+#[derive(Default)]
+pub struct ErrorCounts {
+    /// Every error reply.
+    pub total: u64,
+    /// (code, count); a short list, since a batch rarely fails in many ways.
+    pub by_code: Vec<(Vec<u8>, u64)>,
+}
+
+impl ErrorCounts {
+    /// Counts one error reply (its text without the leading `-`).
+    pub fn count(&mut self, text: &[u8]) {
+        let code = error_code(text);
+        self.total += 1;
+        match self.by_code.iter_mut().find(|(c, _)| c == code) {
+            Some((_, n)) => *n += 1,
+            None => self.by_code.push((code.to_vec(), 1)),
+        }
+    }
+
+    /// Adds `other`'s counts.
+    pub fn merge(&mut self, other: ErrorCounts) {
+        self.total += other.total;
+        for (code, count) in other.by_code {
+            match self.by_code.iter_mut().find(|(c, _)| *c == code) {
+                Some((_, n)) => *n += count,
+                None => self.by_code.push((code, count)),
+            }
+        }
+    }
+}
+
+/// The error code INFO errorstats files an error under, as Redis's
+/// afterErrorReply finds it: the first word when a space ends it within
+/// the first 31 bytes, else `ERR`.
+pub fn error_code(text: &[u8]) -> &[u8] {
+    match text.iter().take(31).position(|&b| b == b' ') {
+        Some(end) => &text[..end],
+        None => b"ERR",
     }
 }
 
@@ -246,16 +298,6 @@ impl<'a> Ctx<'a> {
     pub fn key<'k>(&self, bytes: &'k [u8]) -> KeyRef<'k> {
         self.shared.store.key(bytes)
     }
-
-    /// Counts a keyspace lookup for INFO's keyspace_hits / keyspace_misses.
-    #[inline]
-    pub fn count_lookup(&mut self, hit: bool) {
-        if hit {
-            self.client.batch.hits += 1;
-        } else {
-            self.client.batch.misses += 1;
-        }
-    }
 }
 
 /// Resolves argv to a table row and its stats index: the command, or its
@@ -302,7 +344,7 @@ pub fn dispatch(ctx: &mut Ctx<'_>, argv: &[&[u8]]) -> Reply {
     let (index, command) = match resolve_indexed(argv) {
         Ok(found) => found,
         Err(reply) => {
-            ctx.client.batch.errors += 1;
+            count_errors(ctx, &reply);
             multi::flag_failed(ctx);
             return reply;
         }
@@ -311,7 +353,7 @@ pub fn dispatch(ctx: &mut Ctx<'_>, argv: &[&[u8]]) -> Reply {
         return match rejection(ctx, command, argv) {
             Some(reply) => {
                 ctx.client.batch.slot(index).4 += 1;
-                ctx.client.batch.errors += 1;
+                count_errors(ctx, &reply);
                 multi::flag_failed(ctx);
                 reply
             }
@@ -319,10 +361,18 @@ pub fn dispatch(ctx: &mut Ctx<'_>, argv: &[&[u8]]) -> Reply {
         };
     }
     let reply = check_and_call(ctx, index, command, argv);
-    if reply.is_error() {
-        ctx.client.batch.errors += 1;
+    // A script's reply was counted by the script run, error by error.
+    if !std::mem::take(&mut ctx.client.reply_errors_counted) {
+        count_errors(ctx, &reply);
     }
     reply
+}
+
+/// Counts an error reply in INFO's total_error_replies and errorstats.
+fn count_errors(ctx: &mut Ctx<'_>, reply: &Reply) {
+    if let Reply::Error(text) = reply {
+        ctx.client.batch.errors.count(text);
+    }
 }
 
 /// Why a command is refused before it runs (arity, authentication, a busy
@@ -364,6 +414,22 @@ fn log_slow(ctx: &Ctx<'_>, argv: &[&[u8]], usec: u64) {
         .record(argv, usec, ctx.now_ms / 1000, caller);
 }
 
+/// Adds a command past `latency-monitor-threshold` to the latency monitor,
+/// as Redis's call() does: `fast-command` for a command flagged fast,
+/// `command` for any other. EXEC and script runs are measured whole.
+#[cold]
+fn monitor_latency(ctx: &Ctx<'_>, command: &Command, latency_ms: u64) {
+    let event = if command.flags & flags::FAST != 0 {
+        "fast-command"
+    } else {
+        "command"
+    };
+    ctx.shared
+        .stats
+        .latency_monitor
+        .add(event, latency_ms, ctx.now_ms / 1000);
+}
+
 /// maxmemory's test for a command that may grow memory, counting its own
 /// arguments as Redis does (they are in its used memory while it runs).
 fn over_maxmemory(ctx: &Ctx<'_>, argv: &[&[u8]]) -> bool {
@@ -392,6 +458,7 @@ fn check_and_call(
     // Commands a script runs are counted but not timed: their time is the
     // script's, which EVAL's own entry measures, and two clock reads per
     // redis.call would be a fifth of a short script's cost.
+    let errors_before = ctx.client.batch.errors.total;
     let reply;
     let usec = if ctx.held.is_some() {
         reply = (command.handler)(ctx, argv);
@@ -399,15 +466,27 @@ fn check_and_call(
     } else {
         let started = Instant::now();
         reply = (command.handler)(ctx, argv);
-        started.elapsed().as_micros() as u64
+        let ns = started.elapsed().as_nanos() as u64;
+        let stats = &ctx.shared.stats;
+        if stats.latency_tracking.load(Ordering::Relaxed) {
+            ctx.client.batch.durations.push((index, ns));
+        }
+        let threshold_ms = stats.latency_monitor_threshold_ms.load(Ordering::Relaxed);
+        if threshold_ms != 0 && ns / 1_000_000 >= threshold_ms {
+            monitor_latency(ctx, command, ns / 1_000_000);
+        }
+        ns / 1000
     };
     if command.flags & flags::SKIP_SLOWLOG == 0 && ctx.shared.slowlog.wants(usec) {
         log_slow(ctx, argv, usec);
     }
+    // Failed, as Redis counts it: the reply is an error, or holds one (a
+    // script's result may).
+    let failed = reply.is_error() || ctx.client.batch.errors.total != errors_before;
     let slot = ctx.client.batch.slot(index);
     slot.1 += 1;
     slot.2 += usec;
-    if reply.is_error() {
+    if failed {
         slot.3 += 1;
     }
     ctx.client.info.last_command.store(index, Ordering::Relaxed);

@@ -3,7 +3,7 @@
 use super::args::{int_arg, is};
 use super::collection::{
     either, exists_as, missing_pick, modify, positive_count, random_indexes, random_pick_args,
-    read, scan_collection,
+    read, read_for_write, scan_collection,
 };
 use super::error;
 use super::Ctx;
@@ -152,13 +152,14 @@ pub fn smove(ctx: &mut Ctx<'_>, argv: &[&[u8]]) -> Reply {
     let (src, dst) = (ctx.key(argv[1]), ctx.key(argv[2]));
     let now = ctx.now_ms;
     let mut locked = ctx.lock_keys(&[src, dst]);
-    let in_source = match read::<Set, _>(locked.shard(src), src, now, |set| set.contains(argv[3])) {
-        Ok(Some(found)) => found,
-        // A missing source answers 0 before the destination's type is
-        // looked at, as in Redis.
-        Ok(None) => return Reply::Int(0),
-        Err(reply) => return reply,
-    };
+    let in_source =
+        match read_for_write::<Set, _>(locked.shard(src), src, now, |set| set.contains(argv[3])) {
+            Ok(Some(found)) => found,
+            // A missing source answers 0 before the destination's type is
+            // looked at, as in Redis.
+            Ok(None) => return Reply::Int(0),
+            Err(reply) => return reply,
+        };
     if let Err(reply) = exists_as::<Set>(locked.shard(dst), dst, now) {
         return reply;
     }
@@ -186,6 +187,7 @@ enum Algebra {
 /// Computes the algebra over the sets at `keys` (all locked). A missing key
 /// is an empty set; any other type is WRONGTYPE, checked for every key
 /// before the result (as Redis does for the intersection's early exit too).
+/// The sources are read lookups even for the *STORE forms, as in Redis 7.0.
 fn combine(
     locked: &mut MultiLock<'_>,
     keys: &[KeyRef<'_>],

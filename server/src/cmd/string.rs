@@ -56,16 +56,13 @@ pub fn string_of(entry: &Entry) -> Result<ValueRef<'_>, Reply> {
 pub fn get(ctx: &mut Ctx<'_>, argv: &[&[u8]]) -> Reply {
     let key = ctx.key(argv[1]);
     let mut shard = ctx.lock(key);
-    let reply = match shard.get(key, ctx.now_ms) {
+    match shard.lookup_read(key, ctx.now_ms) {
         Some(entry) => match string_of(entry) {
             Ok(value) => reply_value(value),
             Err(reply) => reply,
         },
         None => Reply::Nil,
-    };
-    drop(shard);
-    ctx.count_lookup(reply != Reply::Nil);
-    reply
+    }
 }
 
 /// When a write gives a key its deadline.
@@ -218,7 +215,13 @@ pub fn set(ctx: &mut Ctx<'_>, argv: &[&[u8]]) -> Reply {
     };
     let key = ctx.key(argv[1]);
     let mut shard = ctx.lock(key);
-    let old = match shard.get(key, ctx.now_ms) {
+    // SET ... GET reads the old value as GET does (a counted lookup).
+    let looked_up = if opts.get {
+        shard.lookup_read(key, ctx.now_ms)
+    } else {
+        shard.get(key, ctx.now_ms)
+    };
+    let old = match looked_up {
         Some(entry) => match string_of(entry) {
             Ok(value) => Some(reply_value(value)),
             Err(reply) if opts.get => return reply,
@@ -282,23 +285,15 @@ pub fn psetex(ctx: &mut Ctx<'_>, argv: &[&[u8]]) -> Reply {
 pub fn mget(ctx: &mut Ctx<'_>, argv: &[&[u8]]) -> Reply {
     let keys: Vec<_> = argv[1..].iter().map(|k| ctx.key(k)).collect();
     let mut locked = ctx.lock_keys(&keys);
-    let mut hits = 0;
     let values: Vec<Reply> = keys
         .iter()
-        .map(|key| match locked.shard(*key).get(*key, ctx.now_ms) {
-            Some(entry) => match string_of(entry) {
-                Ok(value) => {
-                    hits += 1;
-                    reply_value(value)
-                }
-                Err(_) => Reply::Nil,
+        .map(
+            |key| match locked.shard(*key).lookup_read(*key, ctx.now_ms) {
+                Some(entry) => string_of(entry).map_or(Reply::Nil, reply_value),
+                None => Reply::Nil,
             },
-            None => Reply::Nil,
-        })
+        )
         .collect();
-    drop(locked);
-    ctx.client.batch.hits += hits;
-    ctx.client.batch.misses += (keys.len() - hits as usize) as u64;
     Reply::Array(values)
 }
 
@@ -347,7 +342,7 @@ pub fn msetnx(ctx: &mut Ctx<'_>, argv: &[&[u8]]) -> Reply {
 pub fn getset(ctx: &mut Ctx<'_>, argv: &[&[u8]]) -> Reply {
     let key = ctx.key(argv[1]);
     let mut shard = ctx.lock(key);
-    let old = match shard.get(key, ctx.now_ms) {
+    let old = match shard.lookup_read(key, ctx.now_ms) {
         Some(entry) => match string_of(entry) {
             Ok(value) => reply_value(value),
             Err(reply) => return reply,
@@ -362,7 +357,7 @@ pub fn getset(ctx: &mut Ctx<'_>, argv: &[&[u8]]) -> Reply {
 pub fn getdel(ctx: &mut Ctx<'_>, argv: &[&[u8]]) -> Reply {
     let key = ctx.key(argv[1]);
     let mut shard = ctx.lock(key);
-    let reply = match shard.get(key, ctx.now_ms) {
+    let reply = match shard.lookup_read(key, ctx.now_ms) {
         Some(entry) => match string_of(entry) {
             Ok(value) => reply_value(value),
             Err(reply) => return reply,
@@ -382,6 +377,9 @@ pub fn getex(ctx: &mut Ctx<'_>, argv: &[&[u8]]) -> Reply {
     };
     let key = ctx.key(argv[1]);
     let mut shard = ctx.lock(key);
+    let found = shard.get_mut(key, ctx.now_ms).is_some();
+    // GETEX reads as GET does: a counted lookup, as Redis's lookupKeyRead.
+    shard.count_read(found);
     let Some(mut entry) = shard.get_mut(key, ctx.now_ms) else {
         return Reply::Nil;
     };
@@ -504,7 +502,7 @@ pub fn append(ctx: &mut Ctx<'_>, argv: &[&[u8]]) -> Reply {
 pub fn strlen(ctx: &mut Ctx<'_>, argv: &[&[u8]]) -> Reply {
     let key = ctx.key(argv[1]);
     let mut shard = ctx.lock(key);
-    match shard.get(key, ctx.now_ms) {
+    match shard.lookup_read(key, ctx.now_ms) {
         Some(entry) => match string_of(entry) {
             Ok(value) => Reply::Int(value_len(value) as i64),
             Err(reply) => reply,
@@ -521,7 +519,7 @@ pub fn getrange(ctx: &mut Ctx<'_>, argv: &[&[u8]]) -> Reply {
     };
     let key = ctx.key(argv[1]);
     let mut shard = ctx.lock(key);
-    let value = match shard.get(key, ctx.now_ms) {
+    let value = match shard.lookup_read(key, ctx.now_ms) {
         Some(entry) => match string_of(entry) {
             Ok(value) => value_bytes(value),
             Err(reply) => return reply,

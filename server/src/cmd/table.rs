@@ -7,9 +7,10 @@ use std::sync::OnceLock;
 
 use hashbrown::HashMap;
 
+use super::subcommands::*;
 use super::{
-    command, config, connection as conn, hash, info, keys, list, multi, pubsub, scripting, server,
-    set, string, zset, Ctx,
+    command, connection as conn, hash, info, keys, list, multi, pubsub, scripting, server, set,
+    string, zset, Ctx,
 };
 use crate::resp::Reply;
 
@@ -91,29 +92,29 @@ impl KeySpec {
     }
 }
 
-const NO_KEYS: KeySpec = KeySpec {
+pub(super) const NO_KEYS: KeySpec = KeySpec {
     first: 0,
     last: 0,
     step: 0,
 };
-const ONE_KEY: KeySpec = KeySpec {
+pub(super) const ONE_KEY: KeySpec = KeySpec {
     first: 1,
     last: 1,
     step: 1,
 };
-const ALL_KEYS: KeySpec = KeySpec {
+pub(super) const ALL_KEYS: KeySpec = KeySpec {
     first: 1,
     last: -1,
     step: 1,
 };
-const KEY_VALUE_PAIRS: KeySpec = KeySpec {
+pub(super) const KEY_VALUE_PAIRS: KeySpec = KeySpec {
     first: 1,
     last: -1,
     step: 2,
 };
 /// EVAL's keys are counted by its numkeys argument; the legacy spec has none.
 const EVAL_KEYS: KeySpec = NO_KEYS;
-const TWO_KEYS: KeySpec = KeySpec {
+pub(super) const TWO_KEYS: KeySpec = KeySpec {
     first: 1,
     last: 2,
     step: 1,
@@ -143,7 +144,7 @@ pub struct Command {
 
 /// Shorthand for a table row.
 #[allow(clippy::too_many_arguments)]
-const fn row(
+pub(super) const fn row(
     name: &'static str,
     arity: i32,
     flags: u32,
@@ -189,115 +190,11 @@ const fn container(
     }
 }
 
-fn container_without_subcommand(_ctx: &mut Ctx<'_>, argv: &[&[u8]]) -> Reply {
+pub(super) fn container_without_subcommand(_ctx: &mut Ctx<'_>, argv: &[&[u8]]) -> Reply {
     Reply::error(super::error::wrong_arity(
         &String::from_utf8_lossy(argv[0]).to_ascii_lowercase(),
     ))
 }
-
-#[rustfmt::skip]
-static CONFIG_SUBCOMMANDS: &[Command] = &[
-    row("config|get", -3, ADMIN | NOSCRIPT | LOADING | STALE, NO_KEYS, config::config_get, "server", "2.0.0", "Returns the effective values of configuration parameters."),
-    row("config|set", -4, ADMIN | NOSCRIPT | LOADING | STALE, NO_KEYS, config::config_set, "server", "2.0.0", "Sets configuration parameters in-flight."),
-    row("config|resetstat", 2, ADMIN | NOSCRIPT | LOADING | STALE, NO_KEYS, config::config_resetstat, "server", "2.0.0", "Resets the server's statistics."),
-    row("config|help", 2, LOADING | STALE, NO_KEYS, config::config_help, "server", "5.0.0", "Returns helpful text about the different subcommands."),
-];
-
-#[rustfmt::skip]
-static CLIENT_SUBCOMMANDS: &[Command] = &[
-    row("client|id", 2, NOSCRIPT | LOADING | STALE, NO_KEYS, conn::client_id, "connection", "5.0.0", "Returns the unique client ID of the connection."),
-    row("client|setname", 3, NOSCRIPT | LOADING | STALE, NO_KEYS, conn::client_setname, "connection", "2.6.9", "Sets the connection name."),
-    row("client|getname", 2, NOSCRIPT | LOADING | STALE, NO_KEYS, conn::client_getname, "connection", "2.6.9", "Returns the name of the connection."),
-    row("client|setinfo", 4, NOSCRIPT | LOADING | STALE, NO_KEYS, conn::client_setinfo, "connection", "7.2.0", "Sets information specific to the client or connection."),
-    row("client|list", -2, ADMIN | NOSCRIPT | LOADING | STALE, NO_KEYS, conn::client_list, "connection", "2.4.0", "Lists open connections."),
-    row("client|info", 2, NOSCRIPT | LOADING | STALE, NO_KEYS, conn::client_info, "connection", "6.2.0", "Returns information about the connection."),
-    row("client|kill", -3, ADMIN | NOSCRIPT | LOADING | STALE, NO_KEYS, conn::client_kill, "connection", "2.4.0", "Terminates open connections."),
-    row("client|help", 2, LOADING | STALE, NO_KEYS, conn::client_help, "connection", "5.0.0", "Returns helpful text about the different subcommands."),
-];
-
-#[rustfmt::skip]
-static COMMAND_SUBCOMMANDS: &[Command] = &[
-    row("command|count", 2, LOADING | STALE, NO_KEYS, command::command_count, "server", "2.8.13", "Returns a count of commands."),
-    row("command|list", -2, LOADING | STALE, NO_KEYS, command::command_list, "server", "7.0.0", "Returns a list of command names."),
-    row("command|info", -2, LOADING | STALE, NO_KEYS, command::command_info_cmd, "server", "2.8.13", "Returns information about one, multiple or all commands."),
-    row("command|docs", -2, LOADING | STALE, NO_KEYS, command::command_docs, "server", "7.0.0", "Returns documentary information about one, multiple or all commands."),
-    row("command|getkeys", -4, LOADING | STALE, NO_KEYS, command::command_getkeys, "server", "2.8.13", "Extracts the key names from an arbitrary command."),
-    row("command|help", 2, LOADING | STALE, NO_KEYS, command::command_help, "server", "5.0.0", "Returns helpful text about the different subcommands."),
-];
-
-#[rustfmt::skip]
-static SCRIPT_SUBCOMMANDS: &[Command] = &[
-    row("script|load", 3, NOSCRIPT | STALE, NO_KEYS, scripting::script_load, "scripting", "2.6.0", "Loads a server-side Lua script to the script cache."),
-    row("script|exists", -3, NOSCRIPT | STALE, NO_KEYS, scripting::script_exists, "scripting", "2.6.0", "Determines whether server-side Lua scripts exist in the script cache."),
-    row("script|flush", -2, NOSCRIPT, NO_KEYS, scripting::script_flush, "scripting", "2.6.0", "Removes all server-side Lua scripts from the script cache."),
-    row("script|kill", 2, NOSCRIPT | ALLOW_BUSY, NO_KEYS, scripting::script_kill, "scripting", "2.6.0", "Terminates a server-side Lua script during execution."),
-    row("script|help", 2, LOADING | STALE, NO_KEYS, scripting::script_help, "scripting", "5.0.0", "Returns helpful text about the different subcommands."),
-];
-
-#[rustfmt::skip]
-static SLOWLOG_SUBCOMMANDS: &[Command] = &[
-    row("slowlog|get", -2, ADMIN | LOADING | STALE, NO_KEYS, server::slowlog_get, "server", "2.2.12", "Returns the slow log's entries."),
-    row("slowlog|len", 2, ADMIN | LOADING | STALE, NO_KEYS, server::slowlog_len, "server", "2.2.12", "Returns the number of entries in the slow log."),
-    row("slowlog|reset", 2, ADMIN | LOADING | STALE, NO_KEYS, server::slowlog_reset, "server", "2.2.12", "Clears all entries from the slow log."),
-    row("slowlog|help", 2, LOADING | STALE, NO_KEYS, server::slowlog_help, "server", "6.2.0", "Show helpful text about the different subcommands"),
-];
-
-/// FUNCTION: tally has no functions (FUNCTION LOAD is not supported), so
-/// FLUSH is all there is, and it has nothing to delete. Redis's test harness
-/// sends it before every unit.
-#[rustfmt::skip]
-static FUNCTION_SUBCOMMANDS: &[Command] = &[
-    row("function|flush", -2, NOSCRIPT | WRITE, NO_KEYS, scripting::function_flush, "scripting", "7.0.0", "Deletes all libraries and functions."),
-];
-
-#[rustfmt::skip]
-static OBJECT_SUBCOMMANDS: &[Command] = &[
-    row("object|encoding", 3, READONLY, KeySpec { first: 2, last: 2, step: 1 }, keys::object_encoding, "generic", "2.2.3", "Returns the internal encoding of a Redis object."),
-    row("object|help", 2, LOADING | STALE, NO_KEYS, keys::object_help, "generic", "6.2.0", "Returns helpful text about the different subcommands."),
-];
-
-static PUBSUB_SUBCOMMANDS: &[Command] = &[
-    row(
-        "pubsub|channels",
-        -2,
-        LOADING | STALE,
-        NO_KEYS,
-        pubsub::pubsub_channels,
-        "pubsub",
-        "2.8.0",
-        "Returns the active channels.",
-    ),
-    row(
-        "pubsub|numsub",
-        -2,
-        LOADING | STALE,
-        NO_KEYS,
-        pubsub::pubsub_numsub,
-        "pubsub",
-        "2.8.0",
-        "Returns a count of subscribers to channels.",
-    ),
-    row(
-        "pubsub|numpat",
-        2,
-        LOADING | STALE,
-        NO_KEYS,
-        pubsub::pubsub_numpat,
-        "pubsub",
-        "2.8.0",
-        "Returns a count of unique pattern subscriptions.",
-    ),
-    row(
-        "pubsub|help",
-        2,
-        LOADING | STALE,
-        NO_KEYS,
-        pubsub::pubsub_help,
-        "pubsub",
-        "6.2.0",
-        "Returns helpful text about the different subcommands.",
-    ),
-];
 
 /// Every top-level command.
 #[rustfmt::skip]
@@ -474,6 +371,7 @@ pub static COMMANDS: &[Command] = &[
     row("wait", 3, NOSCRIPT, NO_KEYS, server::wait, "generic", "3.0.0", "Blocks until the asynchronous replication of all preceding write commands sent by the connection is completed."),
     row("lastsave", 1, LOADING | STALE | FAST, NO_KEYS, server::lastsave, "server", "1.0.0", "Returns the Unix timestamp of the last successful save to disk."),
     container("slowlog", -2, "server", "2.2.12", "A container for slow log commands.", SLOWLOG_SUBCOMMANDS, container_without_subcommand),
+    container("latency", -2, "server", "2.8.13", "A container for latency diagnostics commands.", LATENCY_SUBCOMMANDS, container_without_subcommand),
     row("debug", -2, ADMIN | NOSCRIPT | LOADING | STALE, NO_KEYS, server::debug, "server", "1.0.0", "A container for debugging commands."),
 ];
 

@@ -84,7 +84,7 @@ pub async fn serve(shared: Arc<Shared>, mut stream: TcpStream, info: Arc<ClientI
                 Wake::Input => {}
                 Wake::Close => break,
                 Wake::Messages(bytes) => {
-                    if !write_out(&mut stream, &output, killed.as_mut()).await {
+                    if !write_out(&shared, &mut stream, &output, killed.as_mut()).await {
                         break;
                     }
                     output.clear();
@@ -105,11 +105,7 @@ pub async fn serve(shared: Arc<Shared>, mut stream: TcpStream, info: Arc<ClientI
             break;
         }
         if !output.is_empty() {
-            shared
-                .stats
-                .net_output_bytes
-                .fetch_add(output.len() as u64, Ordering::Relaxed);
-            if !write_out(&mut stream, &output, killed.as_mut()).await {
+            if !write_out(&shared, &mut stream, &output, killed.as_mut()).await {
                 break;
             }
             output.clear();
@@ -192,10 +188,16 @@ async fn wait(
 /// Writes `output`; false when the connection should close (a write error,
 /// or a kill while the peer is not reading, as a slow subscriber's is).
 async fn write_out(
+    shared: &Shared,
     stream: &mut TcpStream,
     output: &[u8],
     killed: std::pin::Pin<&mut tokio::sync::futures::Notified<'_>>,
 ) -> bool {
+    let stats = &shared.stats;
+    stats
+        .net_output_bytes
+        .fetch_add(output.len() as u64, Ordering::Relaxed);
+    stats.writes_processed.fetch_add(1, Ordering::Relaxed);
     // The write first: replies owed before a kill (SHUTDOWN's drain, a
     // killed client's last batch) still go out when the peer reads; only a
     // write that cannot complete gives way to the kill.
@@ -229,6 +231,7 @@ async fn read_more(
         Ok(n) => {
             let stats = &shared.stats;
             stats.net_input_bytes.fetch_add(n as u64, Ordering::Relaxed);
+            stats.reads_processed.fetch_add(1, Ordering::Relaxed);
             let capacity = input.capacity() as u64;
             if capacity > stats.max_input_buffer.load(Ordering::Relaxed) {
                 stats
@@ -299,7 +302,11 @@ fn run_batch(
             Frame::Incomplete => break,
             Frame::Error(message) => {
                 next = Next::Close;
-                Reply::error(format!("ERR Protocol error: {message}"))
+                let reply = Reply::error(format!("ERR Protocol error: {message}"));
+                if let Reply::Error(text) = &reply {
+                    client.batch.errors.count(text);
+                }
+                reply
             }
         };
         reply.encode(client.proto, output);
@@ -313,7 +320,7 @@ fn run_batch(
         }
     }
     input.advance(pos);
-    client.batch.flush(shared);
+    client.batch.flush(shared, client.info.id);
     next
 }
 

@@ -7,7 +7,7 @@ use mlua::{MultiValue, Value};
 
 use super::undo::UndoLog;
 use super::{convert, RunState};
-use crate::cmd::table::flags;
+use crate::cmd::table::{flags, Command};
 use crate::cmd::{self, ClientState, Ctx};
 use crate::state::Shared;
 use crate::store::ShardLender;
@@ -20,6 +20,26 @@ pub(super) fn lua_error(lua: &mlua::Lua, text: &str) -> mlua::Result<(Value, boo
     let table = lua.create_table()?;
     table.raw_set("err", text)?;
     Ok((Value::Table(table), true))
+}
+
+/// The error for a command the script may not run (unknown, wrong arity,
+/// not allowed from scripts, a write from a read-only script): counted in
+/// INFO errorstats now and marked counted, as Redis's scriptCall does.
+fn refused(
+    lua: &mlua::Lua,
+    bridge: &mut Bridge<'_, '_>,
+    command: Option<&Command>,
+    text: &str,
+) -> mlua::Result<(Value, bool)> {
+    bridge.client.batch.errors.count(text.as_bytes());
+    if let Some(command) = command {
+        bridge.client.batch.count_rejected(command);
+    }
+    let (table, failed) = lua_error(lua, text)?;
+    if let Value::Table(t) = &table {
+        t.raw_set(convert::COUNTED_FIELD, true)?;
+    }
+    Ok((table, failed))
 }
 
 /// What redis.call needs during one run. The VM's redis.call and redis.pcall
@@ -140,21 +160,37 @@ fn run_command(
         .collect();
     let command = match cmd::resolve(&argv) {
         Ok(command) => command,
-        Err(_) => return lua_error(lua, "ERR Unknown Redis command called from script"),
+        Err(_) => {
+            return refused(
+                lua,
+                bridge,
+                None,
+                "ERR Unknown Redis command called from script",
+            )
+        }
     };
     if !cmd::arity_ok(command.arity, argv.len()) {
-        return lua_error(
+        return refused(
             lua,
+            bridge,
+            Some(command),
             "ERR Wrong number of args calling Redis command from script",
         );
     }
     if command.flags & flags::NOSCRIPT != 0 {
-        return lua_error(lua, "ERR This Redis command is not allowed from script");
+        return refused(
+            lua,
+            bridge,
+            Some(command),
+            "ERR This Redis command is not allowed from script",
+        );
     }
     let writes = command.flags & flags::WRITE != 0;
     if writes && bridge.read_only {
-        return lua_error(
+        return refused(
             lua,
+            bridge,
+            Some(command),
             "ERR Write commands are not allowed from read-only scripts.",
         );
     }

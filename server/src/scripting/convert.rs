@@ -4,7 +4,12 @@ use std::ffi::c_int;
 
 use mlua::{ffi, Lua, Value};
 
+use crate::cmd::ErrorCounts;
 use crate::resp::{Protocol, Reply};
+
+/// The field Redis 7.0 sets in the error tables of redis.call/pcall to say
+/// that INFO errorstats already counted the error.
+pub const COUNTED_FIELD: &str = "ignore_error_stats_update";
 
 /// A command's reply as the Lua value redis.call/pcall returns; the flag is
 /// true for error replies (redis.call raises them).
@@ -19,6 +24,10 @@ pub fn reply_to_lua(lua: &Lua, reply: &Reply, resp3: bool) -> mlua::Result<(Valu
                 .rposition(|&b| b != b'\r' && b != b'\n')
                 .map_or(0, |i| i + 1);
             table.raw_set("err", lua.create_string(&text[..end])?)?;
+            // As Redis marks it: the error was counted in INFO errorstats
+            // when the command replied, and must not be counted again if
+            // the script returns or raises it.
+            table.raw_set(COUNTED_FIELD, true)?;
             return Ok((Value::Table(table), true));
         }
         Reply::Int(n) => Value::Number(*n as f64),
@@ -133,8 +142,18 @@ fn one_line(text: &[u8]) -> String {
 /// elements, which Redis would try to send (and never finish). Conversion
 /// stops past [`ResultLimits`] and the whole reply becomes an error instead;
 /// docs/compatibility.md.
-pub fn lua_to_reply(lua: &Lua, value: Value, resp3: bool, proto: Protocol) -> Reply {
-    lua_to_reply_within(lua, value, resp3, proto, ResultLimits::default())
+///
+/// Every error in the result (at any depth, as Redis counts them when it
+/// adds them to the reply) is counted in `errors`, except those redis.call
+/// or redis.pcall returned, which were counted when their command failed.
+pub fn lua_to_reply(
+    lua: &Lua,
+    value: Value,
+    resp3: bool,
+    proto: Protocol,
+    errors: &mut ErrorCounts,
+) -> Reply {
+    lua_to_reply_within(lua, value, resp3, proto, ResultLimits::default(), errors)
 }
 
 /// How large a script's result may be.
@@ -168,6 +187,7 @@ pub fn lua_to_reply_within(
     resp3: bool,
     proto: Protocol,
     limits: ResultLimits,
+    errors: &mut ErrorCounts,
 ) -> Reply {
     let mut walk = Walk {
         resp3,
@@ -175,11 +195,15 @@ pub fn lua_to_reply_within(
         elements_left: limits.elements,
         bytes_left: limits.bytes,
         exceeded: false,
+        errors: ErrorCounts::default(),
     };
     let reply = convert(lua, value, &mut walk);
     if walk.exceeded {
-        return Reply::error(RESULT_TOO_LARGE);
+        let reply = Reply::error(RESULT_TOO_LARGE);
+        errors.count(RESULT_TOO_LARGE.as_bytes());
+        return reply;
     }
+    errors.merge(walk.errors);
     if walk.deepest < DEEP_REPLY {
         return reply;
     }
@@ -203,6 +227,8 @@ struct Walk {
     bytes_left: usize,
     /// Set once a limit was passed: the walk stops descending.
     exceeded: bool,
+    /// Errors met that INFO errorstats has not counted yet.
+    errors: ErrorCounts,
 }
 
 fn convert(lua: &Lua, value: Value, walk: &mut Walk) -> Reply {
@@ -221,7 +247,11 @@ fn convert(lua: &Lua, value: Value, walk: &mut Walk) -> Reply {
     };
     match (ran, reply) {
         (Ok(()), Some(reply)) => reply,
-        (Err(e), _) => Reply::error(format!("ERR {e}")),
+        (Err(e), _) => {
+            let text = format!("ERR {e}");
+            walk.errors.count(text.as_bytes());
+            Reply::error(text)
+        }
         (Ok(()), None) => Reply::Nil,
     }
 }
@@ -321,6 +351,12 @@ unsafe fn convert_table_top(state: *mut ffi::lua_State, walk: &mut Walk) -> Repl
         if push_field(state, c"err") == ffi::LUA_TSTRING {
             let text = bytes_at(state, -1);
             ffi::lua_pop(state, 1);
+            let counted = push_field(state, c"ignore_error_stats_update") != ffi::LUA_TNIL
+                && ffi::lua_toboolean(state, -1) != 0;
+            ffi::lua_pop(state, 1);
+            if !counted {
+                walk.errors.count(&text);
+            }
             return Reply::error_bytes(text);
         }
         ffi::lua_pop(state, 1);

@@ -27,14 +27,14 @@ use busy::RunRegistration;
 pub use busy::{check_current_run, Killed, RunState};
 use undo::UndoLog;
 
-use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
 
 use hashbrown::HashMap;
 use mlua::Value;
 use parking_lot::{Mutex, RwLock};
 
-use crate::cmd::{self, ClientState, Ctx};
+use crate::cmd::{self, ClientState, Ctx, ErrorCounts};
 use crate::resp::Reply;
 use crate::store::{HeldShards, KeyRef, ShardLender};
 
@@ -132,6 +132,9 @@ pub struct Scripts {
     pub native_enabled: AtomicBool,
     /// `lua-memory-limit` in bytes, applied to the VM of each run.
     pub memory_limit: AtomicU64,
+    /// Bytes the worker threads' Lua VMs hold, as of their last runs
+    /// (INFO used_memory_lua).
+    pub vm_memory: AtomicI64,
 }
 
 impl Default for Scripts {
@@ -170,6 +173,7 @@ impl Default for Scripts {
                 .collect(),
             native_enabled: AtomicBool::new(true),
             memory_limit: AtomicU64::new(256 * 1024 * 1024),
+            vm_memory: AtomicI64::new(0),
         }
     }
 }
@@ -242,6 +246,15 @@ impl Scripts {
         }
     }
 
+    /// Scripts in the cache (the known limiter scripts included) and the
+    /// bytes of their bodies (INFO number_of_cached_scripts,
+    /// used_memory_scripts_eval).
+    pub fn cache_stats(&self) -> (usize, usize) {
+        let cache = self.cache.read();
+        let bytes = cache.values().map(|s| s.body.len() + s.sha.len()).sum();
+        (cache.len(), bytes)
+    }
+
     /// SCRIPT FLUSH. The known limiter scripts are loaded again at once: a
     /// flush must not turn every gateway's EVALSHA into NOSCRIPT.
     pub fn flush(&self) {
@@ -279,7 +292,7 @@ pub fn eval(
     let run = Arc::new(RunState::new());
     let registration = RunRegistration::new(scripts, &run);
     let mut everything = script.needs_everything.load(Ordering::Relaxed);
-    let reply = if let Some(lender) = ctx.held {
+    let (reply, errors) = if let Some(lender) = ctx.held {
         // Inside EXEC: the transaction holds every shard (a queued EVAL
         // makes it take them all) and lends them to the script; nothing
         // can conflict, so there is no undo log and no re-run.
@@ -296,7 +309,7 @@ pub fn eval(
                 HeldShards::declared(&shared.store, ctx.client.db, &keyrefs)
             };
             let mut undo = UndoLog::default();
-            let reply = run_once(
+            let outcome = run_once(
                 ctx,
                 &held,
                 script,
@@ -313,11 +326,16 @@ pub fn eval(
                 everything = true;
                 continue;
             }
-            break reply;
+            break outcome;
         }
     };
     drop(registration);
     ctx.client.batch.lua_script_runs += 1;
+    // The dispatcher must not count the reply's errors: those that came from
+    // redis.call were counted when their commands failed; `errors` holds
+    // the others.
+    ctx.client.batch.errors.merge(errors);
+    ctx.client.reply_errors_counted = true;
     reply
 }
 
@@ -332,7 +350,7 @@ fn run_once(
     declared_run: bool,
     undo: &mut UndoLog,
     run: &RunState,
-) -> Reply {
+) -> (Reply, ErrorCounts) {
     let shared = ctx.shared;
     let generation = shared.scripts.generation.load(Ordering::SeqCst);
     let mut client = ClientState::new(ctx.client.info.clone(), true);
@@ -350,6 +368,10 @@ fn run_once(
         resp3: false,
     };
     let proto = ctx.client.proto;
+    // The errors of the reply that INFO errorstats must count: the dispatcher
+    // is told not to count the reply, whose errors from redis.call were
+    // counted when their commands failed.
+    let mut errors = ErrorCounts::default();
     let outcome = vm::with_vm(|vm| -> Result<(Reply, bool), String> {
         vm.sync_generation(generation);
         // Lua 5.1 has no emergency collection: after a run that came near
@@ -403,30 +425,64 @@ fn run_once(
         drop(_reset);
         let reply = if ok {
             (
-                convert::lua_to_reply(&vm.lua, value, bridge.resp3, proto),
+                convert::lua_to_reply(&vm.lua, value, bridge.resp3, proto, &mut errors),
                 false,
             )
         } else {
-            (script_error(&value, &script.sha), true)
+            (script_error(&value, &script.sha, &mut errors), true)
         };
         vm.collect_if_large();
+        vm.account_memory(&shared.scripts.vm_memory);
         Ok(reply)
     });
     *undo = std::mem::take(&mut bridge.undo);
-    bridge.client.batch.flush(shared);
-    match outcome {
-        Ok((_, true)) if run.kill.load(Ordering::SeqCst) => Reply::error(format!(
-            "ERR Script killed by user with SCRIPT KILL... script: {}, on @user_script:1.",
-            script.sha
-        )),
+    bridge.client.batch.flush(shared, bridge.client.info.id);
+    let reply = match outcome {
+        Ok((_, true)) if run.kill.load(Ordering::SeqCst) => {
+            errors = ErrorCounts::default();
+            let reply = Reply::error(format!(
+                "ERR Script killed by user with SCRIPT KILL... script: {}, on @user_script:1.",
+                script.sha
+            ));
+            errors.count(reply_text(&reply));
+            reply
+        }
         Ok((reply, _)) => reply,
-        Err(text) => Reply::error(text),
+        Err(text) => {
+            errors = ErrorCounts::default();
+            errors.count(text.as_bytes());
+            Reply::error(text)
+        }
+    };
+    (reply, errors)
+}
+
+/// The text of an error reply (empty for any other).
+fn reply_text(reply: &Reply) -> &[u8] {
+    match reply {
+        Reply::Error(text) => text,
+        _ => b"",
     }
 }
 
 /// The reply for a script that raised an error, as Redis formats it:
-/// `<err> script: <sha>, on <source>:<line>.`
-fn script_error(value: &Value, sha: &str) -> Reply {
+/// `<err> script: <sha>, on <source>:<line>.`, counted in `errors` unless
+/// it is a redis.call error that was counted when its command failed.
+fn script_error(value: &Value, sha: &str, errors: &mut ErrorCounts) -> Reply {
+    let reply = script_error_reply(value, sha);
+    let counted = match value {
+        Value::Table(table) => table
+            .raw_get::<bool>(convert::COUNTED_FIELD)
+            .unwrap_or(false),
+        _ => false,
+    };
+    if let (Reply::Error(text), false) = (&reply, counted) {
+        errors.count(text);
+    }
+    reply
+}
+
+fn script_error_reply(value: &Value, sha: &str) -> Reply {
     // The message's bytes are kept as the script made them (Redis echoes
     // them raw); only CR and LF are blanked out.
     let Value::Table(table) = value else {

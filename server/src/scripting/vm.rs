@@ -61,7 +61,7 @@ return redis
 /// and to unwrap errors raised by redis.call (which come from Rust); plus a
 /// `pcall` that hands scripts such errors as `{err=...}` tables, as Redis does.
 const ERROR_HANDLER: &str = r#"
-local dbg, pcall, select, unpack = ...
+local dbg, pcall, select, unpack, counted = ...
 local type, tostring, rawget = type, tostring, rawget
 -- An error raised from Rust arrives as userdata: redis.call's carries the
 -- reply's text; a library's (cjson) reads "runtime error: <message>".
@@ -100,7 +100,10 @@ return function(err)
       local where = i and (i.short_src .. ':' .. i.currentline .. ': ') or ''
       text = 'ERR ' .. where .. text
     end
+    local raised = err
     err = {err=text}
+    -- As Redis marks redis.call's errors: counted when the command failed.
+    if counted(raised) then err['ignore_error_stats_update'] = true end
   elseif type(err) ~= 'table' then
     err = {err='ERR ' .. tostring(err)}
   end
@@ -237,16 +240,32 @@ pub struct Vm {
     pub runner: Function,
     /// The SCRIPT FLUSH generation the compiled functions belong to.
     generation: u64,
+    /// What this VM last added to the server's `vm_memory`.
+    accounted: i64,
 }
 
 /// An error reply raised by redis.call; its text is exactly the reply's.
 #[derive(Debug)]
-struct CallError(String);
+struct CallError {
+    message: String,
+    /// INFO errorstats counted it already (see `convert::COUNTED_FIELD`).
+    counted: bool,
+}
 
 impl std::fmt::Display for CallError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(&self.0)
+        f.write_str(&self.message)
     }
+}
+
+/// True when `err` is a redis.call error that INFO errorstats counted.
+fn counted_call_error(err: &Value) -> bool {
+    let Value::Error(err) = err else {
+        return false;
+    };
+    err.chain()
+        .filter_map(|e| e.downcast_ref::<CallError>())
+        .any(|e| e.counted)
 }
 
 impl std::error::Error for CallError {}
@@ -304,11 +323,15 @@ impl Vm {
         let call = lua.create_function(|lua, args: mlua::MultiValue| {
             let (reply, failed) = super::bridge_call(lua, args)?;
             if failed {
-                let message = match &reply {
-                    Value::Table(t) => t.raw_get::<String>("err").unwrap_or_default(),
-                    _ => String::new(),
+                let (message, counted) = match &reply {
+                    Value::Table(t) => (
+                        t.raw_get::<String>("err").unwrap_or_default(),
+                        t.raw_get::<bool>(super::convert::COUNTED_FIELD)
+                            .unwrap_or(false),
+                    ),
+                    _ => (String::new(), false),
                 };
-                return Err(mlua::Error::external(CallError(message)));
+                return Err(mlua::Error::external(CallError { message, counted }));
             }
             Ok(reply)
         })?;
@@ -331,6 +354,7 @@ impl Vm {
                 globals.get::<Function>("pcall")?,
                 globals.get::<Function>("select")?,
                 globals.get::<Function>("unpack")?,
+                lua.create_function(|_, err: Value| Ok(counted_call_error(&err)))?,
             ))?;
         globals.raw_set("pcall", safe_pcall)?;
         // Like Redis, `debug` is only kept for the error handler.
@@ -378,6 +402,7 @@ impl Vm {
             set_run_globals,
             runner,
             generation: 0,
+            accounted: 0,
         })
     }
 
@@ -407,6 +432,15 @@ impl Vm {
             .map_err(|e| format!("ERR {e}"))?;
         self.functions.insert(sha.to_string(), key);
         Ok(function)
+    }
+
+    /// Brings the server's total of VM memory up to date with this VM's.
+    pub fn account_memory(&mut self, total: &std::sync::atomic::AtomicI64) {
+        let now = self.lua.used_memory() as i64;
+        if now != self.accounted {
+            total.fetch_add(now - self.accounted, std::sync::atomic::Ordering::Relaxed);
+            self.accounted = now;
+        }
     }
 
     /// A script that built something large leaves it as garbage, which Lua

@@ -71,6 +71,18 @@ pub struct ShardData {
     expired_uncounted: u64,
     /// WATCHed keys of this shard; `None` (one branch per write) when none.
     watchers: Option<Box<Watchers>>,
+    /// Read lookups that found their key / found nothing (INFO keyspace_hits
+    /// and keyspace_misses), counted under the lock the lookup holds anyway.
+    lookups: LookupCounts,
+}
+
+/// Read lookups of one shard, as Redis's lookupKeyRead counts them.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub struct LookupCounts {
+    /// Lookups that found a live key.
+    pub hits: u64,
+    /// Lookups that found no key (or an expired one).
+    pub misses: u64,
 }
 
 /// A value copied out of its entry, to be stored again elsewhere (RENAME,
@@ -177,6 +189,7 @@ impl ShardData {
             sweep_cursor: 0,
             expired_uncounted: 0,
             watchers: None,
+            lookups: LookupCounts::default(),
         }
     }
 
@@ -248,6 +261,11 @@ impl ShardData {
         self.volatile
     }
 
+    /// Bytes of the hash table's own allocation (its buckets).
+    pub fn table_bytes(&self) -> usize {
+        self.table.allocation_size()
+    }
+
     /// Bytes accounted to this shard.
     pub fn bytes(&self) -> usize {
         self.bytes
@@ -306,6 +324,36 @@ impl ShardData {
     pub fn get(&mut self, key: KeyRef<'_>, now_ms: u64) -> Option<&Entry> {
         let index = self.find_live(key, now_ms)?;
         self.table.get_bucket(index)
+    }
+
+    /// The live value of a key for a command that reads it, counted in
+    /// INFO's keyspace_hits / keyspace_misses as Redis's lookupKeyRead
+    /// counts. Writes look keys up with [`ShardData::get`], uncounted, as
+    /// Redis's lookupKeyWrite does.
+    pub fn lookup_read(&mut self, key: KeyRef<'_>, now_ms: u64) -> Option<&Entry> {
+        let index = self.find_live(key, now_ms);
+        self.count_read(index.is_some());
+        self.table.get_bucket(index?)
+    }
+
+    /// Counts one read lookup made another way (a read command that
+    /// changes what it read, as GETEX does).
+    pub fn count_read(&mut self, hit: bool) {
+        if hit {
+            self.lookups.hits += 1;
+        } else {
+            self.lookups.misses += 1;
+        }
+    }
+
+    /// Read lookups counted so far.
+    pub fn lookup_counts(&self) -> LookupCounts {
+        self.lookups
+    }
+
+    /// Forgets the read lookups counted so far (CONFIG RESETSTAT).
+    pub fn reset_lookup_counts(&mut self) {
+        self.lookups = LookupCounts::default();
     }
 
     /// True when a live key exists.

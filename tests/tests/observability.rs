@@ -437,3 +437,74 @@ async fn command_latencies_are_histograms_and_percentiles() {
     run(&mut conn, "GET a").await;
     assert_eq!(run(&mut conn, "LATENCY HISTOGRAM get").await, "*0\r\n");
 }
+
+/// MEMORY replies whose figures do not depend on the server: errors, nil
+/// for a missing key, the doctor on an almost empty instance, the map's keys.
+async fn memory_replies(addr: SocketAddr) -> Vec<String> {
+    let mut conn = RawConn::connect(addr).await;
+    let mut out = Vec::new();
+    for line in [
+        "FLUSHALL",
+        "SET k v",
+        "MEMORY USAGE nokey",
+        "MEMORY USAGE k SAMPLES -1",
+        "MEMORY USAGE k SAMPLES x",
+        "MEMORY USAGE k FOO",
+        "MEMORY USAGE k SAMPLES",
+        "MEMORY DOCTOR",
+        "MEMORY",
+        "MEMORY NOPE",
+    ] {
+        out.push(format!("{line} -> {}", run(&mut conn, line).await));
+    }
+    let stats = conn.cmd(&words("MEMORY STATS")).await;
+    let redis::Value::Array(items) = redis::parse_redis_value(&stats).expect("RESP") else {
+        panic!("MEMORY STATS is a map: {stats:?}");
+    };
+    let keys: Vec<String> = items
+        .iter()
+        .step_by(2)
+        .map(|k| match k {
+            redis::Value::BulkString(b) => String::from_utf8_lossy(b).into_owned(),
+            other => format!("{other:?}"),
+        })
+        .collect();
+    out.push(format!("MEMORY STATS keys: {keys:?}"));
+    out
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn memory_commands_reply_as_redis() {
+    let Some(redis) = RedisServer::start() else {
+        return;
+    };
+    let tally = TestServer::start_real_clock().await;
+    let expected = memory_replies(redis.addr).await;
+    let got = memory_replies(tally.addr()).await;
+    assert_eq!(got, expected);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn memory_usage_follows_what_a_key_holds() {
+    let tally = TestServer::start_real_clock().await;
+    let mut conn = tally.raw().await;
+    let usage = |reply: String| -> i64 {
+        reply
+            .trim_start_matches(':')
+            .trim_end()
+            .parse()
+            .unwrap_or_else(|_| panic!("an integer: {reply:?}"))
+    };
+    run(&mut conn, "SET small v").await;
+    let big = "x".repeat(10_000);
+    run_args(&mut conn, &["SET", "big", &big]).await;
+    let small = usage(run(&mut conn, "MEMORY USAGE small").await);
+    let large = usage(run(&mut conn, "MEMORY USAGE big SAMPLES 0").await);
+    assert!(small > 0 && small < 100, "small string: {small}");
+    assert!(large >= 10_000 && large < 11_000, "10 kB string: {large}");
+    for i in 0..1000 {
+        run(&mut conn, &format!("HSET h field{i} value{i}")).await;
+    }
+    let hash = usage(run(&mut conn, "MEMORY USAGE h").await);
+    assert!(hash > 1000 * 10, "1000 fields in {hash} bytes");
+}

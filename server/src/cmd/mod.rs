@@ -18,6 +18,7 @@ pub mod info;
 pub mod keys;
 pub mod latency;
 pub mod list;
+pub mod memory;
 pub mod multi;
 pub mod pubsub;
 pub mod scripting;

@@ -1,10 +1,12 @@
 //! The subcommand rows of the container commands (CONFIG, CLIENT, COMMAND,
-//! SCRIPT, SLOWLOG, LATENCY, FUNCTION, OBJECT, PUBSUB): part of THE command
+//! SCRIPT, SLOWLOG, LATENCY, MEMORY, FUNCTION, OBJECT, PUBSUB): part of THE command
 //! table (`table.rs`), kept apart so each file stays one screenful of idea.
 
 use super::table::flags::*;
 use super::table::{row, Command, KeySpec, NO_KEYS};
-use super::{command, config, connection as conn, keys, latency, pubsub, scripting, server};
+use super::{
+    command, config, connection as conn, keys, latency, memory, pubsub, scripting, server,
+};
 
 #[rustfmt::skip]
 pub(super) static CONFIG_SUBCOMMANDS: &[Command] = &[
@@ -119,4 +121,12 @@ pub(super) static LATENCY_SUBCOMMANDS: &[Command] = &[
     row("latency|graph", 3, ADMIN | NOSCRIPT | LOADING | STALE, NO_KEYS, latency::latency_graph, "server", "2.8.13", "Returns a latency graph for an event."),
     row("latency|histogram", -2, ADMIN | NOSCRIPT | LOADING | STALE, NO_KEYS, latency::latency_histogram, "server", "7.0.0", "Returns the cumulative distribution of latencies of a subset or all commands."),
     row("latency|help", 2, LOADING | STALE, NO_KEYS, latency::latency_help, "server", "2.8.13", "Returns helpful text about the different subcommands."),
+];
+
+#[rustfmt::skip]
+pub(super) static MEMORY_SUBCOMMANDS: &[Command] = &[
+    row("memory|usage", -3, READONLY, KeySpec { first: 2, last: 2, step: 1 }, memory::memory_usage, "server", "4.0.0", "Estimates the memory usage of a key."),
+    row("memory|stats", 2, 0, NO_KEYS, memory::memory_stats, "server", "4.0.0", "Returns details about memory usage."),
+    row("memory|doctor", 2, 0, NO_KEYS, memory::memory_doctor, "server", "4.0.0", "Outputs a memory problems report."),
+    row("memory|help", 2, LOADING | STALE, NO_KEYS, memory::memory_help, "server", "4.0.0", "Returns helpful text about the different subcommands."),
 ];

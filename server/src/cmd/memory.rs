@@ -136,7 +136,7 @@ pub fn memory_stats(ctx: &mut Ctx<'_>, _argv: &[&[u8]]) -> Reply {
         ("keys.count", int(o.keys)),
         (
             "keys.bytes-per-key",
-            int(if o.keys == 0 { 0 } else { o.used / o.keys }),
+            int(o.used.checked_div(o.keys).unwrap_or(0)),
         ),
         ("dataset.bytes", int(dataset)),
         (

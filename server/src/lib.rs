@@ -30,6 +30,7 @@ pub mod fuzzing;
 pub mod glob;
 pub mod latency;
 pub mod net;
+pub mod pause;
 pub mod pubsub;
 pub mod resp;
 pub mod scripting;

@@ -2,7 +2,7 @@
 //! registry and statistics.
 
 use std::net::SocketAddr;
-use std::sync::atomic::{AtomicBool, AtomicU64, AtomicU8, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, AtomicU8, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Instant;
 
@@ -53,6 +53,8 @@ pub struct Shared {
     pub scripts: crate::scripting::Scripts,
     /// Channel and pattern subscriptions.
     pub pubsub: crate::pubsub::PubSub,
+    /// CLIENT PAUSE.
+    pub pause: crate::pause::ClientPause,
 }
 
 impl Shared {
@@ -101,6 +103,7 @@ impl Shared {
             run_id,
             scripts: crate::scripting::Scripts::default(),
             pubsub: crate::pubsub::PubSub::default(),
+            pause: crate::pause::ClientPause::default(),
         };
         shared
             .scripts
@@ -207,6 +210,69 @@ pub struct ClientInfo {
     pub killed: AtomicBool,
     /// Wakes the connection so it notices `killed` while idle.
     pub kill_notify: Notify,
+    /// Buffers and state as of the connection's last batch (CLIENT LIST).
+    pub io: ClientIo,
+    /// CLIENT NO-EVICT ON.
+    pub no_evict: AtomicBool,
+}
+
+/// What a connection publishes of its buffers and state for CLIENT LIST,
+/// once per read and per batch (relaxed stores: a listing is a snapshot).
+#[derive(Debug)]
+pub struct ClientIo {
+    /// The socket's file descriptor (-1 where there is none).
+    pub fd: AtomicI64,
+    /// Unprocessed bytes in the input buffer.
+    pub qbuf: AtomicUsize,
+    /// Free space in the input buffer.
+    pub qbuf_free: AtomicUsize,
+    /// Capacity of the reply buffer (`rbs`).
+    pub reply_buffer: AtomicUsize,
+    /// Largest reply buffer of the connection (`rbp`).
+    pub reply_buffer_peak: AtomicUsize,
+    /// Bytes of replies being written to a peer that has not read them yet.
+    pub writing: AtomicUsize,
+    /// Commands queued since MULTI (-1 outside a transaction).
+    pub multi: AtomicI64,
+    /// Bytes of the queued commands' arguments.
+    pub multi_mem: AtomicUsize,
+    /// Channel subscriptions.
+    pub sub: AtomicUsize,
+    /// Pattern subscriptions.
+    pub psub: AtomicUsize,
+}
+
+impl Default for ClientIo {
+    fn default() -> ClientIo {
+        ClientIo {
+            fd: AtomicI64::new(-1),
+            qbuf: AtomicUsize::new(0),
+            qbuf_free: AtomicUsize::new(0),
+            reply_buffer: AtomicUsize::new(0),
+            reply_buffer_peak: AtomicUsize::new(0),
+            writing: AtomicUsize::new(0),
+            multi: AtomicI64::new(-1),
+            multi_mem: AtomicUsize::new(0),
+            sub: AtomicUsize::new(0),
+            psub: AtomicUsize::new(0),
+        }
+    }
+}
+
+impl ClientIo {
+    /// Records the input buffer's fill.
+    pub fn input(&self, len: usize, capacity: usize) {
+        self.qbuf.store(len, Ordering::Relaxed);
+        self.qbuf_free
+            .store(capacity.saturating_sub(len), Ordering::Relaxed);
+    }
+
+    /// Records the reply buffer's size.
+    pub fn output(&self, capacity: usize) {
+        self.reply_buffer.store(capacity, Ordering::Relaxed);
+        self.reply_buffer_peak
+            .fetch_max(capacity, Ordering::Relaxed);
+    }
 }
 
 impl ClientInfo {
@@ -225,6 +291,8 @@ impl ClientInfo {
             last_command: AtomicUsize::new(usize::MAX),
             killed: AtomicBool::new(false),
             kill_notify: Notify::new(),
+            io: ClientIo::default(),
+            no_evict: AtomicBool::new(false),
         }
     }
 

@@ -8,6 +8,7 @@
 //! against the arity.
 
 pub mod args;
+pub mod client;
 pub mod collection;
 pub mod command;
 pub mod config;
@@ -64,6 +65,17 @@ pub struct ClientState {
     pub pubsub: Option<crate::pubsub::Subscriptions>,
     /// True for the client a script's redis.call runs as.
     pub in_script: bool,
+    /// CLIENT REPLY OFF: no replies until CLIENT REPLY ON.
+    pub reply_off: bool,
+    /// CLIENT REPLY SKIP: the next command's reply is not sent.
+    pub skip_next_reply: bool,
+    /// The reply being produced is not sent (the command after a SKIP).
+    pub skip_this_reply: bool,
+    /// CLIENT NO-EVICT ON (shown in CLIENT LIST; tally never evicts clients).
+    pub no_evict: bool,
+    /// Set when CLIENT PAUSE holds the command just dispatched: it did not
+    /// run, and the connection runs it again when the pause ends.
+    pub postponed: bool,
     /// Set by a handler that counted the errors of its reply itself (a
     /// script's, whose errors from redis.call were counted when they
     /// happened); the dispatcher then does not count them again.
@@ -86,6 +98,11 @@ impl ClientState {
             pubsub: None,
             in_script: false,
             reply_errors_counted: false,
+            postponed: false,
+            reply_off: false,
+            skip_next_reply: false,
+            skip_this_reply: false,
+            no_evict: false,
         }
     }
 }
@@ -350,6 +367,9 @@ pub fn dispatch(ctx: &mut Ctx<'_>, argv: &[&[u8]]) -> Reply {
             return reply;
         }
     };
+    if held_by_pause(ctx, command, argv) {
+        return Reply::Nothing;
+    }
     if multi::queues(ctx, command) {
         return match rejection(ctx, command, argv) {
             Some(reply) => {
@@ -374,6 +394,25 @@ fn count_errors(ctx: &mut Ctx<'_>, reply: &Reply) {
     if let Reply::Error(text) = reply {
         ctx.client.batch.errors.count(text);
     }
+}
+
+/// CLIENT PAUSE: true (and the client told to wait) when the command must
+/// wait for the pause to end. Checked for clients' own commands only, not
+/// for those a script or EXEC runs. Redis checks after arity and
+/// authentication; a command those refuse is refused at once here too.
+fn held_by_pause(ctx: &mut Ctx<'_>, command: &'static Command, argv: &[&[u8]]) -> bool {
+    if ctx.held.is_some() || ctx.client.in_script {
+        return false;
+    }
+    let may_write = || {
+        command.flags & (flags::WRITE | flags::MAY_REPLICATE) != 0
+            || (command.name == "exec" && multi::may_write(ctx.client))
+    };
+    if !ctx.shared.pause.holds(may_write) || rejection(ctx, command, argv).is_some() {
+        return false;
+    }
+    ctx.client.postponed = true;
+    true
 }
 
 /// Why a command is refused before it runs (arity, authentication, a busy

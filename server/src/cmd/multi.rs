@@ -20,7 +20,7 @@
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
-use super::table::Command;
+use super::table::{flags, Command};
 use super::{dispatch, ClientState, Ctx};
 use crate::resp::Reply;
 use crate::state::Shared;
@@ -39,6 +39,8 @@ pub struct Watches {
 #[derive(Default)]
 pub struct Transaction {
     queued: Vec<(&'static Command, Vec<Vec<u8>>)>,
+    /// Bytes of the queued arguments, kept as they are queued.
+    queued_bytes: usize,
     failed: bool,
 }
 
@@ -56,9 +58,29 @@ pub fn queues(ctx: &Ctx<'_>, command: &Command) -> bool {
 pub fn queue(ctx: &mut Ctx<'_>, command: &'static Command, argv: &[&[u8]]) -> Reply {
     if let Some(transaction) = ctx.client.transaction.as_mut() {
         let owned = argv.iter().map(|a| a.to_vec()).collect();
+        transaction.queued_bytes += argv.iter().map(|a| a.len()).sum::<usize>();
         transaction.queued.push((command, owned));
     }
     Reply::status("QUEUED")
+}
+
+/// Commands queued since MULTI and the bytes of their arguments; (-1, 0)
+/// outside a transaction (CLIENT LIST's `multi` and `multi-mem`).
+pub fn queued_size(client: &ClientState) -> (i64, usize) {
+    match &client.transaction {
+        None => (-1, 0),
+        Some(transaction) => (transaction.queued.len() as i64, transaction.queued_bytes),
+    }
+}
+
+/// True when the open transaction holds a command that may write or be
+/// replicated (CLIENT PAUSE WRITE holds its EXEC).
+pub fn may_write(client: &ClientState) -> bool {
+    client.transaction.as_ref().is_some_and(|t| {
+        t.queued
+            .iter()
+            .any(|(command, _)| command.flags & (flags::WRITE | flags::MAY_REPLICATE) != 0)
+    })
 }
 
 /// Marks the open transaction, if any, as failed (a command was refused).

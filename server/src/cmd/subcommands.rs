@@ -4,9 +4,7 @@
 
 use super::table::flags::*;
 use super::table::{row, Command, KeySpec, NO_KEYS};
-use super::{
-    command, config, connection as conn, keys, latency, memory, pubsub, scripting, server,
-};
+use super::{client, command, config, keys, latency, memory, pubsub, scripting, server};
 
 #[rustfmt::skip]
 pub(super) static CONFIG_SUBCOMMANDS: &[Command] = &[
@@ -18,14 +16,18 @@ pub(super) static CONFIG_SUBCOMMANDS: &[Command] = &[
 
 #[rustfmt::skip]
 pub(super) static CLIENT_SUBCOMMANDS: &[Command] = &[
-    row("client|id", 2, NOSCRIPT | LOADING | STALE, NO_KEYS, conn::client_id, "connection", "5.0.0", "Returns the unique client ID of the connection."),
-    row("client|setname", 3, NOSCRIPT | LOADING | STALE, NO_KEYS, conn::client_setname, "connection", "2.6.9", "Sets the connection name."),
-    row("client|getname", 2, NOSCRIPT | LOADING | STALE, NO_KEYS, conn::client_getname, "connection", "2.6.9", "Returns the name of the connection."),
-    row("client|setinfo", 4, NOSCRIPT | LOADING | STALE, NO_KEYS, conn::client_setinfo, "connection", "7.2.0", "Sets information specific to the client or connection."),
-    row("client|list", -2, ADMIN | NOSCRIPT | LOADING | STALE, NO_KEYS, conn::client_list, "connection", "2.4.0", "Lists open connections."),
-    row("client|info", 2, NOSCRIPT | LOADING | STALE, NO_KEYS, conn::client_info, "connection", "6.2.0", "Returns information about the connection."),
-    row("client|kill", -3, ADMIN | NOSCRIPT | LOADING | STALE, NO_KEYS, conn::client_kill, "connection", "2.4.0", "Terminates open connections."),
-    row("client|help", 2, LOADING | STALE, NO_KEYS, conn::client_help, "connection", "5.0.0", "Returns helpful text about the different subcommands."),
+    row("client|id", 2, NOSCRIPT | LOADING | STALE, NO_KEYS, client::client_id, "connection", "5.0.0", "Returns the unique client ID of the connection."),
+    row("client|setname", 3, NOSCRIPT | LOADING | STALE, NO_KEYS, client::client_setname, "connection", "2.6.9", "Sets the connection name."),
+    row("client|getname", 2, NOSCRIPT | LOADING | STALE, NO_KEYS, client::client_getname, "connection", "2.6.9", "Returns the name of the connection."),
+    row("client|setinfo", 4, NOSCRIPT | LOADING | STALE, NO_KEYS, client::client_setinfo, "connection", "7.2.0", "Sets information specific to the client or connection."),
+    row("client|list", -2, ADMIN | NOSCRIPT | LOADING | STALE, NO_KEYS, client::client_list, "connection", "2.4.0", "Lists open connections."),
+    row("client|info", 2, NOSCRIPT | LOADING | STALE, NO_KEYS, client::client_info, "connection", "6.2.0", "Returns information about the connection."),
+    row("client|pause", -3, ADMIN | NOSCRIPT | LOADING | STALE, NO_KEYS, client::client_pause, "connection", "3.0.0", "Suspends commands processing."),
+    row("client|unpause", 2, ADMIN | NOSCRIPT | LOADING | STALE, NO_KEYS, client::client_unpause, "connection", "6.2.0", "Resumes processing commands from paused clients."),
+    row("client|reply", 3, NOSCRIPT | LOADING | STALE, NO_KEYS, client::client_reply, "connection", "3.2.0", "Instructs the server whether to reply to commands."),
+    row("client|no-evict", 3, ADMIN | NOSCRIPT | LOADING | STALE, NO_KEYS, client::client_no_evict, "connection", "7.0.0", "Sets the client eviction mode of the connection."),
+    row("client|kill", -3, ADMIN | NOSCRIPT | LOADING | STALE, NO_KEYS, client::client_kill, "connection", "2.4.0", "Terminates open connections."),
+    row("client|help", 2, LOADING | STALE, NO_KEYS, client::client_help, "connection", "5.0.0", "Returns helpful text about the different subcommands."),
 ];
 
 #[rustfmt::skip]

@@ -43,6 +43,9 @@ pub mod flags {
     pub const ALLOW_BUSY: u32 = 1 << 10;
     /// Never logged in the slow log (EXEC: its commands are logged one by one).
     pub const SKIP_SLOWLOG: u32 = 1 << 11;
+    /// May be replicated though it is not a write (EVAL, PUBLISH): held by
+    /// CLIENT PAUSE WRITE.
+    pub const MAY_REPLICATE: u32 = 1 << 12;
 
     /// Flag names for COMMAND INFO, in Redis's order.
     pub const NAMES: &[(u32, &str)] = &[
@@ -56,6 +59,7 @@ pub mod flags {
         (SKIP_SLOWLOG, "skip_slowlog"),
         (FAST, "fast"),
         (NO_AUTH, "no_auth"),
+        (MAY_REPLICATE, "may_replicate"),
         (NO_MULTI, "no_multi"),
         (ALLOW_BUSY, "allow_busy"),
     ];
@@ -335,8 +339,8 @@ pub static COMMANDS: &[Command] = &[
     row("zrandmember", -2, READONLY, ONE_KEY, zset::zrandmember, "sorted_set", "6.2.0", "Returns one or more random members from a sorted set."),
     row("zscan", -3, READONLY, ONE_KEY, zset::zscan, "sorted_set", "2.8.0", "Iterates over members and scores of a sorted set."),
     // scripting
-    row("eval", -3, NOSCRIPT | STALE, EVAL_KEYS, scripting::eval, "scripting", "2.6.0", "Executes a server-side Lua script."),
-    row("evalsha", -3, NOSCRIPT | STALE, EVAL_KEYS, scripting::evalsha, "scripting", "2.6.0", "Executes a server-side Lua script by SHA1 digest."),
+    row("eval", -3, NOSCRIPT | STALE | MAY_REPLICATE, EVAL_KEYS, scripting::eval, "scripting", "2.6.0", "Executes a server-side Lua script."),
+    row("evalsha", -3, NOSCRIPT | STALE | MAY_REPLICATE, EVAL_KEYS, scripting::evalsha, "scripting", "2.6.0", "Executes a server-side Lua script by SHA1 digest."),
     row("eval_ro", -3, NOSCRIPT | STALE | READONLY, EVAL_KEYS, scripting::eval_ro, "scripting", "7.0.0", "Executes a read-only server-side Lua script."),
     row("evalsha_ro", -3, NOSCRIPT | STALE | READONLY, EVAL_KEYS, scripting::evalsha_ro, "scripting", "7.0.0", "Executes a read-only server-side Lua script by SHA1 digest."),
     container("script", -2, "scripting", "2.6.0", "A container for Lua scripts management commands.", SCRIPT_SUBCOMMANDS, container_without_subcommand),
@@ -346,7 +350,7 @@ pub static COMMANDS: &[Command] = &[
     row("unsubscribe", -1, NOSCRIPT | LOADING | STALE, NO_KEYS, pubsub::unsubscribe, "pubsub", "2.0.0", "Stops listening to messages posted to channels."),
     row("psubscribe", -2, NOSCRIPT | LOADING | STALE, NO_KEYS, pubsub::psubscribe, "pubsub", "2.0.0", "Listens for messages published to channels that match one or more patterns."),
     row("punsubscribe", -1, NOSCRIPT | LOADING | STALE, NO_KEYS, pubsub::punsubscribe, "pubsub", "2.0.0", "Stops listening to messages published to channels that match one or more patterns."),
-    row("publish", 3, LOADING | STALE | FAST, NO_KEYS, pubsub::publish, "pubsub", "2.0.0", "Posts a message to a channel."),
+    row("publish", 3, LOADING | STALE | FAST | MAY_REPLICATE, NO_KEYS, pubsub::publish, "pubsub", "2.0.0", "Posts a message to a channel."),
     container("pubsub", -2, "pubsub", "2.8.0", "A container for Pub/Sub commands.", PUBSUB_SUBCOMMANDS, container_without_subcommand),
     // transactions
     row("multi", 1, NOSCRIPT | LOADING | STALE | FAST | ALLOW_BUSY, NO_KEYS, multi::multi, "transactions", "1.2.0", "Starts a transaction."),

@@ -49,6 +49,13 @@ const MESSAGES_PER_WAKE: usize = 1024;
 /// `timeout`, breaks the protocol, or the server shuts down.
 pub async fn serve(shared: Arc<Shared>, mut stream: TcpStream, info: Arc<ClientInfo>) {
     let _ = stream.set_nodelay(true);
+    #[cfg(unix)]
+    {
+        use std::os::fd::AsRawFd;
+        info.io
+            .fd
+            .store(i64::from(stream.as_raw_fd()), Ordering::Relaxed);
+    }
     let authenticated = shared.config.read().requirepass.is_none();
     let mut registration = Registration {
         shared: shared.clone(),
@@ -81,10 +88,10 @@ pub async fn serve(shared: Arc<Shared>, mut stream: TcpStream, info: Arc<ClientI
             )
             .await
             {
-                Wake::Input => {}
+                Wake::Input => info.io.input(input.len(), input.capacity()),
                 Wake::Close => break,
                 Wake::Messages(bytes) => {
-                    if !write_out(&shared, &mut stream, &output, killed.as_mut()).await {
+                    if !write_out(&shared, &info, &mut stream, &output, killed.as_mut()).await {
                         break;
                     }
                     output.clear();
@@ -96,6 +103,7 @@ pub async fn serve(shared: Arc<Shared>, mut stream: TcpStream, info: Arc<ClientI
             }
         }
         let next = run_batch(&shared, client, &mut input, &mut resume, &mut output);
+        publish_state(client, &input, &output);
         if input.len() as u64 > shared.client_query_buffer_limit.load(Ordering::Relaxed) {
             // Redis closes a client whose unprocessed input passes the limit.
             tracing::warn!(
@@ -105,7 +113,7 @@ pub async fn serve(shared: Arc<Shared>, mut stream: TcpStream, info: Arc<ClientI
             break;
         }
         if !output.is_empty() {
-            if !write_out(&shared, &mut stream, &output, killed.as_mut()).await {
+            if !write_out(&shared, &info, &mut stream, &output, killed.as_mut()).await {
                 break;
             }
             output.clear();
@@ -124,6 +132,14 @@ pub async fn serve(shared: Arc<Shared>, mut stream: TcpStream, info: Arc<ClientI
         if let Some(pause) = client.sleep.take() {
             tokio::time::sleep(pause).await;
             resume_buffered = !input.is_empty();
+        }
+        if std::mem::take(&mut client.postponed) {
+            tokio::select! {
+                biased;
+                _ = killed.as_mut() => break,
+                _ = shared.pause.wait() => {}
+            }
+            resume_buffered = true;
         }
     }
     // Forgotten before the socket closes, so that a peer who sees the close
@@ -146,6 +162,22 @@ impl Drop for Registration {
         cmd::multi::forget_client(&self.shared, &mut self.client);
         self.shared.clients.unregister(self.client.info.id);
     }
+}
+
+/// Publishes what CLIENT LIST shows of this connection after a batch.
+fn publish_state(client: &ClientState, input: &BytesMut, output: &BytesMut) {
+    let io = &client.info.io;
+    io.input(input.len(), input.capacity());
+    io.output(output.capacity());
+    let (queued, queued_bytes) = cmd::multi::queued_size(client);
+    io.multi.store(queued, Ordering::Relaxed);
+    io.multi_mem.store(queued_bytes, Ordering::Relaxed);
+    let (channels, patterns) = client
+        .pubsub
+        .as_ref()
+        .map_or((0, 0), |s| (s.channels.len(), s.patterns.len()));
+    io.sub.store(channels, Ordering::Relaxed);
+    io.psub.store(patterns, Ordering::Relaxed);
 }
 
 /// Waits for input, or for pub/sub messages when the client subscribed.
@@ -189,6 +221,7 @@ async fn wait(
 /// or a kill while the peer is not reading, as a slow subscriber's is).
 async fn write_out(
     shared: &Shared,
+    info: &ClientInfo,
     stream: &mut TcpStream,
     output: &[u8],
     killed: std::pin::Pin<&mut tokio::sync::futures::Notified<'_>>,
@@ -198,14 +231,17 @@ async fn write_out(
         .net_output_bytes
         .fetch_add(output.len() as u64, Ordering::Relaxed);
     stats.writes_processed.fetch_add(1, Ordering::Relaxed);
+    info.io.writing.store(output.len(), Ordering::Relaxed);
     // The write first: replies owed before a kill (SHUTDOWN's drain, a
     // killed client's last batch) still go out when the peer reads; only a
     // write that cannot complete gives way to the kill.
-    tokio::select! {
+    let written = tokio::select! {
         biased;
         written = stream.write_all(output) => written.is_ok(),
         _ = killed => false,
-    }
+    };
+    info.io.writing.store(0, Ordering::Relaxed);
+    written
 }
 
 /// Reads what the client sent next; false when the connection should close
@@ -283,6 +319,7 @@ fn run_batch(
             },
             resume,
         );
+        let start = pos;
         let reply = match &frame {
             Frame::Command { args, consumed } => {
                 argv.clear();
@@ -309,7 +346,18 @@ fn run_batch(
                 reply
             }
         };
-        reply.encode(client.proto, output);
+        if client.postponed {
+            // CLIENT PAUSE holds this command: it stays in the buffer and
+            // runs, framed afresh, once the pause ends.
+            pos = start;
+            *resume = Resume::Start;
+            break;
+        }
+        // CLIENT REPLY OFF / SKIP silence replies, as Redis does.
+        if !(client.reply_off || client.skip_this_reply) {
+            reply.encode(client.proto, output);
+        }
+        client.skip_this_reply = std::mem::take(&mut client.skip_next_reply);
         if matches!(frame, Frame::Error(_)) || client.close_after_reply {
             next = Next::Close;
             break;

@@ -1,0 +1,186 @@
+//! CLIENT LIST's figures, CLIENT PAUSE, CLIENT REPLY and CLIENT NO-EVICT,
+//! against redis-server where the replies do not depend on timing.
+
+use std::time::{Duration, Instant};
+
+use tally_tests::{encode_command, RawConn, RedisServer, TestServer};
+
+fn words(line: &str) -> Vec<Vec<u8>> {
+    tally_tests::words(line)
+}
+
+async fn run(conn: &mut RawConn, line: &str) -> String {
+    String::from_utf8_lossy(&conn.cmd(&words(line)).await).into_owned()
+}
+
+/// `field=value` of the CLIENT LIST line of client `id`.
+fn client_field(list: &str, id: &str, field: &str) -> String {
+    let line = list
+        .lines()
+        .find(|l| l.contains(&format!("id={id} ")))
+        .unwrap_or_else(|| panic!("client {id} in {list}"));
+    line.split(' ')
+        .find_map(|kv| kv.strip_prefix(&format!("{field}=")))
+        .unwrap_or_else(|| panic!("{field} in {line}"))
+        .to_string()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn client_list_shows_each_connection_as_it_is() {
+    let tally = TestServer::start_real_clock().await;
+    let mut subscriber = tally.raw().await;
+    let sub_id = run(&mut subscriber, "CLIENT ID").await[1..]
+        .trim()
+        .to_string();
+    run(&mut subscriber, "SUBSCRIBE a b").await;
+    subscriber.reply().await;
+    run(&mut subscriber, "PSUBSCRIBE p*").await;
+    let mut transaction = tally.raw().await;
+    let tx_id = run(&mut transaction, "CLIENT ID").await[1..]
+        .trim()
+        .to_string();
+    run(&mut transaction, "MULTI").await;
+    run(&mut transaction, "SET key value").await;
+    run(&mut transaction, "INCR counter").await;
+    run(&mut transaction, "CLIENT NO-EVICT ON").await;
+    let mut me = tally.raw().await;
+    let me_id = run(&mut me, "CLIENT ID").await[1..].trim().to_string();
+    let list = run(&mut me, "CLIENT LIST").await;
+    assert_eq!(client_field(&list, &sub_id, "flags"), "P");
+    assert_eq!(client_field(&list, &sub_id, "sub"), "2");
+    assert_eq!(client_field(&list, &sub_id, "psub"), "1");
+    assert_eq!(client_field(&list, &sub_id, "cmd"), "psubscribe");
+    assert_eq!(client_field(&list, &tx_id, "flags"), "x");
+    assert_eq!(client_field(&list, &tx_id, "multi"), "3");
+    // The queued arguments' bytes: SET key value (11), INCR counter (11),
+    // CLIENT NO-EVICT ON (16).
+    assert_eq!(client_field(&list, &tx_id, "multi-mem"), "38");
+    // The caller: its own command in the query buffer and argv-mem.
+    assert_eq!(client_field(&list, &me_id, "qbuf"), "26");
+    assert_eq!(client_field(&list, &me_id, "argv-mem"), "10");
+    assert_eq!(client_field(&list, &me_id, "cmd"), "client|list");
+    assert_eq!(client_field(&list, &me_id, "events"), "r");
+    for id in [&sub_id, &tx_id, &me_id] {
+        let fd: i64 = client_field(&list, id, "fd").parse().expect("a number");
+        assert!(fd > 2, "a real descriptor: {fd}");
+        let total: u64 = client_field(&list, id, "tot-mem")
+            .parse()
+            .expect("a number");
+        assert!(total > 0);
+    }
+    run(&mut transaction, "DISCARD").await;
+    assert_eq!(run(&mut transaction, "CLIENT NO-EVICT ON").await, "+OK\r\n");
+    let list = run(&mut me, "CLIENT LIST").await;
+    assert_eq!(client_field(&list, &tx_id, "flags"), "e");
+    assert_eq!(client_field(&list, &tx_id, "multi"), "-1");
+}
+
+/// What each line gets back, replies silenced by CLIENT REPLY included:
+/// the whole stream is read at the end, after a PING that always answers.
+async fn reply_stream(addr: std::net::SocketAddr) -> String {
+    let mut conn = RawConn::connect(addr).await;
+    let mut bytes = Vec::new();
+    for line in [
+        "CLIENT REPLY OFF",
+        "SET a 1",
+        "GET a",
+        "CLIENT REPLY SKIP",
+        "CLIENT REPLY ON",
+        "CLIENT REPLY SKIP",
+        "GET a",
+        "ECHO shown",
+        "CLIENT REPLY BAD",
+        "CLIENT REPLY",
+        "CLIENT NO-EVICT ON",
+        "CLIENT NO-EVICT maybe",
+        "CLIENT PAUSE -1",
+        "CLIENT PAUSE x",
+        "CLIENT PAUSE 10 SOMETIMES",
+        "CLIENT UNPAUSE",
+        "PING",
+    ] {
+        bytes.extend(encode_command(&words(line)));
+    }
+    conn.send(&bytes).await;
+    let mut out = String::new();
+    loop {
+        let reply = String::from_utf8_lossy(&conn.reply().await).into_owned();
+        out.push_str(&reply);
+        if reply == "+PONG\r\n" {
+            return out;
+        }
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn client_reply_and_settings_answer_as_redis() {
+    let Some(redis) = RedisServer::start() else {
+        return;
+    };
+    let tally = TestServer::start_real_clock().await;
+    let expected = reply_stream(redis.addr).await;
+    assert_eq!(reply_stream(tally.addr()).await, expected);
+    assert!(expected.starts_with("+OK\r\n$5\r\nshown\r\n-ERR syntax error"));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_write_pause_holds_writes_until_unpause_and_serves_reads() {
+    let tally = TestServer::start_real_clock().await;
+    let mut admin = tally.raw().await;
+    let mut writer = tally.raw().await;
+    run(&mut admin, "SET a 1").await;
+    assert_eq!(
+        run(&mut admin, "CLIENT PAUSE 100000 WRITE").await,
+        "+OK\r\n"
+    );
+    // Reads and errors are answered at once.
+    assert_eq!(run(&mut writer, "GET a").await, "$1\r\n1\r\n");
+    assert_eq!(
+        run(&mut writer, "SET a").await,
+        "-ERR wrong number of arguments for 'set' command\r\n"
+    );
+    // A write, an EVAL and a PUBLISH wait; nothing of them is answered.
+    writer.send(&encode_command(&["SET", "a", "2"])).await;
+    let mut evaluator = tally.raw().await;
+    evaluator
+        .send(&encode_command(&[
+            "EVAL",
+            "return redis.call('incr', 'b')",
+            "0",
+        ]))
+        .await;
+    let mut publisher = tally.raw().await;
+    publisher
+        .send(&encode_command(&["PUBLISH", "c", "m"]))
+        .await;
+    // A transaction's queueing of writes waits too.
+    let mut transaction = tally.raw().await;
+    assert_eq!(run(&mut transaction, "MULTI").await, "+OK\r\n");
+    transaction.send(&encode_command(&["INCR", "b"])).await;
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    assert_eq!(
+        run(&mut admin, "GET a").await,
+        "$1\r\n1\r\n",
+        "the write waited"
+    );
+    assert_eq!(run(&mut admin, "CLIENT UNPAUSE").await, "+OK\r\n");
+    assert_eq!(writer.reply().await, b"+OK\r\n");
+    assert_eq!(evaluator.reply().await, b":1\r\n");
+    assert_eq!(publisher.reply().await, b":0\r\n");
+    assert_eq!(transaction.reply().await, b"+QUEUED\r\n");
+    assert_eq!(run(&mut transaction, "EXEC").await, "*1\r\n:2\r\n");
+    assert_eq!(run(&mut admin, "GET a").await, "$1\r\n2\r\n");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_pause_ends_by_itself_and_all_holds_reads_too() {
+    let tally = TestServer::start_real_clock().await;
+    let mut admin = tally.raw().await;
+    let mut reader = tally.raw().await;
+    assert_eq!(run(&mut admin, "CLIENT PAUSE 300 ALL").await, "+OK\r\n");
+    let started = Instant::now();
+    assert_eq!(run(&mut reader, "PING").await, "+PONG\r\n");
+    // Answered only once the pause ended (a lower bound, not a timing limit).
+    assert!(started.elapsed() >= Duration::from_millis(250));
+    assert_eq!(run(&mut admin, "SET a 1").await, "+OK\r\n");
+}

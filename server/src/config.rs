@@ -66,6 +66,8 @@ pub struct Config {
     pub latency_tracking_info_percentiles: Vec<f64>,
     /// `client-output-buffer-limit pubsub <hard> <soft> <seconds>`.
     pub pubsub_output_limit: crate::pubsub::OutputLimit,
+    /// `client-output-buffer-limit replica`: MONITOR clients' limit.
+    pub replica_output_limit: crate::pubsub::OutputLimit,
 }
 
 impl fmt::Debug for Config {
@@ -118,6 +120,7 @@ impl Default for Config {
             latency_tracking: true,
             latency_tracking_info_percentiles: vec![50.0, 99.0, 99.9],
             pubsub_output_limit: crate::pubsub::OutputLimit::PUBSUB_DEFAULT,
+            replica_output_limit: crate::pubsub::OutputLimit::REPLICA_DEFAULT,
         }
     }
 }
@@ -354,7 +357,7 @@ impl Config {
                                     .to_string(),
                             )
                         }
-                        "replica" | "slave" => {}
+                        "replica" | "slave" => self.replica_output_limit = limit,
                         other => return Err(format!("Invalid client class specified in buffer limit configuration: '{other}'")),
                     }
                 }

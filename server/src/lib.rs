@@ -29,6 +29,7 @@ pub mod float;
 pub mod fuzzing;
 pub mod glob;
 pub mod latency;
+pub mod monitor;
 pub mod net;
 pub mod pause;
 pub mod pubsub;

@@ -92,6 +92,13 @@ pub struct OutputLimit {
 }
 
 impl OutputLimit {
+    /// Redis's default for replicas (and so monitors): 256mb 64mb 60.
+    pub const REPLICA_DEFAULT: OutputLimit = OutputLimit {
+        hard: 256 * 1024 * 1024,
+        soft: 64 * 1024 * 1024,
+        soft_seconds: 60,
+    };
+
     /// Redis's default for pub/sub clients: 32mb 8mb 60.
     pub const PUBSUB_DEFAULT: OutputLimit = OutputLimit {
         hard: 32 * 1024 * 1024,
@@ -100,31 +107,45 @@ impl OutputLimit {
     };
 }
 
-/// The sending end of one subscribed connection.
-pub struct Subscriber {
+/// The bytes queued for one connection and not yet written to its socket,
+/// against an output-buffer limit: pub/sub subscribers and MONITOR clients,
+/// whose output others produce, are cut when they do not keep up.
+pub struct OutputBudget {
     info: Arc<ClientInfo>,
-    sender: mpsc::UnboundedSender<Message>,
     /// Bytes queued or encoded but not yet written to the socket.
     pending: AtomicU64,
     /// When `pending` first went above the soft limit (unix ms), 0 if below.
     over_soft_since_ms: AtomicU64,
+    /// Which limit, for the log line (`pubsub`, `replica`).
+    class: &'static str,
 }
 
-impl Subscriber {
+impl OutputBudget {
+    /// A budget for the connection described by `info`.
+    pub fn new(info: Arc<ClientInfo>, class: &'static str) -> OutputBudget {
+        OutputBudget {
+            info,
+            pending: AtomicU64::new(0),
+            over_soft_since_ms: AtomicU64::new(0),
+            class,
+        }
+    }
+
     /// The connection's CLIENT ID.
     pub fn id(&self) -> u64 {
         self.info.id
     }
 
-    fn deliver(&self, message: Message, limit: OutputLimit, now_ms: u64) {
+    /// Counts `size` more bytes queued; false (and the connection killed)
+    /// when that passes the limit, or when the connection is gone already.
+    pub fn admit(&self, size: u64, limit: OutputLimit, now_ms: u64) -> bool {
         if self.info.killed.load(Ordering::Relaxed) {
-            return;
+            return false;
         }
-        let size = message.size();
         let pending = self.pending.fetch_add(size, Ordering::AcqRel) + size;
         if limit.hard > 0 && pending > limit.hard {
             self.disconnect("hard");
-            return;
+            return false;
         }
         if limit.soft > 0 && pending > limit.soft {
             let since = self.over_soft_since_ms.load(Ordering::Acquire);
@@ -132,27 +153,53 @@ impl Subscriber {
                 self.over_soft_since_ms.store(now_ms, Ordering::Release);
             } else if now_ms.saturating_sub(since) >= limit.soft_seconds * 1000 {
                 self.disconnect("soft");
-                return;
+                return false;
             }
         }
-        // A send fails only when the connection is gone.
-        let _ = self.sender.send(message);
+        true
     }
 
     fn disconnect(&self, which: &str) {
         tracing::warn!(
             client = self.info.id,
             limit = which,
-            "closing subscriber: client-output-buffer-limit pubsub reached"
+            class = self.class,
+            "closing client: client-output-buffer-limit reached"
         );
         self.info.kill();
     }
 
-    /// Records that `bytes` of delivered messages reached the socket.
+    /// Records that `bytes` of queued output reached the socket.
     pub fn written(&self, bytes: u64, limit: OutputLimit) {
         let pending = self.pending.fetch_sub(bytes, Ordering::AcqRel) - bytes;
         if limit.soft == 0 || pending <= limit.soft {
             self.over_soft_since_ms.store(0, Ordering::Release);
+        }
+    }
+
+    /// Bytes queued and not yet written (CLIENT LIST `omem`).
+    pub fn pending(&self) -> u64 {
+        self.pending.load(Ordering::Relaxed)
+    }
+}
+
+/// The sending end of one subscribed connection.
+pub struct Subscriber {
+    /// What the connection has queued, against the pubsub limit.
+    pub budget: OutputBudget,
+    sender: mpsc::UnboundedSender<Message>,
+}
+
+impl Subscriber {
+    /// The connection's CLIENT ID.
+    pub fn id(&self) -> u64 {
+        self.budget.id()
+    }
+
+    fn deliver(&self, message: Message, limit: OutputLimit, now_ms: u64) {
+        if self.budget.admit(message.size(), limit, now_ms) {
+            // A send fails only when the connection is gone.
+            let _ = self.sender.send(message);
         }
     }
 }
@@ -175,10 +222,8 @@ impl Subscriptions {
         let (sender, receiver) = mpsc::unbounded_channel();
         Subscriptions {
             subscriber: Arc::new(Subscriber {
-                info,
+                budget: OutputBudget::new(info, "pubsub"),
                 sender,
-                pending: AtomicU64::new(0),
-                over_soft_since_ms: AtomicU64::new(0),
             }),
             receiver,
             channels: IndexSet::new(),

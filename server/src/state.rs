@@ -55,6 +55,8 @@ pub struct Shared {
     pub pubsub: crate::pubsub::PubSub,
     /// CLIENT PAUSE.
     pub pause: crate::pause::ClientPause,
+    /// MONITOR clients.
+    pub monitors: crate::monitor::Monitors,
 }
 
 impl Shared {
@@ -104,6 +106,7 @@ impl Shared {
             scripts: crate::scripting::Scripts::default(),
             pubsub: crate::pubsub::PubSub::default(),
             pause: crate::pause::ClientPause::default(),
+            monitors: crate::monitor::Monitors::default(),
         };
         shared
             .scripts
@@ -118,6 +121,9 @@ impl Shared {
             .memory_limit
             .store(lua_memory_limit, Ordering::Relaxed);
         shared.pubsub.set_limit(pubsub_limit);
+        shared
+            .monitors
+            .set_limit(shared.config.read().replica_output_limit);
         shared.install_latency_settings(&shared.config.read());
         shared.scripts.preload_known();
         shared
@@ -143,6 +149,7 @@ impl Shared {
             .memory_limit
             .store(config.lua_memory_limit, Ordering::Relaxed);
         self.pubsub.set_limit(config.pubsub_output_limit);
+        self.monitors.set_limit(config.replica_output_limit);
         self.slowlog.configure(
             config.slowlog_log_slower_than,
             config.slowlog_max_len as usize,
@@ -214,6 +221,8 @@ pub struct ClientInfo {
     pub io: ClientIo,
     /// CLIENT NO-EVICT ON.
     pub no_evict: AtomicBool,
+    /// In MONITOR mode.
+    pub monitoring: AtomicBool,
 }
 
 /// What a connection publishes of its buffers and state for CLIENT LIST,
@@ -293,6 +302,7 @@ impl ClientInfo {
             kill_notify: Notify::new(),
             io: ClientIo::default(),
             no_evict: AtomicBool::new(false),
+            monitoring: AtomicBool::new(false),
         }
     }
 

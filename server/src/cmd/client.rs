@@ -75,6 +75,9 @@ fn describe(client: &ClientInfo, now_ms: u64, argv_mem: usize) -> String {
     let multi_mem = load(&io.multi_mem);
     let omem = load(&io.writing);
     let mut flags = String::new();
+    if client.monitoring.load(Ordering::Relaxed) {
+        flags.push('O');
+    }
     if sub + psub > 0 {
         flags.push('P');
     }

@@ -59,7 +59,10 @@ fn config_parameters(config: &Config) -> Vec<(&'static str, String)> {
         (
             "client-output-buffer-limit",
             format!(
-                "normal 0 0 0 slave 268435456 67108864 60 pubsub {} {} {}",
+                "normal 0 0 0 slave {} {} {} pubsub {} {} {}",
+                config.replica_output_limit.hard,
+                config.replica_output_limit.soft,
+                config.replica_output_limit.soft_seconds,
                 config.pubsub_output_limit.hard,
                 config.pubsub_output_limit.soft,
                 config.pubsub_output_limit.soft_seconds

@@ -50,6 +50,9 @@ pub fn reset(ctx: &mut Ctx<'_>, _argv: &[&[u8]]) -> Reply {
     ctx.client.transaction = None;
     super::multi::unwatch_all(ctx);
     super::pubsub::unsubscribe_all(ctx);
+    super::server::stop_monitor(ctx);
+    ctx.client.reply_off = false;
+    ctx.client.skip_next_reply = false;
     ctx.client.db = 0;
     ctx.client.info.db.store(0, Ordering::Relaxed);
     ctx.client.proto = Protocol::Resp2;

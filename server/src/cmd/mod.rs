@@ -65,6 +65,8 @@ pub struct ClientState {
     pub pubsub: Option<crate::pubsub::Subscriptions>,
     /// True for the client a script's redis.call runs as.
     pub in_script: bool,
+    /// MONITOR: the lines of the commands the server runs, once asked for.
+    pub monitor: Option<crate::monitor::MonitorMode>,
     /// CLIENT REPLY OFF: no replies until CLIENT REPLY ON.
     pub reply_off: bool,
     /// CLIENT REPLY SKIP: the next command's reply is not sent.
@@ -99,6 +101,7 @@ impl ClientState {
             in_script: false,
             reply_errors_counted: false,
             postponed: false,
+            monitor: None,
             reply_off: false,
             skip_next_reply: false,
             skip_this_reply: false,
@@ -427,6 +430,11 @@ fn rejection(ctx: &Ctx<'_>, command: &'static Command, argv: &[&[u8]]) -> Option
         && ctx.shared.scripts.busy()
     {
         Some(Reply::error(crate::scripting::BUSY))
+    } else if ctx.client.monitor.is_some()
+        && command.flags & (flags::WRITE | flags::READONLY | flags::MAY_REPLICATE) != 0
+    {
+        // A monitor is a replica to Redis, and replicas may not touch keys.
+        Some(Reply::error("ERR Replica can't interact with the keyspace"))
     } else if command.flags & flags::DENYOOM != 0 && over_maxmemory(ctx, argv) {
         Some(Reply::error(error::OOM))
     } else {
@@ -452,6 +460,20 @@ fn log_slow(ctx: &Ctx<'_>, argv: &[&[u8]], usec: u64) {
     ctx.shared
         .slowlog
         .record(argv, usec, ctx.now_ms / 1000, caller);
+}
+
+/// Shows a command to the MONITOR clients: as the script's (`lua`) when a
+/// script runs it, else as the client's.
+#[cold]
+pub fn feed_monitors(ctx: &Ctx<'_>, argv: &[&[u8]]) {
+    let source = if ctx.client.in_script {
+        "lua".to_string()
+    } else {
+        ctx.client.info.addr.to_string()
+    };
+    ctx.shared
+        .monitors
+        .feed(ctx.shared.clock.now_us(), ctx.client.db, &source, argv);
 }
 
 /// Adds a command past `latency-monitor-threshold` to the latency monitor,
@@ -519,6 +541,9 @@ fn check_and_call(
     };
     if command.flags & flags::SKIP_SLOWLOG == 0 && ctx.shared.slowlog.wants(usec) {
         log_slow(ctx, argv, usec);
+    }
+    if ctx.shared.monitors.any() && command.flags & (flags::ADMIN | flags::SKIP_MONITOR) == 0 {
+        feed_monitors(ctx, argv);
     }
     // Failed, as Redis counts it: the reply is an error, or holds one (a
     // script's result may).

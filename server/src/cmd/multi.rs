@@ -169,6 +169,7 @@ pub fn forget_client(shared: &Shared, client: &mut ClientState) {
         unwatch_all(&mut ctx);
     }
     super::pubsub::unsubscribe_all(&mut ctx);
+    super::server::stop_monitor(&mut ctx);
 }
 
 /// Whether the shards a queued command touches are known from its keys.

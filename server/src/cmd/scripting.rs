@@ -24,6 +24,10 @@ fn keys_and_args<'a>(argv: Args<'a>) -> Result<(Args<'a>, Args<'a>), Reply> {
 }
 
 fn eval_generic(ctx: &mut Ctx<'_>, argv: &[&[u8]], by_sha: bool, read_only: bool) -> Reply {
+    // Shown before it runs, so that the script's commands follow it.
+    if ctx.shared.monitors.any() {
+        super::feed_monitors(ctx, argv);
+    }
     let (keys, args) = match keys_and_args(argv) {
         Ok(split) => split,
         Err(reply) => return reply,

@@ -143,3 +143,34 @@ pub fn slowlog_help(_ctx: &mut Ctx<'_>, _argv: &[&[u8]]) -> Reply {
         ],
     )
 }
+
+/// MONITOR: from now on, every command the server runs is written to this
+/// connection (see `crate::monitor`). A second MONITOR is ignored, with no
+/// reply, as in Redis.
+pub fn monitor(ctx: &mut Ctx<'_>, _argv: &[&[u8]]) -> Reply {
+    if ctx.held.is_some() {
+        // Inside EXEC: a transaction's client expects one reply per command.
+        return Reply::error("ERR MONITOR isn't allowed for DENY BLOCKING client");
+    }
+    if ctx.client.monitor.is_some() {
+        return Reply::Nothing;
+    }
+    let mode = ctx.shared.monitors.add(ctx.client.info.clone());
+    ctx.client.monitor = Some(mode);
+    ctx.client
+        .info
+        .monitoring
+        .store(true, std::sync::atomic::Ordering::Relaxed);
+    Reply::Ok
+}
+
+/// Ends MONITOR mode (RESET, or the connection closing).
+pub fn stop_monitor(ctx: &mut Ctx<'_>) {
+    if let Some(mode) = ctx.client.monitor.take() {
+        ctx.shared.monitors.remove(&mode.sink);
+        ctx.client
+            .info
+            .monitoring
+            .store(false, std::sync::atomic::Ordering::Relaxed);
+    }
+}

@@ -46,6 +46,9 @@ pub mod flags {
     /// May be replicated though it is not a write (EVAL, PUBLISH): held by
     /// CLIENT PAUSE WRITE.
     pub const MAY_REPLICATE: u32 = 1 << 12;
+    /// Not shown to MONITOR by the dispatcher (EVAL and EVALSHA show
+    /// themselves before they run, so that their commands follow them).
+    pub const SKIP_MONITOR: u32 = 1 << 13;
 
     /// Flag names for COMMAND INFO, in Redis's order.
     pub const NAMES: &[(u32, &str)] = &[
@@ -56,6 +59,7 @@ pub mod flags {
         (NOSCRIPT, "noscript"),
         (LOADING, "loading"),
         (STALE, "stale"),
+        (SKIP_MONITOR, "skip_monitor"),
         (SKIP_SLOWLOG, "skip_slowlog"),
         (FAST, "fast"),
         (NO_AUTH, "no_auth"),
@@ -339,10 +343,10 @@ pub static COMMANDS: &[Command] = &[
     row("zrandmember", -2, READONLY, ONE_KEY, zset::zrandmember, "sorted_set", "6.2.0", "Returns one or more random members from a sorted set."),
     row("zscan", -3, READONLY, ONE_KEY, zset::zscan, "sorted_set", "2.8.0", "Iterates over members and scores of a sorted set."),
     // scripting
-    row("eval", -3, NOSCRIPT | STALE | MAY_REPLICATE, EVAL_KEYS, scripting::eval, "scripting", "2.6.0", "Executes a server-side Lua script."),
-    row("evalsha", -3, NOSCRIPT | STALE | MAY_REPLICATE, EVAL_KEYS, scripting::evalsha, "scripting", "2.6.0", "Executes a server-side Lua script by SHA1 digest."),
-    row("eval_ro", -3, NOSCRIPT | STALE | READONLY, EVAL_KEYS, scripting::eval_ro, "scripting", "7.0.0", "Executes a read-only server-side Lua script."),
-    row("evalsha_ro", -3, NOSCRIPT | STALE | READONLY, EVAL_KEYS, scripting::evalsha_ro, "scripting", "7.0.0", "Executes a read-only server-side Lua script by SHA1 digest."),
+    row("eval", -3, NOSCRIPT | SKIP_MONITOR | MAY_REPLICATE | STALE, EVAL_KEYS, scripting::eval, "scripting", "2.6.0", "Executes a server-side Lua script."),
+    row("evalsha", -3, NOSCRIPT | SKIP_MONITOR | MAY_REPLICATE | STALE, EVAL_KEYS, scripting::evalsha, "scripting", "2.6.0", "Executes a server-side Lua script by SHA1 digest."),
+    row("eval_ro", -3, NOSCRIPT | SKIP_MONITOR | STALE | READONLY, EVAL_KEYS, scripting::eval_ro, "scripting", "7.0.0", "Executes a read-only server-side Lua script."),
+    row("evalsha_ro", -3, NOSCRIPT | SKIP_MONITOR | STALE | READONLY, EVAL_KEYS, scripting::evalsha_ro, "scripting", "7.0.0", "Executes a read-only server-side Lua script by SHA1 digest."),
     container("script", -2, "scripting", "2.6.0", "A container for Lua scripts management commands.", SCRIPT_SUBCOMMANDS, container_without_subcommand),
     container("function", -2, "scripting", "7.0.0", "A container for function commands.", FUNCTION_SUBCOMMANDS, container_without_subcommand),
     // pub/sub
@@ -377,6 +381,7 @@ pub static COMMANDS: &[Command] = &[
     container("slowlog", -2, "server", "2.2.12", "A container for slow log commands.", SLOWLOG_SUBCOMMANDS, container_without_subcommand),
     container("memory", -2, "server", "4.0.0", "A container for memory diagnostics commands.", MEMORY_SUBCOMMANDS, container_without_subcommand),
     container("latency", -2, "server", "2.8.13", "A container for latency diagnostics commands.", LATENCY_SUBCOMMANDS, container_without_subcommand),
+    row("monitor", 1, ADMIN | NOSCRIPT | LOADING | STALE, NO_KEYS, server::monitor, "server", "1.0.0", "Listens for all requests received by the server in real-time."),
     row("debug", -2, ADMIN | NOSCRIPT | LOADING | STALE, NO_KEYS, server::debug, "server", "1.0.0", "A container for debugging commands."),
 ];
 

@@ -34,11 +34,18 @@ enum Next {
 enum Wake {
     /// The client sent bytes.
     Input,
-    /// Pub/sub messages were encoded into the output buffer (this many
-    /// bytes, as the output-buffer limit counts them).
-    Messages(u64),
+    /// Output others queued for this client (pub/sub messages, MONITOR
+    /// lines) was put in the output buffer: this many bytes, as the
+    /// output-buffer limit counts them.
+    Queued(Queue, u64),
     /// The connection must close.
     Close,
+}
+
+/// Whose queue a [`Wake::Queued`] drained.
+enum Queue {
+    PubSub,
+    Monitor,
 }
 
 /// Most messages encoded per wake-up, so that a flood of publications
@@ -90,13 +97,19 @@ pub async fn serve(shared: Arc<Shared>, mut stream: TcpStream, info: Arc<ClientI
             {
                 Wake::Input => info.io.input(input.len(), input.capacity()),
                 Wake::Close => break,
-                Wake::Messages(bytes) => {
+                Wake::Queued(queue, bytes) => {
                     if !write_out(&shared, &info, &mut stream, &output, killed.as_mut()).await {
                         break;
                     }
                     output.clear();
-                    if let Some(subs) = &client.pubsub {
-                        subs.subscriber.written(bytes, shared.pubsub.limit());
+                    match (queue, &client.pubsub, &client.monitor) {
+                        (Queue::PubSub, Some(subs), _) => {
+                            subs.subscriber.budget.written(bytes, shared.pubsub.limit())
+                        }
+                        (Queue::Monitor, _, Some(mode)) => {
+                            mode.sink.budget.written(bytes, shared.monitors.limit())
+                        }
+                        _ => {}
                     }
                     continue;
                 }
@@ -189,6 +202,28 @@ async fn wait(
     client: &mut ClientState,
     output: &mut BytesMut,
 ) -> Wake {
+    if let Some(mode) = client.monitor.as_mut() {
+        let line = tokio::select! {
+            biased;
+            more = read_more(shared, stream, killed, input) => {
+                return if more { Wake::Input } else { Wake::Close };
+            }
+            line = mode.receiver.recv() => line,
+        };
+        let mut next = line;
+        let mut bytes = 0;
+        let mut copied = 0;
+        while let Some(line) = next {
+            bytes += line.len() as u64;
+            output.extend_from_slice(&line);
+            copied += 1;
+            if copied == MESSAGES_PER_WAKE {
+                break;
+            }
+            next = mode.receiver.try_recv().ok();
+        }
+        return Wake::Queued(Queue::Monitor, bytes);
+    }
     let Some(subs) = client.pubsub.as_mut() else {
         return match read_more(shared, stream, killed, input).await {
             true => Wake::Input,
@@ -214,7 +249,7 @@ async fn wait(
         }
         next = subs.receiver.try_recv().ok();
     }
-    Wake::Messages(bytes)
+    Wake::Queued(Queue::PubSub, bytes)
 }
 
 /// Writes `output`; false when the connection should close (a write error,

@@ -58,6 +58,8 @@ pub struct Config {
     pub slowlog_log_slower_than: i64,
     /// `slowlog-max-len`.
     pub slowlog_max_len: u64,
+    /// `metrics-port`: the Prometheus endpoint's port (0: off).
+    pub metrics_port: u16,
     /// `latency-monitor-threshold` in milliseconds (0: the monitor is off).
     pub latency_monitor_threshold_ms: u64,
     /// `latency-tracking`: keep per-command latency histograms.
@@ -116,6 +118,7 @@ impl Default for Config {
             lua_memory_limit: 256 * 1024 * 1024,
             slowlog_log_slower_than: 10_000,
             slowlog_max_len: 128,
+            metrics_port: 0,
             latency_monitor_threshold_ms: 0,
             latency_tracking: true,
             latency_tracking_info_percentiles: vec![50.0, 99.0, 99.9],
@@ -368,6 +371,7 @@ impl Config {
             "slowlog-max-len" => {
                 self.slowlog_max_len = redis(false, Range::Unsigned(0, i64::MAX as u64))? as u64
             }
+            "metrics-port" => self.metrics_port = redis(false, Range::Signed(0, 65535))? as u16,
             "latency-monitor-threshold" => {
                 self.latency_monitor_threshold_ms = redis(false, Range::Signed(0, i64::MAX))? as u64
             }

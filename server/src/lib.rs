@@ -29,6 +29,7 @@ pub mod float;
 pub mod fuzzing;
 pub mod glob;
 pub mod latency;
+pub mod metrics;
 pub mod monitor;
 pub mod net;
 pub mod pause;
@@ -86,10 +87,21 @@ impl Server {
                 ))
             }
         };
+        // The Prometheus endpoint, when asked for, on the first address.
+        let metrics_listener = match self.config.metrics_port {
+            0 => None,
+            metrics_port => {
+                let host = self.config.bind[0].trim_start_matches('-').to_string();
+                Some(TcpListener::bind((host.as_str(), metrics_port)).await?)
+            }
+        };
         let shared = Arc::new(Shared::new(self.config));
         *shared.local_addr.lock() = Some(local_addr);
         let sweeper = tokio::spawn(expiry::run(shared.clone()));
         let sampler = tokio::spawn(stats::run_sampler(shared.clone()));
+        if let Some(listener) = metrics_listener {
+            tokio::spawn(metrics::run(shared.clone(), listener));
+        }
         let accept_loop = tokio::spawn(net::listener::run(shared.clone(), listeners));
         let task = tokio::spawn(async move {
             let _ = accept_loop.await;

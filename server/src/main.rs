@@ -71,6 +71,11 @@ struct Cli {
     /// Worker threads. [default: one per core]
     #[arg(long)]
     io_threads: Option<u64>,
+
+    /// Serve Prometheus metrics on this port (on the first bind address).
+    /// [default: off]
+    #[arg(long)]
+    metrics_port: Option<u16>,
 }
 
 impl Cli {
@@ -97,6 +102,7 @@ impl Cli {
         one("loglevel", self.loglevel.clone());
         one("shards", self.shards.map(|v| v.to_string()));
         one("io-threads", self.io_threads.map(|v| v.to_string()));
+        one("metrics-port", self.metrics_port.map(|v| v.to_string()));
         if let Some(bind) = &self.bind {
             out.push(("bind", bind.clone()));
         }

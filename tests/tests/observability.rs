@@ -508,3 +508,103 @@ async fn memory_usage_follows_what_a_key_holds() {
     let hash = usage(run(&mut conn, "MEMORY USAGE h").await);
     assert!(hash > 1000 * 10, "1000 fields in {hash} bytes");
 }
+
+/// `GET path` on the metrics endpoint: (status line, body).
+async fn http_get(port: u16, path: &str) -> (String, String) {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let mut stream = tokio::net::TcpStream::connect(("127.0.0.1", port))
+        .await
+        .expect("the metrics port answers");
+    stream
+        .write_all(
+            format!("GET {path} HTTP/1.1\r\nHost: tally\r\nConnection: close\r\n\r\n").as_bytes(),
+        )
+        .await
+        .expect("write");
+    let mut text = String::new();
+    stream.read_to_string(&mut text).await.expect("read");
+    let (head, body) = text.split_once("\r\n\r\n").expect("headers, then the body");
+    (
+        head.lines().next().unwrap_or_default().to_string(),
+        body.to_string(),
+    )
+}
+
+/// The value of one sample line of an exposition.
+fn sample(body: &str, series: &str) -> u64 {
+    body.lines()
+        .find_map(|l| l.strip_prefix(&format!("{series} ")))
+        .unwrap_or_else(|| panic!("{series} in {body}"))
+        .parse()
+        .expect("a number")
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_metrics_endpoint_counts_limiter_decisions_by_path() {
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .expect("a free port")
+        .port();
+    let tally = TestServer::start_with(|c| c.metrics_port = port).await;
+    let mut conn = tally.raw().await;
+    let known = tally_lua::SCRIPTS
+        .iter()
+        .find(|s| s.name == "sliding_window")
+        .expect("the sliding window script");
+    let sha = tally_lua::sha1_hex(known.source);
+    // A limit of 2: allowed, allowed, denied; natively, then the same in Lua.
+    let check = |key: &'static str| {
+        vec![
+            "EVALSHA".to_string(),
+            sha.clone(),
+            "2".to_string(),
+            format!("{key}:current"),
+            format!("{key}:previous"),
+            "2".to_string(),
+            "60".to_string(),
+            "0".to_string(),
+            "1".to_string(),
+        ]
+    };
+    for _ in 0..3 {
+        conn.cmd(&check("native")).await;
+    }
+    run(&mut conn, "CONFIG SET lua-native-scripts no").await;
+    for _ in 0..3 {
+        conn.cmd(&check("lua")).await;
+    }
+    let (status, body) = http_get(port, "/metrics").await;
+    assert_eq!(status, "HTTP/1.1 200 OK");
+    let runs = |path: &str| {
+        sample(
+            &body,
+            &format!("tally_script_runs_total{{script=\"sliding_window\",path=\"{path}\"}}"),
+        )
+    };
+    let decisions = |decision: &str| {
+        sample(
+            &body,
+            &format!(
+                "tally_script_decisions_total{{script=\"sliding_window\",decision=\"{decision}\"}}"
+            ),
+        )
+    };
+    assert_eq!((runs("native"), runs("lua")), (3, 3));
+    assert_eq!((decisions("allowed"), decisions("denied")), (4, 2));
+    assert_eq!(sample(&body, "tally_up"), 1);
+    let keys: u64 = body
+        .lines()
+        .filter(|l| l.starts_with("tally_shard_keys{db=\"0\""))
+        .map(|l| {
+            l.rsplit(' ')
+                .next()
+                .unwrap_or("0")
+                .parse::<u64>()
+                .unwrap_or(0)
+        })
+        .sum();
+    assert_eq!(keys, 2, "the two current-window counters");
+    assert!(body.contains("# TYPE tally_shard_lock_waits_total counter"));
+    let (status, _) = http_get(port, "/elsewhere").await;
+    assert_eq!(status, "HTTP/1.1 404 Not Found");
+}

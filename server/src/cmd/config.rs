@@ -42,6 +42,7 @@ fn config_parameters(config: &Config) -> Vec<(&'static str, String)> {
             "slowlog-log-slower-than",
             config.slowlog_log_slower_than.to_string(),
         ),
+        ("metrics-port", config.metrics_port.to_string()),
         (
             "latency-monitor-threshold",
             config.latency_monitor_threshold_ms.to_string(),
@@ -87,6 +88,7 @@ const IMMUTABLE: &[&str] = &[
     "shards",
     "io-threads",
     "daemonize",
+    "metrics-port",
 ];
 
 /// CONFIG GET parameter [parameter ...]

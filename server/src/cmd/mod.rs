@@ -122,6 +122,8 @@ pub struct BatchStats {
     pub fallback_script_runs: [u64; tally_lua::SCRIPTS.len()],
     /// Lua runs of any script.
     pub lua_script_runs: u64,
+    /// Per known limiter script: (allowed, denied) decisions.
+    pub decisions: [(u64, u64); tally_lua::SCRIPTS.len()],
     /// (command index, ns) of each timed call, for the latency histograms.
     durations: Vec<(usize, u64)>,
 }
@@ -190,6 +192,18 @@ impl BatchStats {
                 scripts.known_runs[index]
                     .1
                     .fetch_add(std::mem::take(lua), Ordering::Relaxed);
+            }
+        }
+        for (index, (allowed, denied)) in self.decisions.iter_mut().enumerate() {
+            if *allowed != 0 {
+                scripts.known_decisions[index]
+                    .0
+                    .fetch_add(std::mem::take(allowed), Ordering::Relaxed);
+            }
+            if *denied != 0 {
+                scripts.known_decisions[index]
+                    .1
+                    .fetch_add(std::mem::take(denied), Ordering::Relaxed);
             }
         }
         if self.lua_script_runs != 0 {

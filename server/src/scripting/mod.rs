@@ -128,6 +128,9 @@ pub struct Scripts {
     pub lua_runs: AtomicU64,
     /// Per known script (`tally_lua::SCRIPTS` order): native and Lua runs.
     pub known_runs: Vec<(AtomicU64, AtomicU64)>,
+    /// Per known script: requests it allowed and denied (its reply's first
+    /// element, 1 or 0), by either path.
+    pub known_decisions: Vec<(AtomicU64, AtomicU64)>,
     /// `lua-native-scripts`: run known scripts natively.
     pub native_enabled: AtomicBool,
     /// `lua-memory-limit` in bytes, applied to the VM of each run.
@@ -168,6 +171,10 @@ impl Default for Scripts {
             generation: AtomicU64::new(0),
             lua_runs: AtomicU64::new(0),
             known_runs: tally_lua::SCRIPTS
+                .iter()
+                .map(|_| (AtomicU64::new(0), AtomicU64::new(0)))
+                .collect(),
+            known_decisions: tally_lua::SCRIPTS
                 .iter()
                 .map(|_| (AtomicU64::new(0), AtomicU64::new(0)))
                 .collect(),
@@ -279,6 +286,7 @@ pub fn eval(
             if let Some(reply) = native::run(ctx, index, keys, args, read_only) {
                 // Counted per batch, like command statistics.
                 ctx.client.batch.native_script_runs[index] += 1;
+                count_decision(ctx, index, &reply);
                 return reply;
             }
         }
@@ -336,7 +344,22 @@ pub fn eval(
     // the others.
     ctx.client.batch.errors.merge(errors);
     ctx.client.reply_errors_counted = true;
+    if let Some(index) = script.native {
+        count_decision(ctx, index, &reply);
+    }
     reply
+}
+
+/// Counts a known limiter script's decision: its reply's first element is
+/// 1 when it allowed the request, 0 when it denied it.
+fn count_decision(ctx: &mut Ctx<'_>, index: usize, reply: &Reply) {
+    if let Reply::Array(items) = reply {
+        match items.first() {
+            Some(Reply::Int(1)) => ctx.client.batch.decisions[index].0 += 1,
+            Some(Reply::Int(0)) => ctx.client.batch.decisions[index].1 += 1,
+            _ => {}
+        }
+    }
 }
 
 #[allow(clippy::too_many_arguments)]

@@ -19,7 +19,7 @@ pub mod shard;
 pub mod slab;
 
 use std::hash::BuildHasher;
-use std::sync::atomic::{AtomicIsize, Ordering};
+use std::sync::atomic::{AtomicIsize, AtomicU64, Ordering};
 use std::sync::Arc;
 
 use hashbrown::DefaultHashBuilder;
@@ -65,6 +65,9 @@ pub fn off_worker<R>(f: impl FnOnce() -> R) -> R {
 pub struct Db {
     shards: Box<[Mutex<ShardData>]>,
     shard_mask: u64,
+    /// Per shard: acquisitions that found the lock held and had to wait
+    /// (the metrics endpoint's `tally_shard_lock_waits_total`).
+    lock_waits: Box<[AtomicU64]>,
 }
 
 /// Every database of the server.
@@ -87,6 +90,7 @@ impl Store {
                     .map(|_| Mutex::new(ShardData::new(hasher.clone(), used_memory.clone())))
                     .collect(),
                 shard_mask: shards as u64 - 1,
+                lock_waits: (0..shards).map(|_| AtomicU64::new(0)).collect(),
             })
             .collect();
         Store {
@@ -144,7 +148,7 @@ impl Db {
     /// Locks the shard holding `key`.
     #[inline]
     pub fn lock_for(&self, key: KeyRef<'_>) -> MutexGuard<'_, ShardData> {
-        self.shards[self.shard_of(key)].lock()
+        self.lock_shard(self.shard_of(key))
     }
 
     /// Locks shard `index`.
@@ -153,8 +157,16 @@ impl Db {
         let shard = &self.shards[index];
         match shard.try_lock() {
             Some(guard) => guard,
-            None => wait_for(shard),
+            None => {
+                self.lock_waits[index].fetch_add(1, Ordering::Relaxed);
+                wait_for(shard)
+            }
         }
+    }
+
+    /// How often locking shard `index` had to wait for another holder.
+    pub fn lock_waits(&self, index: usize) -> u64 {
+        self.lock_waits[index].load(Ordering::Relaxed)
     }
 
     /// Locks shard `index` if nobody holds it.

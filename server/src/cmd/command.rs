@@ -118,29 +118,21 @@ pub fn command_info_cmd(_ctx: &mut Ctx<'_>, argv: &[&[u8]]) -> Reply {
 
 /// COMMAND DOCS [command-name ...]
 pub fn command_docs(_ctx: &mut Ctx<'_>, argv: &[&[u8]]) -> Reply {
-    let docs = |command: &'static Command| {
-        (
-            Reply::bulk(command.name.as_bytes()),
-            Reply::Map(vec![
-                (
-                    Reply::bulk(b"summary"),
-                    Reply::bulk(command.summary.as_bytes()),
-                ),
-                (Reply::bulk(b"since"), Reply::bulk(command.since.as_bytes())),
-                (Reply::bulk(b"group"), Reply::bulk(command.group.as_bytes())),
-            ]),
-        )
-    };
-    let pairs = if argv.len() == 2 {
-        registry().top_level().map(docs).collect()
-    } else {
+    if argv.len() == 2 {
+        return Reply::Map(super::docs::all());
+    }
+    Reply::Map(
         argv[2..]
             .iter()
             .filter_map(|name| registry().lookup_full(name))
-            .map(docs)
-            .collect()
-    };
-    Reply::Map(pairs)
+            .map(|command| {
+                (
+                    Reply::bulk(command.name.as_bytes()),
+                    super::docs::reply(command),
+                )
+            })
+            .collect(),
+    )
 }
 
 /// COMMAND GETKEYS command [arg ...]

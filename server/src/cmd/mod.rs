@@ -13,6 +13,8 @@ pub mod collection;
 pub mod command;
 pub mod config;
 pub mod connection;
+pub mod docs;
+mod docs_data;
 pub mod error;
 pub mod hash;
 pub mod info;

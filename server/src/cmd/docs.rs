@@ -1,0 +1,206 @@
+//! COMMAND DOCS: each command's documentation as Redis 7.0 replies it
+//! (summary, since, group, complexity, doc flags, history, the argument
+//! tree), from Redis's own command files (`docs_data.rs`, generated). This
+//! is what redis-cli reads to show argument hints while typing and HELP.
+
+use super::table::{registry, Command};
+use crate::resp::Reply;
+
+/// One command's documentation.
+#[derive(Debug)]
+pub struct CommandDoc {
+    /// One line, in Redis 7.0's words.
+    pub summary: &'static str,
+    /// The version that introduced it.
+    pub since: &'static str,
+    /// Its group (`string`, `sorted-set`, ...).
+    pub group: &'static str,
+    /// Its time complexity.
+    pub complexity: Option<&'static str>,
+    /// `deprecated`, `syscmd`.
+    pub doc_flags: &'static [&'static str],
+    /// When it was deprecated.
+    pub deprecated_since: Option<&'static str>,
+    /// What replaces it.
+    pub replaced_by: Option<&'static str>,
+    /// (version, change) pairs.
+    pub history: &'static [(&'static str, &'static str)],
+    /// Its arguments.
+    pub arguments: &'static [DocArg],
+}
+
+/// One argument (or block of arguments) of a command.
+#[derive(Debug)]
+pub struct DocArg {
+    /// Its name.
+    pub name: &'static str,
+    /// `key`, `string`, `integer`, `double`, `pattern`, `unix-time`,
+    /// `pure-token`, `oneof` or `block`.
+    pub kind: &'static str,
+    /// The key spec it is a key of (-1: none).
+    pub key_spec_index: i32,
+    /// The keyword that introduces it.
+    pub token: Option<&'static str>,
+    /// A description.
+    pub summary: Option<&'static str>,
+    /// The version that added it.
+    pub since: Option<&'static str>,
+    /// When it was deprecated.
+    pub deprecated_since: Option<&'static str>,
+    /// `optional`, `multiple`, `multiple_token`.
+    pub flags: &'static [&'static str],
+    /// The members of a `oneof` or `block`.
+    pub arguments: &'static [DocArg],
+}
+
+/// The documentation of a command by full name (`get`, `config|get`).
+pub fn lookup(name: &str) -> Option<&'static CommandDoc> {
+    super::docs_data::DOCS
+        .binary_search_by(|(n, _)| n.cmp(&name))
+        .ok()
+        .map(|at| &super::docs_data::DOCS[at].1)
+}
+
+fn bulk(text: &str) -> Reply {
+    Reply::Bulk(text.as_bytes().to_vec())
+}
+
+/// A command's COMMAND DOCS entry, its subcommands' included.
+pub fn reply(command: &'static Command) -> Reply {
+    let mut map = Vec::new();
+    match lookup(command.name) {
+        Some(doc) => {
+            // Empty is absent, as in Redis's generated table.
+            if !doc.summary.is_empty() {
+                map.push((bulk("summary"), bulk(doc.summary)));
+            }
+            if !doc.since.is_empty() {
+                map.push((bulk("since"), bulk(doc.since)));
+            }
+            map.push((bulk("group"), bulk(doc.group)));
+            if let Some(complexity) = doc.complexity {
+                map.push((bulk("complexity"), bulk(complexity)));
+            }
+            if !doc.doc_flags.is_empty() {
+                map.push((
+                    bulk("doc_flags"),
+                    Reply::Set(doc.doc_flags.iter().map(|f| Reply::status(f)).collect()),
+                ));
+            }
+            if let Some(version) = doc.deprecated_since {
+                map.push((bulk("deprecated_since"), bulk(version)));
+            }
+            if let Some(replacement) = doc.replaced_by {
+                map.push((bulk("replaced_by"), bulk(replacement)));
+            }
+            if !doc.history.is_empty() {
+                map.push((
+                    bulk("history"),
+                    Reply::Set(
+                        doc.history
+                            .iter()
+                            .map(|(version, change)| {
+                                Reply::Array(vec![bulk(version), bulk(change)])
+                            })
+                            .collect(),
+                    ),
+                ));
+            }
+            if !doc.arguments.is_empty() {
+                map.push((bulk("arguments"), arguments(doc.arguments)));
+            }
+        }
+        // A command Redis 7.0 does not have (CLIENT SETINFO): the table's words.
+        None => {
+            map.push((bulk("summary"), bulk(command.summary)));
+            map.push((bulk("since"), bulk(command.since)));
+            map.push((bulk("group"), bulk(&command.group.replace('_', "-"))));
+        }
+    }
+    if !command.subcommands.is_empty() {
+        map.push((
+            bulk("subcommands"),
+            Reply::Map(
+                command
+                    .subcommands
+                    .iter()
+                    .map(|sub| (bulk(sub.name), reply(sub)))
+                    .collect(),
+            ),
+        ));
+    }
+    Reply::Map(map)
+}
+
+fn arguments(args: &[DocArg]) -> Reply {
+    Reply::Array(
+        args.iter()
+            .map(|arg| {
+                let mut map = vec![
+                    (bulk("name"), bulk(arg.name)),
+                    (bulk("type"), bulk(arg.kind)),
+                ];
+                if arg.key_spec_index >= 0 {
+                    map.push((
+                        bulk("key_spec_index"),
+                        Reply::Int(arg.key_spec_index as i64),
+                    ));
+                }
+                if let Some(token) = arg.token {
+                    map.push((bulk("token"), bulk(token)));
+                }
+                if let Some(summary) = arg.summary {
+                    map.push((bulk("summary"), bulk(summary)));
+                }
+                if let Some(since) = arg.since {
+                    map.push((bulk("since"), bulk(since)));
+                }
+                if let Some(version) = arg.deprecated_since {
+                    map.push((bulk("deprecated_since"), bulk(version)));
+                }
+                if !arg.flags.is_empty() {
+                    map.push((
+                        bulk("flags"),
+                        Reply::Set(arg.flags.iter().map(|f| Reply::status(f)).collect()),
+                    ));
+                }
+                if !arg.arguments.is_empty() {
+                    map.push((bulk("arguments"), arguments(arg.arguments)));
+                }
+                Reply::Map(map)
+            })
+            .collect(),
+    )
+}
+
+/// Every command's docs entry: the top-level ones, each with its
+/// subcommands, as COMMAND DOCS without names lists them.
+pub fn all() -> Vec<(Reply, Reply)> {
+    registry()
+        .top_level()
+        .map(|command| (bulk(command.name), reply(command)))
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_data_is_sorted_for_lookup_and_covers_the_table() {
+        let names: Vec<&str> = super::super::docs_data::DOCS
+            .iter()
+            .map(|(n, _)| *n)
+            .collect();
+        let mut sorted = names.clone();
+        sorted.sort_unstable();
+        assert_eq!(names, sorted);
+        for command in registry().all() {
+            assert!(
+                lookup(command.name).is_some() || command.name == "client|setinfo",
+                "{} has no docs: run tools/gen_command_docs.py",
+                command.name
+            );
+        }
+    }
+}

@@ -1,0 +1,153 @@
+//! COMMAND DOCS against redis-server (every command tally has, arguments and
+//! history included), and redis-cli showing its hints from them.
+
+use std::collections::BTreeMap;
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+use redis::Value;
+use tally_tests::{RawConn, RedisServer, TestServer};
+
+/// A docs entry with its `subcommands` map turned into name → entry, so
+/// that the order Redis's dictionary gives them does not matter.
+fn normalized(value: Value) -> (Value, BTreeMap<String, Value>) {
+    let Value::Map(fields) = value else {
+        panic!("a docs entry is a map: {value:?}");
+    };
+    let mut subcommands = BTreeMap::new();
+    let mut kept = Vec::new();
+    for (key, field) in fields {
+        if key == Value::BulkString(b"subcommands".to_vec()) {
+            let Value::Map(entries) = field else {
+                panic!("subcommands is a map");
+            };
+            for (name, entry) in entries {
+                let Value::BulkString(name) = name else {
+                    panic!("a subcommand name");
+                };
+                subcommands.insert(String::from_utf8(name).expect("ascii"), entry);
+            }
+        } else {
+            kept.push((key, field));
+        }
+    }
+    (Value::Map(kept), subcommands)
+}
+
+async fn docs(conn: &mut RawConn, name: &str) -> Option<(Value, BTreeMap<String, Value>)> {
+    let reply = conn.cmd(&["COMMAND", "DOCS", name]).await;
+    let Value::Map(mut entries) = redis::parse_redis_value(&reply).expect("RESP3") else {
+        panic!("COMMAND DOCS is a map: {reply:?}");
+    };
+    entries.pop().map(|(_, entry)| normalized(entry))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn command_docs_are_redis_docs_for_every_command() {
+    let Some(redis) = RedisServer::start() else {
+        return;
+    };
+    let tally = TestServer::start_real_clock().await;
+    let mut ours = RawConn::connect(tally.addr()).await;
+    let mut theirs = RawConn::connect(redis.addr).await;
+    ours.cmd(&["HELLO", "3"]).await;
+    theirs.cmd(&["HELLO", "3"]).await;
+    let list = ours.cmd(&["COMMAND", "LIST"]).await;
+    let Value::Array(names) = redis::parse_redis_value(&list).expect("RESP3") else {
+        panic!("COMMAND LIST is an array");
+    };
+    assert!(names.len() > 150, "{} commands", names.len());
+    let mut compared = 0;
+    for name in names {
+        let Value::BulkString(name) = name else {
+            panic!("a name");
+        };
+        let name = String::from_utf8(name).expect("ascii");
+        let (entry, subcommands) = docs(&mut ours, &name).await.expect("tally documents it");
+        let (expected, expected_subcommands) =
+            docs(&mut theirs, &name).await.expect("Redis has it");
+        assert_eq!(entry, expected, "COMMAND DOCS {name}");
+        for (sub, doc) in subcommands {
+            if sub == "client|setinfo" {
+                continue; // Redis 7.2's; not in 7.0.
+            }
+            assert_eq!(
+                Some(&doc),
+                expected_subcommands.get(&sub),
+                "COMMAND DOCS {name}: {sub}"
+            );
+            compared += 1;
+        }
+        compared += 1;
+    }
+    assert!(compared > 200, "{compared} entries compared");
+}
+
+/// Runs redis-cli in a terminal (tmux), types `keys`, and returns the
+/// screen once it shows `wanted` (or after 10 s).
+fn screen_after_typing(port: u16, keys: &[&str], wanted: &str) -> Option<String> {
+    let available = |tool: &str| Command::new(tool).arg("-V").output().is_ok();
+    if !available("tmux") || !available("redis-cli") {
+        if std::env::var_os("CI").is_some() {
+            panic!("tmux and redis-cli are needed for the redis-cli test in CI");
+        }
+        eprintln!("SKIPPED: tmux or redis-cli is not installed");
+        return None;
+    }
+    let session = format!("tally-hints-{port}");
+    let tmux = |args: &[&str]| Command::new("tmux").args(args).output().expect("tmux runs");
+    let started = tmux(&[
+        "new-session",
+        "-d",
+        "-s",
+        &session,
+        "-x",
+        "220",
+        "-y",
+        "30",
+        &format!("redis-cli -p {port}"),
+    ]);
+    assert!(started.status.success(), "{started:?}");
+    let capture = || {
+        String::from_utf8_lossy(&tmux(&["capture-pane", "-t", &session, "-p"]).stdout).into_owned()
+    };
+    // redis-cli reads COMMAND DOCS when it starts; wait for its prompt.
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while !capture().contains(&format!("127.0.0.1:{port}>")) && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    for key in keys {
+        tmux(&["send-keys", "-t", &session, key]);
+    }
+    let mut screen = capture();
+    while !screen.contains(wanted) && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(50));
+        screen = capture();
+    }
+    tmux(&["kill-session", "-t", &session]);
+    Some(screen)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn redis_cli_shows_argument_hints_and_help() {
+    let tally = TestServer::start_real_clock().await;
+    let port = tally.addr().port();
+    let hint = "SET key value [NX|XX] [GET] [EX seconds|PX milliseconds|EXAT unix-time-seconds|PXAT unix-time-milliseconds|KEEPTTL]";
+    let Some(screen) =
+        tokio::task::spawn_blocking(move || screen_after_typing(port, &["SET "], hint))
+            .await
+            .expect("no panic")
+    else {
+        return;
+    };
+    assert!(screen.contains(hint), "no hint on screen:\n{screen}");
+    let wanted = "ZADD key [NX|XX] [GT|LT] [CH] [INCR] score member [score member ...]";
+    let screen = tokio::task::spawn_blocking(move || {
+        screen_after_typing(port, &["HELP ZADD", "Enter"], wanted)
+    })
+    .await
+    .expect("no panic")
+    .expect("tools present");
+    assert!(screen.contains(wanted), "no HELP text on screen:\n{screen}");
+    assert!(screen.contains("group: sorted-set"), "{screen}");
+}

@@ -151,3 +151,81 @@ async fn redis_cli_shows_argument_hints_and_help() {
     assert!(screen.contains(wanted), "no HELP text on screen:\n{screen}");
     assert!(screen.contains("group: sorted-set"), "{screen}");
 }
+
+/// COMMAND INFO's ACL categories, tips and key specs (fields 7 to 9) of a
+/// command and of each of its subcommands, by name.
+async fn info_tail(conn: &mut RawConn, name: &str) -> BTreeMap<String, Vec<Value>> {
+    let reply = conn.cmd(&["COMMAND", "INFO", name]).await;
+    let Value::Array(mut entries) = redis::parse_redis_value(&reply).expect("RESP3") else {
+        panic!("COMMAND INFO is an array");
+    };
+    let Some(Value::Array(fields)) = entries.pop() else {
+        panic!("an entry for {name}");
+    };
+    let mut out = BTreeMap::new();
+    out.insert(name.to_string(), fields[6..9].to_vec());
+    if let Some(Value::Array(subcommands)) = fields.get(9) {
+        for sub in subcommands {
+            let Value::Array(sub) = sub else {
+                panic!("a subcommand entry");
+            };
+            let Value::BulkString(sub_name) = &sub[0] else {
+                panic!("a name");
+            };
+            out.insert(
+                String::from_utf8(sub_name.clone()).expect("ascii"),
+                sub[6..9].to_vec(),
+            );
+        }
+    }
+    out
+}
+
+const BLOCKING: &[&str] = &[
+    "blpop",
+    "brpop",
+    "blmove",
+    "brpoplpush",
+    "blmpop",
+    "bzpopmin",
+    "bzpopmax",
+    "bzmpop",
+];
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn command_info_has_redis_categories_tips_and_key_specs() {
+    let Some(redis) = RedisServer::start() else {
+        return;
+    };
+    let tally = TestServer::start_real_clock().await;
+    let mut ours = RawConn::connect(tally.addr()).await;
+    let mut theirs = RawConn::connect(redis.addr).await;
+    ours.cmd(&["HELLO", "3"]).await;
+    theirs.cmd(&["HELLO", "3"]).await;
+    let list = ours.cmd(&["COMMAND", "LIST"]).await;
+    let Value::Array(names) = redis::parse_redis_value(&list).expect("RESP3") else {
+        panic!("COMMAND LIST is an array");
+    };
+    for name in names {
+        let Value::BulkString(name) = name else {
+            panic!("a name");
+        };
+        let name = String::from_utf8(name).expect("ascii");
+        // Blocking commands are refused by tally and described as such
+        // (no keys, noscript; docs/compatibility.md).
+        if BLOCKING.contains(&name.as_str()) {
+            continue;
+        }
+        let expected = info_tail(&mut theirs, &name).await;
+        for (command, tail) in info_tail(&mut ours, &name).await {
+            if command == "client|setinfo" {
+                continue;
+            }
+            assert_eq!(
+                Some(&tail),
+                expected.get(&command),
+                "COMMAND INFO {command}"
+            );
+        }
+    }
+}

@@ -16,24 +16,60 @@ fn flag_names(command: &Command) -> Vec<Reply> {
         .collect()
 }
 
+/// Redis 7.0's ACL categories, in the order it lists them.
+const ACL_CATEGORIES: &[&str] = &[
+    "keyspace",
+    "read",
+    "write",
+    "set",
+    "sortedset",
+    "list",
+    "hash",
+    "string",
+    "bitmap",
+    "hyperloglog",
+    "geo",
+    "stream",
+    "pubsub",
+    "admin",
+    "fast",
+    "slow",
+    "blocking",
+    "dangerous",
+    "connection",
+    "transaction",
+    "scripting",
+];
+
+/// A command's ACL categories, as Redis computes them: those its command
+/// file names, plus those its flags imply (setImplicitACLCategories).
+pub fn acl_category_names(command: &Command) -> Vec<&'static str> {
+    let named = super::docs::lookup(command.name).map_or(&[][..], |d| d.acl_categories);
+    let has = |flag: u32| command.flags & flag != 0;
+    let scripting = named.contains(&"scripting");
+    ACL_CATEGORIES
+        .iter()
+        .copied()
+        .filter(|&category| {
+            named.contains(&category)
+                || match category {
+                    "write" => has(flags::WRITE),
+                    "read" => has(flags::READONLY) && !scripting,
+                    "admin" | "dangerous" => has(flags::ADMIN),
+                    "pubsub" => has(flags::PUBSUB),
+                    "fast" => has(flags::FAST),
+                    "slow" => !has(flags::FAST) && !named.contains(&"fast"),
+                    _ => false,
+                }
+        })
+        .collect()
+}
+
 fn acl_categories(command: &Command) -> Vec<Reply> {
-    let mut categories = vec![Reply::Status(format!("@{}", command.group).into())];
-    for (bit, name) in [
-        (flags::WRITE, "@write"),
-        (flags::READONLY, "@read"),
-        (flags::ADMIN, "@admin"),
-        (flags::ADMIN, "@dangerous"),
-    ] {
-        if command.flags & bit != 0 {
-            categories.push(Reply::status(name));
-        }
-    }
-    categories.push(Reply::status(if command.flags & flags::FAST != 0 {
-        "@fast"
-    } else {
-        "@slow"
-    }));
-    categories
+    acl_category_names(command)
+        .into_iter()
+        .map(|name| Reply::Status(format!("@{name}").into()))
+        .collect()
 }
 
 /// One COMMAND INFO entry in Redis 7's ten-field form.
@@ -46,8 +82,8 @@ fn command_info(command: &'static Command) -> Reply {
         Reply::Int(command.keys.last as i64),
         Reply::Int(command.keys.step as i64),
         Reply::Set(acl_categories(command)),
-        Reply::Set(Vec::new()),
-        Reply::Array(Vec::new()),
+        super::docs::tips(command.name),
+        super::docs::key_specs(command.name),
         Reply::Array(command.subcommands.iter().map(command_info).collect()),
     ])
 }
@@ -77,10 +113,9 @@ pub fn command_list(_ctx: &mut Ctx<'_>, argv: &[&[u8]]) -> Reply {
                 registry()
                     .top_level()
                     .filter(|c| {
-                        acl_categories(c).iter().any(|cat| match cat {
-                            Reply::Status(s) => s[1..].as_bytes().eq_ignore_ascii_case(value),
-                            _ => false,
-                        })
+                        acl_category_names(c)
+                            .iter()
+                            .any(|cat| cat.as_bytes().eq_ignore_ascii_case(value))
                     })
                     .map(|c| c.name)
                     .collect()

@@ -27,6 +27,148 @@ pub struct CommandDoc {
     pub history: &'static [(&'static str, &'static str)],
     /// Its arguments.
     pub arguments: &'static [DocArg],
+    /// COMMAND INFO's tips (`nondeterministic_output`, ...).
+    pub tips: &'static [&'static str],
+    /// COMMAND INFO's key specs.
+    pub key_specs: &'static [KeySpecDoc],
+    /// The ACL categories Redis names for it (`keyspace`, `dangerous`, ...);
+    /// those its flags imply (`write`, `fast`, ...) are added from the table.
+    pub acl_categories: &'static [&'static str],
+}
+
+/// One key spec: where a command's keys are, and what it does to them.
+#[derive(Debug)]
+pub struct KeySpecDoc {
+    /// Redis's note on it.
+    pub notes: Option<&'static str>,
+    /// `RW`, `access`, ... in Redis's order.
+    pub flags: &'static [&'static str],
+    /// Where the search for keys starts.
+    pub begin_search: BeginSearch,
+    /// How keys are found from there.
+    pub find_keys: FindKeys,
+}
+
+/// Where a key spec's search starts.
+#[derive(Debug)]
+pub enum BeginSearch {
+    /// Not known statically.
+    Unknown,
+    /// At this argument.
+    Index(i64),
+    /// After this keyword, searching from this argument.
+    Keyword(&'static str, i64),
+}
+
+/// How a key spec finds keys.
+#[derive(Debug)]
+pub enum FindKeys {
+    /// Not known statically.
+    Unknown,
+    /// A range: the last key (relative), the step, the limit.
+    Range {
+        /// Last key's index relative to the first (-1: the last argument).
+        lastkey: i64,
+        /// Distance between keys.
+        keystep: i64,
+        /// How much of the remaining arguments may be keys.
+        limit: i64,
+    },
+    /// A count argument then the keys.
+    Keynum {
+        /// Where the count is, relative to the first argument.
+        keynumidx: i64,
+        /// Where the first key is, relative.
+        firstkey: i64,
+        /// Distance between keys.
+        keystep: i64,
+    },
+}
+
+/// COMMAND INFO's tips for a command.
+pub fn tips(name: &str) -> Reply {
+    let tips = lookup(name).map_or(&[][..], |doc| doc.tips);
+    Reply::Set(tips.iter().map(|t| bulk(t)).collect())
+}
+
+/// COMMAND INFO's key specs for a command, in Redis's shape.
+pub fn key_specs(name: &str) -> Reply {
+    let specs = lookup(name).map_or(&[][..], |doc| doc.key_specs);
+    let map = |pairs: Vec<(&str, Reply)>| {
+        Reply::Map(pairs.into_iter().map(|(k, v)| (bulk(k), v)).collect())
+    };
+    Reply::Set(
+        specs
+            .iter()
+            .map(|spec| {
+                let mut fields = Vec::new();
+                if let Some(notes) = spec.notes {
+                    fields.push(("notes", bulk(notes)));
+                }
+                fields.push((
+                    "flags",
+                    Reply::Set(spec.flags.iter().map(|f| Reply::status(f)).collect()),
+                ));
+                let begin = match spec.begin_search {
+                    BeginSearch::Unknown => {
+                        map(vec![("type", bulk("unknown")), ("spec", map(vec![]))])
+                    }
+                    BeginSearch::Index(pos) => map(vec![
+                        ("type", bulk("index")),
+                        ("spec", map(vec![("index", Reply::Int(pos))])),
+                    ]),
+                    BeginSearch::Keyword(keyword, startfrom) => map(vec![
+                        ("type", bulk("keyword")),
+                        (
+                            "spec",
+                            map(vec![
+                                ("keyword", bulk(keyword)),
+                                ("startfrom", Reply::Int(startfrom)),
+                            ]),
+                        ),
+                    ]),
+                };
+                fields.push(("begin_search", begin));
+                let find = match spec.find_keys {
+                    FindKeys::Unknown => {
+                        map(vec![("type", bulk("unknown")), ("spec", map(vec![]))])
+                    }
+                    FindKeys::Range {
+                        lastkey,
+                        keystep,
+                        limit,
+                    } => map(vec![
+                        ("type", bulk("range")),
+                        (
+                            "spec",
+                            map(vec![
+                                ("lastkey", Reply::Int(lastkey)),
+                                ("keystep", Reply::Int(keystep)),
+                                ("limit", Reply::Int(limit)),
+                            ]),
+                        ),
+                    ]),
+                    FindKeys::Keynum {
+                        keynumidx,
+                        firstkey,
+                        keystep,
+                    } => map(vec![
+                        ("type", bulk("keynum")),
+                        (
+                            "spec",
+                            map(vec![
+                                ("keynumidx", Reply::Int(keynumidx)),
+                                ("firstkey", Reply::Int(firstkey)),
+                                ("keystep", Reply::Int(keystep)),
+                            ]),
+                        ),
+                    ]),
+                };
+                fields.push(("find_keys", find));
+                map(fields)
+            })
+            .collect(),
+    )
 }
 
 /// One argument (or block of arguments) of a command.

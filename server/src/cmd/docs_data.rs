@@ -3,7 +3,7 @@
 //! edit by hand; run the tool again after adding a command.
 //! Not in Redis 7.0 (documented from the table instead): client|setinfo.
 
-use super::docs::{CommandDoc, DocArg};
+use super::docs::{BeginSearch, CommandDoc, DocArg, FindKeys, KeySpecDoc};
 
 /// (full name, docs), sorted by name.
 #[rustfmt::skip]
@@ -43,6 +43,11 @@ pub static DOCS: &[(&str, CommandDoc)] = &[
             arguments: &[],
         },
     ],
+            tips: &[],
+            acl_categories: &["string"],
+            key_specs: &[
+                KeySpecDoc { notes: None, flags: &["RW", "insert"], begin_search: BeginSearch::Index(1), find_keys: FindKeys::Range { lastkey: 0, keystep: 1, limit: 0 } },
+            ],
         },
     ),
     (
@@ -82,6 +87,9 @@ pub static DOCS: &[(&str, CommandDoc)] = &[
             arguments: &[],
         },
     ],
+            tips: &[],
+            acl_categories: &["connection"],
+            key_specs: &[],
         },
     ),
     (
@@ -198,6 +206,12 @@ pub static DOCS: &[(&str, CommandDoc)] = &[
             arguments: &[],
         },
     ],
+            tips: &[],
+            acl_categories: &["list"],
+            key_specs: &[
+                KeySpecDoc { notes: None, flags: &["RW", "access", "delete"], begin_search: BeginSearch::Index(1), find_keys: FindKeys::Range { lastkey: 0, keystep: 1, limit: 0 } },
+                KeySpecDoc { notes: None, flags: &["RW", "insert"], begin_search: BeginSearch::Index(2), find_keys: FindKeys::Range { lastkey: 0, keystep: 1, limit: 0 } },
+            ],
         },
     ),
     (
@@ -291,6 +305,11 @@ pub static DOCS: &[(&str, CommandDoc)] = &[
             arguments: &[],
         },
     ],
+            tips: &[],
+            acl_categories: &["list"],
+            key_specs: &[
+                KeySpecDoc { notes: None, flags: &["RW", "access", "delete"], begin_search: BeginSearch::Index(2), find_keys: FindKeys::Keynum { keynumidx: 0, firstkey: 1, keystep: 1 } },
+            ],
         },
     ),
     (
@@ -330,6 +349,11 @@ pub static DOCS: &[(&str, CommandDoc)] = &[
             arguments: &[],
         },
     ],
+            tips: &[],
+            acl_categories: &["list"],
+            key_specs: &[
+                KeySpecDoc { notes: None, flags: &["RW", "access", "delete"], begin_search: BeginSearch::Index(1), find_keys: FindKeys::Range { lastkey: -2, keystep: 1, limit: 0 } },
+            ],
         },
     ),
     (
@@ -369,6 +393,11 @@ pub static DOCS: &[(&str, CommandDoc)] = &[
             arguments: &[],
         },
     ],
+            tips: &[],
+            acl_categories: &["list"],
+            key_specs: &[
+                KeySpecDoc { notes: None, flags: &["RW", "access", "delete"], begin_search: BeginSearch::Index(1), find_keys: FindKeys::Range { lastkey: -2, keystep: 1, limit: 0 } },
+            ],
         },
     ),
     (
@@ -419,6 +448,12 @@ pub static DOCS: &[(&str, CommandDoc)] = &[
             arguments: &[],
         },
     ],
+            tips: &[],
+            acl_categories: &["list"],
+            key_specs: &[
+                KeySpecDoc { notes: None, flags: &["RW", "access", "delete"], begin_search: BeginSearch::Index(1), find_keys: FindKeys::Range { lastkey: 0, keystep: 1, limit: 0 } },
+                KeySpecDoc { notes: None, flags: &["RW", "insert"], begin_search: BeginSearch::Index(2), find_keys: FindKeys::Range { lastkey: 0, keystep: 1, limit: 0 } },
+            ],
         },
     ),
     (
@@ -512,6 +547,11 @@ pub static DOCS: &[(&str, CommandDoc)] = &[
             arguments: &[],
         },
     ],
+            tips: &[],
+            acl_categories: &["sortedset"],
+            key_specs: &[
+                KeySpecDoc { notes: None, flags: &["RW", "access", "delete"], begin_search: BeginSearch::Index(2), find_keys: FindKeys::Keynum { keynumidx: 0, firstkey: 1, keystep: 1 } },
+            ],
         },
     ),
     (
@@ -551,6 +591,11 @@ pub static DOCS: &[(&str, CommandDoc)] = &[
             arguments: &[],
         },
     ],
+            tips: &[],
+            acl_categories: &["sortedset"],
+            key_specs: &[
+                KeySpecDoc { notes: None, flags: &["RW", "access", "delete"], begin_search: BeginSearch::Index(1), find_keys: FindKeys::Range { lastkey: -2, keystep: 1, limit: 0 } },
+            ],
         },
     ),
     (
@@ -590,6 +635,11 @@ pub static DOCS: &[(&str, CommandDoc)] = &[
             arguments: &[],
         },
     ],
+            tips: &[],
+            acl_categories: &["sortedset"],
+            key_specs: &[
+                KeySpecDoc { notes: None, flags: &["RW", "access", "delete"], begin_search: BeginSearch::Index(1), find_keys: FindKeys::Range { lastkey: -2, keystep: 1, limit: 0 } },
+            ],
         },
     ),
     (
@@ -604,6 +654,9 @@ pub static DOCS: &[(&str, CommandDoc)] = &[
             replaced_by: None,
             history: &[],
             arguments: &[],
+            tips: &[],
+            acl_categories: &[],
+            key_specs: &[],
         },
     ),
     (
@@ -618,6 +671,9 @@ pub static DOCS: &[(&str, CommandDoc)] = &[
             replaced_by: None,
             history: &[],
             arguments: &[],
+            tips: &[],
+            acl_categories: &["connection"],
+            key_specs: &[],
         },
     ),
     (
@@ -632,6 +688,9 @@ pub static DOCS: &[(&str, CommandDoc)] = &[
             replaced_by: None,
             history: &[],
             arguments: &[],
+            tips: &[],
+            acl_categories: &["connection"],
+            key_specs: &[],
         },
     ),
     (
@@ -646,6 +705,9 @@ pub static DOCS: &[(&str, CommandDoc)] = &[
             replaced_by: None,
             history: &[],
             arguments: &[],
+            tips: &[],
+            acl_categories: &["connection"],
+            key_specs: &[],
         },
     ),
     (
@@ -660,6 +722,9 @@ pub static DOCS: &[(&str, CommandDoc)] = &[
             replaced_by: None,
             history: &[],
             arguments: &[],
+            tips: &["nondeterministic_output"],
+            acl_categories: &["connection"],
+            key_specs: &[],
         },
     ),
     (
@@ -838,6 +903,9 @@ pub static DOCS: &[(&str, CommandDoc)] = &[
             ],
         },
     ],
+            tips: &[],
+            acl_categories: &["connection"],
+            key_specs: &[],
         },
     ),
     (
@@ -939,6 +1007,9 @@ pub static DOCS: &[(&str, CommandDoc)] = &[
             ],
         },
     ],
+            tips: &["nondeterministic_output"],
+            acl_categories: &["connection"],
+            key_specs: &[],
         },
     ),
     (
@@ -988,6 +1059,9 @@ pub static DOCS: &[(&str, CommandDoc)] = &[
             ],
         },
     ],
+            tips: &[],
+            acl_categories: &["connection"],
+            key_specs: &[],
         },
     ),
     (
@@ -1050,6 +1124,9 @@ pub static DOCS: &[(&str, CommandDoc)] = &[
             ],
         },
     ],
+            tips: &[],
+            acl_categories: &["connection"],
+            key_specs: &[],
         },
     ),
     (
@@ -1110,6 +1187,9 @@ pub static DOCS: &[(&str, CommandDoc)] = &[
             ],
         },
     ],
+            tips: &[],
+            acl_categories: &["connection"],
+            key_specs: &[],
         },
     ),
     (
@@ -1136,6 +1216,9 @@ pub static DOCS: &[(&str, CommandDoc)] = &[
             arguments: &[],
         },
     ],
+            tips: &[],
+            acl_categories: &["connection"],
+            key_specs: &[],
         },
     ),
     (
@@ -1150,6 +1233,9 @@ pub static DOCS: &[(&str, CommandDoc)] = &[
             replaced_by: None,
             history: &[],
             arguments: &[],
+            tips: &[],
+            acl_categories: &["connection"],
+            key_specs: &[],
         },
     ),
     (
@@ -1164,6 +1250,9 @@ pub static DOCS: &[(&str, CommandDoc)] = &[
             replaced_by: None,
             history: &[],
             arguments: &[],
+            tips: &["nondeterministic_output_order"],
+            acl_categories: &["connection"],
+            key_specs: &[],
         },
     ),
     (
@@ -1178,6 +1267,9 @@ pub static DOCS: &[(&str, CommandDoc)] = &[
             replaced_by: None,
             history: &[],
             arguments: &[],
+            tips: &[],
+            acl_categories: &["connection"],
+            key_specs: &[],
         },
     ),
     (
@@ -1204,6 +1296,9 @@ pub static DOCS: &[(&str, CommandDoc)] = &[
             arguments: &[],
         },
     ],
+            tips: &["nondeterministic_output_order"],
+            acl_categories: &["connection"],
+            key_specs: &[],
         },
     ),
     (
@@ -1218,6 +1313,9 @@ pub static DOCS: &[(&str, CommandDoc)] = &[
             replaced_by: None,
             history: &[],
             arguments: &[],
+            tips: &[],
+            acl_categories: &["connection"],
+            key_specs: &[],
         },
     ),
     (
@@ -1232,6 +1330,9 @@ pub static DOCS: &[(&str, CommandDoc)] = &[
             replaced_by: None,
             history: &[],
             arguments: &[],
+            tips: &[],
+            acl_categories: &["connection"],
+            key_specs: &[],
         },
     ),
     (
@@ -1260,6 +1361,9 @@ pub static DOCS: &[(&str, CommandDoc)] = &[
             arguments: &[],
         },
     ],
+            tips: &["nondeterministic_output_order"],
+            acl_categories: &["connection"],
+            key_specs: &[],
         },
     ),
     (
@@ -1320,6 +1424,9 @@ pub static DOCS: &[(&str, CommandDoc)] = &[
             ],
         },
     ],
+            tips: &["nondeterministic_output_order"],
+            acl_categories: &["connection"],
+            key_specs: &[],
         },
     ),
     (
@@ -1334,6 +1441,9 @@ pub static DOCS: &[(&str, CommandDoc)] = &[
             replaced_by: None,
             history: &[],
             arguments: &[],
+            tips: &[],
+            acl_categories: &[],
+            key_specs: &[],
         },
     ),
     (
@@ -1374,6 +1484,9 @@ pub static DOCS: &[(&str, CommandDoc)] = &[
             ],
         },
     ],
+            tips: &[],
+            acl_categories: &[],
+            key_specs: &[],
         },
     ),
     (
@@ -1388,6 +1501,9 @@ pub static DOCS: &[(&str, CommandDoc)] = &[
             replaced_by: None,
             history: &[],
             arguments: &[],
+            tips: &[],
+            acl_categories: &[],
+            key_specs: &[],
         },
     ),
     (
@@ -1402,6 +1518,9 @@ pub static DOCS: &[(&str, CommandDoc)] = &[
             replaced_by: None,
             history: &[],
             arguments: &[],
+            tips: &[],
+            acl_categories: &[],
+            key_specs: &[],
         },
     ),
     (
@@ -1453,6 +1572,9 @@ pub static DOCS: &[(&str, CommandDoc)] = &[
             ],
         },
     ],
+            tips: &["request_policy:all_nodes", "response_policy:all_succeeded"],
+            acl_categories: &[],
+            key_specs: &[],
         },
     ),
     (
@@ -1512,6 +1634,12 @@ pub static DOCS: &[(&str, CommandDoc)] = &[
             arguments: &[],
         },
     ],
+            tips: &[],
+            acl_categories: &["keyspace"],
+            key_specs: &[
+                KeySpecDoc { notes: None, flags: &["RO", "access"], begin_search: BeginSearch::Index(1), find_keys: FindKeys::Range { lastkey: 0, keystep: 1, limit: 0 } },
+                KeySpecDoc { notes: None, flags: &["OW", "update"], begin_search: BeginSearch::Index(2), find_keys: FindKeys::Range { lastkey: 0, keystep: 1, limit: 0 } },
+            ],
         },
     ),
     (
@@ -1526,6 +1654,9 @@ pub static DOCS: &[(&str, CommandDoc)] = &[
             replaced_by: None,
             history: &[],
             arguments: &[],
+            tips: &["request_policy:all_shards", "response_policy:agg_sum"],
+            acl_categories: &["keyspace"],
+            key_specs: &[],
         },
     ),
     (
@@ -1540,6 +1671,9 @@ pub static DOCS: &[(&str, CommandDoc)] = &[
             replaced_by: None,
             history: &[],
             arguments: &[],
+            tips: &[],
+            acl_categories: &[],
+            key_specs: &[],
         },
     ),
     (
@@ -1566,6 +1700,11 @@ pub static DOCS: &[(&str, CommandDoc)] = &[
             arguments: &[],
         },
     ],
+            tips: &[],
+            acl_categories: &["string"],
+            key_specs: &[
+                KeySpecDoc { notes: None, flags: &["RW", "access", "update"], begin_search: BeginSearch::Index(1), find_keys: FindKeys::Range { lastkey: 0, keystep: 1, limit: 0 } },
+            ],
         },
     ),
     (
@@ -1603,6 +1742,11 @@ pub static DOCS: &[(&str, CommandDoc)] = &[
             arguments: &[],
         },
     ],
+            tips: &[],
+            acl_categories: &["string"],
+            key_specs: &[
+                KeySpecDoc { notes: None, flags: &["RW", "access", "update"], begin_search: BeginSearch::Index(1), find_keys: FindKeys::Range { lastkey: 0, keystep: 1, limit: 0 } },
+            ],
         },
     ),
     (
@@ -1629,6 +1773,11 @@ pub static DOCS: &[(&str, CommandDoc)] = &[
             arguments: &[],
         },
     ],
+            tips: &["request_policy:multi_shard", "response_policy:agg_sum"],
+            acl_categories: &["keyspace"],
+            key_specs: &[
+                KeySpecDoc { notes: None, flags: &["RM", "delete"], begin_search: BeginSearch::Index(1), find_keys: FindKeys::Range { lastkey: -1, keystep: 1, limit: 0 } },
+            ],
         },
     ),
     (
@@ -1643,6 +1792,9 @@ pub static DOCS: &[(&str, CommandDoc)] = &[
             replaced_by: None,
             history: &[],
             arguments: &[],
+            tips: &[],
+            acl_categories: &["transaction"],
+            key_specs: &[],
         },
     ),
     (
@@ -1669,6 +1821,9 @@ pub static DOCS: &[(&str, CommandDoc)] = &[
             arguments: &[],
         },
     ],
+            tips: &[],
+            acl_categories: &["connection"],
+            key_specs: &[],
         },
     ),
     (
@@ -1728,6 +1883,11 @@ pub static DOCS: &[(&str, CommandDoc)] = &[
             arguments: &[],
         },
     ],
+            tips: &[],
+            acl_categories: &["scripting"],
+            key_specs: &[
+                KeySpecDoc { notes: Some("We cannot tell how the keys will be used so we assume the worst, RW and UPDATE"), flags: &["RW", "access", "update"], begin_search: BeginSearch::Index(2), find_keys: FindKeys::Keynum { keynumidx: 0, firstkey: 1, keystep: 1 } },
+            ],
         },
     ),
     (
@@ -1787,6 +1947,11 @@ pub static DOCS: &[(&str, CommandDoc)] = &[
             arguments: &[],
         },
     ],
+            tips: &[],
+            acl_categories: &["scripting"],
+            key_specs: &[
+                KeySpecDoc { notes: Some("We cannot tell how the keys will be used so we assume the worst, RO and ACCESS"), flags: &["RO", "access"], begin_search: BeginSearch::Index(2), find_keys: FindKeys::Keynum { keynumidx: 0, firstkey: 1, keystep: 1 } },
+            ],
         },
     ),
     (
@@ -1846,6 +2011,11 @@ pub static DOCS: &[(&str, CommandDoc)] = &[
             arguments: &[],
         },
     ],
+            tips: &[],
+            acl_categories: &["scripting"],
+            key_specs: &[
+                KeySpecDoc { notes: None, flags: &["RW", "access", "update"], begin_search: BeginSearch::Index(2), find_keys: FindKeys::Keynum { keynumidx: 0, firstkey: 1, keystep: 1 } },
+            ],
         },
     ),
     (
@@ -1905,6 +2075,11 @@ pub static DOCS: &[(&str, CommandDoc)] = &[
             arguments: &[],
         },
     ],
+            tips: &[],
+            acl_categories: &["scripting"],
+            key_specs: &[
+                KeySpecDoc { notes: None, flags: &["RO", "access"], begin_search: BeginSearch::Index(2), find_keys: FindKeys::Keynum { keynumidx: 0, firstkey: 1, keystep: 1 } },
+            ],
         },
     ),
     (
@@ -1919,6 +2094,9 @@ pub static DOCS: &[(&str, CommandDoc)] = &[
             replaced_by: None,
             history: &[],
             arguments: &[],
+            tips: &[],
+            acl_categories: &["transaction"],
+            key_specs: &[],
         },
     ),
     (
@@ -1947,6 +2125,11 @@ pub static DOCS: &[(&str, CommandDoc)] = &[
             arguments: &[],
         },
     ],
+            tips: &["request_policy:multi_shard", "response_policy:agg_sum"],
+            acl_categories: &["keyspace"],
+            key_specs: &[
+                KeySpecDoc { notes: None, flags: &["RO"], begin_search: BeginSearch::Index(1), find_keys: FindKeys::Range { lastkey: -1, keystep: 1, limit: 0 } },
+            ],
         },
     ),
     (
@@ -2042,6 +2225,11 @@ pub static DOCS: &[(&str, CommandDoc)] = &[
             ],
         },
     ],
+            tips: &[],
+            acl_categories: &["keyspace"],
+            key_specs: &[
+                KeySpecDoc { notes: None, flags: &["RW", "update"], begin_search: BeginSearch::Index(1), find_keys: FindKeys::Range { lastkey: 0, keystep: 1, limit: 0 } },
+            ],
         },
     ),
     (
@@ -2137,6 +2325,11 @@ pub static DOCS: &[(&str, CommandDoc)] = &[
             ],
         },
     ],
+            tips: &[],
+            acl_categories: &["keyspace"],
+            key_specs: &[
+                KeySpecDoc { notes: None, flags: &["RW", "update"], begin_search: BeginSearch::Index(1), find_keys: FindKeys::Range { lastkey: 0, keystep: 1, limit: 0 } },
+            ],
         },
     ),
     (
@@ -2163,6 +2356,11 @@ pub static DOCS: &[(&str, CommandDoc)] = &[
             arguments: &[],
         },
     ],
+            tips: &[],
+            acl_categories: &["keyspace"],
+            key_specs: &[
+                KeySpecDoc { notes: None, flags: &["RO", "access"], begin_search: BeginSearch::Index(1), find_keys: FindKeys::Range { lastkey: 0, keystep: 1, limit: 0 } },
+            ],
         },
     ),
     (
@@ -2215,6 +2413,9 @@ pub static DOCS: &[(&str, CommandDoc)] = &[
             ],
         },
     ],
+            tips: &["request_policy:all_shards", "response_policy:all_succeeded"],
+            acl_categories: &["keyspace", "dangerous"],
+            key_specs: &[],
         },
     ),
     (
@@ -2267,6 +2468,9 @@ pub static DOCS: &[(&str, CommandDoc)] = &[
             ],
         },
     ],
+            tips: &["request_policy:all_shards", "response_policy:all_succeeded"],
+            acl_categories: &["keyspace", "dangerous"],
+            key_specs: &[],
         },
     ),
     (
@@ -2281,6 +2485,9 @@ pub static DOCS: &[(&str, CommandDoc)] = &[
             replaced_by: None,
             history: &[],
             arguments: &[],
+            tips: &[],
+            acl_categories: &[],
+            key_specs: &[],
         },
     ),
     (
@@ -2330,6 +2537,9 @@ pub static DOCS: &[(&str, CommandDoc)] = &[
             ],
         },
     ],
+            tips: &["request_policy:all_shards", "response_policy:all_succeeded"],
+            acl_categories: &["scripting"],
+            key_specs: &[],
         },
     ),
     (
@@ -2356,6 +2566,11 @@ pub static DOCS: &[(&str, CommandDoc)] = &[
             arguments: &[],
         },
     ],
+            tips: &[],
+            acl_categories: &["string"],
+            key_specs: &[
+                KeySpecDoc { notes: None, flags: &["RO", "access"], begin_search: BeginSearch::Index(1), find_keys: FindKeys::Range { lastkey: 0, keystep: 1, limit: 0 } },
+            ],
         },
     ),
     (
@@ -2382,6 +2597,11 @@ pub static DOCS: &[(&str, CommandDoc)] = &[
             arguments: &[],
         },
     ],
+            tips: &[],
+            acl_categories: &["string"],
+            key_specs: &[
+                KeySpecDoc { notes: None, flags: &["RW", "access", "delete"], begin_search: BeginSearch::Index(1), find_keys: FindKeys::Range { lastkey: 0, keystep: 1, limit: 0 } },
+            ],
         },
     ),
     (
@@ -2475,6 +2695,11 @@ pub static DOCS: &[(&str, CommandDoc)] = &[
             ],
         },
     ],
+            tips: &[],
+            acl_categories: &["string"],
+            key_specs: &[
+                KeySpecDoc { notes: Some("RW and UPDATE because it changes the TTL"), flags: &["RW", "access", "update"], begin_search: BeginSearch::Index(1), find_keys: FindKeys::Range { lastkey: 0, keystep: 1, limit: 0 } },
+            ],
         },
     ),
     (
@@ -2523,6 +2748,11 @@ pub static DOCS: &[(&str, CommandDoc)] = &[
             arguments: &[],
         },
     ],
+            tips: &[],
+            acl_categories: &["string"],
+            key_specs: &[
+                KeySpecDoc { notes: None, flags: &["RO", "access"], begin_search: BeginSearch::Index(1), find_keys: FindKeys::Range { lastkey: 0, keystep: 1, limit: 0 } },
+            ],
         },
     ),
     (
@@ -2560,6 +2790,11 @@ pub static DOCS: &[(&str, CommandDoc)] = &[
             arguments: &[],
         },
     ],
+            tips: &[],
+            acl_categories: &["string"],
+            key_specs: &[
+                KeySpecDoc { notes: None, flags: &["RW", "access", "update"], begin_search: BeginSearch::Index(1), find_keys: FindKeys::Range { lastkey: 0, keystep: 1, limit: 0 } },
+            ],
         },
     ),
     (
@@ -2599,6 +2834,11 @@ pub static DOCS: &[(&str, CommandDoc)] = &[
             arguments: &[],
         },
     ],
+            tips: &[],
+            acl_categories: &["hash"],
+            key_specs: &[
+                KeySpecDoc { notes: None, flags: &["RW", "delete"], begin_search: BeginSearch::Index(1), find_keys: FindKeys::Range { lastkey: 0, keystep: 1, limit: 0 } },
+            ],
         },
     ),
     (
@@ -2684,6 +2924,9 @@ pub static DOCS: &[(&str, CommandDoc)] = &[
             ],
         },
     ],
+            tips: &[],
+            acl_categories: &["connection"],
+            key_specs: &[],
         },
     ),
     (
@@ -2721,6 +2964,11 @@ pub static DOCS: &[(&str, CommandDoc)] = &[
             arguments: &[],
         },
     ],
+            tips: &[],
+            acl_categories: &["hash"],
+            key_specs: &[
+                KeySpecDoc { notes: None, flags: &["RO"], begin_search: BeginSearch::Index(1), find_keys: FindKeys::Range { lastkey: 0, keystep: 1, limit: 0 } },
+            ],
         },
     ),
     (
@@ -2758,6 +3006,11 @@ pub static DOCS: &[(&str, CommandDoc)] = &[
             arguments: &[],
         },
     ],
+            tips: &[],
+            acl_categories: &["hash"],
+            key_specs: &[
+                KeySpecDoc { notes: None, flags: &["RO", "access"], begin_search: BeginSearch::Index(1), find_keys: FindKeys::Range { lastkey: 0, keystep: 1, limit: 0 } },
+            ],
         },
     ),
     (
@@ -2784,6 +3037,11 @@ pub static DOCS: &[(&str, CommandDoc)] = &[
             arguments: &[],
         },
     ],
+            tips: &["nondeterministic_output_order"],
+            acl_categories: &["hash"],
+            key_specs: &[
+                KeySpecDoc { notes: None, flags: &["RO", "access"], begin_search: BeginSearch::Index(1), find_keys: FindKeys::Range { lastkey: 0, keystep: 1, limit: 0 } },
+            ],
         },
     ),
     (
@@ -2832,6 +3090,11 @@ pub static DOCS: &[(&str, CommandDoc)] = &[
             arguments: &[],
         },
     ],
+            tips: &[],
+            acl_categories: &["hash"],
+            key_specs: &[
+                KeySpecDoc { notes: None, flags: &["RW", "access", "update"], begin_search: BeginSearch::Index(1), find_keys: FindKeys::Range { lastkey: 0, keystep: 1, limit: 0 } },
+            ],
         },
     ),
     (
@@ -2880,6 +3143,11 @@ pub static DOCS: &[(&str, CommandDoc)] = &[
             arguments: &[],
         },
     ],
+            tips: &[],
+            acl_categories: &["hash"],
+            key_specs: &[
+                KeySpecDoc { notes: None, flags: &["RW", "access", "update"], begin_search: BeginSearch::Index(1), find_keys: FindKeys::Range { lastkey: 0, keystep: 1, limit: 0 } },
+            ],
         },
     ),
     (
@@ -2906,6 +3174,11 @@ pub static DOCS: &[(&str, CommandDoc)] = &[
             arguments: &[],
         },
     ],
+            tips: &["nondeterministic_output_order"],
+            acl_categories: &["hash"],
+            key_specs: &[
+                KeySpecDoc { notes: None, flags: &["RO", "access"], begin_search: BeginSearch::Index(1), find_keys: FindKeys::Range { lastkey: 0, keystep: 1, limit: 0 } },
+            ],
         },
     ),
     (
@@ -2932,6 +3205,11 @@ pub static DOCS: &[(&str, CommandDoc)] = &[
             arguments: &[],
         },
     ],
+            tips: &[],
+            acl_categories: &["hash"],
+            key_specs: &[
+                KeySpecDoc { notes: None, flags: &["RO"], begin_search: BeginSearch::Index(1), find_keys: FindKeys::Range { lastkey: 0, keystep: 1, limit: 0 } },
+            ],
         },
     ),
     (
@@ -2969,6 +3247,11 @@ pub static DOCS: &[(&str, CommandDoc)] = &[
             arguments: &[],
         },
     ],
+            tips: &[],
+            acl_categories: &["hash"],
+            key_specs: &[
+                KeySpecDoc { notes: None, flags: &["RO", "access"], begin_search: BeginSearch::Index(1), find_keys: FindKeys::Range { lastkey: 0, keystep: 1, limit: 0 } },
+            ],
         },
     ),
     (
@@ -3029,6 +3312,11 @@ pub static DOCS: &[(&str, CommandDoc)] = &[
             ],
         },
     ],
+            tips: &[],
+            acl_categories: &["hash"],
+            key_specs: &[
+                KeySpecDoc { notes: None, flags: &["RW", "update"], begin_search: BeginSearch::Index(1), find_keys: FindKeys::Range { lastkey: 0, keystep: 1, limit: 0 } },
+            ],
         },
     ),
     (
@@ -3089,6 +3377,11 @@ pub static DOCS: &[(&str, CommandDoc)] = &[
             ],
         },
     ],
+            tips: &["nondeterministic_output"],
+            acl_categories: &["hash"],
+            key_specs: &[
+                KeySpecDoc { notes: None, flags: &["RO", "access"], begin_search: BeginSearch::Index(1), find_keys: FindKeys::Range { lastkey: 0, keystep: 1, limit: 0 } },
+            ],
         },
     ),
     (
@@ -3148,6 +3441,11 @@ pub static DOCS: &[(&str, CommandDoc)] = &[
             arguments: &[],
         },
     ],
+            tips: &["nondeterministic_output"],
+            acl_categories: &["hash"],
+            key_specs: &[
+                KeySpecDoc { notes: None, flags: &["RO", "access"], begin_search: BeginSearch::Index(1), find_keys: FindKeys::Range { lastkey: 0, keystep: 1, limit: 0 } },
+            ],
         },
     ),
     (
@@ -3210,6 +3508,11 @@ pub static DOCS: &[(&str, CommandDoc)] = &[
             ],
         },
     ],
+            tips: &[],
+            acl_categories: &["hash"],
+            key_specs: &[
+                KeySpecDoc { notes: None, flags: &["RW", "update"], begin_search: BeginSearch::Index(1), find_keys: FindKeys::Range { lastkey: 0, keystep: 1, limit: 0 } },
+            ],
         },
     ),
     (
@@ -3258,6 +3561,11 @@ pub static DOCS: &[(&str, CommandDoc)] = &[
             arguments: &[],
         },
     ],
+            tips: &[],
+            acl_categories: &["hash"],
+            key_specs: &[
+                KeySpecDoc { notes: None, flags: &["RW", "insert"], begin_search: BeginSearch::Index(1), find_keys: FindKeys::Range { lastkey: 0, keystep: 1, limit: 0 } },
+            ],
         },
     ),
     (
@@ -3295,6 +3603,11 @@ pub static DOCS: &[(&str, CommandDoc)] = &[
             arguments: &[],
         },
     ],
+            tips: &[],
+            acl_categories: &["hash"],
+            key_specs: &[
+                KeySpecDoc { notes: None, flags: &["RO"], begin_search: BeginSearch::Index(1), find_keys: FindKeys::Range { lastkey: 0, keystep: 1, limit: 0 } },
+            ],
         },
     ),
     (
@@ -3321,6 +3634,11 @@ pub static DOCS: &[(&str, CommandDoc)] = &[
             arguments: &[],
         },
     ],
+            tips: &["nondeterministic_output_order"],
+            acl_categories: &["hash"],
+            key_specs: &[
+                KeySpecDoc { notes: None, flags: &["RO", "access"], begin_search: BeginSearch::Index(1), find_keys: FindKeys::Range { lastkey: 0, keystep: 1, limit: 0 } },
+            ],
         },
     ),
     (
@@ -3347,6 +3665,11 @@ pub static DOCS: &[(&str, CommandDoc)] = &[
             arguments: &[],
         },
     ],
+            tips: &[],
+            acl_categories: &["string"],
+            key_specs: &[
+                KeySpecDoc { notes: None, flags: &["RW", "access", "update"], begin_search: BeginSearch::Index(1), find_keys: FindKeys::Range { lastkey: 0, keystep: 1, limit: 0 } },
+            ],
         },
     ),
     (
@@ -3384,6 +3707,11 @@ pub static DOCS: &[(&str, CommandDoc)] = &[
             arguments: &[],
         },
     ],
+            tips: &[],
+            acl_categories: &["string"],
+            key_specs: &[
+                KeySpecDoc { notes: None, flags: &["RW", "access", "update"], begin_search: BeginSearch::Index(1), find_keys: FindKeys::Range { lastkey: 0, keystep: 1, limit: 0 } },
+            ],
         },
     ),
     (
@@ -3421,6 +3749,11 @@ pub static DOCS: &[(&str, CommandDoc)] = &[
             arguments: &[],
         },
     ],
+            tips: &[],
+            acl_categories: &["string"],
+            key_specs: &[
+                KeySpecDoc { notes: None, flags: &["RW", "access", "update"], begin_search: BeginSearch::Index(1), find_keys: FindKeys::Range { lastkey: 0, keystep: 1, limit: 0 } },
+            ],
         },
     ),
     (
@@ -3449,6 +3782,9 @@ pub static DOCS: &[(&str, CommandDoc)] = &[
             arguments: &[],
         },
     ],
+            tips: &["nondeterministic_output", "request_policy:all_shards", "response_policy:special"],
+            acl_categories: &["dangerous"],
+            key_specs: &[],
         },
     ),
     (
@@ -3475,6 +3811,9 @@ pub static DOCS: &[(&str, CommandDoc)] = &[
             arguments: &[],
         },
     ],
+            tips: &["request_policy:all_shards", "nondeterministic_output_order"],
+            acl_categories: &["keyspace", "dangerous"],
+            key_specs: &[],
         },
     ),
     (
@@ -3489,6 +3828,9 @@ pub static DOCS: &[(&str, CommandDoc)] = &[
             replaced_by: None,
             history: &[],
             arguments: &[],
+            tips: &["nondeterministic_output"],
+            acl_categories: &["admin", "dangerous"],
+            key_specs: &[],
         },
     ),
     (
@@ -3503,6 +3845,9 @@ pub static DOCS: &[(&str, CommandDoc)] = &[
             replaced_by: None,
             history: &[],
             arguments: &[],
+            tips: &[],
+            acl_categories: &[],
+            key_specs: &[],
         },
     ),
     (
@@ -3517,6 +3862,9 @@ pub static DOCS: &[(&str, CommandDoc)] = &[
             replaced_by: None,
             history: &[],
             arguments: &[],
+            tips: &["nondeterministic_output", "request_policy:all_nodes", "response_policy:special"],
+            acl_categories: &[],
+            key_specs: &[],
         },
     ),
     (
@@ -3543,6 +3891,9 @@ pub static DOCS: &[(&str, CommandDoc)] = &[
             arguments: &[],
         },
     ],
+            tips: &["nondeterministic_output", "request_policy:all_nodes", "response_policy:special"],
+            acl_categories: &[],
+            key_specs: &[],
         },
     ),
     (
@@ -3557,6 +3908,9 @@ pub static DOCS: &[(&str, CommandDoc)] = &[
             replaced_by: None,
             history: &[],
             arguments: &[],
+            tips: &[],
+            acl_categories: &[],
+            key_specs: &[],
         },
     ),
     (
@@ -3583,6 +3937,9 @@ pub static DOCS: &[(&str, CommandDoc)] = &[
             arguments: &[],
         },
     ],
+            tips: &["nondeterministic_output", "request_policy:all_nodes", "response_policy:special"],
+            acl_categories: &[],
+            key_specs: &[],
         },
     ),
     (
@@ -3609,6 +3966,9 @@ pub static DOCS: &[(&str, CommandDoc)] = &[
             arguments: &[],
         },
     ],
+            tips: &["nondeterministic_output", "request_policy:all_nodes", "response_policy:special"],
+            acl_categories: &[],
+            key_specs: &[],
         },
     ),
     (
@@ -3623,6 +3983,9 @@ pub static DOCS: &[(&str, CommandDoc)] = &[
             replaced_by: None,
             history: &[],
             arguments: &[],
+            tips: &["nondeterministic_output", "request_policy:all_nodes", "response_policy:special"],
+            acl_categories: &[],
+            key_specs: &[],
         },
     ),
     (
@@ -3649,6 +4012,9 @@ pub static DOCS: &[(&str, CommandDoc)] = &[
             arguments: &[],
         },
     ],
+            tips: &["request_policy:all_nodes", "response_policy:all_succeeded"],
+            acl_categories: &[],
+            key_specs: &[],
         },
     ),
     (
@@ -3686,6 +4052,11 @@ pub static DOCS: &[(&str, CommandDoc)] = &[
             arguments: &[],
         },
     ],
+            tips: &[],
+            acl_categories: &["list"],
+            key_specs: &[
+                KeySpecDoc { notes: None, flags: &["RO", "access"], begin_search: BeginSearch::Index(1), find_keys: FindKeys::Range { lastkey: 0, keystep: 1, limit: 0 } },
+            ],
         },
     ),
     (
@@ -3768,6 +4139,11 @@ pub static DOCS: &[(&str, CommandDoc)] = &[
             arguments: &[],
         },
     ],
+            tips: &[],
+            acl_categories: &["list"],
+            key_specs: &[
+                KeySpecDoc { notes: None, flags: &["RW", "insert"], begin_search: BeginSearch::Index(1), find_keys: FindKeys::Range { lastkey: 0, keystep: 1, limit: 0 } },
+            ],
         },
     ),
     (
@@ -3794,6 +4170,11 @@ pub static DOCS: &[(&str, CommandDoc)] = &[
             arguments: &[],
         },
     ],
+            tips: &[],
+            acl_categories: &["list"],
+            key_specs: &[
+                KeySpecDoc { notes: None, flags: &["RO"], begin_search: BeginSearch::Index(1), find_keys: FindKeys::Range { lastkey: 0, keystep: 1, limit: 0 } },
+            ],
         },
     ),
     (
@@ -3899,6 +4280,12 @@ pub static DOCS: &[(&str, CommandDoc)] = &[
             ],
         },
     ],
+            tips: &[],
+            acl_categories: &["list"],
+            key_specs: &[
+                KeySpecDoc { notes: None, flags: &["RW", "access", "delete"], begin_search: BeginSearch::Index(1), find_keys: FindKeys::Range { lastkey: 0, keystep: 1, limit: 0 } },
+                KeySpecDoc { notes: None, flags: &["RW", "insert"], begin_search: BeginSearch::Index(2), find_keys: FindKeys::Range { lastkey: 0, keystep: 1, limit: 0 } },
+            ],
         },
     ),
     (
@@ -3938,6 +4325,11 @@ pub static DOCS: &[(&str, CommandDoc)] = &[
             arguments: &[],
         },
     ],
+            tips: &[],
+            acl_categories: &["list"],
+            key_specs: &[
+                KeySpecDoc { notes: None, flags: &["RW", "access", "delete"], begin_search: BeginSearch::Index(1), find_keys: FindKeys::Range { lastkey: 0, keystep: 1, limit: 0 } },
+            ],
         },
     ),
     (
@@ -4008,6 +4400,11 @@ pub static DOCS: &[(&str, CommandDoc)] = &[
             arguments: &[],
         },
     ],
+            tips: &[],
+            acl_categories: &["list"],
+            key_specs: &[
+                KeySpecDoc { notes: None, flags: &["RO", "access"], begin_search: BeginSearch::Index(1), find_keys: FindKeys::Range { lastkey: 0, keystep: 1, limit: 0 } },
+            ],
         },
     ),
     (
@@ -4047,6 +4444,11 @@ pub static DOCS: &[(&str, CommandDoc)] = &[
             arguments: &[],
         },
     ],
+            tips: &[],
+            acl_categories: &["list"],
+            key_specs: &[
+                KeySpecDoc { notes: None, flags: &["RW", "insert"], begin_search: BeginSearch::Index(1), find_keys: FindKeys::Range { lastkey: 0, keystep: 1, limit: 0 } },
+            ],
         },
     ),
     (
@@ -4086,6 +4488,11 @@ pub static DOCS: &[(&str, CommandDoc)] = &[
             arguments: &[],
         },
     ],
+            tips: &[],
+            acl_categories: &["list"],
+            key_specs: &[
+                KeySpecDoc { notes: None, flags: &["RW", "insert"], begin_search: BeginSearch::Index(1), find_keys: FindKeys::Range { lastkey: 0, keystep: 1, limit: 0 } },
+            ],
         },
     ),
     (
@@ -4134,6 +4541,11 @@ pub static DOCS: &[(&str, CommandDoc)] = &[
             arguments: &[],
         },
     ],
+            tips: &[],
+            acl_categories: &["list"],
+            key_specs: &[
+                KeySpecDoc { notes: None, flags: &["RO", "access"], begin_search: BeginSearch::Index(1), find_keys: FindKeys::Range { lastkey: 0, keystep: 1, limit: 0 } },
+            ],
         },
     ),
     (
@@ -4182,6 +4594,11 @@ pub static DOCS: &[(&str, CommandDoc)] = &[
             arguments: &[],
         },
     ],
+            tips: &[],
+            acl_categories: &["list"],
+            key_specs: &[
+                KeySpecDoc { notes: None, flags: &["RW", "delete"], begin_search: BeginSearch::Index(1), find_keys: FindKeys::Range { lastkey: 0, keystep: 1, limit: 0 } },
+            ],
         },
     ),
     (
@@ -4230,6 +4647,11 @@ pub static DOCS: &[(&str, CommandDoc)] = &[
             arguments: &[],
         },
     ],
+            tips: &[],
+            acl_categories: &["list"],
+            key_specs: &[
+                KeySpecDoc { notes: None, flags: &["RW", "update"], begin_search: BeginSearch::Index(1), find_keys: FindKeys::Range { lastkey: 0, keystep: 1, limit: 0 } },
+            ],
         },
     ),
     (
@@ -4278,6 +4700,11 @@ pub static DOCS: &[(&str, CommandDoc)] = &[
             arguments: &[],
         },
     ],
+            tips: &[],
+            acl_categories: &["list"],
+            key_specs: &[
+                KeySpecDoc { notes: None, flags: &["RW", "delete"], begin_search: BeginSearch::Index(1), find_keys: FindKeys::Range { lastkey: 0, keystep: 1, limit: 0 } },
+            ],
         },
     ),
     (
@@ -4292,6 +4719,9 @@ pub static DOCS: &[(&str, CommandDoc)] = &[
             replaced_by: None,
             history: &[],
             arguments: &[],
+            tips: &[],
+            acl_categories: &[],
+            key_specs: &[],
         },
     ),
     (
@@ -4306,6 +4736,9 @@ pub static DOCS: &[(&str, CommandDoc)] = &[
             replaced_by: None,
             history: &[],
             arguments: &[],
+            tips: &["nondeterministic_output", "request_policy:all_shards", "response_policy:special"],
+            acl_categories: &[],
+            key_specs: &[],
         },
     ),
     (
@@ -4320,6 +4753,9 @@ pub static DOCS: &[(&str, CommandDoc)] = &[
             replaced_by: None,
             history: &[],
             arguments: &[],
+            tips: &[],
+            acl_categories: &[],
+            key_specs: &[],
         },
     ),
     (
@@ -4334,6 +4770,9 @@ pub static DOCS: &[(&str, CommandDoc)] = &[
             replaced_by: None,
             history: &[],
             arguments: &[],
+            tips: &["nondeterministic_output", "request_policy:all_shards", "response_policy:special"],
+            acl_categories: &[],
+            key_specs: &[],
         },
     ),
     (
@@ -4371,6 +4810,11 @@ pub static DOCS: &[(&str, CommandDoc)] = &[
             arguments: &[],
         },
     ],
+            tips: &[],
+            acl_categories: &[],
+            key_specs: &[
+                KeySpecDoc { notes: None, flags: &["RO"], begin_search: BeginSearch::Index(2), find_keys: FindKeys::Range { lastkey: 0, keystep: 1, limit: 0 } },
+            ],
         },
     ),
     (
@@ -4397,6 +4841,11 @@ pub static DOCS: &[(&str, CommandDoc)] = &[
             arguments: &[],
         },
     ],
+            tips: &["request_policy:multi_shard"],
+            acl_categories: &["string"],
+            key_specs: &[
+                KeySpecDoc { notes: None, flags: &["RO", "access"], begin_search: BeginSearch::Index(1), find_keys: FindKeys::Range { lastkey: -1, keystep: 1, limit: 0 } },
+            ],
         },
     ),
     (
@@ -4411,6 +4860,9 @@ pub static DOCS: &[(&str, CommandDoc)] = &[
             replaced_by: None,
             history: &[],
             arguments: &[],
+            tips: &[],
+            acl_categories: &[],
+            key_specs: &[],
         },
     ),
     (
@@ -4448,6 +4900,11 @@ pub static DOCS: &[(&str, CommandDoc)] = &[
             arguments: &[],
         },
     ],
+            tips: &[],
+            acl_categories: &["keyspace"],
+            key_specs: &[
+                KeySpecDoc { notes: None, flags: &["RW", "access", "update"], begin_search: BeginSearch::Index(1), find_keys: FindKeys::Range { lastkey: 0, keystep: 1, limit: 0 } },
+            ],
         },
     ),
     (
@@ -4497,6 +4954,11 @@ pub static DOCS: &[(&str, CommandDoc)] = &[
             ],
         },
     ],
+            tips: &["request_policy:multi_shard", "response_policy:all_succeeded"],
+            acl_categories: &["string"],
+            key_specs: &[
+                KeySpecDoc { notes: None, flags: &["OW", "update"], begin_search: BeginSearch::Index(1), find_keys: FindKeys::Range { lastkey: -1, keystep: 2, limit: 0 } },
+            ],
         },
     ),
     (
@@ -4546,6 +5008,11 @@ pub static DOCS: &[(&str, CommandDoc)] = &[
             ],
         },
     ],
+            tips: &["request_policy:multi_shard", "response_policy:agg_min"],
+            acl_categories: &["string"],
+            key_specs: &[
+                KeySpecDoc { notes: None, flags: &["OW", "insert"], begin_search: BeginSearch::Index(1), find_keys: FindKeys::Range { lastkey: -1, keystep: 2, limit: 0 } },
+            ],
         },
     ),
     (
@@ -4560,6 +5027,9 @@ pub static DOCS: &[(&str, CommandDoc)] = &[
             replaced_by: None,
             history: &[],
             arguments: &[],
+            tips: &[],
+            acl_categories: &["transaction"],
+            key_specs: &[],
         },
     ),
     (
@@ -4574,6 +5044,9 @@ pub static DOCS: &[(&str, CommandDoc)] = &[
             replaced_by: None,
             history: &[],
             arguments: &[],
+            tips: &[],
+            acl_categories: &[],
+            key_specs: &[],
         },
     ),
     (
@@ -4600,6 +5073,11 @@ pub static DOCS: &[(&str, CommandDoc)] = &[
             arguments: &[],
         },
     ],
+            tips: &["nondeterministic_output"],
+            acl_categories: &["keyspace"],
+            key_specs: &[
+                KeySpecDoc { notes: None, flags: &["RO"], begin_search: BeginSearch::Index(2), find_keys: FindKeys::Range { lastkey: 0, keystep: 1, limit: 0 } },
+            ],
         },
     ),
     (
@@ -4614,6 +5092,9 @@ pub static DOCS: &[(&str, CommandDoc)] = &[
             replaced_by: None,
             history: &[],
             arguments: &[],
+            tips: &[],
+            acl_categories: &["keyspace"],
+            key_specs: &[],
         },
     ),
     (
@@ -4640,6 +5121,11 @@ pub static DOCS: &[(&str, CommandDoc)] = &[
             arguments: &[],
         },
     ],
+            tips: &[],
+            acl_categories: &["keyspace"],
+            key_specs: &[
+                KeySpecDoc { notes: None, flags: &["RW", "update"], begin_search: BeginSearch::Index(1), find_keys: FindKeys::Range { lastkey: 0, keystep: 1, limit: 0 } },
+            ],
         },
     ),
     (
@@ -4735,6 +5221,11 @@ pub static DOCS: &[(&str, CommandDoc)] = &[
             ],
         },
     ],
+            tips: &[],
+            acl_categories: &["keyspace"],
+            key_specs: &[
+                KeySpecDoc { notes: None, flags: &["RW", "update"], begin_search: BeginSearch::Index(1), find_keys: FindKeys::Range { lastkey: 0, keystep: 1, limit: 0 } },
+            ],
         },
     ),
     (
@@ -4830,6 +5321,11 @@ pub static DOCS: &[(&str, CommandDoc)] = &[
             ],
         },
     ],
+            tips: &[],
+            acl_categories: &["keyspace"],
+            key_specs: &[
+                KeySpecDoc { notes: None, flags: &["RW", "update"], begin_search: BeginSearch::Index(1), find_keys: FindKeys::Range { lastkey: 0, keystep: 1, limit: 0 } },
+            ],
         },
     ),
     (
@@ -4856,6 +5352,11 @@ pub static DOCS: &[(&str, CommandDoc)] = &[
             arguments: &[],
         },
     ],
+            tips: &[],
+            acl_categories: &["keyspace"],
+            key_specs: &[
+                KeySpecDoc { notes: None, flags: &["RO", "access"], begin_search: BeginSearch::Index(1), find_keys: FindKeys::Range { lastkey: 0, keystep: 1, limit: 0 } },
+            ],
         },
     ),
     (
@@ -4882,6 +5383,9 @@ pub static DOCS: &[(&str, CommandDoc)] = &[
             arguments: &[],
         },
     ],
+            tips: &["request_policy:all_shards", "response_policy:all_succeeded"],
+            acl_categories: &["connection"],
+            key_specs: &[],
         },
     ),
     (
@@ -4930,6 +5434,11 @@ pub static DOCS: &[(&str, CommandDoc)] = &[
             arguments: &[],
         },
     ],
+            tips: &[],
+            acl_categories: &["string"],
+            key_specs: &[
+                KeySpecDoc { notes: None, flags: &["OW", "update"], begin_search: BeginSearch::Index(1), find_keys: FindKeys::Range { lastkey: 0, keystep: 1, limit: 0 } },
+            ],
         },
     ),
     (
@@ -4968,6 +5477,9 @@ pub static DOCS: &[(&str, CommandDoc)] = &[
             ],
         },
     ],
+            tips: &[],
+            acl_categories: &[],
+            key_specs: &[],
         },
     ),
     (
@@ -4996,6 +5508,11 @@ pub static DOCS: &[(&str, CommandDoc)] = &[
             arguments: &[],
         },
     ],
+            tips: &["nondeterministic_output"],
+            acl_categories: &["keyspace"],
+            key_specs: &[
+                KeySpecDoc { notes: None, flags: &["RO", "access"], begin_search: BeginSearch::Index(1), find_keys: FindKeys::Range { lastkey: 0, keystep: 1, limit: 0 } },
+            ],
         },
     ),
     (
@@ -5033,6 +5550,9 @@ pub static DOCS: &[(&str, CommandDoc)] = &[
             arguments: &[],
         },
     ],
+            tips: &[],
+            acl_categories: &[],
+            key_specs: &[],
         },
     ),
     (
@@ -5047,6 +5567,9 @@ pub static DOCS: &[(&str, CommandDoc)] = &[
             replaced_by: None,
             history: &[],
             arguments: &[],
+            tips: &[],
+            acl_categories: &[],
+            key_specs: &[],
         },
     ),
     (
@@ -5073,6 +5596,9 @@ pub static DOCS: &[(&str, CommandDoc)] = &[
             arguments: &[],
         },
     ],
+            tips: &[],
+            acl_categories: &[],
+            key_specs: &[],
         },
     ),
     (
@@ -5087,6 +5613,9 @@ pub static DOCS: &[(&str, CommandDoc)] = &[
             replaced_by: None,
             history: &[],
             arguments: &[],
+            tips: &[],
+            acl_categories: &[],
+            key_specs: &[],
         },
     ),
     (
@@ -5101,6 +5630,9 @@ pub static DOCS: &[(&str, CommandDoc)] = &[
             replaced_by: None,
             history: &[],
             arguments: &[],
+            tips: &[],
+            acl_categories: &[],
+            key_specs: &[],
         },
     ),
     (
@@ -5127,6 +5659,9 @@ pub static DOCS: &[(&str, CommandDoc)] = &[
             arguments: &[],
         },
     ],
+            tips: &[],
+            acl_categories: &[],
+            key_specs: &[],
         },
     ),
     (
@@ -5153,6 +5688,9 @@ pub static DOCS: &[(&str, CommandDoc)] = &[
             arguments: &[],
         },
     ],
+            tips: &[],
+            acl_categories: &[],
+            key_specs: &[],
         },
     ),
     (
@@ -5167,6 +5705,9 @@ pub static DOCS: &[(&str, CommandDoc)] = &[
             replaced_by: None,
             history: &[],
             arguments: &[],
+            tips: &[],
+            acl_categories: &["connection"],
+            key_specs: &[],
         },
     ),
     (
@@ -5181,6 +5722,9 @@ pub static DOCS: &[(&str, CommandDoc)] = &[
             replaced_by: None,
             history: &[],
             arguments: &[],
+            tips: &["request_policy:all_shards", "nondeterministic_output"],
+            acl_categories: &["keyspace"],
+            key_specs: &[],
         },
     ),
     (
@@ -5218,6 +5762,12 @@ pub static DOCS: &[(&str, CommandDoc)] = &[
             arguments: &[],
         },
     ],
+            tips: &[],
+            acl_categories: &["keyspace"],
+            key_specs: &[
+                KeySpecDoc { notes: None, flags: &["RW", "access", "delete"], begin_search: BeginSearch::Index(1), find_keys: FindKeys::Range { lastkey: 0, keystep: 1, limit: 0 } },
+                KeySpecDoc { notes: None, flags: &["OW", "update"], begin_search: BeginSearch::Index(2), find_keys: FindKeys::Range { lastkey: 0, keystep: 1, limit: 0 } },
+            ],
         },
     ),
     (
@@ -5257,6 +5807,12 @@ pub static DOCS: &[(&str, CommandDoc)] = &[
             arguments: &[],
         },
     ],
+            tips: &[],
+            acl_categories: &["keyspace"],
+            key_specs: &[
+                KeySpecDoc { notes: None, flags: &["RW", "access", "delete"], begin_search: BeginSearch::Index(1), find_keys: FindKeys::Range { lastkey: 0, keystep: 1, limit: 0 } },
+                KeySpecDoc { notes: None, flags: &["OW", "insert"], begin_search: BeginSearch::Index(2), find_keys: FindKeys::Range { lastkey: 0, keystep: 1, limit: 0 } },
+            ],
         },
     ),
     (
@@ -5271,6 +5827,9 @@ pub static DOCS: &[(&str, CommandDoc)] = &[
             replaced_by: None,
             history: &[],
             arguments: &[],
+            tips: &[],
+            acl_categories: &["connection"],
+            key_specs: &[],
         },
     ),
     (
@@ -5310,6 +5869,11 @@ pub static DOCS: &[(&str, CommandDoc)] = &[
             arguments: &[],
         },
     ],
+            tips: &[],
+            acl_categories: &["list"],
+            key_specs: &[
+                KeySpecDoc { notes: None, flags: &["RW", "access", "delete"], begin_search: BeginSearch::Index(1), find_keys: FindKeys::Range { lastkey: 0, keystep: 1, limit: 0 } },
+            ],
         },
     ),
     (
@@ -5347,6 +5911,12 @@ pub static DOCS: &[(&str, CommandDoc)] = &[
             arguments: &[],
         },
     ],
+            tips: &[],
+            acl_categories: &["list"],
+            key_specs: &[
+                KeySpecDoc { notes: None, flags: &["RW", "access", "delete"], begin_search: BeginSearch::Index(1), find_keys: FindKeys::Range { lastkey: 0, keystep: 1, limit: 0 } },
+                KeySpecDoc { notes: None, flags: &["RW", "insert"], begin_search: BeginSearch::Index(2), find_keys: FindKeys::Range { lastkey: 0, keystep: 1, limit: 0 } },
+            ],
         },
     ),
     (
@@ -5386,6 +5956,11 @@ pub static DOCS: &[(&str, CommandDoc)] = &[
             arguments: &[],
         },
     ],
+            tips: &[],
+            acl_categories: &["list"],
+            key_specs: &[
+                KeySpecDoc { notes: None, flags: &["RW", "insert"], begin_search: BeginSearch::Index(1), find_keys: FindKeys::Range { lastkey: 0, keystep: 1, limit: 0 } },
+            ],
         },
     ),
     (
@@ -5425,6 +6000,11 @@ pub static DOCS: &[(&str, CommandDoc)] = &[
             arguments: &[],
         },
     ],
+            tips: &[],
+            acl_categories: &["list"],
+            key_specs: &[
+                KeySpecDoc { notes: None, flags: &["RW", "insert"], begin_search: BeginSearch::Index(1), find_keys: FindKeys::Range { lastkey: 0, keystep: 1, limit: 0 } },
+            ],
         },
     ),
     (
@@ -5464,6 +6044,11 @@ pub static DOCS: &[(&str, CommandDoc)] = &[
             arguments: &[],
         },
     ],
+            tips: &[],
+            acl_categories: &["set"],
+            key_specs: &[
+                KeySpecDoc { notes: None, flags: &["RW", "insert"], begin_search: BeginSearch::Index(1), find_keys: FindKeys::Range { lastkey: 0, keystep: 1, limit: 0 } },
+            ],
         },
     ),
     (
@@ -5525,6 +6110,9 @@ pub static DOCS: &[(&str, CommandDoc)] = &[
             arguments: &[],
         },
     ],
+            tips: &["nondeterministic_output", "request_policy:special"],
+            acl_categories: &["keyspace"],
+            key_specs: &[],
         },
     ),
     (
@@ -5551,6 +6139,11 @@ pub static DOCS: &[(&str, CommandDoc)] = &[
             arguments: &[],
         },
     ],
+            tips: &[],
+            acl_categories: &["set"],
+            key_specs: &[
+                KeySpecDoc { notes: None, flags: &["RO"], begin_search: BeginSearch::Index(1), find_keys: FindKeys::Range { lastkey: 0, keystep: 1, limit: 0 } },
+            ],
         },
     ),
     (
@@ -5565,6 +6158,9 @@ pub static DOCS: &[(&str, CommandDoc)] = &[
             replaced_by: None,
             history: &[],
             arguments: &[],
+            tips: &[],
+            acl_categories: &[],
+            key_specs: &[],
         },
     ),
     (
@@ -5591,6 +6187,9 @@ pub static DOCS: &[(&str, CommandDoc)] = &[
             arguments: &[],
         },
     ],
+            tips: &["request_policy:all_shards", "response_policy:agg_logical_and"],
+            acl_categories: &["scripting"],
+            key_specs: &[],
         },
     ),
     (
@@ -5642,6 +6241,9 @@ pub static DOCS: &[(&str, CommandDoc)] = &[
             ],
         },
     ],
+            tips: &["request_policy:all_nodes", "response_policy:all_succeeded"],
+            acl_categories: &["scripting"],
+            key_specs: &[],
         },
     ),
     (
@@ -5656,6 +6258,9 @@ pub static DOCS: &[(&str, CommandDoc)] = &[
             replaced_by: None,
             history: &[],
             arguments: &[],
+            tips: &[],
+            acl_categories: &["scripting"],
+            key_specs: &[],
         },
     ),
     (
@@ -5670,6 +6275,9 @@ pub static DOCS: &[(&str, CommandDoc)] = &[
             replaced_by: None,
             history: &[],
             arguments: &[],
+            tips: &["request_policy:all_shards", "response_policy:one_succeeded"],
+            acl_categories: &["scripting"],
+            key_specs: &[],
         },
     ),
     (
@@ -5696,6 +6304,9 @@ pub static DOCS: &[(&str, CommandDoc)] = &[
             arguments: &[],
         },
     ],
+            tips: &["request_policy:all_nodes", "response_policy:all_succeeded"],
+            acl_categories: &["scripting"],
+            key_specs: &[],
         },
     ),
     (
@@ -5722,6 +6333,11 @@ pub static DOCS: &[(&str, CommandDoc)] = &[
             arguments: &[],
         },
     ],
+            tips: &["nondeterministic_output_order"],
+            acl_categories: &["set"],
+            key_specs: &[
+                KeySpecDoc { notes: None, flags: &["RO", "access"], begin_search: BeginSearch::Index(1), find_keys: FindKeys::Range { lastkey: -1, keystep: 1, limit: 0 } },
+            ],
         },
     ),
     (
@@ -5759,6 +6375,12 @@ pub static DOCS: &[(&str, CommandDoc)] = &[
             arguments: &[],
         },
     ],
+            tips: &[],
+            acl_categories: &["set"],
+            key_specs: &[
+                KeySpecDoc { notes: None, flags: &["OW", "update"], begin_search: BeginSearch::Index(1), find_keys: FindKeys::Range { lastkey: 0, keystep: 1, limit: 0 } },
+                KeySpecDoc { notes: None, flags: &["RO", "access"], begin_search: BeginSearch::Index(2), find_keys: FindKeys::Range { lastkey: -1, keystep: 1, limit: 0 } },
+            ],
         },
     ),
     (
@@ -5785,6 +6407,9 @@ pub static DOCS: &[(&str, CommandDoc)] = &[
             arguments: &[],
         },
     ],
+            tips: &[],
+            acl_categories: &["connection"],
+            key_specs: &[],
         },
     ),
     (
@@ -5939,6 +6564,11 @@ pub static DOCS: &[(&str, CommandDoc)] = &[
             ],
         },
     ],
+            tips: &[],
+            acl_categories: &["string"],
+            key_specs: &[
+                KeySpecDoc { notes: Some("RW and ACCESS due to the optional `GET` argument"), flags: &["RW", "access", "update", "variable_flags"], begin_search: BeginSearch::Index(1), find_keys: FindKeys::Range { lastkey: 0, keystep: 1, limit: 0 } },
+            ],
         },
     ),
     (
@@ -5987,6 +6617,11 @@ pub static DOCS: &[(&str, CommandDoc)] = &[
             arguments: &[],
         },
     ],
+            tips: &[],
+            acl_categories: &["string"],
+            key_specs: &[
+                KeySpecDoc { notes: None, flags: &["OW", "update"], begin_search: BeginSearch::Index(1), find_keys: FindKeys::Range { lastkey: 0, keystep: 1, limit: 0 } },
+            ],
         },
     ),
     (
@@ -6024,6 +6659,11 @@ pub static DOCS: &[(&str, CommandDoc)] = &[
             arguments: &[],
         },
     ],
+            tips: &[],
+            acl_categories: &["string"],
+            key_specs: &[
+                KeySpecDoc { notes: None, flags: &["OW", "insert"], begin_search: BeginSearch::Index(1), find_keys: FindKeys::Range { lastkey: 0, keystep: 1, limit: 0 } },
+            ],
         },
     ),
     (
@@ -6072,6 +6712,11 @@ pub static DOCS: &[(&str, CommandDoc)] = &[
             arguments: &[],
         },
     ],
+            tips: &[],
+            acl_categories: &["string"],
+            key_specs: &[
+                KeySpecDoc { notes: None, flags: &["RW", "update"], begin_search: BeginSearch::Index(1), find_keys: FindKeys::Range { lastkey: 0, keystep: 1, limit: 0 } },
+            ],
         },
     ),
     (
@@ -6156,6 +6801,9 @@ pub static DOCS: &[(&str, CommandDoc)] = &[
             arguments: &[],
         },
     ],
+            tips: &[],
+            acl_categories: &[],
+            key_specs: &[],
         },
     ),
     (
@@ -6182,6 +6830,11 @@ pub static DOCS: &[(&str, CommandDoc)] = &[
             arguments: &[],
         },
     ],
+            tips: &["nondeterministic_output_order"],
+            acl_categories: &["set"],
+            key_specs: &[
+                KeySpecDoc { notes: None, flags: &["RO", "access"], begin_search: BeginSearch::Index(1), find_keys: FindKeys::Range { lastkey: -1, keystep: 1, limit: 0 } },
+            ],
         },
     ),
     (
@@ -6230,6 +6883,11 @@ pub static DOCS: &[(&str, CommandDoc)] = &[
             arguments: &[],
         },
     ],
+            tips: &[],
+            acl_categories: &["set"],
+            key_specs: &[
+                KeySpecDoc { notes: None, flags: &["RO", "access"], begin_search: BeginSearch::Index(1), find_keys: FindKeys::Keynum { keynumidx: 0, firstkey: 1, keystep: 1 } },
+            ],
         },
     ),
     (
@@ -6267,6 +6925,12 @@ pub static DOCS: &[(&str, CommandDoc)] = &[
             arguments: &[],
         },
     ],
+            tips: &[],
+            acl_categories: &["set"],
+            key_specs: &[
+                KeySpecDoc { notes: None, flags: &["RW", "update"], begin_search: BeginSearch::Index(1), find_keys: FindKeys::Range { lastkey: 0, keystep: 1, limit: 0 } },
+                KeySpecDoc { notes: None, flags: &["RO", "access"], begin_search: BeginSearch::Index(2), find_keys: FindKeys::Range { lastkey: -1, keystep: 1, limit: 0 } },
+            ],
         },
     ),
     (
@@ -6304,6 +6968,11 @@ pub static DOCS: &[(&str, CommandDoc)] = &[
             arguments: &[],
         },
     ],
+            tips: &[],
+            acl_categories: &["set"],
+            key_specs: &[
+                KeySpecDoc { notes: None, flags: &["RO"], begin_search: BeginSearch::Index(1), find_keys: FindKeys::Range { lastkey: 0, keystep: 1, limit: 0 } },
+            ],
         },
     ),
     (
@@ -6318,6 +6987,9 @@ pub static DOCS: &[(&str, CommandDoc)] = &[
             replaced_by: None,
             history: &[],
             arguments: &[],
+            tips: &[],
+            acl_categories: &[],
+            key_specs: &[],
         },
     ),
     (
@@ -6346,6 +7018,9 @@ pub static DOCS: &[(&str, CommandDoc)] = &[
             arguments: &[],
         },
     ],
+            tips: &["request_policy:all_nodes", "nondeterministic_output"],
+            acl_categories: &[],
+            key_specs: &[],
         },
     ),
     (
@@ -6360,6 +7035,9 @@ pub static DOCS: &[(&str, CommandDoc)] = &[
             replaced_by: None,
             history: &[],
             arguments: &[],
+            tips: &[],
+            acl_categories: &[],
+            key_specs: &[],
         },
     ),
     (
@@ -6374,6 +7052,9 @@ pub static DOCS: &[(&str, CommandDoc)] = &[
             replaced_by: None,
             history: &[],
             arguments: &[],
+            tips: &["request_policy:all_nodes", "response_policy:agg_sum", "nondeterministic_output"],
+            acl_categories: &[],
+            key_specs: &[],
         },
     ),
     (
@@ -6388,6 +7069,9 @@ pub static DOCS: &[(&str, CommandDoc)] = &[
             replaced_by: None,
             history: &[],
             arguments: &[],
+            tips: &["request_policy:all_nodes", "response_policy:all_succeeded"],
+            acl_categories: &[],
+            key_specs: &[],
         },
     ),
     (
@@ -6414,6 +7098,11 @@ pub static DOCS: &[(&str, CommandDoc)] = &[
             arguments: &[],
         },
     ],
+            tips: &["nondeterministic_output_order"],
+            acl_categories: &["set"],
+            key_specs: &[
+                KeySpecDoc { notes: None, flags: &["RO", "access"], begin_search: BeginSearch::Index(1), find_keys: FindKeys::Range { lastkey: 0, keystep: 1, limit: 0 } },
+            ],
         },
     ),
     (
@@ -6451,6 +7140,11 @@ pub static DOCS: &[(&str, CommandDoc)] = &[
             arguments: &[],
         },
     ],
+            tips: &[],
+            acl_categories: &["set"],
+            key_specs: &[
+                KeySpecDoc { notes: None, flags: &["RO", "access"], begin_search: BeginSearch::Index(1), find_keys: FindKeys::Range { lastkey: 0, keystep: 1, limit: 0 } },
+            ],
         },
     ),
     (
@@ -6499,6 +7193,12 @@ pub static DOCS: &[(&str, CommandDoc)] = &[
             arguments: &[],
         },
     ],
+            tips: &[],
+            acl_categories: &["set"],
+            key_specs: &[
+                KeySpecDoc { notes: None, flags: &["RW", "access", "delete"], begin_search: BeginSearch::Index(1), find_keys: FindKeys::Range { lastkey: 0, keystep: 1, limit: 0 } },
+                KeySpecDoc { notes: None, flags: &["RW", "insert"], begin_search: BeginSearch::Index(2), find_keys: FindKeys::Range { lastkey: 0, keystep: 1, limit: 0 } },
+            ],
         },
     ),
     (
@@ -6538,6 +7238,11 @@ pub static DOCS: &[(&str, CommandDoc)] = &[
             arguments: &[],
         },
     ],
+            tips: &["nondeterministic_output"],
+            acl_categories: &["set"],
+            key_specs: &[
+                KeySpecDoc { notes: None, flags: &["RW", "access", "delete"], begin_search: BeginSearch::Index(1), find_keys: FindKeys::Range { lastkey: 0, keystep: 1, limit: 0 } },
+            ],
         },
     ),
     (
@@ -6577,6 +7282,11 @@ pub static DOCS: &[(&str, CommandDoc)] = &[
             arguments: &[],
         },
     ],
+            tips: &["nondeterministic_output"],
+            acl_categories: &["set"],
+            key_specs: &[
+                KeySpecDoc { notes: None, flags: &["RO", "access"], begin_search: BeginSearch::Index(1), find_keys: FindKeys::Range { lastkey: 0, keystep: 1, limit: 0 } },
+            ],
         },
     ),
     (
@@ -6616,6 +7326,11 @@ pub static DOCS: &[(&str, CommandDoc)] = &[
             arguments: &[],
         },
     ],
+            tips: &[],
+            acl_categories: &["set"],
+            key_specs: &[
+                KeySpecDoc { notes: None, flags: &["RW", "delete"], begin_search: BeginSearch::Index(1), find_keys: FindKeys::Range { lastkey: 0, keystep: 1, limit: 0 } },
+            ],
         },
     ),
     (
@@ -6675,6 +7390,11 @@ pub static DOCS: &[(&str, CommandDoc)] = &[
             arguments: &[],
         },
     ],
+            tips: &["nondeterministic_output"],
+            acl_categories: &["set"],
+            key_specs: &[
+                KeySpecDoc { notes: None, flags: &["RO", "access"], begin_search: BeginSearch::Index(1), find_keys: FindKeys::Range { lastkey: 0, keystep: 1, limit: 0 } },
+            ],
         },
     ),
     (
@@ -6701,6 +7421,11 @@ pub static DOCS: &[(&str, CommandDoc)] = &[
             arguments: &[],
         },
     ],
+            tips: &[],
+            acl_categories: &["string"],
+            key_specs: &[
+                KeySpecDoc { notes: None, flags: &["RO"], begin_search: BeginSearch::Index(1), find_keys: FindKeys::Range { lastkey: 0, keystep: 1, limit: 0 } },
+            ],
         },
     ),
     (
@@ -6727,6 +7452,9 @@ pub static DOCS: &[(&str, CommandDoc)] = &[
             arguments: &[],
         },
     ],
+            tips: &[],
+            acl_categories: &[],
+            key_specs: &[],
         },
     ),
     (
@@ -6775,6 +7503,11 @@ pub static DOCS: &[(&str, CommandDoc)] = &[
             arguments: &[],
         },
     ],
+            tips: &[],
+            acl_categories: &["string"],
+            key_specs: &[
+                KeySpecDoc { notes: None, flags: &["RO", "access"], begin_search: BeginSearch::Index(1), find_keys: FindKeys::Range { lastkey: 0, keystep: 1, limit: 0 } },
+            ],
         },
     ),
     (
@@ -6801,6 +7534,11 @@ pub static DOCS: &[(&str, CommandDoc)] = &[
             arguments: &[],
         },
     ],
+            tips: &["nondeterministic_output_order"],
+            acl_categories: &["set"],
+            key_specs: &[
+                KeySpecDoc { notes: None, flags: &["RO", "access"], begin_search: BeginSearch::Index(1), find_keys: FindKeys::Range { lastkey: -1, keystep: 1, limit: 0 } },
+            ],
         },
     ),
     (
@@ -6838,6 +7576,12 @@ pub static DOCS: &[(&str, CommandDoc)] = &[
             arguments: &[],
         },
     ],
+            tips: &[],
+            acl_categories: &["set"],
+            key_specs: &[
+                KeySpecDoc { notes: None, flags: &["OW", "update"], begin_search: BeginSearch::Index(1), find_keys: FindKeys::Range { lastkey: 0, keystep: 1, limit: 0 } },
+                KeySpecDoc { notes: None, flags: &["RO", "access"], begin_search: BeginSearch::Index(2), find_keys: FindKeys::Range { lastkey: -1, keystep: 1, limit: 0 } },
+            ],
         },
     ),
     (
@@ -6875,6 +7619,9 @@ pub static DOCS: &[(&str, CommandDoc)] = &[
             arguments: &[],
         },
     ],
+            tips: &[],
+            acl_categories: &["keyspace", "dangerous"],
+            key_specs: &[],
         },
     ),
     (
@@ -6889,6 +7636,9 @@ pub static DOCS: &[(&str, CommandDoc)] = &[
             replaced_by: None,
             history: &[],
             arguments: &[],
+            tips: &["nondeterministic_output"],
+            acl_categories: &[],
+            key_specs: &[],
         },
     ),
     (
@@ -6915,6 +7665,11 @@ pub static DOCS: &[(&str, CommandDoc)] = &[
             arguments: &[],
         },
     ],
+            tips: &["request_policy:multi_shard", "response_policy:agg_sum"],
+            acl_categories: &["keyspace"],
+            key_specs: &[
+                KeySpecDoc { notes: None, flags: &["RO"], begin_search: BeginSearch::Index(1), find_keys: FindKeys::Range { lastkey: -1, keystep: 1, limit: 0 } },
+            ],
         },
     ),
     (
@@ -6943,6 +7698,11 @@ pub static DOCS: &[(&str, CommandDoc)] = &[
             arguments: &[],
         },
     ],
+            tips: &["nondeterministic_output"],
+            acl_categories: &["keyspace"],
+            key_specs: &[
+                KeySpecDoc { notes: None, flags: &["RO", "access"], begin_search: BeginSearch::Index(1), find_keys: FindKeys::Range { lastkey: 0, keystep: 1, limit: 0 } },
+            ],
         },
     ),
     (
@@ -6969,6 +7729,11 @@ pub static DOCS: &[(&str, CommandDoc)] = &[
             arguments: &[],
         },
     ],
+            tips: &[],
+            acl_categories: &["keyspace"],
+            key_specs: &[
+                KeySpecDoc { notes: None, flags: &["RO"], begin_search: BeginSearch::Index(1), find_keys: FindKeys::Range { lastkey: 0, keystep: 1, limit: 0 } },
+            ],
         },
     ),
     (
@@ -6995,6 +7760,11 @@ pub static DOCS: &[(&str, CommandDoc)] = &[
             arguments: &[],
         },
     ],
+            tips: &["request_policy:multi_shard", "response_policy:agg_sum"],
+            acl_categories: &["keyspace"],
+            key_specs: &[
+                KeySpecDoc { notes: None, flags: &["RM", "delete"], begin_search: BeginSearch::Index(1), find_keys: FindKeys::Range { lastkey: -1, keystep: 1, limit: 0 } },
+            ],
         },
     ),
     (
@@ -7021,6 +7791,9 @@ pub static DOCS: &[(&str, CommandDoc)] = &[
             arguments: &[],
         },
     ],
+            tips: &[],
+            acl_categories: &[],
+            key_specs: &[],
         },
     ),
     (
@@ -7035,6 +7808,9 @@ pub static DOCS: &[(&str, CommandDoc)] = &[
             replaced_by: None,
             history: &[],
             arguments: &[],
+            tips: &[],
+            acl_categories: &["transaction"],
+            key_specs: &[],
         },
     ),
     (
@@ -7072,6 +7848,9 @@ pub static DOCS: &[(&str, CommandDoc)] = &[
             arguments: &[],
         },
     ],
+            tips: &["request_policy:all_shards", "response_policy:agg_min"],
+            acl_categories: &["connection"],
+            key_specs: &[],
         },
     ),
     (
@@ -7098,6 +7877,11 @@ pub static DOCS: &[(&str, CommandDoc)] = &[
             arguments: &[],
         },
     ],
+            tips: &[],
+            acl_categories: &["transaction"],
+            key_specs: &[
+                KeySpecDoc { notes: None, flags: &["RO"], begin_search: BeginSearch::Index(1), find_keys: FindKeys::Range { lastkey: -1, keystep: 1, limit: 0 } },
+            ],
         },
     ),
     (
@@ -7252,6 +8036,11 @@ pub static DOCS: &[(&str, CommandDoc)] = &[
             ],
         },
     ],
+            tips: &[],
+            acl_categories: &["sortedset"],
+            key_specs: &[
+                KeySpecDoc { notes: None, flags: &["RW", "update"], begin_search: BeginSearch::Index(1), find_keys: FindKeys::Range { lastkey: 0, keystep: 1, limit: 0 } },
+            ],
         },
     ),
     (
@@ -7278,6 +8067,11 @@ pub static DOCS: &[(&str, CommandDoc)] = &[
             arguments: &[],
         },
     ],
+            tips: &[],
+            acl_categories: &["sortedset"],
+            key_specs: &[
+                KeySpecDoc { notes: None, flags: &["RO"], begin_search: BeginSearch::Index(1), find_keys: FindKeys::Range { lastkey: 0, keystep: 1, limit: 0 } },
+            ],
         },
     ),
     (
@@ -7326,6 +8120,11 @@ pub static DOCS: &[(&str, CommandDoc)] = &[
             arguments: &[],
         },
     ],
+            tips: &[],
+            acl_categories: &["sortedset"],
+            key_specs: &[
+                KeySpecDoc { notes: None, flags: &["RO", "access"], begin_search: BeginSearch::Index(1), find_keys: FindKeys::Range { lastkey: 0, keystep: 1, limit: 0 } },
+            ],
         },
     ),
     (
@@ -7374,6 +8173,11 @@ pub static DOCS: &[(&str, CommandDoc)] = &[
             arguments: &[],
         },
     ],
+            tips: &[],
+            acl_categories: &["sortedset"],
+            key_specs: &[
+                KeySpecDoc { notes: None, flags: &["RW", "access", "update"], begin_search: BeginSearch::Index(1), find_keys: FindKeys::Range { lastkey: 0, keystep: 1, limit: 0 } },
+            ],
         },
     ),
     (
@@ -7422,6 +8226,11 @@ pub static DOCS: &[(&str, CommandDoc)] = &[
             arguments: &[],
         },
     ],
+            tips: &[],
+            acl_categories: &["sortedset"],
+            key_specs: &[
+                KeySpecDoc { notes: None, flags: &["RO", "access"], begin_search: BeginSearch::Index(1), find_keys: FindKeys::Range { lastkey: 0, keystep: 1, limit: 0 } },
+            ],
         },
     ),
     (
@@ -7459,6 +8268,11 @@ pub static DOCS: &[(&str, CommandDoc)] = &[
             arguments: &[],
         },
     ],
+            tips: &[],
+            acl_categories: &["sortedset"],
+            key_specs: &[
+                KeySpecDoc { notes: None, flags: &["RO", "access"], begin_search: BeginSearch::Index(1), find_keys: FindKeys::Range { lastkey: 0, keystep: 1, limit: 0 } },
+            ],
         },
     ),
     (
@@ -7496,6 +8310,11 @@ pub static DOCS: &[(&str, CommandDoc)] = &[
             arguments: &[],
         },
     ],
+            tips: &[],
+            acl_categories: &["sortedset"],
+            key_specs: &[
+                KeySpecDoc { notes: None, flags: &["RW", "access", "delete"], begin_search: BeginSearch::Index(1), find_keys: FindKeys::Range { lastkey: 0, keystep: 1, limit: 0 } },
+            ],
         },
     ),
     (
@@ -7533,6 +8352,11 @@ pub static DOCS: &[(&str, CommandDoc)] = &[
             arguments: &[],
         },
     ],
+            tips: &[],
+            acl_categories: &["sortedset"],
+            key_specs: &[
+                KeySpecDoc { notes: None, flags: &["RW", "access", "delete"], begin_search: BeginSearch::Index(1), find_keys: FindKeys::Range { lastkey: 0, keystep: 1, limit: 0 } },
+            ],
         },
     ),
     (
@@ -7593,6 +8417,11 @@ pub static DOCS: &[(&str, CommandDoc)] = &[
             ],
         },
     ],
+            tips: &["nondeterministic_output"],
+            acl_categories: &["sortedset"],
+            key_specs: &[
+                KeySpecDoc { notes: None, flags: &["RO", "access"], begin_search: BeginSearch::Index(1), find_keys: FindKeys::Range { lastkey: 0, keystep: 1, limit: 0 } },
+            ],
         },
     ),
     (
@@ -7733,6 +8562,11 @@ pub static DOCS: &[(&str, CommandDoc)] = &[
             arguments: &[],
         },
     ],
+            tips: &[],
+            acl_categories: &["sortedset"],
+            key_specs: &[
+                KeySpecDoc { notes: None, flags: &["RO", "access"], begin_search: BeginSearch::Index(1), find_keys: FindKeys::Range { lastkey: 0, keystep: 1, limit: 0 } },
+            ],
         },
     ),
     (
@@ -7815,6 +8649,11 @@ pub static DOCS: &[(&str, CommandDoc)] = &[
             ],
         },
     ],
+            tips: &[],
+            acl_categories: &["sortedset"],
+            key_specs: &[
+                KeySpecDoc { notes: None, flags: &["RO", "access"], begin_search: BeginSearch::Index(1), find_keys: FindKeys::Range { lastkey: 0, keystep: 1, limit: 0 } },
+            ],
         },
     ),
     (
@@ -7910,6 +8749,11 @@ pub static DOCS: &[(&str, CommandDoc)] = &[
             ],
         },
     ],
+            tips: &[],
+            acl_categories: &["sortedset"],
+            key_specs: &[
+                KeySpecDoc { notes: None, flags: &["RO", "access"], begin_search: BeginSearch::Index(1), find_keys: FindKeys::Range { lastkey: 0, keystep: 1, limit: 0 } },
+            ],
         },
     ),
     (
@@ -8048,6 +8892,12 @@ pub static DOCS: &[(&str, CommandDoc)] = &[
             ],
         },
     ],
+            tips: &[],
+            acl_categories: &["sortedset"],
+            key_specs: &[
+                KeySpecDoc { notes: None, flags: &["OW", "update"], begin_search: BeginSearch::Index(1), find_keys: FindKeys::Range { lastkey: 0, keystep: 1, limit: 0 } },
+                KeySpecDoc { notes: None, flags: &["RO", "access"], begin_search: BeginSearch::Index(2), find_keys: FindKeys::Range { lastkey: 0, keystep: 1, limit: 0 } },
+            ],
         },
     ),
     (
@@ -8085,6 +8935,11 @@ pub static DOCS: &[(&str, CommandDoc)] = &[
             arguments: &[],
         },
     ],
+            tips: &[],
+            acl_categories: &["sortedset"],
+            key_specs: &[
+                KeySpecDoc { notes: None, flags: &["RO", "access"], begin_search: BeginSearch::Index(1), find_keys: FindKeys::Range { lastkey: 0, keystep: 1, limit: 0 } },
+            ],
         },
     ),
     (
@@ -8124,6 +8979,11 @@ pub static DOCS: &[(&str, CommandDoc)] = &[
             arguments: &[],
         },
     ],
+            tips: &[],
+            acl_categories: &["sortedset"],
+            key_specs: &[
+                KeySpecDoc { notes: None, flags: &["RW", "delete"], begin_search: BeginSearch::Index(1), find_keys: FindKeys::Range { lastkey: 0, keystep: 1, limit: 0 } },
+            ],
         },
     ),
     (
@@ -8172,6 +9032,11 @@ pub static DOCS: &[(&str, CommandDoc)] = &[
             arguments: &[],
         },
     ],
+            tips: &[],
+            acl_categories: &["sortedset"],
+            key_specs: &[
+                KeySpecDoc { notes: None, flags: &["RW", "delete"], begin_search: BeginSearch::Index(1), find_keys: FindKeys::Range { lastkey: 0, keystep: 1, limit: 0 } },
+            ],
         },
     ),
     (
@@ -8220,6 +9085,11 @@ pub static DOCS: &[(&str, CommandDoc)] = &[
             arguments: &[],
         },
     ],
+            tips: &[],
+            acl_categories: &["sortedset"],
+            key_specs: &[
+                KeySpecDoc { notes: None, flags: &["RW", "delete"], begin_search: BeginSearch::Index(1), find_keys: FindKeys::Range { lastkey: 0, keystep: 1, limit: 0 } },
+            ],
         },
     ),
     (
@@ -8268,6 +9138,11 @@ pub static DOCS: &[(&str, CommandDoc)] = &[
             arguments: &[],
         },
     ],
+            tips: &[],
+            acl_categories: &["sortedset"],
+            key_specs: &[
+                KeySpecDoc { notes: None, flags: &["RW", "delete"], begin_search: BeginSearch::Index(1), find_keys: FindKeys::Range { lastkey: 0, keystep: 1, limit: 0 } },
+            ],
         },
     ),
     (
@@ -8327,6 +9202,11 @@ pub static DOCS: &[(&str, CommandDoc)] = &[
             arguments: &[],
         },
     ],
+            tips: &[],
+            acl_categories: &["sortedset"],
+            key_specs: &[
+                KeySpecDoc { notes: None, flags: &["RO", "access"], begin_search: BeginSearch::Index(1), find_keys: FindKeys::Range { lastkey: 0, keystep: 1, limit: 0 } },
+            ],
         },
     ),
     (
@@ -8409,6 +9289,11 @@ pub static DOCS: &[(&str, CommandDoc)] = &[
             ],
         },
     ],
+            tips: &[],
+            acl_categories: &["sortedset"],
+            key_specs: &[
+                KeySpecDoc { notes: None, flags: &["RO", "access"], begin_search: BeginSearch::Index(1), find_keys: FindKeys::Range { lastkey: 0, keystep: 1, limit: 0 } },
+            ],
         },
     ),
     (
@@ -8504,6 +9389,11 @@ pub static DOCS: &[(&str, CommandDoc)] = &[
             ],
         },
     ],
+            tips: &[],
+            acl_categories: &["sortedset"],
+            key_specs: &[
+                KeySpecDoc { notes: None, flags: &["RO", "access"], begin_search: BeginSearch::Index(1), find_keys: FindKeys::Range { lastkey: 0, keystep: 1, limit: 0 } },
+            ],
         },
     ),
     (
@@ -8541,6 +9431,11 @@ pub static DOCS: &[(&str, CommandDoc)] = &[
             arguments: &[],
         },
     ],
+            tips: &[],
+            acl_categories: &["sortedset"],
+            key_specs: &[
+                KeySpecDoc { notes: None, flags: &["RO", "access"], begin_search: BeginSearch::Index(1), find_keys: FindKeys::Range { lastkey: 0, keystep: 1, limit: 0 } },
+            ],
         },
     ),
     (
@@ -8600,6 +9495,11 @@ pub static DOCS: &[(&str, CommandDoc)] = &[
             arguments: &[],
         },
     ],
+            tips: &["nondeterministic_output"],
+            acl_categories: &["sortedset"],
+            key_specs: &[
+                KeySpecDoc { notes: None, flags: &["RO", "access"], begin_search: BeginSearch::Index(1), find_keys: FindKeys::Range { lastkey: 0, keystep: 1, limit: 0 } },
+            ],
         },
     ),
     (
@@ -8637,6 +9537,11 @@ pub static DOCS: &[(&str, CommandDoc)] = &[
             arguments: &[],
         },
     ],
+            tips: &[],
+            acl_categories: &["sortedset"],
+            key_specs: &[
+                KeySpecDoc { notes: None, flags: &["RO", "access"], begin_search: BeginSearch::Index(1), find_keys: FindKeys::Range { lastkey: 0, keystep: 1, limit: 0 } },
+            ],
         },
     ),
 ];

@@ -75,7 +75,7 @@ pub(super) static PUBSUB_SUBCOMMANDS: &[Command] = &[
     row(
         "pubsub|channels",
         -2,
-        LOADING | STALE,
+        PUBSUB | LOADING | STALE,
         NO_KEYS,
         pubsub::pubsub_channels,
         "pubsub",
@@ -85,7 +85,7 @@ pub(super) static PUBSUB_SUBCOMMANDS: &[Command] = &[
     row(
         "pubsub|numsub",
         -2,
-        LOADING | STALE,
+        PUBSUB | LOADING | STALE,
         NO_KEYS,
         pubsub::pubsub_numsub,
         "pubsub",
@@ -95,7 +95,7 @@ pub(super) static PUBSUB_SUBCOMMANDS: &[Command] = &[
     row(
         "pubsub|numpat",
         2,
-        LOADING | STALE,
+        PUBSUB | LOADING | STALE,
         NO_KEYS,
         pubsub::pubsub_numpat,
         "pubsub",

@@ -49,6 +49,8 @@ pub mod flags {
     /// Not shown to MONITOR by the dispatcher (EVAL and EVALSHA show
     /// themselves before they run, so that their commands follow them).
     pub const SKIP_MONITOR: u32 = 1 << 13;
+    /// A pub/sub command.
+    pub const PUBSUB: u32 = 1 << 14;
 
     /// Flag names for COMMAND INFO, in Redis's order.
     pub const NAMES: &[(u32, &str)] = &[
@@ -56,6 +58,7 @@ pub mod flags {
         (READONLY, "readonly"),
         (DENYOOM, "denyoom"),
         (ADMIN, "admin"),
+        (PUBSUB, "pubsub"),
         (NOSCRIPT, "noscript"),
         (LOADING, "loading"),
         (STALE, "stale"),
@@ -63,7 +66,6 @@ pub mod flags {
         (SKIP_SLOWLOG, "skip_slowlog"),
         (FAST, "fast"),
         (NO_AUTH, "no_auth"),
-        (MAY_REPLICATE, "may_replicate"),
         (NO_MULTI, "no_multi"),
         (ALLOW_BUSY, "allow_busy"),
     ];
@@ -350,11 +352,11 @@ pub static COMMANDS: &[Command] = &[
     container("script", -2, "scripting", "2.6.0", "A container for Lua scripts management commands.", SCRIPT_SUBCOMMANDS, container_without_subcommand),
     container("function", -2, "scripting", "7.0.0", "A container for function commands.", FUNCTION_SUBCOMMANDS, container_without_subcommand),
     // pub/sub
-    row("subscribe", -2, NOSCRIPT | LOADING | STALE, NO_KEYS, pubsub::subscribe, "pubsub", "2.0.0", "Listens for messages published to channels."),
-    row("unsubscribe", -1, NOSCRIPT | LOADING | STALE, NO_KEYS, pubsub::unsubscribe, "pubsub", "2.0.0", "Stops listening to messages posted to channels."),
-    row("psubscribe", -2, NOSCRIPT | LOADING | STALE, NO_KEYS, pubsub::psubscribe, "pubsub", "2.0.0", "Listens for messages published to channels that match one or more patterns."),
-    row("punsubscribe", -1, NOSCRIPT | LOADING | STALE, NO_KEYS, pubsub::punsubscribe, "pubsub", "2.0.0", "Stops listening to messages published to channels that match one or more patterns."),
-    row("publish", 3, LOADING | STALE | FAST | MAY_REPLICATE, NO_KEYS, pubsub::publish, "pubsub", "2.0.0", "Posts a message to a channel."),
+    row("subscribe", -2, PUBSUB | NOSCRIPT | LOADING | STALE, NO_KEYS, pubsub::subscribe, "pubsub", "2.0.0", "Listens for messages published to channels."),
+    row("unsubscribe", -1, PUBSUB | NOSCRIPT | LOADING | STALE, NO_KEYS, pubsub::unsubscribe, "pubsub", "2.0.0", "Stops listening to messages posted to channels."),
+    row("psubscribe", -2, PUBSUB | NOSCRIPT | LOADING | STALE, NO_KEYS, pubsub::psubscribe, "pubsub", "2.0.0", "Listens for messages published to channels that match one or more patterns."),
+    row("punsubscribe", -1, PUBSUB | NOSCRIPT | LOADING | STALE, NO_KEYS, pubsub::punsubscribe, "pubsub", "2.0.0", "Stops listening to messages published to channels that match one or more patterns."),
+    row("publish", 3, PUBSUB | LOADING | STALE | FAST | MAY_REPLICATE, NO_KEYS, pubsub::publish, "pubsub", "2.0.0", "Posts a message to a channel."),
     container("pubsub", -2, "pubsub", "2.8.0", "A container for Pub/Sub commands.", PUBSUB_SUBCOMMANDS, container_without_subcommand),
     // transactions
     row("multi", 1, NOSCRIPT | LOADING | STALE | FAST | ALLOW_BUSY, NO_KEYS, multi::multi, "transactions", "1.2.0", "Starts a transaction."),
@@ -364,8 +366,8 @@ pub static COMMANDS: &[Command] = &[
     row("discard", 1, NOSCRIPT | LOADING | STALE | FAST | ALLOW_BUSY, NO_KEYS, multi::discard, "transactions", "2.0.0", "Discards a transaction."),
     // connection
     row("ping", -1, FAST, NO_KEYS, conn::ping, "connection", "1.0.0", "Returns the server's liveliness response."),
-    row("echo", 2, FAST, NO_KEYS, conn::echo, "connection", "1.0.0", "Returns the given string."),
-    row("quit", -1, NO_AUTH | ALLOW_BUSY | LOADING | STALE | FAST, NO_KEYS, conn::quit, "connection", "1.0.0", "Closes the connection."),
+    row("echo", 2, LOADING | STALE | FAST, NO_KEYS, conn::echo, "connection", "1.0.0", "Returns the given string."),
+    row("quit", -1, NOSCRIPT | NO_AUTH | ALLOW_BUSY | LOADING | STALE | FAST, NO_KEYS, conn::quit, "connection", "1.0.0", "Closes the connection."),
     row("reset", 1, NOSCRIPT | LOADING | STALE | NO_AUTH | ALLOW_BUSY | FAST, NO_KEYS, conn::reset, "connection", "6.2.0", "Resets the connection."),
     row("hello", -1, NOSCRIPT | LOADING | STALE | NO_AUTH | ALLOW_BUSY | FAST, NO_KEYS, conn::hello, "connection", "6.0.0", "Handshakes with the Redis server."),
     row("auth", -2, NOSCRIPT | LOADING | STALE | NO_AUTH | ALLOW_BUSY | FAST, NO_KEYS, conn::auth, "connection", "1.0.0", "Authenticates the connection."),

@@ -89,6 +89,8 @@ async fn reply_stream(addr: std::net::SocketAddr) -> String {
         "CLIENT REPLY SKIP",
         "GET a",
         "ECHO shown",
+        "CLIENT REPLY SKIP",
+        "CLIENT REPLY ON",
         "CLIENT REPLY BAD",
         "CLIENT REPLY",
         "CLIENT NO-EVICT ON",
@@ -120,7 +122,7 @@ async fn client_reply_and_settings_answer_as_redis() {
     let tally = TestServer::start_real_clock().await;
     let expected = reply_stream(redis.addr).await;
     assert_eq!(reply_stream(tally.addr()).await, expected);
-    assert!(expected.starts_with("+OK\r\n$5\r\nshown\r\n-ERR syntax error"));
+    assert!(expected.starts_with("+OK\r\n$5\r\nshown\r\n+OK\r\n-ERR syntax error"));
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -264,8 +264,10 @@ pub fn client_kill(ctx: &mut Ctx<'_>, argv: &[&[u8]]) -> Reply {
 pub fn client_reply(ctx: &mut Ctx<'_>, argv: &[&[u8]]) -> Reply {
     let client = &mut *ctx.client;
     if is(argv[2], "on") {
+        // As Redis: ON clears a SKIP already in force, so its own OK is sent.
         client.reply_off = false;
         client.skip_next_reply = false;
+        client.skip_this_reply = false;
         Reply::Ok
     } else if is(argv[2], "off") {
         client.reply_off = true;

@@ -40,6 +40,7 @@ pub mod slowlog;
 pub mod state;
 pub mod stats;
 pub mod store;
+pub mod tracking;
 pub mod util;
 
 use std::net::SocketAddr;

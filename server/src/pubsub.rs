@@ -41,10 +41,58 @@ pub enum Message {
         /// The payload.
         payload: Bytes,
     },
+    /// CLIENT TRACKING: these keys changed (`None`: everything, a flush).
+    Invalidate {
+        /// The keys, or none for a flush.
+        keys: Option<Vec<Bytes>>,
+        /// Sent to a redirect target rather than the tracking client.
+        redirected: bool,
+    },
+    /// CLIENT TRACKING: the redirect target (this id) is gone.
+    RedirectBroken(u64),
 }
 
 impl Message {
-    /// The push reply the subscriber receives.
+    /// What the receiving connection is sent, by its protocol: pub/sub
+    /// messages always; invalidations as RESP3 `invalidate` pushes, or on
+    /// RESP2 as `__redis__:invalidate` messages to a redirect target
+    /// subscribed to that channel, else nothing (RESP2 has no pushes), as
+    /// Redis's sendTrackingMessage decides.
+    pub fn reply_for(
+        &self,
+        proto: crate::resp::Protocol,
+        invalidate_subscribed: bool,
+    ) -> Option<Reply> {
+        let resp3 = proto == crate::resp::Protocol::Resp3;
+        match self {
+            Message::Invalidate { keys, redirected } => {
+                let keys = match keys {
+                    Some(keys) => Reply::Array(keys.iter().map(|k| Reply::bulk(k)).collect()),
+                    None => Reply::Nil,
+                };
+                if resp3 {
+                    Some(Reply::Push(vec![Reply::BulkStatic(b"invalidate"), keys]))
+                } else if *redirected && invalidate_subscribed {
+                    Some(Reply::Push(vec![
+                        Reply::BulkStatic(b"message"),
+                        Reply::BulkStatic(crate::tracking::INVALIDATE_CHANNEL),
+                        keys,
+                    ]))
+                } else {
+                    None
+                }
+            }
+            Message::RedirectBroken(id) => resp3.then(|| {
+                Reply::Push(vec![
+                    Reply::BulkStatic(b"tracking-redir-broken"),
+                    Reply::Int(*id as i64),
+                ])
+            }),
+            _ => Some(self.reply()),
+        }
+    }
+
+    /// The push reply a subscriber receives for a published message.
     pub fn reply(&self) -> Reply {
         match self {
             Message::Channel { channel, payload } => Reply::Push(vec![
@@ -62,6 +110,7 @@ impl Message {
                 Reply::bulk(channel),
                 Reply::bulk(payload),
             ]),
+            Message::Invalidate { .. } | Message::RedirectBroken(_) => Reply::Nothing,
         }
     }
 
@@ -75,6 +124,12 @@ impl Message {
                 channel,
                 payload,
             } => 8 + pattern.len() + channel.len() + payload.len(),
+            Message::Invalidate { keys, .. } => {
+                30 + keys
+                    .as_ref()
+                    .map_or(0, |k| k.iter().map(|k| k.len() + 8).sum())
+            }
+            Message::RedirectBroken(_) => 40,
         };
         (parts + 40) as u64
     }
@@ -196,7 +251,8 @@ impl Subscriber {
         self.budget.id()
     }
 
-    fn deliver(&self, message: Message, limit: OutputLimit, now_ms: u64) {
+    /// Queues `message` unless the output-buffer limit cuts the client.
+    pub fn deliver(&self, message: Message, limit: OutputLimit, now_ms: u64) {
         if self.budget.admit(message.size(), limit, now_ms) {
             // A send fails only when the connection is gone.
             let _ = self.sender.send(message);

@@ -223,6 +223,10 @@ pub struct ClientInfo {
     pub no_evict: AtomicBool,
     /// In MONITOR mode.
     pub monitoring: AtomicBool,
+    /// CLIENT TRACKING: -1 off, else the redirect id (0: none), for CLIENT LIST.
+    pub tracking_redirect: AtomicI64,
+    /// CLIENT TRACKING in BCAST mode.
+    pub tracking_bcast: AtomicBool,
 }
 
 /// What a connection publishes of its buffers and state for CLIENT LIST,
@@ -303,6 +307,8 @@ impl ClientInfo {
             io: ClientIo::default(),
             no_evict: AtomicBool::new(false),
             monitoring: AtomicBool::new(false),
+            tracking_redirect: AtomicI64::new(-1),
+            tracking_bcast: AtomicBool::new(false),
         }
     }
 

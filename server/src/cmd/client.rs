@@ -11,6 +11,7 @@ use super::Ctx;
 use crate::pause::PauseKind;
 use crate::resp::Reply;
 use crate::state::ClientInfo;
+use crate::tracking::TrackingMode;
 
 /// CLIENT ID
 pub fn client_id(ctx: &mut Ctx<'_>, _argv: &[&[u8]]) -> Reply {
@@ -84,6 +85,13 @@ fn describe(client: &ClientInfo, now_ms: u64, argv_mem: usize) -> String {
     if multi >= 0 {
         flags.push('x');
     }
+    let redirect = client.tracking_redirect.load(Ordering::Relaxed);
+    if redirect >= 0 {
+        flags.push('t');
+    }
+    if client.tracking_bcast.load(Ordering::Relaxed) {
+        flags.push('B');
+    }
     if client.no_evict.load(Ordering::Relaxed) {
         flags.push('e');
     }
@@ -107,7 +115,7 @@ fn describe(client: &ClientInfo, now_ms: u64, argv_mem: usize) -> String {
         "id={} addr={} laddr={} fd={} name={} age={} idle={} flags={flags} db={} sub={sub} \
          psub={psub} ssub=0 multi={multi} qbuf={qbuf} qbuf-free={qbuf_free} argv-mem={argv_mem} \
          multi-mem={multi_mem} rbs={rbs} rbp={rbp} obl=0 oll=0 omem={omem} tot-mem={tot_mem} \
-         events={events} cmd={} user=default redir=-1 resp={} lib-name={} lib-ver={}",
+         events={events} cmd={} user=default redir={redirect} resp={} lib-name={} lib-ver={}",
         client.id,
         client.addr,
         client.laddr,
@@ -324,6 +332,201 @@ pub fn client_pause(ctx: &mut Ctx<'_>, argv: &[&[u8]]) -> Reply {
 pub fn client_unpause(ctx: &mut Ctx<'_>, _argv: &[&[u8]]) -> Reply {
     ctx.shared.pause.unpause();
     Reply::Ok
+}
+
+/// CLIENT TRACKING ON|OFF [REDIRECT id] [BCAST] [PREFIX prefix ...] [OPTIN]
+/// [OPTOUT] [NOLOOP], with Redis 7.0's checks and errors.
+pub fn client_tracking(ctx: &mut Ctx<'_>, argv: &[&[u8]]) -> Reply {
+    let mut mode = TrackingMode::default();
+    let mut j = 3;
+    while j < argv.len() {
+        let more = j + 1 < argv.len();
+        if is(argv[j], "redirect") && more {
+            j += 1;
+            if mode.redirect != 0 {
+                return Reply::error("ERR A client can only redirect to a single other client");
+            }
+            let Some(id) = parse_i64(argv[j]) else {
+                return Reply::error(error::NOT_INTEGER);
+            };
+            let exists = ctx
+                .shared
+                .clients
+                .snapshot()
+                .iter()
+                .any(|c| c.id as i64 == id);
+            if !exists {
+                return Reply::error("ERR The client ID you want redirect to does not exist");
+            }
+            mode.redirect = id as u64;
+        } else if is(argv[j], "bcast") {
+            mode.bcast = true;
+        } else if is(argv[j], "optin") {
+            mode.optin = true;
+        } else if is(argv[j], "optout") {
+            mode.optout = true;
+        } else if is(argv[j], "noloop") {
+            mode.noloop = true;
+        } else if is(argv[j], "prefix") && more {
+            j += 1;
+            mode.prefixes.push(argv[j].to_vec());
+        } else {
+            return Reply::error(error::SYNTAX);
+        }
+        j += 1;
+    }
+    let tracking = ctx.shared.store.tracking();
+    if is(argv[2], "off") {
+        tracking.disable(ctx.client.info.id);
+        ctx.client.tracking = None;
+        ctx.client.caching = false;
+        return Reply::Ok;
+    }
+    if !is(argv[2], "on") {
+        return Reply::error(error::SYNTAX);
+    }
+    if !mode.bcast && !mode.prefixes.is_empty() {
+        return Reply::error("ERR PREFIX option requires BCAST mode to be enabled");
+    }
+    let current = ctx.client.tracking.clone();
+    if current.as_ref().is_some_and(|c| c.bcast != mode.bcast) {
+        return Reply::error("ERR You can't switch BCAST mode on/off before disabling tracking for this client, and then re-enabling it with a different mode.");
+    }
+    if mode.bcast && (mode.optin || mode.optout) {
+        return Reply::error("ERR OPTIN and OPTOUT are not compatible with BCAST");
+    }
+    if mode.optin && mode.optout {
+        return Reply::error("ERR You can't specify both OPTIN mode and OPTOUT mode");
+    }
+    if current
+        .as_ref()
+        .is_some_and(|c| (mode.optin && c.optout) || (mode.optout && c.optin))
+    {
+        return Reply::error("ERR You can't switch OPTIN/OPTOUT mode before disabling tracking for this client, and then re-enabling it with a different mode.");
+    }
+    if mode.bcast {
+        // Prefixes already registered stay; new ones must not overlap any.
+        let mut prefixes = current.map(|c| c.prefixes).unwrap_or_default();
+        let added = if mode.prefixes.is_empty() {
+            vec![Vec::new()]
+        } else {
+            std::mem::take(&mut mode.prefixes)
+        };
+        for prefix in added {
+            if prefixes.contains(&prefix) {
+                continue;
+            }
+            if let Some(other) = prefixes
+                .iter()
+                .find(|p| p.starts_with(&prefix) || prefix.starts_with(p))
+            {
+                return Reply::error_bytes(
+                    [
+                        &b"ERR Prefix '"[..],
+                        &prefix,
+                        b"' overlaps with an existing prefix '",
+                        other,
+                        b"'. Prefixes for a single client must not overlap.",
+                    ]
+                    .concat(),
+                );
+            }
+            prefixes.push(prefix);
+        }
+        mode.prefixes = prefixes;
+    }
+    // Invalidations for the client itself arrive on its push queue.
+    super::pubsub::subscriptions(ctx);
+    tracking.enable(ctx.client.info.id, mode.clone());
+    ctx.client.tracking = Some(mode);
+    Reply::Ok
+}
+
+/// CLIENT CACHING YES|NO: whether the next command's reads are tracked
+/// (OPTIN: YES tracks them; OPTOUT: NO leaves them out).
+pub fn client_caching(ctx: &mut Ctx<'_>, argv: &[&[u8]]) -> Reply {
+    let Some(mode) = &ctx.client.tracking else {
+        return Reply::error("ERR CLIENT CACHING can be called only when the client is in tracking mode with OPTIN or OPTOUT mode enabled");
+    };
+    if is(argv[2], "yes") {
+        if !mode.optin {
+            return Reply::error(
+                "ERR CLIENT CACHING YES is only valid when tracking is enabled in OPTIN mode.",
+            );
+        }
+    } else if is(argv[2], "no") {
+        if !mode.optout {
+            return Reply::error(
+                "ERR CLIENT CACHING NO is only valid when tracking is enabled in OPTOUT mode.",
+            );
+        }
+    } else {
+        return Reply::error(error::SYNTAX);
+    }
+    ctx.client.caching = true;
+    Reply::Ok
+}
+
+/// CLIENT GETREDIR: the redirect id while tracking (0 for none), else -1.
+pub fn client_getredir(ctx: &mut Ctx<'_>, _argv: &[&[u8]]) -> Reply {
+    Reply::Int(
+        ctx.client
+            .tracking
+            .as_ref()
+            .map_or(-1, |m| m.redirect as i64),
+    )
+}
+
+/// CLIENT TRACKINGINFO
+pub fn client_trackinginfo(ctx: &mut Ctx<'_>, _argv: &[&[u8]]) -> Reply {
+    let bulk = |s: &str| Reply::Bulk(s.as_bytes().to_vec());
+    let mut flags = Vec::new();
+    let (redirect, prefixes) = match &ctx.client.tracking {
+        None => {
+            flags.push(bulk("off"));
+            (-1, Vec::new())
+        }
+        Some(mode) => {
+            flags.push(bulk("on"));
+            if mode.bcast {
+                flags.push(bulk("bcast"));
+            }
+            if mode.optin {
+                flags.push(bulk("optin"));
+                if ctx.client.caching {
+                    flags.push(bulk("caching-yes"));
+                }
+            }
+            if mode.optout {
+                flags.push(bulk("optout"));
+                if ctx.client.caching {
+                    flags.push(bulk("caching-no"));
+                }
+            }
+            if mode.noloop {
+                flags.push(bulk("noloop"));
+            }
+            if ctx
+                .shared
+                .store
+                .tracking()
+                .redirect_broken(ctx.client.info.id)
+            {
+                flags.push(bulk("broken_redirect"));
+            }
+            let mut prefixes = mode.prefixes.clone();
+            prefixes.sort();
+            (mode.redirect as i64, prefixes)
+        }
+    };
+    Reply::Map(vec![
+        (bulk("flags"), Reply::Set(flags)),
+        (bulk("redirect"), Reply::Int(redirect)),
+        (
+            bulk("prefixes"),
+            Reply::Array(prefixes.into_iter().map(Reply::Bulk).collect()),
+        ),
+    ])
 }
 
 /// CLIENT HELP

@@ -51,6 +51,9 @@ pub fn reset(ctx: &mut Ctx<'_>, _argv: &[&[u8]]) -> Reply {
     super::multi::unwatch_all(ctx);
     super::pubsub::unsubscribe_all(ctx);
     super::server::stop_monitor(ctx);
+    ctx.shared.store.tracking().disable(ctx.client.info.id);
+    ctx.client.tracking = None;
+    ctx.client.caching = false;
     ctx.client.reply_off = false;
     ctx.client.skip_next_reply = false;
     ctx.client.db = 0;

@@ -266,7 +266,7 @@ fn clients(ctx: &Ctx<'_>) -> Vec<String> {
         ),
         "client_recent_max_output_buffer:0".to_string(),
         "blocked_clients:0".to_string(),
-        "tracking_clients:0".to_string(),
+        format!("tracking_clients:{}", shared.store.tracking().counts().0),
         "clients_in_timeout_table:0".to_string(),
     ]
 }
@@ -423,6 +423,7 @@ fn stats(ctx: &Ctx<'_>, totals: &ShardTotals) -> Vec<String> {
     let stats = &shared.stats;
     let (input_kbps, output_kbps) = stats.instantaneous.kbps();
     let (channels, patterns) = shared.pubsub.counts();
+    let tracking = shared.store.tracking().counts();
     vec![
         format!(
             "total_connections_received:{}",
@@ -471,9 +472,9 @@ fn stats(ctx: &Ctx<'_>, totals: &ShardTotals) -> Vec<String> {
         "active_defrag_key_misses:0".to_string(),
         "total_active_defrag_time:0".to_string(),
         "current_active_defrag_time:0".to_string(),
-        "tracking_total_keys:0".to_string(),
-        "tracking_total_items:0".to_string(),
-        "tracking_total_prefixes:0".to_string(),
+        format!("tracking_total_keys:{}", tracking.1),
+        format!("tracking_total_items:{}", tracking.2),
+        format!("tracking_total_prefixes:{}", tracking.3),
         "unexpected_error_replies:0".to_string(),
         format!("total_error_replies:{}", load(&stats.total_error_replies)),
         "dump_payload_sanitizations:0".to_string(),

@@ -574,6 +574,8 @@ pub fn flushdb(ctx: &mut Ctx<'_>, argv: &[&[u8]]) -> Reply {
     for shard in ctx.lock_all(ctx.client.db).shards() {
         shard.clear();
     }
+    // As Redis: every tracking client is told everything changed.
+    ctx.shared.store.tracking().flushed();
     Reply::Ok
 }
 
@@ -588,6 +590,7 @@ pub fn flushall(ctx: &mut Ctx<'_>, argv: &[&[u8]]) -> Reply {
             shard.clear();
         }
     }
+    ctx.shared.store.tracking().flushed();
     Reply::Ok
 }
 

@@ -67,6 +67,11 @@ pub struct ClientState {
     pub pubsub: Option<crate::pubsub::Subscriptions>,
     /// True for the client a script's redis.call runs as.
     pub in_script: bool,
+    /// CLIENT TRACKING ON: this client's settings (the server's table has
+    /// the same).
+    pub tracking: Option<crate::tracking::TrackingMode>,
+    /// CLIENT CACHING YES/NO given for the next command.
+    pub caching: bool,
     /// MONITOR: the lines of the commands the server runs, once asked for.
     pub monitor: Option<crate::monitor::MonitorMode>,
     /// CLIENT REPLY OFF: no replies until CLIENT REPLY ON.
@@ -103,6 +108,8 @@ impl ClientState {
             in_script: false,
             reply_errors_counted: false,
             postponed: false,
+            tracking: None,
+            caching: false,
             monitor: None,
             reply_off: false,
             skip_next_reply: false,
@@ -492,6 +499,38 @@ pub fn feed_monitors(ctx: &Ctx<'_>, argv: &[&[u8]]) {
         .feed(ctx.shared.clock.now_us(), ctx.client.db, &source, argv);
 }
 
+/// CLIENT TRACKING (default mode): remembers the keys a read-only command
+/// read, unless OPTIN/OPTOUT with CLIENT CACHING say otherwise; then
+/// CLIENT CACHING's word is spent, as in Redis (unless inside MULTI or the
+/// command was a CLIENT subcommand).
+#[cold]
+fn track_reads(ctx: &mut Ctx<'_>, command: &Command, argv: &[&[u8]]) {
+    let Some(mode) = &ctx.client.tracking else {
+        return;
+    };
+    let caching = ctx.client.caching;
+    let wanted = !mode.bcast
+        && command.flags & flags::READONLY != 0
+        && !((mode.optin && !caching) || (mode.optout && caching));
+    if wanted {
+        let keys: Vec<&[u8]> = command
+            .keys
+            .positions(argv.len())
+            .into_iter()
+            .map(|i| argv[i])
+            .collect();
+        if !keys.is_empty() {
+            ctx.shared
+                .store
+                .tracking()
+                .remember(ctx.client.info.id, &keys);
+        }
+    }
+    if ctx.client.transaction.is_none() && !command.name.starts_with("client|") {
+        ctx.client.caching = false;
+    }
+}
+
 /// Adds a command past `latency-monitor-threshold` to the latency monitor,
 /// as Redis's call() does: `fast-command` for a command flagged fast,
 /// `command` for any other. EXEC and script runs are measured whole.
@@ -537,6 +576,8 @@ fn check_and_call(
     // script's, which EVAL's own entry measures, and two clock reads per
     // redis.call would be a fifth of a short script's cost.
     let errors_before = ctx.client.batch.errors.total;
+    // CLIENT TRACKING NOLOOP tells this client's own writes apart.
+    let _writer = crate::tracking::WriterGuard::enter(ctx.client.info.id);
     let reply;
     let usec = if ctx.held.is_some() {
         reply = (command.handler)(ctx, argv);
@@ -560,6 +601,9 @@ fn check_and_call(
     }
     if ctx.shared.monitors.any() && command.flags & (flags::ADMIN | flags::SKIP_MONITOR) == 0 {
         feed_monitors(ctx, argv);
+    }
+    if ctx.client.tracking.is_some() {
+        track_reads(ctx, command, argv);
     }
     // Failed, as Redis counts it: the reply is an error, or holds one (a
     // script's result may).

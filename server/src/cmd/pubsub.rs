@@ -40,11 +40,20 @@ pub fn in_subscribe_mode(ctx: &Ctx<'_>) -> bool {
     ctx.client.pubsub.as_ref().is_some_and(|s| s.count() > 0)
 }
 
-fn subscriptions<'c>(ctx: &'c mut Ctx<'_>) -> &'c mut Subscriptions {
+/// The connection's queue for pushed messages, made on first use (a
+/// subscription, or CLIENT TRACKING's invalidations) and made reachable
+/// for invalidations redirected to this client.
+pub fn subscriptions<'c>(ctx: &'c mut Ctx<'_>) -> &'c mut Subscriptions {
+    let shared = ctx.shared;
     let info = ctx.client.info.clone();
-    ctx.client
-        .pubsub
-        .get_or_insert_with(|| Subscriptions::new(info))
+    ctx.client.pubsub.get_or_insert_with(|| {
+        let subs = Subscriptions::new(info);
+        shared
+            .store
+            .tracking()
+            .register_outbox(subs.subscriber.id(), subs.subscriber.clone());
+        subs
+    })
 }
 
 fn confirmation(kind: &'static [u8], name: Option<&[u8]>, count: usize) -> Reply {

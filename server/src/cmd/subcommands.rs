@@ -26,6 +26,10 @@ pub(super) static CLIENT_SUBCOMMANDS: &[Command] = &[
     row("client|unpause", 2, ADMIN | NOSCRIPT | LOADING | STALE, NO_KEYS, client::client_unpause, "connection", "6.2.0", "Resumes processing commands from paused clients."),
     row("client|reply", 3, NOSCRIPT | LOADING | STALE, NO_KEYS, client::client_reply, "connection", "3.2.0", "Instructs the server whether to reply to commands."),
     row("client|no-evict", 3, ADMIN | NOSCRIPT | LOADING | STALE, NO_KEYS, client::client_no_evict, "connection", "7.0.0", "Sets the client eviction mode of the connection."),
+    row("client|tracking", -3, NOSCRIPT | LOADING | STALE, NO_KEYS, client::client_tracking, "connection", "6.0.0", "Controls server-assisted client-side caching for the connection."),
+    row("client|caching", 3, NOSCRIPT | LOADING | STALE, NO_KEYS, client::client_caching, "connection", "6.0.0", "Instructs the server whether to track the keys in the next request."),
+    row("client|getredir", 2, NOSCRIPT | LOADING | STALE, NO_KEYS, client::client_getredir, "connection", "6.0.0", "Returns the client ID to which the connection's tracking notifications are redirected."),
+    row("client|trackinginfo", 2, NOSCRIPT | LOADING | STALE, NO_KEYS, client::client_trackinginfo, "connection", "6.2.0", "Returns information about server-assisted client-side caching for the connection."),
     row("client|kill", -3, ADMIN | NOSCRIPT | LOADING | STALE, NO_KEYS, client::client_kill, "connection", "2.4.0", "Terminates open connections."),
     row("client|help", 2, LOADING | STALE, NO_KEYS, client::client_help, "connection", "5.0.0", "Returns helpful text about the different subcommands."),
 ];

@@ -191,6 +191,15 @@ fn publish_state(client: &ClientState, input: &BytesMut, output: &BytesMut) {
         .map_or((0, 0), |s| (s.channels.len(), s.patterns.len()));
     io.sub.store(channels, Ordering::Relaxed);
     io.psub.store(patterns, Ordering::Relaxed);
+    let info = &client.info;
+    info.tracking_redirect.store(
+        client.tracking.as_ref().map_or(-1, |m| m.redirect as i64),
+        Ordering::Relaxed,
+    );
+    info.tracking_bcast.store(
+        client.tracking.as_ref().is_some_and(|m| m.bcast),
+        Ordering::Relaxed,
+    );
 }
 
 /// Waits for input, or for pub/sub messages when the client subscribed.
@@ -242,7 +251,10 @@ async fn wait(
     let mut encoded = 0;
     while let Some(message) = next {
         bytes += message.size();
-        message.reply().encode(client.proto, output);
+        let invalidate_subscribed = subs.channels.contains(crate::tracking::INVALIDATE_CHANNEL);
+        if let Some(reply) = message.reply_for(client.proto, invalidate_subscribed) {
+            reply.encode(client.proto, output);
+        }
         encoded += 1;
         if encoded == MESSAGES_PER_WAKE {
             break;
@@ -404,6 +416,7 @@ fn run_batch(
     }
     input.advance(pos);
     client.batch.flush(shared, client.info.id);
+    shared.store.tracking().flush_broadcasts();
     next
 }
 

@@ -75,19 +75,33 @@ pub struct Store {
     dbs: Box<[Db]>,
     hasher: DefaultHashBuilder,
     used_memory: Arc<AtomicIsize>,
+    /// CLIENT TRACKING's table: every shard tells it of modified keys.
+    tracking: Arc<crate::tracking::Tracking>,
 }
 
 impl Store {
+    /// CLIENT TRACKING's table.
+    pub fn tracking(&self) -> &crate::tracking::Tracking {
+        &self.tracking
+    }
+
     /// A store of `databases` databases with `shards` shards each (rounded up to
     /// a power of two).
     pub fn new(databases: usize, shards: usize) -> Store {
         let shards = shards.max(1).next_power_of_two();
         let hasher = DefaultHashBuilder::default();
         let used_memory = Arc::new(AtomicIsize::new(0));
+        let tracking = Arc::new(crate::tracking::Tracking::default());
         let dbs = (0..databases.max(1))
             .map(|_| Db {
                 shards: (0..shards)
-                    .map(|_| Mutex::new(ShardData::new(hasher.clone(), used_memory.clone())))
+                    .map(|_| {
+                        Mutex::new(ShardData::new(
+                            hasher.clone(),
+                            used_memory.clone(),
+                            tracking.clone(),
+                        ))
+                    })
                     .collect(),
                 shard_mask: shards as u64 - 1,
                 lock_waits: (0..shards).map(|_| AtomicU64::new(0)).collect(),
@@ -97,6 +111,7 @@ impl Store {
             dbs,
             hasher,
             used_memory,
+            tracking,
         }
     }
 
@@ -127,7 +142,11 @@ impl Store {
     /// An empty shard outside the store, whose memory is not counted; a
     /// stand-in for a shard a script could not take (see [`HeldShards`]).
     pub fn scratch_shard(&self) -> ShardData {
-        ShardData::new(self.hasher.clone(), Arc::new(AtomicIsize::new(0)))
+        ShardData::new(
+            self.hasher.clone(),
+            Arc::new(AtomicIsize::new(0)),
+            Arc::new(crate::tracking::Tracking::default()),
+        )
     }
 }
 

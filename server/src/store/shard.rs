@@ -30,10 +30,20 @@ pub struct KeyRef<'a> {
 /// miss a write that came before it.
 type Watchers = HashMap<Box<[u8]>, Vec<Arc<AtomicBool>>>;
 
-/// Marks the watchers of `key`, if any.
+/// Who hears of a shard's modified keys: WATCHing clients (by key) and
+/// CLIENT TRACKING (server-wide).
+pub(crate) struct KeyObservers {
+    watchers: Option<Box<Watchers>>,
+    tracking: Arc<crate::tracking::Tracking>,
+}
+
+/// Marks the watchers of `key`, if any, and tells tracking.
 #[inline]
-fn touch(watchers: &Option<Box<Watchers>>, key: &[u8]) {
-    if let Some(watchers) = watchers {
+fn touch(observers: &KeyObservers, key: &[u8]) {
+    if observers.tracking.active() {
+        observers.tracking.modified(key);
+    }
+    if let Some(watchers) = &observers.watchers {
         if let Some(flags) = watchers.get(key) {
             for flag in flags {
                 flag.store(true, Ordering::Release);
@@ -69,8 +79,9 @@ pub struct ShardData {
     /// Keys found expired (lazily or by the sweep) since the sweeper last
     /// collected the count for INFO's expired_keys.
     expired_uncounted: u64,
-    /// WATCHed keys of this shard; `None` (one branch per write) when none.
-    watchers: Option<Box<Watchers>>,
+    /// WATCHed keys of this shard (`None`, one branch per write, when
+    /// none) and the server's tracking table.
+    observers: KeyObservers,
     /// Read lookups that found their key / found nothing (INFO keyspace_hits
     /// and keyspace_misses), counted under the lock the lookup holds anyway.
     lookups: LookupCounts,
@@ -120,7 +131,7 @@ pub struct EntryMut<'a> {
     had_deadline: bool,
     /// Set by every mutating method: the drop then touches watchers.
     modified: bool,
-    watchers: &'a Option<Box<Watchers>>,
+    observers: &'a KeyObservers,
 }
 
 impl std::ops::Deref for EntryMut<'_> {
@@ -155,7 +166,7 @@ impl EntryMut<'_> {
 impl Drop for EntryMut<'_> {
     fn drop(&mut self) {
         if self.modified {
-            touch(self.watchers, self.entry.key());
+            touch(self.observers, self.entry.key());
         }
         let heap_after = self.entry.heap_size();
         if heap_after != self.heap_before {
@@ -177,7 +188,11 @@ impl Drop for EntryMut<'_> {
 }
 
 impl ShardData {
-    pub(crate) fn new(hasher: DefaultHashBuilder, used_memory: Arc<AtomicIsize>) -> ShardData {
+    pub(crate) fn new(
+        hasher: DefaultHashBuilder,
+        used_memory: Arc<AtomicIsize>,
+        tracking: Arc<crate::tracking::Tracking>,
+    ) -> ShardData {
         ShardData {
             table: HashTable::new(),
             slab: Slab::new(),
@@ -188,20 +203,23 @@ impl ShardData {
             layout_epoch: 0,
             sweep_cursor: 0,
             expired_uncounted: 0,
-            watchers: None,
+            observers: KeyObservers {
+                watchers: None,
+                tracking,
+            },
             lookups: LookupCounts::default(),
         }
     }
 
     /// Registers a WATCH of `key` by the client owning `flag`.
     pub fn watch(&mut self, key: &[u8], flag: &Arc<AtomicBool>) {
-        let watchers = self.watchers.get_or_insert_with(Default::default);
+        let watchers = self.observers.watchers.get_or_insert_with(Default::default);
         watchers.entry(key.into()).or_default().push(flag.clone());
     }
 
     /// Removes a WATCH registered with [`ShardData::watch`].
     pub fn unwatch(&mut self, key: &[u8], flag: &Arc<AtomicBool>) {
-        let Some(watchers) = self.watchers.as_mut() else {
+        let Some(watchers) = self.observers.watchers.as_mut() else {
             return;
         };
         if let Some(flags) = watchers.get_mut(key) {
@@ -213,7 +231,7 @@ impl ShardData {
             }
         }
         if watchers.is_empty() {
-            self.watchers = None;
+            self.observers.watchers = None;
         }
     }
 
@@ -221,7 +239,7 @@ impl ShardData {
     /// in `also` (FLUSHDB, FLUSHALL and SWAPDB touch the watched keys that
     /// existed, as Redis's touchAllWatchedKeysInDb does).
     fn touch_present(&self, also: Option<&HashTable<Entry>>) {
-        let Some(watchers) = &self.watchers else {
+        let Some(watchers) = &self.observers.watchers else {
             return;
         };
         for (key, flags) in watchers.iter() {
@@ -291,7 +309,7 @@ impl ShardData {
                 let (removed, _) = occupied.remove();
                 // A watched key that expires aborts the transaction, as
                 // Redis's isWatchedKeyExpired makes EXEC do.
-                touch(&self.watchers, removed.key());
+                touch(&self.observers, removed.key());
                 self.forget(removed);
                 self.expired_uncounted += 1;
             }
@@ -316,7 +334,7 @@ impl ShardData {
             heap_before,
             had_deadline,
             modified: false,
-            watchers: &self.watchers,
+            observers: &self.observers,
         })
     }
 
@@ -403,7 +421,7 @@ impl ShardData {
     }
 
     fn put(&mut self, key: KeyRef<'_>, entry: Entry, now_ms: u64) -> bool {
-        touch(&self.watchers, key.bytes);
+        touch(&self.observers, key.bytes);
         let mut delta = entry.heap_size() as isize;
         if entry.expire_at() != 0 {
             self.volatile += 1;
@@ -446,7 +464,7 @@ impl ShardData {
         };
         let (removed, _) = occupied.remove();
         let expired = removed.is_expired(now_ms);
-        touch(&self.watchers, removed.key());
+        touch(&self.observers, removed.key());
         self.forget(removed);
         if expired {
             self.expired_uncounted += 1;
@@ -501,7 +519,7 @@ impl ShardData {
                 examined += 1;
                 if occupied.get().is_expired(now_ms) {
                     let (gone, _) = occupied.remove();
-                    touch(&self.watchers, gone.key());
+                    touch(&self.observers, gone.key());
                     self.forget(gone);
                     self.expired_uncounted += 1;
                     removed += 1;

@@ -94,6 +94,14 @@ impl Stats {
         }
     }
 
+    /// Records `used` bytes of keyspace; returns the peak so far, `used`
+    /// included (INFO used_memory_peak, MEMORY STATS peak.allocated).
+    pub fn note_memory(&self, used: u64) -> u64 {
+        self.peak_memory
+            .fetch_max(used, Ordering::Relaxed)
+            .max(used)
+    }
+
     /// Adds one batch's error replies.
     pub fn add_errors(&self, errors: &mut crate::cmd::ErrorCounts) {
         self.total_error_replies
@@ -259,8 +267,6 @@ pub async fn run_sampler(shared: std::sync::Arc<crate::state::Shared>) {
         // Rates are over real time, whatever clock the commands read.
         let now_ms = shared.started.elapsed().as_millis() as u64 + 1;
         stats.instantaneous.sample(stats, now_ms);
-        stats
-            .peak_memory
-            .fetch_max(shared.store.used_memory() as u64, Ordering::Relaxed);
+        stats.note_memory(shared.store.used_memory() as u64);
     }
 }

@@ -275,11 +275,7 @@ fn memory(ctx: &Ctx<'_>, totals: &ShardTotals) -> Vec<String> {
     let shared = ctx.shared;
     let config = shared.config.read();
     let used = shared.store.used_memory() as u64;
-    let peak = shared
-        .stats
-        .peak_memory
-        .fetch_max(used, Ordering::Relaxed)
-        .max(used);
+    let peak = shared.stats.note_memory(used);
     let rss = rss_bytes();
     let ratio = |a: u64, b: u64| if b == 0 { 0.0 } else { a as f64 / b as f64 };
     let percent = |a: u64, b: u64| {

@@ -3,8 +3,6 @@
 //! any collection), which is smaller than the same key on Redis;
 //! docs/compatibility.md.
 
-use std::sync::atomic::Ordering;
-
 use super::args::{is, parse_i64};
 use super::error;
 use super::server::help_reply;
@@ -55,11 +53,7 @@ struct Overview {
 fn overview(ctx: &Ctx<'_>) -> Overview {
     let shared = ctx.shared;
     let used = shared.store.used_memory() as u64;
-    let peak = shared
-        .stats
-        .peak_memory
-        .fetch_max(used, Ordering::Relaxed)
-        .max(used);
+    let peak = shared.stats.note_memory(used);
     let (mut keys, mut table_bytes, mut per_db) = (0u64, 0u64, Vec::new());
     for db in 0..shared.store.databases() {
         let (mut db_keys, mut db_table) = (0, 0);

@@ -65,17 +65,18 @@ fn respond(shared: &Shared, request: &Request<Incoming>) -> Response<Full<Bytes>
 /// One metric family: its help, type and samples.
 struct Family<'a> {
     out: &'a mut String,
+    name: &'a str,
 }
 
 impl Family<'_> {
-    fn new<'a>(out: &'a mut String, name: &str, kind: &str, help: &str) -> Family<'a> {
+    fn new<'a>(out: &'a mut String, name: &'a str, kind: &str, help: &str) -> Family<'a> {
         let _ = writeln!(out, "# HELP {name} {help}");
         let _ = writeln!(out, "# TYPE {name} {kind}");
-        Family { out }
+        Family { out, name }
     }
 
-    fn sample(&mut self, name: &str, labels: &[(&str, &str)], value: impl std::fmt::Display) {
-        self.out.push_str(name);
+    fn sample(&mut self, labels: &[(&str, &str)], value: impl std::fmt::Display) {
+        self.out.push_str(self.name);
         if !labels.is_empty() {
             self.out.push('{');
             for (i, (key, label)) in labels.iter().enumerate() {
@@ -106,32 +107,28 @@ pub fn render(shared: &Shared) -> String {
     let scripts = &shared.scripts;
 
     let mut f = Family::new(&mut out, "tally_up", "gauge", "1 while the server answers.");
-    f.sample("tally_up", &[], 1);
+    f.sample(&[], 1);
     let mut f = Family::new(
         &mut out,
         "tally_connected_clients",
         "gauge",
         "Client connections.",
     );
-    f.sample("tally_connected_clients", &[], shared.clients.len());
+    f.sample(&[], shared.clients.len());
     let mut f = Family::new(
         &mut out,
         "tally_used_memory_bytes",
         "gauge",
         "Bytes the keyspace holds (what maxmemory limits).",
     );
-    f.sample("tally_used_memory_bytes", &[], shared.store.used_memory());
+    f.sample(&[], shared.store.used_memory());
     let mut f = Family::new(
         &mut out,
         "tally_commands_processed_total",
         "counter",
         "Commands run.",
     );
-    f.sample(
-        "tally_commands_processed_total",
-        &[],
-        load(&stats.commands_processed),
-    );
+    f.sample(&[], load(&stats.commands_processed));
     let mut f = Family::new(
         &mut out,
         "tally_error_replies_total",
@@ -139,11 +136,7 @@ pub fn render(shared: &Shared) -> String {
         "Error replies, by error code.",
     );
     for (code, count) in stats.errorstats.lock().iter() {
-        f.sample(
-            "tally_error_replies_total",
-            &[("code", &String::from_utf8_lossy(code))],
-            count,
-        );
+        f.sample(&[("code", &String::from_utf8_lossy(code))], count);
     }
     let mut f = Family::new(
         &mut out,
@@ -154,7 +147,7 @@ pub fn render(shared: &Shared) -> String {
     for (index, command) in registry().all().enumerate() {
         let calls = load(&stats.commands[index].calls);
         if calls > 0 {
-            f.sample("tally_commands_total", &[("command", command.name)], calls);
+            f.sample(&[("command", command.name)], calls);
         }
     }
 
@@ -166,16 +159,8 @@ pub fn render(shared: &Shared) -> String {
         "Runs of each known limiter script, by path: native (Rust twin) or lua.",
     );
     for (known, (native, lua)) in tally_lua::SCRIPTS.iter().zip(&scripts.known_runs) {
-        f.sample(
-            "tally_script_runs_total",
-            &[("script", known.name), ("path", "native")],
-            load(native),
-        );
-        f.sample(
-            "tally_script_runs_total",
-            &[("script", known.name), ("path", "lua")],
-            load(lua),
-        );
+        f.sample(&[("script", known.name), ("path", "native")], load(native));
+        f.sample(&[("script", known.name), ("path", "lua")], load(lua));
     }
     let mut f = Family::new(
         &mut out,
@@ -185,12 +170,10 @@ pub fn render(shared: &Shared) -> String {
     );
     for (known, (allowed, denied)) in tally_lua::SCRIPTS.iter().zip(&scripts.known_decisions) {
         f.sample(
-            "tally_script_decisions_total",
             &[("script", known.name), ("decision", "allowed")],
             load(allowed),
         );
         f.sample(
-            "tally_script_decisions_total",
             &[("script", known.name), ("decision", "denied")],
             load(denied),
         );
@@ -201,7 +184,7 @@ pub fn render(shared: &Shared) -> String {
         "counter",
         "Lua runs of any script.",
     );
-    f.sample("tally_lua_runs_total", &[], load(&scripts.lua_runs));
+    f.sample(&[], load(&scripts.lua_runs));
 
     // Shards: contention and balance.
     let store = &shared.store;
@@ -216,43 +199,41 @@ pub fn render(shared: &Shared) -> String {
             per_shard.push((db, index, database.lock_waits(index), keys, bytes));
         }
     }
-    let mut f = Family::new(
-        &mut out,
-        "tally_shard_lock_waits_total",
-        "counter",
-        "Times a command found its shard locked by another and waited.",
-    );
-    for (db, shard, waits, _, _) in &per_shard {
-        if *waits > 0 || *db == 0 {
+    // (name, type, help, the value, whether a shard outside database 0
+    // is listed): shards without keys are left out there.
+    type Pick = fn(&(usize, usize, u64, usize, usize)) -> u64;
+    let families: [(&str, &str, &str, Pick, Pick); 3] = [
+        (
+            "tally_shard_lock_waits_total",
+            "counter",
+            "Times a command found its shard locked by another and waited.",
+            |s| s.2,
+            |s| s.2,
+        ),
+        (
+            "tally_shard_keys",
+            "gauge",
+            "Keys per shard.",
+            |s| s.3 as u64,
+            |s| s.3 as u64,
+        ),
+        (
+            "tally_shard_memory_bytes",
+            "gauge",
+            "Bytes each shard holds.",
+            |s| s.4 as u64,
+            |s| s.3 as u64,
+        ),
+    ];
+    for (name, kind, help, value, listed) in families {
+        let mut f = Family::new(&mut out, name, kind, help);
+        for shard in per_shard.iter().filter(|s| s.0 == 0 || listed(s) > 0) {
             f.sample(
-                "tally_shard_lock_waits_total",
-                &[("db", &db.to_string()), ("shard", &shard.to_string())],
-                waits,
-            );
-        }
-    }
-    let mut f = Family::new(&mut out, "tally_shard_keys", "gauge", "Keys per shard.");
-    for (db, shard, _, keys, _) in &per_shard {
-        if *keys > 0 || *db == 0 {
-            f.sample(
-                "tally_shard_keys",
-                &[("db", &db.to_string()), ("shard", &shard.to_string())],
-                keys,
-            );
-        }
-    }
-    let mut f = Family::new(
-        &mut out,
-        "tally_shard_memory_bytes",
-        "gauge",
-        "Bytes each shard holds.",
-    );
-    for (db, shard, _, keys, bytes) in &per_shard {
-        if *keys > 0 || *db == 0 {
-            f.sample(
-                "tally_shard_memory_bytes",
-                &[("db", &db.to_string()), ("shard", &shard.to_string())],
-                bytes,
+                &[
+                    ("db", &shard.0.to_string()),
+                    ("shard", &shard.1.to_string()),
+                ],
+                value(shard),
             );
         }
     }

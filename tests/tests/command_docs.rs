@@ -34,6 +34,19 @@ fn normalized(value: Value) -> (Value, BTreeMap<String, Value>) {
     (Value::Map(kept), subcommands)
 }
 
+/// RESP3 connections to tally and to Redis, and the commands tally lists.
+async fn resp3_pair(tally: &TestServer, redis: &RedisServer) -> (RawConn, RawConn, Vec<Value>) {
+    let mut ours = RawConn::connect(tally.addr()).await;
+    let mut theirs = RawConn::connect(redis.addr).await;
+    ours.cmd(&["HELLO", "3"]).await;
+    theirs.cmd(&["HELLO", "3"]).await;
+    let list = ours.cmd(&["COMMAND", "LIST"]).await;
+    let Value::Array(names) = redis::parse_redis_value(&list).expect("RESP3") else {
+        panic!("COMMAND LIST is an array");
+    };
+    (ours, theirs, names)
+}
+
 async fn docs(conn: &mut RawConn, name: &str) -> Option<(Value, BTreeMap<String, Value>)> {
     let reply = conn.cmd(&["COMMAND", "DOCS", name]).await;
     let Value::Map(mut entries) = redis::parse_redis_value(&reply).expect("RESP3") else {
@@ -48,14 +61,7 @@ async fn command_docs_are_redis_docs_for_every_command() {
         return;
     };
     let tally = TestServer::start_real_clock().await;
-    let mut ours = RawConn::connect(tally.addr()).await;
-    let mut theirs = RawConn::connect(redis.addr).await;
-    ours.cmd(&["HELLO", "3"]).await;
-    theirs.cmd(&["HELLO", "3"]).await;
-    let list = ours.cmd(&["COMMAND", "LIST"]).await;
-    let Value::Array(names) = redis::parse_redis_value(&list).expect("RESP3") else {
-        panic!("COMMAND LIST is an array");
-    };
+    let (mut ours, mut theirs, names) = resp3_pair(&tally, &redis).await;
     assert!(names.len() > 150, "{} commands", names.len());
     let mut compared = 0;
     for name in names {
@@ -198,14 +204,7 @@ async fn command_info_has_redis_categories_tips_and_key_specs() {
         return;
     };
     let tally = TestServer::start_real_clock().await;
-    let mut ours = RawConn::connect(tally.addr()).await;
-    let mut theirs = RawConn::connect(redis.addr).await;
-    ours.cmd(&["HELLO", "3"]).await;
-    theirs.cmd(&["HELLO", "3"]).await;
-    let list = ours.cmd(&["COMMAND", "LIST"]).await;
-    let Value::Array(names) = redis::parse_redis_value(&list).expect("RESP3") else {
-        panic!("COMMAND LIST is an array");
-    };
+    let (mut ours, mut theirs, names) = resp3_pair(&tally, &redis).await;
     for name in names {
         let Value::BulkString(name) = name else {
             panic!("a name");

@@ -576,8 +576,14 @@ fn check_and_call(
     // script's, which EVAL's own entry measures, and two clock reads per
     // redis.call would be a fifth of a short script's cost.
     let errors_before = ctx.client.batch.errors.total;
-    // CLIENT TRACKING NOLOOP tells this client's own writes apart.
-    let _writer = crate::tracking::WriterGuard::enter(ctx.client.info.id);
+    // CLIENT TRACKING NOLOOP tells this client's own writes apart; nothing
+    // to mark while nobody tracks.
+    let _writer = ctx
+        .shared
+        .store
+        .tracking()
+        .active()
+        .then(|| crate::tracking::WriterGuard::enter(ctx.client.info.id));
     let reply;
     let usec = if ctx.held.is_some() {
         reply = (command.handler)(ctx, argv);

@@ -60,6 +60,9 @@ pub struct Config {
     pub slowlog_max_len: u64,
     /// `metrics-port`: the Prometheus endpoint's port (0: off).
     pub metrics_port: u16,
+    /// `tracking-table-max-keys`: keys the CLIENT TRACKING table remembers
+    /// before it invalidates some to make room (0: no limit).
+    pub tracking_table_max_keys: u64,
     /// `latency-monitor-threshold` in milliseconds (0: the monitor is off).
     pub latency_monitor_threshold_ms: u64,
     /// `latency-tracking`: keep per-command latency histograms.
@@ -120,6 +123,7 @@ impl Default for Config {
             slowlog_max_len: 128,
             metrics_port: 0,
             latency_monitor_threshold_ms: 0,
+            tracking_table_max_keys: 1_000_000,
             latency_tracking: true,
             latency_tracking_info_percentiles: vec![50.0, 99.0, 99.9],
             pubsub_output_limit: crate::pubsub::OutputLimit::PUBSUB_DEFAULT,
@@ -372,6 +376,10 @@ impl Config {
                 self.slowlog_max_len = redis(false, Range::Unsigned(0, i64::MAX as u64))? as u64
             }
             "metrics-port" => self.metrics_port = redis(false, Range::Signed(0, 65535))? as u16,
+            "tracking-table-max-keys" => {
+                self.tracking_table_max_keys =
+                    redis(false, Range::Unsigned(0, i64::MAX as u64))? as u64
+            }
             "latency-monitor-threshold" => {
                 self.latency_monitor_threshold_ms = redis(false, Range::Signed(0, i64::MAX))? as u64
             }

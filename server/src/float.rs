@@ -96,6 +96,17 @@ pub fn add_human(a: &[u8], b: &[u8]) -> Result<Vec<u8>, AddError> {
     }
 }
 
+/// `%f` with its trailing zeros (and a bare point) removed, as Redis's
+/// trimDoubleString leaves it: 99.9 → `99.9`, 50 → `50`.
+pub fn trim_double(value: f64) -> String {
+    let text = format!("{value:.6}");
+    if text.contains('.') {
+        text.trim_end_matches('0').trim_end_matches('.').to_string()
+    } else {
+        text
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -136,16 +147,5 @@ mod tests {
             add_human(b"1e4932", b"1e4932"),
             Err(AddError::NanOrInfinity)
         );
-    }
-}
-
-/// `%f` with its trailing zeros (and a bare point) removed, as Redis's
-/// trimDoubleString leaves it: 99.9 → `99.9`, 50 → `50`.
-pub fn trim_double(value: f64) -> String {
-    let text = format!("{value:.6}");
-    if text.contains('.') {
-        text.trim_end_matches('0').trim_end_matches('.').to_string()
-    } else {
-        text
     }
 }

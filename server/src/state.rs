@@ -155,6 +155,9 @@ impl Shared {
             config.slowlog_max_len as usize,
         );
         self.install_latency_settings(&config);
+        self.store
+            .tracking()
+            .set_max_keys(config.tracking_table_max_keys as usize);
         *self.config.write() = config;
     }
 

@@ -213,6 +213,28 @@ impl Instantaneous {
     }
 }
 
+/// How often the per-second rates are sampled, as Redis's serverCron does.
+const SAMPLE_EVERY: std::time::Duration = std::time::Duration::from_millis(100);
+
+/// Samples the instantaneous rates and the memory peak every 100 ms until
+/// shutdown.
+pub async fn run_sampler(shared: std::sync::Arc<crate::state::Shared>) {
+    let mut stopping = shared.shutdown.subscribe();
+    let mut ticks = tokio::time::interval(SAMPLE_EVERY);
+    ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    loop {
+        tokio::select! {
+            _ = ticks.tick() => {}
+            _ = stopping.wait_for(|&stop| stop) => return,
+        }
+        let stats = &shared.stats;
+        // Rates are over real time, whatever clock the commands read.
+        let now_ms = shared.started.elapsed().as_millis() as u64 + 1;
+        stats.instantaneous.sample(stats, now_ms);
+        stats.note_memory(shared.store.used_memory() as u64);
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -246,27 +268,5 @@ mod tests {
             stats.total_error_replies.load(Ordering::Relaxed),
             ERRORSTATS_MAX_CODES as u64 + 6
         );
-    }
-}
-
-/// How often the per-second rates are sampled, as Redis's serverCron does.
-const SAMPLE_EVERY: std::time::Duration = std::time::Duration::from_millis(100);
-
-/// Samples the instantaneous rates and the memory peak every 100 ms until
-/// shutdown.
-pub async fn run_sampler(shared: std::sync::Arc<crate::state::Shared>) {
-    let mut stopping = shared.shutdown.subscribe();
-    let mut ticks = tokio::time::interval(SAMPLE_EVERY);
-    ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-    loop {
-        tokio::select! {
-            _ = ticks.tick() => {}
-            _ = stopping.wait_for(|&stop| stop) => return,
-        }
-        let stats = &shared.stats;
-        // Rates are over real time, whatever clock the commands read.
-        let now_ms = shared.started.elapsed().as_millis() as u64 + 1;
-        stats.instantaneous.sample(stats, now_ms);
-        stats.note_memory(shared.store.used_memory() as u64);
     }
 }

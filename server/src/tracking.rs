@@ -58,6 +58,8 @@ struct Inner {
     /// BCAST keys modified since the last flush: (client, prefix) → (key,
     /// the client that modified it), sent as one message per prefix.
     bcast_pending: HashMap<(u64, Vec<u8>), Vec<ModifiedKey>>,
+    /// `tracking-table-max-keys` (0: no limit).
+    max_keys: usize,
 }
 
 /// A key modified under a BCAST prefix, and the client that modified it.
@@ -174,6 +176,14 @@ impl Tracking {
                 readers.push(client_id);
             }
         }
+        limit_keys(&mut inner);
+    }
+
+    /// `tracking-table-max-keys`: a lower limit takes effect at once.
+    pub fn set_max_keys(&self, max_keys: usize) {
+        let mut inner = self.inner.lock();
+        inner.max_keys = max_keys;
+        limit_keys(&mut inner);
     }
 
     /// A write or an expiry changed `key`: tell whoever must know.
@@ -183,12 +193,8 @@ impl Tracking {
         }
         let writer = WRITER.with(|w| w.get());
         let mut inner = self.inner.lock();
-        let readers = inner.keys.remove(key).unwrap_or_default();
-        let targets: Vec<u64> = readers
-            .into_iter()
-            .filter(|id| inner.clients.get(id).is_some_and(|m| !m.bcast))
-            .collect();
         let key = Bytes::copy_from_slice(key);
+        invalidate_readers(&mut inner, &key, writer);
         // BCAST: gathered and sent per prefix once the batch is done, as
         // Redis sends them before it sleeps.
         let mut gathered = Vec::new();
@@ -205,12 +211,6 @@ impl Tracking {
                 .entry(slot)
                 .or_default()
                 .push((key.clone(), writer));
-        }
-        for id in targets {
-            if id == writer && inner.clients.get(&id).is_some_and(|m| m.noloop) {
-                continue;
-            }
-            send(&mut inner, id, Some(vec![key.clone()]));
         }
     }
 
@@ -245,11 +245,11 @@ impl Tracking {
     }
 
     /// FLUSHDB / FLUSHALL: every tracking client is told that everything
-    /// changed, and the table is emptied.
+    /// changed, and the table is emptied (of every database's keys, as
+    /// Redis's trackingInvalidateKeysOnFlush).
     pub fn flushed(&self) {
-        if !self.active() {
-            return;
-        }
+        // The table is emptied even while nobody tracks: clients that
+        // stopped tracking leave their keys in it, as on Redis.
         let mut inner = self.inner.lock();
         inner.keys.clear();
         inner.bcast_pending.clear();
@@ -274,6 +274,35 @@ impl Tracking {
                 .map(|m| m.prefixes.len())
                 .sum(),
         )
+    }
+}
+
+/// Tells the default-mode clients that read `key` that it changed (except a
+/// NOLOOP client that changed it itself, `writer`) and forgets them.
+fn invalidate_readers(inner: &mut Inner, key: &Bytes, writer: u64) {
+    let readers = inner.keys.remove(key.as_ref()).unwrap_or_default();
+    for id in readers {
+        let Some(mode) = inner.clients.get(&id) else {
+            continue;
+        };
+        if mode.bcast || (id == writer && mode.noloop) {
+            continue;
+        }
+        send(inner, id, Some(vec![key.clone()]));
+    }
+}
+
+/// Keeps the table within `tracking-table-max-keys`, as Redis's
+/// trackingLimitUsedSlots: keys past the limit are invalidated (their
+/// readers told, as if the key changed) in the table's arbitrary order.
+fn limit_keys(inner: &mut Inner) {
+    if inner.max_keys == 0 || inner.keys.len() <= inner.max_keys {
+        return;
+    }
+    let excess = inner.keys.len() - inner.max_keys;
+    let victims: Vec<Vec<u8>> = inner.keys.keys().take(excess).cloned().collect();
+    for key in victims {
+        invalidate_readers(inner, &Bytes::from(key), 0);
     }
 }
 

@@ -107,22 +107,164 @@ async fn resp2_clients_redirect_and_bcast_sends_one_message_per_batch() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn tracking_options_are_checked_as_redis_checks_them() {
+    tally_tests::assert_script_matches_redis(
+        "
+        CLIENT TRACKING on PREFIX a
+        CLIENT TRACKING on BCAST OPTIN
+        CLIENT TRACKING on OPTIN OPTOUT
+        CLIENT TRACKING on REDIRECT 9999
+        CLIENT TRACKING maybe
+        CLIENT CACHING yes
+        CLIENT GETREDIR
+        # Prefixes may not overlap those given after them, nor those the
+        # client has; an equal prefix overlaps too; no prefix adds the
+        # empty one unchecked.
+        CLIENT TRACKING on BCAST PREFIX a PREFIX ab
+        CLIENT TRACKING on BCAST PREFIX ab PREFIX a
+        CLIENT TRACKING on BCAST PREFIX x PREFIX x
+        CLIENT TRACKING on BCAST PREFIX foo
+        CLIENT TRACKING on BCAST PREFIX foo
+        CLIENT TRACKING on BCAST PREFIX bar PREFIX foobar
+        CLIENT TRACKING on BCAST PREFIX fo
+        CLIENT TRACKING on BCAST
+        CLIENT TRACKINGINFO
+        CLIENT TRACKING off
+        CLIENT TRACKING on OPTIN
+        CLIENT CACHING no
+        CLIENT CACHING yes
+        CLIENT TRACKING on OPTOUT
+        ",
+    )
+    .await;
+}
+
+/// As Redis's call(): a script's declared keys are remembered when the
+/// script runs a read-only command (whichever key it reads), and not at all
+/// when it only writes; EVAL_RO follows the same rule.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn scripts_track_their_declared_keys_when_they_read() {
     let tally = TestServer::start_real_clock().await;
     let mut client = tally.raw().await;
-    for (line, reply) in [
-        ("CLIENT TRACKING on PREFIX a", "-ERR PREFIX option requires BCAST mode to be enabled\r\n"),
-        ("CLIENT TRACKING on BCAST OPTIN", "-ERR OPTIN and OPTOUT are not compatible with BCAST\r\n"),
-        ("CLIENT TRACKING on OPTIN OPTOUT", "-ERR You can't specify both OPTIN mode and OPTOUT mode\r\n"),
-        ("CLIENT TRACKING on REDIRECT 9999", "-ERR The client ID you want redirect to does not exist\r\n"),
-        ("CLIENT TRACKING maybe", "-ERR syntax error\r\n"),
-        ("CLIENT CACHING yes", "-ERR CLIENT CACHING can be called only when the client is in tracking mode with OPTIN or OPTOUT mode enabled\r\n"),
-        ("CLIENT GETREDIR", ":-1\r\n"),
-        ("CLIENT TRACKING on BCAST PREFIX a PREFIX ab", "-ERR Prefix 'ab' overlaps with an existing prefix 'a'. Prefixes for a single client must not overlap.\r\n"),
-        ("CLIENT TRACKING on OPTIN", "+OK\r\n"),
-        ("CLIENT CACHING no", "-ERR CLIENT CACHING NO is only valid when tracking is enabled in OPTOUT mode.\r\n"),
-        ("CLIENT CACHING yes", "+OK\r\n"),
-        ("CLIENT TRACKING on OPTOUT", "-ERR You can't switch OPTIN/OPTOUT mode before disabling tracking for this client, and then re-enabling it with a different mode.\r\n"),
-    ] {
-        assert_eq!(run(&mut client, line).await, reply, "{line}");
+    let mut writer = tally.raw().await;
+    run(&mut client, "HELLO 3").await;
+    run(&mut client, "CLIENT TRACKING on").await;
+    let declared = "2 k1{t} k2{t}";
+    run(
+        &mut client,
+        &format!("EVAL return(redis.call('set','k3{{t}}','v')) {declared}"),
+    )
+    .await;
+    run(&mut writer, "MSET k2{t} 1 k1{t} 1 k3{t} 1").await;
+    assert_eq!(run(&mut client, "PING").await, "+PONG\r\n");
+    run(
+        &mut client,
+        &format!("EVAL return(redis.call('get','k3{{t}}')) {declared}"),
+    )
+    .await;
+    run(&mut writer, "MSET k3{t} 2 k2{t} 2 k1{t} 2").await;
+    assert_eq!(
+        next(&mut client).await,
+        ">2\r\n$10\r\ninvalidate\r\n*1\r\n$5\r\nk2{t}\r\n"
+    );
+    assert_eq!(
+        next(&mut client).await,
+        ">2\r\n$10\r\ninvalidate\r\n*1\r\n$5\r\nk1{t}\r\n"
+    );
+    // EVAL_RO that only pings tracks nothing; one that reads tracks both.
+    run(
+        &mut client,
+        &format!("EVAL_RO return(redis.call('ping')) {declared}"),
+    )
+    .await;
+    run(&mut writer, "MSET k2{t} 3 k1{t} 3").await;
+    assert_eq!(run(&mut client, "PING").await, "+PONG\r\n");
+    run(
+        &mut client,
+        &format!("EVAL_RO return(redis.call('get','k1{{t}}')) {declared}"),
+    )
+    .await;
+    run(&mut writer, "MSET k2{t} 4 k1{t} 4").await;
+    assert_eq!(
+        next(&mut client).await,
+        ">2\r\n$10\r\ninvalidate\r\n*1\r\n$5\r\nk2{t}\r\n"
+    );
+    assert_eq!(
+        next(&mut client).await,
+        ">2\r\n$10\r\ninvalidate\r\n*1\r\n$5\r\nk1{t}\r\n"
+    );
+    assert_eq!(run(&mut client, "PING").await, "+PONG\r\n");
+}
+
+/// `tracking-table-max-keys`: lowering it invalidates the keys past the
+/// limit at once, each told to its reader as if it changed; FLUSHALL empties
+/// the table even when nobody tracks any more (as Redis's
+/// trackingInvalidateKeysOnFlush).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_tracking_table_keeps_to_its_limit_and_flushes_empty_it() {
+    let tally = TestServer::start_real_clock().await;
+    let mut client = tally.raw().await;
+    let mut admin = tally.raw().await;
+    run(&mut client, "HELLO 3").await;
+    run(&mut client, "CLIENT TRACKING on").await;
+    run(&mut client, "MGET k1 k2 k3 k4 k5").await;
+    let keys = |info: String| {
+        info.lines()
+            .find_map(|l| l.strip_prefix("tracking_total_keys:").map(str::to_string))
+            .expect("tracking_total_keys in INFO")
+    };
+    assert_eq!(keys(run(&mut admin, "INFO stats").await), "5");
+    assert_eq!(
+        run(&mut admin, "CONFIG SET tracking-table-max-keys 2").await,
+        "+OK\r\n"
+    );
+    let mut evicted = Vec::new();
+    for _ in 0..3 {
+        let push = next(&mut client).await;
+        assert!(
+            push.starts_with(">2\r\n$10\r\ninvalidate\r\n*1\r\n$2\r\nk"),
+            "{push}"
+        );
+        evicted.push(push);
     }
+    evicted.sort();
+    evicted.dedup();
+    assert_eq!(evicted.len(), 3);
+    assert_eq!(run(&mut client, "PING").await, "+PONG\r\n");
+    assert_eq!(keys(run(&mut admin, "INFO stats").await), "2");
+    assert_eq!(
+        run(&mut admin, "CONFIG GET tracking-table-max-keys").await,
+        "*2\r\n$23\r\ntracking-table-max-keys\r\n$1\r\n2\r\n"
+    );
+    // Tracking off leaves the client's keys in the table; FLUSHALL empties it.
+    run(&mut client, "CLIENT TRACKING off").await;
+    assert_eq!(keys(run(&mut admin, "INFO stats").await), "2");
+    run(&mut admin, "FLUSHALL").await;
+    assert_eq!(keys(run(&mut admin, "INFO stats").await), "0");
+}
+
+/// A RESP3 client receives invalidations redirected to it as pushes
+/// without subscribing to `__redis__:invalidate` (a RESP2 one must
+/// subscribe), CLIENT REPLY OFF notwithstanding.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_resp3_redirect_target_gets_pushes_without_subscribing() {
+    let tally = TestServer::start_real_clock().await;
+    let mut target = tally.raw().await;
+    let mut client = tally.raw().await;
+    let mut writer = tally.raw().await;
+    run(&mut target, "HELLO 3").await;
+    let id = run(&mut target, "CLIENT ID").await[1..].trim().to_string();
+    assert_eq!(
+        run(&mut client, &format!("CLIENT TRACKING on REDIRECT {id}")).await,
+        "+OK\r\n"
+    );
+    run(&mut client, "GET foo").await;
+    target
+        .send(&tally_tests::encode_command(&words("CLIENT REPLY OFF")))
+        .await;
+    run(&mut writer, "SET foo bar").await;
+    assert_eq!(
+        next(&mut target).await,
+        ">2\r\n$10\r\ninvalidate\r\n*1\r\n$3\r\nfoo\r\n"
+    );
+    assert_eq!(run(&mut target, "CLIENT REPLY ON").await, "+OK\r\n");
 }

@@ -405,33 +405,24 @@ pub fn client_tracking(ctx: &mut Ctx<'_>, argv: &[&[u8]]) -> Reply {
         return Reply::error("ERR You can't switch OPTIN/OPTOUT mode before disabling tracking for this client, and then re-enabling it with a different mode.");
     }
     if mode.bcast {
-        // Prefixes already registered stay; new ones must not overlap any.
+        // Prefixes already registered stay; given ones must not overlap them
+        // or each other (an equal prefix overlaps too), checked as Redis's
+        // checkPrefixCollisionsOrReply. No prefix at all means the empty
+        // one, added without a check.
         let mut prefixes = current.map(|c| c.prefixes).unwrap_or_default();
-        let added = if mode.prefixes.is_empty() {
+        let given = std::mem::take(&mut mode.prefixes);
+        if let Some(error) = prefix_collision(&prefixes, &given) {
+            return error;
+        }
+        let added = if given.is_empty() {
             vec![Vec::new()]
         } else {
-            std::mem::take(&mut mode.prefixes)
+            given
         };
         for prefix in added {
-            if prefixes.contains(&prefix) {
-                continue;
+            if !prefixes.contains(&prefix) {
+                prefixes.push(prefix);
             }
-            if let Some(other) = prefixes
-                .iter()
-                .find(|p| p.starts_with(&prefix) || prefix.starts_with(p))
-            {
-                return Reply::error_bytes(
-                    [
-                        &b"ERR Prefix '"[..],
-                        &prefix,
-                        b"' overlaps with an existing prefix '",
-                        other,
-                        b"'. Prefixes for a single client must not overlap.",
-                    ]
-                    .concat(),
-                );
-            }
-            prefixes.push(prefix);
         }
         mode.prefixes = prefixes;
     }
@@ -440,6 +431,35 @@ pub fn client_tracking(ctx: &mut Ctx<'_>, argv: &[&[u8]]) -> Reply {
     tracking.enable(ctx.client.info.id, mode.clone());
     ctx.client.tracking = Some(mode);
     Reply::Ok
+}
+
+/// The error for the first given BCAST prefix that overlaps one the client
+/// has or one given after it (one is a prefix of the other).
+fn prefix_collision(existing: &[Vec<u8>], given: &[Vec<u8>]) -> Option<Reply> {
+    let overlap = |a: &[u8], b: &[u8]| a.starts_with(b) || b.starts_with(a);
+    let error = |prefix: &[u8], whose: &[u8], other: &[u8]| {
+        Reply::error_bytes(
+            [
+                &b"ERR Prefix '"[..],
+                prefix,
+                b"' overlaps with ",
+                whose,
+                b" prefix '",
+                other,
+                b"'. Prefixes for a single client must not overlap.",
+            ]
+            .concat(),
+        )
+    };
+    for (i, prefix) in given.iter().enumerate() {
+        if let Some(other) = existing.iter().find(|p| overlap(p, prefix)) {
+            return Some(error(prefix, b"an existing", other));
+        }
+        if let Some(other) = given[i + 1..].iter().find(|p| overlap(p, prefix)) {
+            return Some(error(prefix, b"another provided", other));
+        }
+    }
+    None
 }
 
 /// CLIENT CACHING YES|NO: whether the next command's reads are tracked

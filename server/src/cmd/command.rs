@@ -178,29 +178,19 @@ pub fn command_getkeys(_ctx: &mut Ctx<'_>, argv: &[&[u8]]) -> Reply {
         Err(_) => return Reply::error("ERR Invalid command specified"),
     };
     // Redis's order: keys at all, then arity, then the keys of this call.
-    let counted = counted_keys(command.name);
+    let counted = super::table::counted_keys(command.name);
     if command.keys.first <= 0 && counted.is_none() {
         return Reply::error("ERR The command has no key arguments");
     }
     if !super::arity_ok(command.arity, target.len()) {
         return Reply::error("ERR Invalid number of arguments specified for command");
     }
-    let positions = match counted {
-        Some((count_at, first, mandatory)) => {
-            // genericGetKeys: atoi of the count, no keys when out of range.
-            let count = c_atoi(target.get(count_at).copied().unwrap_or_default());
-            let available = target.len().saturating_sub(first) as i64;
-            if count < 1 || count > available {
-                return if mandatory {
-                    Reply::error("ERR Invalid arguments specified for command")
-                } else {
-                    Reply::Array(Vec::new())
-                };
-            }
-            (first..first + count as usize).collect()
-        }
-        None => command.keys.positions(target.len()),
-    };
+    let positions = command.key_positions(target);
+    // genericGetKeys: no keys when the count is out of range, an error
+    // unless the command is flagged NO_MANDATORY_KEYS.
+    if positions.is_empty() && counted.is_some_and(|(_, _, mandatory)| mandatory) {
+        return Reply::error("ERR Invalid arguments specified for command");
+    }
     Reply::Array(
         positions
             .into_iter()
@@ -209,19 +199,8 @@ pub fn command_getkeys(_ctx: &mut Ctx<'_>, argv: &[&[u8]]) -> Reply {
     )
 }
 
-/// Commands whose keys are counted by an argument (Redis's movable keys):
-/// where the count is, where the keys start, and whether a call without
-/// keys is an error (commands not flagged NO_MANDATORY_KEYS).
-fn counted_keys(name: &str) -> Option<(usize, usize, bool)> {
-    match name {
-        "eval" | "evalsha" | "eval_ro" | "evalsha_ro" => Some((2, 3, false)),
-        "sintercard" => Some((1, 2, true)),
-        _ => None,
-    }
-}
-
 /// C's `atoi`: leading blanks, a sign, digits; 0 when there are none.
-fn c_atoi(bytes: &[u8]) -> i64 {
+pub(super) fn c_atoi(bytes: &[u8]) -> i64 {
     let text = bytes.trim_ascii_start();
     let (negative, digits) = match text.first() {
         Some(b'-') => (true, &text[1..]),

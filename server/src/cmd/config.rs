@@ -49,6 +49,10 @@ fn config_parameters(config: &Config) -> Vec<(&'static str, String)> {
         ),
         ("latency-tracking", yes_no(config.latency_tracking)),
         (
+            "tracking-table-max-keys",
+            config.tracking_table_max_keys.to_string(),
+        ),
+        (
             "latency-tracking-info-percentiles",
             config
                 .latency_tracking_info_percentiles

@@ -170,6 +170,11 @@ pub fn hello(ctx: &mut Ctx<'_>, argv: &[&[u8]]) -> Reply {
             Protocol::Resp2
         };
         ctx.client.info.resp.store(version as u8, Ordering::Relaxed);
+        if version == 3 {
+            // Another client may redirect its invalidations here: a RESP3
+            // client gets them as pushes without subscribing, as on Redis.
+            super::pubsub::subscriptions(ctx);
+        }
     }
     let proto = if ctx.client.proto == Protocol::Resp3 {
         3

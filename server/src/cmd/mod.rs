@@ -72,6 +72,9 @@ pub struct ClientState {
     pub tracking: Option<crate::tracking::TrackingMode>,
     /// CLIENT CACHING YES/NO given for the next command.
     pub caching: bool,
+    /// The last script this client ran called a read-only command (CLIENT
+    /// TRACKING remembers a script's declared keys only then).
+    pub script_read: bool,
     /// MONITOR: the lines of the commands the server runs, once asked for.
     pub monitor: Option<crate::monitor::MonitorMode>,
     /// CLIENT REPLY OFF: no replies until CLIENT REPLY ON.
@@ -110,6 +113,7 @@ impl ClientState {
             postponed: false,
             tracking: None,
             caching: false,
+            script_read: false,
             monitor: None,
             reply_off: false,
             skip_next_reply: false,
@@ -502,20 +506,24 @@ pub fn feed_monitors(ctx: &Ctx<'_>, argv: &[&[u8]]) {
 /// CLIENT TRACKING (default mode): remembers the keys a read-only command
 /// read, unless OPTIN/OPTOUT with CLIENT CACHING say otherwise; then
 /// CLIENT CACHING's word is spent, as in Redis (unless inside MULTI or the
-/// command was a CLIENT subcommand).
+/// command was a CLIENT subcommand). A script's declared keys are
+/// remembered when the script ran a read-only command (EVAL_RO included,
+/// whatever its own flags), as Redis's call() does.
 #[cold]
 fn track_reads(ctx: &mut Ctx<'_>, command: &Command, argv: &[&[u8]]) {
     let Some(mode) = &ctx.client.tracking else {
         return;
     };
     let caching = ctx.client.caching;
-    let wanted = !mode.bcast
-        && command.flags & flags::READONLY != 0
-        && !((mode.optin && !caching) || (mode.optout && caching));
+    let read = if command.group == "scripting" && command.name.starts_with("eval") {
+        std::mem::take(&mut ctx.client.script_read)
+    } else {
+        command.flags & flags::READONLY != 0
+    };
+    let wanted = !mode.bcast && read && !((mode.optin && !caching) || (mode.optout && caching));
     if wanted {
         let keys: Vec<&[u8]> = command
-            .keys
-            .positions(argv.len())
+            .key_positions(argv)
             .into_iter()
             .map(|i| argv[i])
             .collect();

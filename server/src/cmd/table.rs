@@ -102,6 +102,37 @@ impl KeySpec {
     }
 }
 
+/// Commands whose keys are counted by an argument (Redis's movable keys):
+/// where the count is, where the keys start, and whether a call without
+/// keys is an error (commands not flagged NO_MANDATORY_KEYS).
+pub fn counted_keys(name: &str) -> Option<(usize, usize, bool)> {
+    match name {
+        "eval" | "evalsha" | "eval_ro" | "evalsha_ro" => Some((2, 3, false)),
+        "sintercard" => Some((1, 2, true)),
+        _ => None,
+    }
+}
+
+impl Command {
+    /// The argument indexes holding keys in this call, movable keys
+    /// included (none when the count is out of range, as Redis's
+    /// getKeysFromCommand).
+    pub fn key_positions(&self, argv: &[&[u8]]) -> Vec<usize> {
+        match counted_keys(self.name) {
+            Some((count_at, first, _)) => {
+                let count = super::command::c_atoi(argv.get(count_at).copied().unwrap_or_default());
+                let available = argv.len().saturating_sub(first) as i64;
+                if count < 1 || count > available {
+                    Vec::new()
+                } else {
+                    (first..first + count as usize).collect()
+                }
+            }
+            None => self.keys.positions(argv.len()),
+        }
+    }
+}
+
 pub(super) const NO_KEYS: KeySpec = KeySpec {
     first: 0,
     last: 0,

@@ -199,10 +199,13 @@ fn run_command(
         held.force_conflict();
         return lua_error(lua, "ERR script is being re-run holding every shard");
     }
+    if command.flags & flags::READONLY != 0 {
+        bridge.run.read.store(true, Ordering::Relaxed);
+    }
     if writes {
         bridge.run.wrote.store(true, Ordering::SeqCst);
         if bridge.declared_run {
-            for position in command.keys.positions(argv.len()) {
+            for position in command.key_positions(&argv) {
                 let key = bridge.shared.store.key(argv[position]);
                 bridge.undo.snapshot(
                     held,

@@ -13,6 +13,9 @@ pub struct RunState {
     pub(super) started: Instant,
     /// Set once the script has run a write command (SCRIPT KILL then refuses).
     pub(super) wrote: AtomicBool,
+    /// Set once the script has run a read-only command: CLIENT TRACKING then
+    /// remembers the script's declared keys, as Redis does.
+    pub(super) read: AtomicBool,
     /// Set by SCRIPT KILL.
     pub(super) kill: AtomicBool,
     /// Set once the run passed the busy threshold.
@@ -28,6 +31,7 @@ impl RunState {
         RunState {
             started: Instant::now(),
             wrote: AtomicBool::new(false),
+            read: AtomicBool::new(false),
             kill: AtomicBool::new(false),
             busy: AtomicBool::new(false),
             next_hand_off_ms: AtomicU64::new(HAND_OFF_AFTER_MS),

@@ -281,11 +281,14 @@ pub fn eval(
     read_only: bool,
 ) -> Reply {
     let shared = ctx.shared;
+    ctx.client.script_read = false;
     if let Some(index) = script.native {
         if shared.scripts.native_enabled.load(Ordering::Relaxed) {
             if let Some(reply) = native::run(ctx, index, keys, args, read_only) {
                 // Counted per batch, like command statistics.
                 ctx.client.batch.native_script_runs[index] += 1;
+                // Every known limiter script GETs its keys.
+                ctx.client.script_read = true;
                 count_decision(ctx, index, &reply);
                 return reply;
             }
@@ -338,6 +341,7 @@ pub fn eval(
         }
     };
     drop(registration);
+    ctx.client.script_read = run.read.load(Ordering::Relaxed);
     ctx.client.batch.lua_script_runs += 1;
     // The dispatcher must not count the reply's errors: those that came from
     // redis.call were counted when their commands failed; `errors` holds

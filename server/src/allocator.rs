@@ -45,3 +45,42 @@ pub fn stats() -> Option<AllocatorStats> {
 pub fn stats() -> Option<AllocatorStats> {
     None
 }
+
+/// MEMORY MALLOC-STATS: jemalloc's own report (malloc_stats_print), as
+/// Redis gives it; None under another allocator.
+#[cfg(feature = "jemalloc")]
+pub fn report() -> Option<String> {
+    let mut text = Vec::new();
+    tikv_jemalloc_ctl::stats_print::stats_print(&mut text, Default::default()).ok()?;
+    Some(String::from_utf8_lossy(&text).into_owned())
+}
+
+/// MEMORY MALLOC-STATS: jemalloc's own report, None under another allocator.
+#[cfg(not(feature = "jemalloc"))]
+pub fn report() -> Option<String> {
+    None
+}
+
+/// MEMORY PURGE: jemalloc returns the dirty pages of every arena to the
+/// system now rather than when its background thread gets to them (Redis's
+/// jemalloc_purge). Nothing to do under another allocator.
+#[cfg(feature = "jemalloc")]
+pub fn purge() {
+    // MALLCTL_ARENAS_ALL: the pseudo-arena that names every arena.
+    const NAME: &[u8] = b"arena.4096.purge\0";
+    // SAFETY: NAME is NUL-terminated; arena.<i>.purge reads and writes
+    // nothing, so every pointer is null and the length 0, as it requires.
+    unsafe {
+        tikv_jemalloc_sys::mallctl(
+            NAME.as_ptr().cast(),
+            std::ptr::null_mut(),
+            std::ptr::null_mut(),
+            std::ptr::null_mut(),
+            0,
+        );
+    }
+}
+
+/// MEMORY PURGE: nothing to do under another allocator.
+#[cfg(not(feature = "jemalloc"))]
+pub fn purge() {}

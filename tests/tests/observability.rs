@@ -454,9 +454,17 @@ async fn memory_replies(addr: SocketAddr) -> Vec<String> {
         "MEMORY DOCTOR",
         "MEMORY",
         "MEMORY NOPE",
+        "MEMORY HELP",
+        "MEMORY PURGE",
+        "MEMORY PURGE now",
+        "MEMORY MALLOC-STATS x",
     ] {
         out.push(format!("{line} -> {}", run(&mut conn, line).await));
     }
+    // Both allocate with jemalloc 5.3: its report, whose figures differ.
+    let report = run(&mut conn, "MEMORY MALLOC-STATS").await;
+    let first_line = report.lines().nth(1).unwrap_or_default().to_string();
+    out.push(format!("MEMORY MALLOC-STATS starts: {first_line}"));
     let stats = conn.cmd(&words("MEMORY STATS")).await;
     let redis::Value::Array(items) = redis::parse_redis_value(&stats).expect("RESP") else {
         panic!("MEMORY STATS is a map: {stats:?}");

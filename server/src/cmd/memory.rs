@@ -219,14 +219,31 @@ fn doctor_report(o: &Overview) -> String {
     report
 }
 
-/// MEMORY HELP (MALLOC-STATS and PURGE are not implemented: jemalloc's
-/// background thread purges on its own).
+/// MEMORY MALLOC-STATS
+pub fn memory_malloc_stats(_ctx: &mut Ctx<'_>, _argv: &[&[u8]]) -> Reply {
+    match crate::allocator::report() {
+        Some(report) => Reply::bulk(report.as_bytes()),
+        None => Reply::bulk(b"Stats not supported for the current allocator"),
+    }
+}
+
+/// MEMORY PURGE
+pub fn memory_purge(_ctx: &mut Ctx<'_>, _argv: &[&[u8]]) -> Reply {
+    crate::allocator::purge();
+    Reply::Ok
+}
+
+/// MEMORY HELP
 pub fn memory_help(_ctx: &mut Ctx<'_>, _argv: &[&[u8]]) -> Reply {
     help_reply(
         "MEMORY",
         &[
             "DOCTOR",
             "    Return memory problems reports.",
+            "MALLOC-STATS",
+            "    Return internal statistics report from the memory allocator.",
+            "PURGE",
+            "    Attempt to purge dirty pages for reclamation by the allocator.",
             "STATS",
             "    Return information about the memory usage of the server.",
             "USAGE <key> [SAMPLES <count>]",

@@ -134,5 +134,7 @@ pub(super) static MEMORY_SUBCOMMANDS: &[Command] = &[
     row("memory|usage", -3, READONLY, KeySpec { first: 2, last: 2, step: 1 }, memory::memory_usage, "server", "4.0.0", "Estimates the memory usage of a key."),
     row("memory|stats", 2, 0, NO_KEYS, memory::memory_stats, "server", "4.0.0", "Returns details about memory usage."),
     row("memory|doctor", 2, 0, NO_KEYS, memory::memory_doctor, "server", "4.0.0", "Outputs a memory problems report."),
+    row("memory|malloc-stats", 2, 0, NO_KEYS, memory::memory_malloc_stats, "server", "4.0.0", "Returns the allocator's internal statistics."),
+    row("memory|purge", 2, 0, NO_KEYS, memory::memory_purge, "server", "4.0.0", "Asks the allocator to release memory."),
     row("memory|help", 2, LOADING | STALE, NO_KEYS, memory::memory_help, "server", "4.0.0", "Returns helpful text about the different subcommands."),
 ];

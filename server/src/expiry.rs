@@ -43,7 +43,8 @@ pub fn sweep_once(shared: &Shared) -> u64 {
     reclaimed
 }
 
-/// Runs [`sweep_once`] `hz` times a second until shutdown. A sweep that
+/// Runs [`sweep_once`] `hz` times a second until shutdown, except while
+/// CLIENT PAUSE is in force. A sweep that
 /// takes `latency-monitor-threshold` or longer is an `expire-cycle` event
 /// of the latency monitor, as in Redis.
 pub async fn run(shared: Arc<Shared>) {
@@ -57,6 +58,11 @@ pub async fn run(shared: Arc<Shared>) {
         }
         if shared.shutting_down.load(Ordering::SeqCst) {
             return;
+        }
+        // CLIENT PAUSE keeps the dataset as it is, as Redis's active expiry
+        // does: the keys are reclaimed once the pause ends.
+        if shared.pause.current().is_some() {
+            continue;
         }
         let started = std::time::Instant::now();
         sweep_once(&shared);

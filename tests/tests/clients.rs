@@ -186,3 +186,32 @@ async fn a_pause_ends_by_itself_and_all_holds_reads_too() {
     assert!(started.elapsed() >= Duration::from_millis(250));
     assert_eq!(run(&mut admin, "SET a 1").await, "+OK\r\n");
 }
+
+/// As Redis: a pause keeps the dataset as it is, so keys that expire during
+/// it are reclaimed by the active expiry only once it ends.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_pause_holds_active_expiry_until_it_ends() {
+    let tally = TestServer::start_real_clock().await;
+    let mut admin = tally.raw().await;
+    let expired = |info: String| {
+        info.lines()
+            .find_map(|l| l.strip_prefix("expired_keys:").map(str::to_string))
+            .expect("expired_keys in INFO stats")
+    };
+    run(&mut admin, "SET k v PX 50").await;
+    assert_eq!(
+        run(&mut admin, "CLIENT PAUSE 100000 WRITE").await,
+        "+OK\r\n"
+    );
+    // Several expiry ticks (hz 10) pass; the key is not read, so only the
+    // active expiry could reclaim it.
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    assert_eq!(expired(run(&mut admin, "INFO stats").await), "0");
+    assert_eq!(run(&mut admin, "CLIENT UNPAUSE").await, "+OK\r\n");
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while expired(run(&mut admin, "INFO stats").await) != "1" {
+        assert!(Instant::now() < deadline, "the key was never reclaimed");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert_eq!(run(&mut admin, "DBSIZE").await, ":0\r\n");
+}

@@ -166,9 +166,9 @@ impl OutputLimit {
 /// against an output-buffer limit: pub/sub subscribers and MONITOR clients,
 /// whose output others produce, are cut when they do not keep up.
 pub struct OutputBudget {
+    /// The connection; its `io.queued` counts the bytes queued or encoded
+    /// but not yet written to the socket (CLIENT LIST `omem`).
     info: Arc<ClientInfo>,
-    /// Bytes queued or encoded but not yet written to the socket.
-    pending: AtomicU64,
     /// When `pending` first went above the soft limit (unix ms), 0 if below.
     over_soft_since_ms: AtomicU64,
     /// Which limit, for the log line (`pubsub`, `replica`).
@@ -180,7 +180,6 @@ impl OutputBudget {
     pub fn new(info: Arc<ClientInfo>, class: &'static str) -> OutputBudget {
         OutputBudget {
             info,
-            pending: AtomicU64::new(0),
             over_soft_since_ms: AtomicU64::new(0),
             class,
         }
@@ -197,7 +196,7 @@ impl OutputBudget {
         if self.info.killed.load(Ordering::Relaxed) {
             return false;
         }
-        let pending = self.pending.fetch_add(size, Ordering::AcqRel) + size;
+        let pending = self.info.io.queued.fetch_add(size, Ordering::AcqRel) + size;
         if limit.hard > 0 && pending > limit.hard {
             self.disconnect("hard");
             return false;
@@ -226,15 +225,10 @@ impl OutputBudget {
 
     /// Records that `bytes` of queued output reached the socket.
     pub fn written(&self, bytes: u64, limit: OutputLimit) {
-        let pending = self.pending.fetch_sub(bytes, Ordering::AcqRel) - bytes;
+        let pending = self.info.io.queued.fetch_sub(bytes, Ordering::AcqRel) - bytes;
         if limit.soft == 0 || pending <= limit.soft {
             self.over_soft_since_ms.store(0, Ordering::Release);
         }
-    }
-
-    /// Bytes queued and not yet written (CLIENT LIST `omem`).
-    pub fn pending(&self) -> u64 {
-        self.pending.load(Ordering::Relaxed)
     }
 }
 

@@ -248,6 +248,9 @@ pub struct ClientIo {
     pub reply_buffer_peak: AtomicUsize,
     /// Bytes of replies being written to a peer that has not read them yet.
     pub writing: AtomicUsize,
+    /// Bytes of pub/sub messages, invalidations or MONITOR lines queued for
+    /// the connection and not yet written (its output budget's count).
+    pub queued: AtomicU64,
     /// Commands queued since MULTI (-1 outside a transaction).
     pub multi: AtomicI64,
     /// Bytes of the queued commands' arguments.
@@ -267,6 +270,7 @@ impl Default for ClientIo {
             reply_buffer: AtomicUsize::new(0),
             reply_buffer_peak: AtomicUsize::new(0),
             writing: AtomicUsize::new(0),
+            queued: AtomicU64::new(0),
             multi: AtomicI64::new(-1),
             multi_mem: AtomicUsize::new(0),
             sub: AtomicUsize::new(0),

@@ -193,6 +193,7 @@ async fn a_subscriber_over_the_soft_limit_for_its_period_is_cut_off() {
     let server = TestServer::start().await;
     let mut slow = RawConn::connect_small_receive_buffer(server.addr()).await;
     let mut publisher = server.raw().await;
+    let slow_id = slow.line("CLIENT ID").await[1..].trim().to_string();
     slow.line("SUBSCRIBE feed").await;
     // 20 MB: over the 8 MB soft limit (whatever the kernel buffers hold),
     // under the 32 MB hard limit.
@@ -201,6 +202,15 @@ async fn a_subscriber_over_the_soft_limit_for_its_period_is_cut_off() {
     for _ in 0..200 {
         assert_eq!(publisher.cmd(&publish).await, b":1\r\n");
     }
+    // CLIENT LIST shows what waits for the subscriber as its omem.
+    let list = publisher.line("CLIENT LIST").await;
+    let omem: u64 = list
+        .lines()
+        .find(|l| l.starts_with(&format!("id={slow_id} ")))
+        .and_then(|l| l.split(' ').find_map(|f| f.strip_prefix("omem=")))
+        .and_then(|v| v.parse().ok())
+        .expect("the subscriber's omem in CLIENT LIST");
+    assert!(omem > 8 * 1024 * 1024, "omem={omem}");
     server.clock.advance_ms(59_000);
     assert_eq!(publisher.cmd(&publish).await, b":1\r\n");
     assert_eq!(client_count(&mut publisher).await, 2, "not yet: under 60 s");

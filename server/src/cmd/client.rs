@@ -74,7 +74,7 @@ fn describe(client: &ClientInfo, now_ms: u64, argv_mem: usize) -> String {
     let (sub, psub) = (load(&io.sub), load(&io.psub));
     let multi = io.multi.load(Ordering::Relaxed);
     let multi_mem = load(&io.multi_mem);
-    let omem = load(&io.writing);
+    let omem = load(&io.writing) + io.queued.load(Ordering::Relaxed) as usize;
     let mut flags = String::new();
     if client.monitoring.load(Ordering::Relaxed) {
         flags.push('O');

@@ -98,7 +98,10 @@ pub async fn serve(shared: Arc<Shared>, mut stream: TcpStream, info: Arc<ClientI
                 Wake::Input => info.io.input(input.len(), input.capacity()),
                 Wake::Close => break,
                 Wake::Queued(queue, bytes) => {
-                    if !write_out(&shared, &info, &mut stream, &output, killed.as_mut()).await {
+                    // Queued bytes are counted by the output budget until written.
+                    if !write_out(&shared, &info, &mut stream, &output, false, killed.as_mut())
+                        .await
+                    {
                         break;
                     }
                     output.clear();
@@ -126,7 +129,7 @@ pub async fn serve(shared: Arc<Shared>, mut stream: TcpStream, info: Arc<ClientI
             break;
         }
         if !output.is_empty() {
-            if !write_out(&shared, &info, &mut stream, &output, killed.as_mut()).await {
+            if !write_out(&shared, &info, &mut stream, &output, true, killed.as_mut()).await {
                 break;
             }
             output.clear();
@@ -266,11 +269,14 @@ async fn wait(
 
 /// Writes `output`; false when the connection should close (a write error,
 /// or a kill while the peer is not reading, as a slow subscriber's is).
+/// `replies`: the bytes are replies, shown in CLIENT LIST `omem` while
+/// they are written (queued messages are shown by their budget).
 async fn write_out(
     shared: &Shared,
     info: &ClientInfo,
     stream: &mut TcpStream,
     output: &[u8],
+    replies: bool,
     killed: std::pin::Pin<&mut tokio::sync::futures::Notified<'_>>,
 ) -> bool {
     let stats = &shared.stats;
@@ -278,7 +284,9 @@ async fn write_out(
         .net_output_bytes
         .fetch_add(output.len() as u64, Ordering::Relaxed);
     stats.writes_processed.fetch_add(1, Ordering::Relaxed);
-    info.io.writing.store(output.len(), Ordering::Relaxed);
+    if replies {
+        info.io.writing.store(output.len(), Ordering::Relaxed);
+    }
     // The write first: replies owed before a kill (SHUTDOWN's drain, a
     // killed client's last batch) still go out when the peer reads; only a
     // write that cannot complete gives way to the kill.

@@ -1,0 +1,318 @@
+//! Reading RDB files (rdbLoadRioWithLoadingCtx) and values (rdbLoadObject).
+
+use crate::compact::{intset_members, listpack_elements, ziplist_elements, zipmap_pairs};
+use crate::encoding::{parse_double, Input};
+use crate::{crc64, Entry, Error, Value, MAX_READ_VERSION, MIN_READ_VERSION};
+
+/// Value types (RDB_TYPE_*).
+pub(crate) mod types {
+    pub const STRING: u8 = 0;
+    pub const LIST: u8 = 1;
+    pub const SET: u8 = 2;
+    pub const ZSET: u8 = 3;
+    pub const HASH: u8 = 4;
+    pub const ZSET_2: u8 = 5;
+    pub const MODULE_PRE_GA: u8 = 6;
+    pub const MODULE_2: u8 = 7;
+    pub const HASH_ZIPMAP: u8 = 9;
+    pub const LIST_ZIPLIST: u8 = 10;
+    pub const SET_INTSET: u8 = 11;
+    pub const ZSET_ZIPLIST: u8 = 12;
+    pub const HASH_ZIPLIST: u8 = 13;
+    pub const LIST_QUICKLIST: u8 = 14;
+    pub const STREAM_LISTPACKS: u8 = 15;
+    pub const HASH_LISTPACK: u8 = 16;
+    pub const ZSET_LISTPACK: u8 = 17;
+    pub const LIST_QUICKLIST_2: u8 = 18;
+    pub const STREAM_LISTPACKS_2: u8 = 19;
+    pub const SET_LISTPACK: u8 = 20;
+    pub const STREAM_LISTPACKS_3: u8 = 21;
+}
+
+/// Opcodes (RDB_OPCODE_*).
+pub(crate) mod opcodes {
+    pub const FUNCTION2: u8 = 245;
+    pub const FUNCTION_PRE_GA: u8 = 246;
+    pub const MODULE_AUX: u8 = 247;
+    pub const IDLE: u8 = 248;
+    pub const FREQ: u8 = 249;
+    pub const AUX: u8 = 250;
+    pub const RESIZEDB: u8 = 251;
+    pub const EXPIRETIME_MS: u8 = 252;
+    pub const EXPIRETIME: u8 = 253;
+    pub const SELECTDB: u8 = 254;
+    pub const EOF: u8 = 255;
+}
+
+/// Quicklist-2 node containers.
+const CONTAINER_PLAIN: u64 = 1;
+const CONTAINER_PACKED: u64 = 2;
+
+/// A value, or what kind of value tally does not hold.
+pub(crate) enum Decoded {
+    Value(Value),
+    Unsupported(&'static str),
+}
+
+/// One item of a file, in order.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Item {
+    /// An AUX field (redis-ver, ctime, used-mem, ...).
+    Aux(Vec<u8>, Vec<u8>),
+    /// RESIZEDB's hint: the next database's key and volatile-key counts.
+    ResizeDb { keys: u64, volatile: u64 },
+    /// A key and its value.
+    Entry(Entry),
+    /// A key whose value tally cannot hold (`stream`), or a
+    /// function library (`function`, key empty); see [`Reader::next_item`].
+    Unsupported { db: u32, key: Vec<u8>, kind: &'static str },
+}
+
+/// Reads a whole RDB file held in memory.
+pub struct Reader<'a> {
+    input: Input<'a>,
+    data: &'a [u8],
+    version: u16,
+    db: u32,
+    done: bool,
+}
+
+impl<'a> Reader<'a> {
+    /// Checks the header (`REDIS` and a version from 9 to 11) and, when the
+    /// file carries one, the CRC64 trailer, before anything is read.
+    pub fn new(data: &'a [u8]) -> Result<Reader<'a>, Error> {
+        if data.len() < 9 || &data[..5] != b"REDIS" {
+            return Err(Error::NotRdb);
+        }
+        let version: u16 = std::str::from_utf8(&data[5..9])
+            .ok()
+            .and_then(|v| v.parse().ok())
+            .ok_or(Error::NotRdb)?;
+        if !(MIN_READ_VERSION..=MAX_READ_VERSION).contains(&version) {
+            return Err(Error::Version(version));
+        }
+        let mut input = Input::new(data);
+        input.bytes(9)?;
+        Ok(Reader { input, data, version, db: 0, done: false })
+    }
+
+    /// The file's RDB version.
+    pub fn version(&self) -> u16 {
+        self.version
+    }
+
+    /// Bytes read so far (for loading progress).
+    pub fn position(&self) -> usize {
+        self.input.position()
+    }
+
+    /// The next item, or None after EOF (whose checksum was verified: a
+    /// stored checksum of 0 means the writer had `rdbchecksum no`). A
+    /// stream or a function library is read past and reported; a module
+    /// value cannot be (only its module knows its layout): an error naming
+    /// its key.
+    pub fn next_item(&mut self) -> Result<Option<Item>, Error> {
+        if self.done {
+            return Ok(None);
+        }
+        let mut expire_at_ms = None;
+        loop {
+            let opcode = self.input.byte()?;
+            match opcode {
+                opcodes::EOF => {
+                    self.done = true;
+                    let checked = self.input.position();
+                    if self.input.remaining() >= 8 {
+                        let stored = self.input.u64_le()?;
+                        if stored != 0 && stored != crc64(&self.data[..checked]) {
+                            return Err(Error::Checksum);
+                        }
+                    } else {
+                        return Err(Error::Truncated);
+                    }
+                    return Ok(None);
+                }
+                opcodes::SELECTDB => {
+                    self.db = u32::try_from(self.input.length()?)
+                        .map_err(|_| Error::Corrupt("database index".into()))?;
+                }
+                opcodes::RESIZEDB => {
+                    let keys = self.input.length()?;
+                    let volatile = self.input.length()?;
+                    return Ok(Some(Item::ResizeDb { keys, volatile }));
+                }
+                opcodes::AUX => {
+                    let field = self.input.string()?;
+                    let value = self.input.string()?;
+                    return Ok(Some(Item::Aux(field, value)));
+                }
+                opcodes::EXPIRETIME_MS => expire_at_ms = Some(self.input.u64_le()?),
+                opcodes::EXPIRETIME => expire_at_ms = Some(self.input.u32_le()? as u64 * 1000),
+                opcodes::IDLE => {
+                    self.input.length()?;
+                }
+                opcodes::FREQ => {
+                    self.input.byte()?;
+                }
+                opcodes::FUNCTION2 => {
+                    self.input.string()?;
+                    return Ok(Some(Item::Unsupported { db: self.db, key: Vec::new(), kind: "function" }));
+                }
+                opcodes::FUNCTION_PRE_GA | opcodes::MODULE_AUX => {
+                    return Err(Error::Corrupt(format!("opcode {opcode} (modules or pre-release functions) is not supported")));
+                }
+                kind => {
+                    let key = self.input.string()?;
+                    return match read_value(&mut self.input, kind)? {
+                        Decoded::Value(value) => Ok(Some(Item::Entry(Entry { db: self.db, key, value, expire_at_ms }))),
+                        // A module value's bytes only its module can parse:
+                        // nothing after it can be read.
+                        Decoded::Unsupported("module") => Err(Error::Corrupt(format!(
+                            "key '{}' holds a module value, which tally cannot load",
+                            String::from_utf8_lossy(&key)
+                        ))),
+                        Decoded::Unsupported(what) => Ok(Some(Item::Unsupported { db: self.db, key, kind: what })),
+                    };
+                }
+            }
+        }
+    }
+}
+
+/// rdbLoadObject for the types tally holds.
+pub(crate) fn read_value(input: &mut Input<'_>, kind: u8) -> Result<Decoded, Error> {
+    use types::*;
+    let value = match kind {
+        STRING => Value::String(input.string()?),
+        LIST => {
+            let n = input.count(1)?;
+            Value::List((0..n).map(|_| input.string()).collect::<Result<_, _>>()?)
+        }
+        LIST_ZIPLIST => Value::List(ziplist_elements(&input.string()?)?),
+        LIST_QUICKLIST => {
+            let nodes = input.count(1)?;
+            let mut list = Vec::new();
+            for _ in 0..nodes {
+                list.extend(ziplist_elements(&input.string()?)?);
+            }
+            Value::List(list)
+        }
+        LIST_QUICKLIST_2 => {
+            let nodes = input.count(2)?;
+            let mut list = Vec::new();
+            for _ in 0..nodes {
+                let container = input.length()?;
+                let blob = input.string()?;
+                match container {
+                    CONTAINER_PLAIN => list.push(blob),
+                    CONTAINER_PACKED => list.extend(listpack_elements(&blob)?),
+                    other => return Err(Error::Corrupt(format!("quicklist container {other}"))),
+                }
+            }
+            Value::List(list)
+        }
+        SET => {
+            let n = input.count(1)?;
+            Value::Set((0..n).map(|_| input.string()).collect::<Result<_, _>>()?)
+        }
+        SET_INTSET => Value::Set(intset_members(&input.string()?)?),
+        SET_LISTPACK => Value::Set(listpack_elements(&input.string()?)?),
+        ZSET | ZSET_2 => {
+            let n = input.count(2)?;
+            let mut members = Vec::with_capacity(n);
+            for _ in 0..n {
+                let member = input.string()?;
+                let score = if kind == ZSET { input.text_double()? } else { input.binary_double()? };
+                if score.is_nan() {
+                    return Err(Error::Corrupt("NaN score".into()));
+                }
+                members.push((member, score));
+            }
+            Value::SortedSet(members)
+        }
+        ZSET_ZIPLIST | ZSET_LISTPACK => {
+            let blob = input.string()?;
+            let flat = if kind == ZSET_ZIPLIST { ziplist_elements(&blob)? } else { listpack_elements(&blob)? };
+            Value::SortedSet(pairs(flat)?.into_iter().map(|(m, s)| Ok((m, score(&s)?))).collect::<Result<_, Error>>()?)
+        }
+        HASH => {
+            let n = input.count(2)?;
+            let mut fields = Vec::with_capacity(n);
+            for _ in 0..n {
+                fields.push((input.string()?, input.string()?));
+            }
+            Value::Hash(fields)
+        }
+        HASH_ZIPMAP => Value::Hash(zipmap_pairs(&input.string()?)?),
+        HASH_ZIPLIST => Value::Hash(pairs(ziplist_elements(&input.string()?)?)?),
+        HASH_LISTPACK => Value::Hash(pairs(listpack_elements(&input.string()?)?)?),
+        STREAM_LISTPACKS | STREAM_LISTPACKS_2 | STREAM_LISTPACKS_3 => {
+            skip_stream(input, kind)?;
+            return Ok(Decoded::Unsupported("stream"));
+        }
+        MODULE_PRE_GA | MODULE_2 => return Ok(Decoded::Unsupported("module")),
+        other => return Err(Error::Corrupt(format!("unknown value type {other}"))),
+    };
+    Ok(Decoded::Value(value))
+}
+
+/// Reads past a stream (rdbLoadObject's STREAM_LISTPACKS branches), so that
+/// the rest of a file can load when streams are skipped.
+fn skip_stream(input: &mut Input<'_>, kind: u8) -> Result<(), Error> {
+    let v2 = kind >= types::STREAM_LISTPACKS_2;
+    let v3 = kind >= types::STREAM_LISTPACKS_3;
+    let listpacks = input.count(2)?;
+    for _ in 0..listpacks {
+        input.string()?; // node key: the master ID
+        input.string()?; // the listpack
+    }
+    input.length()?; // length
+    input.length()?; // last id: ms
+    input.length()?; // last id: seq
+    if v2 {
+        for _ in 0..5 {
+            input.length()?; // first id, max deleted id, entries added
+        }
+    }
+    let groups = input.count(1)?;
+    for _ in 0..groups {
+        input.string()?; // name
+        input.length()?;
+        input.length()?; // last id
+        if v2 {
+            input.length()?; // entries read
+        }
+        let pending = input.count(17)?;
+        for _ in 0..pending {
+            input.bytes(16 + 8)?; // raw id, delivery time
+            input.length()?; // delivery count
+        }
+        let consumers = input.count(1)?;
+        for _ in 0..consumers {
+            input.string()?; // name
+            input.bytes(if v3 { 16 } else { 8 })?; // seen (and active) time
+            let owned = input.count(16)?;
+            input.bytes(16 * owned)?;
+        }
+    }
+    Ok(())
+}
+
+fn pairs(flat: Vec<Vec<u8>>) -> Result<Vec<(Vec<u8>, Vec<u8>)>, Error> {
+    if flat.len() % 2 != 0 {
+        return Err(Error::Corrupt("odd number of elements in a pair container".into()));
+    }
+    let mut out = Vec::with_capacity(flat.len() / 2);
+    let mut items = flat.into_iter();
+    while let (Some(a), Some(b)) = (items.next(), items.next()) {
+        out.push((a, b));
+    }
+    Ok(out)
+}
+
+fn score(text: &[u8]) -> Result<f64, Error> {
+    match parse_double(text) {
+        Some(value) if !value.is_nan() => Ok(value),
+        _ => Err(Error::Corrupt("bad score in a compact sorted set".into())),
+    }
+}

@@ -1,0 +1,221 @@
+//! Writing RDB 10 as Redis 7.0 does (rdbSaveRio, rdbSaveObject).
+
+use crate::compact::{intset, ListpackBuilder};
+use crate::encoding::{canonical_int, write_length, write_string};
+use crate::float::{as_integer, d2string};
+use crate::reader::{opcodes, types};
+use crate::{crc64_update, Value, RDB_VERSION};
+
+/// Which compact encodings to write, at which sizes: Redis 7.0's defaults,
+/// so that a value keeps its `OBJECT ENCODING` through a save and a load.
+#[derive(Debug, Clone)]
+pub struct Encodings {
+    /// `rdbcompression`: LZF for strings over 20 bytes.
+    pub compress: bool,
+    /// `hash-max-listpack-entries` / `-value`.
+    pub hash_max_listpack_entries: usize,
+    pub hash_max_listpack_value: usize,
+    /// `zset-max-listpack-entries` / `-value`.
+    pub zset_max_listpack_entries: usize,
+    pub zset_max_listpack_value: usize,
+    /// `set-max-intset-entries`.
+    pub set_max_intset_entries: usize,
+    /// Bytes per quicklist node (`list-max-listpack-size -2`: 8 KB).
+    pub list_max_listpack_bytes: usize,
+}
+
+impl Default for Encodings {
+    fn default() -> Encodings {
+        Encodings {
+            compress: true,
+            hash_max_listpack_entries: 128,
+            hash_max_listpack_value: 64,
+            zset_max_listpack_entries: 128,
+            zset_max_listpack_value: 64,
+            set_max_intset_entries: 512,
+            list_max_listpack_bytes: 8192,
+        }
+    }
+}
+
+/// Quicklist's estimate of an element's cost when deciding whether a node
+/// has room (SIZE_ESTIMATE_OVERHEAD).
+const NODE_ENTRY_OVERHEAD: usize = 8;
+
+/// Writes one value: its type byte, then its encoding.
+pub(crate) fn write_value(out: &mut Vec<u8>, value: &Value, enc: &Encodings) {
+    let mut body = Vec::new();
+    let kind = encode_value(&mut body, value, enc);
+    out.push(kind);
+    out.extend_from_slice(&body);
+}
+
+/// Writes a value's encoding into `out` and returns its RDB type.
+fn encode_value(out: &mut Vec<u8>, value: &Value, enc: &Encodings) -> u8 {
+    match value {
+        Value::String(text) => {
+            write_string(out, text, enc.compress);
+            types::STRING
+        }
+        Value::List(items) => {
+            let mut nodes: Vec<Vec<u8>> = Vec::new();
+            let mut node = ListpackBuilder::default();
+            for item in items {
+                if node.len() > 0 && node.size() + item.len() + NODE_ENTRY_OVERHEAD > enc.list_max_listpack_bytes {
+                    nodes.push(std::mem::take(&mut node).finish());
+                }
+                node.push(item);
+            }
+            if node.len() > 0 {
+                nodes.push(node.finish());
+            }
+            write_length(out, nodes.len() as u64);
+            for blob in nodes {
+                write_length(out, 2); // QUICKLIST_NODE_CONTAINER_PACKED
+                write_string(out, &blob, enc.compress);
+            }
+            types::LIST_QUICKLIST_2
+        }
+        Value::Set(members) => {
+            let integers: Option<Vec<i64>> = members.iter().map(|m| canonical_int(m)).collect();
+            match integers {
+                Some(values) if members.len() <= enc.set_max_intset_entries => {
+                    write_string(out, &intset(values), enc.compress);
+                    types::SET_INTSET
+                }
+                _ => {
+                    write_length(out, members.len() as u64);
+                    for member in members {
+                        write_string(out, member, enc.compress);
+                    }
+                    types::SET
+                }
+            }
+        }
+        Value::SortedSet(members) => {
+            let small = members.len() <= enc.zset_max_listpack_entries
+                && members.iter().all(|(m, _)| m.len() <= enc.zset_max_listpack_value);
+            if small {
+                // In score order, as the listpack keeps them.
+                let mut sorted: Vec<&(Vec<u8>, f64)> = members.iter().collect();
+                sorted.sort_by(|a, b| a.1.total_cmp(&b.1).then_with(|| a.0.cmp(&b.0)));
+                let mut lp = ListpackBuilder::default();
+                for (member, score) in sorted {
+                    lp.push(member);
+                    match as_integer(*score) {
+                        Some(integer) => lp.push_int(integer),
+                        None => lp.push(d2string(*score).as_bytes()),
+                    }
+                }
+                write_string(out, &lp.finish(), enc.compress);
+                types::ZSET_LISTPACK
+            } else {
+                // Highest score first, as Redis walks its skiplist back to
+                // front so that loading inserts at the head.
+                let mut sorted: Vec<&(Vec<u8>, f64)> = members.iter().collect();
+                sorted.sort_by(|a, b| b.1.total_cmp(&a.1).then_with(|| b.0.cmp(&a.0)));
+                write_length(out, sorted.len() as u64);
+                for (member, score) in sorted {
+                    write_string(out, member, enc.compress);
+                    out.extend_from_slice(&score.to_bits().to_le_bytes());
+                }
+                types::ZSET_2
+            }
+        }
+        Value::Hash(fields) => {
+            let small = fields.len() <= enc.hash_max_listpack_entries
+                && fields
+                    .iter()
+                    .all(|(f, v)| f.len() <= enc.hash_max_listpack_value && v.len() <= enc.hash_max_listpack_value);
+            if small {
+                let mut lp = ListpackBuilder::default();
+                for (field, value) in fields {
+                    lp.push(field);
+                    lp.push(value);
+                }
+                write_string(out, &lp.finish(), enc.compress);
+                types::HASH_LISTPACK
+            } else {
+                write_length(out, fields.len() as u64);
+                for (field, value) in fields {
+                    write_string(out, field, enc.compress);
+                    write_string(out, value, enc.compress);
+                }
+                types::HASH
+            }
+        }
+    }
+}
+
+/// Writes an RDB file into a byte sink, section by section, keeping the
+/// running CRC64: header and AUX fields, then per database SELECTDB,
+/// RESIZEDB and its keys, then EOF and the checksum.
+pub struct Writer {
+    buffer: Vec<u8>,
+    crc: u64,
+    encodings: Encodings,
+    checksum: bool,
+}
+
+impl Writer {
+    /// A file with Redis 7.0's header; `checksum` false writes a zero
+    /// trailer (`rdbchecksum no`).
+    pub fn new(encodings: Encodings, checksum: bool) -> Writer {
+        let mut writer = Writer { buffer: Vec::new(), crc: 0, encodings, checksum };
+        writer.buffer.extend_from_slice(format!("REDIS{RDB_VERSION:04}").as_bytes());
+        writer
+    }
+
+    /// An AUX field (written with rdbSaveAuxField's string encodings).
+    pub fn aux(&mut self, field: &str, value: &[u8]) {
+        self.buffer.push(opcodes::AUX);
+        write_string(&mut self.buffer, field.as_bytes(), false);
+        write_string(&mut self.buffer, value, false);
+    }
+
+    /// SELECTDB and RESIZEDB for the database whose keys follow.
+    pub fn select_db(&mut self, db: u32, keys: u64, volatile: u64) {
+        self.buffer.push(opcodes::SELECTDB);
+        write_length(&mut self.buffer, db as u64);
+        self.buffer.push(opcodes::RESIZEDB);
+        write_length(&mut self.buffer, keys);
+        write_length(&mut self.buffer, volatile);
+    }
+
+    /// One key: its expiry (ms) if volatile, its type, key and value.
+    pub fn entry(&mut self, key: &[u8], value: &Value, expire_at_ms: Option<u64>) {
+        if let Some(at) = expire_at_ms {
+            self.buffer.push(opcodes::EXPIRETIME_MS);
+            self.buffer.extend_from_slice(&at.to_le_bytes());
+        }
+        let mut body = Vec::new();
+        let kind = encode_value(&mut body, value, &self.encodings);
+        self.buffer.push(kind);
+        write_string(&mut self.buffer, key, self.encodings.compress);
+        self.buffer.extend_from_slice(&body);
+    }
+
+    /// Bytes written and not yet taken.
+    pub fn pending(&self) -> usize {
+        self.buffer.len()
+    }
+
+    /// Takes the bytes written so far (to write them out while the file
+    /// grows), folding them into the checksum.
+    pub fn take(&mut self) -> Vec<u8> {
+        let bytes = std::mem::take(&mut self.buffer);
+        if self.checksum {
+            self.crc = crc64_update(self.crc, &bytes);
+        }
+        bytes
+    }
+
+    /// EOF and the checksum: the file's last bytes.
+    pub fn finish(mut self) -> Vec<u8> {
+        self.buffer.push(opcodes::EOF);
+        let mut tail = self.take();
+        let crc = if self.checksum { self.crc } else { 0 };
+        tail.extend_from_slice(&crc.to_le_bytes());
+        tail
+    }
+}

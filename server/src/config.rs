@@ -60,6 +60,17 @@ pub struct Config {
     pub slowlog_max_len: u64,
     /// `metrics-port`: the Prometheus endpoint's port (0: off).
     pub metrics_port: u16,
+    /// `dir`: where the snapshot file is.
+    pub dir: String,
+    /// `dbfilename`: the snapshot file's name.
+    pub dbfilename: String,
+    /// `rdbcompression`: LZF for long strings in snapshots and DUMP.
+    pub rdbcompression: bool,
+    /// `rdbchecksum`: a CRC64 trailer on snapshots.
+    pub rdbchecksum: bool,
+    /// `rdb-skip-unsupported` (tally's): load a snapshot's other keys when
+    /// it holds a stream or a function library.
+    pub rdb_skip_unsupported: bool,
     /// `tracking-table-max-keys`: keys the CLIENT TRACKING table remembers
     /// before it invalidates some to make room (0: no limit).
     pub tracking_table_max_keys: u64,
@@ -124,6 +135,11 @@ impl Default for Config {
             metrics_port: 0,
             latency_monitor_threshold_ms: 0,
             tracking_table_max_keys: 1_000_000,
+            dir: ".".to_string(),
+            dbfilename: "dump.rdb".to_string(),
+            rdbcompression: true,
+            rdbchecksum: true,
+            rdb_skip_unsupported: false,
             latency_tracking: true,
             latency_tracking_info_percentiles: vec![50.0, 99.0, 99.9],
             pubsub_output_limit: crate::pubsub::OutputLimit::PUBSUB_DEFAULT,
@@ -420,6 +436,27 @@ impl Config {
                             .to_string(),
                     );
                 }
+            }
+            "dir" => self.dir = one()?.to_string(),
+            "dbfilename" => {
+                let name = one()?;
+                // Redis refuses a path: the file lives in `dir`.
+                if name.contains('/') {
+                    return Err("dbfilename can't be a path, just a filename".to_string());
+                }
+                self.dbfilename = name.to_string()
+            }
+            "rdbcompression" => {
+                self.rdbcompression = parse_yes_no(one()?)
+                    .ok_or_else(|| "argument must be 'yes' or 'no'".to_string())?
+            }
+            "rdbchecksum" => {
+                self.rdbchecksum = parse_yes_no(one()?)
+                    .ok_or_else(|| "argument must be 'yes' or 'no'".to_string())?
+            }
+            "rdb-skip-unsupported" => {
+                self.rdb_skip_unsupported = parse_yes_no(one()?)
+                    .ok_or_else(|| "argument must be 'yes' or 'no'".to_string())?
             }
             "daemonize" => {
                 if parse_yes_no(one()?) != Some(false) {

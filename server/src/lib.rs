@@ -33,6 +33,7 @@ pub mod metrics;
 pub mod monitor;
 pub mod net;
 pub mod pause;
+pub mod persistence;
 pub mod pubsub;
 pub mod resp;
 pub mod scripting;
@@ -96,8 +97,20 @@ impl Server {
                 Some(TcpListener::bind((host.as_str(), metrics_port)).await?)
             }
         };
+        let skip_unsupported = self.config.rdb_skip_unsupported;
         let shared = Arc::new(Shared::new(self.config));
         *shared.local_addr.lock() = Some(local_addr);
+        // The snapshot, if there is one, before the first client is served.
+        match persistence::snapshot::load(&shared, skip_unsupported) {
+            Ok(Some(loaded)) => tracing::info!(
+                keys = loaded.keys,
+                expired = loaded.expired,
+                skipped = loaded.skipped,
+                "DB loaded from disk"
+            ),
+            Ok(None) => {}
+            Err(message) => return Err(std::io::Error::other(message)),
+        }
         let sweeper = tokio::spawn(expiry::run(shared.clone()));
         let sampler = tokio::spawn(stats::run_sampler(shared.clone()));
         if let Some(listener) = metrics_listener {

@@ -76,6 +76,29 @@ struct Cli {
     /// [default: off]
     #[arg(long)]
     metrics_port: Option<u16>,
+
+    /// Directory of the snapshot file. [default: .]
+    #[arg(long)]
+    dir: Option<String>,
+
+    /// Snapshot file name, loaded at start and written by SAVE.
+    /// [default: dump.rdb]
+    #[arg(long)]
+    dbfilename: Option<String>,
+
+    /// LZF-compress long strings in snapshots and DUMP (yes/no). [default: yes]
+    #[arg(long)]
+    rdbcompression: Option<String>,
+
+    /// Stamp snapshots with a CRC64 (yes/no). [default: yes]
+    #[arg(long)]
+    rdbchecksum: Option<String>,
+
+    /// Load a snapshot's other keys when it holds streams or functions,
+    /// which tally does not (yes/no); each skipped key is logged.
+    /// [default: no]
+    #[arg(long)]
+    rdb_skip_unsupported: Option<String>,
 }
 
 impl Cli {
@@ -103,6 +126,11 @@ impl Cli {
         one("shards", self.shards.map(|v| v.to_string()));
         one("io-threads", self.io_threads.map(|v| v.to_string()));
         one("metrics-port", self.metrics_port.map(|v| v.to_string()));
+        one("dir", self.dir.clone());
+        one("dbfilename", self.dbfilename.clone());
+        one("rdbcompression", self.rdbcompression.clone());
+        one("rdbchecksum", self.rdbchecksum.clone());
+        one("rdb-skip-unsupported", self.rdb_skip_unsupported.clone());
         if let Some(bind) = &self.bind {
             out.push(("bind", bind.clone()));
         }

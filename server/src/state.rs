@@ -39,8 +39,10 @@ pub struct Shared {
     pub stats: Stats,
     /// When the server started (uptime).
     pub started: Instant,
-    /// Unix seconds at start (LASTSAVE: no save ever happened).
+    /// Unix seconds at start.
     pub started_unix: u64,
+    /// Snapshot state (LASTSAVE, INFO persistence).
+    pub persistence: crate::persistence::PersistenceState,
     /// The address actually bound.
     pub local_addr: Mutex<Option<SocketAddr>>,
     /// Set once shutdown began; notified to stop the listener.
@@ -107,6 +109,7 @@ impl Shared {
             pubsub: crate::pubsub::PubSub::default(),
             pause: crate::pause::ClientPause::default(),
             monitors: crate::monitor::Monitors::default(),
+            persistence: crate::persistence::PersistenceState::new(started_unix),
         };
         shared
             .scripts

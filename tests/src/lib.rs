@@ -42,6 +42,7 @@ impl TestServer {
             port: 0,
             shards: 4,
             clock: clock.clone(),
+            dir: scratch_dir(),
             ..Config::default()
         };
         adjust(&mut config);
@@ -59,6 +60,7 @@ impl TestServer {
         let handle = Server::new(Config {
             port: 0,
             shards: 4,
+            dir: scratch_dir(),
             ..Config::default()
         })
         .start()
@@ -253,6 +255,17 @@ pub struct RedisServer {
     child: Child,
     /// Where it listens.
     pub addr: SocketAddr,
+}
+
+/// A new empty directory for one server's files (`dir`), so that no test
+/// reads or writes a snapshot another left behind.
+pub fn scratch_dir() -> String {
+    static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let dir = std::env::temp_dir().join(format!("tally-test-{}-{n}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).expect("a scratch directory");
+    dir.to_string_lossy().into_owned()
 }
 
 fn free_port() -> u16 {

@@ -76,6 +76,11 @@ fn config_parameters(config: &Config) -> Vec<(&'static str, String)> {
         ("lua-native-scripts", yes_no(config.lua_native_scripts)),
         ("save", String::new()),
         ("appendonly", "no".to_string()),
+        ("dir", config.dir.clone()),
+        ("dbfilename", config.dbfilename.clone()),
+        ("rdbcompression", yes_no(config.rdbcompression)),
+        ("rdbchecksum", yes_no(config.rdbchecksum)),
+        ("rdb-skip-unsupported", yes_no(config.rdb_skip_unsupported)),
         ("daemonize", "no".to_string()),
     ]
 }

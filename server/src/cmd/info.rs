@@ -380,6 +380,8 @@ fn memory(ctx: &Ctx<'_>, totals: &ShardTotals) -> Vec<String> {
 }
 
 fn persistence(ctx: &Ctx<'_>) -> Vec<String> {
+    let state = &ctx.shared.persistence;
+    let changes = crate::persistence::changes_since_last_save(&ctx.shared.stats, state);
     vec![
         "loading:0".to_string(),
         "async_loading:0".to_string(),
@@ -389,16 +391,16 @@ fn persistence(ctx: &Ctx<'_>) -> Vec<String> {
         "current_fork_perc:0.00".to_string(),
         "current_save_keys_processed:0".to_string(),
         "current_save_keys_total:0".to_string(),
-        "rdb_changes_since_last_save:0".to_string(),
+        format!("rdb_changes_since_last_save:{changes}"),
         "rdb_bgsave_in_progress:0".to_string(),
-        format!("rdb_last_save_time:{}", ctx.shared.started_unix),
-        "rdb_last_bgsave_status:ok".to_string(),
+        format!("rdb_last_save_time:{}", load(&state.last_save_unix)),
+        format!("rdb_last_bgsave_status:{}", if state.last_save_failed.load(Ordering::Relaxed) { "err" } else { "ok" }),
         "rdb_last_bgsave_time_sec:-1".to_string(),
         "rdb_current_bgsave_time_sec:-1".to_string(),
-        "rdb_saves:0".to_string(),
+        format!("rdb_saves:{}", load(&state.saves)),
         "rdb_last_cow_size:0".to_string(),
-        "rdb_last_load_keys_expired:0".to_string(),
-        "rdb_last_load_keys_loaded:0".to_string(),
+        format!("rdb_last_load_keys_expired:{}", load(&state.last_load_expired)),
+        format!("rdb_last_load_keys_loaded:{}", load(&state.last_load_keys)),
         "aof_enabled:0".to_string(),
         "aof_rewrite_in_progress:0".to_string(),
         "aof_rewrite_scheduled:0".to_string(),

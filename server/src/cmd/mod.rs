@@ -23,6 +23,7 @@ pub mod latency;
 pub mod list;
 pub mod memory;
 pub mod multi;
+pub mod persistence;
 pub mod pubsub;
 pub mod scripting;
 pub mod server;

@@ -29,12 +29,6 @@ pub fn time(ctx: &mut Ctx<'_>, _argv: &[&[u8]]) -> Reply {
     ])
 }
 
-/// LASTSAVE: tally never saves, so this is the start time, as for a Redis
-/// that has not saved since it started.
-pub fn lastsave(ctx: &mut Ctx<'_>, _argv: &[&[u8]]) -> Reply {
-    Reply::Int(ctx.shared.started_unix as i64)
-}
-
 /// WAIT numreplicas timeout: there are no replicas, so 0 at once.
 pub fn wait(_ctx: &mut Ctx<'_>, argv: &[&[u8]]) -> Reply {
     if let Err(reply) = int_arg(argv[1]) {
@@ -47,19 +41,27 @@ pub fn wait(_ctx: &mut Ctx<'_>, argv: &[&[u8]]) -> Reply {
     }
 }
 
-/// SHUTDOWN [NOSAVE | SAVE] [NOW] [FORCE] [ABORT]: stop accepting, finish the
-/// replies owed, exit. Nothing is saved because nothing is ever persisted.
+/// SHUTDOWN [NOSAVE | SAVE] [NOW] [FORCE] [ABORT]: SAVE first saves the
+/// snapshot (a failed save refuses the shutdown unless FORCE); then stop
+/// accepting, finish the replies owed, exit.
 pub fn shutdown(ctx: &mut Ctx<'_>, argv: &[&[u8]]) -> Reply {
+    let (mut save, mut force) = (false, false);
     for arg in &argv[1..] {
         if is(arg, "abort") {
             return Reply::error("ERR No shutdown in progress.");
         }
-        if !["nosave", "save", "now", "force"]
-            .iter()
-            .any(|k| is(arg, k))
-        {
+        if is(arg, "save") {
+            save = true;
+        } else if is(arg, "force") {
+            force = true;
+        } else if !is(arg, "nosave") && !is(arg, "now") {
             return Reply::error(error::SYNTAX);
         }
+    }
+    // Without SAVE nothing is saved: tally has no `save` schedule that
+    // would make a plain SHUTDOWN save, as Redis's would.
+    if save && super::persistence::save_now(ctx.shared).is_err() && !force {
+        return Reply::error("ERR Errors trying to SHUTDOWN. Check logs.");
     }
     ctx.client.close_after_reply = true;
     ctx.shared.begin_shutdown();

@@ -9,7 +9,7 @@ use hashbrown::HashMap;
 
 use super::subcommands::*;
 use super::{
-    command, connection as conn, hash, info, keys, list, multi, pubsub, scripting, server, set,
+    command, connection as conn, hash, info, keys, list, multi, persistence, pubsub, scripting, server, set,
     string, zset, Ctx,
 };
 use crate::resp::Reply;
@@ -279,6 +279,8 @@ pub static COMMANDS: &[Command] = &[
     row("type", 2, READONLY | FAST, ONE_KEY, keys::type_of, "generic", "1.0.0", "Determines the type of value stored at a key."),
     row("rename", 3, WRITE, TWO_KEYS, keys::rename, "generic", "1.0.0", "Renames a key and overwrites the destination."),
     row("renamenx", 3, WRITE | FAST, TWO_KEYS, keys::renamenx, "generic", "1.0.0", "Renames a key only when the target key name doesn't exist."),
+    row("dump", 2, READONLY, ONE_KEY, persistence::dump, "generic", "2.6.0", "Returns a serialized representation of the value stored at a key."),
+    row("restore", -4, WRITE | DENYOOM, ONE_KEY, persistence::restore, "generic", "2.6.0", "Creates a key from the serialized representation of a value."),
     row("copy", -3, WRITE | DENYOOM, TWO_KEYS, keys::copy, "generic", "6.2.0", "Copies the value of a key to a new key."),
     row("move", 3, WRITE | FAST, ONE_KEY, keys::move_key, "generic", "1.0.0", "Moves a key to another database."),
     row("keys", 2, READONLY, NO_KEYS, keys::keys, "generic", "1.0.0", "Returns all key names that match a pattern."),
@@ -410,7 +412,8 @@ pub static COMMANDS: &[Command] = &[
     container("command", -1, "server", "2.8.13", "Returns detailed information about all commands.", COMMAND_SUBCOMMANDS, command::command),
     row("shutdown", -1, ADMIN | NOSCRIPT | LOADING | STALE | NO_MULTI | ALLOW_BUSY, NO_KEYS, server::shutdown, "server", "1.0.0", "Synchronously saves the database(s) to disk and shuts down the Redis server."),
     row("wait", 3, NOSCRIPT, NO_KEYS, server::wait, "generic", "3.0.0", "Blocks until the asynchronous replication of all preceding write commands sent by the connection is completed."),
-    row("lastsave", 1, LOADING | STALE | FAST, NO_KEYS, server::lastsave, "server", "1.0.0", "Returns the Unix timestamp of the last successful save to disk."),
+    row("lastsave", 1, LOADING | STALE | FAST, NO_KEYS, persistence::lastsave, "server", "1.0.0", "Returns the Unix timestamp of the last successful save to disk."),
+    row("save", 1, ADMIN | NOSCRIPT | NO_MULTI, NO_KEYS, persistence::save, "server", "1.0.0", "Synchronously saves the database(s) to disk."),
     container("slowlog", -2, "server", "2.2.12", "A container for slow log commands.", SLOWLOG_SUBCOMMANDS, container_without_subcommand),
     container("memory", -2, "server", "4.0.0", "A container for memory diagnostics commands.", MEMORY_SUBCOMMANDS, container_without_subcommand),
     container("latency", -2, "server", "2.8.13", "A container for latency diagnostics commands.", LATENCY_SUBCOMMANDS, container_without_subcommand),

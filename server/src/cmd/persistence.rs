@@ -1,0 +1,144 @@
+//! DUMP, RESTORE and the snapshot commands (SAVE, LASTSAVE), in Redis's
+//! RDB format (see `crate::persistence`).
+
+use std::sync::atomic::Ordering;
+
+use super::args::{is, parse_i64};
+use super::error;
+use super::Ctx;
+use crate::persistence::{self, snapshot};
+use crate::resp::Reply;
+
+/// The encodings DUMP and snapshots write: Redis 7.0's thresholds, LZF
+/// as `rdbcompression` says.
+fn encodings(ctx: &Ctx<'_>) -> tally_rdb::Encodings {
+    tally_rdb::Encodings {
+        compress: ctx.shared.config.read().rdbcompression,
+        ..tally_rdb::Encodings::default()
+    }
+}
+
+/// DUMP key
+pub fn dump(ctx: &mut Ctx<'_>, argv: &[&[u8]]) -> Reply {
+    let key = ctx.key(argv[1]);
+    let value = {
+        let mut shard = ctx.lock(key);
+        match shard.lookup_read(key, ctx.now_ms) {
+            Some(entry) => persistence::to_rdb(entry.value()),
+            None => return Reply::Nil,
+        }
+    };
+    Reply::bulk(&tally_rdb::dump(&value, &encodings(ctx)))
+}
+
+/// RESTORE key ttl serialized-value [REPLACE] [ABSTTL] [IDLETIME seconds]
+/// [FREQ frequency], checked in Redis's order: options, an existing key,
+/// the TTL, the payload's footer, its contents. IDLETIME and FREQ are
+/// checked and then have nothing to set (tally keeps no LRU/LFU data).
+pub fn restore(ctx: &mut Ctx<'_>, argv: &[&[u8]]) -> Reply {
+    let (mut replace, mut absttl) = (false, false);
+    let (mut idle_given, mut freq_given) = (false, false);
+    let mut j = 4;
+    while j < argv.len() {
+        let more = j + 1 < argv.len();
+        if is(argv[j], "replace") {
+            replace = true;
+        } else if is(argv[j], "absttl") {
+            absttl = true;
+        } else if is(argv[j], "idletime") && more && !freq_given {
+            let Some(idle) = parse_i64(argv[j + 1]) else {
+                return Reply::error(error::NOT_INTEGER);
+            };
+            if idle < 0 {
+                return Reply::error("ERR Invalid IDLETIME value, must be >= 0");
+            }
+            idle_given = true;
+            j += 1;
+        } else if is(argv[j], "freq") && more && !idle_given {
+            let Some(freq) = parse_i64(argv[j + 1]) else {
+                return Reply::error(error::NOT_INTEGER);
+            };
+            if !(0..=255).contains(&freq) {
+                return Reply::error("ERR Invalid FREQ value, must be >= 0 and <= 255");
+            }
+            freq_given = true;
+            j += 1;
+        } else {
+            return Reply::error(error::SYNTAX);
+        }
+        j += 1;
+    }
+    let key = ctx.key(argv[1]);
+    let now = ctx.now_ms;
+    let mut shard = ctx.lock(key);
+    if !replace && shard.contains(key, now) {
+        return Reply::error("BUSYKEY Target key name already exists.");
+    }
+    let ttl = match parse_i64(argv[2]) {
+        Some(ttl) if ttl < 0 => return Reply::error("ERR Invalid TTL value, must be >= 0"),
+        Some(ttl) => ttl,
+        None => return Reply::error(error::NOT_INTEGER),
+    };
+    let value = match tally_rdb::restore(argv[3]) {
+        Ok(value) => value,
+        Err(tally_rdb::Error::Checksum | tally_rdb::Error::Version(_)) => {
+            return Reply::error("ERR DUMP payload version or checksum are wrong")
+        }
+        Err(_) => return Reply::error("ERR Bad data format"),
+    };
+    let Some(value) = persistence::from_rdb(value) else {
+        return Reply::error("ERR Bad data format");
+    };
+    let expire_at = match ttl {
+        0 => 0,
+        ttl if absttl => ttl as u64,
+        ttl => (now as i64).saturating_add(ttl) as u64,
+    };
+    if expire_at != 0 && expire_at <= now {
+        // Already expired: nothing is stored (a replaced key is deleted).
+        if replace {
+            shard.remove(key, now);
+        }
+        return Reply::Ok;
+    }
+    shard.set_owned(key, value, expire_at, now);
+    Reply::Ok
+}
+
+/// SAVE: the keyspace into `dir`/`dbfilename`, now.
+pub fn save(ctx: &mut Ctx<'_>, _argv: &[&[u8]]) -> Reply {
+    match save_now(ctx.shared) {
+        Ok(()) => Reply::Ok,
+        Err(()) => Reply::error("ERR"),
+    }
+}
+
+/// Saves and records the outcome for LASTSAVE and INFO; a failure is
+/// logged, as Redis logs it.
+pub fn save_now(shared: &crate::state::Shared) -> Result<(), ()> {
+    let state = &shared.persistence;
+    // Counted before the save: writes during it are changes after it.
+    let writes = persistence::write_calls(&shared.stats);
+    match snapshot::save(shared) {
+        Ok(saved) => {
+            tracing::info!(keys = saved.keys, bytes = saved.bytes, "DB saved on disk");
+            state.writes_at_last_save.store(writes, Ordering::Relaxed);
+            state
+                .last_save_unix
+                .store(shared.clock.now_ms() / 1000, Ordering::Relaxed);
+            state.saves.fetch_add(1, Ordering::Relaxed);
+            state.last_save_failed.store(false, Ordering::Relaxed);
+            Ok(())
+        }
+        Err(e) => {
+            tracing::warn!(error = %e, path = %snapshot::path(shared).display(), "failed saving the snapshot");
+            state.last_save_failed.store(true, Ordering::Relaxed);
+            Err(())
+        }
+    }
+}
+
+/// LASTSAVE: when the last save succeeded (the start time before any).
+pub fn lastsave(ctx: &mut Ctx<'_>, _argv: &[&[u8]]) -> Reply {
+    Reply::Int(ctx.shared.persistence.last_save_unix.load(Ordering::Relaxed) as i64)
+}

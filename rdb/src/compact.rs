@@ -4,7 +4,7 @@
 //! older).
 
 use crate::encoding::canonical_int;
-use crate::Error;
+use crate::{Error, Pairs};
 
 fn corrupt(what: &str) -> Error {
     Error::Corrupt(what.to_string())
@@ -62,11 +62,15 @@ pub fn listpack_elements(blob: &[u8]) -> Result<Vec<Vec<u8>>, Error> {
             0x80..=0xbf => cursor.take((first & 0x3f) as usize)?.to_vec(),
             0xc0..=0xdf => {
                 let low = cursor.byte()? as u64;
-                signed((((first & 0x1f) as u64) << 8) | low, 13).to_string().into_bytes()
+                signed((((first & 0x1f) as u64) << 8) | low, 13)
+                    .to_string()
+                    .into_bytes()
             }
             0xe0..=0xef => {
                 let low = cursor.byte()? as usize;
-                cursor.take((((first & 0x0f) as usize) << 8) | low)?.to_vec()
+                cursor
+                    .take((((first & 0x0f) as usize) << 8) | low)?
+                    .to_vec()
             }
             0xf0 => {
                 let len = le(cursor.take(4)?) as usize;
@@ -105,7 +109,9 @@ fn backlen_size(len: u64) -> usize {
 }
 
 fn decode_backlen(bytes: &[u8]) -> u64 {
-    bytes.iter().fold(0, |acc, &b| (acc << 7) | (b & 0x7f) as u64)
+    bytes
+        .iter()
+        .fold(0, |acc, &b| (acc << 7) | (b & 0x7f) as u64)
 }
 
 /// lpEncodeBacklen: the entry's length in 7-bit groups, most significant
@@ -194,7 +200,11 @@ impl ListpackBuilder {
         let total = self.size();
         let mut out = Vec::with_capacity(total);
         out.extend_from_slice(&(total as u32).to_le_bytes());
-        let count = if self.count < u16::MAX as usize { self.count as u16 } else { u16::MAX };
+        let count = if self.count < u16::MAX as usize {
+            self.count as u16
+        } else {
+            u16::MAX
+        };
         out.extend_from_slice(&count.to_le_bytes());
         out.extend_from_slice(&self.body);
         out.push(0xff);
@@ -258,7 +268,9 @@ pub fn ziplist_elements(blob: &[u8]) -> Result<Vec<Vec<u8>>, Error> {
             0 => cursor.take((encoding & 0x3f) as usize)?.to_vec(),
             1 => {
                 let low = cursor.byte()? as usize;
-                cursor.take((((encoding & 0x3f) as usize) << 8) | low)?.to_vec()
+                cursor
+                    .take((((encoding & 0x3f) as usize) << 8) | low)?
+                    .to_vec()
             }
             2 => {
                 let b = cursor.take(4)?;
@@ -287,7 +299,7 @@ pub fn ziplist_elements(blob: &[u8]) -> Result<Vec<Vec<u8>>, Error> {
 }
 
 /// The fields and values of a zipmap (hashes from Redis 2.x files).
-pub fn zipmap_pairs(blob: &[u8]) -> Result<Vec<(Vec<u8>, Vec<u8>)>, Error> {
+pub fn zipmap_pairs(blob: &[u8]) -> Result<Pairs, Error> {
     let mut cursor = Cursor { data: blob, at: 1 };
     let read_len = |cursor: &mut Cursor<'_>| -> Result<Option<usize>, Error> {
         match cursor.byte()? {
@@ -302,7 +314,8 @@ pub fn zipmap_pairs(blob: &[u8]) -> Result<Vec<(Vec<u8>, Vec<u8>)>, Error> {
     let mut out = Vec::new();
     while let Some(field_len) = read_len(&mut cursor)? {
         let field = cursor.take(field_len)?.to_vec();
-        let value_len = read_len(&mut cursor)?.ok_or_else(|| corrupt("zipmap field without value"))?;
+        let value_len =
+            read_len(&mut cursor)?.ok_or_else(|| corrupt("zipmap field without value"))?;
         let free = cursor.byte()? as usize;
         let value = cursor.take(value_len)?.to_vec();
         cursor.take(free)?;
@@ -318,12 +331,32 @@ mod tests {
     #[test]
     fn listpacks_store_each_element_in_its_smallest_form() {
         let elements: Vec<Vec<u8>> = [
-            "0", "127", "128", "-1", "-4096", "4095", "4096", "-32768", "32767", "8388607",
-            "-8388608", "2147483647", "-2147483649", "9223372036854775807", "a", "007", "-0",
+            "0",
+            "127",
+            "128",
+            "-1",
+            "-4096",
+            "4095",
+            "4096",
+            "-32768",
+            "32767",
+            "8388607",
+            "-8388608",
+            "2147483647",
+            "-2147483649",
+            "9223372036854775807",
+            "a",
+            "007",
+            "-0",
         ]
         .iter()
         .map(|s| s.as_bytes().to_vec())
-        .chain([vec![b'x'; 63], vec![b'y'; 64], vec![b'z'; 4095], vec![b'w'; 4096]])
+        .chain([
+            vec![b'x'; 63],
+            vec![b'y'; 64],
+            vec![b'z'; 4095],
+            vec![b'w'; 4096],
+        ])
         .collect();
         let mut builder = ListpackBuilder::default();
         for e in &elements {

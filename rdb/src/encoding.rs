@@ -71,12 +71,16 @@ impl<'a> Input<'a> {
         let first = self.byte()?;
         match first >> 6 {
             LEN_6BIT => Ok(Length::Plain((first & 0x3f) as u64)),
-            LEN_14BIT => Ok(Length::Plain((((first & 0x3f) as u64) << 8) | self.byte()? as u64)),
+            LEN_14BIT => Ok(Length::Plain(
+                (((first & 0x3f) as u64) << 8) | self.byte()? as u64,
+            )),
             LEN_ENCVAL => Ok(Length::Encoded(first & 0x3f)),
             _ => match first {
                 LEN_32BIT => {
                     let b = self.bytes(4)?;
-                    Ok(Length::Plain(u32::from_be_bytes([b[0], b[1], b[2], b[3]]) as u64))
+                    Ok(Length::Plain(
+                        u32::from_be_bytes([b[0], b[1], b[2], b[3]]) as u64
+                    ))
                 }
                 LEN_64BIT => {
                     let mut b = [0u8; 8];
@@ -92,7 +96,9 @@ impl<'a> Input<'a> {
     pub fn length(&mut self) -> Result<u64, Error> {
         match self.length_or_encoding()? {
             Length::Plain(n) => Ok(n),
-            Length::Encoded(_) => Err(Error::Corrupt("a string encoding where a length belongs".into())),
+            Length::Encoded(_) => Err(Error::Corrupt(
+                "a string encoding where a length belongs".into(),
+            )),
         }
     }
 
@@ -124,16 +130,17 @@ impl<'a> Input<'a> {
                 let compressed = self.length()? as usize;
                 let plain = self.length()? as usize;
                 let data = self.bytes(compressed)?;
-                if plain == 0 {
-                    return Err(Error::Corrupt("LZF string of length 0".into()));
+                // A back-reference expands 3 bytes to at most 264: a longer
+                // claim is corruption, refused before anything is reserved.
+                if plain == 0 || plain > compressed.saturating_mul(100) + 64 {
+                    return Err(Error::Corrupt("LZF string of impossible length".into()));
                 }
-                let out = lzf::decompress(data, plain).map_err(|e| Error::Corrupt(format!("LZF: {e:?}")))?;
-                if out.len() != plain {
-                    return Err(Error::Corrupt("LZF length mismatch".into()));
-                }
-                Ok(out)
+                crate::lzf::decompress(data, plain)
+                    .ok_or_else(|| Error::Corrupt("LZF data does not decompress".into()))
             }
-            Length::Encoded(other) => Err(Error::Corrupt(format!("unknown string encoding {other}"))),
+            Length::Encoded(other) => {
+                Err(Error::Corrupt(format!("unknown string encoding {other}")))
+            }
         }
     }
 
@@ -224,14 +231,9 @@ pub fn write_string(out: &mut Vec<u8>, text: &[u8], compress: bool) {
 }
 
 fn write_lzf(out: &mut Vec<u8>, text: &[u8]) -> bool {
-    // Redis gives the compressor len-4 bytes of room: a result that does
-    // not fit is not worth it.
-    let Ok(compressed) = lzf::compress(text) else {
+    let Some(compressed) = crate::lzf::compress(text) else {
         return false;
     };
-    if compressed.is_empty() || compressed.len() > text.len().saturating_sub(4) {
-        return false;
-    }
     out.push((LEN_ENCVAL << 6) | ENC_LZF);
     write_length(out, compressed.len() as u64);
     write_length(out, text.len() as u64);

@@ -43,7 +43,7 @@ fn format_g17(value: f64) -> String {
     if negative {
         out.push('-');
     }
-    if exponent < -4 || exponent >= PRECISION {
+    if !(-4..PRECISION).contains(&exponent) {
         out.push_str(&digits[..1]);
         let fraction = digits[1..].trim_end_matches('0');
         if !fraction.is_empty() {

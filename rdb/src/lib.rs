@@ -23,6 +23,7 @@
 mod compact;
 mod encoding;
 mod float;
+mod lzf;
 mod reader;
 mod writer;
 
@@ -50,7 +51,7 @@ pub enum Value {
     /// A sorted set's members and scores, in the file's order.
     SortedSet(Vec<(Vec<u8>, f64)>),
     /// A hash's fields and values, in the file's order.
-    Hash(Vec<(Vec<u8>, Vec<u8>)>),
+    Hash(Pairs),
 }
 
 impl Value {
@@ -65,6 +66,9 @@ impl Value {
         }
     }
 }
+
+/// A hash's fields and values.
+pub type Pairs = Vec<(Vec<u8>, Vec<u8>)>;
 
 /// One key of a snapshot.
 #[derive(Debug, Clone, PartialEq)]
@@ -141,8 +145,9 @@ pub fn dump(value: &Value, encodings: &Encodings) -> Vec<u8> {
 /// be one this reader knows (up to Redis 7.2's 11) and the checksum must
 /// match ("DUMP payload version or checksum are wrong" on Redis).
 pub fn restore(payload: &[u8]) -> Result<Value, Error> {
+    // Too short for the footer: Redis reports the footer as wrong.
     if payload.len() < 10 {
-        return Err(Error::Truncated);
+        return Err(Error::Checksum);
     }
     let (body, footer) = payload.split_at(payload.len() - 10);
     let version = u16::from_le_bytes([footer[0], footer[1]]);
@@ -158,7 +163,9 @@ pub fn restore(payload: &[u8]) -> Result<Value, Error> {
     match reader::read_value(&mut input, kind)? {
         // Bytes after the value are ignored, as Redis's RESTORE does.
         reader::Decoded::Value(value) => Ok(value),
-        reader::Decoded::Unsupported(what) => Err(Error::Corrupt(format!("{what} values are not supported"))),
+        reader::Decoded::Unsupported(what) => {
+            Err(Error::Corrupt(format!("{what} values are not supported")))
+        }
     }
 }
 

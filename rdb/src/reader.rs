@@ -2,7 +2,7 @@
 
 use crate::compact::{intset_members, listpack_elements, ziplist_elements, zipmap_pairs};
 use crate::encoding::{parse_double, Input};
-use crate::{crc64, Entry, Error, Value, MAX_READ_VERSION, MIN_READ_VERSION};
+use crate::{crc64, Entry, Error, Pairs, Value, MAX_READ_VERSION, MIN_READ_VERSION};
 
 /// Value types (RDB_TYPE_*).
 pub(crate) mod types {
@@ -65,7 +65,11 @@ pub enum Item {
     Entry(Entry),
     /// A key whose value tally cannot hold (`stream`), or a
     /// function library (`function`, key empty); see [`Reader::next_item`].
-    Unsupported { db: u32, key: Vec<u8>, kind: &'static str },
+    Unsupported {
+        db: u32,
+        key: Vec<u8>,
+        kind: &'static str,
+    },
 }
 
 /// Reads a whole RDB file held in memory.
@@ -93,7 +97,13 @@ impl<'a> Reader<'a> {
         }
         let mut input = Input::new(data);
         input.bytes(9)?;
-        Ok(Reader { input, data, version, db: 0, done: false })
+        Ok(Reader {
+            input,
+            data,
+            version,
+            db: 0,
+            done: false,
+        })
     }
 
     /// The file's RDB version.
@@ -156,22 +166,37 @@ impl<'a> Reader<'a> {
                 }
                 opcodes::FUNCTION2 => {
                     self.input.string()?;
-                    return Ok(Some(Item::Unsupported { db: self.db, key: Vec::new(), kind: "function" }));
+                    return Ok(Some(Item::Unsupported {
+                        db: self.db,
+                        key: Vec::new(),
+                        kind: "function",
+                    }));
                 }
                 opcodes::FUNCTION_PRE_GA | opcodes::MODULE_AUX => {
-                    return Err(Error::Corrupt(format!("opcode {opcode} (modules or pre-release functions) is not supported")));
+                    return Err(Error::Corrupt(format!(
+                        "opcode {opcode} (modules or pre-release functions) is not supported"
+                    )));
                 }
                 kind => {
                     let key = self.input.string()?;
                     return match read_value(&mut self.input, kind)? {
-                        Decoded::Value(value) => Ok(Some(Item::Entry(Entry { db: self.db, key, value, expire_at_ms }))),
+                        Decoded::Value(value) => Ok(Some(Item::Entry(Entry {
+                            db: self.db,
+                            key,
+                            value,
+                            expire_at_ms,
+                        }))),
                         // A module value's bytes only its module can parse:
                         // nothing after it can be read.
                         Decoded::Unsupported("module") => Err(Error::Corrupt(format!(
                             "key '{}' holds a module value, which tally cannot load",
                             String::from_utf8_lossy(&key)
                         ))),
-                        Decoded::Unsupported(what) => Ok(Some(Item::Unsupported { db: self.db, key, kind: what })),
+                        Decoded::Unsupported(what) => Ok(Some(Item::Unsupported {
+                            db: self.db,
+                            key,
+                            kind: what,
+                        })),
                     };
                 }
             }
@@ -222,7 +247,11 @@ pub(crate) fn read_value(input: &mut Input<'_>, kind: u8) -> Result<Decoded, Err
             let mut members = Vec::with_capacity(n);
             for _ in 0..n {
                 let member = input.string()?;
-                let score = if kind == ZSET { input.text_double()? } else { input.binary_double()? };
+                let score = if kind == ZSET {
+                    input.text_double()?
+                } else {
+                    input.binary_double()?
+                };
                 if score.is_nan() {
                     return Err(Error::Corrupt("NaN score".into()));
                 }
@@ -232,8 +261,17 @@ pub(crate) fn read_value(input: &mut Input<'_>, kind: u8) -> Result<Decoded, Err
         }
         ZSET_ZIPLIST | ZSET_LISTPACK => {
             let blob = input.string()?;
-            let flat = if kind == ZSET_ZIPLIST { ziplist_elements(&blob)? } else { listpack_elements(&blob)? };
-            Value::SortedSet(pairs(flat)?.into_iter().map(|(m, s)| Ok((m, score(&s)?))).collect::<Result<_, Error>>()?)
+            let flat = if kind == ZSET_ZIPLIST {
+                ziplist_elements(&blob)?
+            } else {
+                listpack_elements(&blob)?
+            };
+            Value::SortedSet(
+                pairs(flat)?
+                    .into_iter()
+                    .map(|(m, s)| Ok((m, score(&s)?)))
+                    .collect::<Result<_, Error>>()?,
+            )
         }
         HASH => {
             let n = input.count(2)?;
@@ -298,9 +336,11 @@ fn skip_stream(input: &mut Input<'_>, kind: u8) -> Result<(), Error> {
     Ok(())
 }
 
-fn pairs(flat: Vec<Vec<u8>>) -> Result<Vec<(Vec<u8>, Vec<u8>)>, Error> {
+fn pairs(flat: Vec<Vec<u8>>) -> Result<Pairs, Error> {
     if flat.len() % 2 != 0 {
-        return Err(Error::Corrupt("odd number of elements in a pair container".into()));
+        return Err(Error::Corrupt(
+            "odd number of elements in a pair container".into(),
+        ));
     }
     let mut out = Vec::with_capacity(flat.len() / 2);
     let mut items = flat.into_iter();

@@ -61,7 +61,9 @@ fn encode_value(out: &mut Vec<u8>, value: &Value, enc: &Encodings) -> u8 {
             let mut nodes: Vec<Vec<u8>> = Vec::new();
             let mut node = ListpackBuilder::default();
             for item in items {
-                if node.len() > 0 && node.size() + item.len() + NODE_ENTRY_OVERHEAD > enc.list_max_listpack_bytes {
+                if node.len() > 0
+                    && node.size() + item.len() + NODE_ENTRY_OVERHEAD > enc.list_max_listpack_bytes
+                {
                     nodes.push(std::mem::take(&mut node).finish());
                 }
                 node.push(item);
@@ -94,7 +96,9 @@ fn encode_value(out: &mut Vec<u8>, value: &Value, enc: &Encodings) -> u8 {
         }
         Value::SortedSet(members) => {
             let small = members.len() <= enc.zset_max_listpack_entries
-                && members.iter().all(|(m, _)| m.len() <= enc.zset_max_listpack_value);
+                && members
+                    .iter()
+                    .all(|(m, _)| m.len() <= enc.zset_max_listpack_value);
             if small {
                 // In score order, as the listpack keeps them.
                 let mut sorted: Vec<&(Vec<u8>, f64)> = members.iter().collect();
@@ -124,9 +128,9 @@ fn encode_value(out: &mut Vec<u8>, value: &Value, enc: &Encodings) -> u8 {
         }
         Value::Hash(fields) => {
             let small = fields.len() <= enc.hash_max_listpack_entries
-                && fields
-                    .iter()
-                    .all(|(f, v)| f.len() <= enc.hash_max_listpack_value && v.len() <= enc.hash_max_listpack_value);
+                && fields.iter().all(|(f, v)| {
+                    f.len() <= enc.hash_max_listpack_value && v.len() <= enc.hash_max_listpack_value
+                });
             if small {
                 let mut lp = ListpackBuilder::default();
                 for (field, value) in fields {
@@ -161,8 +165,15 @@ impl Writer {
     /// A file with Redis 7.0's header; `checksum` false writes a zero
     /// trailer (`rdbchecksum no`).
     pub fn new(encodings: Encodings, checksum: bool) -> Writer {
-        let mut writer = Writer { buffer: Vec::new(), crc: 0, encodings, checksum };
-        writer.buffer.extend_from_slice(format!("REDIS{RDB_VERSION:04}").as_bytes());
+        let mut writer = Writer {
+            buffer: Vec::new(),
+            crc: 0,
+            encodings,
+            checksum,
+        };
+        writer
+            .buffer
+            .extend_from_slice(format!("REDIS{RDB_VERSION:04}").as_bytes());
         writer
     }
 

@@ -437,7 +437,14 @@ impl Config {
                     );
                 }
             }
-            "dir" => self.dir = one()?.to_string(),
+            "dir" => {
+                let dir = one()?;
+                // Redis chdirs there: a directory that is not there is refused.
+                if !std::path::Path::new(dir).is_dir() {
+                    return Err("No such file or directory".to_string());
+                }
+                self.dir = dir.to_string()
+            }
             "dbfilename" => {
                 let name = one()?;
                 // Redis refuses a path: the file lives in `dir`.

@@ -394,12 +394,22 @@ fn persistence(ctx: &Ctx<'_>) -> Vec<String> {
         format!("rdb_changes_since_last_save:{changes}"),
         "rdb_bgsave_in_progress:0".to_string(),
         format!("rdb_last_save_time:{}", load(&state.last_save_unix)),
-        format!("rdb_last_bgsave_status:{}", if state.last_save_failed.load(Ordering::Relaxed) { "err" } else { "ok" }),
+        format!(
+            "rdb_last_bgsave_status:{}",
+            if state.last_save_failed.load(Ordering::Relaxed) {
+                "err"
+            } else {
+                "ok"
+            }
+        ),
         "rdb_last_bgsave_time_sec:-1".to_string(),
         "rdb_current_bgsave_time_sec:-1".to_string(),
         format!("rdb_saves:{}", load(&state.saves)),
         "rdb_last_cow_size:0".to_string(),
-        format!("rdb_last_load_keys_expired:{}", load(&state.last_load_expired)),
+        format!(
+            "rdb_last_load_keys_expired:{}",
+            load(&state.last_load_expired)
+        ),
         format!("rdb_last_load_keys_loaded:{}", load(&state.last_load_keys)),
         "aof_enabled:0".to_string(),
         "aof_rewrite_in_progress:0".to_string(),

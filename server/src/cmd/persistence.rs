@@ -109,13 +109,13 @@ pub fn restore(ctx: &mut Ctx<'_>, argv: &[&[u8]]) -> Reply {
 pub fn save(ctx: &mut Ctx<'_>, _argv: &[&[u8]]) -> Reply {
     match save_now(ctx.shared) {
         Ok(()) => Reply::Ok,
-        Err(()) => Reply::error("ERR"),
+        Err(_) => Reply::error("ERR"),
     }
 }
 
 /// Saves and records the outcome for LASTSAVE and INFO; a failure is
-/// logged, as Redis logs it.
-pub fn save_now(shared: &crate::state::Shared) -> Result<(), ()> {
+/// logged, as Redis logs it, and returned.
+pub fn save_now(shared: &crate::state::Shared) -> std::io::Result<()> {
     let state = &shared.persistence;
     // Counted before the save: writes during it are changes after it.
     let writes = persistence::write_calls(&shared.stats);
@@ -133,12 +133,17 @@ pub fn save_now(shared: &crate::state::Shared) -> Result<(), ()> {
         Err(e) => {
             tracing::warn!(error = %e, path = %snapshot::path(shared).display(), "failed saving the snapshot");
             state.last_save_failed.store(true, Ordering::Relaxed);
-            Err(())
+            Err(e)
         }
     }
 }
 
 /// LASTSAVE: when the last save succeeded (the start time before any).
 pub fn lastsave(ctx: &mut Ctx<'_>, _argv: &[&[u8]]) -> Reply {
-    Reply::Int(ctx.shared.persistence.last_save_unix.load(Ordering::Relaxed) as i64)
+    Reply::Int(
+        ctx.shared
+            .persistence
+            .last_save_unix
+            .load(Ordering::Relaxed) as i64,
+    )
 }

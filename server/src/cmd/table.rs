@@ -9,8 +9,8 @@ use hashbrown::HashMap;
 
 use super::subcommands::*;
 use super::{
-    command, connection as conn, hash, info, keys, list, multi, persistence, pubsub, scripting, server, set,
-    string, zset, Ctx,
+    command, connection as conn, hash, info, keys, list, multi, persistence, pubsub, scripting,
+    server, set, string, zset, Ctx,
 };
 use crate::resp::Reply;
 

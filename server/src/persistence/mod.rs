@@ -54,7 +54,9 @@ pub fn write_calls(stats: &Stats) -> u64 {
         .filter(|(_, command)| command.flags & flags::WRITE != 0)
         .map(|(index, _)| {
             let c = &stats.commands[index];
-            c.calls.load(Ordering::Relaxed).saturating_sub(c.failed_calls.load(Ordering::Relaxed))
+            c.calls
+                .load(Ordering::Relaxed)
+                .saturating_sub(c.failed_calls.load(Ordering::Relaxed))
         })
         .sum()
 }

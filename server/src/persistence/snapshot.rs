@@ -44,7 +44,11 @@ pub fn save(shared: &Shared) -> std::io::Result<Saved> {
         Ok(saved) => {
             std::fs::rename(&temp, &target)?;
             // The rename is durable once the directory is.
-            if let Ok(handle) = File::open(if dir.as_os_str().is_empty() { Path::new(".") } else { &dir }) {
+            if let Ok(handle) = File::open(if dir.as_os_str().is_empty() {
+                Path::new(".")
+            } else {
+                &dir
+            }) {
                 let _ = handle.sync_all();
             }
             Ok(saved)
@@ -61,14 +65,23 @@ fn write_file(shared: &Shared, temp: &Path) -> std::io::Result<Saved> {
         let config = shared.config.read();
         (config.rdbcompression, config.rdbchecksum)
     };
-    let encodings = Encodings { compress, ..Encodings::default() };
+    let encodings = Encodings {
+        compress,
+        ..Encodings::default()
+    };
     let mut file = File::create(temp)?;
     let mut writer = Writer::new(encodings, checksum);
     let now_ms = shared.clock.now_ms();
-    writer.aux("redis-ver", crate::cmd::connection::REDIS_VERSION.as_bytes());
+    writer.aux(
+        "redis-ver",
+        crate::cmd::connection::REDIS_VERSION.as_bytes(),
+    );
     writer.aux("redis-bits", b"64");
     writer.aux("ctime", (now_ms / 1000).to_string().as_bytes());
-    writer.aux("used-mem", shared.store.used_memory().to_string().as_bytes());
+    writer.aux(
+        "used-mem",
+        shared.store.used_memory().to_string().as_bytes(),
+    );
     writer.aux("aof-base", b"0");
     let store = &shared.store;
     // Every shard of every database, in the order every multi-shard lock
@@ -76,7 +89,9 @@ fn write_file(shared: &Shared, temp: &Path) -> std::io::Result<Saved> {
     let guards: Vec<Vec<_>> = (0..store.databases())
         .map(|db| {
             let database = store.db(db);
-            (0..database.shard_count()).map(|s| database.lock_shard(s)).collect()
+            (0..database.shard_count())
+                .map(|s| database.lock_shard(s))
+                .collect()
         })
         .collect();
     let mut keys = 0u64;
@@ -137,7 +152,10 @@ pub fn load(shared: &Shared, skip_unsupported: bool) -> Result<Option<Loaded>, S
     let now_ms = shared.clock.now_ms();
     let mut loaded = Loaded::default();
     let store = &shared.store;
-    while let Some(item) = reader.next_item().map_err(|e| format!("{}: {e}", file.display()))? {
+    while let Some(item) = reader
+        .next_item()
+        .map_err(|e| format!("{}: {e}", file.display()))?
+    {
         match item {
             Item::Entry(entry) => {
                 let db = entry.db as usize;
@@ -176,7 +194,13 @@ pub fn load(shared: &Shared, skip_unsupported: bool) -> Result<Option<Loaded>, S
             Item::Aux(..) | Item::ResizeDb { .. } => {}
         }
     }
-    shared.persistence.last_load_keys.store(loaded.keys, Ordering::Relaxed);
-    shared.persistence.last_load_expired.store(loaded.expired, Ordering::Relaxed);
+    shared
+        .persistence
+        .last_load_keys
+        .store(loaded.keys, Ordering::Relaxed);
+    shared
+        .persistence
+        .last_load_expired
+        .store(loaded.expired, Ordering::Relaxed);
     Ok(Some(loaded))
 }

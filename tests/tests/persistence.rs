@@ -1,0 +1,476 @@
+//! Redis's RDB format both ways: DUMP payloads byte for byte, RESTORE of
+//! each server's payloads into the other, SAVE files that redis-check-rdb
+//! accepts and redis-server loads, Redis's files loaded by tally at start,
+//! and damaged files refused.
+
+use std::net::SocketAddr;
+use std::path::Path;
+
+use redis::AsyncCommands;
+use tally_server::{Config, Server};
+use tally_tests::{assert_no_mismatch, compare_streams, RedisServer, TestServer};
+
+/// Commands that build one key of every type in every encoding tally and
+/// Redis 7.0 choose alike, plus the large forms (hashtable, skiplist).
+fn fill_commands() -> Vec<Vec<Vec<u8>>> {
+    let mut commands: Vec<Vec<Vec<u8>>> = [
+        "SET str hello",
+        "SET int 12345",
+        "SET neg -7",
+        "SET wide 9223372036854775807",
+        "SET vol v PX 900000",
+        "RPUSH list a b 1 2 -300 70000 -9223372036854775808",
+        "SADD ints 1 2 3 -5 100000",
+        "HSET hash f1 v1 f2 2 f3 -3",
+        "ZADD zset 1 a 2.5 b -3 c 0.1 d 1e20 e",
+    ]
+    .iter()
+    .map(|line| tally_tests::words(line))
+    .collect();
+    let long = "x".repeat(100);
+    commands.push(tally_tests::words(&format!("SET long {long}")));
+    commands.push(tally_tests::words(&format!("HSET widehash f {long}")));
+    let mut big_list = vec![b"RPUSH".to_vec(), b"biglist".to_vec()];
+    let mut big_set = vec![b"SADD".to_vec(), b"bigset".to_vec()];
+    let mut big_hash = vec![b"HSET".to_vec(), b"bighash".to_vec()];
+    let mut big_zset = vec![b"ZADD".to_vec(), b"bigzset".to_vec()];
+    for i in 0..3000 {
+        big_list.push(format!("element-{i}").into_bytes());
+        big_set.push(format!("member-{i}").into_bytes());
+        big_hash.push(format!("field-{i}").into_bytes());
+        big_hash.push(format!("{i}").into_bytes());
+        big_zset.push(format!("{}", i as f64 / 7.0).into_bytes());
+        big_zset.push(format!("m{i}").into_bytes());
+    }
+    commands.extend([big_list, big_set, big_hash, big_zset]);
+    commands
+}
+
+/// Keys whose DUMP must be byte-identical: those whose encoding keeps an
+/// order both servers share (not hashtable sets and hashes).
+const SAME_BYTES: &[&str] = &[
+    "str", "int", "neg", "wide", "vol", "list", "ints", "hash", "zset", "long", "widehash",
+    "biglist", "bigzset",
+];
+
+const ALL_KEYS: &[&str] = &[
+    "str", "int", "neg", "wide", "vol", "list", "ints", "hash", "zset", "long", "widehash",
+    "biglist", "bigset", "bighash", "bigzset",
+];
+
+async fn connect(addr: SocketAddr) -> redis::aio::MultiplexedConnection {
+    redis::Client::open(format!("redis://{addr}/"))
+        .expect("client")
+        .get_multiplexed_async_connection()
+        .await
+        .expect("connection")
+}
+
+async fn run(conn: &mut redis::aio::MultiplexedConnection, args: &[Vec<u8>]) -> redis::Value {
+    let mut cmd = redis::cmd(std::str::from_utf8(&args[0]).expect("name"));
+    for arg in &args[1..] {
+        cmd.arg(arg.as_slice());
+    }
+    cmd.query_async(conn).await.expect("command")
+}
+
+/// A key's contents in a form that does not depend on the server's order:
+/// type, sorted elements, and whether it has a TTL.
+async fn contents(conn: &mut redis::aio::MultiplexedConnection, key: &str) -> String {
+    let kind: String = redis::cmd("TYPE")
+        .arg(key)
+        .query_async(conn)
+        .await
+        .expect("TYPE");
+    let ttl: i64 = conn.pttl(key).await.expect("PTTL");
+    let body = match kind.as_str() {
+        "string" => {
+            let v: Vec<u8> = conn.get(key).await.expect("GET");
+            String::from_utf8_lossy(&v).into_owned()
+        }
+        "list" => format!(
+            "{:?}",
+            conn.lrange::<_, Vec<String>>(key, 0, -1)
+                .await
+                .expect("LRANGE")
+        ),
+        "set" => {
+            let mut members: Vec<String> = conn.smembers(key).await.expect("SMEMBERS");
+            members.sort();
+            format!("{members:?}")
+        }
+        "hash" => {
+            let mut fields: Vec<(String, String)> = conn.hgetall(key).await.expect("HGETALL");
+            fields.sort();
+            format!("{fields:?}")
+        }
+        "zset" => format!(
+            "{:?}",
+            conn.zrange_withscores::<_, Vec<(String, String)>>(key, 0, -1)
+                .await
+                .expect("ZRANGE")
+        ),
+        other => other.to_string(),
+    };
+    format!("{key} {kind} ttl={} {body}", ttl > 0)
+}
+
+async fn all_contents(addr: SocketAddr, db: i64) -> Vec<String> {
+    let mut conn = connect(addr).await;
+    let _: () = redis::cmd("SELECT")
+        .arg(db)
+        .query_async(&mut conn)
+        .await
+        .expect("SELECT");
+    let mut keys: Vec<String> = conn.keys("*").await.expect("KEYS");
+    keys.sort();
+    let mut out = Vec::new();
+    for key in keys {
+        out.push(contents(&mut conn, &key).await);
+    }
+    out
+}
+
+async fn fill(addr: SocketAddr) {
+    let mut conn = connect(addr).await;
+    for command in fill_commands() {
+        run(&mut conn, &command).await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn dump_payloads_are_redis_s_bytes() {
+    let Some(redis) = RedisServer::start() else {
+        return;
+    };
+    let tally = TestServer::start_real_clock().await;
+    fill(redis.addr).await;
+    fill(tally.addr()).await;
+    let commands: Vec<Vec<Vec<u8>>> = SAME_BYTES
+        .iter()
+        .map(|key| vec![b"DUMP".to_vec(), key.as_bytes().to_vec()])
+        .chain([vec![b"DUMP".to_vec(), b"nokey".to_vec()]])
+        .collect();
+    assert_no_mismatch(&compare_streams(redis.addr, tally.addr(), &commands).await);
+}
+
+/// DUMP on one server, RESTORE on the other: the same contents, both ways.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn payloads_restore_across_both_servers() {
+    let Some(redis) = RedisServer::start() else {
+        return;
+    };
+    let tally = TestServer::start_real_clock().await;
+    fill(redis.addr).await;
+    fill(tally.addr()).await;
+    for (from, to) in [(redis.addr, tally.addr()), (tally.addr(), redis.addr)] {
+        let mut source = connect(from).await;
+        let mut target = connect(to).await;
+        for key in ALL_KEYS {
+            let payload: Vec<u8> = redis::cmd("DUMP")
+                .arg(key)
+                .query_async(&mut source)
+                .await
+                .expect("DUMP");
+            let ttl: i64 = source.pttl(key).await.expect("PTTL");
+            let copy = format!("copy:{key}");
+            let _: () = redis::cmd("RESTORE")
+                .arg(&copy)
+                .arg(ttl.max(0))
+                .arg(payload)
+                .query_async(&mut target)
+                .await
+                .expect("RESTORE");
+            let original = contents(&mut source, key).await;
+            let restored = contents(&mut target, &copy).await.replacen("copy:", "", 1);
+            assert_eq!(restored, original, "{from} -> {to}");
+        }
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn restore_refuses_what_redis_refuses() {
+    let Some(redis) = RedisServer::start() else {
+        return;
+    };
+    let tally = TestServer::start_real_clock().await;
+    let mut conn = connect(redis.addr).await;
+    let _: () = conn.set("k", "v").await.expect("SET");
+    let good: Vec<u8> = redis::cmd("DUMP")
+        .arg("k")
+        .query_async(&mut conn)
+        .await
+        .expect("DUMP");
+    let mut bad_crc = good.clone();
+    let last = bad_crc.len() - 1;
+    bad_crc[last] ^= 0xff;
+    let mut future_version = good.clone();
+    let at = future_version.len() - 10;
+    future_version[at] = 12;
+    let b = |s: &str| s.as_bytes().to_vec();
+    let commands: Vec<Vec<Vec<u8>>> = vec![
+        vec![b("SET"), b("taken"), b("1")],
+        vec![b("RESTORE"), b("taken"), b("0"), good.clone()],
+        vec![b("RESTORE"), b("taken"), b("0"), good.clone(), b("REPLACE")],
+        vec![b("GET"), b("taken")],
+        vec![b("RESTORE"), b("a"), b("-1"), good.clone()],
+        vec![b("RESTORE"), b("a"), b("x"), good.clone()],
+        vec![b("RESTORE"), b("a"), b("0"), bad_crc],
+        vec![b("RESTORE"), b("a"), b("0"), future_version],
+        vec![b("RESTORE"), b("a"), b("0"), b("short")],
+        vec![b("RESTORE"), b("a"), b("0"), good.clone(), b("BOGUS")],
+        vec![
+            b("RESTORE"),
+            b("a"),
+            b("0"),
+            good.clone(),
+            b("IDLETIME"),
+            b("-1"),
+        ],
+        vec![
+            b("RESTORE"),
+            b("a"),
+            b("0"),
+            good.clone(),
+            b("FREQ"),
+            b("256"),
+        ],
+        vec![
+            b("RESTORE"),
+            b("a"),
+            b("0"),
+            good.clone(),
+            b("IDLETIME"),
+            b("5"),
+            b("FREQ"),
+            b("5"),
+        ],
+        vec![
+            b("RESTORE"),
+            b("a"),
+            b("0"),
+            good.clone(),
+            b("IDLETIME"),
+            b("10"),
+        ],
+        vec![b("GET"), b("a")],
+        // An absolute TTL in the past: OK, and nothing stored.
+        vec![
+            b("RESTORE"),
+            b("gone"),
+            b("1000"),
+            good.clone(),
+            b("ABSTTL"),
+        ],
+        vec![b("EXISTS"), b("gone")],
+        vec![b("RESTORE"), b("later"), b("100000"), good.clone()],
+        vec![b("TTL"), b("later")],
+        vec![b("SET"), b("s"), b("x")],
+        vec![b("DUMP")],
+        vec![b("RESTORE"), b("k2"), b("0")],
+    ];
+    assert_no_mismatch(&compare_streams(redis.addr, tally.addr(), &commands).await);
+}
+
+async fn save(addr: SocketAddr) {
+    let mut conn = connect(addr).await;
+    let _: () = redis::cmd("SAVE")
+        .query_async(&mut conn)
+        .await
+        .expect("SAVE");
+}
+
+fn check_rdb(path: &Path) {
+    let output = std::process::Command::new("redis-check-rdb")
+        .arg(path)
+        .output()
+        .expect("redis-check-rdb runs");
+    let text = String::from_utf8_lossy(&output.stdout);
+    assert!(text.contains("RDB looks OK"), "{text}");
+}
+
+/// tally's SAVE: redis-check-rdb accepts it and redis-server loads the same
+/// contents, in every database.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn tally_s_snapshot_loads_in_redis() {
+    let tally = TestServer::start_real_clock().await;
+    fill(tally.addr()).await;
+    let mut conn = connect(tally.addr()).await;
+    let _: () = redis::cmd("SELECT")
+        .arg(3)
+        .query_async(&mut conn)
+        .await
+        .expect("SELECT");
+    let _: () = conn.set("in-db-3", "yes").await.expect("SET");
+    save(tally.addr()).await;
+    let dir = tally.handle.shared().config.read().dir.clone();
+    let file = Path::new(&dir).join("dump.rdb");
+    if std::process::Command::new("redis-check-rdb")
+        .arg("--version")
+        .output()
+        .is_err()
+    {
+        assert!(
+            std::env::var_os("CI").is_none(),
+            "redis-check-rdb is required in CI"
+        );
+        return;
+    }
+    check_rdb(&file);
+    let Some(redis) = RedisServer::start_with(&["--dir", &dir, "--dbfilename", "dump.rdb"]) else {
+        return;
+    };
+    for db in [0, 3] {
+        assert_eq!(
+            all_contents(redis.addr, db).await,
+            all_contents(tally.addr(), db).await,
+            "db {db}"
+        );
+    }
+}
+
+/// redis-server's SAVE, loaded by tally at start: the same contents; keys
+/// that expired in the file are dropped.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn redis_s_snapshot_loads_in_tally() {
+    let dir = tally_tests::scratch_dir();
+    let Some(redis) = RedisServer::start_with(&["--dir", &dir, "--dbfilename", "dump.rdb"]) else {
+        return;
+    };
+    fill(redis.addr).await;
+    let mut conn = connect(redis.addr).await;
+    let _: () = redis::cmd("SET")
+        .arg("soon")
+        .arg("x")
+        .arg("PX")
+        .arg(50)
+        .query_async(&mut conn)
+        .await
+        .expect("SET");
+    let _: () = redis::cmd("SELECT")
+        .arg(2)
+        .query_async(&mut conn)
+        .await
+        .expect("SELECT");
+    let _: () = conn.set("in-db-2", "yes").await.expect("SET");
+    save(redis.addr).await;
+    tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    let tally = Server::new(Config {
+        port: 0,
+        dir: dir.clone(),
+        ..Config::default()
+    })
+    .start()
+    .await
+    .expect("tally starts with Redis's file");
+    let _: () = redis::cmd("DEL")
+        .arg("soon")
+        .query_async(&mut connect(redis.addr).await)
+        .await
+        .expect("DEL");
+    for db in [0, 2] {
+        assert_eq!(
+            all_contents(tally.local_addr(), db).await,
+            all_contents(redis.addr, db).await,
+            "db {db}"
+        );
+    }
+    let info: String = redis::cmd("INFO")
+        .arg("persistence")
+        .query_async(&mut connect(tally.local_addr()).await)
+        .await
+        .expect("INFO");
+    assert!(info.contains("rdb_last_load_keys_expired:1\r\n"), "{info}");
+    assert!(info.contains("rdb_last_load_keys_loaded:16\r\n"), "{info}");
+    tally.shutdown().await;
+}
+
+/// A file whose checksum does not match, or that ends early, stops the
+/// start with a clear error; nothing is half-loaded.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_damaged_snapshot_is_refused_at_start() {
+    let tally = TestServer::start_real_clock().await;
+    fill(tally.addr()).await;
+    save(tally.addr()).await;
+    let dir = tally.handle.shared().config.read().dir.clone();
+    let file = Path::new(&dir).join("dump.rdb");
+    let good = std::fs::read(&file).expect("the snapshot");
+    for (damage, expected) in [
+        (
+            {
+                let mut bytes = good.clone();
+                bytes[good.len() / 2] ^= 0x55;
+                bytes
+            },
+            "",
+        ),
+        (good[..good.len() - 20].to_vec(), ""),
+        (b"NOTREDIS".to_vec(), "Wrong signature"),
+    ] {
+        std::fs::write(&file, &damage).expect("write");
+        let error = match Server::new(Config {
+            port: 0,
+            dir: dir.clone(),
+            ..Config::default()
+        })
+        .start()
+        .await
+        {
+            Ok(_) => panic!("a damaged file was loaded"),
+            Err(error) => error.to_string(),
+        };
+        assert!(
+            error.contains("dump.rdb") && error.contains(expected),
+            "{error}"
+        );
+    }
+}
+
+/// SAVE writes a temporary file and renames it: a save that cannot write
+/// leaves the previous file as it was, answers -ERR and says so in INFO.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_failed_save_keeps_the_previous_file() {
+    let tally = TestServer::start_real_clock().await;
+    let mut conn = connect(tally.addr()).await;
+    let _: () = conn.set("a", "1").await.expect("SET");
+    save(tally.addr()).await;
+    let dir = tally.handle.shared().config.read().dir.clone();
+    let file = Path::new(&dir).join("dump.rdb");
+    let before = std::fs::read(&file).expect("the snapshot");
+    let lastsave: i64 = redis::cmd("LASTSAVE")
+        .query_async(&mut conn)
+        .await
+        .expect("LASTSAVE");
+    let _: () = conn.set("b", "2").await.expect("SET");
+    // A directory that disappears after CONFIG SET: the save cannot write.
+    let doomed = format!("{dir}/doomed");
+    std::fs::create_dir(&doomed).expect("mkdir");
+    let _: () = redis::cmd("CONFIG")
+        .arg("SET")
+        .arg("dir")
+        .arg(&doomed)
+        .query_async(&mut conn)
+        .await
+        .expect("CONFIG SET");
+    std::fs::remove_dir(&doomed).expect("rmdir");
+    let reply: redis::RedisResult<()> = redis::cmd("SAVE").query_async(&mut conn).await;
+    assert!(reply.is_err());
+    assert_eq!(std::fs::read(&file).expect("the snapshot"), before);
+    let info: String = redis::cmd("INFO")
+        .arg("persistence")
+        .query_async(&mut conn)
+        .await
+        .expect("INFO");
+    assert!(info.contains("rdb_last_bgsave_status:err\r\n"), "{info}");
+    assert!(info.contains("rdb_changes_since_last_save:1\r\n"), "{info}");
+    let after: i64 = redis::cmd("LASTSAVE")
+        .query_async(&mut conn)
+        .await
+        .expect("LASTSAVE");
+    assert_eq!(after, lastsave);
+    let leftovers: Vec<_> = std::fs::read_dir(&dir)
+        .expect("dir")
+        .map(|e| e.expect("entry").file_name())
+        .collect();
+    assert_eq!(leftovers, vec![std::ffi::OsString::from("dump.rdb")]);
+}

@@ -356,3 +356,28 @@ fn build_lua_value(lua: &mlua::Lua, data: &[u8]) -> Option<mlua::Value> {
     }
     stack.pop()
 }
+
+/// RESTORE payloads and snapshot files as an attacker may send them: the
+/// reader never panics nor over-allocates; a payload it accepts dumps
+/// again into one that restores, and dumping is stable from then on; the
+/// store accepts what the reader gives. The same bytes are also read as
+/// the body of an RDB 10 file.
+pub fn rdb(data: &[u8]) {
+    if let Ok(value) = tally_rdb::restore(data) {
+        let encodings = tally_rdb::Encodings::default();
+        let again = tally_rdb::restore(&tally_rdb::dump(&value, &encodings))
+            .expect("a dump of an accepted payload restores");
+        let first = tally_rdb::dump(&again, &encodings);
+        let second = tally_rdb::dump(
+            &tally_rdb::restore(&first).expect("a dump restores"),
+            &encodings,
+        );
+        assert_eq!(first, second, "dumping is not stable");
+        let _ = crate::persistence::from_rdb(value);
+    }
+    let mut file = b"REDIS0010".to_vec();
+    file.extend_from_slice(data);
+    if let Ok(mut reader) = tally_rdb::Reader::new(&file) {
+        while let Ok(Some(_)) = reader.next_item() {}
+    }
+}

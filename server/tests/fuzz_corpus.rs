@@ -112,3 +112,8 @@ fn config() {
 fn lua_values() {
     replay("lua_values", fuzzing::lua_values);
 }
+
+#[test]
+fn rdb() {
+    replay("rdb", fuzzing::rdb);
+}

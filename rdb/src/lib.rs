@@ -28,7 +28,7 @@ mod reader;
 mod writer;
 
 pub use reader::{Item, Reader};
-pub use writer::{Encodings, Writer};
+pub use writer::{encode_entry, Encodings, Writer};
 
 /// The RDB version Redis 7.0 writes (and DUMP payloads carry).
 pub const RDB_VERSION: u16 = 10;

@@ -151,6 +151,26 @@ fn encode_value(out: &mut Vec<u8>, value: &Value, enc: &Encodings) -> u8 {
     }
 }
 
+/// One key as a file holds it: its expiry (ms) if volatile, its type, the
+/// key and the value.
+pub fn encode_entry(
+    out: &mut Vec<u8>,
+    key: &[u8],
+    value: &Value,
+    expire_at_ms: Option<u64>,
+    encodings: &Encodings,
+) {
+    if let Some(at) = expire_at_ms {
+        out.push(opcodes::EXPIRETIME_MS);
+        out.extend_from_slice(&at.to_le_bytes());
+    }
+    let mut body = Vec::new();
+    let kind = encode_value(&mut body, value, encodings);
+    out.push(kind);
+    write_string(out, key, encodings.compress);
+    out.extend_from_slice(&body);
+}
+
 /// Writes an RDB file into a byte sink, section by section, keeping the
 /// running CRC64: header and AUX fields, then per database SELECTDB,
 /// RESIZEDB and its keys, then EOF and the checksum.
@@ -195,15 +215,13 @@ impl Writer {
 
     /// One key: its expiry (ms) if volatile, its type, key and value.
     pub fn entry(&mut self, key: &[u8], value: &Value, expire_at_ms: Option<u64>) {
-        if let Some(at) = expire_at_ms {
-            self.buffer.push(opcodes::EXPIRETIME_MS);
-            self.buffer.extend_from_slice(&at.to_le_bytes());
-        }
-        let mut body = Vec::new();
-        let kind = encode_value(&mut body, value, &self.encodings);
-        self.buffer.push(kind);
-        write_string(&mut self.buffer, key, self.encodings.compress);
-        self.buffer.extend_from_slice(&body);
+        encode_entry(&mut self.buffer, key, value, expire_at_ms, &self.encodings);
+    }
+
+    /// Entries encoded elsewhere with [`encode_entry`] (a snapshot's keys
+    /// saved by the writers that changed them first).
+    pub fn encoded_entries(&mut self, bytes: &[u8]) {
+        self.buffer.extend_from_slice(bytes);
     }
 
     /// Bytes written and not yet taken.

@@ -99,6 +99,7 @@ impl Server {
         };
         let skip_unsupported = self.config.rdb_skip_unsupported;
         let shared = Arc::new(Shared::new(self.config));
+        let _ = shared.itself.set(Arc::downgrade(&shared));
         *shared.local_addr.lock() = Some(local_addr);
         // The snapshot, if there is one, before the first client is served.
         match persistence::snapshot::load(&shared, skip_unsupported) {

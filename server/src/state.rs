@@ -43,6 +43,9 @@ pub struct Shared {
     pub started_unix: u64,
     /// Snapshot state (LASTSAVE, INFO persistence).
     pub persistence: crate::persistence::PersistenceState,
+    /// The server's own handle, for work that outlives a command (BGSAVE's
+    /// thread); set when the server starts.
+    pub itself: std::sync::OnceLock<std::sync::Weak<Shared>>,
     /// The address actually bound.
     pub local_addr: Mutex<Option<SocketAddr>>,
     /// Set once shutdown began; notified to stop the listener.
@@ -110,6 +113,7 @@ impl Shared {
             pause: crate::pause::ClientPause::default(),
             monitors: crate::monitor::Monitors::default(),
             persistence: crate::persistence::PersistenceState::new(started_unix),
+            itself: std::sync::OnceLock::new(),
         };
         shared
             .scripts

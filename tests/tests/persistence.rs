@@ -474,3 +474,163 @@ async fn a_failed_save_keeps_the_previous_file() {
         .collect();
     assert_eq!(leftovers, vec![std::ffi::OsString::from("dump.rdb")]);
 }
+
+/// The snapshot file's string keys and values, database 0.
+fn snapshot_strings(dir: &str) -> std::collections::HashMap<Vec<u8>, Vec<u8>> {
+    let data = std::fs::read(Path::new(dir).join("dump.rdb")).expect("the snapshot");
+    let mut reader = tally_rdb::Reader::new(&data).expect("an RDB file");
+    let mut out = std::collections::HashMap::new();
+    while let Some(item) = reader.next_item().expect("a whole file") {
+        if let tally_rdb::Item::Entry(tally_rdb::Entry {
+            db: 0,
+            key,
+            value: tally_rdb::Value::String(value),
+            ..
+        }) = item
+        {
+            out.insert(key, value);
+        }
+    }
+    out
+}
+
+async fn wait_for_bgsave(conn: &mut redis::aio::MultiplexedConnection) {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    loop {
+        let info: String = redis::cmd("INFO")
+            .arg("persistence")
+            .query_async(conn)
+            .await
+            .expect("INFO");
+        if info.contains("rdb_bgsave_in_progress:0") {
+            assert!(info.contains("rdb_last_bgsave_status:ok"), "{info}");
+            return;
+        }
+        assert!(std::time::Instant::now() < deadline, "BGSAVE never ended");
+        tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+    }
+}
+
+async fn fill_noise(conn: &mut redis::aio::MultiplexedConnection, keys: usize) {
+    for batch in 0..keys / 1000 {
+        let mut mset = redis::cmd("MSET");
+        for i in batch * 1000..(batch + 1) * 1000 {
+            mset.arg(format!("noise:{i}")).arg(i);
+        }
+        let _: () = mset.query_async(conn).await.expect("MSET");
+    }
+}
+
+/// BGSAVE while 20 clients move amounts between accounts in MULTI/EXEC
+/// (the total never changes) and others write elsewhere: every snapshot
+/// holds the same total, as a snapshot of one moment must; a torn one
+/// (some accounts before a transfer, some after) would not.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_background_save_is_one_moment_while_clients_write() {
+    const ACCOUNTS: usize = 64;
+    const BALANCE: i64 = 1000;
+    let tally = TestServer::start_real_clock().await;
+    let mut conn = connect(tally.addr()).await;
+    fill_noise(&mut conn, 100_000).await;
+    for i in 0..ACCOUNTS {
+        let _: () = conn.set(format!("acct:{i}"), BALANCE).await.expect("SET");
+    }
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let mut workers = Vec::new();
+    for worker in 0..20u64 {
+        let stop = stop.clone();
+        let addr = tally.addr();
+        workers.push(tokio::spawn(async move {
+            let mut conn = connect(addr).await;
+            let mut n = worker;
+            while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                n = n
+                    .wrapping_mul(6364136223846793005)
+                    .wrapping_add(1442695040888963407);
+                let (from, to) = ((n >> 33) as usize % ACCOUNTS, (n >> 17) as usize % ACCOUNTS);
+                if worker % 4 == 0 {
+                    let _: i64 = conn
+                        .incr(format!("noise:{}", n % 100_000), 1)
+                        .await
+                        .expect("INCR");
+                    continue;
+                }
+                let _: () = redis::pipe()
+                    .atomic()
+                    .decr(format!("acct:{from}"), 7)
+                    .ignore()
+                    .incr(format!("acct:{to}"), 7)
+                    .ignore()
+                    .query_async(&mut conn)
+                    .await
+                    .expect("MULTI/EXEC");
+            }
+        }));
+    }
+    let dir = tally.handle.shared().config.read().dir.clone();
+    for _ in 0..5 {
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+        let reply: String = redis::cmd("BGSAVE")
+            .query_async(&mut conn)
+            .await
+            .expect("BGSAVE");
+        assert_eq!(reply, "Background saving started");
+        wait_for_bgsave(&mut conn).await;
+        let snapshot = snapshot_strings(&dir);
+        let total: i64 = (0..ACCOUNTS)
+            .map(|i| {
+                let value = &snapshot[format!("acct:{i}").as_bytes()];
+                std::str::from_utf8(value)
+                    .expect("text")
+                    .parse::<i64>()
+                    .expect("number")
+            })
+            .sum();
+        assert_eq!(total, ACCOUNTS as i64 * BALANCE);
+        assert!(
+            snapshot.len() >= 100_000 + ACCOUNTS,
+            "{} keys",
+            snapshot.len()
+        );
+    }
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    for worker in workers {
+        worker.await.expect("worker");
+    }
+}
+
+/// Writes, deletes and a flush right after BGSAVE answers change nothing
+/// in the file: it holds the keys as they were when BGSAVE was accepted.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn changes_after_bgsave_starts_are_not_in_the_snapshot() {
+    let tally = TestServer::start_real_clock().await;
+    let mut conn = connect(tally.addr()).await;
+    fill_noise(&mut conn, 50_000).await;
+    let reply: String = redis::cmd("BGSAVE")
+        .query_async(&mut conn)
+        .await
+        .expect("BGSAVE");
+    assert_eq!(reply, "Background saving started");
+    let _: () = conn.set("noise:1", "changed").await.expect("SET");
+    let _: () = conn.del("noise:2").await.expect("DEL");
+    let _: () = conn.set("created-after", "x").await.expect("SET");
+    let _: () = redis::cmd("FLUSHALL")
+        .query_async(&mut conn)
+        .await
+        .expect("FLUSHALL");
+    let _: () = conn.set("after-flush", "x").await.expect("SET");
+    wait_for_bgsave(&mut conn).await;
+    let dir = tally.handle.shared().config.read().dir.clone();
+    let snapshot = snapshot_strings(&dir);
+    assert_eq!(snapshot.len(), 50_000);
+    assert_eq!(snapshot[&b"noise:1"[..]], b"1");
+    assert_eq!(snapshot[&b"noise:2"[..]], b"2");
+    assert!(!snapshot.contains_key(&b"created-after"[..]));
+    assert!(!snapshot.contains_key(&b"after-flush"[..]));
+    let info: String = redis::cmd("INFO")
+        .arg("persistence")
+        .query_async(&mut conn)
+        .await
+        .expect("INFO");
+    assert!(info.contains("current_cow_size:0\r\n"), "{info}");
+}

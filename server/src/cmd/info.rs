@@ -382,17 +382,30 @@ fn memory(ctx: &Ctx<'_>, totals: &ShardTotals) -> Vec<String> {
 fn persistence(ctx: &Ctx<'_>) -> Vec<String> {
     let state = &ctx.shared.persistence;
     let changes = crate::persistence::changes_since_last_save(&ctx.shared.stats, state);
+    let in_progress = state.bgsave_in_progress.load(Ordering::Relaxed);
+    let current_secs = if in_progress {
+        (ctx.now_ms.saturating_sub(load(&state.bgsave_started_ms)) / 1000) as i64
+    } else {
+        -1
+    };
     vec![
         "loading:0".to_string(),
         "async_loading:0".to_string(),
-        "current_cow_peak:0".to_string(),
-        "current_cow_size:0".to_string(),
+        format!(
+            "current_cow_peak:{}",
+            if in_progress {
+                state.snapshot_memory.peak()
+            } else {
+                0
+            }
+        ),
+        format!("current_cow_size:{}", state.snapshot_memory.current()),
         "current_cow_size_age:0".to_string(),
         "current_fork_perc:0.00".to_string(),
         "current_save_keys_processed:0".to_string(),
         "current_save_keys_total:0".to_string(),
         format!("rdb_changes_since_last_save:{changes}"),
-        "rdb_bgsave_in_progress:0".to_string(),
+        format!("rdb_bgsave_in_progress:{}", in_progress as u8),
         format!("rdb_last_save_time:{}", load(&state.last_save_unix)),
         format!(
             "rdb_last_bgsave_status:{}",
@@ -402,10 +415,13 @@ fn persistence(ctx: &Ctx<'_>) -> Vec<String> {
                 "ok"
             }
         ),
-        "rdb_last_bgsave_time_sec:-1".to_string(),
-        "rdb_current_bgsave_time_sec:-1".to_string(),
+        format!(
+            "rdb_last_bgsave_time_sec:{}",
+            state.last_bgsave_secs.load(Ordering::Relaxed)
+        ),
+        format!("rdb_current_bgsave_time_sec:{current_secs}"),
         format!("rdb_saves:{}", load(&state.saves)),
-        "rdb_last_cow_size:0".to_string(),
+        format!("rdb_last_cow_size:{}", load(&state.last_cow_size)),
         format!(
             "rdb_last_load_keys_expired:{}",
             load(&state.last_load_expired)

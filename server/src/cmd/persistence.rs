@@ -107,6 +107,14 @@ pub fn restore(ctx: &mut Ctx<'_>, argv: &[&[u8]]) -> Reply {
 
 /// SAVE: the keyspace into `dir`/`dbfilename`, now.
 pub fn save(ctx: &mut Ctx<'_>, _argv: &[&[u8]]) -> Reply {
+    if ctx
+        .shared
+        .persistence
+        .bgsave_in_progress
+        .load(Ordering::SeqCst)
+    {
+        return Reply::error("ERR Background save already in progress");
+    }
     match save_now(ctx.shared) {
         Ok(()) => Reply::Ok,
         Err(_) => Reply::error("ERR"),
@@ -118,16 +126,13 @@ pub fn save(ctx: &mut Ctx<'_>, _argv: &[&[u8]]) -> Reply {
 pub fn save_now(shared: &crate::state::Shared) -> std::io::Result<()> {
     let state = &shared.persistence;
     // Counted before the save: writes during it are changes after it.
-    let writes = persistence::write_calls(&shared.stats);
+    state
+        .writes_at_snapshot
+        .store(persistence::write_calls(&shared.stats), Ordering::Relaxed);
     match snapshot::save(shared) {
         Ok(saved) => {
             tracing::info!(keys = saved.keys, bytes = saved.bytes, "DB saved on disk");
-            state.writes_at_last_save.store(writes, Ordering::Relaxed);
-            state
-                .last_save_unix
-                .store(shared.clock.now_ms() / 1000, Ordering::Relaxed);
-            state.saves.fetch_add(1, Ordering::Relaxed);
-            state.last_save_failed.store(false, Ordering::Relaxed);
+            persistence::saved(shared, shared.clock.now_ms() / 1000);
             Ok(())
         }
         Err(e) => {
@@ -146,4 +151,30 @@ pub fn lastsave(ctx: &mut Ctx<'_>, _argv: &[&[u8]]) -> Reply {
             .last_save_unix
             .load(Ordering::Relaxed) as i64,
     )
+}
+
+/// BGSAVE [SCHEDULE]: a snapshot of this moment, written in the background
+/// without stopping clients (no fork: see `crate::store::snapshot`).
+pub fn bgsave(ctx: &mut Ctx<'_>, argv: &[&[u8]]) -> Reply {
+    let schedule = match argv.get(1) {
+        None => false,
+        Some(arg) if argv.len() == 2 && is(arg, "schedule") => true,
+        Some(_) => return Reply::error(error::SYNTAX),
+    };
+    let state = &ctx.shared.persistence;
+    if state.bgsave_in_progress.load(Ordering::SeqCst) {
+        if schedule {
+            state.bgsave_scheduled.store(true, Ordering::SeqCst);
+            return Reply::Status("Background saving scheduled".into());
+        }
+        return Reply::error("ERR Background save already in progress");
+    }
+    let Some(shared) = ctx.shared.itself.get().and_then(std::sync::Weak::upgrade) else {
+        return Reply::error("ERR BGSAVE needs a started server");
+    };
+    if snapshot::bgsave(&shared) {
+        Reply::Status("Background saving started".into())
+    } else {
+        Reply::error("ERR Background save already in progress")
+    }
 }

@@ -8,7 +8,10 @@ pub mod snapshot;
 
 pub use convert::{from_rdb, to_rdb};
 
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, Ordering};
+use std::sync::Arc;
+
+use crate::store::snapshot::SnapshotMemory;
 
 use crate::cmd::table::{flags, registry};
 use crate::stats::Stats;
@@ -25,10 +28,24 @@ pub struct PersistenceState {
     /// Successful write commands counted at the last save (see
     /// [`changes_since_last_save`]).
     pub writes_at_last_save: AtomicU64,
+    /// The same count at the moment of the save in progress.
+    pub writes_at_snapshot: AtomicU64,
     /// Keys loaded by the last load (`rdb_last_load_keys_loaded`).
     pub last_load_keys: AtomicU64,
     /// Keys the last load found expired (`rdb_last_load_keys_expired`).
     pub last_load_expired: AtomicU64,
+    /// A BGSAVE is running (`rdb_bgsave_in_progress`).
+    pub bgsave_in_progress: AtomicBool,
+    /// BGSAVE SCHEDULE asked for another once the running one ends.
+    pub bgsave_scheduled: AtomicBool,
+    /// When the running BGSAVE started (unix ms).
+    pub bgsave_started_ms: AtomicU64,
+    /// Seconds the last BGSAVE took (-1 before any).
+    pub last_bgsave_secs: AtomicI64,
+    /// Extra memory of snapshots in progress (INFO `current_cow_size`).
+    pub snapshot_memory: Arc<SnapshotMemory>,
+    /// Peak extra memory of the last BGSAVE (`rdb_last_cow_size`).
+    pub last_cow_size: AtomicU64,
 }
 
 impl PersistenceState {
@@ -39,8 +56,15 @@ impl PersistenceState {
             saves: AtomicU64::new(0),
             last_save_failed: AtomicBool::new(false),
             writes_at_last_save: AtomicU64::new(0),
+            writes_at_snapshot: AtomicU64::new(0),
             last_load_keys: AtomicU64::new(0),
             last_load_expired: AtomicU64::new(0),
+            bgsave_in_progress: AtomicBool::new(false),
+            bgsave_scheduled: AtomicBool::new(false),
+            bgsave_started_ms: AtomicU64::new(0),
+            last_bgsave_secs: AtomicI64::new(-1),
+            snapshot_memory: Arc::new(SnapshotMemory::default()),
+            last_cow_size: AtomicU64::new(0),
         }
     }
 }
@@ -64,4 +88,17 @@ pub fn write_calls(stats: &Stats) -> u64 {
 /// INFO's `rdb_changes_since_last_save`.
 pub fn changes_since_last_save(stats: &Stats, state: &PersistenceState) -> u64 {
     write_calls(stats).saturating_sub(state.writes_at_last_save.load(Ordering::Relaxed))
+}
+
+/// Records a successful save whose snapshot was taken at `at_unix`
+/// (LASTSAVE, INFO), counting changes from the writes made by then.
+pub fn saved(shared: &crate::state::Shared, at_unix: u64) {
+    let state = &shared.persistence;
+    state.writes_at_last_save.store(
+        state.writes_at_snapshot.load(Ordering::Relaxed),
+        Ordering::Relaxed,
+    );
+    state.last_save_unix.store(at_unix, Ordering::Relaxed);
+    state.saves.fetch_add(1, Ordering::Relaxed);
+    state.last_save_failed.store(false, Ordering::Relaxed);
 }

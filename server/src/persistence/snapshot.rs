@@ -11,6 +11,7 @@ use std::fs::File;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::Ordering;
+use std::sync::Arc;
 
 use tally_rdb::{Encodings, Item, Reader, Writer};
 
@@ -36,19 +37,35 @@ pub struct Saved {
 
 /// SAVE: the whole keyspace, as of now, into the snapshot file.
 pub fn save(shared: &Shared) -> std::io::Result<Saved> {
+    commit(shared, "", write_file)
+}
+
+/// Writes the file under a temporary name with `write`, fsyncs it, renames
+/// it over the snapshot and fsyncs the directory; the temporary file is
+/// removed if anything fails, so the previous snapshot stays whole.
+fn commit(
+    shared: &Shared,
+    tag: &str,
+    write: impl FnOnce(&Shared, &mut File) -> std::io::Result<Saved>,
+) -> std::io::Result<Saved> {
     let target = path(shared);
     let dir = target.parent().map(Path::to_path_buf).unwrap_or_default();
-    let temp = dir.join(format!("temp-{}.rdb", std::process::id()));
-    let result = write_file(shared, &temp);
+    let temp = dir.join(format!("temp-{}{tag}.rdb", std::process::id()));
+    let written = File::create(&temp).and_then(|mut file| {
+        let saved = write(shared, &mut file)?;
+        file.sync_all()?;
+        Ok(saved)
+    });
+    let result = written.and_then(|saved| std::fs::rename(&temp, &target).map(|()| saved));
     match result {
         Ok(saved) => {
-            std::fs::rename(&temp, &target)?;
             // The rename is durable once the directory is.
-            if let Ok(handle) = File::open(if dir.as_os_str().is_empty() {
+            let dir = if dir.as_os_str().is_empty() {
                 Path::new(".")
             } else {
                 &dir
-            }) {
+            };
+            if let Ok(handle) = File::open(dir) {
                 let _ = handle.sync_all();
             }
             Ok(saved)
@@ -60,18 +77,17 @@ pub fn save(shared: &Shared) -> std::io::Result<Saved> {
     }
 }
 
-fn write_file(shared: &Shared, temp: &Path) -> std::io::Result<Saved> {
-    let (compress, checksum) = {
-        let config = shared.config.read();
-        (config.rdbcompression, config.rdbchecksum)
-    };
-    let encodings = Encodings {
-        compress,
+/// The encodings snapshots are written with (`rdbcompression`).
+pub fn encodings(shared: &Shared) -> Encodings {
+    Encodings {
+        compress: shared.config.read().rdbcompression,
         ..Encodings::default()
-    };
-    let mut file = File::create(temp)?;
-    let mut writer = Writer::new(encodings, checksum);
-    let now_ms = shared.clock.now_ms();
+    }
+}
+
+/// A file's header and AUX fields, as Redis 7.0 writes them.
+fn start_file(shared: &Shared, now_ms: u64) -> Writer {
+    let mut writer = Writer::new(encodings(shared), shared.config.read().rdbchecksum);
     writer.aux(
         "redis-ver",
         crate::cmd::connection::REDIS_VERSION.as_bytes(),
@@ -83,6 +99,12 @@ fn write_file(shared: &Shared, temp: &Path) -> std::io::Result<Saved> {
         shared.store.used_memory().to_string().as_bytes(),
     );
     writer.aux("aof-base", b"0");
+    writer
+}
+
+fn write_file(shared: &Shared, file: &mut File) -> std::io::Result<Saved> {
+    let now_ms = shared.clock.now_ms();
+    let mut writer = start_file(shared, now_ms);
     let store = &shared.store;
     // Every shard of every database, in the order every multi-shard lock
     // takes them: one point in time.
@@ -123,8 +145,148 @@ fn write_file(shared: &Shared, temp: &Path) -> std::io::Result<Saved> {
     let tail = writer.finish();
     bytes += tail.len() as u64;
     file.write_all(&tail)?;
-    file.sync_all()?;
     Ok(Saved { keys, bytes })
+}
+
+/// Buckets the background writer walks per hold of a shard's lock.
+const BUCKETS_PER_STEP: usize = 256;
+
+/// BGSAVE: marks the snapshot's moment in every shard at once (all locks
+/// held only for that), then writes the file from a thread of its own
+/// while clients keep reading and writing; see `crate::store::snapshot`.
+/// False (nothing started) when one is running already.
+pub fn bgsave(shared: &Arc<Shared>) -> bool {
+    let state = &shared.persistence;
+    if state.bgsave_in_progress.swap(true, Ordering::SeqCst) {
+        return false;
+    }
+    let now_ms = shared.clock.now_ms();
+    state.bgsave_started_ms.store(now_ms, Ordering::Relaxed);
+    state
+        .writes_at_snapshot
+        .store(super::write_calls(&shared.stats), Ordering::Relaxed);
+    state.snapshot_memory.reset_peak();
+    let encodings = encodings(shared);
+    let store = &shared.store;
+    let mut counts = Vec::with_capacity(store.databases());
+    {
+        let guards: Vec<Vec<_>> = (0..store.databases())
+            .map(|db| {
+                let database = store.db(db);
+                (0..database.shard_count())
+                    .map(|s| database.lock_shard(s))
+                    .collect()
+            })
+            .collect();
+        for shards in guards {
+            let (mut keys, mut volatile) = (0u64, 0u64);
+            for mut shard in shards {
+                keys += shard.len() as u64;
+                volatile += shard.volatile_len() as u64;
+                shard.begin_snapshot(now_ms, encodings.clone(), state.snapshot_memory.clone());
+            }
+            counts.push((keys, volatile));
+        }
+    }
+    let worker = shared.clone();
+    let spawned = std::thread::Builder::new()
+        .name("tally-bgsave".into())
+        .spawn(move || {
+            let result = commit(&worker, "-bg", |shared, file| {
+                write_snapshot(shared, file, &counts)
+            });
+            finish_bgsave(&worker, result);
+        });
+    if let Err(e) = spawned {
+        finish_bgsave(shared, Err(e));
+    }
+    true
+}
+
+/// The background writer: every shard in turn, a few buckets per hold of
+/// its lock, each shard's keys as of the snapshot's moment. `counts` are
+/// each database's keys and volatile keys at that moment (RESIZEDB).
+fn write_snapshot(
+    shared: &Shared,
+    file: &mut File,
+    counts: &[(u64, u64)],
+) -> std::io::Result<Saved> {
+    let now_ms = shared.persistence.bgsave_started_ms.load(Ordering::Relaxed);
+    let mut writer = start_file(shared, now_ms);
+    let store = &shared.store;
+    let mut bytes = 0u64;
+    let mut chunk = Vec::new();
+    for (db, &(keys, volatile)) in counts.iter().enumerate() {
+        let database = store.db(db);
+        let mut selected = false;
+        for index in 0..database.shard_count() {
+            loop {
+                let finished = database
+                    .lock_shard(index)
+                    .snapshot_step(BUCKETS_PER_STEP, &mut chunk);
+                if !chunk.is_empty() {
+                    if !selected {
+                        writer.select_db(db as u32, keys, volatile);
+                        selected = true;
+                    }
+                    writer.encoded_entries(&chunk);
+                    chunk.clear();
+                }
+                if writer.pending() >= WRITE_CHUNK {
+                    let out = writer.take();
+                    bytes += out.len() as u64;
+                    file.write_all(&out)?;
+                }
+                if finished {
+                    break;
+                }
+            }
+        }
+    }
+    let tail = writer.finish();
+    bytes += tail.len() as u64;
+    file.write_all(&tail)?;
+    Ok(Saved { keys: 0, bytes })
+}
+
+/// Ends a BGSAVE: shards it did not get through (an error) stop keeping
+/// snapshot values; the outcome goes to LASTSAVE and INFO; a scheduled
+/// BGSAVE starts.
+fn finish_bgsave(shared: &Arc<Shared>, result: std::io::Result<Saved>) {
+    let store = &shared.store;
+    for db in 0..store.databases() {
+        let database = store.db(db);
+        for index in 0..database.shard_count() {
+            database.lock_shard(index).cancel_snapshot();
+        }
+    }
+    let state = &shared.persistence;
+    let now_ms = shared.clock.now_ms();
+    let started = state.bgsave_started_ms.load(Ordering::Relaxed);
+    state.last_bgsave_secs.store(
+        (now_ms.saturating_sub(started) / 1000) as i64,
+        Ordering::Relaxed,
+    );
+    state
+        .last_cow_size
+        .store(state.snapshot_memory.peak(), Ordering::Relaxed);
+    match result {
+        Ok(saved) => {
+            tracing::info!(
+                bytes = saved.bytes,
+                "Background saving terminated with success"
+            );
+            super::saved(shared, started / 1000);
+        }
+        Err(e) => {
+            tracing::warn!(error = %e, path = %path(shared).display(), "Background saving error");
+            state.last_save_failed.store(true, Ordering::Relaxed);
+        }
+    }
+    state.bgsave_in_progress.store(false, Ordering::SeqCst);
+    if state.bgsave_scheduled.swap(false, Ordering::SeqCst) {
+        let _ = bgsave(shared);
+    }
 }
 
 /// What loading a file found.

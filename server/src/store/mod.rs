@@ -17,6 +17,7 @@ pub mod held;
 pub mod object;
 pub mod shard;
 pub mod slab;
+pub mod snapshot;
 
 use std::hash::BuildHasher;
 use std::sync::atomic::{AtomicIsize, AtomicU64, Ordering};

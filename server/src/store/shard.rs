@@ -14,6 +14,7 @@ use std::hash::BuildHasher;
 use super::entry::{Entry, ValueRef};
 use super::object::Object;
 use super::slab::Slab;
+use super::snapshot::{ShardSnapshot, SnapshotMemory};
 
 /// A key together with its precomputed hash (computed once, outside the lock).
 #[derive(Clone, Copy, Debug)]
@@ -85,6 +86,9 @@ pub struct ShardData {
     /// Read lookups that found their key / found nothing (INFO keyspace_hits
     /// and keyspace_misses), counted under the lock the lookup holds anyway.
     lookups: LookupCounts,
+    /// BGSAVE in progress and not yet through this shard (see
+    /// [`super::snapshot`]): every change preserves the snapshot value first.
+    snapshot: Option<Box<ShardSnapshot>>,
 }
 
 /// Read lookups of one shard, as Redis's lookupKeyRead counts them.
@@ -208,6 +212,87 @@ impl ShardData {
                 tracking,
             },
             lookups: LookupCounts::default(),
+            snapshot: None,
+        }
+    }
+
+    /// Marks the snapshot's moment in this shard (BGSAVE, with every shard
+    /// locked at once).
+    pub fn begin_snapshot(
+        &mut self,
+        at_ms: u64,
+        encodings: tally_rdb::Encodings,
+        memory: Arc<SnapshotMemory>,
+    ) {
+        self.snapshot = Some(Box::new(ShardSnapshot::new(
+            at_ms,
+            encodings,
+            self.layout_epoch,
+            memory,
+        )));
+    }
+
+    /// The background writer's step: encodes the snapshot's keys in up to
+    /// `max_buckets` more buckets into `out`; true (with the writers'
+    /// early entries appended) once the shard is done.
+    pub fn snapshot_step(&mut self, max_buckets: usize, out: &mut Vec<u8>) -> bool {
+        let Some(snapshot) = self.snapshot.as_deref_mut() else {
+            return true;
+        };
+        if !snapshot.sealed {
+            if snapshot.layout_epoch != self.layout_epoch {
+                // Entries moved: walk again; `done` skips what was written.
+                snapshot.cursor = 0;
+                snapshot.layout_epoch = self.layout_epoch;
+            }
+            let buckets = self.table.num_buckets();
+            let end = snapshot.cursor.saturating_add(max_buckets).min(buckets);
+            for index in snapshot.cursor..end {
+                if let Some(entry) = self.table.get_bucket(index) {
+                    snapshot.take(entry, out);
+                }
+            }
+            snapshot.cursor = end;
+            if end < buckets {
+                return false;
+            }
+        }
+        if let Some(snapshot) = self.snapshot.take() {
+            out.extend_from_slice(&snapshot.finish());
+        }
+        true
+    }
+
+    /// Drops this shard's part of a snapshot (a BGSAVE that ended early).
+    pub fn cancel_snapshot(&mut self) {
+        self.snapshot = None;
+    }
+
+    /// Before `key` changes: its snapshot value is preserved (one branch
+    /// when no snapshot is in progress).
+    #[inline]
+    fn preserve(&mut self, key: KeyRef<'_>) {
+        if self.snapshot.is_some() {
+            self.preserve_slow(key);
+        }
+    }
+
+    #[cold]
+    fn preserve_slow(&mut self, key: KeyRef<'_>) {
+        let entry = self.table.find(key.hash, |e| e.key() == key.bytes);
+        if let Some(snapshot) = self.snapshot.as_deref_mut() {
+            snapshot.preserve(key.bytes, entry);
+        }
+    }
+
+    /// Before the whole table changes (a flush, SWAPDB): every snapshot
+    /// value not yet written is preserved, and the shard sealed.
+    fn preserve_all(&mut self) {
+        if let Some(snapshot) = self.snapshot.as_deref_mut() {
+            for entry in self.table.iter() {
+                snapshot.preserve(entry.key(), Some(entry));
+            }
+            snapshot.sealed = true;
         }
     }
 
@@ -306,6 +391,9 @@ impl ShardData {
             .is_some_and(|e| e.is_expired(now_ms));
         if expired {
             if let Ok(occupied) = self.table.get_bucket_entry(index) {
+                if let Some(snapshot) = self.snapshot.as_deref_mut() {
+                    snapshot.preserve(occupied.get().key(), Some(occupied.get()));
+                }
                 let (removed, _) = occupied.remove();
                 // A watched key that expires aborts the transaction, as
                 // Redis's isWatchedKeyExpired makes EXEC do.
@@ -322,6 +410,8 @@ impl ShardData {
     /// reported absent.
     pub fn get_mut(&mut self, key: KeyRef<'_>, now_ms: u64) -> Option<EntryMut<'_>> {
         let index = self.find_live(key, now_ms)?;
+        // The caller may change it: a snapshot in progress keeps its value.
+        self.preserve(key);
         let entry = self.table.get_bucket_mut(index)?;
         let heap_before = entry.heap_size();
         let had_deadline = entry.expire_at() != 0;
@@ -421,6 +511,7 @@ impl ShardData {
     }
 
     fn put(&mut self, key: KeyRef<'_>, entry: Entry, now_ms: u64) -> bool {
+        self.preserve(key);
         touch(&self.observers, key.bytes);
         let mut delta = entry.heap_size() as isize;
         if entry.expire_at() != 0 {
@@ -459,6 +550,7 @@ impl ShardData {
 
     /// Removes a key; true when it was live.
     pub fn remove(&mut self, key: KeyRef<'_>, now_ms: u64) -> bool {
+        self.preserve(key);
         let Ok(occupied) = self.table.find_entry(key.hash, |e| e.key() == key.bytes) else {
             return false;
         };
@@ -484,6 +576,7 @@ impl ShardData {
 
     /// Drops every key and returns the slab's memory to the system.
     pub fn clear(&mut self) {
+        self.preserve_all();
         self.touch_present(None);
         let bytes = self.bytes as isize;
         let table = std::mem::take(&mut self.table);
@@ -518,6 +611,9 @@ impl ShardData {
             if let Ok(occupied) = self.table.get_bucket_entry(index) {
                 examined += 1;
                 if occupied.get().is_expired(now_ms) {
+                    if let Some(snapshot) = self.snapshot.as_deref_mut() {
+                        snapshot.preserve(occupied.get().key(), Some(occupied.get()));
+                    }
                     let (gone, _) = occupied.remove();
                     touch(&self.observers, gone.key());
                     self.forget(gone);
@@ -587,6 +683,8 @@ impl ShardData {
     pub fn swap_contents(&mut self, other: &mut ShardData) {
         // Watchers stay with their database: they watch a key of a database
         // index, whatever it holds.
+        self.preserve_all();
+        other.preserve_all();
         self.touch_present(Some(&other.table));
         other.touch_present(Some(&self.table));
         std::mem::swap(&mut self.table, &mut other.table);

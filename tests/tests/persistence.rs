@@ -599,8 +599,9 @@ async fn a_background_save_is_one_moment_while_clients_write() {
     }
 }
 
-/// Writes, deletes and a flush right after BGSAVE answers change nothing
-/// in the file: it holds the keys as they were when BGSAVE was accepted.
+/// Writes, new keys (enough to resize the tables), deletes and a flush
+/// right after BGSAVE answers change nothing in the file: it holds the keys
+/// as they were when BGSAVE was accepted.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn changes_after_bgsave_starts_are_not_in_the_snapshot() {
     let tally = TestServer::start_real_clock().await;
@@ -611,6 +612,14 @@ async fn changes_after_bgsave_starts_are_not_in_the_snapshot() {
         .await
         .expect("BGSAVE");
     assert_eq!(reply, "Background saving started");
+    // Enough new keys to make the tables grow while the save runs.
+    for batch in 0..60 {
+        let mut mset = redis::cmd("MSET");
+        for i in batch * 1000..(batch + 1) * 1000 {
+            mset.arg(format!("late:{i}")).arg(i);
+        }
+        let _: () = mset.query_async(&mut conn).await.expect("MSET");
+    }
     let _: () = conn.set("noise:1", "changed").await.expect("SET");
     let _: () = conn.del("noise:2").await.expect("DEL");
     let _: () = conn.set("created-after", "x").await.expect("SET");
@@ -627,6 +636,7 @@ async fn changes_after_bgsave_starts_are_not_in_the_snapshot() {
     assert_eq!(snapshot[&b"noise:2"[..]], b"2");
     assert!(!snapshot.contains_key(&b"created-after"[..]));
     assert!(!snapshot.contains_key(&b"after-flush"[..]));
+    assert!(!snapshot.keys().any(|k| k.starts_with(b"late:")));
     let info: String = redis::cmd("INFO")
         .arg("persistence")
         .query_async(&mut conn)

@@ -149,7 +149,7 @@ fn write_file(shared: &Shared, file: &mut File) -> std::io::Result<Saved> {
 }
 
 /// Buckets the background writer walks per hold of a shard's lock.
-const BUCKETS_PER_STEP: usize = 256;
+const BUCKETS_PER_STEP: usize = 64;
 
 /// BGSAVE: marks the snapshot's moment in every shard at once (all locks
 /// held only for that), then writes the file from a thread of its own
@@ -192,6 +192,7 @@ pub fn bgsave(shared: &Arc<Shared>) -> bool {
     let spawned = std::thread::Builder::new()
         .name("tally-bgsave".into())
         .spawn(move || {
+            lower_priority();
             let result = commit(&worker, "-bg", |shared, file| {
                 write_snapshot(shared, file, &counts)
             });
@@ -201,6 +202,18 @@ pub fn bgsave(shared: &Arc<Shared>) -> bool {
         finish_bgsave(shared, Err(e));
     }
     true
+}
+
+/// Makes the calling thread yield the CPU to the workers serving clients
+/// when both want it (nice 10; on Linux a thread has its own): a save may
+/// take longer, requests should not.
+fn lower_priority() {
+    #[cfg(target_os = "linux")]
+    // SAFETY: setpriority only reads its arguments; who = 0 is the calling
+    // thread on Linux.
+    unsafe {
+        libc::setpriority(libc::PRIO_PROCESS, 0, 10);
+    }
 }
 
 /// The background writer: every shard in turn, a few buckets per hold of
@@ -214,16 +227,30 @@ fn write_snapshot(
     let now_ms = shared.persistence.bgsave_started_ms.load(Ordering::Relaxed);
     let mut writer = start_file(shared, now_ms);
     let store = &shared.store;
+    let encodings = encodings(shared);
     let mut bytes = 0u64;
+    let mut entries = Vec::new();
     let mut chunk = Vec::new();
     for (db, &(keys, volatile)) in counts.iter().enumerate() {
         let database = store.db(db);
         let mut selected = false;
         for index in 0..database.shard_count() {
             loop {
-                let finished = database
-                    .lock_shard(index)
-                    .snapshot_step(BUCKETS_PER_STEP, &mut chunk);
+                let finished = database.lock_shard(index).snapshot_step(
+                    BUCKETS_PER_STEP,
+                    &mut entries,
+                    &mut chunk,
+                );
+                // Encoded with the lock released.
+                for entry in entries.drain(..) {
+                    tally_rdb::encode_entry(
+                        &mut chunk,
+                        &entry.key,
+                        &entry.value,
+                        entry.expire_at_ms,
+                        &encodings,
+                    );
+                }
                 if !chunk.is_empty() {
                     if !selected {
                         writer.select_db(db as u32, keys, volatile);

@@ -224,32 +224,28 @@ impl ShardData {
         encodings: tally_rdb::Encodings,
         memory: Arc<SnapshotMemory>,
     ) {
-        self.snapshot = Some(Box::new(ShardSnapshot::new(
-            at_ms,
-            encodings,
-            self.layout_epoch,
-            memory,
-        )));
+        self.snapshot = Some(Box::new(ShardSnapshot::new(at_ms, encodings, memory)));
     }
 
-    /// The background writer's step: encodes the snapshot's keys in up to
-    /// `max_buckets` more buckets into `out`; true (with the writers'
-    /// early entries appended) once the shard is done.
-    pub fn snapshot_step(&mut self, max_buckets: usize, out: &mut Vec<u8>) -> bool {
+    /// The background writer's step: copies the snapshot's keys in up to
+    /// `max_buckets` more buckets into `entries` (encoded by the caller once
+    /// the lock is released); true once the shard is done, with the
+    /// writers' early entries, already encoded, appended to `encoded`.
+    pub fn snapshot_step(
+        &mut self,
+        max_buckets: usize,
+        entries: &mut Vec<tally_rdb::Entry>,
+        encoded: &mut Vec<u8>,
+    ) -> bool {
         let Some(snapshot) = self.snapshot.as_deref_mut() else {
             return true;
         };
         if !snapshot.sealed {
-            if snapshot.layout_epoch != self.layout_epoch {
-                // Entries moved: walk again; `done` skips what was written.
-                snapshot.cursor = 0;
-                snapshot.layout_epoch = self.layout_epoch;
-            }
             let buckets = self.table.num_buckets();
             let end = snapshot.cursor.saturating_add(max_buckets).min(buckets);
             for index in snapshot.cursor..end {
                 if let Some(entry) = self.table.get_bucket(index) {
-                    snapshot.take(entry, out);
+                    snapshot.collect(entry, entries);
                 }
             }
             snapshot.cursor = end;
@@ -258,7 +254,7 @@ impl ShardData {
             }
         }
         if let Some(snapshot) = self.snapshot.take() {
-            out.extend_from_slice(&snapshot.finish());
+            encoded.extend_from_slice(&snapshot.finish());
         }
         true
     }
@@ -279,18 +275,27 @@ impl ShardData {
 
     #[cold]
     fn preserve_slow(&mut self, key: KeyRef<'_>) {
-        let entry = self.table.find(key.hash, |e| e.key() == key.bytes);
+        let index = self
+            .table
+            .find_bucket_index(key.hash, |e| e.key() == key.bytes);
+        let entry = index.and_then(|i| self.table.get_bucket(i));
         if let Some(snapshot) = self.snapshot.as_deref_mut() {
-            snapshot.preserve(key.bytes, entry);
+            snapshot.preserve(key.bytes, entry, index);
         }
     }
 
-    /// Before the whole table changes (a flush, SWAPDB): every snapshot
-    /// value not yet written is preserved, and the shard sealed.
+    /// Before entries move or go all at once (a resize, a flush, SWAPDB):
+    /// every snapshot value the background writer has not reached is
+    /// preserved, and the shard sealed: the writer has nothing more to walk.
     fn preserve_all(&mut self) {
         if let Some(snapshot) = self.snapshot.as_deref_mut() {
-            for entry in self.table.iter() {
-                snapshot.preserve(entry.key(), Some(entry));
+            if snapshot.sealed {
+                return;
+            }
+            for index in snapshot.cursor..self.table.num_buckets() {
+                if let Some(entry) = self.table.get_bucket(index) {
+                    snapshot.preserve(entry.key(), Some(entry), Some(index));
+                }
             }
             snapshot.sealed = true;
         }
@@ -392,7 +397,7 @@ impl ShardData {
         if expired {
             if let Ok(occupied) = self.table.get_bucket_entry(index) {
                 if let Some(snapshot) = self.snapshot.as_deref_mut() {
-                    snapshot.preserve(occupied.get().key(), Some(occupied.get()));
+                    snapshot.preserve(occupied.get().key(), Some(occupied.get()), Some(index));
                 }
                 let (removed, _) = occupied.remove();
                 // A watched key that expires aborts the transaction, as
@@ -520,6 +525,9 @@ impl ShardData {
         if self.table.len() == self.table.capacity() {
             // The insert below may grow or rehash the table, moving entries.
             self.layout_epoch = self.layout_epoch.wrapping_add(1);
+            if self.snapshot.is_some() {
+                self.preserve_all();
+            }
         }
         let table_before = self.table.allocation_size();
         let hasher = &self.hasher;
@@ -612,7 +620,7 @@ impl ShardData {
                 examined += 1;
                 if occupied.get().is_expired(now_ms) {
                     if let Some(snapshot) = self.snapshot.as_deref_mut() {
-                        snapshot.preserve(occupied.get().key(), Some(occupied.get()));
+                        snapshot.preserve(occupied.get().key(), Some(occupied.get()), Some(index));
                     }
                     let (gone, _) = occupied.remove();
                     touch(&self.observers, gone.key());

@@ -3,21 +3,24 @@
 //! write.
 //!
 //! Every shard is marked at the same instant (all shard locks held for the
-//! moment it takes to set a flag). From then until the background writer
-//! has been through the shard, the shard keeps one invariant: **a key not
-//! in `done` still holds exactly its value of the snapshot's moment** (or is
+//! moment it takes to set a flag). The background writer then walks each
+//! shard's table a few buckets per hold of its lock, with a cursor: every
+//! bucket before the cursor has been written. Until the writer is through,
+//! the shard keeps one invariant: **a key at or after the cursor and not in
+//! `done` still holds exactly its value of the snapshot's moment** (or is
 //! absent, as it was). Whoever first changes such a key — a write, a
-//! delete, an expiry, a flush — encodes its snapshot value into `early`
-//! before the change and adds the key to `done`; a key created after the
-//! moment goes into `done` with nothing encoded. The background writer
-//! walks the table a chunk of buckets at a time under the lock, encodes
-//! every key not yet in `done` and adds it, so nothing is written twice
-//! even when a resize sends it back to bucket 0. When it reaches the end,
-//! the shard's output is its chunks plus `early`, and the state is dropped.
+//! delete, an expiry — encodes its snapshot value into `early` before the
+//! change and adds the key to `done`; a key created after the moment goes
+//! into `done` with nothing encoded; a key behind the cursor was written
+//! already and is left alone. Entries never move while a snapshot is open:
+//! before a resize (and before a flush or SWAPDB) everything the writer has
+//! not reached is encoded into `early` and the shard is sealed. When the
+//! writer reaches the end, the shard's output is its chunks plus `early`,
+//! and the state is dropped.
 //!
 //! The extra memory is `early` (values changed before the writer reached
-//! them, each at most once) and `done` (the keys handled so far in shards
-//! not yet finished); both are counted in [`SnapshotMemory`] (INFO
+//! them, each at most once) and `done` (those keys and keys created during
+//! the save); both are counted in [`SnapshotMemory`] (INFO
 //! `current_cow_size`, `rdb_last_cow_size`).
 
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -73,9 +76,10 @@ pub struct ShardSnapshot {
     /// Snapshot values encoded by the writers that changed them first.
     early: Vec<u8>,
     encodings: Encodings,
-    /// The background writer's next bucket, and the layout it walks.
+    /// The background writer's next bucket: every bucket before it was
+    /// written (entries do not move while a snapshot is open: a resize
+    /// seals it first).
     pub(super) cursor: usize,
-    pub(super) layout_epoch: u32,
     memory: Arc<SnapshotMemory>,
     /// Bytes of `done` and `early` counted in `memory`.
     counted: u64,
@@ -88,7 +92,6 @@ impl ShardSnapshot {
     pub(super) fn new(
         at_ms: u64,
         encodings: Encodings,
-        layout_epoch: u32,
         memory: Arc<SnapshotMemory>,
     ) -> ShardSnapshot {
         ShardSnapshot {
@@ -97,16 +100,31 @@ impl ShardSnapshot {
             early: Vec::new(),
             encodings,
             cursor: 0,
-            layout_epoch,
             memory,
             counted: 0,
             sealed: false,
         }
     }
 
+    /// Copies `entry` out for the background writer (which encodes it once
+    /// the shard's lock is released) unless a writer handled it already or
+    /// it had expired at the snapshot's moment. The writer's cursor then
+    /// moves past its bucket: no mark is needed.
+    pub(super) fn collect(&self, entry: &Entry, out: &mut Vec<tally_rdb::Entry>) {
+        if self.done.contains(entry.key()) || entry.is_expired(self.at_ms) {
+            return;
+        }
+        out.push(tally_rdb::Entry {
+            db: 0,
+            key: entry.key().to_vec(),
+            value: crate::persistence::to_rdb(entry.value()),
+            expire_at_ms: (entry.expire_at() != 0).then(|| entry.expire_at()),
+        });
+    }
+
     /// Encodes `entry` into `out` if it belongs to the snapshot and was not
     /// handled yet, and marks its key handled.
-    pub(super) fn take(&mut self, entry: &Entry, out: &mut Vec<u8>) {
+    fn take(&mut self, entry: &Entry, out: &mut Vec<u8>) {
         if self.done.contains(entry.key()) {
             return;
         }
@@ -123,10 +141,12 @@ impl ShardSnapshot {
         self.mark(entry.key());
     }
 
-    /// A writer is about to change `entry` (None: the key does not exist):
-    /// its snapshot value goes to `early` first.
-    pub(super) fn preserve(&mut self, key: &[u8], entry: Option<&Entry>) {
-        if self.sealed || self.done.contains(key) {
+    /// A writer is about to change `entry`, in bucket `index` (None: the
+    /// key does not exist): unless the background writer has passed that
+    /// bucket, the snapshot value goes to `early` first, and the key is
+    /// marked handled (a key created now is marked so the writer skips it).
+    pub(super) fn preserve(&mut self, key: &[u8], entry: Option<&Entry>, index: Option<usize>) {
+        if self.sealed || index.is_some_and(|i| i < self.cursor) || self.done.contains(key) {
             return;
         }
         let before = self.early.len();

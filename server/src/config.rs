@@ -60,6 +60,12 @@ pub struct Config {
     pub slowlog_max_len: u64,
     /// `metrics-port`: the Prometheus endpoint's port (0: off).
     pub metrics_port: u16,
+    /// `save`: BGSAVE after `seconds` when at least `changes` writes were
+    /// made since the last save (Redis's default: 3600 1 300 100 60 10000).
+    pub save_points: Vec<(u64, u64)>,
+    /// `stop-writes-on-bgsave-error`: refuse writes (MISCONF) while the
+    /// last background save failed and save points are set.
+    pub stop_writes_on_bgsave_error: bool,
     /// `dir`: where the snapshot file is.
     pub dir: String,
     /// `dbfilename`: the snapshot file's name.
@@ -135,6 +141,8 @@ impl Default for Config {
             metrics_port: 0,
             latency_monitor_threshold_ms: 0,
             tracking_table_max_keys: 1_000_000,
+            save_points: vec![(3600, 1), (300, 100), (60, 10000)],
+            stop_writes_on_bgsave_error: true,
             dir: ".".to_string(),
             dbfilename: "dump.rdb".to_string(),
             rdbcompression: true,
@@ -420,15 +428,26 @@ impl Config {
             "busy-reply-threshold" | "lua-time-limit" => {
                 self.busy_reply_threshold_ms = redis(false, Range::Signed(0, i64::MAX))? as u64
             }
-            // Accepted so that a stock redis.conf for a cache-only Redis loads:
-            // these say "no persistence", which is what tally does.
             "save" => {
-                if !(values.is_empty() || values.iter().all(|v| v.is_empty())) {
-                    return Err(
-                        "tally keeps no snapshots: only `save \"\"` is accepted".to_string()
-                    );
+                // CONFIG SET passes the pairs as one string, a file as
+                // words; `save ""` (or nothing) turns snapshots off.
+                let words: Vec<&str> = values.iter().flat_map(|v| v.split_whitespace()).collect();
+                if words.len() % 2 != 0 {
+                    return Err("Invalid save parameters".to_string());
                 }
+                let mut points = Vec::new();
+                for pair in words.chunks(2) {
+                    match (pair[0].parse::<u64>(), pair[1].parse::<u64>()) {
+                        (Ok(seconds), Ok(changes)) if seconds >= 1 => {
+                            points.push((seconds, changes))
+                        }
+                        _ => return Err("Invalid save parameters".to_string()),
+                    }
+                }
+                self.save_points = points;
             }
+            // Accepted so that a stock redis.conf loads: it says "no
+            // append-only file", which is what tally has.
             "appendonly" => {
                 if parse_yes_no(one()?) != Some(false) {
                     return Err(
@@ -452,6 +471,10 @@ impl Config {
                     return Err("dbfilename can't be a path, just a filename".to_string());
                 }
                 self.dbfilename = name.to_string()
+            }
+            "stop-writes-on-bgsave-error" => {
+                self.stop_writes_on_bgsave_error = parse_yes_no(one()?)
+                    .ok_or_else(|| "argument must be 'yes' or 'no'".to_string())?
             }
             "rdbcompression" => {
                 self.rdbcompression = parse_yes_no(one()?)
@@ -485,6 +508,9 @@ impl Config {
 
     /// Applies configuration text; `origin` names it in errors.
     pub fn apply_text(&mut self, text: &str, origin: &str) -> Result<(), ConfigError> {
+        // A file's `save` lines add up, as in redis.conf; the first one
+        // replaces the defaults.
+        let mut save_points: Option<Vec<(u64, u64)>> = None;
         for (index, raw) in text.lines().enumerate() {
             let line_no = index + 1;
             let line = raw.trim();
@@ -503,6 +529,12 @@ impl Config {
             self.apply(&name, &values).map_err(|why| {
                 ConfigError(format!("{origin}:{line_no}: directive '{name}': {why}"))
             })?;
+            if name == "save" {
+                let mut points = save_points.take().unwrap_or_default();
+                points.append(&mut self.save_points);
+                self.save_points = points.clone();
+                save_points = Some(points);
+            }
         }
         Ok(())
     }
@@ -511,6 +543,26 @@ impl Config {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn save_lines_of_a_file_add_up_and_config_set_replaces() {
+        let mut config = Config::default();
+        config
+            .apply_text("save 900 1\nsave 300 10\n", "test")
+            .expect("valid");
+        assert_eq!(config.save_points, vec![(900, 1), (300, 10)]);
+        config.apply("save", &["60 5".to_string()]).expect("valid");
+        assert_eq!(config.save_points, vec![(60, 5)]);
+        config.apply("save", &["".to_string()]).expect("valid");
+        assert!(config.save_points.is_empty());
+        for bad in ["60", "0 1", "60 -1", "x 1"] {
+            assert_eq!(
+                config.apply("save", &[bad.to_string()]),
+                Err("Invalid save parameters".to_string()),
+                "{bad}"
+            );
+        }
+    }
 
     #[test]
     fn memory_units_follow_redis() {

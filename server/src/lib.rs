@@ -114,6 +114,7 @@ impl Server {
         }
         let sweeper = tokio::spawn(expiry::run(shared.clone()));
         let sampler = tokio::spawn(stats::run_sampler(shared.clone()));
+        let save_schedule = tokio::spawn(persistence::run_schedule(shared.clone()));
         if let Some(listener) = metrics_listener {
             tokio::spawn(metrics::run(shared.clone(), listener));
         }
@@ -122,6 +123,7 @@ impl Server {
             let _ = accept_loop.await;
             sweeper.abort();
             sampler.abort();
+            save_schedule.abort();
         });
         Ok(ServerHandle {
             local_addr,

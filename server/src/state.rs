@@ -162,6 +162,7 @@ impl Shared {
             config.slowlog_max_len as usize,
         );
         self.install_latency_settings(&config);
+        self.persistence.refresh_write_refusal(&config);
         self.store
             .tracking()
             .set_max_keys(config.tracking_table_max_keys as usize);

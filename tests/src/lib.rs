@@ -43,6 +43,8 @@ impl TestServer {
             shards: 4,
             clock: clock.clone(),
             dir: scratch_dir(),
+            // As the redis-server the differential tests start (--save "").
+            save_points: Vec::new(),
             ..Config::default()
         };
         adjust(&mut config);
@@ -61,6 +63,8 @@ impl TestServer {
             port: 0,
             shards: 4,
             dir: scratch_dir(),
+            // As the redis-server the differential tests start (--save "").
+            save_points: Vec::new(),
             ..Config::default()
         })
         .start()

@@ -74,7 +74,19 @@ fn config_parameters(config: &Config) -> Vec<(&'static str, String)> {
             ),
         ),
         ("lua-native-scripts", yes_no(config.lua_native_scripts)),
-        ("save", String::new()),
+        (
+            "save",
+            config
+                .save_points
+                .iter()
+                .map(|(seconds, changes)| format!("{seconds} {changes}"))
+                .collect::<Vec<_>>()
+                .join(" "),
+        ),
+        (
+            "stop-writes-on-bgsave-error",
+            yes_no(config.stop_writes_on_bgsave_error),
+        ),
         ("appendonly", "no".to_string()),
         ("dir", config.dir.clone()),
         ("dbfilename", config.dbfilename.clone()),

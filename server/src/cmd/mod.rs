@@ -465,6 +465,15 @@ fn rejection(ctx: &Ctx<'_>, command: &'static Command, argv: &[&[u8]]) -> Option
         Some(Reply::error("ERR Replica can't interact with the keyspace"))
     } else if command.flags & flags::DENYOOM != 0 && over_maxmemory(ctx, argv) {
         Some(Reply::error(error::OOM))
+    } else if (command.flags & flags::WRITE != 0 || command.name == "ping")
+        && ctx
+            .shared
+            .persistence
+            .writes_refused
+            .load(Ordering::Relaxed)
+    {
+        // Redis refuses PING too, so a health check notices.
+        Some(Reply::error(error::MISCONF))
     } else {
         pubsub::subscribed_refusal(ctx, command.name)
     }

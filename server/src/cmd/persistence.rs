@@ -136,8 +136,9 @@ pub fn save_now(shared: &crate::state::Shared) -> std::io::Result<()> {
             Ok(())
         }
         Err(e) => {
+            // As Redis's rdbSave: logged, and INFO's rdb_last_bgsave_status
+            // (a background save's) left as it was.
             tracing::warn!(error = %e, path = %snapshot::path(shared).display(), "failed saving the snapshot");
-            state.last_save_failed.store(true, Ordering::Relaxed);
             Err(e)
         }
     }

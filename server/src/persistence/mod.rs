@@ -46,6 +46,12 @@ pub struct PersistenceState {
     pub snapshot_memory: Arc<SnapshotMemory>,
     /// Peak extra memory of the last BGSAVE (`rdb_last_cow_size`).
     pub last_cow_size: AtomicU64,
+    /// When the last BGSAVE was started by the `save` schedule (unix s): a
+    /// failed one is retried after 5 s, as Redis does.
+    pub last_bgsave_try_unix: AtomicU64,
+    /// Writes (and PING) get MISCONF: the last BGSAVE failed, save points
+    /// are set and `stop-writes-on-bgsave-error` is yes.
+    pub writes_refused: AtomicBool,
 }
 
 impl PersistenceState {
@@ -65,7 +71,20 @@ impl PersistenceState {
             last_bgsave_secs: AtomicI64::new(-1),
             snapshot_memory: Arc::new(SnapshotMemory::default()),
             last_cow_size: AtomicU64::new(0),
+            last_bgsave_try_unix: AtomicU64::new(0),
+            writes_refused: AtomicBool::new(false),
         }
+    }
+}
+
+impl PersistenceState {
+    /// Recomputes [`PersistenceState::writes_refused`] from the settings and
+    /// the last BGSAVE's outcome.
+    pub fn refresh_write_refusal(&self, config: &crate::config::Config) {
+        let refused = config.stop_writes_on_bgsave_error
+            && !config.save_points.is_empty()
+            && self.last_save_failed.load(Ordering::Relaxed);
+        self.writes_refused.store(refused, Ordering::Relaxed);
     }
 }
 
@@ -101,4 +120,41 @@ pub fn saved(shared: &crate::state::Shared, at_unix: u64) {
     state.last_save_unix.store(at_unix, Ordering::Relaxed);
     state.saves.fetch_add(1, Ordering::Relaxed);
     state.last_save_failed.store(false, Ordering::Relaxed);
+    state.refresh_write_refusal(&shared.config.read());
+}
+
+/// The `save` schedule: every 100 ms, a BGSAVE when a save point is due
+/// (at least `changes` writes and more than `seconds` since the last save),
+/// as Redis's serverCron; a failed one is retried after 5 seconds.
+pub async fn run_schedule(shared: Arc<crate::state::Shared>) {
+    const RETRY_AFTER_S: u64 = 5;
+    let mut stopping = shared.shutdown.subscribe();
+    loop {
+        tokio::select! {
+            _ = tokio::time::sleep(std::time::Duration::from_millis(100)) => {}
+            _ = stopping.wait_for(|&stop| stop) => return,
+        }
+        let state = &shared.persistence;
+        if state.bgsave_in_progress.load(Ordering::SeqCst) {
+            continue;
+        }
+        let points = shared.config.read().save_points.clone();
+        let now_s = shared.clock.now_ms() / 1000;
+        let changes = changes_since_last_save(&shared.stats, state);
+        let since = now_s.saturating_sub(state.last_save_unix.load(Ordering::Relaxed));
+        let may_retry = !state.last_save_failed.load(Ordering::Relaxed)
+            || now_s.saturating_sub(state.last_bgsave_try_unix.load(Ordering::Relaxed))
+                > RETRY_AFTER_S;
+        let Some((seconds, _)) = points
+            .iter()
+            .find(|(seconds, min)| changes >= *min && since > *seconds)
+        else {
+            continue;
+        };
+        if may_retry {
+            tracing::info!("{changes} changes in {seconds} seconds. Saving...");
+            state.last_bgsave_try_unix.store(now_s, Ordering::Relaxed);
+            snapshot::bgsave(&shared);
+        }
+    }
 }

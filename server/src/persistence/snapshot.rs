@@ -310,6 +310,7 @@ fn finish_bgsave(shared: &Arc<Shared>, result: std::io::Result<Saved>) {
             state.last_save_failed.store(true, Ordering::Relaxed);
         }
     }
+    state.refresh_write_refusal(&shared.config.read());
     state.bgsave_in_progress.store(false, Ordering::SeqCst);
     if state.bgsave_scheduled.swap(false, Ordering::SeqCst) {
         let _ = bgsave(shared);

@@ -106,6 +106,24 @@ impl<'a> Reader<'a> {
         })
     }
 
+    /// Checks the whole file's CRC64 trailer up front (a file written with
+    /// `rdbchecksum no` stores 0 and is not checked): a damaged or cut file
+    /// is refused before anything is loaded.
+    pub fn verify_checksum(&self) -> Result<(), Error> {
+        let data = self.data;
+        if data.len() < 9 + 1 + 8 {
+            return Err(Error::Truncated);
+        }
+        let (body, trailer) = data.split_at(data.len() - 8);
+        let mut stored = [0u8; 8];
+        stored.copy_from_slice(trailer);
+        let stored = u64::from_le_bytes(stored);
+        if stored != 0 && stored != crc64(body) {
+            return Err(Error::Checksum);
+        }
+        Ok(())
+    }
+
     /// The file's RDB version.
     pub fn version(&self) -> u16 {
         self.version

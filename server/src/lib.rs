@@ -101,16 +101,28 @@ impl Server {
         let shared = Arc::new(Shared::new(self.config));
         let _ = shared.itself.set(Arc::downgrade(&shared));
         *shared.local_addr.lock() = Some(local_addr);
-        // The snapshot, if there is one, before the first client is served.
-        match persistence::snapshot::load(&shared, skip_unsupported) {
-            Ok(Some(loaded)) => tracing::info!(
-                keys = loaded.keys,
-                expired = loaded.expired,
-                skipped = loaded.skipped,
-                "DB loaded from disk"
-            ),
-            Ok(None) => {}
-            Err(message) => return Err(std::io::Error::other(message)),
+        // The snapshot, if there is one: checked whole before the port
+        // opens (a damaged file stops the start), loaded while clients get
+        // -LOADING, as Redis does.
+        if let Some(data) = persistence::snapshot::open(&shared).map_err(std::io::Error::other)? {
+            shared.persistence.loading.store(true, Ordering::SeqCst);
+            let loader = shared.clone();
+            tokio::task::spawn_blocking(move || {
+                match persistence::snapshot::load(&loader, &data, skip_unsupported) {
+                    Ok(loaded) => tracing::info!(
+                        keys = loaded.keys,
+                        expired = loaded.expired,
+                        skipped = loaded.skipped,
+                        "DB loaded from disk"
+                    ),
+                    Err(message) => {
+                        tracing::error!("Fatal error loading the DB: {message}. Exiting.");
+                        loader.persistence.load_failed.store(true, Ordering::SeqCst);
+                        loader.begin_shutdown();
+                    }
+                }
+                loader.persistence.loading.store(false, Ordering::SeqCst);
+            });
         }
         let sweeper = tokio::spawn(expiry::run(shared.clone()));
         let sampler = tokio::spawn(stats::run_sampler(shared.clone()));

@@ -235,7 +235,16 @@ fn main() -> ExitCode {
         watch_signals(handle.shared().clone());
         let mut stopped = handle.shared().shutdown.subscribe();
         let _ = stopped.wait_for(|&stop| stop).await;
+        let load_failed = handle
+            .shared()
+            .persistence
+            .load_failed
+            .load(std::sync::atomic::Ordering::SeqCst);
         handle.shutdown().await;
+        if load_failed {
+            // As Redis: a snapshot that cannot be loaded is fatal.
+            return ExitCode::FAILURE;
+        }
         tracing::info!("tally-server is now ready to exit, bye bye...");
         ExitCode::SUCCESS
     });

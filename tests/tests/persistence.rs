@@ -131,6 +131,25 @@ async fn all_contents(addr: SocketAddr, db: i64) -> Vec<String> {
     out
 }
 
+/// Waits until a server has loaded its snapshot (INFO answers while it
+/// loads; most commands get -LOADING).
+async fn wait_loaded(addr: SocketAddr) {
+    let mut conn = connect(addr).await;
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    loop {
+        let info: String = redis::cmd("INFO")
+            .arg("persistence")
+            .query_async(&mut conn)
+            .await
+            .expect("INFO");
+        if info.contains("\r\nloading:0\r\n") {
+            return;
+        }
+        assert!(std::time::Instant::now() < deadline, "never loaded");
+        tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+    }
+}
+
 async fn fill(addr: SocketAddr) {
     let mut conn = connect(addr).await;
     for command in fill_commands() {
@@ -363,6 +382,7 @@ async fn redis_s_snapshot_loads_in_tally() {
     .start()
     .await
     .expect("tally starts with Redis's file");
+    wait_loaded(tally.local_addr()).await;
     let _: () = redis::cmd("DEL")
         .arg("soon")
         .query_async(&mut connect(redis.addr).await)
@@ -735,4 +755,39 @@ async fn save_points_start_background_saves() {
         raw.line("CONFIG GET save").await,
         "*2\r\n$4\r\nsave\r\n$4\r\n10 1\r\n"
     );
+}
+
+/// While the snapshot loads, commands not flagged `loading` get Redis's
+/// -LOADING (PING included); INFO, CONFIG and the like answer, and INFO
+/// shows the loading fields.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn commands_wait_with_loading_while_the_snapshot_loads() {
+    let tally = TestServer::start().await;
+    let state = &tally.handle.shared().persistence;
+    state
+        .loading_total_bytes
+        .store(1000, std::sync::atomic::Ordering::SeqCst);
+    state
+        .loading_loaded_bytes
+        .store(250, std::sync::atomic::Ordering::SeqCst);
+    state
+        .loading
+        .store(true, std::sync::atomic::Ordering::SeqCst);
+    let mut raw = tally.raw().await;
+    let loading = "-LOADING Redis is loading the dataset in memory\r\n";
+    assert_eq!(raw.line("PING").await, loading);
+    assert_eq!(raw.line("GET a").await, loading);
+    assert_eq!(raw.line("SET a 1").await, loading);
+    let info = raw.line("INFO persistence").await;
+    assert!(info.contains("\r\nloading:1\r\n"), "{info}");
+    assert!(info.contains("\r\nloading_total_bytes:1000\r\nloading_rdb_used_mem:0\r\nloading_loaded_bytes:250\r\nloading_loaded_perc:25.00\r\n"), "{info}");
+    assert!(raw.line("CONFIG GET dir").await.starts_with("*2"));
+    state
+        .loading
+        .store(false, std::sync::atomic::Ordering::SeqCst);
+    assert_eq!(raw.line("PING").await, "+PONG\r\n");
+    assert!(!raw
+        .line("INFO persistence")
+        .await
+        .contains("loading_total_bytes"));
 }

@@ -25,6 +25,8 @@ pub const DB_INDEX_OUT_OF_RANGE: &str = "ERR DB index is out of range";
 /// noeviction refusal.
 /// A write while the last background save failed (stop-writes-on-bgsave-error).
 pub const MISCONF: &str = "MISCONF Redis is configured to save RDB snapshots, but it's currently unable to persist to disk. Commands that may modify the data set are disabled, because this instance is configured to report errors during writes if RDB snapshotting fails (stop-writes-on-bgsave-error option). Please check the Redis logs for details about the RDB error.";
+/// A command that must wait for the snapshot to load.
+pub const LOADING: &str = "LOADING Redis is loading the dataset in memory";
 /// A write past maxmemory.
 pub const OOM: &str = "OOM command not allowed when used memory > 'maxmemory'.";
 /// A command before AUTH on a password-protected server.

@@ -383,13 +383,14 @@ fn persistence(ctx: &Ctx<'_>) -> Vec<String> {
     let state = &ctx.shared.persistence;
     let changes = crate::persistence::changes_since_last_save(&ctx.shared.stats, state);
     let in_progress = state.bgsave_in_progress.load(Ordering::Relaxed);
+    let loading = state.loading.load(Ordering::Relaxed);
     let current_secs = if in_progress {
         (ctx.now_ms.saturating_sub(load(&state.bgsave_started_ms)) / 1000) as i64
     } else {
         -1
     };
-    vec![
-        "loading:0".to_string(),
+    let mut lines = vec![
+        format!("loading:{}", loading as u8),
         "async_loading:0".to_string(),
         format!(
             "current_cow_peak:{}",
@@ -439,7 +440,33 @@ fn persistence(ctx: &Ctx<'_>) -> Vec<String> {
         "aof_last_cow_size:0".to_string(),
         "module_fork_in_progress:0".to_string(),
         "module_fork_last_cow_size:0".to_string(),
-    ]
+    ];
+    if loading {
+        // Redis's figures, its ETA formula included.
+        let total = load(&state.loading_total_bytes);
+        let loaded = load(&state.loading_loaded_bytes);
+        let started = load(&state.loading_start_unix);
+        let elapsed = (ctx.now_ms / 1000).saturating_sub(started);
+        let eta = if elapsed == 0 {
+            1
+        } else {
+            elapsed * total.saturating_sub(loaded) / (loaded + 1)
+        };
+        let perc = if total == 0 {
+            0.0
+        } else {
+            loaded as f64 * 100.0 / total as f64
+        };
+        lines.extend([
+            format!("loading_start_time:{started}"),
+            format!("loading_total_bytes:{total}"),
+            "loading_rdb_used_mem:0".to_string(),
+            format!("loading_loaded_bytes:{loaded}"),
+            format!("loading_loaded_perc:{perc:.2}"),
+            format!("loading_eta_seconds:{eta}"),
+        ]);
+    }
+    lines
 }
 
 fn stats(ctx: &Ctx<'_>, totals: &ShardTotals) -> Vec<String> {

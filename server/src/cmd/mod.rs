@@ -474,6 +474,10 @@ fn rejection(ctx: &Ctx<'_>, command: &'static Command, argv: &[&[u8]]) -> Option
     {
         // Redis refuses PING too, so a health check notices.
         Some(Reply::error(error::MISCONF))
+    } else if command.flags & flags::LOADING == 0
+        && ctx.shared.persistence.loading.load(Ordering::Relaxed)
+    {
+        Some(Reply::error(error::LOADING))
     } else {
         pubsub::subscribed_refusal(ctx, command.name)
     }

@@ -52,6 +52,17 @@ pub struct PersistenceState {
     /// Writes (and PING) get MISCONF: the last BGSAVE failed, save points
     /// are set and `stop-writes-on-bgsave-error` is yes.
     pub writes_refused: AtomicBool,
+    /// The snapshot is being loaded: commands not flagged `loading` get
+    /// -LOADING (INFO `loading:1` and `loading_*`).
+    pub loading: AtomicBool,
+    /// The file's size (`loading_total_bytes`).
+    pub loading_total_bytes: AtomicU64,
+    /// Bytes of it read so far (`loading_loaded_bytes`).
+    pub loading_loaded_bytes: AtomicU64,
+    /// When loading began, unix s (`loading_start_time`).
+    pub loading_start_unix: AtomicU64,
+    /// Loading failed part-way: the server shut down (the binary exits 1).
+    pub load_failed: AtomicBool,
 }
 
 impl PersistenceState {
@@ -73,6 +84,11 @@ impl PersistenceState {
             last_cow_size: AtomicU64::new(0),
             last_bgsave_try_unix: AtomicU64::new(0),
             writes_refused: AtomicBool::new(false),
+            loading: AtomicBool::new(false),
+            loading_total_bytes: AtomicU64::new(0),
+            loading_loaded_bytes: AtomicU64::new(0),
+            loading_start_unix: AtomicU64::new(0),
+            load_failed: AtomicBool::new(false),
         }
     }
 }

@@ -328,17 +328,35 @@ pub struct Loaded {
     pub skipped: u64,
 }
 
-/// Loads the snapshot file into an empty store, if there is one. Keys
-/// already expired are dropped (counted); a stream or function library is
-/// an error naming it unless `skip_unsupported`, which logs and skips it.
-pub fn load(shared: &Shared, skip_unsupported: bool) -> Result<Option<Loaded>, String> {
+/// Reads the snapshot file, if there is one, and checks its header and
+/// checksum: a damaged file stops the start before the port opens.
+pub fn open(shared: &Shared) -> Result<Option<Vec<u8>>, String> {
     let file = path(shared);
     let data = match std::fs::read(&file) {
         Ok(data) => data,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
         Err(e) => return Err(format!("{}: {e}", file.display())),
     };
-    let mut reader = Reader::new(&data).map_err(|e| format!("{}: {e}", file.display()))?;
+    Reader::new(&data)
+        .and_then(|reader| reader.verify_checksum())
+        .map_err(|e| format!("{}: {e}", file.display()))?;
+    Ok(Some(data))
+}
+
+/// Loads a snapshot file's contents (see [`open`]) into the store. Keys
+/// already expired are dropped (counted); a stream or function library is
+/// an error naming it unless `skip_unsupported`, which logs and skips it.
+/// Progress goes to INFO's `loading_*` fields.
+pub fn load(shared: &Shared, data: &[u8], skip_unsupported: bool) -> Result<Loaded, String> {
+    let file = path(shared);
+    let mut reader = Reader::new(data).map_err(|e| format!("{}: {e}", file.display()))?;
+    let state = &shared.persistence;
+    state
+        .loading_total_bytes
+        .store(data.len() as u64, Ordering::Relaxed);
+    state
+        .loading_start_unix
+        .store(shared.clock.now_ms() / 1000, Ordering::Relaxed);
     let now_ms = shared.clock.now_ms();
     let mut loaded = Loaded::default();
     let store = &shared.store;
@@ -348,6 +366,11 @@ pub fn load(shared: &Shared, skip_unsupported: bool) -> Result<Option<Loaded>, S
     {
         match item {
             Item::Entry(entry) => {
+                if loaded.keys % 1024 == 0 {
+                    state
+                        .loading_loaded_bytes
+                        .store(reader.position() as u64, Ordering::Relaxed);
+                }
                 let db = entry.db as usize;
                 if db >= store.databases() {
                     return Err(format!(
@@ -384,6 +407,9 @@ pub fn load(shared: &Shared, skip_unsupported: bool) -> Result<Option<Loaded>, S
             Item::Aux(..) | Item::ResizeDb { .. } => {}
         }
     }
+    state
+        .loading_loaded_bytes
+        .store(data.len() as u64, Ordering::Relaxed);
     shared
         .persistence
         .last_load_keys
@@ -392,5 +418,5 @@ pub fn load(shared: &Shared, skip_unsupported: bool) -> Result<Option<Loaded>, S
         .persistence
         .last_load_expired
         .store(loaded.expired, Ordering::Relaxed);
-    Ok(Some(loaded))
+    Ok(loaded)
 }

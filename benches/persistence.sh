@@ -34,7 +34,7 @@ start() { # name port dir -> pid in LAST_PID
         redis-server --port "$port" --bind 127.0.0.1 --save "" --appendonly no --daemonize no \
             --dir "$dir" --dbfilename dump.rdb >/dev/null 2>&1 &
     else
-        "$TALLY_BIN" --port "$port" --dir "$dir" --dbfilename dump.rdb >/dev/null 2>&1 &
+        "$TALLY_BIN" --port "$port" --save "" --dir "$dir" --dbfilename dump.rdb >/dev/null 2>&1 &
     fi
     LAST_PID=$!
     PIDS+=("$LAST_PID")

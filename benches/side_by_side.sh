@@ -39,7 +39,7 @@ start_servers() {
     redis-server --port "$REDIS_PORT" --bind 127.0.0.1 --save "" --appendonly no \
         --daemonize no --dir "$WORK" >/dev/null 2>&1 &
     REDIS_PID=$!
-    "$TALLY_BIN" --port "$TALLY_PORT" --loglevel warning >/dev/null 2>&1 &
+    "$TALLY_BIN" --port "$TALLY_PORT" --save "" --dir "$WORK" --loglevel warning >/dev/null 2>&1 &
     TALLY_PID=$!
     for port in "$REDIS_PORT" "$TALLY_PORT"; do
         for _ in $(seq 100); do

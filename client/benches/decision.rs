@@ -28,6 +28,8 @@ fn decisions(c: &mut Criterion) {
     let server = runtime.block_on(async {
         Server::new(Config {
             port: 0,
+            // An in-memory store for the run: no snapshots in the working dir.
+            save_points: Vec::new(),
             ..Config::default()
         })
         .start()

@@ -51,6 +51,8 @@ async fn simulate(nodes: usize, sync_ms: u64, exact: bool) -> Outcome {
         port: 0,
         shards: 8,
         clock: server_clock.clone(),
+        // An in-memory store for the run: no snapshots in the working dir.
+        save_points: Vec::new(),
         ..Config::default()
     })
     .start()

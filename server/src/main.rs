@@ -77,6 +77,11 @@ struct Cli {
     #[arg(long)]
     metrics_port: Option<u16>,
 
+    /// Snapshot points, "<seconds> <changes> ..." ("" for none).
+    /// [default: 3600 1 300 100 60 10000]
+    #[arg(long, allow_hyphen_values = true)]
+    save: Option<String>,
+
     /// Directory of the snapshot file. [default: .]
     #[arg(long)]
     dir: Option<String>,
@@ -126,6 +131,7 @@ impl Cli {
         one("shards", self.shards.map(|v| v.to_string()));
         one("io-threads", self.io_threads.map(|v| v.to_string()));
         one("metrics-port", self.metrics_port.map(|v| v.to_string()));
+        one("save", self.save.clone());
         one("dir", self.dir.clone());
         one("dbfilename", self.dbfilename.clone());
         one("rdbcompression", self.rdbcompression.clone());

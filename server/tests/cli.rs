@@ -168,7 +168,7 @@ fn request(stream: &mut TcpStream, command: &[&str]) -> String {
 fn spawn(args: &[&str]) -> (std::process::Child, u16) {
     let port = free_port();
     let child = Command::new(BIN)
-        .args(["--port", &port.to_string()])
+        .args(["--port", &port.to_string(), "--save", ""])
         .args(args)
         .stdout(Stdio::null())
         .stderr(Stdio::null())

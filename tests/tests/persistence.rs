@@ -791,3 +791,84 @@ async fn commands_wait_with_loading_while_the_snapshot_loads() {
         .await
         .contains("loading_total_bytes"));
 }
+
+/// A Redis file holding a stream (with a consumer group and a pending
+/// entry): loading stops and the server shuts down; with
+/// `rdb-skip-unsupported` the other keys load and the stream is left out.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_stream_in_redis_s_file_stops_the_start_unless_skipped() {
+    let dir = tally_tests::scratch_dir();
+    let Some(redis) = RedisServer::start_with(&["--dir", &dir, "--dbfilename", "dump.rdb"]) else {
+        return;
+    };
+    let mut conn = connect(redis.addr).await;
+    let _: () = conn.set("before", "1").await.expect("SET");
+    let _: String = redis::cmd("XADD")
+        .arg("events")
+        .arg("*")
+        .arg("f")
+        .arg("v")
+        .query_async(&mut conn)
+        .await
+        .expect("XADD");
+    let _: () = redis::cmd("XGROUP")
+        .arg("CREATE")
+        .arg("events")
+        .arg("g")
+        .arg("0")
+        .query_async(&mut conn)
+        .await
+        .expect("XGROUP");
+    let _: redis::Value = redis::cmd("XREADGROUP")
+        .arg("GROUP")
+        .arg("g")
+        .arg("c")
+        .arg("STREAMS")
+        .arg("events")
+        .arg(">")
+        .query_async(&mut conn)
+        .await
+        .expect("XREADGROUP");
+    let _: () = conn.set("after", "2").await.expect("SET");
+    save(redis.addr).await;
+    // The file's checksum is fine: the server starts, meets the stream while
+    // loading and shuts down (the binary then exits 1, the log naming the
+    // key), as Redis does with a type it cannot load.
+    let refused = Server::new(Config {
+        port: 0,
+        dir: dir.clone(),
+        ..Config::default()
+    })
+    .start()
+    .await
+    .expect("the checksum is fine");
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    while !refused.is_shutting_down() {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the stream was loaded"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+    }
+    assert!(refused
+        .shared()
+        .persistence
+        .load_failed
+        .load(std::sync::atomic::Ordering::SeqCst));
+    refused.shutdown().await;
+    let tally = Server::new(Config {
+        port: 0,
+        dir,
+        rdb_skip_unsupported: true,
+        ..Config::default()
+    })
+    .start()
+    .await
+    .expect("starts, skipping the stream");
+    wait_loaded(tally.local_addr()).await;
+    assert_eq!(
+        all_contents(tally.local_addr(), 0).await,
+        vec!["after string ttl=false 2", "before string ttl=false 1"]
+    );
+    tally.shutdown().await;
+}

@@ -177,9 +177,11 @@ pub fn glob(data: &[u8]) {
 
 /// Commands the dispatch target leaves out: scripts (their own target, and
 /// a loop would hang the fuzzer), DEBUG (SLEEP pauses; PANIC panics on
-/// purpose), CONFIG (could lift the limits that keep inputs small), and
-/// SHUTDOWN.
+/// purpose), CONFIG (could lift the limits that keep inputs small),
+/// SHUTDOWN, and SAVE/BGSAVE (they write files; their input is one word).
 const NOT_FUZZED: &[&str] = &[
+    "save",
+    "bgsave",
     "eval",
     "evalsha",
     "eval_ro",
@@ -199,6 +201,7 @@ fn fuzz_server() -> Arc<Shared> {
         databases: 4,
         maxmemory: 32 * 1024 * 1024,
         proto_max_bulk_len: 1024 * 1024,
+        save_points: Vec::new(),
         ..Config::default()
     };
     Arc::new(Shared::new(config))

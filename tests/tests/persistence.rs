@@ -872,3 +872,59 @@ async fn a_stream_in_redis_s_file_stops_the_start_unless_skipped() {
     );
     tally.shutdown().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn replconf_answers_as_redis() {
+    tally_tests::assert_script_matches_redis(
+        "
+        REPLCONF capa eof
+        REPLCONF capa eof capa psync2 rdb-only 1
+        REPLCONF rdb-only 2
+        REPLCONF rdb-only x
+        REPLCONF listening-port x
+        REPLCONF listening-port 6380
+        REPLCONF capa
+        REPLCONF bogus 1
+        REPLCONF
+        PING
+        ",
+    )
+    .await;
+}
+
+/// `redis-cli --rdb` (REPLCONF, then SYNC) fetches a snapshot of the
+/// keyspace that redis-check-rdb accepts.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn redis_cli_fetches_a_snapshot_with_rdb() {
+    let tally = TestServer::start_real_clock().await;
+    fill(tally.addr()).await;
+    let dir = tally_tests::scratch_dir();
+    let file = Path::new(&dir).join("fetched.rdb");
+    let output = match std::process::Command::new("redis-cli")
+        .args(["-p", &tally.addr().port().to_string(), "--rdb"])
+        .arg(&file)
+        .output()
+    {
+        Ok(output) => output,
+        Err(_) => {
+            assert!(
+                std::env::var_os("CI").is_none(),
+                "redis-cli is required in CI"
+            );
+            return;
+        }
+    };
+    let log = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        output.status.success() && log.contains("Transfer finished with success"),
+        "{log}"
+    );
+    check_rdb(&file);
+    let data = std::fs::read(&file).expect("the fetched file");
+    let mut reader = tally_rdb::Reader::new(&data).expect("an RDB file");
+    let mut keys = 0;
+    while let Some(item) = reader.next_item().expect("whole") {
+        keys += matches!(item, tally_rdb::Item::Entry(_)) as usize;
+    }
+    assert_eq!(keys, ALL_KEYS.len());
+}

@@ -179,3 +179,62 @@ pub fn bgsave(ctx: &mut Ctx<'_>, argv: &[&[u8]]) -> Reply {
         Reply::error("ERR Background save already in progress")
     }
 }
+
+/// SYNC: the first step of Redis's replication, as `redis-cli --rdb` uses
+/// it: the snapshot of this moment as `$<len>\r\n` and the file. tally
+/// has no replication stream to follow it yet, so the connection closes
+/// after the file. Taken as SAVE takes it (every shard held meanwhile).
+pub fn sync(ctx: &mut Ctx<'_>, _argv: &[&[u8]]) -> Reply {
+    match snapshot::snapshot_bytes(ctx.shared) {
+        Ok(file) => {
+            let mut out = format!("${}\r\n", file.len()).into_bytes();
+            out.extend_from_slice(&file);
+            ctx.client.close_after_reply = true;
+            Reply::Raw(out)
+        }
+        Err(e) => Reply::error_bytes(format!("ERR {e}").into_bytes()),
+    }
+}
+
+/// REPLCONF option value ...: what a replica (or `redis-cli --rdb`) says
+/// before SYNC. The options are checked as Redis checks them and have
+/// nothing to set yet: SYNC sends the snapshot and closes either way.
+pub fn replconf(_ctx: &mut Ctx<'_>, argv: &[&[u8]]) -> Reply {
+    if argv.len() % 2 == 0 {
+        return Reply::error(error::SYNTAX);
+    }
+    for pair in argv[1..].chunks(2) {
+        let (option, value) = (pair[0], pair[1]);
+        if is(option, "listening-port") {
+            if parse_i64(value).is_none() {
+                return Reply::error(error::NOT_INTEGER);
+            }
+        } else if is(option, "ip-address") {
+            // NET_HOST_STR_LEN
+            if value.len() >= 256 {
+                return Reply::error_bytes(
+                    format!(
+                        "ERR REPLCONF ip-address provided by replica instance is too long: {} bytes",
+                        value.len()
+                    )
+                    .into_bytes(),
+                );
+            }
+        } else if is(option, "ack") || is(option, "getack") {
+            // Replicas' offsets: never answered.
+            return Reply::Nothing;
+        } else if is(option, "rdb-only") {
+            if !matches!(parse_i64(value), Some(0 | 1)) {
+                return Reply::error(match parse_i64(value) {
+                    Some(_) => "ERR value is out of range, value must between 0 and 1",
+                    None => error::NOT_INTEGER,
+                });
+            }
+        } else if !is(option, "capa") && !is(option, "rdb-filter-only") {
+            let mut message = b"ERR Unrecognized REPLCONF option: ".to_vec();
+            message.extend_from_slice(option);
+            return Reply::error_bytes(message);
+        }
+    }
+    Reply::Ok
+}

@@ -414,6 +414,8 @@ pub static COMMANDS: &[Command] = &[
     row("wait", 3, NOSCRIPT, NO_KEYS, server::wait, "generic", "3.0.0", "Blocks until the asynchronous replication of all preceding write commands sent by the connection is completed."),
     row("lastsave", 1, LOADING | STALE | FAST, NO_KEYS, persistence::lastsave, "server", "1.0.0", "Returns the Unix timestamp of the last successful save to disk."),
     row("save", 1, ADMIN | NOSCRIPT | NO_MULTI, NO_KEYS, persistence::save, "server", "1.0.0", "Synchronously saves the database(s) to disk."),
+    row("replconf", -1, ADMIN | NOSCRIPT | LOADING | STALE | ALLOW_BUSY, NO_KEYS, persistence::replconf, "server", "3.0.0", "An internal command for configuring the replication stream."),
+    row("sync", 1, ADMIN | NOSCRIPT | NO_MULTI, NO_KEYS, persistence::sync, "server", "1.0.0", "An internal command used in replication."),
     row("bgsave", -1, ADMIN | NOSCRIPT, NO_KEYS, persistence::bgsave, "server", "1.0.0", "Asynchronously saves the database(s) to disk."),
     container("slowlog", -2, "server", "2.2.12", "A container for slow log commands.", SLOWLOG_SUBCOMMANDS, container_without_subcommand),
     container("memory", -2, "server", "4.0.0", "A container for memory diagnostics commands.", MEMORY_SUBCOMMANDS, container_without_subcommand),

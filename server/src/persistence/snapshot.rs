@@ -102,7 +102,14 @@ fn start_file(shared: &Shared, now_ms: u64) -> Writer {
     writer
 }
 
-fn write_file(shared: &Shared, file: &mut File) -> std::io::Result<Saved> {
+/// SYNC: the whole keyspace, as of now, as a file's bytes in memory.
+pub fn snapshot_bytes(shared: &Shared) -> std::io::Result<Vec<u8>> {
+    let mut bytes = Vec::new();
+    write_file(shared, &mut bytes)?;
+    Ok(bytes)
+}
+
+fn write_file(shared: &Shared, file: &mut impl Write) -> std::io::Result<Saved> {
     let now_ms = shared.clock.now_ms();
     let mut writer = start_file(shared, now_ms);
     let store = &shared.store;

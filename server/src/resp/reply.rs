@@ -52,6 +52,10 @@ pub enum Reply {
     Bool(bool),
     /// No reply at all (SHUTDOWN closes the connection instead of answering).
     Nothing,
+    /// Bytes written as they are, not a RESP frame: SYNC's snapshot
+    /// (`$<len>\r\n` and the file, with no trailing CRLF, as the
+    /// replication protocol sends it).
+    Raw(Vec<u8>),
     /// Verbatim text (RESP3 `=txt:`), a bulk string in RESP2 (INFO, CLIENT LIST).
     Verbatim(Vec<u8>),
     /// An array of bulk strings kept back to back in one buffer: LRANGE of
@@ -267,6 +271,7 @@ impl Reply {
                 Protocol::Resp3 => out.put_slice(if *value { b"#t\r\n" } else { b"#f\r\n" }),
             },
             Reply::Nothing => {}
+            Reply::Raw(bytes) => out.extend_from_slice(bytes),
             Reply::Bulks(list) => {
                 int_line(out, b'*', list.len() as i64);
                 out.put_slice(&list.encoded);

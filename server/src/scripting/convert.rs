@@ -34,7 +34,7 @@ pub fn reply_to_lua(lua: &Lua, reply: &Reply, resp3: bool) -> mlua::Result<(Valu
         Reply::Bulk(bytes) => Value::String(lua.create_string(bytes)?),
         Reply::BulkStatic(bytes) => Value::String(lua.create_string(bytes)?),
         Reply::BulkInt(n) => Value::String(lua.create_string(itoa::Buffer::new().format(*n))?),
-        Reply::Nil | Reply::NilArray | Reply::Nothing => {
+        Reply::Nil | Reply::NilArray | Reply::Nothing | Reply::Raw(_) => {
             if resp3 {
                 Value::Nil
             } else {

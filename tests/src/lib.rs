@@ -27,6 +27,17 @@ pub struct TestServer {
     pub handle: ServerHandle,
     /// The clock the server reads; move it to expire keys.
     pub clock: Arc<ManualClock>,
+    /// Its scratch `dir`, removed when the server is dropped.
+    _scratch: ScratchDir,
+}
+
+/// A directory removed when dropped.
+struct ScratchDir(String);
+
+impl Drop for ScratchDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
 }
 
 impl TestServer {
@@ -48,21 +59,27 @@ impl TestServer {
             ..Config::default()
         };
         adjust(&mut config);
+        let scratch = ScratchDir(config.dir.clone());
         let handle = Server::new(config)
             .start()
             .await
             .expect("tally-server starts");
-        TestServer { handle, clock }
+        TestServer {
+            handle,
+            clock,
+            _scratch: scratch,
+        }
     }
 
     /// Starts a server reading the real system clock (for differential tests,
     /// where Redis reads the real clock too).
     pub async fn start_real_clock() -> TestServer {
         let clock = Arc::new(ManualClock::new(T0_MS));
+        let scratch = ScratchDir(scratch_dir());
         let handle = Server::new(Config {
             port: 0,
             shards: 4,
-            dir: scratch_dir(),
+            dir: scratch.0.clone(),
             // As the redis-server the differential tests start (--save "").
             save_points: Vec::new(),
             ..Config::default()
@@ -70,7 +87,11 @@ impl TestServer {
         .start()
         .await
         .expect("tally-server starts");
-        TestServer { handle, clock }
+        TestServer {
+            handle,
+            clock,
+            _scratch: scratch,
+        }
     }
 
     /// The listening address.

@@ -16,6 +16,8 @@ use std::sync::Arc;
 use tally_rdb::{Encodings, Item, Reader, Writer};
 
 use crate::state::Shared;
+use crate::store::{ShardData, Store};
+use parking_lot::MutexGuard;
 
 /// Bytes gathered before they are written to the file.
 const WRITE_CHUNK: usize = 1 << 20;
@@ -109,20 +111,24 @@ pub fn snapshot_bytes(shared: &Shared) -> std::io::Result<Vec<u8>> {
     Ok(bytes)
 }
 
-fn write_file(shared: &Shared, file: &mut impl Write) -> std::io::Result<Saved> {
-    let now_ms = shared.clock.now_ms();
-    let mut writer = start_file(shared, now_ms);
-    let store = &shared.store;
-    // Every shard of every database, in the order every multi-shard lock
-    // takes them: one point in time.
-    let guards: Vec<Vec<_>> = (0..store.databases())
+/// Every shard of every database, per database, locked in the order every
+/// multi-shard lock takes them: while the guards live, nothing changes.
+fn lock_every_shard(store: &Store) -> Vec<Vec<MutexGuard<'_, ShardData>>> {
+    (0..store.databases())
         .map(|db| {
             let database = store.db(db);
             (0..database.shard_count())
                 .map(|s| database.lock_shard(s))
                 .collect()
         })
-        .collect();
+        .collect()
+}
+
+fn write_file(shared: &Shared, file: &mut impl Write) -> std::io::Result<Saved> {
+    let now_ms = shared.clock.now_ms();
+    let mut writer = start_file(shared, now_ms);
+    let store = &shared.store;
+    let guards = lock_every_shard(store);
     let mut keys = 0u64;
     let mut bytes = 0u64;
     for (db, shards) in guards.iter().enumerate() {
@@ -177,14 +183,7 @@ pub fn bgsave(shared: &Arc<Shared>) -> bool {
     let store = &shared.store;
     let mut counts = Vec::with_capacity(store.databases());
     {
-        let guards: Vec<Vec<_>> = (0..store.databases())
-            .map(|db| {
-                let database = store.db(db);
-                (0..database.shard_count())
-                    .map(|s| database.lock_shard(s))
-                    .collect()
-            })
-            .collect();
+        let guards = lock_every_shard(store);
         for shards in guards {
             let (mut keys, mut volatile) = (0u64, 0u64);
             for mut shard in shards {

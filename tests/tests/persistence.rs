@@ -131,23 +131,58 @@ async fn all_contents(addr: SocketAddr, db: i64) -> Vec<String> {
     out
 }
 
+/// INFO persistence.
+async fn persistence_info(conn: &mut redis::aio::MultiplexedConnection) -> String {
+    redis::cmd("INFO")
+        .arg("persistence")
+        .query_async(conn)
+        .await
+        .expect("INFO")
+}
+
+/// Polls INFO persistence until `done` holds, and returns it; fails after a
+/// minute with `what` (a hang detector, not a speed test).
+async fn wait_for_persistence(
+    conn: &mut redis::aio::MultiplexedConnection,
+    what: &str,
+    done: impl Fn(&str) -> bool,
+) -> String {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    loop {
+        let info = persistence_info(conn).await;
+        if done(&info) {
+            return info;
+        }
+        assert!(std::time::Instant::now() < deadline, "{what}: {info}");
+        tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+    }
+}
+
 /// Waits until a server has loaded its snapshot (INFO answers while it
 /// loads; most commands get -LOADING).
 async fn wait_loaded(addr: SocketAddr) {
     let mut conn = connect(addr).await;
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
-    loop {
-        let info: String = redis::cmd("INFO")
-            .arg("persistence")
-            .query_async(&mut conn)
-            .await
-            .expect("INFO");
-        if info.contains("\r\nloading:0\r\n") {
-            return;
-        }
-        assert!(std::time::Instant::now() < deadline, "never loaded");
-        tokio::time::sleep(std::time::Duration::from_millis(10)).await;
-    }
+    wait_for_persistence(&mut conn, "never loaded", |info| {
+        info.contains("\r\nloading:0\r\n")
+    })
+    .await;
+}
+
+/// Points `dir` at a directory that is then removed: saves cannot write.
+async fn point_dir_at_a_vanished_directory(
+    conn: &mut redis::aio::MultiplexedConnection,
+    dir: &str,
+) {
+    let doomed = format!("{dir}/doomed");
+    std::fs::create_dir(&doomed).expect("mkdir");
+    let _: () = redis::cmd("CONFIG")
+        .arg("SET")
+        .arg("dir")
+        .arg(&doomed)
+        .query_async(conn)
+        .await
+        .expect("CONFIG SET");
+    std::fs::remove_dir(&doomed).expect("rmdir");
 }
 
 async fn fill(addr: SocketAddr) {
@@ -395,11 +430,7 @@ async fn redis_s_snapshot_loads_in_tally() {
             "db {db}"
         );
     }
-    let info: String = redis::cmd("INFO")
-        .arg("persistence")
-        .query_async(&mut connect(tally.local_addr()).await)
-        .await
-        .expect("INFO");
+    let info = persistence_info(&mut connect(tally.local_addr()).await).await;
     assert!(info.contains("rdb_last_load_keys_expired:1\r\n"), "{info}");
     assert!(info.contains("rdb_last_load_keys_loaded:16\r\n"), "{info}");
     tally.shutdown().await;
@@ -462,25 +493,11 @@ async fn a_failed_save_keeps_the_previous_file() {
         .await
         .expect("LASTSAVE");
     let _: () = conn.set("b", "2").await.expect("SET");
-    // A directory that disappears after CONFIG SET: the save cannot write.
-    let doomed = format!("{dir}/doomed");
-    std::fs::create_dir(&doomed).expect("mkdir");
-    let _: () = redis::cmd("CONFIG")
-        .arg("SET")
-        .arg("dir")
-        .arg(&doomed)
-        .query_async(&mut conn)
-        .await
-        .expect("CONFIG SET");
-    std::fs::remove_dir(&doomed).expect("rmdir");
+    point_dir_at_a_vanished_directory(&mut conn, &dir).await;
     let reply: redis::RedisResult<()> = redis::cmd("SAVE").query_async(&mut conn).await;
     assert!(reply.is_err());
     assert_eq!(std::fs::read(&file).expect("the snapshot"), before);
-    let info: String = redis::cmd("INFO")
-        .arg("persistence")
-        .query_async(&mut conn)
-        .await
-        .expect("INFO");
+    let info = persistence_info(&mut conn).await;
     // A failed SAVE is logged; the status is a background save's, as on Redis.
     assert!(info.contains("rdb_last_bgsave_status:ok\r\n"), "{info}");
     assert!(info.contains("rdb_changes_since_last_save:1\r\n"), "{info}");
@@ -516,20 +533,11 @@ fn snapshot_strings(dir: &str) -> std::collections::HashMap<Vec<u8>, Vec<u8>> {
 }
 
 async fn wait_for_bgsave(conn: &mut redis::aio::MultiplexedConnection) {
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
-    loop {
-        let info: String = redis::cmd("INFO")
-            .arg("persistence")
-            .query_async(conn)
-            .await
-            .expect("INFO");
-        if info.contains("rdb_bgsave_in_progress:0") {
-            assert!(info.contains("rdb_last_bgsave_status:ok"), "{info}");
-            return;
-        }
-        assert!(std::time::Instant::now() < deadline, "BGSAVE never ended");
-        tokio::time::sleep(std::time::Duration::from_millis(10)).await;
-    }
+    let info = wait_for_persistence(conn, "BGSAVE never ended", |info| {
+        info.contains("rdb_bgsave_in_progress:0")
+    })
+    .await;
+    assert!(info.contains("rdb_last_bgsave_status:ok"), "{info}");
 }
 
 async fn fill_noise(conn: &mut redis::aio::MultiplexedConnection, keys: usize) {
@@ -658,11 +666,7 @@ async fn changes_after_bgsave_starts_are_not_in_the_snapshot() {
     assert!(!snapshot.contains_key(&b"created-after"[..]));
     assert!(!snapshot.contains_key(&b"after-flush"[..]));
     assert!(!snapshot.keys().any(|k| k.starts_with(b"late:")));
-    let info: String = redis::cmd("INFO")
-        .arg("persistence")
-        .query_async(&mut conn)
-        .await
-        .expect("INFO");
+    let info = persistence_info(&mut conn).await;
     assert!(info.contains("current_cow_size:0\r\n"), "{info}");
 }
 
@@ -674,34 +678,15 @@ async fn writes_are_refused_after_a_failed_background_save() {
     let mut conn = connect(tally.addr()).await;
     let dir = tally.handle.shared().config.read().dir.clone();
     let _: () = conn.set("a", "1").await.expect("SET");
-    let doomed = format!("{dir}/doomed");
-    std::fs::create_dir(&doomed).expect("mkdir");
-    let _: () = redis::cmd("CONFIG")
-        .arg("SET")
-        .arg("dir")
-        .arg(&doomed)
-        .query_async(&mut conn)
-        .await
-        .expect("CONFIG SET");
-    std::fs::remove_dir(&doomed).expect("rmdir");
+    point_dir_at_a_vanished_directory(&mut conn, &dir).await;
     let _: String = redis::cmd("BGSAVE")
         .query_async(&mut conn)
         .await
         .expect("BGSAVE");
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
-    loop {
-        let info: String = redis::cmd("INFO")
-            .arg("persistence")
-            .query_async(&mut conn)
-            .await
-            .expect("INFO");
-        if info.contains("rdb_bgsave_in_progress:0") && info.contains("rdb_last_bgsave_status:err")
-        {
-            break;
-        }
-        assert!(std::time::Instant::now() < deadline, "{info}");
-        tokio::time::sleep(std::time::Duration::from_millis(10)).await;
-    }
+    wait_for_persistence(&mut conn, "the BGSAVE never failed", |info| {
+        info.contains("rdb_bgsave_in_progress:0") && info.contains("rdb_last_bgsave_status:err")
+    })
+    .await;
     let mut raw = tally.raw().await;
     let misconf = format!("-{}\r\n", "MISCONF Redis is configured to save RDB snapshots, but it's currently unable to persist to disk. Commands that may modify the data set are disabled, because this instance is configured to report errors during writes if RDB snapshotting fails (stop-writes-on-bgsave-error option). Please check the Redis logs for details about the RDB error.");
     assert_eq!(raw.line("SET a 2").await, misconf);

@@ -14,6 +14,14 @@ async fn run(conn: &mut RawConn, line: &str) -> String {
     String::from_utf8_lossy(&conn.cmd(&words(line)).await).into_owned()
 }
 
+/// A RESP3 `invalidate` push for one key.
+fn invalidate(key: &str) -> String {
+    format!(
+        ">2\r\n$10\r\ninvalidate\r\n*1\r\n${}\r\n{key}\r\n",
+        key.len()
+    )
+}
+
 async fn next(conn: &mut RawConn) -> String {
     String::from_utf8_lossy(
         &tokio::time::timeout(Duration::from_secs(5), conn.reply())
@@ -36,10 +44,7 @@ async fn resp3_clients_are_told_when_keys_they_read_change() {
     // b was never read: no invalidation for it.
     run(&mut writer, "INCR b").await;
     run(&mut writer, "INCR a").await;
-    assert_eq!(
-        next(&mut client).await,
-        ">2\r\n$10\r\ninvalidate\r\n*1\r\n$1\r\na\r\n"
-    );
+    assert_eq!(next(&mut client).await, invalidate("a"));
     // Once invalidated, a key is forgotten until read again.
     run(&mut writer, "INCR a").await;
     assert_eq!(run(&mut client, "PING").await, "+PONG\r\n");
@@ -162,14 +167,8 @@ async fn scripts_track_their_declared_keys_when_they_read() {
     )
     .await;
     run(&mut writer, "MSET k3{t} 2 k2{t} 2 k1{t} 2").await;
-    assert_eq!(
-        next(&mut client).await,
-        ">2\r\n$10\r\ninvalidate\r\n*1\r\n$5\r\nk2{t}\r\n"
-    );
-    assert_eq!(
-        next(&mut client).await,
-        ">2\r\n$10\r\ninvalidate\r\n*1\r\n$5\r\nk1{t}\r\n"
-    );
+    assert_eq!(next(&mut client).await, invalidate("k2{t}"));
+    assert_eq!(next(&mut client).await, invalidate("k1{t}"));
     // EVAL_RO that only pings tracks nothing; one that reads tracks both.
     run(
         &mut client,
@@ -184,14 +183,8 @@ async fn scripts_track_their_declared_keys_when_they_read() {
     )
     .await;
     run(&mut writer, "MSET k2{t} 4 k1{t} 4").await;
-    assert_eq!(
-        next(&mut client).await,
-        ">2\r\n$10\r\ninvalidate\r\n*1\r\n$5\r\nk2{t}\r\n"
-    );
-    assert_eq!(
-        next(&mut client).await,
-        ">2\r\n$10\r\ninvalidate\r\n*1\r\n$5\r\nk1{t}\r\n"
-    );
+    assert_eq!(next(&mut client).await, invalidate("k2{t}"));
+    assert_eq!(next(&mut client).await, invalidate("k1{t}"));
     assert_eq!(run(&mut client, "PING").await, "+PONG\r\n");
 }
 
@@ -262,9 +255,6 @@ async fn a_resp3_redirect_target_gets_pushes_without_subscribing() {
         .send(&tally_tests::encode_command(&words("CLIENT REPLY OFF")))
         .await;
     run(&mut writer, "SET foo bar").await;
-    assert_eq!(
-        next(&mut target).await,
-        ">2\r\n$10\r\ninvalidate\r\n*1\r\n$3\r\nfoo\r\n"
-    );
+    assert_eq!(next(&mut target).await, invalidate("foo"));
     assert_eq!(run(&mut target, "CLIENT REPLY ON").await, "+OK\r\n");
 }

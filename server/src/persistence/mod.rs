@@ -91,9 +91,7 @@ impl PersistenceState {
             load_failed: AtomicBool::new(false),
         }
     }
-}
 
-impl PersistenceState {
     /// Recomputes [`PersistenceState::writes_refused`] from the settings and
     /// the last BGSAVE's outcome.
     pub fn refresh_write_refusal(&self, config: &crate::config::Config) {

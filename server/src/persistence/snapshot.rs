@@ -416,12 +416,8 @@ pub fn load(shared: &Shared, data: &[u8], skip_unsupported: bool) -> Result<Load
     state
         .loading_loaded_bytes
         .store(data.len() as u64, Ordering::Relaxed);
-    shared
-        .persistence
-        .last_load_keys
-        .store(loaded.keys, Ordering::Relaxed);
-    shared
-        .persistence
+    state.last_load_keys.store(loaded.keys, Ordering::Relaxed);
+    state
         .last_load_expired
         .store(loaded.expired, Ordering::Relaxed);
     Ok(loaded)

@@ -54,6 +54,14 @@ def opt(value):
     return f"Some({rust_str(value)})" if value else "None"
 
 
+def token(node):
+    # Redis's generator pastes the token between C quotes, so MIGRATE's
+    # two-quote token becomes four quotes in commands.c: adjacent empty
+    # literals, an empty (present but blank) token in COMMAND DOCS.
+    value = (node.get("token") or "").upper()
+    return f"Some({rust_str(value.replace(chr(34), ''))})" if value else "None"
+
+
 def arg(node, indent):
     pad = " " * indent
     flags = [f for f in ("optional", "multiple", "multiple_token") if node.get(f)]
@@ -65,7 +73,7 @@ def arg(node, indent):
         f"{pad}    name: {rust_str(node['name'].lower())},\n"
         f"{pad}    kind: {rust_str(node['type'])},\n"
         f"{pad}    key_spec_index: {node.get('key_spec_index', -1)},\n"
-        f"{pad}    token: {opt((node.get('token') or '').upper())},\n"
+        f"{pad}    token: {token(node)},\n"
         f"{pad}    summary: {opt(node.get('summary'))},\n"
         f"{pad}    since: {opt(node.get('since'))},\n"
         f"{pad}    deprecated_since: {opt(node.get('deprecated_since'))},\n"

@@ -225,6 +225,9 @@ pub struct LimiterBuilder {
     rules: RuleSource,
     config: LimiterConfig,
     clock: Arc<dyn Clock>,
+    /// For `rediss://` URLs: the CA and the client certificate.
+    #[cfg(feature = "tls")]
+    tls: Option<redis::TlsCertificates>,
 }
 
 impl LimiterBuilder {
@@ -270,6 +273,27 @@ impl LimiterBuilder {
         self
     }
 
+    /// TLS for `rediss://` URLs: the CA the server's certificate must chain
+    /// to (PEM; `None`: the system's roots) and, when the server asks for
+    /// one (`tls-auth-clients yes`), this client's certificate and key.
+    #[cfg(feature = "tls")]
+    pub fn tls(
+        mut self,
+        root_cert_pem: Option<Vec<u8>>,
+        client_cert_and_key_pem: Option<(Vec<u8>, Vec<u8>)>,
+    ) -> LimiterBuilder {
+        self.tls = Some(redis::TlsCertificates {
+            client_tls: client_cert_and_key_pem.map(|(client_cert, client_key)| {
+                redis::ClientTlsConfig {
+                    client_cert,
+                    client_key,
+                }
+            }),
+            root_cert: root_cert_pem,
+        });
+        self
+    }
+
     /// Connects (lazily: a server that is down now is retried later, behind
     /// the breaker) and loads the rules.
     pub async fn build(self) -> Result<Limiter, Error> {
@@ -282,7 +306,21 @@ impl LimiterBuilder {
             }
         }
         let mut servers = Vec::with_capacity(self.urls.len());
+        #[cfg(feature = "tls")]
+        if self.urls.iter().any(|u| u.starts_with("rediss://")) {
+            // rustls needs a process-wide provider; ring's, unless the
+            // program installed one.
+            let _ = tokio_rustls::rustls::crypto::ring::default_provider().install_default();
+        }
         for url in &self.urls {
+            #[cfg(feature = "tls")]
+            let client = match &self.tls {
+                Some(certificates) if url.starts_with("rediss://") => {
+                    redis::Client::build_with_tls(url.as_str(), certificates.clone())?
+                }
+                _ => redis::Client::open(url.as_str())?,
+            };
+            #[cfg(not(feature = "tls"))]
             let client = redis::Client::open(url.as_str())?;
             servers.push(Server {
                 connection: parking_lot::Mutex::new(None),
@@ -372,6 +410,8 @@ impl Limiter {
             rules: RuleSource::Static(RuleSet::default()),
             config: LimiterConfig::default(),
             clock: Arc::new(SystemClock),
+            #[cfg(feature = "tls")]
+            tls: None,
         }
     }
 

@@ -374,3 +374,115 @@ async fn cached_mode_works_against_redis_too() {
     assert_eq!(light_denied, 0);
     assert!(nodes.iter().map(|n| n.metrics().syncs).sum::<u64>() > 0);
 }
+
+/// The least-privilege gateway user of docs/security.md, given in the URL
+/// (`redis://gateway:secret@host:port`): exact mode, cached mode with
+/// leases and rules read and followed over pub/sub all work, and that user
+/// can do nothing else.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_gateway_user_is_enough_for_every_mode() {
+    let tally = TestServer::start_real_clock().await;
+    let admin_url = format!("redis://{}", tally.addr());
+    let admin = redis::Client::open(admin_url.as_str()).unwrap();
+    let mut conn = admin.get_multiplexed_async_connection().await.unwrap();
+    let user: Vec<&str> = "ACL SETUSER gateway on >gw-secret ~rl:* %R~tally:rules \
+        resetchannels &tally:rules -@all +evalsha +eval +script|load +get +incrby +decrby \
+        +expire +time +subscribe +ping"
+        .split(' ')
+        .collect();
+    let _: () = redis::cmd(user[0])
+        .arg(&user[1..])
+        .query_async(&mut conn)
+        .await
+        .unwrap();
+    let _: () = redis::cmd("SET")
+        .arg("tally:rules")
+        .arg(RuleSet::from_toml(RULES).unwrap().to_json())
+        .query_async(&mut conn)
+        .await
+        .unwrap();
+    let url = format!("redis://gateway:gw-secret@{}", tally.addr());
+    for (n, mode) in [
+        Mode::Exact,
+        Mode::Cached {
+            sync_interval: Duration::from_millis(20),
+        },
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        let alice = Identity::new("user", format!("alice-{n}"), "free");
+        let limiter = Limiter::builder([url.clone()])
+            .rules(tally_client::RuleSource::server_default())
+            .config(LimiterConfig {
+                background_tasks: true,
+                ..test_config(mode)
+            })
+            .build()
+            .await
+            .unwrap();
+        assert_eq!(limiter.rules().version, 1, "rules read as the gateway user");
+        for _ in 0..2 {
+            let decision = limiter.check(&alice, "GET /search", 1).await;
+            assert!(decision.allowed, "{decision:?}");
+            assert!(
+                matches!(decision.source, Source::Server | Source::Local),
+                "decided by the store, not by the breaker: {decision:?}"
+            );
+            limiter.sync_now().await;
+        }
+        let metrics = limiter.metrics();
+        assert_eq!(
+            (
+                metrics.sync_failures,
+                metrics.fail_open,
+                metrics.fail_closed
+            ),
+            (0, 0, 0),
+            "{metrics:?}"
+        );
+    }
+    let gateway = redis::Client::open(url.as_str()).unwrap();
+    let mut as_gateway = gateway.get_multiplexed_async_connection().await.unwrap();
+    let refused: redis::RedisResult<()> = redis::cmd("FLUSHALL").query_async(&mut as_gateway).await;
+    assert!(refused
+        .unwrap_err()
+        .to_string()
+        .contains("this user has no permissions to run the 'flushall' command"));
+}
+
+/// `rediss://` with the CA and a client certificate (`tls-auth-clients
+/// yes`): exact mode decides through tally's TLS port.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn checks_go_over_tls() {
+    let Some(files) = tally_tests::TlsFiles::generate() else {
+        return;
+    };
+    let port = tally_tests::free_local_port();
+    let _tally = TestServer::start_with(|c| {
+        c.tls.port = port;
+        c.tls.cert_file = files.server_cert.clone();
+        c.tls.key_file = files.server_key.clone();
+        c.tls.ca_cert_file = files.ca.clone();
+    })
+    .await;
+    let read = |path: &str| std::fs::read(path).unwrap();
+    let limiter = Limiter::builder([format!("rediss://localhost:{port}")])
+        .rules_toml(RULES)
+        .unwrap()
+        .config(test_config(Mode::Exact))
+        .tls(
+            Some(read(&files.ca)),
+            Some((read(&files.client_cert), read(&files.client_key))),
+        )
+        .build()
+        .await
+        .unwrap();
+    let bob = Identity::new("user", "bob", "free");
+    let decision = limiter.check(&bob, "GET /search", 1).await;
+    assert!(
+        decision.allowed && decision.source == Source::Server,
+        "{decision:?}"
+    );
+    assert_eq!(decision.limits[1].remaining, 4);
+}

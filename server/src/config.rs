@@ -77,6 +77,64 @@ pub struct Config {
     /// `rdb-skip-unsupported` (tally's): load a snapshot's other keys when
     /// it holds a stream or a function library.
     pub rdb_skip_unsupported: bool,
+    /// The `tls-*` options.
+    pub tls: crate::net::tls::TlsSettings,
+    /// `cluster-enabled`: run as a Redis Cluster node.
+    pub cluster_enabled: bool,
+    /// `cluster-config-file`: the node's nodes.conf, in `dir`.
+    pub cluster_config_file: String,
+    /// `cluster-require-full-coverage`: refuse keyed commands unless every
+    /// slot is served.
+    pub cluster_require_full_coverage: bool,
+    /// `cluster-allow-reads-when-down`.
+    pub cluster_allow_reads_when_down: bool,
+    /// `cluster-allow-pubsubshard-when-down`.
+    pub cluster_allow_pubsubshard_when_down: bool,
+    /// `cluster-node-timeout` in ms.
+    pub cluster_node_timeout: u64,
+    /// `cluster-port`: the bus port (0: the client port + 10000).
+    pub cluster_port: u16,
+    /// `cluster-announce-ip`: the IP given to other nodes ("": the one
+    /// they see).
+    pub cluster_announce_ip: String,
+    /// `cluster-announce-port`: the client port given to other nodes (0:
+    /// the real one).
+    pub cluster_announce_port: u16,
+    /// `cluster-announce-bus-port`: the bus port given to other nodes (0:
+    /// the real one).
+    pub cluster_announce_bus_port: u16,
+    /// `cluster-announce-hostname` ("": none).
+    pub cluster_announce_hostname: String,
+    /// `protected-mode`: with no password on the default user, refuse
+    /// clients from outside the loopback interface.
+    pub protected_mode: bool,
+    /// `user` directives: each user's name and rules, applied at start.
+    pub users: Vec<Vec<Vec<u8>>>,
+    /// `aclfile`: users are loaded from (and ACL SAVE writes) this file.
+    pub aclfile: String,
+    /// `acllog-max-len`: ACL LOG entries kept.
+    pub acllog_max_len: u64,
+    /// `appendonly`: keep the append-only file.
+    pub appendonly: bool,
+    /// `appendfilename`: the log's file names start with it.
+    pub appendfilename: String,
+    /// `appenddirname`: the log's directory, inside `dir`.
+    pub appenddirname: String,
+    /// `appendfsync`: when the log is fsynced.
+    pub appendfsync: crate::persistence::aof::Fsync,
+    /// `aof-load-truncated`: a log cut short at its end loads up to its
+    /// last whole command.
+    pub aof_load_truncated: bool,
+    /// `auto-aof-rewrite-percentage`: growth over the base that starts a
+    /// rewrite (0: never).
+    pub auto_aof_rewrite_percentage: u64,
+    /// `auto-aof-rewrite-min-size`: no automatic rewrite below this size.
+    pub auto_aof_rewrite_min_size: u64,
+    /// `no-appendfsync-on-rewrite`: no fsync while a rewrite runs.
+    pub no_appendfsync_on_rewrite: bool,
+    /// `aof-rewrite-incremental-fsync` (accepted; a rewrite fsyncs its base
+    /// once, at its end).
+    pub aof_rewrite_incremental_fsync: bool,
     /// `tracking-table-max-keys`: keys the CLIENT TRACKING table remembers
     /// before it invalidates some to make room (0: no limit).
     pub tracking_table_max_keys: u64,
@@ -148,6 +206,31 @@ impl Default for Config {
             rdbcompression: true,
             rdbchecksum: true,
             rdb_skip_unsupported: false,
+            tls: crate::net::tls::TlsSettings::default(),
+            protected_mode: true,
+            cluster_enabled: false,
+            cluster_config_file: "nodes.conf".to_string(),
+            cluster_require_full_coverage: true,
+            cluster_allow_reads_when_down: false,
+            cluster_allow_pubsubshard_when_down: true,
+            cluster_node_timeout: 15000,
+            cluster_port: 0,
+            cluster_announce_ip: String::new(),
+            cluster_announce_port: 0,
+            cluster_announce_bus_port: 0,
+            cluster_announce_hostname: String::new(),
+            users: Vec::new(),
+            aclfile: String::new(),
+            acllog_max_len: 128,
+            appendonly: false,
+            appendfilename: "appendonly.aof".to_string(),
+            appenddirname: "appendonlydir".to_string(),
+            appendfsync: crate::persistence::aof::Fsync::EverySec,
+            aof_load_truncated: true,
+            auto_aof_rewrite_percentage: 100,
+            auto_aof_rewrite_min_size: 64 * 1024 * 1024,
+            no_appendfsync_on_rewrite: false,
+            aof_rewrite_incremental_fsync: true,
             latency_tracking: true,
             latency_tracking_info_percentiles: vec![50.0, 99.0, 99.9],
             pubsub_output_limit: crate::pubsub::OutputLimit::PUBSUB_DEFAULT,
@@ -400,6 +483,84 @@ impl Config {
                 self.slowlog_max_len = redis(false, Range::Unsigned(0, i64::MAX as u64))? as u64
             }
             "metrics-port" => self.metrics_port = redis(false, Range::Signed(0, 65535))? as u16,
+            "cluster-enabled" => {
+                self.cluster_enabled = parse_yes_no(one()?)
+                    .ok_or_else(|| "argument must be 'yes' or 'no'".to_string())?
+            }
+            "cluster-config-file" => self.cluster_config_file = one()?.to_string(),
+            "cluster-require-full-coverage" => {
+                self.cluster_require_full_coverage = parse_yes_no(one()?)
+                    .ok_or_else(|| "argument must be 'yes' or 'no'".to_string())?
+            }
+            "cluster-allow-reads-when-down" => {
+                self.cluster_allow_reads_when_down = parse_yes_no(one()?)
+                    .ok_or_else(|| "argument must be 'yes' or 'no'".to_string())?
+            }
+            "cluster-allow-pubsubshard-when-down" => {
+                self.cluster_allow_pubsubshard_when_down = parse_yes_no(one()?)
+                    .ok_or_else(|| "argument must be 'yes' or 'no'".to_string())?
+            }
+            "cluster-port" => self.cluster_port = redis(false, Range::Signed(0, 65535))? as u16,
+            "cluster-announce-ip" => self.cluster_announce_ip = one()?.to_string(),
+            "cluster-announce-port" => {
+                self.cluster_announce_port = redis(false, Range::Signed(0, 65535))? as u16
+            }
+            "cluster-announce-hostname" => {
+                let hostname = one()?;
+                // Redis's isValidAuxString check for hostnames.
+                if hostname.len() >= 256 {
+                    return Err("Hostnames must be less than 256 characters".to_string());
+                }
+                if !hostname
+                    .bytes()
+                    .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'.')
+                {
+                    return Err(
+                        "Hostnames may only contain alphanumeric characters, hyphens or dots"
+                            .to_string(),
+                    );
+                }
+                self.cluster_announce_hostname = hostname.to_string();
+            }
+            "cluster-announce-bus-port" => {
+                self.cluster_announce_bus_port = redis(false, Range::Signed(0, 65535))? as u16
+            }
+            "cluster-node-timeout" => {
+                self.cluster_node_timeout = redis(false, Range::Signed(0, i64::MAX))? as u64
+            }
+            "protected-mode" => {
+                self.protected_mode = parse_yes_no(one()?)
+                    .ok_or_else(|| "argument must be 'yes' or 'no'".to_string())?
+            }
+            "tls-port" => self.tls.port = redis(false, Range::Signed(0, 65535))? as u16,
+            "tls-cert-file" => self.tls.cert_file = one()?.to_string(),
+            "tls-key-file" => self.tls.key_file = one()?.to_string(),
+            "tls-key-file-pass" => self.tls.key_file_pass = one()?.to_string(),
+            "tls-ca-cert-file" => self.tls.ca_cert_file = one()?.to_string(),
+            "tls-ca-cert-dir" => self.tls.ca_cert_dir = one()?.to_string(),
+            "tls-auth-clients" => {
+                self.tls.auth_clients =
+                    crate::net::tls::ClientAuth::parse(one()?).ok_or_else(|| {
+                        "argument(s) must be one of the following: no, yes, optional".to_string()
+                    })?
+            }
+            "tls-protocols" => self.tls.protocols = values.join(" "),
+            "tls-ciphersuites" => self.tls.ciphersuites = one()?.to_string(),
+            "tls-ciphers" => self.tls.ciphers = one()?.to_string(),
+            "tls-prefer-server-ciphers" => {
+                self.tls.prefer_server_ciphers = parse_yes_no(one()?)
+                    .ok_or_else(|| "argument must be 'yes' or 'no'".to_string())?
+            }
+            "tls-session-caching" => {
+                self.tls.session_caching = parse_yes_no(one()?)
+                    .ok_or_else(|| "argument must be 'yes' or 'no'".to_string())?
+            }
+            "tls-session-cache-size" => {
+                self.tls.session_cache_size = redis(false, Range::Signed(0, INT_MAX))? as u64
+            }
+            "tls-session-cache-timeout" => {
+                self.tls.session_cache_timeout = redis(false, Range::Signed(0, INT_MAX))? as u64
+            }
             "tracking-table-max-keys" => {
                 self.tracking_table_max_keys =
                     redis(false, Range::Unsigned(0, i64::MAX as u64))? as u64
@@ -446,15 +607,81 @@ impl Config {
                 }
                 self.save_points = points;
             }
-            // Accepted so that a stock redis.conf loads: it says "no
-            // append-only file", which is what tally has.
+            "user" => {
+                let words: Vec<Vec<u8>> = values.iter().map(|v| v.as_bytes().to_vec()).collect();
+                let user = crate::acl::file::parse_user(&words)?;
+                if self
+                    .users
+                    .iter()
+                    .any(|u| u.first().map(|n| n.as_slice()) == Some(user.name.as_bytes()))
+                {
+                    return Err(format!("Duplicate user '{}' found", user.name));
+                }
+                self.users.push(words);
+            }
+            "aclfile" => self.aclfile = one()?.to_string(),
+            "acllog-max-len" => {
+                self.acllog_max_len = redis(false, Range::Signed(0, i64::MAX))? as u64
+            }
             "appendonly" => {
-                if parse_yes_no(one()?) != Some(false) {
+                self.appendonly = parse_yes_no(one()?)
+                    .ok_or_else(|| "argument must be 'yes' or 'no'".to_string())?
+            }
+            "appendfilename" => {
+                let name = one()?;
+                if name.is_empty() {
+                    return Err("appendfilename can't be empty".to_string());
+                }
+                if name.contains('/') {
+                    return Err("appendfilename can't be a path, just a filename".to_string());
+                }
+                self.appendfilename = name.to_string()
+            }
+            "appenddirname" => {
+                let name = one()?;
+                if name.is_empty() {
+                    return Err("appenddirname can't be empty".to_string());
+                }
+                if name.contains('/') {
+                    return Err("appenddirname can't be a path, just a dirname".to_string());
+                }
+                self.appenddirname = name.to_string()
+            }
+            "appendfsync" => {
+                self.appendfsync =
+                    crate::persistence::aof::Fsync::parse(one()?).ok_or_else(|| {
+                        "argument(s) must be one of the following: always, everysec, no".to_string()
+                    })?
+            }
+            "aof-load-truncated" => {
+                self.aof_load_truncated = parse_yes_no(one()?)
+                    .ok_or_else(|| "argument must be 'yes' or 'no'".to_string())?
+            }
+            "aof-use-rdb-preamble" => {
+                if parse_yes_no(one()?)
+                    .ok_or_else(|| "argument must be 'yes' or 'no'".to_string())?
+                {
+                } else {
                     return Err(
-                        "tally has no append-only file: only `appendonly no` is accepted"
+                        "tally writes the append-only file's base as RDB: only `aof-use-rdb-preamble yes` is accepted"
                             .to_string(),
                     );
                 }
+            }
+            "auto-aof-rewrite-percentage" => {
+                self.auto_aof_rewrite_percentage = redis(false, Range::Signed(0, INT_MAX))? as u64
+            }
+            "auto-aof-rewrite-min-size" => {
+                self.auto_aof_rewrite_min_size =
+                    redis(true, Range::Unsigned(0, i64::MAX as u64))? as u64
+            }
+            "no-appendfsync-on-rewrite" => {
+                self.no_appendfsync_on_rewrite = parse_yes_no(one()?)
+                    .ok_or_else(|| "argument must be 'yes' or 'no'".to_string())?
+            }
+            "aof-rewrite-incremental-fsync" => {
+                self.aof_rewrite_incremental_fsync = parse_yes_no(one()?)
+                    .ok_or_else(|| "argument must be 'yes' or 'no'".to_string())?
             }
             "dir" => {
                 let dir = one()?;

@@ -64,6 +64,11 @@ pub async fn run(shared: Arc<Shared>) {
         if shared.pause.current().is_some() {
             continue;
         }
+        // Nothing expires while a file loads, as in Redis: a replayed
+        // append-only file names keys whose expiry it records as a DEL.
+        if shared.persistence.loading.load(Ordering::SeqCst) {
+            continue;
+        }
         let started = std::time::Instant::now();
         sweep_once(&shared);
         shared.store.tracking().flush_broadcasts();

@@ -179,11 +179,12 @@ pub fn glob(data: &[u8]) {
 /// Commands the dispatch target leaves out: scripts (their own target, and
 /// a loop would hang the fuzzer), DEBUG (SLEEP pauses; PANIC panics on
 /// purpose), CONFIG (could lift the limits that keep inputs small),
-/// SHUTDOWN, SAVE/BGSAVE (they write files; their input is one word) and
-/// SYNC (a snapshot, not a RESP reply).
+/// SHUTDOWN, SAVE/BGSAVE/BGREWRITEAOF (they write files; their input is
+/// one word) and SYNC (a snapshot, not a RESP reply).
 const NOT_FUZZED: &[&str] = &[
     "save",
     "bgsave",
+    "bgrewriteaof",
     "sync",
     "eval",
     "evalsha",
@@ -385,5 +386,59 @@ pub fn rdb(data: &[u8]) {
     file.extend_from_slice(data);
     if let Ok(mut reader) = tally_rdb::Reader::new(&file) {
         while let Ok(Some(_)) = reader.next_item() {}
+    }
+}
+
+/// Cluster bus messages as a hostile peer may send them, and the text
+/// files a node reads at start (nodes.conf, the append-only manifest) and
+/// the append-only file's commands: nothing panics; a message the decoder
+/// accepts encodes to bytes that decode and encode the same from then on,
+/// and a node's state machine takes it on either kind of link; accepted
+/// files render back to text that parses to the same.
+pub fn cluster_bus(data: &[u8]) {
+    use tally_cluster::message;
+    if let Ok(decoded) = message::decode(data) {
+        let bytes = message::encode(&decoded);
+        let again = message::decode(&bytes).expect("an encoded message decodes");
+        assert_eq!(message::encode(&again), bytes, "encoding is not stable");
+        let mut node = tally_cluster::node::Node::new([b'a'; 40], 7000, 17000, 2000, 1);
+        let _ = node.on_inbound(&decoded, b"127.0.0.1", b"127.0.0.1", 0);
+        let _ = node.on_outbound(&decoded.header.sender, &decoded, 1);
+        let _ = node.tick(10_000);
+        let _ = node.nodes_conf().render();
+    }
+    if let Ok(text) = std::str::from_utf8(data) {
+        if let Ok(conf) = tally_cluster::nodes_conf::NodesConf::parse(text) {
+            let rendered = conf.render();
+            let again = tally_cluster::nodes_conf::NodesConf::parse(&rendered)
+                .expect("a rendered nodes.conf parses");
+            assert_eq!(
+                again.render(),
+                rendered,
+                "nodes.conf rendering is not stable"
+            );
+        }
+        if let Ok(manifest) = crate::persistence::aof::manifest::Manifest::parse(text) {
+            let rendered = manifest.render();
+            if !rendered.is_empty() {
+                let again = crate::persistence::aof::manifest::Manifest::parse(&rendered)
+                    .expect("a rendered manifest parses");
+                assert_eq!(again.render(), rendered, "manifest rendering is not stable");
+            }
+        }
+    }
+    let mut at = 0;
+    while at < data.len() {
+        match crate::persistence::aof::load::parse_command(&data[at..]) {
+            Ok(crate::persistence::aof::load::Parsed::Command(_, used))
+            | Ok(crate::persistence::aof::load::Parsed::Annotation(used)) => {
+                assert!(
+                    used > 0 && at + used <= data.len(),
+                    "a command's length is wrong"
+                );
+                at += used;
+            }
+            _ => break,
+        }
     }
 }

@@ -20,7 +20,9 @@
 // outside tests, and the few that remain state why they cannot fail.
 #![cfg_attr(not(test), deny(clippy::unwrap_used, clippy::expect_used))]
 
+pub mod acl;
 pub mod allocator;
+pub mod cluster;
 pub mod cmd;
 pub mod config;
 pub mod expiry;
@@ -37,6 +39,7 @@ pub mod persistence;
 pub mod pubsub;
 pub mod resp;
 pub mod scripting;
+pub mod slot_gate;
 pub mod slowlog;
 pub mod state;
 pub mod stats;
@@ -80,6 +83,15 @@ impl Server {
             }
             listeners.push(listener);
         }
+        // TLS beside the plain port, on every bind address.
+        let mut tls_listeners = Vec::new();
+        if self.config.tls.port != 0 {
+            for address in &self.config.bind {
+                let host = address.trim_start_matches('-');
+                tls_listeners.push(TcpListener::bind((host, self.config.tls.port)).await?);
+            }
+        }
+        let tls_addr = tls_listeners.first().and_then(|l| l.local_addr().ok());
         let local_addr = match listeners.first() {
             Some(listener) => listener.local_addr()?,
             None => {
@@ -98,13 +110,110 @@ impl Server {
             }
         };
         let skip_unsupported = self.config.rdb_skip_unsupported;
+        let aclfile = self.config.aclfile.clone();
+        if !aclfile.is_empty() && !self.config.users.is_empty() {
+            return Err(std::io::Error::other(
+                "Configuring Redis with users defined in redis.conf and at the same setting an \
+                 ACL file path is invalid. This setup is very likely to lead to configuration \
+                 errors and security holes, please define either an ACL file or declare users \
+                 directly in your redis.conf, but not both.",
+            ));
+        }
         let shared = Arc::new(Shared::new(self.config));
         let _ = shared.itself.set(Arc::downgrade(&shared));
+        if shared.config.read().tls.port != 0 {
+            let settings = shared.config.read().tls.clone();
+            shared
+                .tls
+                .install(&settings)
+                .map_err(std::io::Error::other)?;
+        }
+        if !aclfile.is_empty() {
+            acl::file::load(&shared.acl, &aclfile).map_err(std::io::Error::other)?;
+        }
+        let cluster_config = {
+            let config = shared.config.read();
+            config.cluster_enabled.then(|| {
+                (
+                    std::path::Path::new(&config.dir).join(&config.cluster_config_file),
+                    config.cluster_require_full_coverage,
+                    config.cluster_node_timeout,
+                    match config.cluster_port {
+                        0 => local_addr.port().wrapping_add(10000),
+                        port => port,
+                    },
+                    config.bind[0].trim_start_matches('-').to_string(),
+                )
+            })
+        };
+        let mut bus_listener = None;
+        if let Some((path, full_coverage, node_timeout, cport, host)) = cluster_config {
+            // The bus port, on the first bind address.
+            bus_listener = Some(TcpListener::bind((host.as_str(), cport)).await?);
+            let node =
+                cluster::Cluster::open(path, local_addr.port(), cport, node_timeout, full_coverage)
+                    .map_err(std::io::Error::other)?;
+            node.allow_reads_when_down.store(
+                shared.config.read().cluster_allow_reads_when_down,
+                Ordering::Relaxed,
+            );
+            node.allow_pubsubshard_when_down.store(
+                shared.config.read().cluster_allow_pubsubshard_when_down,
+                Ordering::Relaxed,
+            );
+            {
+                let config = shared.config.read();
+                node.announce(
+                    &config.cluster_announce_ip,
+                    config.cluster_announce_port,
+                    config.cluster_announce_bus_port,
+                );
+                node.announce_hostname(&config.cluster_announce_hostname);
+            }
+            let itself = Arc::downgrade(&shared);
+            node.on_slots_lost(Box::new(move |lost| {
+                let Some(shared) = itself.upgrade() else {
+                    return;
+                };
+                let lost: hashbrown::HashSet<u16> = lost.iter().copied().collect();
+                shared.pubsub.drop_shard_channels(
+                    |channel| lost.contains(&tally_cluster::slot::key_slot(channel)),
+                    shared.clock.now_ms(),
+                );
+            }));
+            let _ = shared.cluster.set(node);
+            // Before anything is loaded: every key is indexed by its slot.
+            shared.store.enable_slot_index();
+        }
         *shared.local_addr.lock() = Some(local_addr);
-        // The snapshot, if there is one: checked whole before the port
-        // opens (a damaged file stops the start), loaded while clients get
-        // -LOADING, as Redis does.
-        if let Some(data) = persistence::snapshot::open(&shared).map_err(std::io::Error::other)? {
+        // With `appendonly yes` the append-only file is loaded and the
+        // snapshot is not, as in Redis; otherwise the snapshot, if there is
+        // one. Either is checked before the port opens (a damaged file stops
+        // the start) and loaded while clients get -LOADING.
+        if let Some(plan) = persistence::aof::plan(&shared).map_err(std::io::Error::other)? {
+            shared.persistence.loading.store(true, Ordering::SeqCst);
+            let loader = shared.clone();
+            tokio::task::spawn_blocking(move || {
+                match persistence::aof::load_and_open(&loader, plan) {
+                    Ok(loaded) => tracing::info!(
+                        base_keys = loaded.base_keys,
+                        commands = loaded.commands,
+                        truncated = loaded.truncated,
+                        "DB loaded from append only file"
+                    ),
+                    Err(message) => {
+                        tracing::error!(
+                            "Fatal error loading the append only file: {message}. Exiting."
+                        );
+                        loader.persistence.load_failed.store(true, Ordering::SeqCst);
+                        loader.begin_shutdown();
+                    }
+                }
+                loader.persistence.loading.store(false, Ordering::SeqCst);
+            });
+        } else if let Some(data) =
+            persistence::snapshot::open(&shared).map_err(std::io::Error::other)?
+        {
             shared.persistence.loading.store(true, Ordering::SeqCst);
             let loader = shared.clone();
             tokio::task::spawn_blocking(move || {
@@ -127,18 +236,31 @@ impl Server {
         let sweeper = tokio::spawn(expiry::run(shared.clone()));
         let sampler = tokio::spawn(stats::run_sampler(shared.clone()));
         let save_schedule = tokio::spawn(persistence::run_schedule(shared.clone()));
+        let aof_writer = tokio::spawn(persistence::aof::run(shared.clone()));
+        let bus =
+            bus_listener.map(|listener| tokio::spawn(net::bus::run(shared.clone(), listener)));
         if let Some(listener) = metrics_listener {
             tokio::spawn(metrics::run(shared.clone(), listener));
         }
-        let accept_loop = tokio::spawn(net::listener::run(shared.clone(), listeners));
+        let accept_loop =
+            tokio::spawn(net::listener::run(shared.clone(), listeners, tls_listeners));
+        let closing = shared.clone();
         let task = tokio::spawn(async move {
             let _ = accept_loop.await;
             sweeper.abort();
             sampler.abort();
             save_schedule.abort();
+            aof_writer.abort();
+            if let Some(bus) = bus {
+                bus.abort();
+            }
+            // Every connection is closed: what the feed holds goes to the
+            // append-only file, fsynced, before the server is gone.
+            let _ = tokio::task::spawn_blocking(move || persistence::aof::shutdown(&closing)).await;
         });
         Ok(ServerHandle {
             local_addr,
+            tls_addr,
             shared,
             task,
         })
@@ -148,6 +270,7 @@ impl Server {
 /// A running server.
 pub struct ServerHandle {
     local_addr: SocketAddr,
+    tls_addr: Option<SocketAddr>,
     shared: Arc<Shared>,
     task: JoinHandle<()>,
 }
@@ -156,6 +279,12 @@ impl ServerHandle {
     /// The address the server listens on (the first, when several are bound).
     pub fn local_addr(&self) -> SocketAddr {
         self.local_addr
+    }
+
+    /// The TLS port's address (the first bind address), when `tls-port`
+    /// is set.
+    pub fn tls_addr(&self) -> Option<SocketAddr> {
+        self.tls_addr
     }
 
     /// The server's shared state (store, statistics), for embedding programs

@@ -104,6 +104,89 @@ struct Cli {
     /// [default: no]
     #[arg(long)]
     rdb_skip_unsupported: Option<String>,
+
+    /// Keep the append-only file (yes/no); when on, it is loaded at start
+    /// instead of the snapshot. [default: no]
+    #[arg(long)]
+    appendonly: Option<String>,
+
+    /// When the append-only file is fsynced: always, everysec or no.
+    /// [default: everysec]
+    #[arg(long)]
+    appendfsync: Option<String>,
+
+    /// Directory of the append-only file, inside --dir. [default: appendonlydir]
+    #[arg(long)]
+    appenddirname: Option<String>,
+
+    /// Base name of the append-only file's parts. [default: appendonly.aof]
+    #[arg(long)]
+    appendfilename: Option<String>,
+
+    /// Load an append-only file cut short at its end up to its last whole
+    /// command (yes/no). [default: yes]
+    #[arg(long)]
+    aof_load_truncated: Option<String>,
+
+    /// Port for TLS connections, beside the plain port (0: none). [default: 0]
+    #[arg(long)]
+    tls_port: Option<u16>,
+
+    /// The server's certificate chain (PEM).
+    #[arg(long)]
+    tls_cert_file: Option<String>,
+
+    /// The server's private key (PEM, unencrypted).
+    #[arg(long)]
+    tls_key_file: Option<String>,
+
+    /// CA certificates clients are verified against (PEM).
+    #[arg(long)]
+    tls_ca_cert_file: Option<String>,
+
+    /// Client certificates: yes (required), optional or no. [default: yes]
+    #[arg(long)]
+    tls_auth_clients: Option<String>,
+
+    /// Refuse clients outside the loopback interface while the default
+    /// user has no password (yes/no). [default: yes]
+    #[arg(long)]
+    protected_mode: Option<String>,
+
+    /// Run as a Redis Cluster node (yes/no). [default: no]
+    #[arg(long)]
+    cluster_enabled: Option<String>,
+
+    /// The cluster bus port. [default: the port + 10000]
+    #[arg(long)]
+    cluster_port: Option<u16>,
+
+    /// The IP other cluster nodes are told to reach this one at (behind
+    /// NAT, in containers). [default: the one they see]
+    #[arg(long)]
+    cluster_announce_ip: Option<String>,
+
+    /// The client port other nodes and clients are told. [default: --port]
+    #[arg(long)]
+    cluster_announce_port: Option<u16>,
+
+    /// The bus port other nodes are told. [default: --cluster-port]
+    #[arg(long)]
+    cluster_announce_bus_port: Option<u16>,
+
+    /// A hostname other nodes and clients are told (CLUSTER NODES, SLOTS,
+    /// SHARDS). [default: none]
+    #[arg(long)]
+    cluster_announce_hostname: Option<String>,
+
+    /// Milliseconds without an answer before a node is suspected failing.
+    /// [default: 15000]
+    #[arg(long)]
+    cluster_node_timeout: Option<u64>,
+
+    /// The node's nodes.conf, in --dir. [default: nodes.conf]
+    #[arg(long)]
+    cluster_config_file: Option<String>,
 }
 
 impl Cli {
@@ -137,6 +220,37 @@ impl Cli {
         one("rdbcompression", self.rdbcompression.clone());
         one("rdbchecksum", self.rdbchecksum.clone());
         one("rdb-skip-unsupported", self.rdb_skip_unsupported.clone());
+        one("appendonly", self.appendonly.clone());
+        one("appendfsync", self.appendfsync.clone());
+        one("appenddirname", self.appenddirname.clone());
+        one("appendfilename", self.appendfilename.clone());
+        one("aof-load-truncated", self.aof_load_truncated.clone());
+        one("tls-port", self.tls_port.map(|v| v.to_string()));
+        one("tls-cert-file", self.tls_cert_file.clone());
+        one("tls-key-file", self.tls_key_file.clone());
+        one("tls-ca-cert-file", self.tls_ca_cert_file.clone());
+        one("tls-auth-clients", self.tls_auth_clients.clone());
+        one("protected-mode", self.protected_mode.clone());
+        one("cluster-enabled", self.cluster_enabled.clone());
+        one("cluster-config-file", self.cluster_config_file.clone());
+        one("cluster-port", self.cluster_port.map(|v| v.to_string()));
+        one("cluster-announce-ip", self.cluster_announce_ip.clone());
+        one(
+            "cluster-announce-hostname",
+            self.cluster_announce_hostname.clone(),
+        );
+        one(
+            "cluster-announce-port",
+            self.cluster_announce_port.map(|v| v.to_string()),
+        );
+        one(
+            "cluster-announce-bus-port",
+            self.cluster_announce_bus_port.map(|v| v.to_string()),
+        );
+        one(
+            "cluster-node-timeout",
+            self.cluster_node_timeout.map(|v| v.to_string()),
+        );
         if let Some(bind) = &self.bind {
             out.push(("bind", bind.clone()));
         }

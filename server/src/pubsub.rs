@@ -41,6 +41,16 @@ pub enum Message {
         /// The payload.
         payload: Bytes,
     },
+    /// For a shard channel subscription (SPUBLISH).
+    Shard {
+        /// The shard channel published to.
+        channel: Bytes,
+        /// The payload.
+        payload: Bytes,
+    },
+    /// The shard channel's slot left this node: the subscription is gone
+    /// (the connection drops it and tells the client with `sunsubscribe`).
+    ShardDropped(Bytes),
     /// CLIENT TRACKING: these keys changed (`None`: everything, a flush).
     Invalidate {
         /// The keys, or none for a flush.
@@ -82,6 +92,7 @@ impl Message {
                     None
                 }
             }
+            Message::ShardDropped(_) => None,
             Message::RedirectBroken(id) => resp3.then(|| {
                 Reply::Push(vec![
                     Reply::BulkStatic(b"tracking-redir-broken"),
@@ -110,7 +121,14 @@ impl Message {
                 Reply::bulk(channel),
                 Reply::bulk(payload),
             ]),
-            Message::Invalidate { .. } | Message::RedirectBroken(_) => Reply::Nothing,
+            Message::Shard { channel, payload } => Reply::Push(vec![
+                Reply::BulkStatic(b"smessage"),
+                Reply::bulk(channel),
+                Reply::bulk(payload),
+            ]),
+            Message::Invalidate { .. } | Message::RedirectBroken(_) | Message::ShardDropped(_) => {
+                Reply::Nothing
+            }
         }
     }
 
@@ -118,7 +136,10 @@ impl Message {
     /// near enough), as the output-buffer limit counts them.
     pub fn size(&self) -> u64 {
         let parts = match self {
-            Message::Channel { channel, payload } => 7 + channel.len() + payload.len(),
+            Message::Channel { channel, payload } | Message::Shard { channel, payload } => {
+                8 + channel.len() + payload.len()
+            }
+            Message::ShardDropped(channel) => 14 + channel.len(),
             Message::Pattern {
                 pattern,
                 channel,
@@ -264,6 +285,8 @@ pub struct Subscriptions {
     pub channels: IndexSet<Vec<u8>>,
     /// Subscribed patterns, in subscription order.
     pub patterns: IndexSet<Vec<u8>>,
+    /// Subscribed shard channels (SSUBSCRIBE), in subscription order.
+    pub shard_channels: IndexSet<Vec<u8>>,
 }
 
 impl Subscriptions {
@@ -278,22 +301,32 @@ impl Subscriptions {
             receiver,
             channels: IndexSet::new(),
             patterns: IndexSet::new(),
+            shard_channels: IndexSet::new(),
         }
     }
 
-    /// Channels plus patterns: the count SUBSCRIBE and friends reply with.
+    /// Channels plus patterns: the count SUBSCRIBE and friends reply with
+    /// (shard channels are counted apart, as Redis does).
     pub fn count(&self) -> usize {
         self.channels.len() + self.patterns.len()
     }
+
+    /// Every subscription, shard channels included: the client is in
+    /// subscribed mode while this is above zero.
+    pub fn total(&self) -> usize {
+        self.count() + self.shard_channels.len()
+    }
 }
 
-type Registry = HashMap<Box<[u8]>, Vec<Arc<Subscriber>>>;
+type Subscribers = Vec<Arc<Subscriber>>;
+type Registry = HashMap<Box<[u8]>, Subscribers>;
 
 /// Every channel and pattern subscription of the server.
 #[derive(Default)]
 pub struct PubSub {
     channels: RwLock<Registry>,
     patterns: RwLock<Registry>,
+    shard_channels: RwLock<Registry>,
     hard: AtomicU64,
     soft: AtomicU64,
     soft_seconds: AtomicU64,
@@ -353,6 +386,79 @@ impl PubSub {
     /// Removes a pattern subscription.
     pub fn punsubscribe(&self, pattern: &[u8], subscriber: &Arc<Subscriber>) {
         remove(&self.patterns, pattern, subscriber);
+    }
+
+    /// Registers a shard channel subscription.
+    pub fn ssubscribe(&self, channel: &[u8], subscriber: &Arc<Subscriber>) {
+        add(&self.shard_channels, channel, subscriber);
+    }
+
+    /// Removes a shard channel subscription.
+    pub fn sunsubscribe(&self, channel: &[u8], subscriber: &Arc<Subscriber>) {
+        remove(&self.shard_channels, channel, subscriber);
+    }
+
+    /// Delivers a message to a shard channel's subscribers (patterns do
+    /// not see shard channels); returns how many received it.
+    pub fn spublish(&self, channel: &[u8], payload: &[u8], now_ms: u64) -> usize {
+        let Some(subscribers) = self.shard_channels.read().get(channel).cloned() else {
+            return 0;
+        };
+        let limit = self.limit();
+        let channel = Bytes::copy_from_slice(channel);
+        let payload = Bytes::copy_from_slice(payload);
+        for subscriber in &subscribers {
+            let message = Message::Shard {
+                channel: channel.clone(),
+                payload: payload.clone(),
+            };
+            subscriber.deliver(message, limit, now_ms);
+        }
+        subscribers.len()
+    }
+
+    /// Ends every subscription to the shard channels `in_dropped_slot`
+    /// picks (their slots left this node: Redis's removeChannelsInSlot);
+    /// each subscriber is told with `sunsubscribe`.
+    pub fn drop_shard_channels(&self, in_dropped_slot: impl Fn(&[u8]) -> bool, now_ms: u64) {
+        let dropped: Vec<(Box<[u8]>, Subscribers)> = {
+            let mut registry = self.shard_channels.write();
+            let names: Vec<Box<[u8]>> = registry
+                .keys()
+                .filter(|c| in_dropped_slot(c))
+                .cloned()
+                .collect();
+            names
+                .into_iter()
+                .filter_map(|name| registry.remove_entry(&name))
+                .collect()
+        };
+        let limit = self.limit();
+        for (channel, subscribers) in dropped {
+            let channel = Bytes::copy_from_slice(&channel);
+            for subscriber in subscribers {
+                subscriber.deliver(Message::ShardDropped(channel.clone()), limit, now_ms);
+            }
+        }
+    }
+
+    /// Shard channels with at least one subscriber (PUBSUB SHARDCHANNELS).
+    pub fn shard_channels(&self) -> Vec<Vec<u8>> {
+        self.shard_channels
+            .read()
+            .keys()
+            .map(|c| c.to_vec())
+            .collect()
+    }
+
+    /// Subscribers of a shard channel (PUBSUB SHARDNUMSUB).
+    pub fn shard_numsub(&self, channel: &[u8]) -> usize {
+        self.shard_channels.read().get(channel).map_or(0, Vec::len)
+    }
+
+    /// Shard channels with subscribers (INFO pubsubshard_channels).
+    pub fn shard_count(&self) -> usize {
+        self.shard_channels.read().len()
     }
 
     /// Delivers a message; returns how many subscriptions received it.

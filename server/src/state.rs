@@ -43,6 +43,16 @@ pub struct Shared {
     pub started_unix: u64,
     /// Snapshot state (LASTSAVE, INFO persistence).
     pub persistence: crate::persistence::PersistenceState,
+    /// The append-only file.
+    pub aof: crate::persistence::aof::Aof,
+    /// Users and their permissions.
+    pub acl: crate::acl::Acl,
+    /// The TLS acceptor.
+    pub tls: crate::net::tls::Tls,
+    /// This node's cluster state, with `cluster-enabled yes` (set at start).
+    pub cluster: std::sync::OnceLock<crate::cluster::Cluster>,
+    /// The cluster bus's links to other nodes.
+    pub bus_links: crate::net::bus::Links,
     /// The server's own handle, for work that outlives a command (BGSAVE's
     /// thread); set when the server starts.
     pub itself: std::sync::OnceLock<std::sync::Weak<Shared>>,
@@ -113,6 +123,11 @@ impl Shared {
             pause: crate::pause::ClientPause::default(),
             monitors: crate::monitor::Monitors::default(),
             persistence: crate::persistence::PersistenceState::new(started_unix),
+            aof: crate::persistence::aof::Aof::default(),
+            acl: crate::acl::Acl::default(),
+            tls: crate::net::tls::Tls::default(),
+            cluster: std::sync::OnceLock::new(),
+            bus_links: crate::net::bus::Links::default(),
             itself: std::sync::OnceLock::new(),
         };
         shared
@@ -133,7 +148,24 @@ impl Shared {
             .set_limit(shared.config.read().replica_output_limit);
         shared.install_latency_settings(&shared.config.read());
         shared.scripts.preload_known();
+        shared.install_users();
         shared
+    }
+
+    /// The users the configuration gives: `requirepass` as the default
+    /// user's password, then each `user` directive (a `user default` line
+    /// wins). An `aclfile` is loaded by the server's start, which can fail.
+    fn install_users(&self) {
+        let config = self.config.read();
+        self.acl.set_requirepass(config.requirepass.as_deref());
+        for words in &config.users {
+            if let Ok(user) = crate::acl::file::parse_user(words) {
+                self.acl.put(user);
+            }
+        }
+        self.acl
+            .log_max_len
+            .store(config.acllog_max_len, Ordering::Relaxed);
     }
 
     /// Installs a new configuration (CONFIG SET), including the copies of hot
@@ -163,6 +195,27 @@ impl Shared {
         );
         self.install_latency_settings(&config);
         self.persistence.refresh_write_refusal(&config);
+        if let Some(cluster) = self.cluster.get() {
+            cluster
+                .allow_reads_when_down
+                .store(config.cluster_allow_reads_when_down, Ordering::Relaxed);
+            cluster.allow_pubsubshard_when_down.store(
+                config.cluster_allow_pubsubshard_when_down,
+                Ordering::Relaxed,
+            );
+            cluster.announce(
+                &config.cluster_announce_ip,
+                config.cluster_announce_port,
+                config.cluster_announce_bus_port,
+            );
+            cluster.announce_hostname(&config.cluster_announce_hostname);
+        }
+        if self.config.read().requirepass != config.requirepass {
+            self.acl.set_requirepass(config.requirepass.as_deref());
+        }
+        self.acl
+            .log_max_len
+            .store(config.acllog_max_len, Ordering::Relaxed);
         self.store
             .tracking()
             .set_max_keys(config.tracking_table_max_keys as usize);
@@ -222,6 +275,8 @@ pub struct ClientInfo {
     pub name: Mutex<Option<Vec<u8>>>,
     /// CLIENT SETINFO LIB-NAME / LIB-VER.
     pub lib: Mutex<(String, String)>,
+    /// The user it authenticated as (CLIENT LIST `user=`).
+    pub user: Mutex<String>,
     /// Stats index of the last command (`usize::MAX` before the first).
     pub last_command: AtomicUsize,
     /// Set by CLIENT KILL or shutdown; the connection closes when it sees it.
@@ -267,6 +322,8 @@ pub struct ClientIo {
     pub sub: AtomicUsize,
     /// Pattern subscriptions.
     pub psub: AtomicUsize,
+    /// Shard channel subscriptions.
+    pub ssub: AtomicUsize,
 }
 
 impl Default for ClientIo {
@@ -283,6 +340,7 @@ impl Default for ClientIo {
             multi_mem: AtomicUsize::new(0),
             sub: AtomicUsize::new(0),
             psub: AtomicUsize::new(0),
+            ssub: AtomicUsize::new(0),
         }
     }
 }
@@ -316,6 +374,7 @@ impl ClientInfo {
             resp: AtomicU8::new(2),
             name: Mutex::new(None),
             lib: Mutex::new((String::new(), String::new())),
+            user: Mutex::new("default".to_string()),
             last_command: AtomicUsize::new(usize::MAX),
             killed: AtomicBool::new(false),
             kill_notify: Notify::new(),

@@ -346,3 +346,185 @@ fn kill_9_during_a_background_save_leaves_a_loadable_snapshot() {
     assert_eq!(sigterm(&mut restarted).code(), Some(0));
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// kill -9 while clients INCR, under `appendfsync everysec` and `always`:
+/// every increment a client saw acknowledged is in the log (each batch's
+/// changes are written before its replies go out, and fsynced first under
+/// `always`; everysec's fsync guards against a machine crash, not a
+/// process kill), and at most the one in flight beyond it.
+#[test]
+fn kill_9_loses_no_acknowledged_increment() {
+    for policy in ["everysec", "always"] {
+        kill_9_while_incrementing(policy);
+    }
+}
+
+fn kill_9_while_incrementing(policy: &str) {
+    let dir = std::env::temp_dir().join(format!(
+        "tally-cli-aof-kill9-{policy}-{}",
+        std::process::id()
+    ));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let dir_arg = dir.to_string_lossy().into_owned();
+    let args = [
+        "--dir",
+        dir_arg.as_str(),
+        "--appendonly",
+        "yes",
+        "--appendfsync",
+        policy,
+    ];
+    let (mut child, port) = spawn(&args);
+    let writers: Vec<_> = (0..8)
+        .map(|w| {
+            std::thread::spawn(move || {
+                let mut stream = TcpStream::connect(("127.0.0.1", port)).unwrap();
+                let key = format!("counter:{w}");
+                let mut acknowledged = 0i64;
+                loop {
+                    let reply = request(&mut stream, &["INCR", &key]);
+                    match reply.strip_prefix(':').and_then(|n| n.trim().parse().ok()) {
+                        Some(n) => acknowledged = n,
+                        None => return acknowledged,
+                    }
+                }
+            })
+        })
+        .collect();
+    std::thread::sleep(Duration::from_millis(1500));
+    child.kill().unwrap();
+    child.wait().unwrap();
+    let acknowledged: Vec<i64> = writers.into_iter().map(|w| w.join().unwrap()).collect();
+    assert!(acknowledged.iter().all(|&n| n > 0), "{acknowledged:?}");
+    let (mut restarted, port) = spawn(&args);
+    until(
+        Duration::from_secs(60),
+        || "the log never loaded".into(),
+        || dbsize(port).filter(|&n| n == 8),
+    );
+    let mut stream = TcpStream::connect(("127.0.0.1", port)).unwrap();
+    for (w, acked) in acknowledged.iter().enumerate() {
+        let reply = request(&mut stream, &["GET", &format!("counter:{w}")]);
+        let value: i64 = reply.lines().nth(1).unwrap().parse().unwrap();
+        assert!(
+            (*acked..=acked + 1).contains(&value),
+            "{policy}: counter {w}: {value} in the log, {acked} acknowledged"
+        );
+    }
+    assert_eq!(sigterm(&mut restarted).code(), Some(0));
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// A cluster node stopped with SIGSTOP is marked `fail` by the others and
+/// the cluster answers CLUSTERDOWN (full coverage required); after SIGCONT
+/// it recovers `ok`. Three processes, created with `redis-cli --cluster
+/// create`, node timeout 1 s. (The times seen are printed, not asserted:
+/// the deadline only stops a hang.)
+#[test]
+fn a_stopped_cluster_node_is_marked_failing_and_the_cluster_recovers() {
+    let dir = std::env::temp_dir().join(format!("tally-cli-cluster-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    let mut nodes = Vec::new();
+    for i in 0..3 {
+        let node_dir = dir.join(i.to_string());
+        std::fs::create_dir_all(&node_dir).unwrap();
+        let cport = free_port();
+        let node_dir = node_dir.to_string_lossy().into_owned();
+        let cport_arg = cport.to_string();
+        let (child, port) = spawn(&[
+            "--dir",
+            &node_dir,
+            "--cluster-enabled",
+            "yes",
+            "--cluster-port",
+            &cport_arg,
+            "--cluster-node-timeout",
+            "1000",
+        ]);
+        nodes.push((child, port));
+    }
+    let addresses: Vec<String> = nodes
+        .iter()
+        .map(|(_, p)| format!("127.0.0.1:{p}"))
+        .collect();
+    let created = Command::new("redis-cli")
+        .args(["--cluster", "create"])
+        .args(&addresses)
+        .arg("--cluster-yes")
+        .output()
+        .expect("redis-cli runs");
+    let text = String::from_utf8_lossy(&created.stdout);
+    assert!(text.contains("[OK] All 16384 slots covered."), "{text}");
+    let state = |port: u16| {
+        let mut stream = TcpStream::connect(("127.0.0.1", port)).ok()?;
+        let info = request(&mut stream, &["CLUSTER", "INFO"]);
+        Some(info.contains("cluster_state:ok"))
+    };
+    until(
+        Duration::from_secs(30),
+        || "the cluster never came up".into(),
+        || {
+            nodes
+                .iter()
+                .all(|(_, p)| state(*p) == Some(true))
+                .then_some(())
+        },
+    );
+    let stopped = nodes[2].0.id().to_string();
+    assert!(Command::new("kill")
+        .args(["-STOP", &stopped])
+        .status()
+        .unwrap()
+        .success());
+    let started = Instant::now();
+    let first = nodes[0].1;
+    until(
+        Duration::from_secs(30),
+        || "node 3 was never marked fail".into(),
+        || {
+            let mut stream = TcpStream::connect(("127.0.0.1", first)).ok()?;
+            let listing = request(&mut stream, &["CLUSTER", "NODES"]);
+            listing
+                .lines()
+                .any(|l| l.contains(&format!(":{}@", nodes[2].1)) && l.contains(" master,fail "))
+                .then_some(())
+        },
+    );
+    eprintln!(
+        "marked fail after {:?} (node timeout 1 s)",
+        started.elapsed()
+    );
+    until(
+        Duration::from_secs(30),
+        || "the cluster never went down".into(),
+        || (state(first) == Some(false)).then_some(()),
+    );
+    let mut stream = TcpStream::connect(("127.0.0.1", first)).unwrap();
+    // "a" hashes to slot 15495, the stopped node's; any key is refused.
+    assert_eq!(
+        request(&mut stream, &["GET", "{x}"]),
+        "-CLUSTERDOWN The cluster is down\r\n"
+    );
+    assert!(Command::new("kill")
+        .args(["-CONT", &stopped])
+        .status()
+        .unwrap()
+        .success());
+    let resumed = Instant::now();
+    until(
+        Duration::from_secs(30),
+        || "the cluster never recovered".into(),
+        || {
+            nodes
+                .iter()
+                .all(|(_, p)| state(*p) == Some(true))
+                .then_some(())
+        },
+    );
+    eprintln!("ok again {:?} after SIGCONT", resumed.elapsed());
+    for (mut child, _) in nodes {
+        assert_eq!(sigterm(&mut child).code(), Some(0));
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}

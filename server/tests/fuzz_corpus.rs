@@ -117,3 +117,8 @@ fn lua_values() {
 fn rdb() {
     replay("rdb", fuzzing::rdb);
 }
+
+#[test]
+fn cluster_bus() {
+    replay("cluster_bus", fuzzing::cluster_bus);
+}

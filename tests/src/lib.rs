@@ -8,6 +8,9 @@
 //!   (`CI` set in the environment) a missing redis-server fails the test; on a
 //!   developer machine without it the differential tests are skipped loudly.
 
+pub mod cluster;
+pub mod keyspace;
+
 use std::net::SocketAddr;
 use std::process::{Child, Command, Stdio};
 use std::sync::Arc;
@@ -526,4 +529,117 @@ pub fn assert_no_mismatch(mismatches: &[Mismatch]) {
         ));
     }
     panic!("{text}");
+}
+
+/// Certificates for TLS tests, made by the `openssl` command: a CA, a
+/// server certificate for 127.0.0.1 and localhost, and a client
+/// certificate, all signed by the CA (PEM files in a scratch directory).
+pub struct TlsFiles {
+    /// The CA certificate.
+    pub ca: String,
+    /// The server's certificate.
+    pub server_cert: String,
+    /// The server's key.
+    pub server_key: String,
+    /// A client certificate the CA signed.
+    pub client_cert: String,
+    /// Its key.
+    pub client_key: String,
+    /// The directory holding them.
+    pub dir: String,
+}
+
+impl TlsFiles {
+    /// Makes a fresh set, or None (after saying so) when `openssl` is
+    /// missing outside CI; in CI a missing `openssl` is a failure.
+    pub fn generate() -> Option<TlsFiles> {
+        if Command::new("openssl").arg("version").output().is_err() {
+            assert!(
+                std::env::var_os("CI").is_none(),
+                "openssl is required in CI"
+            );
+            eprintln!("SKIPPED: openssl is not installed; TLS test not run");
+            return None;
+        }
+        let dir = scratch_dir();
+        let path = |name: &str| format!("{dir}/{name}");
+        let run = |args: &[&str]| {
+            let out = Command::new("openssl")
+                .args(args)
+                .current_dir(&dir)
+                .output()
+                .expect("openssl runs");
+            assert!(
+                out.status.success(),
+                "openssl {args:?}: {}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+        };
+        run(&[
+            "req",
+            "-x509",
+            "-newkey",
+            "rsa:2048",
+            "-nodes",
+            "-days",
+            "2",
+            "-keyout",
+            "ca.key",
+            "-out",
+            "ca.crt",
+            "-subj",
+            "/CN=tally test CA",
+        ]);
+        std::fs::write(
+            path("server.ext"),
+            "subjectAltName=IP:127.0.0.1,DNS:localhost\nextendedKeyUsage=serverAuth\n",
+        )
+        .expect("extensions");
+        std::fs::write(path("client.ext"), "extendedKeyUsage=clientAuth\n").expect("extensions");
+        for (name, cn) in [("server", "localhost"), ("client", "tally test client")] {
+            run(&[
+                "req",
+                "-newkey",
+                "rsa:2048",
+                "-nodes",
+                "-keyout",
+                &format!("{name}.key"),
+                "-out",
+                &format!("{name}.csr"),
+                "-subj",
+                &format!("/CN={cn}"),
+            ]);
+            run(&[
+                "x509",
+                "-req",
+                "-in",
+                &format!("{name}.csr"),
+                "-CA",
+                "ca.crt",
+                "-CAkey",
+                "ca.key",
+                "-CAcreateserial",
+                "-days",
+                "2",
+                "-out",
+                &format!("{name}.crt"),
+                "-extfile",
+                &format!("{name}.ext"),
+            ]);
+        }
+        Some(TlsFiles {
+            ca: path("ca.crt"),
+            server_cert: path("server.crt"),
+            server_key: path("server.key"),
+            client_cert: path("client.crt"),
+            client_key: path("client.key"),
+            dir,
+        })
+    }
+}
+
+/// A free port on 127.0.0.1 (taken and released: another process may take
+/// it first, which a caller then sees as a failed bind).
+pub fn free_local_port() -> u16 {
+    free_port()
 }

@@ -272,10 +272,12 @@ async fn help_subcommands_answer_in_redis_form_with_what_tally_has() {
             "{command}: {reply}"
         );
     }
-    // The entries are tally's own: PUBSUB lists no shard channels.
+    // The entries are tally's own, Redis's words: PUBSUB lists the shard
+    // channel subcommands too, now that they exist.
     let pubsub = conn.line("PUBSUB HELP").await;
     assert!(pubsub.contains("+CHANNELS [<pattern>]\r\n"));
-    assert!(!pubsub.contains("SHARDCHANNELS"));
+    assert!(pubsub.contains("+SHARDCHANNELS [<pattern>]\r\n"));
+    assert!(pubsub.contains("+SHARDNUMSUB [<shardchannel> ...]\r\n"));
 }
 
 /// SCAN cursors stay small enough to survive a trip through a double, as

@@ -443,3 +443,69 @@ async fn random_collection_streams_match_redis() {
         run_stream(seed, length(), collection_command).await;
     }
 }
+
+/// The same random streams with the append-only file on, restarted every
+/// tenth of the way: each time the log replays to the dataset tally held
+/// (every database the streams touch). At the end, redis-server loads
+/// tally's log as its own and holds the same.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn random_streams_replay_from_the_log() {
+    use tally_tests::keyspace::{all_contents, wait_loaded};
+    async fn dataset(addr: std::net::SocketAddr) -> Vec<Vec<String>> {
+        let mut out = Vec::new();
+        for db in 0..16 {
+            out.push(all_contents(addr, db).await);
+        }
+        out
+    }
+    type Generator = fn(&mut StdRng) -> Vec<String>;
+    let runs: [(u64, Generator); 2] = [(21, command), (22, collection_command)];
+    for (seed, generate) in runs {
+        let Some(redis) = RedisServer::start() else {
+            return;
+        };
+        let dir = tally_tests::scratch_dir();
+        let config = || tally_server::Config {
+            port: 0,
+            shards: 4,
+            dir: dir.clone(),
+            save_points: Vec::new(),
+            appendonly: true,
+            ..tally_server::Config::default()
+        };
+        let mut rng = StdRng::seed_from_u64(seed);
+        let commands: Vec<Vec<Vec<u8>>> = (0..length())
+            .map(|_| {
+                generate(&mut rng)
+                    .into_iter()
+                    .map(String::into_bytes)
+                    .collect()
+            })
+            .collect();
+        let mut live = vec![Vec::new(); 16];
+        for (part, chunk) in commands.chunks(length().div_ceil(10)).enumerate() {
+            let tally = tally_server::Server::new(config())
+                .start()
+                .await
+                .expect("tally starts");
+            wait_loaded(tally.local_addr()).await;
+            assert_eq!(
+                dataset(tally.local_addr()).await,
+                live,
+                "seed {seed}: replay before part {part}"
+            );
+            assert_no_mismatch(&compare_streams(redis.addr, tally.local_addr(), chunk).await);
+            live = dataset(tally.local_addr()).await;
+            tally.shutdown().await;
+        }
+        let Some(from_log) = RedisServer::start_with(&["--dir", &dir, "--appendonly", "yes"])
+        else {
+            return;
+        };
+        assert_eq!(
+            dataset(from_log.addr).await,
+            live,
+            "seed {seed}: Redis's replay"
+        );
+    }
+}

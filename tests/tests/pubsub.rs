@@ -1,6 +1,7 @@
 //! Pub/sub: the same subscriber/publisher conversation with redis-server and
 //! tally, compared frame by frame (RESP2 subscribe mode, RESP3 push frames,
-//! pattern messages, PUBSUB introspection); and the output-buffer limit
+//! pattern messages, PUBSUB introspection), the same for shard channels
+//! (SSUBSCRIBE, SPUBLISH, SUNSUBSCRIBE); and the output-buffer limit
 //! that disconnects a subscriber which stops reading, while publishers and
 //! other subscribers carry on.
 
@@ -89,12 +90,60 @@ const CONVERSATION: &[Step] = &[
     s("PING", 1),
 ];
 
-/// Runs the conversation against one server, returning every frame read.
-async fn converse(addr: SocketAddr) -> Vec<String> {
+/// Shard channels outside cluster mode: counted apart from channels and
+/// patterns, never reached by PUBLISH or patterns, refused inside EXEC.
+/// (One shard channel at a time where all are dropped at once: Redis
+/// lists them in its dict's order.)
+const SHARD_CONVERSATION: &[Step] = &[
+    s("SSUBSCRIBE orders", 1),
+    s("SSUBSCRIBE orders", 1),
+    s("SUBSCRIBE news", 1),
+    s("PSUBSCRIBE ord*", 1),
+    s("GET k", 1),
+    p("SPUBLISH orders first", 1),
+    p("PUBLISH orders plain", 1),
+    p("SPUBLISH news sharded", 0),
+    p("SPUBLISH nobody x", 0),
+    p("SPUBLISH orders", 0),
+    p("PUBSUB SHARDCHANNELS", 0),
+    p("PUBSUB SHARDCHANNELS ord*", 0),
+    p("PUBSUB SHARDCHANNELS nomatch*", 0),
+    p("PUBSUB SHARDCHANNELS a b", 0),
+    p("PUBSUB SHARDNUMSUB orders news nosuch", 0),
+    p("PUBSUB SHARDNUMSUB", 0),
+    p("PUBSUB CHANNELS", 0),
+    p("PUBSUB NUMSUB orders", 0),
+    p("PUBSUB CHANNELS a b", 0),
+    p("COMMAND GETKEYS SPUBLISH orders x", 0),
+    p("COMMAND GETKEYS SSUBSCRIBE orders", 0),
+    p("MULTI", 0),
+    p("SSUBSCRIBE orders", 0),
+    p("SPUBLISH orders from-exec", 0),
+    p("EXEC", 1),
+    s("SUNSUBSCRIBE nosuch", 1),
+    s("SUNSUBSCRIBE", 1),
+    s("SUNSUBSCRIBE", 1),
+    s("GET k", 1),
+    s("UNSUBSCRIBE", 1),
+    s("PUNSUBSCRIBE", 1),
+    s("GET k", 1),
+    s("HELLO 3", 1),
+    s("SSUBSCRIBE orders", 1),
+    s("GET k", 1),
+    p("SPUBLISH orders resp3", 1),
+    s("SUNSUBSCRIBE orders", 1),
+    s("SSUBSCRIBE again", 1),
+    s("RESET", 1),
+    p("SPUBLISH again after-reset", 0),
+    p("PUBSUB SHARDNUMSUB again", 0),
+];
+
+/// Runs a conversation against one server, returning every frame read.
+async fn converse(addr: SocketAddr, conversation: &[Step]) -> Vec<String> {
     let mut subscriber = RawConn::connect(addr).await;
     let mut publisher = RawConn::connect(addr).await;
     let mut transcript = Vec::new();
-    for step in CONVERSATION {
+    for step in conversation {
         let args = words(step.command);
         let sender = match step.who {
             Who::Subscriber => &mut subscriber,
@@ -136,12 +185,14 @@ async fn a_subscriber_conversation_matches_redis_frame_by_frame() {
         return;
     };
     let tally = TestServer::start_real_clock().await;
-    let expected = converse(redis.addr).await;
-    let actual = converse(tally.addr()).await;
-    for (i, (e, a)) in expected.iter().zip(&actual).enumerate() {
-        assert_eq!(e, a, "frame {i} differs");
+    for conversation in [CONVERSATION, SHARD_CONVERSATION] {
+        let expected = converse(redis.addr, conversation).await;
+        let actual = converse(tally.addr(), conversation).await;
+        for (i, (e, a)) in expected.iter().zip(&actual).enumerate() {
+            assert_eq!(e, a, "frame {i} differs");
+        }
+        assert_eq!(expected.len(), actual.len());
     }
-    assert_eq!(expected.len(), actual.len());
 }
 
 async fn client_count(conn: &mut RawConn) -> usize {

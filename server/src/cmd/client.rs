@@ -66,12 +66,12 @@ const CLIENT_OVERHEAD: usize = 2048;
 /// One CLIENT LIST line, in Redis 7.0's fields. `argv_mem` is the size of
 /// the command being run, for the client asking about itself; others are
 /// between commands.
-fn describe(client: &ClientInfo, now_ms: u64, argv_mem: usize) -> String {
+pub(crate) fn describe(client: &ClientInfo, now_ms: u64, argv_mem: usize) -> String {
     let io = &client.io;
     let load = |a: &std::sync::atomic::AtomicUsize| a.load(Ordering::Relaxed);
     let (qbuf, qbuf_free) = (load(&io.qbuf), load(&io.qbuf_free));
     let (rbs, rbp) = (load(&io.reply_buffer), load(&io.reply_buffer_peak));
-    let (sub, psub) = (load(&io.sub), load(&io.psub));
+    let (sub, psub, ssub) = (load(&io.sub), load(&io.psub), load(&io.ssub));
     let multi = io.multi.load(Ordering::Relaxed);
     let multi_mem = load(&io.multi_mem);
     let omem = load(&io.writing) + io.queued.load(Ordering::Relaxed) as usize;
@@ -79,7 +79,7 @@ fn describe(client: &ClientInfo, now_ms: u64, argv_mem: usize) -> String {
     if client.monitoring.load(Ordering::Relaxed) {
         flags.push('O');
     }
-    if sub + psub > 0 {
+    if sub + psub + ssub > 0 {
         flags.push('P');
     }
     if multi >= 0 {
@@ -113,9 +113,9 @@ fn describe(client: &ClientInfo, now_ms: u64, argv_mem: usize) -> String {
         .unwrap_or("NULL");
     format!(
         "id={} addr={} laddr={} fd={} name={} age={} idle={} flags={flags} db={} sub={sub} \
-         psub={psub} ssub=0 multi={multi} qbuf={qbuf} qbuf-free={qbuf_free} argv-mem={argv_mem} \
+         psub={psub} ssub={ssub} multi={multi} qbuf={qbuf} qbuf-free={qbuf_free} argv-mem={argv_mem} \
          multi-mem={multi_mem} rbs={rbs} rbp={rbp} obl=0 oll=0 omem={omem} tot-mem={tot_mem} \
-         events={events} cmd={} user=default redir={redirect} resp={} lib-name={} lib-ver={}",
+         events={events} cmd={} user={} redir={redirect} resp={} lib-name={} lib-ver={}",
         client.id,
         client.addr,
         client.laddr,
@@ -125,6 +125,7 @@ fn describe(client: &ClientInfo, now_ms: u64, argv_mem: usize) -> String {
         now_ms.saturating_sub(last) / 1000,
         client.db.load(Ordering::Relaxed),
         command,
+        client.user.lock(),
         client.resp.load(Ordering::Relaxed),
         lib_name,
         lib_ver,

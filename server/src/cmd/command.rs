@@ -1,11 +1,14 @@
 //! COMMAND and its subcommands (COUNT LIST INFO DOCS GETKEYS HELP): the
 //! command table as clients introspect it.
 
+// Redis 7.0's ACL categories in its order: one list, kept with the ACL
+// selectors that use it.
 use super::args::{glob_match, is};
 use super::error;
 use super::server::help_reply;
 use super::table::{flags, registry, Command};
 use super::Ctx;
+use crate::acl::selector::CATEGORIES as ACL_CATEGORIES;
 use crate::resp::Reply;
 
 fn flag_names(command: &Command) -> Vec<Reply> {
@@ -15,31 +18,6 @@ fn flag_names(command: &Command) -> Vec<Reply> {
         .map(|(_, name)| Reply::status(name))
         .collect()
 }
-
-/// Redis 7.0's ACL categories, in the order it lists them.
-const ACL_CATEGORIES: &[&str] = &[
-    "keyspace",
-    "read",
-    "write",
-    "set",
-    "sortedset",
-    "list",
-    "hash",
-    "string",
-    "bitmap",
-    "hyperloglog",
-    "geo",
-    "stream",
-    "pubsub",
-    "admin",
-    "fast",
-    "slow",
-    "blocking",
-    "dangerous",
-    "connection",
-    "transaction",
-    "scripting",
-];
 
 /// A command's ACL categories, as Redis computes them: those its command
 /// file names, plus those its flags imply (setImplicitACLCategories).
@@ -179,7 +157,14 @@ pub fn command_getkeys(_ctx: &mut Ctx<'_>, argv: &[&[u8]]) -> Reply {
     };
     // Redis's order: keys at all, then arity, then the keys of this call.
     let counted = super::table::counted_keys(command.name);
-    if command.keys.first <= 0 && counted.is_none() {
+    // Redis's doesCommandHaveKeys: shard channels are in key specs flagged
+    // not_key, routed like keys but not keys.
+    let only_channels = super::docs::lookup(command.name).is_some_and(|doc| {
+        doc.key_specs
+            .iter()
+            .all(|spec| spec.flags.contains(&"not_key"))
+    });
+    if (command.keys.first <= 0 && counted.is_none()) || only_channels {
         return Reply::error("ERR The command has no key arguments");
     }
     if !super::arity_ok(command.arity, target.len()) {

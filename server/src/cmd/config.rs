@@ -87,7 +87,89 @@ fn config_parameters(config: &Config) -> Vec<(&'static str, String)> {
             "stop-writes-on-bgsave-error",
             yes_no(config.stop_writes_on_bgsave_error),
         ),
-        ("appendonly", "no".to_string()),
+        ("protected-mode", yes_no(config.protected_mode)),
+        ("cluster-enabled", yes_no(config.cluster_enabled)),
+        ("cluster-config-file", config.cluster_config_file.clone()),
+        (
+            "cluster-require-full-coverage",
+            yes_no(config.cluster_require_full_coverage),
+        ),
+        (
+            "cluster-allow-reads-when-down",
+            yes_no(config.cluster_allow_reads_when_down),
+        ),
+        (
+            "cluster-allow-pubsubshard-when-down",
+            yes_no(config.cluster_allow_pubsubshard_when_down),
+        ),
+        (
+            "cluster-node-timeout",
+            config.cluster_node_timeout.to_string(),
+        ),
+        ("cluster-port", config.cluster_port.to_string()),
+        ("cluster-announce-ip", config.cluster_announce_ip.clone()),
+        (
+            "cluster-announce-hostname",
+            config.cluster_announce_hostname.clone(),
+        ),
+        (
+            "cluster-announce-port",
+            config.cluster_announce_port.to_string(),
+        ),
+        (
+            "cluster-announce-bus-port",
+            config.cluster_announce_bus_port.to_string(),
+        ),
+        ("tls-port", config.tls.port.to_string()),
+        ("tls-cert-file", config.tls.cert_file.clone()),
+        ("tls-key-file", config.tls.key_file.clone()),
+        ("tls-key-file-pass", config.tls.key_file_pass.clone()),
+        ("tls-ca-cert-file", config.tls.ca_cert_file.clone()),
+        ("tls-ca-cert-dir", config.tls.ca_cert_dir.clone()),
+        (
+            "tls-auth-clients",
+            config.tls.auth_clients.name().to_string(),
+        ),
+        ("tls-protocols", config.tls.protocols.clone()),
+        ("tls-ciphersuites", config.tls.ciphersuites.clone()),
+        ("tls-ciphers", config.tls.ciphers.clone()),
+        (
+            "tls-prefer-server-ciphers",
+            yes_no(config.tls.prefer_server_ciphers),
+        ),
+        ("tls-session-caching", yes_no(config.tls.session_caching)),
+        (
+            "tls-session-cache-size",
+            config.tls.session_cache_size.to_string(),
+        ),
+        (
+            "tls-session-cache-timeout",
+            config.tls.session_cache_timeout.to_string(),
+        ),
+        ("aclfile", config.aclfile.clone()),
+        ("acllog-max-len", config.acllog_max_len.to_string()),
+        ("appendonly", yes_no(config.appendonly)),
+        ("appendfilename", config.appendfilename.clone()),
+        ("appenddirname", config.appenddirname.clone()),
+        ("appendfsync", config.appendfsync.name().to_string()),
+        ("aof-load-truncated", yes_no(config.aof_load_truncated)),
+        ("aof-use-rdb-preamble", "yes".to_string()),
+        (
+            "auto-aof-rewrite-percentage",
+            config.auto_aof_rewrite_percentage.to_string(),
+        ),
+        (
+            "auto-aof-rewrite-min-size",
+            config.auto_aof_rewrite_min_size.to_string(),
+        ),
+        (
+            "no-appendfsync-on-rewrite",
+            yes_no(config.no_appendfsync_on_rewrite),
+        ),
+        (
+            "aof-rewrite-incremental-fsync",
+            yes_no(config.aof_rewrite_incremental_fsync),
+        ),
         ("dir", config.dir.clone()),
         ("dbfilename", config.dbfilename.clone()),
         ("rdbcompression", yes_no(config.rdbcompression)),
@@ -110,6 +192,13 @@ const IMMUTABLE: &[&str] = &[
     "io-threads",
     "daemonize",
     "metrics-port",
+    "appendfilename",
+    "appenddirname",
+    "aclfile",
+    "tls-port",
+    "cluster-enabled",
+    "cluster-config-file",
+    "cluster-port",
 ];
 
 /// CONFIG GET parameter [parameter ...]
@@ -173,8 +262,51 @@ pub fn config_set(ctx: &mut Ctx<'_>, argv: &[&[u8]]) -> Reply {
             ));
         }
     }
+    // A `tls-*` option rebuilds TLS from the files (the same path again
+    // reloads rotated certificates); a failure changes nothing, as Redis.
+    if names.iter().any(|n| n.starts_with("tls-")) {
+        if let Err(why) = ctx.shared.tls.install(&next.tls) {
+            tracing::warn!("CONFIG SET of TLS options refused: {why}");
+            return Reply::error(format!(
+                "ERR CONFIG SET failed (possibly related to argument '{}') - Unable to update \
+                 TLS configuration. Check server logs.",
+                names
+                    .iter()
+                    .find(|n| n.starts_with("tls-"))
+                    .map_or("", |n| n.as_str())
+            ));
+        }
+    }
+    let appendonly = next.appendonly;
+    let was_on = ctx.shared.config.read().appendonly;
     ctx.shared.install_config(next);
+    if appendonly != was_on {
+        if let Some(reply) = switch_appendonly(ctx, appendonly) {
+            return reply;
+        }
+    }
     Reply::Ok
+}
+
+/// CONFIG SET appendonly: turning the log on starts a rewrite that gives
+/// it a base (the feed starts at that snapshot's moment); turning it off
+/// writes what the feed holds and closes the file.
+fn switch_appendonly(ctx: &mut Ctx<'_>, on: bool) -> Option<Reply> {
+    use crate::persistence::aof;
+    if !on {
+        aof::stop(ctx.shared);
+        return None;
+    }
+    let shared = ctx.shared.itself.get().and_then(std::sync::Weak::upgrade)?;
+    if aof::bgrewriteaof(&shared) == aof::RewriteStart::AlreadyRunning {
+        // A rewrite of a log being turned off still runs: the new one
+        // starts when it ends.
+        shared
+            .aof
+            .rewrite_scheduled
+            .store(true, std::sync::atomic::Ordering::SeqCst);
+    }
+    None
 }
 
 /// CONFIG RESETSTAT

@@ -41,8 +41,10 @@ pub fn quit(ctx: &mut Ctx<'_>, _argv: &[&[u8]]) -> Reply {
     Reply::Ok
 }
 
-fn password_required(ctx: &Ctx<'_>) -> Option<String> {
-    ctx.shared.config.read().requirepass.clone()
+/// True when the default user needs a password (AUTH with one argument
+/// is refused otherwise, as Redis refuses it).
+fn password_required(ctx: &Ctx<'_>) -> bool {
+    ctx.shared.acl.user("default").is_none_or(|u| !u.nopass)
 }
 
 /// RESET: back to a freshly connected client.
@@ -61,22 +63,44 @@ pub fn reset(ctx: &mut Ctx<'_>, _argv: &[&[u8]]) -> Reply {
     ctx.client.proto = Protocol::Resp2;
     ctx.client.info.resp.store(2, Ordering::Relaxed);
     *ctx.client.info.name.lock() = None;
-    ctx.client.authenticated = password_required(ctx).is_none();
+    // Back to the default user, authenticated if it needs no password.
+    let (user, generation) = crate::acl::initial_user(&ctx.shared.acl);
+    ctx.client.authenticated = user.enabled && user.nopass;
+    *ctx.client.info.user.lock() = user.name.clone();
+    ctx.client.user = user;
+    ctx.client.acl_generation = generation;
     Reply::status("RESET")
 }
 
-/// Checks a username/password pair against the only user, `default`.
-fn authenticate(ctx: &mut Ctx<'_>, username: &[u8], password: &[u8]) -> Result<(), Reply> {
-    let ok = username == b"default"
-        && match password_required(ctx) {
-            None => true,
-            Some(expected) => expected.as_bytes() == password,
-        };
-    if ok {
-        ctx.client.authenticated = true;
-        Ok(())
-    } else {
-        Err(Reply::error(error::WRONGPASS))
+/// Checks a username/password pair: the user must exist, be on and
+/// accept the password; the client then runs as that user. A failure is
+/// an ACL LOG `auth` event naming the command (AUTH or HELLO).
+fn authenticate(
+    ctx: &mut Ctx<'_>,
+    command: &[u8],
+    username: &[u8],
+    password: &[u8],
+) -> Result<(), Reply> {
+    let acl = &ctx.shared.acl;
+    let generation = acl.generation();
+    let name = String::from_utf8_lossy(username).into_owned();
+    match acl.user(&name) {
+        Some(user) if user.enabled && user.password_matches(password) => {
+            *ctx.client.info.user.lock() = name;
+            ctx.client.user = user;
+            ctx.client.acl_generation = generation;
+            ctx.client.authenticated = true;
+            Ok(())
+        }
+        _ => {
+            let context = if ctx.client.transaction.is_some() || ctx.held.is_some() {
+                crate::acl::Context::Multi
+            } else {
+                crate::acl::Context::TopLevel
+            };
+            crate::acl::log_event(ctx, &name, "auth", command.to_vec(), context);
+            Err(Reply::error(error::WRONGPASS))
+        }
     }
 }
 
@@ -85,7 +109,7 @@ pub fn auth(ctx: &mut Ctx<'_>, argv: &[&[u8]]) -> Reply {
     if argv.len() > 3 {
         return Reply::error(error::SYNTAX);
     }
-    if argv.len() == 2 && password_required(ctx).is_none() {
+    if argv.len() == 2 && !password_required(ctx) {
         return Reply::error(error::AUTH_NOT_CONFIGURED);
     }
     let (username, password) = if argv.len() == 3 {
@@ -93,7 +117,7 @@ pub fn auth(ctx: &mut Ctx<'_>, argv: &[&[u8]]) -> Reply {
     } else {
         (&b"default"[..], argv[1])
     };
-    match authenticate(ctx, username, password) {
+    match authenticate(ctx, argv[0], username, password) {
         Ok(()) => Reply::Ok,
         Err(reply) => reply,
     }
@@ -147,7 +171,7 @@ pub fn hello(ctx: &mut Ctx<'_>, argv: &[&[u8]]) -> Reply {
         j += 1;
     }
     if let Some((username, password)) = credentials {
-        if let Err(reply) = authenticate(ctx, username, password) {
+        if let Err(reply) = authenticate(ctx, argv[0], username, password) {
             return reply;
         }
     }

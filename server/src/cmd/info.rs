@@ -195,7 +195,10 @@ fn section_lines(ctx: &Ctx<'_>, section: &str, totals: &ShardTotals) -> Vec<Stri
         "commandstats" => commandstats(ctx),
         "errorstats" => errorstats(ctx),
         "latencystats" => latencystats(ctx),
-        "cluster" => vec!["cluster_enabled:0".to_string()],
+        "cluster" => vec![format!(
+            "cluster_enabled:{}",
+            u8::from(ctx.shared.cluster.get().is_some())
+        )],
         "keyspace" => keyspace(totals),
         "limiter_scripts" => limiter_scripts(ctx),
         _ => Vec::new(),
@@ -370,7 +373,7 @@ fn memory(ctx: &Ctx<'_>, totals: &ShardTotals) -> Vec<String> {
         "mem_clients_slaves:0".to_string(),
         "mem_clients_normal:0".to_string(),
         "mem_cluster_links:0".to_string(),
-        "mem_aof_buffer:0".to_string(),
+        format!("mem_aof_buffer:{}", ctx.shared.store.feed().buffered()),
         format!("mem_allocator:{}", crate::allocator::name()),
         "active_defrag_running:0".to_string(),
         "lazyfree_pending_objects:0".to_string(),
@@ -386,6 +389,14 @@ fn persistence(ctx: &Ctx<'_>) -> Vec<String> {
     let loading = state.loading.load(Ordering::Relaxed);
     let current_secs = if in_progress {
         (ctx.now_ms.saturating_sub(load(&state.bgsave_started_ms)) / 1000) as i64
+    } else {
+        -1
+    };
+    let aof = &ctx.shared.aof;
+    let aof_on = ctx.shared.config.read().appendonly;
+    let rewriting = aof.rewrite_in_progress.load(Ordering::Relaxed);
+    let rewrite_secs = if rewriting {
+        (ctx.now_ms.saturating_sub(load(&aof.rewrite_started_ms)) / 1000) as i64
     } else {
         -1
     };
@@ -428,19 +439,56 @@ fn persistence(ctx: &Ctx<'_>) -> Vec<String> {
             load(&state.last_load_expired)
         ),
         format!("rdb_last_load_keys_loaded:{}", load(&state.last_load_keys)),
-        "aof_enabled:0".to_string(),
-        "aof_rewrite_in_progress:0".to_string(),
-        "aof_rewrite_scheduled:0".to_string(),
-        "aof_last_rewrite_time_sec:-1".to_string(),
-        "aof_current_rewrite_time_sec:-1".to_string(),
-        "aof_last_bgrewrite_status:ok".to_string(),
-        "aof_rewrites:0".to_string(),
-        "aof_rewrites_consecutive_failures:0".to_string(),
-        "aof_last_write_status:ok".to_string(),
-        "aof_last_cow_size:0".to_string(),
+        format!("aof_enabled:{}", aof_on as u8),
+        format!("aof_rewrite_in_progress:{}", rewriting as u8),
+        format!(
+            "aof_rewrite_scheduled:{}",
+            aof.rewrite_scheduled.load(Ordering::Relaxed) as u8
+        ),
+        format!(
+            "aof_last_rewrite_time_sec:{}",
+            aof.last_rewrite_secs.load(Ordering::Relaxed)
+        ),
+        format!("aof_current_rewrite_time_sec:{rewrite_secs}"),
+        format!(
+            "aof_last_bgrewrite_status:{}",
+            if aof.last_rewrite_failed.load(Ordering::Relaxed) {
+                "err"
+            } else {
+                "ok"
+            }
+        ),
+        format!("aof_rewrites:{}", load(&aof.rewrites)),
+        format!(
+            "aof_rewrites_consecutive_failures:{}",
+            load(&aof.consecutive_failures)
+        ),
+        format!(
+            "aof_last_write_status:{}",
+            if aof.write_failed.load(Ordering::Relaxed) {
+                "err"
+            } else {
+                "ok"
+            }
+        ),
+        format!("aof_last_cow_size:{}", load(&aof.last_cow_size)),
         "module_fork_in_progress:0".to_string(),
         "module_fork_last_cow_size:0".to_string(),
     ];
+    if aof_on {
+        let figures = crate::persistence::aof::info(ctx.shared);
+        lines.extend([
+            format!("aof_current_size:{}", figures.current_size),
+            format!("aof_base_size:{}", figures.base_size),
+            format!(
+                "aof_pending_rewrite:{}",
+                aof.rewrite_scheduled.load(Ordering::Relaxed) as u8
+            ),
+            format!("aof_buffer_length:{}", figures.buffer_length),
+            "aof_pending_bio_fsync:0".to_string(),
+            "aof_delayed_fsync:0".to_string(),
+        ]);
+    }
     if loading {
         // Redis's figures, its ETA formula included.
         let total = load(&state.loading_total_bytes);
@@ -512,7 +560,7 @@ fn stats(ctx: &Ctx<'_>, totals: &ShardTotals) -> Vec<String> {
         format!("keyspace_misses:{}", totals.lookups.misses),
         format!("pubsub_channels:{channels}"),
         format!("pubsub_patterns:{patterns}"),
-        "pubsubshard_channels:0".to_string(),
+        format!("pubsubshard_channels:{}", shared.pubsub.shard_count()),
         "latest_fork_usec:0".to_string(),
         "total_forks:0".to_string(),
         "migrate_cached_sockets:0".to_string(),

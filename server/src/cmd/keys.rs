@@ -597,6 +597,9 @@ pub fn flushall(ctx: &mut Ctx<'_>, argv: &[&[u8]]) -> Reply {
 /// SELECT index
 pub fn select(ctx: &mut Ctx<'_>, argv: &[&[u8]]) -> Reply {
     match db_index(ctx, argv[1]) {
+        Ok(index) if index != 0 && ctx.shared.cluster.get().is_some() => {
+            Reply::error("ERR SELECT is not allowed in cluster mode")
+        }
         Ok(index) => {
             ctx.client.db = index;
             ctx.client

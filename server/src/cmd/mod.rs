@@ -7,8 +7,10 @@
 //! in [`dispatch`], from the table; handlers never count their arguments
 //! against the arity.
 
+pub mod acl;
 pub mod args;
 pub mod client;
+pub mod cluster;
 pub mod collection;
 pub mod command;
 pub mod config;
@@ -22,6 +24,7 @@ pub mod keys;
 pub mod latency;
 pub mod list;
 pub mod memory;
+pub mod migrate;
 pub mod multi;
 pub mod persistence;
 pub mod pubsub;
@@ -37,6 +40,7 @@ use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use crate::cluster::Access;
 use crate::resp::{Protocol, Reply};
 use crate::state::{ClientInfo, Shared};
 use crate::store::{Db, KeyRef, MultiLock, ShardGuard, ShardLender};
@@ -89,10 +93,33 @@ pub struct ClientState {
     /// Set when CLIENT PAUSE holds the command just dispatched: it did not
     /// run, and the connection runs it again when the pause ends.
     pub postponed: bool,
+    /// Set when a key of the command just dispatched is in the middle of a
+    /// MIGRATE: it did not run, and runs again once the key is moved.
+    pub awaits_migration: bool,
+    /// The slot of the command's first key, computed once by the slot gate
+    /// and taken by routing.
+    pub first_key_slot: Option<u16>,
+    /// ASKING was sent: the next command may use a slot being imported
+    /// (kept until EXEC inside a transaction, as Redis).
+    pub asking: bool,
+    /// MIGRATE's network part, left for the connection to carry out
+    /// before it replies (handlers never touch sockets).
+    pub migration: Option<Box<crate::net::migrate::Migration>>,
     /// Set by a handler that counted the errors of its reply itself (a
     /// script's, whose errors from redis.call were counted when they
     /// happened); the dispatcher then does not count them again.
     pub reply_errors_counted: bool,
+    /// Commands run inside the current transaction or script that go to the
+    /// change feed when it ends, with their databases (only while the
+    /// append-only file is on).
+    pub propagated: Vec<(usize, crate::store::feed::Argv)>,
+    /// The feed position after this client's last change: its replies wait
+    /// until the append-only file holds it.
+    pub aof_offset: u64,
+    /// The user this client authenticated as, as of `acl_generation`.
+    pub user: Arc<crate::acl::User>,
+    /// The ACL generation `user` was read at (see `crate::acl`).
+    pub acl_generation: u64,
 }
 
 impl ClientState {
@@ -112,6 +139,10 @@ impl ClientState {
             in_script: false,
             reply_errors_counted: false,
             postponed: false,
+            awaits_migration: false,
+            first_key_slot: None,
+            asking: false,
+            migration: None,
             tracking: None,
             caching: false,
             script_read: false,
@@ -120,6 +151,10 @@ impl ClientState {
             skip_next_reply: false,
             skip_this_reply: false,
             no_evict: false,
+            propagated: Vec::new(),
+            aof_offset: 0,
+            user: Arc::new(crate::acl::User::default_user()),
+            acl_generation: 0,
         }
     }
 }
@@ -390,19 +425,49 @@ pub fn arity_ok(arity: i32, argc: usize) -> bool {
 /// Runs one command: table lookup, arity, authentication, the maxmemory
 /// check, then the handler, with statistics.
 pub fn dispatch(ctx: &mut Ctx<'_>, argv: &[&[u8]]) -> Reply {
+    if ctx.client.acl_generation != ctx.shared.acl.generation() {
+        crate::acl::refresh_user(ctx);
+    }
     let (index, command) = match resolve_indexed(argv) {
         Ok(found) => found,
         Err(reply) => {
             count_errors(ctx, &reply);
             multi::flag_failed(ctx);
+            forget_asking(ctx, None);
             return reply;
         }
     };
+    let reply = dispatch_resolved(ctx, index, command, argv);
+    forget_asking(ctx, Some(command));
+    reply
+}
+
+/// ASKING holds for the next command only (a transaction's until EXEC),
+/// as Redis's resetClient.
+#[inline]
+fn forget_asking(ctx: &mut Ctx<'_>, command: Option<&'static Command>) {
+    if ctx.client.asking
+        && ctx.held.is_none()
+        && !ctx.client.in_script
+        && ctx.client.transaction.is_none()
+        && command.is_none_or(|c| c.name != "asking")
+    {
+        ctx.client.asking = false;
+    }
+}
+
+fn dispatch_resolved(
+    ctx: &mut Ctx<'_>,
+    index: usize,
+    command: &'static Command,
+    argv: &[&[u8]],
+) -> Reply {
     if held_by_pause(ctx, command, argv) {
         return Reply::Nothing;
     }
     if multi::queues(ctx, command) {
         return match rejection(ctx, command, argv) {
+            Some(_) if ctx.client.awaits_migration => Reply::Nothing,
             Some(reply) => {
                 ctx.client.batch.slot(index).4 += 1;
                 count_errors(ctx, &reply);
@@ -448,11 +513,20 @@ fn held_by_pause(ctx: &mut Ctx<'_>, command: &'static Command, argv: &[&[u8]]) -
 
 /// Why a command is refused before it runs (arity, authentication, a busy
 /// script, maxmemory), if it is.
-fn rejection(ctx: &Ctx<'_>, command: &'static Command, argv: &[&[u8]]) -> Option<Reply> {
+fn rejection(ctx: &mut Ctx<'_>, command: &'static Command, argv: &[&[u8]]) -> Option<Reply> {
     if !arity_ok(command.arity, argv.len()) {
         Some(Reply::error(error::wrong_arity(command.name)))
     } else if !ctx.client.authenticated && command.flags & flags::NO_AUTH == 0 {
         Some(Reply::error(error::NOAUTH))
+    } else if let Err(denied) = permitted(ctx, command, argv) {
+        Some(Reply::error(denied))
+    } else if let Some(refusal) = ctx
+        .shared
+        .cluster
+        .get()
+        .and_then(|c| routed(ctx, c, command, argv))
+    {
+        Some(refusal)
     } else if ctx.held.is_none()
         && command.flags & flags::ALLOW_BUSY == 0
         && ctx.shared.scripts.busy()
@@ -474,6 +548,13 @@ fn rejection(ctx: &Ctx<'_>, command: &'static Command, argv: &[&[u8]]) -> Option
     {
         // Redis refuses PING too, so a health check notices.
         Some(Reply::error(error::MISCONF))
+    } else if (command.flags & flags::WRITE != 0 || command.name == "ping")
+        && ctx.shared.aof.write_failed.load(Ordering::Relaxed)
+    {
+        ctx.shared
+            .aof
+            .write_refusal()
+            .map(|text| Reply::error_bytes(text.into_bytes()))
     } else if command.flags & flags::LOADING == 0
         && ctx.shared.persistence.loading.load(Ordering::Relaxed)
     {
@@ -481,6 +562,223 @@ fn rejection(ctx: &Ctx<'_>, command: &'static Command, argv: &[&[u8]]) -> Option
     } else {
         pubsub::subscribed_refusal(ctx, command.name)
     }
+}
+
+/// The ACL check of a client's command (a script's are checked by the
+/// script bridge, with the script's wording): the client's user is read
+/// again first if any user changed since; a refusal is logged (ACL LOG)
+/// and returned as Redis's NOPERM text.
+fn permitted(ctx: &Ctx<'_>, command: &'static Command, argv: &[&[u8]]) -> Result<(), String> {
+    if ctx.client.in_script {
+        return Ok(());
+    }
+    let user = &ctx.client.user;
+    if user.unrestricted() {
+        return Ok(());
+    }
+    let context = if ctx.held.is_some() || ctx.client.transaction.is_some() {
+        crate::acl::Context::Multi
+    } else {
+        crate::acl::Context::TopLevel
+    };
+    crate::acl::check(user, command, argv).map_err(|denied| {
+        crate::acl::log_denial(ctx, user, command, argv, denied, context);
+        if ctx.held.is_some() {
+            // Run by EXEC: the rules changed since it was queued.
+            denied.exec_error()
+        } else {
+            denied.error(command)
+        }
+    })
+}
+
+/// True for the errors cluster routing gives.
+fn is_cluster_redirection(reply: &Reply) -> bool {
+    matches!(reply, Reply::Error(text) if [&b"CROSSSLOT "[..], b"CLUSTERDOWN ", b"MOVED ", b"ASK ", b"TRYAGAIN "]
+        .iter()
+        .any(|code| text.starts_with(code)))
+}
+
+/// Cluster routing of a client's command (Redis's getNodeByQuery): every
+/// key in one slot (EXEC: every queued command's), the slot served here and
+/// the cluster up; in a slot being moved, which keys exist decides.
+/// Commands run by EXEC or a script were routed with it.
+fn routed(
+    ctx: &mut Ctx<'_>,
+    cluster: &crate::cluster::Cluster,
+    command: &'static Command,
+    argv: &[&[u8]],
+) -> Option<Reply> {
+    if ctx.held.is_some() || ctx.client.in_script {
+        return None;
+    }
+    let slot = |key: &[u8]| tally_cluster::slot::key_slot(key);
+    let outcome = if command.name == "exec" {
+        let transaction = ctx.client.transaction.as_ref()?;
+        let access = if transaction
+            .queued()
+            .any(|(queued, _)| pubsub::is_shard_channel_command(queued.name))
+        {
+            Access::ShardChannel
+        } else if transaction
+            .queued()
+            .all(|(queued, _)| queued.flags & flags::WRITE == 0)
+        {
+            Access::Read
+        } else {
+            Access::Write
+        };
+        let slots: Vec<u16> = transaction_keys(ctx.client)
+            .iter()
+            .map(|k| slot(k))
+            .collect();
+        cluster.route(slots.into_iter(), access)
+    } else {
+        if command.keys.first <= 0 && !table::movable_keys(command.name) {
+            return None;
+        }
+        let access = if command.flags & flags::WRITE != 0 {
+            Access::Write
+        } else if command.flags & flags::PUBSUB != 0
+            && pubsub::is_shard_channel_command(command.name)
+        {
+            Access::ShardChannel
+        } else {
+            Access::Read
+        };
+        if table::movable_keys(command.name) {
+            let positions = command.key_positions(argv);
+            cluster.route(positions.into_iter().map(|i| slot(argv[i])), access)
+        } else {
+            // The common case, keys at fixed positions, without allocating.
+            let spec = command.keys;
+            let last = if spec.last < 0 {
+                argv.len() as i32 + spec.last
+            } else {
+                spec.last.min(argv.len() as i32 - 1)
+            };
+            let positions = (spec.first..=last).step_by(spec.step.max(1) as usize);
+            // The first key's slot, if the slot gate computed it already.
+            let mut known = ctx.client.first_key_slot.take();
+            cluster.route(
+                positions.map(|i| known.take().unwrap_or_else(|| slot(argv[i as usize]))),
+                access,
+            )
+        }
+    };
+    let outcome = match outcome {
+        crate::cluster::Route::Open(slot) => match route_open(ctx, cluster, slot, command, argv) {
+            Some(route) => route,
+            // Its key is on its way to another node: the command must not
+            // run now (it would change, or create, the copy being dropped
+            // here); the connection runs it again once the key has moved.
+            None => return Some(Reply::Nothing),
+        },
+        other => other,
+    };
+    match outcome {
+        crate::cluster::Route::Here | crate::cluster::Route::Open(_) => None,
+        crate::cluster::Route::Refused(text) => Some(Reply::error(text)),
+    }
+}
+
+/// Every key of a transaction's queued commands.
+fn transaction_keys(client: &ClientState) -> Vec<Vec<u8>> {
+    let Some(transaction) = &client.transaction else {
+        return Vec::new();
+    };
+    let mut keys = Vec::new();
+    for (queued, args) in transaction.queued() {
+        let args: Vec<&[u8]> = args.iter().map(Vec::as_slice).collect();
+        keys.extend(
+            queued
+                .key_positions(&args)
+                .into_iter()
+                .map(|i| args[i].to_vec()),
+        );
+    }
+    keys
+}
+
+/// The keys a client's command names (EXEC: its transaction's).
+fn command_keys(client: &ClientState, command: &'static Command, argv: &[&[u8]]) -> Vec<Vec<u8>> {
+    if command.name == "exec" {
+        return transaction_keys(client);
+    }
+    command
+        .key_positions(argv)
+        .into_iter()
+        .map(|i| argv[i].to_vec())
+        .collect()
+}
+
+/// Routing in a slot being migrated or imported: a key a MIGRATE holds
+/// makes the command wait (`None`, the client told to retry); otherwise
+/// the keys present here decide ([`crate::cluster::Cluster::route_open`]).
+/// Runs under the slot's gate (see [`slot_gate`]).
+fn route_open(
+    ctx: &mut Ctx<'_>,
+    cluster: &crate::cluster::Cluster,
+    slot: u16,
+    command: &'static Command,
+    argv: &[&[u8]],
+) -> Option<crate::cluster::Route> {
+    let keys = command_keys(ctx.client, command, argv);
+    if command.name != "migrate" {
+        let in_flight = cluster.in_flight.lock();
+        if keys.iter().any(|k| in_flight.contains(k)) {
+            ctx.client.awaits_migration = true;
+            return None;
+        }
+    }
+    let mut here = crate::cluster::KeysHere::default();
+    let channels = pubsub::is_shard_channel_command(command.name);
+    for (i, key) in keys.iter().enumerate() {
+        if i > 0 && *key != keys[0] {
+            here.multiple = true;
+        }
+        if channels {
+            // Shard channels are not keys: never missing (getNodeByQuery).
+            here.existing += 1;
+            continue;
+        }
+        let key = ctx.shared.store.key(key);
+        if ctx.lock_in(0, key).contains(key, ctx.now_ms) {
+            here.existing += 1;
+        } else {
+            here.missing += 1;
+        }
+    }
+    let asking = ctx.client.asking || command.flags & flags::ASKING != 0;
+    Some(cluster.route_open(slot, here, asking, command.name == "migrate"))
+}
+
+/// The gate of a client's keyed command's slot, shared, from routing to
+/// the end of its run (see `crate::cluster::Cluster::enter`): SETSLOT and
+/// MIGRATE wait for it, so no key leaves between the two.
+fn slot_gate<'a>(
+    ctx: &mut Ctx<'a>,
+    command: &'static Command,
+    argv: &[&[u8]],
+) -> Option<crate::slot_gate::Entered<'a>> {
+    let shared: &'a crate::state::Shared = ctx.shared;
+    let cluster = shared.cluster.get()?;
+    if ctx.held.is_some() || ctx.client.in_script || command.name == "migrate" {
+        return None;
+    }
+    let first = if command.name == "exec" {
+        transaction_keys(ctx.client).into_iter().next()?
+    } else if table::movable_keys(command.name) {
+        argv[*command.key_positions(argv).first()?].to_vec()
+    } else if command.keys.first > 0 && (command.keys.first as usize) < argv.len() {
+        // Without allocating: the common case. Routing reuses the slot.
+        let slot = tally_cluster::slot::key_slot(argv[command.keys.first as usize]);
+        ctx.client.first_key_slot = Some(slot);
+        return Some(cluster.enter(slot));
+    } else {
+        return None;
+    };
+    Some(cluster.enter(tally_cluster::slot::key_slot(&first)))
 }
 
 /// Adds a command to the slow log. A script's commands are shown as Redis
@@ -580,15 +878,90 @@ fn over_maxmemory(ctx: &Ctx<'_>, argv: &[&[u8]]) -> bool {
     shared.over_maxmemory_with(argv.iter().map(|a| a.len()).sum())
 }
 
+/// Runs the handler. While the append-only file is on, a write command
+/// also leaves what it propagates: on its own, it runs holding the shards
+/// of its keys (all of them when its keys are not known up front) and its
+/// change is appended to the feed before they are released, so changes
+/// reach the feed in the order they reached the keys; inside a
+/// transaction or script, its change is kept for the enclosing run to
+/// append.
+#[inline]
+fn call(ctx: &mut Ctx<'_>, command: &'static Command, argv: &[&[u8]]) -> Reply {
+    if command.flags & flags::WRITE == 0 || !ctx.shared.store.feed().active() {
+        return (command.handler)(ctx, argv);
+    }
+    if crate::persistence::aof::inside_run(ctx) {
+        let reply = (command.handler)(ctx, argv);
+        record_change(ctx, command, argv, &reply);
+        return reply;
+    }
+    let store = &ctx.shared.store;
+    let held = if multi::keys_known(command) {
+        let keys: Vec<_> = command
+            .key_positions(argv)
+            .into_iter()
+            .map(|i| store.key(argv[i]))
+            .collect();
+        crate::store::HeldShards::declared(store, ctx.client.db, &keys)
+    } else {
+        crate::store::HeldShards::everything(store)
+    };
+    let mut inner = Ctx {
+        shared: ctx.shared,
+        client: &mut *ctx.client,
+        now_ms: ctx.now_ms,
+        held: Some(&held),
+    };
+    let reply = (command.handler)(&mut inner, argv);
+    // The shards of a command's keys are all it touches (commands that
+    // reach further take every shard above), so nothing can have gone to
+    // a stand-in shard.
+    debug_assert!(
+        !held.conflicted(),
+        "{} touched a shard it did not declare",
+        command.name
+    );
+    record_change(&mut inner, command, argv, &reply);
+    crate::persistence::aof::append_pending(&mut inner);
+    drop(held);
+    reply
+}
+
+/// Keeps what a write command that succeeded propagates (see
+/// `crate::persistence::aof::propagate`).
+fn record_change(ctx: &mut Ctx<'_>, command: &Command, argv: &[&[u8]], reply: &Reply) {
+    if reply.is_error() {
+        return;
+    }
+    let db = ctx.client.db;
+    for change in crate::persistence::aof::propagate::propagated(command, argv, reply, ctx.now_ms) {
+        ctx.client.propagated.push((db, change));
+    }
+}
+
 fn check_and_call(
     ctx: &mut Ctx<'_>,
     index: usize,
     command: &'static Command,
     argv: &[&[u8]],
 ) -> Reply {
-    if let Some(reply) = rejection(ctx, command, argv) {
+    let _gate = slot_gate(ctx, command, argv);
+    let rejected = rejection(ctx, command, argv);
+    ctx.client.first_key_slot = None;
+    if let Some(reply) = rejected {
+        if ctx.client.awaits_migration {
+            // Not refused: it runs again once its keys are moved.
+            return Reply::Nothing;
+        }
         ctx.client.batch.slot(index).4 += 1;
         if command.name == "exec" {
+            if is_cluster_redirection(&reply) {
+                // Redis discards the transaction and redirects the client
+                // (clusterRedirectClient), with no EXECABORT around it.
+                ctx.client.transaction = None;
+                multi::unwatch_all(ctx);
+                return reply;
+            }
             return multi::exec_abort(ctx, reply);
         }
         return reply;
@@ -608,11 +981,11 @@ fn check_and_call(
         .then(|| crate::tracking::WriterGuard::enter(ctx.client.info.id));
     let reply;
     let usec = if ctx.held.is_some() {
-        reply = (command.handler)(ctx, argv);
+        reply = call(ctx, command, argv);
         0
     } else {
         let started = Instant::now();
-        reply = (command.handler)(ctx, argv);
+        reply = call(ctx, command, argv);
         let ns = started.elapsed().as_nanos() as u64;
         let stats = &ctx.shared.stats;
         if stats.latency_tracking.load(Ordering::Relaxed) {

@@ -44,6 +44,13 @@ pub struct Transaction {
     failed: bool,
 }
 
+impl Transaction {
+    /// The queued commands and their arguments.
+    pub fn queued(&self) -> impl Iterator<Item = (&'static Command, &[Vec<u8>])> + '_ {
+        self.queued.iter().map(|(c, a)| (*c, a.as_slice()))
+    }
+}
+
 /// Commands that act on the transaction itself rather than being queued.
 const CONTROL: &[&str] = &["exec", "discard", "multi", "watch", "quit", "reset"];
 
@@ -174,7 +181,7 @@ pub fn forget_client(shared: &Shared, client: &mut ClientState) {
 }
 
 /// Whether the shards a queued command touches are known from its keys.
-fn keys_known(command: &Command) -> bool {
+pub(crate) fn keys_known(command: &Command) -> bool {
     command.keys.first > 0
         && !["move", "copy", "eval", "evalsha", "eval_ro", "evalsha_ro"].contains(&command.name)
 }
@@ -246,6 +253,8 @@ pub fn exec(ctx: &mut Ctx<'_>, _argv: &[&[u8]]) -> Reply {
         };
         replies.push(dispatch(&mut inner, argv));
     }
+    // The transaction's changes reach the feed while its shards are held.
+    crate::persistence::aof::append_pending(ctx);
     drop(held);
     unwatch_all(ctx);
     Reply::Array(replies)

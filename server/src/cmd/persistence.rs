@@ -164,11 +164,19 @@ pub fn bgsave(ctx: &mut Ctx<'_>, argv: &[&[u8]]) -> Reply {
     };
     let state = &ctx.shared.persistence;
     if state.bgsave_in_progress.load(Ordering::SeqCst) {
+        return Reply::error("ERR Background save already in progress");
+    }
+    if state.snapshot_busy.load(Ordering::SeqCst) {
+        // An append-only file rewrite holds the snapshot, as Redis's AOF
+        // child keeps BGSAVE from forking.
         if schedule {
             state.bgsave_scheduled.store(true, Ordering::SeqCst);
             return Reply::Status("Background saving scheduled".into());
         }
-        return Reply::error("ERR Background save already in progress");
+        return Reply::error(
+            "ERR Another child process is active (AOF?): can't BGSAVE right now. \
+             Use BGSAVE SCHEDULE in order to schedule a BGSAVE whenever possible.",
+        );
     }
     let Some(shared) = ctx.shared.itself.get().and_then(std::sync::Weak::upgrade) else {
         return Reply::error("ERR BGSAVE needs a started server");
@@ -177,6 +185,26 @@ pub fn bgsave(ctx: &mut Ctx<'_>, argv: &[&[u8]]) -> Reply {
         Reply::Status("Background saving started".into())
     } else {
         Reply::error("ERR Background save already in progress")
+    }
+}
+
+/// BGREWRITEAOF: a new append-only file base, written in the background
+/// from a snapshot of this moment (see `crate::persistence::aof`).
+pub fn bgrewriteaof(ctx: &mut Ctx<'_>, _argv: &[&[u8]]) -> Reply {
+    use crate::persistence::aof::{self, RewriteStart};
+    let Some(shared) = ctx.shared.itself.get().and_then(std::sync::Weak::upgrade) else {
+        return Reply::error("ERR BGREWRITEAOF needs a started server");
+    };
+    match aof::bgrewriteaof(&shared) {
+        RewriteStart::Started => {
+            Reply::Status("Background append only file rewriting started".into())
+        }
+        RewriteStart::Scheduled => {
+            Reply::Status("Background append only file rewriting scheduled".into())
+        }
+        RewriteStart::AlreadyRunning => {
+            Reply::error("ERR Background append only file rewriting already in progress")
+        }
     }
 }
 

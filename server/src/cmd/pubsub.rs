@@ -35,9 +35,14 @@ pub fn subscribed_refusal(ctx: &Ctx<'_>, name: &str) -> Option<Reply> {
     )))
 }
 
+/// SSUBSCRIBE, SUNSUBSCRIBE, SPUBLISH: their channels are routed as keys.
+pub fn is_shard_channel_command(name: &str) -> bool {
+    matches!(name, "ssubscribe" | "sunsubscribe" | "spublish")
+}
+
 /// True when the client has at least one subscription.
 pub fn in_subscribe_mode(ctx: &Ctx<'_>) -> bool {
-    ctx.client.pubsub.as_ref().is_some_and(|s| s.count() > 0)
+    ctx.client.pubsub.as_ref().is_some_and(|s| s.total() > 0)
 }
 
 /// The connection's queue for pushed messages, made on first use (a
@@ -69,6 +74,7 @@ fn confirmation(kind: &'static [u8], name: Option<&[u8]>, count: usize) -> Reply
 enum Target {
     Channels,
     Patterns,
+    ShardChannels,
 }
 
 impl Target {
@@ -77,6 +83,16 @@ impl Target {
         match self {
             Target::Channels => &mut subs.channels,
             Target::Patterns => &mut subs.patterns,
+            Target::ShardChannels => &mut subs.shard_channels,
+        }
+    }
+
+    /// The count confirmations carry: shard channels are counted apart
+    /// from channels and patterns, as Redis does.
+    fn count(self, subs: &Subscriptions) -> usize {
+        match self {
+            Target::Channels | Target::Patterns => subs.count(),
+            Target::ShardChannels => subs.shard_channels.len(),
         }
     }
 
@@ -85,6 +101,7 @@ impl Target {
         match self {
             Target::Channels => (b"subscribe", b"unsubscribe"),
             Target::Patterns => (b"psubscribe", b"punsubscribe"),
+            Target::ShardChannels => (b"ssubscribe", b"sunsubscribe"),
         }
     }
 
@@ -92,6 +109,7 @@ impl Target {
         match self {
             Target::Channels => pubsub.subscribe(name, &subs.subscriber),
             Target::Patterns => pubsub.psubscribe(name, &subs.subscriber),
+            Target::ShardChannels => pubsub.ssubscribe(name, &subs.subscriber),
         }
     }
 
@@ -99,6 +117,7 @@ impl Target {
         match self {
             Target::Channels => pubsub.unsubscribe(name, &subs.subscriber),
             Target::Patterns => pubsub.punsubscribe(name, &subs.subscriber),
+            Target::ShardChannels => pubsub.sunsubscribe(name, &subs.subscriber),
         }
     }
 }
@@ -112,7 +131,11 @@ fn subscribe_to(ctx: &mut Ctx<'_>, argv: &[&[u8]], target: Target) -> Reply {
         if target.names(subs).insert(name.to_vec()) {
             target.register(&shared.pubsub, name, subs);
         }
-        replies.push(confirmation(target.words().0, Some(name), subs.count()));
+        replies.push(confirmation(
+            target.words().0,
+            Some(name),
+            target.count(subs),
+        ));
     }
     Reply::Multi(replies)
 }
@@ -129,14 +152,14 @@ fn unsubscribe_from(ctx: &mut Ctx<'_>, argv: &[&[u8]], target: Target) -> Reply 
     };
     let word = target.words().1;
     if names.is_empty() {
-        return confirmation(word, None, subs.count());
+        return confirmation(word, None, target.count(subs));
     }
     let mut replies = Vec::with_capacity(names.len());
     for name in &names {
         if target.names(subs).shift_remove(name) {
             target.unregister(&shared.pubsub, name, subs);
         }
-        replies.push(confirmation(word, Some(name), subs.count()));
+        replies.push(confirmation(word, Some(name), target.count(subs)));
     }
     Reply::Multi(replies)
 }
@@ -161,6 +184,21 @@ pub fn punsubscribe(ctx: &mut Ctx<'_>, argv: &[&[u8]]) -> Reply {
     unsubscribe_from(ctx, argv, Target::Patterns)
 }
 
+/// SSUBSCRIBE shardchannel [shardchannel ...]: routed by the channels'
+/// slot in cluster mode, like keys.
+pub fn ssubscribe(ctx: &mut Ctx<'_>, argv: &[&[u8]]) -> Reply {
+    if ctx.held.is_some() {
+        // Inside EXEC: unlike SUBSCRIBE, Redis 7.0 refuses it there.
+        return Reply::error("ERR SSUBSCRIBE isn't allowed for a DENY BLOCKING client");
+    }
+    subscribe_to(ctx, argv, Target::ShardChannels)
+}
+
+/// SUNSUBSCRIBE [shardchannel ...]
+pub fn sunsubscribe(ctx: &mut Ctx<'_>, argv: &[&[u8]]) -> Reply {
+    unsubscribe_from(ctx, argv, Target::ShardChannels)
+}
+
 /// Drops every subscription of the client (RESET, disconnect).
 pub fn unsubscribe_all(ctx: &mut Ctx<'_>) {
     let Some(subs) = ctx.client.pubsub.as_mut() else {
@@ -172,24 +210,37 @@ pub fn unsubscribe_all(ctx: &mut Ctx<'_>) {
     for pattern in subs.patterns.drain(..) {
         ctx.shared.pubsub.punsubscribe(&pattern, &subs.subscriber);
     }
+    for channel in subs.shard_channels.drain(..) {
+        ctx.shared.pubsub.sunsubscribe(&channel, &subs.subscriber);
+    }
 }
 
-/// PUBLISH channel message
+/// PUBLISH channel message: delivered here, and in cluster mode relayed
+/// to every other node over the bus. The count is of this node's
+/// receivers, as in Redis.
 pub fn publish(ctx: &mut Ctx<'_>, argv: &[&[u8]]) -> Reply {
     let receivers = ctx.shared.pubsub.publish(argv[1], argv[2], ctx.now_ms);
+    super::cluster::relay_publish(ctx, argv[1], argv[2], false);
     Reply::Int(receivers as i64)
 }
 
-/// PUBSUB CHANNELS [pattern]
-pub fn pubsub_channels(ctx: &mut Ctx<'_>, argv: &[&[u8]]) -> Reply {
+/// SPUBLISH shardchannel message: routed by the channel's slot; only
+/// shard channel subscribers receive it.
+pub fn spublish(ctx: &mut Ctx<'_>, argv: &[&[u8]]) -> Reply {
+    let receivers = ctx.shared.pubsub.spublish(argv[1], argv[2], ctx.now_ms);
+    super::cluster::relay_publish(ctx, argv[1], argv[2], true);
+    Reply::Int(receivers as i64)
+}
+
+/// The channels of one registry matching PUBSUB CHANNELS' (or
+/// SHARDCHANNELS') optional pattern (Redis's channelList).
+fn channel_list(argv: &[&[u8]], channels: Vec<Vec<u8>>) -> Reply {
     if argv.len() > 3 {
-        return Reply::error(error::wrong_arity("pubsub|channels"));
+        return Reply::error_bytes(error::subcommand_syntax("PUBSUB", argv[1]));
     }
     let pattern = argv.get(2);
     Reply::Array(
-        ctx.shared
-            .pubsub
-            .channels()
+        channels
             .into_iter()
             .filter(|c| pattern.is_none_or(|p| glob_match(p, c, false)))
             .map(Reply::Bulk)
@@ -197,19 +248,34 @@ pub fn pubsub_channels(ctx: &mut Ctx<'_>, argv: &[&[u8]]) -> Reply {
     )
 }
 
-/// PUBSUB NUMSUB [channel ...]
-pub fn pubsub_numsub(ctx: &mut Ctx<'_>, argv: &[&[u8]]) -> Reply {
+/// Each channel named after the subcommand with its subscriber count.
+fn subscriber_counts(argv: &[&[u8]], count: impl Fn(&[u8]) -> usize) -> Reply {
     Reply::Array(
         argv[2..]
             .iter()
-            .flat_map(|c| {
-                [
-                    Reply::bulk(c),
-                    Reply::Int(ctx.shared.pubsub.numsub(c) as i64),
-                ]
-            })
+            .flat_map(|c| [Reply::bulk(c), Reply::Int(count(c) as i64)])
             .collect(),
     )
+}
+
+/// PUBSUB CHANNELS [pattern]
+pub fn pubsub_channels(ctx: &mut Ctx<'_>, argv: &[&[u8]]) -> Reply {
+    channel_list(argv, ctx.shared.pubsub.channels())
+}
+
+/// PUBSUB SHARDCHANNELS [pattern]
+pub fn pubsub_shardchannels(ctx: &mut Ctx<'_>, argv: &[&[u8]]) -> Reply {
+    channel_list(argv, ctx.shared.pubsub.shard_channels())
+}
+
+/// PUBSUB NUMSUB [channel ...]
+pub fn pubsub_numsub(ctx: &mut Ctx<'_>, argv: &[&[u8]]) -> Reply {
+    subscriber_counts(argv, |c| ctx.shared.pubsub.numsub(c))
+}
+
+/// PUBSUB SHARDNUMSUB [shardchannel ...]
+pub fn pubsub_shardnumsub(ctx: &mut Ctx<'_>, argv: &[&[u8]]) -> Reply {
+    subscriber_counts(argv, |c| ctx.shared.pubsub.shard_numsub(c))
 }
 
 /// PUBSUB NUMPAT
@@ -229,6 +295,10 @@ pub fn pubsub_help(_ctx: &mut Ctx<'_>, _argv: &[&[u8]]) -> Reply {
             "NUMSUB [<channel> ...]",
             "    Return the number of subscribers for the specified channels, excluding",
             "    pattern subscriptions(default: no channels).",
+            "SHARDCHANNELS [<pattern>]",
+            "    Return the currently active shard level channels matching a <pattern> (default: '*').",
+            "SHARDNUMSUB [<shardchannel> ...]",
+            "    Return the number of subscribers for the specified shard level channel(s)",
         ],
     )
 }

@@ -1,10 +1,12 @@
-//! The subcommand rows of the container commands (CONFIG, CLIENT, COMMAND,
+//! The subcommand rows of the container commands (ACL, CLUSTER, CONFIG, CLIENT, COMMAND,
 //! SCRIPT, SLOWLOG, LATENCY, MEMORY, FUNCTION, OBJECT, PUBSUB): part of THE command
 //! table (`table.rs`), kept apart so each file stays one screenful of idea.
 
 use super::table::flags::*;
 use super::table::{row, Command, KeySpec, NO_KEYS};
-use super::{client, command, config, keys, latency, memory, pubsub, scripting, server};
+use super::{
+    acl, client, cluster, command, config, keys, latency, memory, pubsub, scripting, server,
+};
 
 #[rustfmt::skip]
 pub(super) static CONFIG_SUBCOMMANDS: &[Command] = &[
@@ -12,6 +14,53 @@ pub(super) static CONFIG_SUBCOMMANDS: &[Command] = &[
     row("config|set", -4, ADMIN | NOSCRIPT | LOADING | STALE, NO_KEYS, config::config_set, "server", "2.0.0", "Sets configuration parameters in-flight."),
     row("config|resetstat", 2, ADMIN | NOSCRIPT | LOADING | STALE, NO_KEYS, config::config_resetstat, "server", "2.0.0", "Resets the server's statistics."),
     row("config|help", 2, LOADING | STALE, NO_KEYS, config::config_help, "server", "5.0.0", "Returns helpful text about the different subcommands."),
+];
+
+#[rustfmt::skip]
+pub(super) static ACL_SUBCOMMANDS: &[Command] = &[
+    row("acl|cat", -2, NOSCRIPT | LOADING | STALE, NO_KEYS, acl::acl_cat, "server", "6.0.0", "Lists the ACL categories, or the commands inside a category."),
+    row("acl|deluser", -3, ADMIN | NOSCRIPT | LOADING | STALE, NO_KEYS, acl::acl_deluser, "server", "6.0.0", "Deletes ACL users, and terminates their connections."),
+    row("acl|dryrun", -4, ADMIN | NOSCRIPT | LOADING | STALE, NO_KEYS, acl::acl_dryrun, "server", "7.0.0", "Simulates the execution of a command by a user, without executing the command."),
+    row("acl|genpass", -2, NOSCRIPT | LOADING | STALE, NO_KEYS, acl::acl_genpass, "server", "6.0.0", "Generates a pseudorandom, secure password that can be used to identify ACL users."),
+    row("acl|getuser", 3, ADMIN | NOSCRIPT | LOADING | STALE, NO_KEYS, acl::acl_getuser, "server", "6.0.0", "Lists the ACL rules of a user."),
+    row("acl|help", 2, LOADING | STALE, NO_KEYS, acl::acl_help, "server", "6.0.0", "Returns helpful text about the different subcommands."),
+    row("acl|list", 2, ADMIN | NOSCRIPT | LOADING | STALE, NO_KEYS, acl::acl_list, "server", "6.0.0", "Dumps the effective rules in ACL file format."),
+    row("acl|load", 2, ADMIN | NOSCRIPT | LOADING | STALE, NO_KEYS, acl::acl_load, "server", "6.0.0", "Reloads the rules from the configured ACL file."),
+    row("acl|log", -2, ADMIN | NOSCRIPT | LOADING | STALE, NO_KEYS, acl::acl_log, "server", "6.0.0", "Lists recent security events generated due to ACL rules."),
+    row("acl|save", 2, ADMIN | NOSCRIPT | LOADING | STALE, NO_KEYS, acl::acl_save, "server", "6.0.0", "Saves the effective ACL rules in the configured ACL file."),
+    row("acl|setuser", -3, ADMIN | NOSCRIPT | LOADING | STALE, NO_KEYS, acl::acl_setuser, "server", "6.0.0", "Creates and modifies an ACL user and its rules."),
+    row("acl|users", 2, ADMIN | NOSCRIPT | LOADING | STALE, NO_KEYS, acl::acl_users, "server", "6.0.0", "Lists all ACL users."),
+    row("acl|whoami", 2, NOSCRIPT | LOADING | STALE, NO_KEYS, acl::acl_whoami, "server", "6.0.0", "Returns the authenticated username of the current connection."),
+];
+
+#[rustfmt::skip]
+pub(super) static CLUSTER_SUBCOMMANDS: &[Command] = &[
+    row("cluster|addslots", -3, ADMIN | STALE, NO_KEYS, cluster::cluster_addslots, "cluster", "3.0.0", "Assigns new hash slots to a node."),
+    row("cluster|addslotsrange", -4, ADMIN | STALE, NO_KEYS, cluster::cluster_addslotsrange, "cluster", "7.0.0", "Assigns new hash slot ranges to a node."),
+    row("cluster|bumpepoch", 2, ADMIN | STALE, NO_KEYS, cluster::cluster_bumpepoch, "cluster", "3.0.0", "Advances the cluster config epoch."),
+    row("cluster|count-failure-reports", 3, ADMIN | STALE, NO_KEYS, cluster::cluster_count_failure_reports, "cluster", "3.0.0", "Returns the number of active failure reports active for a node."),
+    row("cluster|countkeysinslot", 3, STALE, NO_KEYS, cluster::cluster_countkeysinslot, "cluster", "3.0.0", "Returns the number of keys in a hash slot."),
+    row("cluster|delslots", -3, ADMIN | STALE, NO_KEYS, cluster::cluster_delslots, "cluster", "3.0.0", "Sets hash slots as unbound for a node."),
+    row("cluster|delslotsrange", -4, ADMIN | STALE, NO_KEYS, cluster::cluster_delslotsrange, "cluster", "7.0.0", "Sets hash slot ranges as unbound for a node."),
+    row("cluster|failover", -2, ADMIN | STALE, NO_KEYS, cluster::cluster_not_yet, "cluster", "3.0.0", "Forces a replica to perform a manual failover of its master."),
+    row("cluster|flushslots", 2, ADMIN | STALE, NO_KEYS, cluster::cluster_flushslots, "cluster", "3.0.0", "Deletes all slots information from a node."),
+    row("cluster|forget", 3, ADMIN | STALE, NO_KEYS, cluster::cluster_forget, "cluster", "3.0.0", "Removes a node from the nodes table."),
+    row("cluster|getkeysinslot", 4, STALE, NO_KEYS, cluster::cluster_getkeysinslot, "cluster", "3.0.0", "Returns the key names in a hash slot."),
+    row("cluster|help", 2, LOADING | STALE, NO_KEYS, cluster::cluster_help, "cluster", "5.0.0", "Returns helpful text about the different subcommands."),
+    row("cluster|info", 2, STALE, NO_KEYS, cluster::cluster_info, "cluster", "3.0.0", "Returns information about the state of a node."),
+    row("cluster|keyslot", 3, STALE, NO_KEYS, cluster::cluster_keyslot, "cluster", "3.0.0", "Returns the hash slot for a key."),
+    row("cluster|links", 2, STALE, NO_KEYS, cluster::cluster_links, "cluster", "7.0.0", "Returns a list of all TCP links to and from peer nodes."),
+    row("cluster|meet", -4, ADMIN | STALE, NO_KEYS, cluster::cluster_meet, "cluster", "3.0.0", "Forces a node to handshake with another node."),
+    row("cluster|myid", 2, STALE, NO_KEYS, cluster::cluster_myid, "cluster", "3.0.0", "Returns the ID of a node."),
+    row("cluster|nodes", 2, STALE, NO_KEYS, cluster::cluster_nodes, "cluster", "3.0.0", "Returns the cluster configuration for a node."),
+    row("cluster|replicas", 3, ADMIN | STALE, NO_KEYS, cluster::cluster_not_yet, "cluster", "5.0.0", "Lists the replica nodes of a master node."),
+    row("cluster|replicate", 3, ADMIN | STALE, NO_KEYS, cluster::cluster_not_yet, "cluster", "3.0.0", "Configure a node as replica of a master node."),
+    row("cluster|reset", -2, ADMIN | STALE | NOSCRIPT, NO_KEYS, cluster::cluster_reset, "cluster", "3.0.0", "Resets a node."),
+    row("cluster|saveconfig", 2, ADMIN | STALE, NO_KEYS, cluster::cluster_saveconfig, "cluster", "3.0.0", "Forces a node to save the cluster configuration to disk."),
+    row("cluster|set-config-epoch", 3, ADMIN | STALE, NO_KEYS, cluster::cluster_set_config_epoch, "cluster", "3.0.0", "Sets the configuration epoch for a new node."),
+    row("cluster|setslot", -4, ADMIN | STALE, NO_KEYS, cluster::cluster_setslot, "cluster", "3.0.0", "Binds a hash slot to a node."),
+    row("cluster|shards", 2, STALE, NO_KEYS, cluster::cluster_shards, "cluster", "7.0.0", "Returns the mapping of cluster slots to shards."),
+    row("cluster|slots", 2, STALE, NO_KEYS, cluster::cluster_slots, "cluster", "3.0.0", "Returns the mapping of cluster slots to nodes."),
 ];
 
 #[rustfmt::skip]
@@ -105,6 +154,26 @@ pub(super) static PUBSUB_SUBCOMMANDS: &[Command] = &[
         "pubsub",
         "2.8.0",
         "Returns a count of unique pattern subscriptions.",
+    ),
+    row(
+        "pubsub|shardchannels",
+        -2,
+        PUBSUB | LOADING | STALE,
+        NO_KEYS,
+        pubsub::pubsub_shardchannels,
+        "pubsub",
+        "7.0.0",
+        "Returns the active shard channels.",
+    ),
+    row(
+        "pubsub|shardnumsub",
+        -2,
+        PUBSUB | LOADING | STALE,
+        NO_KEYS,
+        pubsub::pubsub_shardnumsub,
+        "pubsub",
+        "7.0.0",
+        "Returns the count of subscribers of shard channels.",
     ),
     row(
         "pubsub|help",

@@ -9,8 +9,8 @@ use hashbrown::HashMap;
 
 use super::subcommands::*;
 use super::{
-    command, connection as conn, hash, info, keys, list, multi, persistence, pubsub, scripting,
-    server, set, string, zset, Ctx,
+    cluster, command, connection as conn, hash, info, keys, list, migrate, multi, persistence,
+    pubsub, scripting, server, set, string, zset, Ctx,
 };
 use crate::resp::Reply;
 
@@ -51,6 +51,9 @@ pub mod flags {
     pub const SKIP_MONITOR: u32 = 1 << 13;
     /// A pub/sub command.
     pub const PUBSUB: u32 = 1 << 14;
+    /// Served in a slot being imported as if ASKING had been sent
+    /// (RESTORE-ASKING).
+    pub const ASKING: u32 = 1 << 15;
 
     /// Flag names for COMMAND INFO, in Redis's order.
     pub const NAMES: &[(u32, &str)] = &[
@@ -68,6 +71,7 @@ pub mod flags {
         (NO_AUTH, "no_auth"),
         (NO_MULTI, "no_multi"),
         (ALLOW_BUSY, "allow_busy"),
+        (ASKING, "asking"),
     ];
 }
 
@@ -113,11 +117,45 @@ pub fn counted_keys(name: &str) -> Option<(usize, usize, bool)> {
     }
 }
 
+/// True for commands whose keys are not at fixed positions.
+pub fn movable_keys(name: &str) -> bool {
+    counted_keys(name).is_some() || name == "migrate"
+}
+
+/// MIGRATE's keys (Redis's migrateGetKeys): the key argument, or those
+/// after KEYS when it is empty.
+fn migrate_key_positions(argv: &[&[u8]]) -> Vec<usize> {
+    let mut i = 6;
+    while i < argv.len() {
+        let word = argv[i];
+        if word.eq_ignore_ascii_case(b"auth") {
+            i += 2;
+        } else if word.eq_ignore_ascii_case(b"auth2") {
+            i += 3;
+        } else if word.eq_ignore_ascii_case(b"keys") {
+            if argv.get(3).is_some_and(|k| !k.is_empty()) {
+                return Vec::new();
+            }
+            return (i + 1..argv.len()).collect();
+        } else {
+            i += 1;
+        }
+    }
+    if argv.len() > 3 {
+        vec![3]
+    } else {
+        Vec::new()
+    }
+}
+
 impl Command {
     /// The argument indexes holding keys in this call, movable keys
     /// included (none when the count is out of range, as Redis's
     /// getKeysFromCommand).
     pub fn key_positions(&self, argv: &[&[u8]]) -> Vec<usize> {
+        if self.name == "migrate" {
+            return migrate_key_positions(argv);
+        }
         match counted_keys(self.name) {
             Some((count_at, first, _)) => {
                 let count = super::command::c_atoi(argv.get(count_at).copied().unwrap_or_default());
@@ -137,6 +175,12 @@ pub(super) const NO_KEYS: KeySpec = KeySpec {
     first: 0,
     last: 0,
     step: 0,
+};
+/// MIGRATE's key argument (its KEYS form is movable: see `key_positions`).
+pub(super) const MIGRATE_KEY: KeySpec = KeySpec {
+    first: 3,
+    last: 3,
+    step: 1,
 };
 pub(super) const ONE_KEY: KeySpec = KeySpec {
     first: 1,
@@ -281,6 +325,8 @@ pub static COMMANDS: &[Command] = &[
     row("renamenx", 3, WRITE | FAST, TWO_KEYS, keys::renamenx, "generic", "1.0.0", "Renames a key only when the target key name doesn't exist."),
     row("dump", 2, READONLY, ONE_KEY, persistence::dump, "generic", "2.6.0", "Returns a serialized representation of the value stored at a key."),
     row("restore", -4, WRITE | DENYOOM, ONE_KEY, persistence::restore, "generic", "2.6.0", "Creates a key from the serialized representation of a value."),
+    row("migrate", -6, WRITE, MIGRATE_KEY, migrate::migrate, "generic", "2.6.0", "Atomically transfers a key from one Redis instance to another."),
+    row("restore-asking", -4, WRITE | DENYOOM | ASKING, ONE_KEY, migrate::restore_asking, "server", "3.0.0", "An internal command for migrating keys in a cluster."),
     row("copy", -3, WRITE | DENYOOM, TWO_KEYS, keys::copy, "generic", "6.2.0", "Copies the value of a key to a new key."),
     row("move", 3, WRITE | FAST, ONE_KEY, keys::move_key, "generic", "1.0.0", "Moves a key to another database."),
     row("keys", 2, READONLY, NO_KEYS, keys::keys, "generic", "1.0.0", "Returns all key names that match a pattern."),
@@ -389,6 +435,9 @@ pub static COMMANDS: &[Command] = &[
     row("unsubscribe", -1, PUBSUB | NOSCRIPT | LOADING | STALE, NO_KEYS, pubsub::unsubscribe, "pubsub", "2.0.0", "Stops listening to messages posted to channels."),
     row("psubscribe", -2, PUBSUB | NOSCRIPT | LOADING | STALE, NO_KEYS, pubsub::psubscribe, "pubsub", "2.0.0", "Listens for messages published to channels that match one or more patterns."),
     row("punsubscribe", -1, PUBSUB | NOSCRIPT | LOADING | STALE, NO_KEYS, pubsub::punsubscribe, "pubsub", "2.0.0", "Stops listening to messages published to channels that match one or more patterns."),
+    row("ssubscribe", -2, PUBSUB | NOSCRIPT | LOADING | STALE, ALL_KEYS, pubsub::ssubscribe, "pubsub", "7.0.0", "Listens for messages published to shard channels."),
+    row("sunsubscribe", -1, PUBSUB | NOSCRIPT | LOADING | STALE, ALL_KEYS, pubsub::sunsubscribe, "pubsub", "7.0.0", "Stops listening to messages posted to shard channels."),
+    row("spublish", 3, PUBSUB | LOADING | STALE | FAST | MAY_REPLICATE, ONE_KEY, pubsub::spublish, "pubsub", "7.0.0", "Post a message to a shard channel"),
     row("publish", 3, PUBSUB | LOADING | STALE | FAST | MAY_REPLICATE, NO_KEYS, pubsub::publish, "pubsub", "2.0.0", "Posts a message to a channel."),
     container("pubsub", -2, "pubsub", "2.8.0", "A container for Pub/Sub commands.", PUBSUB_SUBCOMMANDS, container_without_subcommand),
     // transactions
@@ -408,6 +457,11 @@ pub static COMMANDS: &[Command] = &[
     // server
     row("time", 1, LOADING | STALE | FAST, NO_KEYS, server::time, "server", "2.6.0", "Returns the server time."),
     row("info", -1, LOADING | STALE, NO_KEYS, info::info, "server", "1.0.0", "Returns information and statistics about the server."),
+    container("cluster", -2, "cluster", "3.0.0", "A container for Redis Cluster commands.", CLUSTER_SUBCOMMANDS, cluster::cluster_container),
+    row("readonly", 1, FAST | LOADING | STALE, NO_KEYS, cluster::readonly, "cluster", "3.0.0", "Enables read-only queries for a connection to a Redis Cluster replica node."),
+    row("readwrite", 1, FAST | LOADING | STALE, NO_KEYS, cluster::readonly, "cluster", "3.0.0", "Enables read-write queries for a connection to a Redis Cluster replica node."),
+    row("asking", 1, FAST, NO_KEYS, cluster::asking, "cluster", "3.0.0", "Signals that a cluster client is following an -ASK redirect."),
+    container("acl", -2, "server", "6.0.0", "A container for Access List Control commands.", ACL_SUBCOMMANDS, container_without_subcommand),
     container("config", -2, "server", "2.0.0", "A container for server configuration commands.", CONFIG_SUBCOMMANDS, container_without_subcommand),
     container("command", -1, "server", "2.8.13", "Returns detailed information about all commands.", COMMAND_SUBCOMMANDS, command::command),
     row("shutdown", -1, ADMIN | NOSCRIPT | LOADING | STALE | NO_MULTI | ALLOW_BUSY, NO_KEYS, server::shutdown, "server", "1.0.0", "Synchronously saves the database(s) to disk and shuts down the Redis server."),
@@ -416,6 +470,7 @@ pub static COMMANDS: &[Command] = &[
     row("save", 1, ADMIN | NOSCRIPT | NO_MULTI, NO_KEYS, persistence::save, "server", "1.0.0", "Synchronously saves the database(s) to disk."),
     row("replconf", -1, ADMIN | NOSCRIPT | LOADING | STALE | ALLOW_BUSY, NO_KEYS, persistence::replconf, "server", "3.0.0", "An internal command for configuring the replication stream."),
     row("sync", 1, ADMIN | NOSCRIPT | NO_MULTI, NO_KEYS, persistence::sync, "server", "1.0.0", "An internal command used in replication."),
+    row("bgrewriteaof", 1, ADMIN | NOSCRIPT, NO_KEYS, persistence::bgrewriteaof, "server", "1.0.0", "Asynchronously rewrites the append-only file to disk."),
     row("bgsave", -1, ADMIN | NOSCRIPT, NO_KEYS, persistence::bgsave, "server", "1.0.0", "Asynchronously saves the database(s) to disk."),
     container("slowlog", -2, "server", "2.2.12", "A container for slow log commands.", SLOWLOG_SUBCOMMANDS, container_without_subcommand),
     container("memory", -2, "server", "4.0.0", "A container for memory diagnostics commands.", MEMORY_SUBCOMMANDS, container_without_subcommand),

@@ -11,7 +11,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use bytes::{Buf, BytesMut};
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::net::TcpStream;
 
 use crate::cmd::{self, ClientState, Ctx};
@@ -52,9 +52,19 @@ enum Queue {
 /// cannot keep a subscriber from reading its own commands.
 const MESSAGES_PER_WAKE: usize = 1024;
 
-/// Serves one connection until the client leaves, is killed, idles past
-/// `timeout`, breaks the protocol, or the server shuts down.
-pub async fn serve(shared: Arc<Shared>, mut stream: TcpStream, info: Arc<ClientInfo>) {
+/// A client's byte stream: a TCP socket, or TLS over one.
+pub trait ClientStream: AsyncRead + AsyncWrite + Unpin + Send + 'static {}
+
+impl<S: AsyncRead + AsyncWrite + Unpin + Send + 'static> ClientStream for S {}
+
+/// Serves one plain TCP connection (see [`serve_stream`]).
+pub async fn serve(shared: Arc<Shared>, stream: TcpStream, info: Arc<ClientInfo>) {
+    prepare_socket(&stream, &info);
+    serve_stream(shared, stream, info).await
+}
+
+/// Sets TCP_NODELAY and shows the socket's descriptor in CLIENT LIST.
+pub fn prepare_socket(stream: &TcpStream, info: &ClientInfo) {
     let _ = stream.set_nodelay(true);
     #[cfg(unix)]
     {
@@ -63,10 +73,23 @@ pub async fn serve(shared: Arc<Shared>, mut stream: TcpStream, info: Arc<ClientI
             .fd
             .store(i64::from(stream.as_raw_fd()), Ordering::Relaxed);
     }
-    let authenticated = shared.config.read().requirepass.is_none();
+}
+
+/// Serves one connection until the client leaves, is killed, idles past
+/// `timeout`, breaks the protocol, or the server shuts down.
+pub async fn serve_stream<S: ClientStream>(
+    shared: Arc<Shared>,
+    mut stream: S,
+    info: Arc<ClientInfo>,
+) {
+    let (user, acl_generation) = crate::acl::initial_user(&shared.acl);
+    let authenticated = user.enabled && user.nopass;
+    let mut client = ClientState::new(info.clone(), authenticated);
+    client.user = user;
+    client.acl_generation = acl_generation;
     let mut registration = Registration {
         shared: shared.clone(),
-        client: ClientState::new(info.clone(), authenticated),
+        client,
     };
     let client = &mut registration.client;
     let mut input = BytesMut::with_capacity(READ_CHUNK);
@@ -119,6 +142,23 @@ pub async fn serve(shared: Arc<Shared>, mut stream: TcpStream, info: Arc<ClientI
             }
         }
         let next = run_batch(&shared, client, &mut input, &mut resume, &mut output);
+        if let Some(migration) = client.migration.take() {
+            // MIGRATE's network half; the commands after it wait, as
+            // Redis's client does.
+            let (reply, offset) = crate::net::migrate::carry_out(&shared, *migration).await;
+            if let Reply::Error(text) = &reply {
+                client.batch.errors.count(text);
+            }
+            if !client.reply_off {
+                reply.encode(client.proto, &mut output);
+            }
+            // The keys it dropped are in the append-only file before the
+            // reply goes (under `always`, synced: waited for below).
+            if offset != 0 && !crate::persistence::aof::before_reply(&shared, offset) {
+                client.aof_offset = client.aof_offset.max(offset);
+            }
+            resume_buffered = !input.is_empty();
+        }
         publish_state(client, &input, &output);
         if input.len() as u64 > shared.client_query_buffer_limit.load(Ordering::Relaxed) {
             // Redis closes a client whose unprocessed input passes the limit.
@@ -126,6 +166,17 @@ pub async fn serve(shared: Arc<Shared>, mut stream: TcpStream, info: Arc<ClientI
                 client = info.id,
                 "closing client: query buffer limit reached"
             );
+            break;
+        }
+        // Under `appendfsync always` a write the log could not fsync is not
+        // acknowledged: the client is disconnected instead (Redis exits).
+        if client.aof_offset != 0
+            && !crate::persistence::aof::until_synced(
+                &shared,
+                std::mem::take(&mut client.aof_offset),
+            )
+            .await
+        {
             break;
         }
         if !output.is_empty() {
@@ -148,6 +199,16 @@ pub async fn serve(shared: Arc<Shared>, mut stream: TcpStream, info: Arc<ClientI
         if let Some(pause) = client.sleep.take() {
             tokio::time::sleep(pause).await;
             resume_buffered = !input.is_empty();
+        }
+        if std::mem::take(&mut client.awaits_migration) {
+            // Its key is on its way to another node: look again shortly
+            // (it will be gone, and the command answered with ASK).
+            tokio::select! {
+                biased;
+                _ = killed.as_mut() => break,
+                _ = tokio::time::sleep(std::time::Duration::from_millis(1)) => {}
+            }
+            resume_buffered = true;
         }
         if std::mem::take(&mut client.postponed) {
             tokio::select! {
@@ -188,12 +249,12 @@ fn publish_state(client: &ClientState, input: &BytesMut, output: &BytesMut) {
     let (queued, queued_bytes) = cmd::multi::queued_size(client);
     io.multi.store(queued, Ordering::Relaxed);
     io.multi_mem.store(queued_bytes, Ordering::Relaxed);
-    let (channels, patterns) = client
-        .pubsub
-        .as_ref()
-        .map_or((0, 0), |s| (s.channels.len(), s.patterns.len()));
+    let (channels, patterns, shard_channels) = client.pubsub.as_ref().map_or((0, 0, 0), |s| {
+        (s.channels.len(), s.patterns.len(), s.shard_channels.len())
+    });
     io.sub.store(channels, Ordering::Relaxed);
     io.psub.store(patterns, Ordering::Relaxed);
+    io.ssub.store(shard_channels, Ordering::Relaxed);
     let info = &client.info;
     info.tracking_redirect.store(
         client.tracking.as_ref().map_or(-1, |m| m.redirect as i64),
@@ -208,7 +269,7 @@ fn publish_state(client: &ClientState, input: &BytesMut, output: &BytesMut) {
 /// Waits for input, or for pub/sub messages when the client subscribed.
 async fn wait(
     shared: &Shared,
-    stream: &mut TcpStream,
+    stream: &mut impl ClientStream,
     killed: std::pin::Pin<&mut tokio::sync::futures::Notified<'_>>,
     input: &mut BytesMut,
     client: &mut ClientState,
@@ -254,6 +315,16 @@ async fn wait(
     let mut encoded = 0;
     while let Some(message) = next {
         bytes += message.size();
+        if let crate::pubsub::Message::ShardDropped(channel) = &message {
+            // The channel's slot moved away: the subscription ends here.
+            subs.shard_channels.shift_remove(channel.as_ref());
+            Reply::Push(vec![
+                Reply::BulkStatic(b"sunsubscribe"),
+                Reply::bulk(channel),
+                Reply::Int(subs.shard_channels.len() as i64),
+            ])
+            .encode(client.proto, output);
+        }
         let invalidate_subscribed = subs.channels.contains(crate::tracking::INVALIDATE_CHANNEL);
         if let Some(reply) = message.reply_for(client.proto, invalidate_subscribed) {
             reply.encode(client.proto, output);
@@ -274,7 +345,7 @@ async fn wait(
 async fn write_out(
     shared: &Shared,
     info: &ClientInfo,
-    stream: &mut TcpStream,
+    stream: &mut impl ClientStream,
     output: &[u8],
     replies: bool,
     killed: std::pin::Pin<&mut tokio::sync::futures::Notified<'_>>,
@@ -303,7 +374,7 @@ async fn write_out(
 /// (end of stream, error, kill, idle timeout).
 async fn read_more(
     shared: &Shared,
-    stream: &mut TcpStream,
+    stream: &mut impl ClientStream,
     killed: std::pin::Pin<&mut tokio::sync::futures::Notified<'_>>,
     input: &mut BytesMut,
 ) -> bool {
@@ -401,9 +472,9 @@ fn run_batch(
                 reply
             }
         };
-        if client.postponed {
-            // CLIENT PAUSE holds this command: it stays in the buffer and
-            // runs, framed afresh, once the pause ends.
+        if client.postponed || client.awaits_migration {
+            // CLIENT PAUSE holds this command, or a MIGRATE holds its key:
+            // it stays in the buffer and runs, framed afresh, once that ends.
             pos = start;
             *resume = Resume::Start;
             break;
@@ -417,12 +488,19 @@ fn run_batch(
             next = Next::Close;
             break;
         }
-        if client.sleep.is_some() {
-            // DEBUG SLEEP: send what is owed, pause, then carry on with the rest.
+        if client.sleep.is_some() || client.migration.is_some() {
+            // DEBUG SLEEP: send what is owed, pause, then carry on with the
+            // rest. MIGRATE: its reply comes once the target answered.
             break;
         }
     }
     input.advance(pos);
+    // What this batch changed is in the append-only file before its
+    // replies go out; under `appendfsync always` the connection then waits
+    // for the fsync (the offset stays for it).
+    if client.aof_offset != 0 && crate::persistence::aof::before_reply(shared, client.aof_offset) {
+        client.aof_offset = 0;
+    }
     client.batch.flush(shared, client.info.id);
     shared.store.tracking().flush_broadcasts();
     next

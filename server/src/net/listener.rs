@@ -17,19 +17,35 @@ use crate::state::{ClientInfo, Shared};
 /// How long shutdown waits for connections to finish their last batch.
 const DRAIN_TIMEOUT: Duration = Duration::from_secs(5);
 
-/// Accepts connections on `listeners` until shutdown, then drains them.
-pub async fn run(shared: Arc<Shared>, listeners: Vec<TcpListener>) {
+/// How long a TLS client has to finish its handshake.
+const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// An accepted socket: the stream, its peer and local addresses, and
+/// whether it came in on a TLS port.
+type Accepted = (TcpStream, SocketAddr, SocketAddr, bool);
+
+/// Accepts connections on `listeners` (plain) and `tls_listeners` until
+/// shutdown, then drains them.
+pub async fn run(
+    shared: Arc<Shared>,
+    listeners: Vec<TcpListener>,
+    tls_listeners: Vec<TcpListener>,
+) {
     let mut connections = JoinSet::new();
     let mut accepts = JoinSet::new();
-    let (tx, mut rx) = tokio::sync::mpsc::channel::<(TcpStream, SocketAddr, SocketAddr)>(1024);
-    for listener in listeners {
+    let (tx, mut rx) = tokio::sync::mpsc::channel::<Accepted>(1024);
+    let all = listeners
+        .into_iter()
+        .map(|l| (l, false))
+        .chain(tls_listeners.into_iter().map(|l| (l, true)));
+    for (listener, tls) in all {
         let tx = tx.clone();
         accepts.spawn(async move {
             loop {
                 match listener.accept().await {
                     Ok((stream, peer)) => {
                         let local = stream.local_addr().unwrap_or(peer);
-                        if tx.send((stream, peer, local)).await.is_err() {
+                        if tx.send((stream, peer, local, tls)).await.is_err() {
                             return;
                         }
                     }
@@ -47,8 +63,8 @@ pub async fn run(shared: Arc<Shared>, listeners: Vec<TcpListener>) {
     loop {
         tokio::select! {
             accepted = rx.recv() => {
-                let Some((stream, peer, local)) = accepted else { break };
-                admit(&shared, &mut connections, stream, peer, local);
+                let Some((stream, peer, local, tls)) = accepted else { break };
+                admit(&shared, &mut connections, stream, peer, local, tls);
             }
             Some(_) = connections.join_next(), if !connections.is_empty() => {}
             _ = stopping.wait_for(|&stop| stop) => break,
@@ -68,17 +84,54 @@ pub async fn run(shared: Arc<Shared>, listeners: Vec<TcpListener>) {
     }
 }
 
+/// Redis's refusal of a client from outside the loopback interface while
+/// protected mode is on and the default user has no password.
+pub const DENIED: &str = "-DENIED Redis is running in protected mode because protected mode is \
+enabled and no password is set for the default user. In this mode connections are only accepted \
+from the loopback interface. If you want to connect from external computers to Redis you may \
+adopt one of the following solutions: 1) Just disable protected mode sending the command 'CONFIG \
+SET protected-mode no' from the loopback interface by connecting to Redis from the same host the \
+server is running, however MAKE SURE Redis is not publicly accessible from internet if you do \
+so. Use CONFIG REWRITE to make this change permanent. 2) Alternatively you can just disable the \
+protected mode by editing the Redis configuration file, and setting the protected mode option to \
+'no', and then restarting the server. 3) If you started the server manually just for testing, \
+restart it with the '--protected-mode no' option. 4) Setup a an authentication password for the \
+default user. NOTE: You only need to do one of the above things in order for the server to \
+start accepting connections from the outside.\r\n";
+
+/// True when a client connecting from `peer` must be refused: protected
+/// mode is on, the default user needs no password, and the peer is not on
+/// the loopback interface (Redis 7.0's clientAcceptHandler).
+pub fn protected_refusal(shared: &Shared, peer: SocketAddr) -> bool {
+    shared.config.read().protected_mode
+        && !peer.ip().is_loopback()
+        && !peer.ip().to_canonical().is_loopback()
+        && shared.acl.user("default").is_none_or(|u| u.nopass)
+}
+
 fn admit(
     shared: &Arc<Shared>,
     connections: &mut JoinSet<()>,
     mut stream: TcpStream,
     peer: SocketAddr,
     local: SocketAddr,
+    tls: bool,
 ) {
     shared
         .stats
         .connections_received
         .fetch_add(1, Ordering::Relaxed);
+    if protected_refusal(shared, peer) {
+        shared
+            .stats
+            .rejected_connections
+            .fetch_add(1, Ordering::Relaxed);
+        connections.spawn(async move {
+            let _ = stream.write_all(DENIED.as_bytes()).await;
+            let _ = stream.shutdown().await;
+        });
+        return;
+    }
     let now = shared.clock.now_ms();
     let info = Arc::new(ClientInfo::new(shared.clients.next_id(), peer, local, now));
     let maxclients = shared.config.read().maxclients;
@@ -97,5 +150,55 @@ fn admit(
         return;
     }
     let shared = shared.clone();
-    connections.spawn(crate::net::connection::serve(shared, stream, info));
+    if !tls {
+        connections.spawn(crate::net::connection::serve(shared, stream, info));
+        return;
+    }
+    // The handshake runs in the connection's own task, bounded, so a slow
+    // or silent TLS client holds up nobody else.
+    connections.spawn(async move {
+        let Some(acceptor) = shared.tls.acceptor() else {
+            shared.clients.unregister(info.id);
+            return;
+        };
+        crate::net::connection::prepare_socket(&stream, &info);
+        match tokio::time::timeout(HANDSHAKE_TIMEOUT, acceptor.accept(stream)).await {
+            Ok(Ok(tls_stream)) => {
+                crate::net::connection::serve_stream(shared, tls_stream, info).await
+            }
+            Ok(Err(e)) => {
+                tracing::debug!(%peer, "TLS handshake failed: {e}");
+                shared.clients.unregister(info.id);
+            }
+            Err(_) => {
+                tracing::debug!(%peer, "TLS handshake timed out");
+                shared.clients.unregister(info.id);
+            }
+        }
+    });
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::Config;
+
+    /// Only the decision: tests never send traffic to another address.
+    #[test]
+    fn protected_mode_refuses_outsiders_while_the_default_user_has_no_password() {
+        let outsider: SocketAddr = "192.0.2.7:50000".parse().expect("address");
+        let local: SocketAddr = "127.0.0.1:50000".parse().expect("address");
+        let mapped: SocketAddr = "[::ffff:127.0.0.1]:50000".parse().expect("address");
+        let shared = Shared::new(Config::default());
+        assert!(protected_refusal(&shared, outsider));
+        assert!(!protected_refusal(&shared, local));
+        assert!(!protected_refusal(&shared, mapped));
+        shared.acl.set_requirepass(Some("secret"));
+        assert!(!protected_refusal(&shared, outsider), "a password lifts it");
+        let open = Shared::new(Config {
+            protected_mode: false,
+            ..Config::default()
+        });
+        assert!(!protected_refusal(&open, outsider), "protected-mode no");
+    }
 }

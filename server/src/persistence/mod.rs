@@ -3,6 +3,7 @@
 //! loads at start. The byte format lives in the `tally-rdb` crate; this
 //! module moves values between it and the store.
 
+pub mod aof;
 mod convert;
 pub mod snapshot;
 
@@ -36,6 +37,9 @@ pub struct PersistenceState {
     pub last_load_expired: AtomicU64,
     /// A BGSAVE is running (`rdb_bgsave_in_progress`).
     pub bgsave_in_progress: AtomicBool,
+    /// A background snapshot (a BGSAVE or an append-only file rewrite) owns
+    /// the shards' snapshot state; one at a time, as Redis runs one child.
+    pub snapshot_busy: AtomicBool,
     /// BGSAVE SCHEDULE asked for another once the running one ends.
     pub bgsave_scheduled: AtomicBool,
     /// When the running BGSAVE started (unix ms).
@@ -77,6 +81,7 @@ impl PersistenceState {
             last_load_keys: AtomicU64::new(0),
             last_load_expired: AtomicU64::new(0),
             bgsave_in_progress: AtomicBool::new(false),
+            snapshot_busy: AtomicBool::new(false),
             bgsave_scheduled: AtomicBool::new(false),
             bgsave_started_ms: AtomicU64::new(0),
             last_bgsave_secs: AtomicI64::new(-1),
@@ -137,6 +142,23 @@ pub fn saved(shared: &crate::state::Shared, at_unix: u64) {
     state.refresh_write_refusal(&shared.config.read());
 }
 
+/// Starts what was scheduled while another background snapshot ran: a
+/// BGSAVE (BGSAVE SCHEDULE) or an append-only file rewrite (BGREWRITEAOF).
+pub fn start_scheduled(shared: &Arc<crate::state::Shared>) {
+    if shared
+        .persistence
+        .bgsave_scheduled
+        .swap(false, Ordering::SeqCst)
+        && !snapshot::bgsave(shared)
+    {
+        shared
+            .persistence
+            .bgsave_scheduled
+            .store(true, Ordering::SeqCst);
+    }
+    aof::start_scheduled_rewrite(shared);
+}
+
 /// The `save` schedule: every 100 ms, a BGSAVE when a save point is due
 /// (at least `changes` writes and more than `seconds` since the last save),
 /// as Redis's serverCron; a failed one is retried after 5 seconds.
@@ -149,7 +171,7 @@ pub async fn run_schedule(shared: Arc<crate::state::Shared>) {
             _ = stopping.wait_for(|&stop| stop) => return,
         }
         let state = &shared.persistence;
-        if state.bgsave_in_progress.load(Ordering::SeqCst) {
+        if state.snapshot_busy.load(Ordering::SeqCst) {
             continue;
         }
         let points = shared.config.read().save_points.clone();

@@ -87,8 +87,9 @@ pub fn encodings(shared: &Shared) -> Encodings {
     }
 }
 
-/// A file's header and AUX fields, as Redis 7.0 writes them.
-fn start_file(shared: &Shared, now_ms: u64) -> Writer {
+/// A file's header and AUX fields, as Redis 7.0 writes them; `aof_base`
+/// for an append-only file's base.
+fn start_file(shared: &Shared, now_ms: u64, aof_base: bool) -> Writer {
     let mut writer = Writer::new(encodings(shared), shared.config.read().rdbchecksum);
     writer.aux(
         "redis-ver",
@@ -100,7 +101,7 @@ fn start_file(shared: &Shared, now_ms: u64) -> Writer {
         "used-mem",
         shared.store.used_memory().to_string().as_bytes(),
     );
-    writer.aux("aof-base", b"0");
+    writer.aux("aof-base", if aof_base { b"1" } else { b"0" });
     writer
 }
 
@@ -113,7 +114,7 @@ pub fn snapshot_bytes(shared: &Shared) -> std::io::Result<Vec<u8>> {
 
 /// Every shard of every database, per database, locked in the order every
 /// multi-shard lock takes them: while the guards live, nothing changes.
-fn lock_every_shard(store: &Store) -> Vec<Vec<MutexGuard<'_, ShardData>>> {
+pub(crate) fn lock_every_shard(store: &Store) -> Vec<Vec<MutexGuard<'_, ShardData>>> {
     (0..store.databases())
         .map(|db| {
             let database = store.db(db);
@@ -124,9 +125,19 @@ fn lock_every_shard(store: &Store) -> Vec<Vec<MutexGuard<'_, ShardData>>> {
         .collect()
 }
 
+/// An append-only file's base of the whole keyspace as of now (every shard
+/// held meanwhile), into `file`.
+pub(crate) fn write_base_bytes(shared: &Shared, file: &mut impl Write) -> std::io::Result<Saved> {
+    write_rdb(shared, file, true)
+}
+
 fn write_file(shared: &Shared, file: &mut impl Write) -> std::io::Result<Saved> {
+    write_rdb(shared, file, false)
+}
+
+fn write_rdb(shared: &Shared, file: &mut impl Write, aof_base: bool) -> std::io::Result<Saved> {
     let now_ms = shared.clock.now_ms();
-    let mut writer = start_file(shared, now_ms);
+    let mut writer = start_file(shared, now_ms, aof_base);
     let store = &shared.store;
     let guards = lock_every_shard(store);
     let mut keys = 0u64;
@@ -167,40 +178,27 @@ const BUCKETS_PER_STEP: usize = 64;
 /// BGSAVE: marks the snapshot's moment in every shard at once (all locks
 /// held only for that), then writes the file from a thread of its own
 /// while clients keep reading and writing; see `crate::store::snapshot`.
-/// False (nothing started) when one is running already.
+/// False (nothing started) when a snapshot (a BGSAVE or an append-only
+/// file rewrite) is running already.
 pub fn bgsave(shared: &Arc<Shared>) -> bool {
     let state = &shared.persistence;
-    if state.bgsave_in_progress.swap(true, Ordering::SeqCst) {
+    if state.snapshot_busy.swap(true, Ordering::SeqCst) {
         return false;
     }
+    state.bgsave_in_progress.store(true, Ordering::SeqCst);
     let now_ms = shared.clock.now_ms();
     state.bgsave_started_ms.store(now_ms, Ordering::Relaxed);
     state
         .writes_at_snapshot
         .store(super::write_calls(&shared.stats), Ordering::Relaxed);
-    state.snapshot_memory.reset_peak();
-    let encodings = encodings(shared);
-    let store = &shared.store;
-    let mut counts = Vec::with_capacity(store.databases());
-    {
-        let guards = lock_every_shard(store);
-        for shards in guards {
-            let (mut keys, mut volatile) = (0u64, 0u64);
-            for mut shard in shards {
-                keys += shard.len() as u64;
-                volatile += shard.volatile_len() as u64;
-                shard.begin_snapshot(now_ms, encodings.clone(), state.snapshot_memory.clone());
-            }
-            counts.push((keys, volatile));
-        }
-    }
+    let counts = mark_every_shard(shared, now_ms, || {});
     let worker = shared.clone();
     let spawned = std::thread::Builder::new()
         .name("tally-bgsave".into())
         .spawn(move || {
             lower_priority();
             let result = commit(&worker, "-bg", |shared, file| {
-                write_snapshot(shared, file, &counts)
+                write_snapshot(shared, file, &counts, now_ms, false)
             });
             finish_bgsave(&worker, result);
         });
@@ -210,10 +208,54 @@ pub fn bgsave(shared: &Arc<Shared>) -> bool {
     true
 }
 
+/// Marks the moment of a background snapshot in every shard, with every
+/// shard locked; `at_the_moment` runs under those locks too (an
+/// append-only file rewrite starts its new file there). Returns each
+/// database's keys and volatile keys at that moment (RESIZEDB).
+pub(crate) fn mark_every_shard(
+    shared: &Shared,
+    now_ms: u64,
+    at_the_moment: impl FnOnce(),
+) -> Vec<(u64, u64)> {
+    let state = &shared.persistence;
+    state.snapshot_memory.reset_peak();
+    let encodings = encodings(shared);
+    let guards = lock_every_shard(&shared.store);
+    let mut counts = Vec::with_capacity(guards.len());
+    for shards in guards.iter() {
+        let (mut keys, mut volatile) = (0u64, 0u64);
+        for shard in shards {
+            keys += shard.len() as u64;
+            volatile += shard.volatile_len() as u64;
+        }
+        counts.push((keys, volatile));
+    }
+    let mut guards = guards;
+    for shards in guards.iter_mut() {
+        for shard in shards.iter_mut() {
+            shard.begin_snapshot(now_ms, encodings.clone(), state.snapshot_memory.clone());
+        }
+    }
+    at_the_moment();
+    drop(guards);
+    counts
+}
+
+/// Ends a background snapshot in every shard: those the writer did not get
+/// through (an error) stop keeping snapshot values.
+pub(crate) fn cancel_snapshots(store: &Store) {
+    for db in 0..store.databases() {
+        let database = store.db(db);
+        for index in 0..database.shard_count() {
+            database.lock_shard(index).cancel_snapshot();
+        }
+    }
+}
+
 /// Makes the calling thread yield the CPU to the workers serving clients
 /// when both want it (nice 10; on Linux a thread has its own): a save may
 /// take longer, requests should not.
-fn lower_priority() {
+pub(crate) fn lower_priority() {
     #[cfg(target_os = "linux")]
     // SAFETY: setpriority only reads its arguments; who = 0 is the calling
     // thread on Linux.
@@ -224,14 +266,16 @@ fn lower_priority() {
 
 /// The background writer: every shard in turn, a few buckets per hold of
 /// its lock, each shard's keys as of the snapshot's moment. `counts` are
-/// each database's keys and volatile keys at that moment (RESIZEDB).
-fn write_snapshot(
+/// each database's keys and volatile keys at that moment (RESIZEDB), taken
+/// at `now_ms`; `aof_base` for an append-only file's base.
+pub(crate) fn write_snapshot(
     shared: &Shared,
-    file: &mut File,
+    file: &mut impl Write,
     counts: &[(u64, u64)],
+    now_ms: u64,
+    aof_base: bool,
 ) -> std::io::Result<Saved> {
-    let now_ms = shared.persistence.bgsave_started_ms.load(Ordering::Relaxed);
-    let mut writer = start_file(shared, now_ms);
+    let mut writer = start_file(shared, now_ms, aof_base);
     let store = &shared.store;
     let encodings = encodings(shared);
     let mut bytes = 0u64;
@@ -286,13 +330,7 @@ fn write_snapshot(
 /// snapshot values; the outcome goes to LASTSAVE and INFO; a scheduled
 /// BGSAVE starts.
 fn finish_bgsave(shared: &Arc<Shared>, result: std::io::Result<Saved>) {
-    let store = &shared.store;
-    for db in 0..store.databases() {
-        let database = store.db(db);
-        for index in 0..database.shard_count() {
-            database.lock_shard(index).cancel_snapshot();
-        }
-    }
+    cancel_snapshots(&shared.store);
     let state = &shared.persistence;
     let now_ms = shared.clock.now_ms();
     let started = state.bgsave_started_ms.load(Ordering::Relaxed);
@@ -318,9 +356,8 @@ fn finish_bgsave(shared: &Arc<Shared>, result: std::io::Result<Saved>) {
     }
     state.refresh_write_refusal(&shared.config.read());
     state.bgsave_in_progress.store(false, Ordering::SeqCst);
-    if state.bgsave_scheduled.swap(false, Ordering::SeqCst) {
-        let _ = bgsave(shared);
-    }
+    state.snapshot_busy.store(false, Ordering::SeqCst);
+    super::start_scheduled(shared);
 }
 
 /// What loading a file found.
@@ -354,8 +391,6 @@ pub fn open(shared: &Shared) -> Result<Option<Vec<u8>>, String> {
 /// an error naming it unless `skip_unsupported`, which logs and skips it.
 /// Progress goes to INFO's `loading_*` fields.
 pub fn load(shared: &Shared, data: &[u8], skip_unsupported: bool) -> Result<Loaded, String> {
-    let file = path(shared);
-    let mut reader = Reader::new(data).map_err(|e| format!("{}: {e}", file.display()))?;
     let state = &shared.persistence;
     state
         .loading_total_bytes
@@ -363,7 +398,40 @@ pub fn load(shared: &Shared, data: &[u8], skip_unsupported: bool) -> Result<Load
     state
         .loading_start_unix
         .store(shared.clock.now_ms() / 1000, Ordering::Relaxed);
-    let now_ms = shared.clock.now_ms();
+    let (loaded, _) = load_entries(shared, data, skip_unsupported, &path(shared), false, 0)?;
+    state
+        .loading_loaded_bytes
+        .store(data.len() as u64, Ordering::Relaxed);
+    state.last_load_keys.store(loaded.keys, Ordering::Relaxed);
+    state
+        .last_load_expired
+        .store(loaded.expired, Ordering::Relaxed);
+    Ok(loaded)
+}
+
+/// Reads RDB `data` (a snapshot, or an append-only file's base) named
+/// `source` in messages into the store, and returns what it loaded and
+/// where the RDB ended (an old-style append-only file goes on with
+/// commands there). `keep_expired` loads keys whose deadline has passed,
+/// as an append-only file's base must: the commands after it may still
+/// name them, and their expiry comes as a DEL in its place. Progress is
+/// reported as `progress_base` plus the bytes read.
+pub(crate) fn load_entries(
+    shared: &Shared,
+    data: &[u8],
+    skip_unsupported: bool,
+    source: &Path,
+    keep_expired: bool,
+    progress_base: u64,
+) -> Result<(Loaded, usize), String> {
+    let file = source;
+    let mut reader = Reader::new(data).map_err(|e| format!("{}: {e}", file.display()))?;
+    let state = &shared.persistence;
+    let now_ms = if keep_expired {
+        0
+    } else {
+        shared.clock.now_ms()
+    };
     let mut loaded = Loaded::default();
     let store = &shared.store;
     while let Some(item) = reader
@@ -375,7 +443,7 @@ pub fn load(shared: &Shared, data: &[u8], skip_unsupported: bool) -> Result<Load
                 if loaded.keys % 1024 == 0 {
                     state
                         .loading_loaded_bytes
-                        .store(reader.position() as u64, Ordering::Relaxed);
+                        .store(progress_base + reader.position() as u64, Ordering::Relaxed);
                 }
                 let db = entry.db as usize;
                 if db >= store.databases() {
@@ -413,12 +481,5 @@ pub fn load(shared: &Shared, data: &[u8], skip_unsupported: bool) -> Result<Load
             Item::Aux(..) | Item::ResizeDb { .. } => {}
         }
     }
-    state
-        .loading_loaded_bytes
-        .store(data.len() as u64, Ordering::Relaxed);
-    state.last_load_keys.store(loaded.keys, Ordering::Relaxed);
-    state
-        .last_load_expired
-        .store(loaded.expired, Ordering::Relaxed);
-    Ok(loaded)
+    Ok((loaded, reader.position()))
 }

@@ -185,6 +185,30 @@ fn run_command(
             "ERR This Redis command is not allowed from script",
         );
     }
+    if !bridge.client.user.unrestricted() {
+        if let Err(denied) = crate::acl::check(&bridge.client.user, command, &argv) {
+            let ctx = Ctx {
+                shared: bridge.shared,
+                client: &mut bridge.client,
+                now_ms: bridge.now_ms,
+                held: None,
+            };
+            let user = ctx.client.user.clone();
+            crate::acl::log_denial(
+                &ctx,
+                &user,
+                command,
+                &argv,
+                denied,
+                crate::acl::Context::Lua,
+            );
+            let text = format!(
+                "ERR The user executing the script {}",
+                denied.script_message()
+            );
+            return refused(lua, bridge, Some(command), &text);
+        }
+    }
     let writes = command.flags & flags::WRITE != 0;
     if writes && bridge.read_only {
         return refused(

@@ -283,7 +283,9 @@ pub fn eval(
     let shared = ctx.shared;
     ctx.client.script_read = false;
     if let Some(index) = script.native {
-        if shared.scripts.native_enabled.load(Ordering::Relaxed) {
+        if shared.scripts.native_enabled.load(Ordering::Relaxed)
+            && native::permitted(ctx, index, keys)
+        {
             if let Some(reply) = native::run(ctx, index, keys, args, read_only) {
                 // Counted per batch, like command statistics.
                 ctx.client.batch.native_script_runs[index] += 1;
@@ -333,10 +335,13 @@ pub fn eval(
             );
             if !everything && held.conflicted() {
                 undo.rollback(&held, &shared.store, ctx.now_ms);
+                ctx.client.propagated.clear();
                 script.needs_everything.store(true, Ordering::Relaxed);
                 everything = true;
                 continue;
             }
+            // The effects reach the feed while the script's shards are held.
+            crate::persistence::aof::append_pending(ctx);
             break outcome;
         }
     };
@@ -383,6 +388,9 @@ fn run_once(
     let mut client = ClientState::new(ctx.client.info.clone(), true);
     client.db = ctx.client.db;
     client.in_script = true;
+    // redis.call runs as the caller's user.
+    client.user = ctx.client.user.clone();
+    client.acl_generation = ctx.client.acl_generation;
     let mut bridge = Bridge {
         shared,
         held,
@@ -464,6 +472,9 @@ fn run_once(
     });
     *undo = std::mem::take(&mut bridge.undo);
     bridge.client.batch.flush(shared, bridge.client.info.id);
+    // The script's effects, for the change feed (Redis 7 replicates
+    // scripts by their effects).
+    ctx.client.propagated.append(&mut bridge.client.propagated);
     let reply = match outcome {
         Ok((_, true)) if run.kill.load(Ordering::SeqCst) => {
             errors = ErrorCounts::default();

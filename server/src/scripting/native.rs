@@ -9,6 +9,7 @@ use tally_lua::{multi_limit, sliding_window, Twin};
 
 use crate::cmd::Ctx;
 use crate::resp::Reply;
+use crate::store::feed::Argv;
 use crate::store::{KeyRef, MultiLock, ValueRef};
 
 /// A stored counter as a twin reads it: absent or an integer; anything else
@@ -21,8 +22,15 @@ fn counter(locked: &mut MultiLock<'_>, key: KeyRef<'_>, now: u64) -> Option<Opti
     }
 }
 
-/// INCRBY `by` then EXPIRE `seconds`, as the scripts do.
-fn incr_and_expire(locked: &mut MultiLock<'_>, key: KeyRef<'_>, by: i64, seconds: i64, now: u64) {
+/// INCRBY `by` then EXPIRE `seconds`, as the scripts do; returns the
+/// deadline set.
+fn incr_and_expire(
+    locked: &mut MultiLock<'_>,
+    key: KeyRef<'_>,
+    by: i64,
+    seconds: i64,
+    now: u64,
+) -> u64 {
     let deadline = now + seconds as u64 * 1000;
     let shard = locked.shard(key);
     let updated = match shard.get_mut(key, now) {
@@ -40,6 +48,45 @@ fn incr_and_expire(locked: &mut MultiLock<'_>, key: KeyRef<'_>, by: i64, seconds
     };
     if !updated {
         shard.set(key, ValueRef::Int(by), deadline, now);
+    }
+    deadline
+}
+
+/// What the Lua run of a script would propagate for one INCR/INCRBY and
+/// EXPIRE (Redis 7 replicates scripts by their effects): the increment as
+/// the script calls it and `PEXPIREAT` with the deadline.
+fn effects(key: &[u8], by: Option<i64>, deadline: u64) -> [Argv; 2] {
+    let increment = match by {
+        None => vec![b"INCR".to_vec(), key.to_vec()],
+        Some(by) => vec![
+            b"INCRBY".to_vec(),
+            key.to_vec(),
+            by.to_string().into_bytes(),
+        ],
+    };
+    [
+        increment,
+        vec![
+            b"PEXPIREAT".to_vec(),
+            key.to_vec(),
+            deadline.to_string().into_bytes(),
+        ],
+    ]
+}
+
+/// Hands a native run's effects to the change feed, as the Lua run's would
+/// be: appended now (the run's shard locks are still held by the caller)
+/// unless a transaction encloses the run.
+fn propagate(ctx: &mut Ctx<'_>, changes: impl IntoIterator<Item = Argv>) {
+    if !ctx.shared.store.feed().active() {
+        return;
+    }
+    let db = ctx.client.db;
+    ctx.client
+        .propagated
+        .extend(changes.into_iter().map(|argv| (db, argv)));
+    if !crate::persistence::aof::inside_run(ctx) {
+        crate::persistence::aof::append_pending(ctx);
     }
 }
 
@@ -74,8 +121,12 @@ pub fn run(
                 if read_only || ctx.shared.over_maxmemory() {
                     return None;
                 }
-                incr_and_expire(&mut locked, current_key, 1, seconds, now);
+                let deadline = incr_and_expire(&mut locked, current_key, 1, seconds, now);
+                if ctx.shared.store.feed().active() {
+                    propagate(ctx, effects(current_key.bytes, None, deadline));
+                }
             }
+            drop(locked);
             Some(Reply::Array(
                 outcome.reply.iter().map(|n| Reply::Int(*n)).collect(),
             ))
@@ -95,9 +146,20 @@ pub fn run(
             // named by two limits is incremented twice, as in Lua. The twin
             // bounds stored values and costs by 2^53 and the limits by 1000,
             // so no sum can overflow and no write can fail half way.
+            // The effects are built only while the change feed records.
+            let logging = ctx.shared.store.feed().active();
+            let mut changes = Vec::new();
             for (key_index, by, seconds) in &outcome.writes {
-                incr_and_expire(&mut locked, keys[*key_index], *by, *seconds, now);
+                let key = keys[*key_index];
+                let deadline = incr_and_expire(&mut locked, key, *by, *seconds, now);
+                if logging {
+                    changes.extend(effects(key.bytes, Some(*by), deadline));
+                }
             }
+            if logging {
+                propagate(ctx, changes);
+            }
+            drop(locked);
             let ints = |v: &[i64]| Reply::Array(v.iter().map(|n| Reply::Int(*n)).collect());
             Some(Reply::Array(vec![
                 Reply::Int(outcome.allowed),
@@ -106,5 +168,81 @@ pub fn run(
                 Reply::Int(outcome.retry_after),
             ]))
         }
+    }
+}
+
+/// True when the caller's user may run every command the script's Lua run
+/// would call on these keys (GET of each; INCR, or INCRBY for multi_limit,
+/// and EXPIRE of the counted ones; TIME for the server-clock scripts): the
+/// native run must not reach what the Lua run could not. When false the
+/// caller runs Lua, which refuses with Redis's own error and ACL LOG entry.
+pub fn permitted(ctx: &Ctx<'_>, index: usize, keys: &[&[u8]]) -> bool {
+    let user = &ctx.client.user;
+    if user.unrestricted() {
+        return true;
+    }
+    let twin = tally_lua::SCRIPTS[index].twin;
+    let counted = |i: usize| match twin {
+        Twin::SlidingWindow | Twin::SlidingWindowServerTime => i == 0,
+        Twin::MultiLimit => i % 2 == 0,
+    };
+    if let [selector] = &user.selectors[..] {
+        // One selector (the usual gateway user): the keys were checked with
+        // EVALSHA itself, read and write (its key spec), which covers what
+        // GET, INCR and EXPIRE need; the calls' command bits remain.
+        let calls = LuaCalls::get();
+        let allowed = |i: usize| selector.all_commands || selector.allowed[i];
+        let increment = if twin == Twin::MultiLimit {
+            calls.incrby
+        } else {
+            calls.incr
+        };
+        return allowed(calls.get)
+            && allowed(increment)
+            && allowed(calls.expire)
+            && (twin == Twin::SlidingWindow || allowed(calls.time));
+    }
+    let mut calls: Vec<Vec<&[u8]>> = keys.iter().map(|k| vec![&b"GET"[..], k]).collect();
+    for (i, key) in keys.iter().enumerate().filter(|(i, _)| counted(*i)) {
+        let _ = i;
+        if twin == Twin::MultiLimit {
+            calls.push(vec![b"INCRBY", key, b"1"]);
+        } else {
+            calls.push(vec![b"INCR", key]);
+        }
+        calls.push(vec![b"EXPIRE", key, b"1"]);
+    }
+    if twin != Twin::SlidingWindow {
+        calls.push(vec![b"TIME"]);
+    }
+    calls.iter().all(|argv| {
+        crate::cmd::resolve(argv)
+            .is_ok_and(|command| crate::acl::check(user, command, argv).is_ok())
+    })
+}
+
+/// Registry indexes of the commands the limiter scripts call.
+struct LuaCalls {
+    get: usize,
+    incr: usize,
+    incrby: usize,
+    expire: usize,
+    time: usize,
+}
+
+impl LuaCalls {
+    fn get() -> &'static LuaCalls {
+        static CALLS: std::sync::OnceLock<LuaCalls> = std::sync::OnceLock::new();
+        CALLS.get_or_init(|| {
+            let registry = crate::cmd::table::registry();
+            let index = |name: &str| registry.index_of(name.as_bytes()).unwrap_or(usize::MAX);
+            LuaCalls {
+                get: index("get"),
+                incr: index("incr"),
+                incrby: index("incrby"),
+                expire: index("expire"),
+                time: index("time"),
+            }
+        })
     }
 }

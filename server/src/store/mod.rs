@@ -13,10 +13,12 @@
 
 pub mod clock;
 pub mod entry;
+pub mod feed;
 pub mod held;
 pub mod object;
 pub mod shard;
 pub mod slab;
+pub mod slot_index;
 pub mod snapshot;
 
 use std::hash::BuildHasher;
@@ -78,12 +80,19 @@ pub struct Store {
     used_memory: Arc<AtomicIsize>,
     /// CLIENT TRACKING's table: every shard tells it of modified keys.
     tracking: Arc<crate::tracking::Tracking>,
+    /// The change feed the append-only file is written from.
+    feed: Arc<feed::Feed>,
 }
 
 impl Store {
     /// CLIENT TRACKING's table.
     pub fn tracking(&self) -> &crate::tracking::Tracking {
         &self.tracking
+    }
+
+    /// The change feed (see [`feed`]).
+    pub fn feed(&self) -> &feed::Feed {
+        &self.feed
     }
 
     /// A store of `databases` databases with `shards` shards each (rounded up to
@@ -93,14 +102,17 @@ impl Store {
         let hasher = DefaultHashBuilder::default();
         let used_memory = Arc::new(AtomicIsize::new(0));
         let tracking = Arc::new(crate::tracking::Tracking::default());
+        let feed = Arc::new(feed::Feed::default());
         let dbs = (0..databases.max(1))
-            .map(|_| Db {
+            .map(|db| Db {
                 shards: (0..shards)
                     .map(|_| {
                         Mutex::new(ShardData::new(
                             hasher.clone(),
                             used_memory.clone(),
                             tracking.clone(),
+                            feed.clone(),
+                            db,
                         ))
                     })
                     .collect(),
@@ -113,6 +125,7 @@ impl Store {
             hasher,
             used_memory,
             tracking,
+            feed,
         }
     }
 
@@ -122,6 +135,16 @@ impl Store {
         KeyRef {
             bytes,
             hash: self.hasher.hash_one(bytes),
+        }
+    }
+
+    /// Keeps the keys of each hash slot from now on (cluster mode), the
+    /// keys already held included.
+    pub fn enable_slot_index(&self) {
+        for db in &self.dbs {
+            for shard in db.shards.iter() {
+                shard.lock().enable_slot_index();
+            }
         }
     }
 
@@ -147,6 +170,8 @@ impl Store {
             self.hasher.clone(),
             Arc::new(AtomicIsize::new(0)),
             Arc::new(crate::tracking::Tracking::default()),
+            Arc::new(feed::Feed::default()),
+            0,
         )
     }
 }

@@ -11,9 +11,12 @@ use hashbrown::hash_table::{Entry as TableEntry, HashTable};
 use hashbrown::{DefaultHashBuilder, HashMap};
 use std::hash::BuildHasher;
 
+use tally_cluster::slot::key_slot;
+
 use super::entry::{Entry, ValueRef};
 use super::object::Object;
 use super::slab::Slab;
+use super::slot_index::SlotIndex;
 use super::snapshot::{ShardSnapshot, SnapshotMemory};
 
 /// A key together with its precomputed hash (computed once, outside the lock).
@@ -36,6 +39,20 @@ type Watchers = HashMap<Box<[u8]>, Vec<Arc<AtomicBool>>>;
 pub(crate) struct KeyObservers {
     watchers: Option<Box<Watchers>>,
     tracking: Arc<crate::tracking::Tracking>,
+    /// The change feed, told of every key that expires here.
+    feed: Arc<super::feed::Feed>,
+    /// The database this shard belongs to (for the feed's SELECT).
+    db: usize,
+}
+
+/// Tells the change feed that `key` expired and was dropped (Redis
+/// propagates the deletion, so that a replay, which expires nothing
+/// itself, drops it at the same point).
+#[inline]
+fn feed_expired(observers: &KeyObservers, key: &[u8]) {
+    if observers.feed.active() {
+        observers.feed.append_expired(observers.db, key);
+    }
 }
 
 /// Marks the watchers of `key`, if any, and tells tracking.
@@ -89,6 +106,8 @@ pub struct ShardData {
     /// BGSAVE in progress and not yet through this shard (see
     /// [`super::snapshot`]): every change preserves the snapshot value first.
     snapshot: Option<Box<ShardSnapshot>>,
+    /// Cluster mode: the keys of each hash slot (see [`SlotIndex`]).
+    slot_index: Option<Box<SlotIndex>>,
 }
 
 /// Read lookups of one shard, as Redis's lookupKeyRead counts them.
@@ -196,6 +215,8 @@ impl ShardData {
         hasher: DefaultHashBuilder,
         used_memory: Arc<AtomicIsize>,
         tracking: Arc<crate::tracking::Tracking>,
+        feed: Arc<super::feed::Feed>,
+        db: usize,
     ) -> ShardData {
         ShardData {
             table: HashTable::new(),
@@ -210,9 +231,55 @@ impl ShardData {
             observers: KeyObservers {
                 watchers: None,
                 tracking,
+                feed,
+                db,
             },
             lookups: LookupCounts::default(),
             snapshot: None,
+            slot_index: None,
+        }
+    }
+
+    /// Starts keeping the keys of each hash slot (cluster mode), indexing
+    /// the keys already here.
+    pub fn enable_slot_index(&mut self) {
+        if self.slot_index.is_some() {
+            return;
+        }
+        let mut index = Box::<SlotIndex>::default();
+        for entry in self.table.iter() {
+            let key = entry.key();
+            index.add(key_slot(key), self.hasher.hash_one(key));
+        }
+        let bytes = index.bytes() as isize;
+        self.slot_index = Some(index);
+        self.account(bytes);
+    }
+
+    /// Keys in `slot` held here, expired ones not yet reclaimed included
+    /// (as Redis's countKeysInSlot).
+    pub fn count_in_slot(&self, slot: u16) -> usize {
+        self.slot_index
+            .as_ref()
+            .map_or(0, |index| index.count(slot))
+    }
+
+    /// Up to `max` keys of `slot` held here, appended to `out`.
+    pub fn keys_in_slot(&self, slot: u16, max: usize, out: &mut Vec<Vec<u8>>) {
+        let Some(index) = &self.slot_index else {
+            return;
+        };
+        for hash in index.hashes(slot) {
+            for entry in self.table.iter_hash(hash) {
+                if out.len() >= max {
+                    return;
+                }
+                let key = entry.key();
+                // The probe also meets entries of other hashes with the same tag.
+                if key_slot(key) == slot && self.hasher.hash_one(key) == hash {
+                    out.push(key.to_vec());
+                }
+            }
         }
     }
 
@@ -403,6 +470,8 @@ impl ShardData {
                 // A watched key that expires aborts the transaction, as
                 // Redis's isWatchedKeyExpired makes EXEC do.
                 touch(&self.observers, removed.key());
+                feed_expired(&self.observers, removed.key());
+                self.unindex(removed.key());
                 self.forget(removed);
                 self.expired_uncounted += 1;
             }
@@ -541,6 +610,10 @@ impl ShardData {
             }
             TableEntry::Vacant(vacant) => {
                 vacant.insert(entry);
+                if let Some(index) = self.slot_index.as_deref_mut() {
+                    index.add(key_slot(key.bytes), key.hash);
+                    delta += SlotIndex::BYTES_PER_KEY as isize;
+                }
                 None
             }
         };
@@ -549,6 +622,9 @@ impl ShardData {
         match previous {
             Some(old) => {
                 let was_live = !old.is_expired(now_ms);
+                if !was_live {
+                    feed_expired(&self.observers, old.key());
+                }
                 self.forget(old);
                 was_live
             }
@@ -563,13 +639,26 @@ impl ShardData {
             return false;
         };
         let (removed, _) = occupied.remove();
-        let expired = removed.is_expired(now_ms);
+        let was_expired = removed.is_expired(now_ms);
         touch(&self.observers, removed.key());
+        if was_expired {
+            feed_expired(&self.observers, removed.key());
+        }
+        self.unindex(removed.key());
         self.forget(removed);
-        if expired {
+        if was_expired {
             self.expired_uncounted += 1;
         }
-        !expired
+        !was_expired
+    }
+
+    /// Drops a key that left the table from the slot index (cluster mode).
+    #[inline]
+    fn unindex(&mut self, key: &[u8]) {
+        if let Some(index) = self.slot_index.as_deref_mut() {
+            index.remove(key_slot(key), self.hasher.hash_one(key));
+            self.account(-(SlotIndex::BYTES_PER_KEY as isize));
+        }
     }
 
     /// Accounting for an entry that has just left the table, and its block
@@ -595,6 +684,10 @@ impl ShardData {
         }
         self.slab.reset();
         self.volatile = 0;
+        // The index's bytes are part of `bytes`, given back below.
+        if let Some(index) = self.slot_index.as_deref_mut() {
+            index.clear();
+        }
         self.layout_epoch = self.layout_epoch.wrapping_add(1);
         self.sweep_cursor = 0;
         self.account(-bytes);
@@ -624,6 +717,8 @@ impl ShardData {
                     }
                     let (gone, _) = occupied.remove();
                     touch(&self.observers, gone.key());
+                    feed_expired(&self.observers, gone.key());
+                    self.unindex(gone.key());
                     self.forget(gone);
                     self.expired_uncounted += 1;
                     removed += 1;
@@ -699,6 +794,7 @@ impl ShardData {
         std::mem::swap(&mut self.slab, &mut other.slab);
         std::mem::swap(&mut self.volatile, &mut other.volatile);
         std::mem::swap(&mut self.bytes, &mut other.bytes);
+        std::mem::swap(&mut self.slot_index, &mut other.slot_index);
         self.layout_epoch = self.layout_epoch.wrapping_add(1);
         other.layout_epoch = other.layout_epoch.wrapping_add(1);
         self.sweep_cursor = 0;

@@ -1,0 +1,84 @@
+#!/usr/bin/env bash
+# TLS side by side: redis-server (Debian's build, OpenSSL) and tally-server
+# (rustls), each with a TLS port and `tls-auth-clients no`, the same
+# certificates, in one run; redis-benchmark --tls SET/GET/INCR and the
+# seed's sliding-window EVALSHA at P=1 and P=16, ROUNDS alternating rounds,
+# medians. Also the plain port of each server for reference.
+#
+# Usage: benches/tls.sh [requests] [rounds]   (defaults 200000, 3)
+# Needs redis-server, redis-benchmark, redis-cli, openssl and python3.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+REQUESTS=${1:-200000}
+ROUNDS=${2:-3}
+cargo build --release -p tally-server >/dev/null 2>&1
+TALLY_BIN=target/release/tally-server
+WORK=$(mktemp -d)
+PIDS=()
+cleanup() { for pid in "${PIDS[@]}"; do kill "$pid" 2>/dev/null || true; done; rm -rf "$WORK"; }
+trap cleanup EXIT
+free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1]); s.close()'; }
+
+# Certificates: a CA and a server certificate for 127.0.0.1.
+(
+    cd "$WORK"
+    openssl req -x509 -newkey rsa:2048 -nodes -days 2 -keyout ca.key -out ca.crt -subj "/CN=bench CA" 2>/dev/null
+    openssl req -newkey rsa:2048 -nodes -keyout server.key -out server.csr -subj "/CN=localhost" 2>/dev/null
+    printf 'subjectAltName=IP:127.0.0.1,DNS:localhost\n' >server.ext
+    openssl x509 -req -in server.csr -CA ca.crt -CAkey ca.key -CAcreateserial -days 2 \
+        -out server.crt -extfile server.ext 2>/dev/null
+)
+TLS_ARGS=(--tls-cert-file "$WORK/server.crt" --tls-key-file "$WORK/server.key"
+    --tls-ca-cert-file "$WORK/ca.crt" --tls-auth-clients no)
+
+R_PORT=$(free_port); R_TLS=$(free_port); T_PORT=$(free_port); T_TLS=$(free_port)
+redis-server --port "$R_PORT" --tls-port "$R_TLS" "${TLS_ARGS[@]}" --save "" --appendonly no \
+    --daemonize no >/dev/null 2>&1 &
+PIDS+=($!)
+"$TALLY_BIN" --port "$T_PORT" --tls-port "$T_TLS" "${TLS_ARGS[@]}" --save "" >/dev/null 2>&1 &
+PIDS+=($!)
+for port in "$R_PORT" "$T_PORT"; do
+    until [ "$(redis-cli -p "$port" ping 2>/dev/null)" = PONG ]; do sleep 0.05; done
+done
+
+SRC=lua/scripts/sliding_window.lua
+R_SHA=$(redis-cli -p "$R_PORT" SCRIPT LOAD "$(cat $SRC)")
+T_SHA=$(redis-cli -p "$T_PORT" SCRIPT LOAD "$(cat $SRC)")
+
+rps() { # port tls(0/1) pipeline test...
+    local port=$1 tls=$2 pipeline=$3; shift 3
+    local flags=()
+    if [ "$tls" = 1 ]; then flags=(--tls --cacert "$WORK/ca.crt"); fi
+    redis-benchmark -p "$port" "${flags[@]}" -c 50 -r 100000 -n "$REQUESTS" -P "$pipeline" --csv "$@" 2>/dev/null |
+        tail -n +2 | cut -d, -f2 | tr -d '"' | tr '\n' ' '
+}
+
+declare -A OUT
+for round in $(seq "$ROUNDS"); do
+    for pipeline in 1 16; do
+        for side in redis tally; do
+            if [ $side = redis ]; then port=$R_TLS; plain=$R_PORT; sha=$R_SHA; else port=$T_TLS; plain=$T_PORT; sha=$T_SHA; fi
+            read -r set get incr <<<"$(rps "$port" 1 "$pipeline" -t set,get,incr)"
+            evalsha=$(rps "$port" 1 "$pipeline" EVALSHA "$sha" 2 'rl:u:__rand_int__:c' 'rl:u:__rand_int__:p' 1000 60 1720000030 1)
+            read -r pset pget pincr <<<"$(rps "$plain" 0 "$pipeline" -t set,get,incr)"
+            OUT[$side,$pipeline,SET]+="$set "; OUT[$side,$pipeline,GET]+="$get "; OUT[$side,$pipeline,INCR]+="$incr "
+            OUT[$side,$pipeline,EVALSHA]+="$evalsha "
+            OUT[$side,$pipeline,plainINCR]+="$pincr "
+        done
+    done
+done
+
+median() { python3 -c "import statistics,sys; print(statistics.median(float(x) for x in sys.argv[1:]))" "$@"; }
+echo "| test | pipeline | Redis TLS req/s | tally TLS req/s | tally/Redis | Redis plain INCR | tally plain INCR |"
+echo "|---|---|---|---|---|---|---|"
+for pipeline in 1 16; do
+    for test in SET GET INCR EVALSHA; do
+        # shellcheck disable=SC2086 # the lists are meant to split
+        r=$(median ${OUT[redis,$pipeline,$test]}); t=$(median ${OUT[tally,$pipeline,$test]})
+        # shellcheck disable=SC2086
+        rp=$(median ${OUT[redis,$pipeline,plainINCR]}); tp=$(median ${OUT[tally,$pipeline,plainINCR]})
+        python3 -c "import sys; r,t=float(sys.argv[1]),float(sys.argv[2]); print(f'| {sys.argv[3]} | {sys.argv[4]} | {r:,.0f} | {t:,.0f} | {t/r:.2f}x | {float(sys.argv[5]):,.0f} | {float(sys.argv[6]):,.0f} |')" \
+            "$r" "$t" "$test" "$pipeline" "$rp" "$tp"
+    done
+done

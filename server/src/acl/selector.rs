@@ -1,0 +1,425 @@
+//! A selector: one set of permissions (commands by the command table's
+//! indexes, key patterns with read/write permissions, channel patterns),
+//! the rules that change it and the rules that describe it back, as Redis
+//! 7.0's ACLSetSelector and ACLDescribeSelector.
+
+use std::collections::BTreeMap;
+
+use super::user::RuleError;
+use crate::cmd::table::{registry, Command};
+
+/// Key pattern permissions (`%R~`, `%W~`, `~` is both).
+pub const READ: u8 = 1;
+/// Write permission of a key pattern.
+pub const WRITE: u8 = 2;
+/// Both.
+pub const ALL: u8 = READ | WRITE;
+
+/// Redis's categories, in Redis's order (ACL CAT, describing rules).
+pub const CATEGORIES: &[&str] = &[
+    "keyspace",
+    "read",
+    "write",
+    "set",
+    "sortedset",
+    "list",
+    "hash",
+    "string",
+    "bitmap",
+    "hyperloglog",
+    "geo",
+    "stream",
+    "pubsub",
+    "admin",
+    "fast",
+    "slow",
+    "blocking",
+    "dangerous",
+    "connection",
+    "transaction",
+    "scripting",
+];
+
+/// Each command's category bits (bit i = `CATEGORIES[i]`), by registry index.
+pub fn category_bits() -> &'static [u32] {
+    static BITS: std::sync::OnceLock<Vec<u32>> = std::sync::OnceLock::new();
+    BITS.get_or_init(|| {
+        registry()
+            .all()
+            .map(|command| {
+                crate::cmd::command::acl_category_names(command)
+                    .into_iter()
+                    .filter_map(|name| CATEGORIES.iter().position(|c| *c == name))
+                    .fold(0u32, |bits, i| bits | 1 << i)
+            })
+            .collect()
+    })
+}
+
+/// The bit of a category name (case-insensitive), if it is one.
+pub fn category_bit(name: &str) -> Option<u32> {
+    CATEGORIES
+        .iter()
+        .position(|c| c.eq_ignore_ascii_case(name))
+        .map(|i| 1 << i)
+}
+
+/// A key pattern and what it grants.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct KeyPattern {
+    /// The glob.
+    pub pattern: Vec<u8>,
+    /// [`READ`], [`WRITE`] or both.
+    pub flags: u8,
+}
+
+impl KeyPattern {
+    /// True when `key` matches. The common gateway pattern, a literal
+    /// prefix and one final `*` (`rl:*`), is a prefix test; anything else
+    /// goes through Redis's glob.
+    #[inline]
+    pub fn matches(&self, key: &[u8]) -> bool {
+        match self.pattern.split_last() {
+            Some((b'*', prefix)) if !prefix.iter().any(|b| b"*?[\\".contains(b)) => {
+                key.starts_with(prefix)
+            }
+            _ => crate::glob::glob_match(&self.pattern, key, false),
+        }
+    }
+}
+
+/// One set of permissions; a user's first is its root selector.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Selector {
+    /// `+@all` / `allcommands`: also commands added later.
+    pub all_commands: bool,
+    /// Allowed commands, by registry index.
+    pub allowed: Vec<bool>,
+    /// `+cmd|firstarg` of commands otherwise denied.
+    pub first_args: BTreeMap<usize, Vec<String>>,
+    /// `allkeys` / `~*`.
+    pub all_keys: bool,
+    /// Key patterns, in the order given.
+    pub patterns: Vec<KeyPattern>,
+    /// `allchannels` / `&*`.
+    pub all_channels: bool,
+    /// Channel patterns, in the order given.
+    pub channels: Vec<Vec<u8>>,
+}
+
+impl Selector {
+    /// A selector that allows nothing (Redis's `acl-pubsub-default`
+    /// resetchannels: no channels either).
+    pub fn empty() -> Selector {
+        Selector {
+            all_commands: false,
+            allowed: vec![false; registry().len()],
+            first_args: BTreeMap::new(),
+            all_keys: false,
+            patterns: Vec::new(),
+            all_channels: false,
+            channels: Vec::new(),
+        }
+    }
+
+    /// True when the selector allows every command, key and channel.
+    pub fn unrestricted(&self) -> bool {
+        self.all_commands && self.all_keys && self.all_channels && self.allowed.iter().all(|&a| a)
+    }
+
+    /// Allows or denies a command, and with a container all its
+    /// subcommands (ACLChangeSelectorPerm).
+    fn change(&mut self, command: &Command, allow: bool) {
+        let registry = registry();
+        if let Some(index) = registry.index_of(command.name.as_bytes()) {
+            self.allowed[index] = allow;
+            self.first_args.remove(&index);
+        }
+        for sub in command.subcommands {
+            if let Some(index) = registry.index_of(sub.name.as_bytes()) {
+                self.allowed[index] = allow;
+            }
+        }
+    }
+
+    /// `+@category` / `-@category`.
+    fn change_category(&mut self, bit: u32, allow: bool) {
+        let bits = category_bits();
+        let registry = registry();
+        for command in registry.top_level() {
+            let index = registry.index_of(command.name.as_bytes()).unwrap_or(0);
+            if bits[index] & bit != 0 {
+                self.change(command, allow);
+            }
+            for sub in command.subcommands {
+                let sub_index = registry.index_of(sub.name.as_bytes()).unwrap_or(0);
+                if bits[sub_index] & bit != 0 {
+                    self.change(sub, allow);
+                }
+            }
+        }
+    }
+
+    /// Applies one selector rule (ACLSetSelector).
+    pub fn apply(&mut self, op: &[u8]) -> Result<(), RuleError> {
+        let lower = String::from_utf8_lossy(op).to_ascii_lowercase();
+        match lower.as_str() {
+            "allkeys" | "~*" => {
+                self.all_keys = true;
+                self.patterns.clear();
+                return Ok(());
+            }
+            "resetkeys" => {
+                self.all_keys = false;
+                self.patterns.clear();
+                return Ok(());
+            }
+            "allchannels" | "&*" => {
+                self.all_channels = true;
+                self.channels.clear();
+                return Ok(());
+            }
+            "resetchannels" => {
+                self.all_channels = false;
+                self.channels.clear();
+                return Ok(());
+            }
+            "allcommands" | "+@all" => {
+                self.allowed.iter_mut().for_each(|a| *a = true);
+                self.all_commands = true;
+                self.first_args.clear();
+                return Ok(());
+            }
+            "nocommands" | "-@all" => {
+                self.allowed.iter_mut().for_each(|a| *a = false);
+                self.all_commands = false;
+                self.first_args.clear();
+                return Ok(());
+            }
+            _ => {}
+        }
+        match op.first() {
+            Some(b'~') | Some(b'%') => self.add_key_pattern(op),
+            Some(b'&') => {
+                if self.all_channels {
+                    return Err(RuleError::AfterAllChannels);
+                }
+                let pattern = &op[1..];
+                if has_spaces(pattern) {
+                    return Err(RuleError::Syntax);
+                }
+                if !self.channels.iter().any(|c| c == pattern) {
+                    self.channels.push(pattern.to_vec());
+                }
+                Ok(())
+            }
+            Some(b'+') if op.get(1) != Some(&b'@') => self.allow_command(&lower[1..]),
+            Some(b'-') if op.get(1) != Some(&b'@') => {
+                let command = registry()
+                    .lookup_full(&lower.as_bytes()[1..])
+                    .ok_or(RuleError::Unknown)?;
+                self.change(command, false);
+                Ok(())
+            }
+            Some(b'+') | Some(b'-') => {
+                let bit = category_bit(&lower[2..]).ok_or(RuleError::Unknown)?;
+                self.change_category(bit, op[0] == b'+');
+                Ok(())
+            }
+            _ => Err(RuleError::Syntax),
+        }
+    }
+
+    fn add_key_pattern(&mut self, op: &[u8]) -> Result<(), RuleError> {
+        if self.all_keys {
+            return Err(RuleError::AfterAllKeys);
+        }
+        let mut flags = 0u8;
+        let mut offset = 1;
+        if op[0] == b'%' {
+            loop {
+                match op.get(offset).map(u8::to_ascii_uppercase) {
+                    Some(b'R') if flags & READ == 0 => flags |= READ,
+                    Some(b'W') if flags & WRITE == 0 => flags |= WRITE,
+                    Some(b'~') => {
+                        offset += 1;
+                        break;
+                    }
+                    _ => return Err(RuleError::Syntax),
+                }
+                offset += 1;
+            }
+        } else {
+            flags = ALL;
+        }
+        let pattern = &op[offset..];
+        if has_spaces(pattern) {
+            return Err(RuleError::Syntax);
+        }
+        match self.patterns.iter_mut().find(|p| p.pattern == pattern) {
+            Some(existing) => existing.flags |= flags,
+            None => self.patterns.push(KeyPattern {
+                pattern: pattern.to_vec(),
+                flags,
+            }),
+        }
+        Ok(())
+    }
+
+    /// `+cmd`, `+container|sub`, `+cmd|firstarg`.
+    fn allow_command(&mut self, name: &str) -> Result<(), RuleError> {
+        let registry = registry();
+        let Some((container, sub)) = name.rsplit_once('|') else {
+            let command = registry
+                .lookup_full(name.as_bytes())
+                .ok_or(RuleError::Unknown)?;
+            self.change(command, true);
+            return Ok(());
+        };
+        let command = registry
+            .lookup_full(container.as_bytes())
+            .ok_or(RuleError::Unknown)?;
+        if command.name.contains('|') {
+            return Err(RuleError::FirstArgOfSubcommand);
+        }
+        if sub.is_empty() {
+            return Err(RuleError::Syntax);
+        }
+        if !command.subcommands.is_empty() {
+            let sub = registry
+                .lookup_full(name.as_bytes())
+                .ok_or(RuleError::Unknown)?;
+            self.change(sub, true);
+        } else {
+            let index = registry
+                .index_of(command.name.as_bytes())
+                .ok_or(RuleError::Unknown)?;
+            let args = self.first_args.entry(index).or_default();
+            if !args.iter().any(|a| a == sub) {
+                args.push(sub.to_string());
+            }
+        }
+        Ok(())
+    }
+
+    /// The selector's rules as ACL LIST shows them: keys, channels,
+    /// commands.
+    pub fn describe(&self) -> String {
+        let mut out = String::new();
+        if self.all_keys {
+            out.push_str("~* ");
+        } else {
+            for pattern in &self.patterns {
+                out.push_str(&pattern_string(pattern));
+                out.push(' ');
+            }
+        }
+        if self.all_channels {
+            out.push_str("&* ");
+        } else {
+            out.push_str("resetchannels ");
+            for channel in &self.channels {
+                out.push('&');
+                out.push_str(&String::from_utf8_lossy(channel));
+                out.push(' ');
+            }
+        }
+        out.push_str(&self.describe_commands());
+        out
+    }
+
+    /// The command rules alone, as Redis derives them: `+@all` or `-@all`,
+    /// the categories that best fit, then single commands
+    /// (ACLDescribeSelectorCommandRules).
+    pub fn describe_commands(&self) -> String {
+        let mut rules = String::new();
+        let additive = !self.all_commands;
+        let mut fake = Selector::empty();
+        if additive {
+            rules.push_str("-@all ");
+        } else {
+            rules.push_str("+@all ");
+            fake.apply(b"+@all").ok();
+        }
+        let mut temp = self.clone();
+        let mut applied = vec![false; CATEGORIES.len()];
+        let bits = category_bits();
+        loop {
+            let mut best: Option<usize> = None;
+            let (mut min_diff, mut max_same) = (usize::MAX, 0usize);
+            for (j, _) in CATEGORIES.iter().enumerate() {
+                if applied[j] {
+                    continue;
+                }
+                let (mut on, mut off) = (0usize, 0usize);
+                for (index, allowed) in temp.allowed.iter().enumerate() {
+                    if bits[index] & (1 << j) != 0 {
+                        if *allowed {
+                            on += 1;
+                        } else {
+                            off += 1;
+                        }
+                    }
+                }
+                let (diff, same) = if additive { (off, on) } else { (on, off) };
+                if same > diff && (diff < min_diff || (diff == min_diff && same > max_same)) {
+                    best = Some(j);
+                    min_diff = diff;
+                    max_same = same;
+                }
+            }
+            let Some(best) = best else { break };
+            let name = CATEGORIES[best];
+            let (op, inverse) = if additive {
+                (format!("+@{name}"), format!("-@{name}"))
+            } else {
+                (format!("-@{name}"), format!("+@{name}"))
+            };
+            fake.apply(op.as_bytes()).ok();
+            temp.apply(inverse.as_bytes()).ok();
+            rules.push_str(&op);
+            rules.push(' ');
+            applied[best] = true;
+        }
+        let registry = registry();
+        let single = |command: &'static Command, rules: &mut String, fake: &mut Selector| {
+            let Some(index) = registry.index_of(command.name.as_bytes()) else {
+                return;
+            };
+            let user_bit = self.allowed[index];
+            if user_bit != fake.allowed[index] {
+                rules.push(if user_bit { '+' } else { '-' });
+                rules.push_str(command.name);
+                rules.push(' ');
+                fake.change(command, user_bit);
+            }
+            if !user_bit {
+                for arg in self.first_args.get(&index).into_iter().flatten() {
+                    rules.push_str(&format!("+{}|{arg} ", command.name));
+                }
+            }
+        };
+        for command in registry.top_level() {
+            single(command, &mut rules, &mut fake);
+            for sub in command.subcommands {
+                single(sub, &mut rules, &mut fake);
+            }
+        }
+        rules.pop();
+        rules
+    }
+}
+
+/// `~pat`, `%R~pat` or `%W~pat`.
+pub fn pattern_string(pattern: &KeyPattern) -> String {
+    let prefix = match pattern.flags {
+        READ => "%R~",
+        WRITE => "%W~",
+        _ => "~",
+    };
+    format!("{prefix}{}", String::from_utf8_lossy(&pattern.pattern))
+}
+
+fn has_spaces(text: &[u8]) -> bool {
+    text.iter().any(|&b| b.is_ascii_whitespace() || b == 0)
+}

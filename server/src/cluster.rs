@@ -1,0 +1,785 @@
+//! `cluster-enabled yes`: tally as a Redis Cluster node. The node's view
+//! of the cluster is `tally_cluster::node::Node` (a state machine without
+//! I/O) behind a mutex; the bus (`crate::net::bus`) feeds it messages and
+//! the time and carries out what it returns. The slots this node serves
+//! are mirrored in a bitmap of atomics, read by every keyed command's
+//! routing without a lock; only a redirect consults the state machine.
+
+use std::collections::{HashMap, HashSet};
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::time::{Duration, Instant};
+
+use parking_lot::{Mutex, RwLockWriteGuard};
+
+use crate::slot_gate::{Entered, SlotGates};
+use tally_cluster::node::{Node, Output};
+use tally_cluster::nodes_conf::{Moving, NodesConf};
+use tally_cluster::{NodeName, SLOTS};
+
+/// Redis's CLUSTER_WRITABLE_DELAY: a node reports `ok` only this long
+/// after it started, so a restarted master does not take writes before
+/// the others could tell it about a failover.
+const WRITABLE_DELAY: Duration = Duration::from_millis(2000);
+
+/// What routing decided for a command.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Route {
+    /// Served here.
+    Here,
+    /// Refused with this error (CROSSSLOT, CLUSTERDOWN, MOVED).
+    Refused(String),
+    /// The slot is being migrated or imported: whether the command runs
+    /// here depends on which of its keys exist ([`Cluster::route_open`]).
+    Open(u16),
+}
+
+/// What [`Cluster::route_open`] needs to know of a command's keys.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct KeysHere {
+    /// Keys this node holds.
+    pub existing: usize,
+    /// Keys it does not.
+    pub missing: usize,
+    /// More than one distinct key.
+    pub multiple: bool,
+}
+
+/// This node's cluster state.
+pub struct Cluster {
+    /// The slots this node serves: one bit each.
+    owned: Box<[AtomicU64]>,
+    /// Open slots, one bit each: migrating from or importing to this
+    /// node, or with a MIGRATE under way. Commands on them take the slow
+    /// path of [`SlotGates`].
+    open: Box<[AtomicU64]>,
+    /// Slots with MIGRATEs under way, and how many.
+    moving_now: Mutex<HashMap<u16, usize>>,
+    /// How many bits of `open` are set (0: routing skips the open-slot
+    /// checks altogether).
+    open_count: AtomicUsize,
+    /// Entered by every keyed command from before its routing to after
+    /// its run; SETSLOT and MIGRATE wait for the commands they could
+    /// surprise (see [`crate::slot_gate`]).
+    gates: SlotGates,
+    /// Keys a MIGRATE has copied out and not yet dropped; commands on them
+    /// wait ([`Route::Open`]).
+    pub in_flight: Mutex<HashSet<Vec<u8>>>,
+    /// The cluster can serve, as last computed.
+    state_ok: AtomicBool,
+    /// `cluster-allow-reads-when-down`, read by routing without the config lock.
+    pub allow_reads_when_down: AtomicBool,
+    /// `cluster-allow-pubsubshard-when-down`.
+    pub allow_pubsubshard_when_down: AtomicBool,
+    /// Bus messages sent and received, by type (CLUSTER INFO).
+    pub bus_stats: BusStats,
+    /// Run with the slots this node stopped serving (see `on_slots_lost`).
+    on_slots_lost: std::sync::OnceLock<SlotsLostHook>,
+    node: Mutex<Node>,
+    config_file: PathBuf,
+    /// One writer of `config_file` at a time (the bus and commands both
+    /// save; they share the temporary file).
+    saving: Mutex<()>,
+    require_full_coverage: bool,
+    port: u16,
+    cport: u16,
+    node_timeout_ms: u64,
+    started: Instant,
+}
+
+/// What a command does with its slot, for routing while the cluster is
+/// down (Redis's getNodeByQuery).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Access {
+    /// Only reads: served with `cluster-allow-reads-when-down`.
+    Read,
+    /// Writes: never served while down.
+    Write,
+    /// A shard channel command (SSUBSCRIBE, SPUBLISH, SUNSUBSCRIBE):
+    /// served with `cluster-allow-pubsubshard-when-down`.
+    ShardChannel,
+}
+
+const CLUSTER_DOWN: &str = "CLUSTERDOWN The cluster is down";
+const CLUSTER_DOWN_READ_ONLY: &str =
+    "CLUSTERDOWN The cluster is down and only accepts read commands";
+
+/// Redis's bus message type names, by type number (clusterGetMessageTypeString).
+const MESSAGE_TYPES: [&str; 11] = [
+    "ping",
+    "pong",
+    "meet",
+    "fail",
+    "publish",
+    "auth-req",
+    "auth-ack",
+    "update",
+    "mfstart",
+    "module",
+    "publishshard",
+];
+
+/// Bus messages sent and received by type, as CLUSTER INFO's
+/// `cluster_stats_messages_*` count them.
+#[derive(Default)]
+pub struct BusStats {
+    sent: [AtomicU64; 11],
+    received: [AtomicU64; 11],
+}
+
+impl BusStats {
+    /// A message of this type was queued to a link.
+    pub fn sent(&self, kind: u16) {
+        if let Some(count) = self.sent.get(kind as usize) {
+            count.fetch_add(1, Ordering::Relaxed);
+        }
+    }
+
+    /// A message of this type arrived.
+    pub fn received(&self, kind: u16) {
+        if let Some(count) = self.received.get(kind as usize) {
+            count.fetch_add(1, Ordering::Relaxed);
+        }
+    }
+
+    /// CLUSTER INFO's lines: each type seen, then the total, sent then
+    /// received (genClusterInfoString).
+    pub fn info_lines(&self) -> Vec<String> {
+        let mut lines = Vec::new();
+        for (counts, direction) in [(&self.sent, "sent"), (&self.received, "received")] {
+            let mut total = 0;
+            for (name, count) in MESSAGE_TYPES.iter().zip(counts.iter()) {
+                let count = count.load(Ordering::Relaxed);
+                if count > 0 {
+                    lines.push(format!("cluster_stats_messages_{name}_{direction}:{count}"));
+                    total += count;
+                }
+            }
+            lines.push(format!("cluster_stats_messages_{direction}:{total}"));
+        }
+        lines
+    }
+}
+
+/// What runs with the slots this node stopped serving.
+pub type SlotsLostHook = Box<dyn Fn(&[u16]) + Send + Sync>;
+
+/// A node name: 40 random hex characters.
+fn random_name() -> NodeName {
+    let mut bytes = [0u8; 20];
+    let _ = getrandom::fill(&mut bytes);
+    let mut name = [0u8; 40];
+    for (i, b) in bytes.iter().enumerate() {
+        name[2 * i] = b"0123456789abcdef"[(b >> 4) as usize];
+        name[2 * i + 1] = b"0123456789abcdef"[(b & 0xf) as usize];
+    }
+    name
+}
+
+fn seed() -> u64 {
+    let mut bytes = [0u8; 8];
+    let _ = getrandom::fill(&mut bytes);
+    u64::from_le_bytes(bytes)
+}
+
+impl Cluster {
+    /// Loads `config_file` (Redis's nodes.conf: this node and the others it
+    /// knew, whom it pings again) or starts a new node with a random name,
+    /// and writes the file.
+    pub fn open(
+        config_file: PathBuf,
+        port: u16,
+        cport: u16,
+        node_timeout_ms: u64,
+        require_full_coverage: bool,
+    ) -> Result<Cluster, String> {
+        let owned: Box<[AtomicU64]> = (0..SLOTS / 64).map(|_| AtomicU64::new(0)).collect();
+        let mut node = Node::new(random_name(), port, cport, node_timeout_ms, seed());
+        match std::fs::read_to_string(&config_file) {
+            Ok(text) if !text.trim().is_empty() => {
+                let conf = NodesConf::parse(&text)?;
+                let me = conf
+                    .nodes
+                    .iter()
+                    .find(|n| n.flags.iter().any(|f| f == "myself"))
+                    .ok_or("Unrecoverable error: corrupted cluster config file: no myself")?;
+                let name: NodeName =
+                    me.name.as_bytes().try_into().map_err(|_| {
+                        format!("corrupted cluster config file: node name {}", me.name)
+                    })?;
+                node = Node::new(name, port, cport, node_timeout_ms, seed());
+                node.restore_epochs(conf.current_epoch, me.config_epoch, conf.last_vote_epoch);
+                let slots: Vec<u16> = me.slots.iter().flat_map(|&(a, b)| a..=b).collect();
+                for &slot in &slots {
+                    set_bit(&owned, slot, true);
+                }
+                let _ = node.add_slots(slots);
+                let ids: Vec<NodeName> = conf
+                    .nodes
+                    .iter()
+                    .filter_map(|n| n.name.as_bytes().try_into().ok())
+                    .collect();
+                let open = me.moving.iter().filter_map(|(slot, moving)| {
+                    let (to, name) = match moving {
+                        Moving::To(name) => (true, name),
+                        Moving::From(name) => (false, name),
+                    };
+                    let name = ids.iter().find(|id| id[..] == *name.as_bytes())?;
+                    Some((*slot, to, *name))
+                });
+                let open: Vec<(u16, bool, NodeName)> = open.collect();
+                for other in conf.nodes.iter().filter(|n| n.name != me.name) {
+                    let Ok(name) = <NodeName>::try_from(other.name.as_bytes()) else {
+                        continue;
+                    };
+                    node.restore_peer(
+                        name,
+                        other.ip.as_bytes(),
+                        other.port,
+                        other.cport,
+                        other.config_epoch,
+                        other.slots.iter().flat_map(|&(a, b)| a..=b),
+                        0,
+                    );
+                }
+                for (slot, to, name) in open {
+                    let _ = if to {
+                        node.set_migrating(slot, Some(name))
+                    } else {
+                        node.set_importing(slot, Some(name))
+                    };
+                }
+            }
+            Ok(_) => {}
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+            Err(e) => return Err(format!("{}: {e}", config_file.display())),
+        }
+        let cluster = Cluster {
+            owned,
+            open: (0..SLOTS / 64).map(|_| AtomicU64::new(0)).collect(),
+            open_count: AtomicUsize::new(0),
+            moving_now: Mutex::new(HashMap::new()),
+            gates: SlotGates::default(),
+            in_flight: Mutex::new(HashSet::new()),
+            state_ok: AtomicBool::new(false),
+            allow_reads_when_down: AtomicBool::new(false),
+            allow_pubsubshard_when_down: AtomicBool::new(true),
+            on_slots_lost: std::sync::OnceLock::new(),
+            bus_stats: BusStats::default(),
+            node: Mutex::new(node),
+            config_file,
+            saving: Mutex::new(()),
+            require_full_coverage,
+            port,
+            cport,
+            node_timeout_ms,
+            started: Instant::now(),
+        };
+        cluster.sync_slots();
+        cluster.save()?;
+        Ok(cluster)
+    }
+
+    /// This node's name.
+    pub fn myid(&self) -> String {
+        String::from_utf8_lossy(self.node.lock().name()).into_owned()
+    }
+
+    /// The bus port.
+    pub fn cport(&self) -> u16 {
+        self.cport
+    }
+
+    /// The client port.
+    pub fn port(&self) -> u16 {
+        self.port
+    }
+
+    /// True when this node serves `slot`.
+    #[inline]
+    pub fn owns(&self, slot: u16) -> bool {
+        bit(&self.owned, slot)
+    }
+
+    /// Slots with an owner, as this node knows.
+    pub fn assigned(&self) -> usize {
+        self.node.lock().assigned_slots()
+    }
+
+    /// Slots whose owner is not failing.
+    pub fn slots_ok(&self) -> usize {
+        self.node.lock().slots_ok()
+    }
+
+    /// Valid failure reports about a node, if it is known.
+    pub fn failure_reports(&self, name: &[u8]) -> Option<usize> {
+        let name: NodeName = name.try_into().ok()?;
+        self.node.lock().failure_reports(&name)
+    }
+
+    /// `ok` or `fail`, as clusterUpdateState decides it (every slot served
+    /// by a node not failing, when full coverage is required; not before
+    /// the writable delay).
+    pub fn state_ok(&self) -> bool {
+        let ok = !self.require_full_coverage || self.slots_ok() == SLOTS;
+        let ok = ok && self.started.elapsed() >= WRITABLE_DELAY;
+        self.state_ok.store(ok, Ordering::Relaxed);
+        ok
+    }
+
+    /// Where a command with these keys may run (getNodeByQuery, in its
+    /// order): the first key's slot must be served (here, or a MOVED to its
+    /// owner), every other key in that slot, then the cluster up.
+    pub fn route(&self, mut slots: impl Iterator<Item = u16>, access: Access) -> Route {
+        let Some(first) = slots.next() else {
+            return Route::Here;
+        };
+        let here = self.owns(first);
+        let moved = if here {
+            None
+        } else {
+            Some(self.owner_address(first))
+        };
+        if let Some(None) = moved {
+            return Route::Refused("CLUSTERDOWN Hash slot not served".to_string());
+        }
+        if slots.any(|slot| slot != first) {
+            return Route::Refused(
+                "CROSSSLOT Keys in request don't hash to the same slot".to_string(),
+            );
+        }
+        // Kept current by the bus's tick and every slot change.
+        if !self.state_ok.load(Ordering::Relaxed) {
+            let (allowed, refusal) = match access {
+                Access::ShardChannel => (
+                    self.allow_pubsubshard_when_down.load(Ordering::Relaxed),
+                    CLUSTER_DOWN,
+                ),
+                Access::Read => (
+                    self.allow_reads_when_down.load(Ordering::Relaxed),
+                    CLUSTER_DOWN,
+                ),
+                Access::Write if self.allow_reads_when_down.load(Ordering::Relaxed) => {
+                    (false, CLUSTER_DOWN_READ_ONLY)
+                }
+                Access::Write => (false, CLUSTER_DOWN),
+            };
+            if !allowed {
+                return Route::Refused(refusal.to_string());
+            }
+        }
+        if self.open_count.load(Ordering::Relaxed) != 0 && bit(&self.open, first) {
+            return Route::Open(first);
+        }
+        match moved {
+            Some(Some((ip, port))) => Route::Refused(format!("MOVED {first} {ip}:{port}")),
+            _ => Route::Here,
+        }
+    }
+
+    /// Enters `slot` for a keyed command (see [`crate::slot_gate`]).
+    #[inline]
+    pub fn enter(&self, slot: u16) -> Entered<'_> {
+        self.gates.enter(slot, |slot| {
+            let slot = slot as usize;
+            self.open[slot / 64].load(Ordering::SeqCst) & (1 << (slot % 64)) != 0
+        })
+    }
+
+    /// The stripes of open `slots`, exclusively, in stripe order.
+    pub fn close(&self, slots: impl IntoIterator<Item = u16>) -> Vec<RwLockWriteGuard<'_, ()>> {
+        self.gates.close(slots)
+    }
+
+    /// A MIGRATE starts on `slots`: they are open until [`Self::end_moving`].
+    pub fn begin_moving(&self, slots: &[u16]) {
+        {
+            let mut moving = self.moving_now.lock();
+            for &slot in slots {
+                *moving.entry(slot).or_default() += 1;
+            }
+        }
+        self.sync_slots();
+    }
+
+    /// A MIGRATE on `slots` ended.
+    pub fn end_moving(&self, slots: &[u16]) {
+        {
+            let mut moving = self.moving_now.lock();
+            for slot in slots {
+                if let Some(count) = moving.get_mut(slot) {
+                    *count -= 1;
+                    if *count == 0 {
+                        moving.remove(slot);
+                    }
+                }
+            }
+        }
+        self.sync_slots();
+    }
+
+    /// True while some slot is migrating or importing here.
+    #[inline]
+    pub fn any_open(&self) -> bool {
+        self.open_count.load(Ordering::Relaxed) != 0
+    }
+
+    /// True when `slot` is migrating or importing here.
+    #[inline]
+    pub fn is_open(&self, slot: u16) -> bool {
+        self.open_count.load(Ordering::Relaxed) != 0 && bit(&self.open, slot)
+    }
+
+    /// The rest of getNodeByQuery for a slot being moved, once the keys
+    /// were looked up: MIGRATE runs here; a migrating slot sends missing
+    /// keys on with ASK (TRYAGAIN when only some are missing); an
+    /// importing slot serves a client that said ASKING (TRYAGAIN for
+    /// several keys not all here yet); anything else goes to the owner.
+    pub fn route_open(&self, slot: u16, keys: KeysHere, asking: bool, is_migrate: bool) -> Route {
+        let node = self.node.lock();
+        let owner = node.owner(slot).copied();
+        let mine = owner.as_ref() == Some(node.name());
+        let migrating_to = node.migrating_to(slot).filter(|_| mine).copied();
+        let importing = migrating_to.is_none() && node.importing_from(slot).is_some();
+        let address = |name: &NodeName| {
+            node.address_of(name)
+                .map(|(ip, port)| format!("{}:{port}", String::from_utf8_lossy(&ip)))
+        };
+        if is_migrate && (migrating_to.is_some() || importing) {
+            return Route::Here;
+        }
+        if let Some(target) = migrating_to {
+            if keys.missing > 0 {
+                if keys.existing > 0 {
+                    return Route::Refused(TRYAGAIN.to_string());
+                }
+                if let Some(address) = address(&target) {
+                    return Route::Refused(format!("ASK {slot} {address}"));
+                }
+            }
+        }
+        if importing && asking {
+            if keys.multiple && keys.missing > 0 {
+                return Route::Refused(TRYAGAIN.to_string());
+            }
+            return Route::Here;
+        }
+        match owner {
+            Some(owner) if !mine => match address(&owner) {
+                Some(address) => Route::Refused(format!("MOVED {slot} {address}")),
+                None => Route::Refused("CLUSTERDOWN Hash slot not served".to_string()),
+            },
+            _ => Route::Here,
+        }
+    }
+
+    /// Mirrors the state machine's slots (this node's, and the open ones)
+    /// into the bitmaps routing reads, and recomputes the state.
+    pub fn sync_slots(&self) {
+        let node = self.node.lock();
+        let mine = node.my_slots();
+        let mut lost = Vec::new();
+        for (i, word) in self.owned.iter().enumerate() {
+            let mut bytes = [0u8; 8];
+            bytes.copy_from_slice(&mine[i * 8..i * 8 + 8]);
+            let bits = u64::from_le_bytes(bytes);
+            let mut gone = word.swap(bits, Ordering::Relaxed) & !bits;
+            while gone != 0 {
+                lost.push((i * 64) as u16 + gone.trailing_zeros() as u16);
+                gone &= gone - 1;
+            }
+        }
+        let mut open = vec![0u64; SLOTS / 64];
+        let moving = self.moving_now.lock();
+        let open_slots = node
+            .migrating_slots()
+            .chain(node.importing_slots())
+            .chain(moving.keys().copied());
+        for slot in open_slots {
+            open[slot as usize / 64] |= 1 << (slot % 64);
+        }
+        let mut opened = false;
+        let mut count = 0;
+        for (word, bits) in self.open.iter().zip(open) {
+            let before = word.swap(bits, Ordering::SeqCst);
+            opened |= bits & !before != 0;
+            count += bits.count_ones() as usize;
+        }
+        self.open_count.store(count, Ordering::SeqCst);
+        // Stored before the locks go: two syncs at once (the bus's and a
+        // SETSLOT's) must not let the older view land last, or a slot
+        // just opened would read as closed and a key missing here be
+        // created instead of sent on with ASK.
+        drop(moving);
+        drop(node);
+        if opened || count > 0 {
+            // Commands that entered a slot just opened before it was: let
+            // them finish first. Also when this call opened nothing: a
+            // concurrent sync (the bus's) may have stored the bit and be
+            // waiting still, and the SETSLOT or MIGRATE that called this
+            // must not go on before those commands are done.
+            crate::slot_gate::quiesce();
+        }
+        self.state_ok();
+        if !lost.is_empty() {
+            if let Some(hook) = self.on_slots_lost.get() {
+                hook(&lost);
+            }
+        }
+    }
+
+    /// Applies `cluster-announce-ip`, `-port` and `-bus-port` (empty or 0:
+    /// the real address); the next messages carry them.
+    pub fn announce(&self, ip: &str, port: u16, cport: u16) {
+        let ip = (!ip.is_empty()).then(|| ip.as_bytes().to_vec());
+        let port = if port == 0 { self.port } else { port };
+        let cport = if cport == 0 { self.cport } else { cport };
+        self.node.lock().announce(ip, port, cport);
+    }
+
+    /// Applies `cluster-announce-hostname` ("": none).
+    pub fn announce_hostname(&self, hostname: &str) {
+        self.node.lock().announce_hostname(hostname.as_bytes());
+    }
+
+    /// Installs what runs when slots stop being served here (shard
+    /// channel subscriptions in them end, as Redis's removeChannelsInSlot).
+    pub fn on_slots_lost(&self, hook: SlotsLostHook) {
+        let _ = self.on_slots_lost.set(hook);
+    }
+
+    /// CLUSTER SETSLOT <slot> MIGRATING|IMPORTING|STABLE|NODE [<node>],
+    /// with Redis's checks; `keys_here` counts this node's keys in the
+    /// slot. What the state machine asks (PONGs after an import closes)
+    /// is returned for the bus.
+    pub fn set_slot(
+        &self,
+        slot: u16,
+        action: SetSlot,
+        keys_here: usize,
+    ) -> Result<Vec<Output>, String> {
+        // No command of this slot is between its routing and its run.
+        let _closed = self.close([slot]);
+        let mut node = self.node.lock();
+        let me = *node.name();
+        let lookup = |node: &Node, name: &[u8], unknown: &str| -> Result<NodeName, String> {
+            name.try_into()
+                .ok()
+                .filter(|n: &NodeName| node.knows(n))
+                .ok_or_else(|| format!("ERR {unknown} {}", String::from_utf8_lossy(name)))
+        };
+        let outputs = match action {
+            SetSlot::Migrating(name) => {
+                if node.owner(slot) != Some(&me) {
+                    return Err(format!("ERR I'm not the owner of hash slot {slot}"));
+                }
+                let target = lookup(&node, &name, "I don't know about node")?;
+                node.set_migrating(slot, Some(target))
+            }
+            SetSlot::Importing(name) => {
+                if node.owner(slot) == Some(&me) {
+                    return Err(format!("ERR I'm already the owner of hash slot {slot}"));
+                }
+                let source = lookup(&node, &name, "I don't know about node")?;
+                node.set_importing(slot, Some(source))
+            }
+            SetSlot::Stable => node.set_stable(slot),
+            SetSlot::Node(name) => {
+                let owner = lookup(&node, &name, "Unknown node")?;
+                if node.owner(slot) == Some(&me) && owner != me && keys_here != 0 {
+                    return Err(format!(
+                        "ERR Can't assign hashslot {slot} to a different node while I still \
+                         hold keys for this hash slot."
+                    ));
+                }
+                node.assign_slot(slot, owner, keys_here)
+            }
+        };
+        drop(node);
+        self.sync_slots();
+        self.save().map_err(|e| format!("ERR {e}"))?;
+        Ok(outputs)
+    }
+
+    /// CLUSTER FORGET <node>.
+    pub fn forget(&self, name: &[u8], now_ms: u64) -> Result<Vec<Output>, String> {
+        let mut node = self.node.lock();
+        let unknown = || format!("ERR Unknown node {}", String::from_utf8_lossy(name));
+        let name: NodeName = name.try_into().map_err(|_| unknown())?;
+        if name == *node.name() {
+            return Err("ERR I tried hard but I can't forget myself...".to_string());
+        }
+        if !node.knows(&name) {
+            return Err(unknown());
+        }
+        let outputs = node.forget(&name, now_ms);
+        drop(node);
+        self.sync_slots();
+        Ok(outputs)
+    }
+
+    /// The address of the node serving `slot`, if any.
+    fn owner_address(&self, slot: u16) -> Option<(String, u16)> {
+        let node = self.node.lock();
+        let owner = *node.owner(slot)?;
+        node.address_of(&owner)
+            .map(|(ip, port)| (String::from_utf8_lossy(&ip).into_owned(), port))
+    }
+
+    /// Assigns or frees slots (ADDSLOTS, DELSLOTS and their ranges): all
+    /// checked first, as Redis does, then applied and saved.
+    pub fn change_slots(&self, slots: &[u16], add: bool) -> Result<(), String> {
+        let mut seen = std::collections::HashSet::new();
+        {
+            let node = self.node.lock();
+            for &slot in slots {
+                if add && node.owner(slot).is_some() {
+                    return Err(format!("ERR Slot {slot} is already busy"));
+                }
+                if !add && node.owner(slot).is_none() {
+                    return Err(format!("ERR Slot {slot} is already unassigned"));
+                }
+                if !seen.insert(slot) {
+                    return Err(format!("ERR Slot {slot} specified multiple times"));
+                }
+            }
+        }
+        {
+            let mut node = self.node.lock();
+            if add {
+                let _ = node.add_slots(slots.iter().copied());
+            } else {
+                let _ = node.del_slots(slots.iter().copied());
+            }
+        }
+        for &slot in slots {
+            set_bit(&self.owned, slot, add);
+        }
+        self.state_ok();
+        self.save().map_err(|e| format!("ERR {e}"))
+    }
+
+    /// CLUSTER FLUSHSLOTS.
+    pub fn flush_slots(&self) -> Result<(), String> {
+        let mine: Vec<u16> = (0..SLOTS as u16).filter(|&s| self.owns(s)).collect();
+        let _ = self.node.lock().del_slots(mine);
+        self.sync_slots();
+        self.save().map_err(|e| format!("ERR {e}"))
+    }
+
+    /// CLUSTER SET-CONFIG-EPOCH (refused once the node knows others, or
+    /// its epoch is non-zero).
+    pub fn set_config_epoch(&self, epoch: u64) -> Result<(), String> {
+        let mut node = self.node.lock();
+        if node.known_nodes() > 1 {
+            return Err(
+                "ERR The user can assign a config epoch only when the node does not \
+                        know any other node."
+                    .to_string(),
+            );
+        }
+        if node.config_epoch() != 0 {
+            return Err("ERR Node config epoch is already non-zero".to_string());
+        }
+        node.set_config_epoch(epoch);
+        drop(node);
+        self.save().map_err(|e| format!("ERR {e}"))
+    }
+
+    /// CLUSTER BUMPEPOCH: `BUMPED n` or `STILL n`.
+    pub fn bump_epoch(&self) -> Result<String, String> {
+        let mut node = self.node.lock();
+        match node.bump_epoch() {
+            Some(epoch) => {
+                drop(node);
+                self.save().map_err(|e| format!("ERR {e}"))?;
+                Ok(format!("BUMPED {epoch}"))
+            }
+            None => Ok(format!("STILL {}", node.config_epoch())),
+        }
+    }
+
+    /// CLUSTER RESET: every other node forgotten, slots flushed; HARD also
+    /// takes a new name and zeroes the epochs.
+    pub fn reset(&self, hard: bool) -> Result<(), String> {
+        let mut node = self.node.lock();
+        let name = if hard { random_name() } else { *node.name() };
+        let epoch = if hard { 0 } else { node.config_epoch() };
+        *node = Node::new(name, self.port, self.cport, self.node_timeout_ms, seed());
+        node.set_config_epoch(epoch);
+        drop(node);
+        self.sync_slots();
+        self.save().map_err(|e| format!("ERR {e}"))
+    }
+
+    /// (current epoch, config epoch).
+    pub fn epochs(&self) -> (u64, u64) {
+        let node = self.node.lock();
+        (node.current_epoch(), node.config_epoch())
+    }
+
+    /// Known nodes and masters serving slots (CLUSTER INFO).
+    pub fn sizes(&self) -> (usize, usize) {
+        let node = self.node.lock();
+        (node.known_nodes(), node.serving_masters())
+    }
+
+    /// The cluster as nodes.conf / CLUSTER NODES see it.
+    pub fn nodes_conf(&self) -> NodesConf {
+        self.node.lock().nodes_conf()
+    }
+
+    /// CLUSTER MEET: the handshake starts; the bus carries it out.
+    pub fn meet(&self, ip: &[u8], port: u16, cport: u16, now_ms: u64) -> Vec<Output> {
+        self.node.lock().meet(ip, port, cport, now_ms)
+    }
+
+    /// Runs `f` on the state machine (the bus's entry point).
+    pub fn with_node<R>(&self, f: impl FnOnce(&mut Node) -> R) -> R {
+        f(&mut self.node.lock())
+    }
+
+    /// Writes nodes.conf (a temporary file renamed over it, fsynced).
+    pub fn save(&self) -> Result<(), String> {
+        let _one_at_a_time = self.saving.lock();
+        let text = self.nodes_conf().render();
+        let path = &self.config_file;
+        let temp = path.with_extension("tmp-tally");
+        std::fs::write(&temp, text)
+            .and_then(|()| std::fs::File::open(&temp)?.sync_all())
+            .and_then(|()| std::fs::rename(&temp, path))
+            .map_err(|e| format!("Could not save the cluster config {}: {e}", path.display()))
+    }
+}
+
+/// Redis's reply to several keys of a slot being moved.
+const TRYAGAIN: &str = "TRYAGAIN Multiple keys request during rehashing of slot";
+
+/// What CLUSTER SETSLOT does.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum SetSlot {
+    /// MIGRATING <node>.
+    Migrating(Vec<u8>),
+    /// IMPORTING <node>.
+    Importing(Vec<u8>),
+    /// STABLE.
+    Stable,
+    /// NODE <node>.
+    Node(Vec<u8>),
+}
+
+#[inline]
+fn bit(words: &[AtomicU64], slot: u16) -> bool {
+    let slot = slot as usize;
+    words[slot / 64].load(Ordering::Relaxed) & (1 << (slot % 64)) != 0
+}
+
+fn set_bit(words: &[AtomicU64], slot: u16, on: bool) {
+    let slot = slot as usize;
+    let bit = 1u64 << (slot % 64);
+    if on {
+        words[slot / 64].fetch_or(bit, Ordering::Relaxed);
+    } else {
+        words[slot / 64].fetch_and(!bit, Ordering::Relaxed);
+    }
+}

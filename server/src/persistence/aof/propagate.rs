@@ -1,0 +1,329 @@
+//! What a write command puts in the change feed: the command itself, or
+//! the command Redis 7.0 propagates in its place, so that a replay is
+//! exact whenever it runs. Relative times become absolute (`SET ... PXAT`,
+//! `PEXPIREAT`, `RESTORE ... ABSTTL`), a deadline already past becomes
+//! `DEL`, a random or floating result becomes the value it produced
+//! (`SPOP` → `SREM`, `INCRBYFLOAT` → `SET ... KEEPTTL`), and a command
+//! that changed nothing is left out where its rewrite would not be a
+//! no-op. Everything else is deterministic and goes as it came.
+
+use crate::cmd::table::Command;
+use crate::resp::Reply;
+use crate::store::feed::Argv;
+
+/// The commands that stand for `argv`, whose reply was `reply` (not an
+/// error), run at `now_ms`.
+pub fn propagated(command: &Command, argv: &[&[u8]], reply: &Reply, now_ms: u64) -> Vec<Argv> {
+    let owned = |args: &[&[u8]]| args.iter().map(|a| a.to_vec()).collect::<Argv>();
+    let key = argv.get(1).copied().unwrap_or_default();
+    let del = || vec![vec![b"DEL".to_vec(), key.to_vec()]];
+    let number = |n: i64| n.to_string().into_bytes();
+    match command.name {
+        "set" => set(argv, reply, now_ms),
+        "setex" | "psetex" => {
+            let amount = int(argv[2]);
+            let unit = if command.name == "setex" { 1000 } else { 1 };
+            let at = (now_ms as i64).saturating_add(amount.saturating_mul(unit));
+            vec![vec![
+                b"SET".to_vec(),
+                key.to_vec(),
+                argv[3].to_vec(),
+                b"PXAT".to_vec(),
+                number(at),
+            ]]
+        }
+        "getset" => vec![vec![b"SET".to_vec(), key.to_vec(), argv[2].to_vec()]],
+        "getdel" if is_nil(reply) => Vec::new(),
+        "getdel" => del(),
+        "getex" => getex(argv, reply, now_ms),
+        "incrbyfloat" => match bulk(reply) {
+            Some(value) => vec![vec![
+                b"SET".to_vec(),
+                key.to_vec(),
+                value,
+                b"KEEPTTL".to_vec(),
+            ]],
+            None => Vec::new(),
+        },
+        "hincrbyfloat" => match bulk(reply) {
+            Some(value) => vec![vec![
+                b"HSET".to_vec(),
+                key.to_vec(),
+                argv[2].to_vec(),
+                value,
+            ]],
+            None => Vec::new(),
+        },
+        "expire" | "pexpire" | "expireat" | "pexpireat" => {
+            if !matches!(reply, Reply::Int(1) | Reply::Bool(true)) {
+                return Vec::new();
+            }
+            let amount = int(argv[2]);
+            let at = match command.name {
+                "expire" => (now_ms as i64).saturating_add(amount.saturating_mul(1000)),
+                "pexpire" => (now_ms as i64).saturating_add(amount),
+                "expireat" => amount.saturating_mul(1000),
+                _ => amount,
+            };
+            if at <= now_ms as i64 {
+                return del();
+            }
+            let mut out = vec![b"PEXPIREAT".to_vec(), key.to_vec(), number(at)];
+            out.extend(argv[3..].iter().map(|a| a.to_vec()));
+            vec![out]
+        }
+        "spop" => {
+            let members = bulks(reply);
+            if members.is_empty() {
+                return Vec::new();
+            }
+            let mut out = vec![b"SREM".to_vec(), key.to_vec()];
+            out.extend(members);
+            vec![out]
+        }
+        "restore" | "restore-asking" => restore(argv, now_ms),
+        // The keys it moved out are logged as DELs when the target took them.
+        "migrate" => Vec::new(),
+        _ => vec![owned(argv)],
+    }
+}
+
+/// SET: left out when NX/XX kept it from setting; with a relative or
+/// absolute deadline, `SET key value PXAT <ms>`; GET dropped otherwise.
+fn set(argv: &[&[u8]], reply: &Reply, now_ms: u64) -> Vec<Argv> {
+    let mut nx = false;
+    let mut xx = false;
+    let mut get = false;
+    let mut at: Option<i64> = None;
+    let mut i = 3;
+    while i < argv.len() {
+        let word = argv[i].to_ascii_uppercase();
+        match word.as_slice() {
+            b"NX" => nx = true,
+            b"XX" => xx = true,
+            b"GET" => get = true,
+            b"EX" | b"PX" | b"EXAT" | b"PXAT" if i + 1 < argv.len() => {
+                let amount = int(argv[i + 1]);
+                at = Some(match word.as_slice() {
+                    b"EX" => (now_ms as i64).saturating_add(amount.saturating_mul(1000)),
+                    b"PX" => (now_ms as i64).saturating_add(amount),
+                    b"EXAT" => amount.saturating_mul(1000),
+                    _ => amount,
+                });
+                i += 1;
+            }
+            _ => {}
+        }
+        i += 1;
+    }
+    let applied = if get {
+        // The reply is the old value: NX set only where there was none,
+        // XX only where there was one.
+        if nx {
+            is_nil(reply)
+        } else if xx {
+            !is_nil(reply)
+        } else {
+            true
+        }
+    } else {
+        matches!(reply, Reply::Ok)
+    };
+    if !applied {
+        return Vec::new();
+    }
+    match at {
+        Some(at) => vec![vec![
+            b"SET".to_vec(),
+            argv[1].to_vec(),
+            argv[2].to_vec(),
+            b"PXAT".to_vec(),
+            at.to_string().into_bytes(),
+        ]],
+        None => vec![argv
+            .iter()
+            .enumerate()
+            .filter(|(i, a)| *i < 3 || !a.eq_ignore_ascii_case(b"GET"))
+            .map(|(_, a)| a.to_vec())
+            .collect()],
+    }
+}
+
+/// GETEX: a new deadline as `PEXPIREAT` (`DEL` when already past),
+/// PERSIST as `PERSIST`; nothing without an option or a key.
+fn getex(argv: &[&[u8]], reply: &Reply, now_ms: u64) -> Vec<Argv> {
+    if is_nil(reply) || argv.len() < 3 {
+        return Vec::new();
+    }
+    let key = argv[1].to_vec();
+    let word = argv[2].to_ascii_uppercase();
+    if word == b"PERSIST" {
+        return vec![vec![b"PERSIST".to_vec(), key]];
+    }
+    let Some(amount) = argv.get(3).map(|a| int(a)) else {
+        return Vec::new();
+    };
+    let at = match word.as_slice() {
+        b"EX" => (now_ms as i64).saturating_add(amount.saturating_mul(1000)),
+        b"PX" => (now_ms as i64).saturating_add(amount),
+        b"EXAT" => amount.saturating_mul(1000),
+        b"PXAT" => amount,
+        _ => return Vec::new(),
+    };
+    if at <= now_ms as i64 {
+        return vec![vec![b"DEL".to_vec(), key]];
+    }
+    vec![vec![
+        b"PEXPIREAT".to_vec(),
+        key,
+        at.to_string().into_bytes(),
+    ]]
+}
+
+/// RESTORE: a relative TTL made absolute (`ABSTTL` added, as Redis's
+/// restoreCommand rewrites it); a deadline already past is the key's
+/// deletion, which is what the RESTORE left behind.
+fn restore(argv: &[&[u8]], now_ms: u64) -> Vec<Argv> {
+    let ttl = int(argv[2]);
+    let absolute = argv[4..].iter().any(|a| a.eq_ignore_ascii_case(b"ABSTTL"));
+    let mut out: Argv = argv.iter().map(|a| a.to_vec()).collect();
+    if ttl == 0 {
+        return vec![out];
+    }
+    let at = if absolute {
+        ttl
+    } else {
+        (now_ms as i64).saturating_add(ttl)
+    };
+    if at <= now_ms as i64 {
+        return vec![vec![b"DEL".to_vec(), argv[1].to_vec()]];
+    }
+    if !absolute {
+        out[2] = at.to_string().into_bytes();
+        out.push(b"ABSTTL".to_vec());
+    }
+    vec![out]
+}
+
+/// An argument the handler already accepted as an integer.
+fn int(arg: &[u8]) -> i64 {
+    std::str::from_utf8(arg)
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(0)
+}
+
+fn is_nil(reply: &Reply) -> bool {
+    matches!(reply, Reply::Nil | Reply::NilArray)
+}
+
+/// A bulk reply's bytes.
+fn bulk(reply: &Reply) -> Option<Vec<u8>> {
+    match reply {
+        Reply::Bulk(bytes) | Reply::Verbatim(bytes) => Some(bytes.clone()),
+        Reply::BulkInt(n) => Some(n.to_string().into_bytes()),
+        Reply::BulkStatic(bytes) => Some(bytes.to_vec()),
+        _ => None,
+    }
+}
+
+/// The bulk strings of a reply: one, or an array's or set's.
+fn bulks(reply: &Reply) -> Vec<Vec<u8>> {
+    match reply {
+        Reply::Array(items) | Reply::Set(items) => items.iter().filter_map(bulk).collect(),
+        other => bulk(other).into_iter().collect(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::cmd::table::registry;
+
+    fn run(args: &[&str], reply: Reply) -> Vec<Vec<String>> {
+        let argv: Vec<&[u8]> = args.iter().map(|a| a.as_bytes()).collect();
+        let command = registry().lookup(argv[0]).expect("known command");
+        propagated(command, &argv, &reply, 1_000_000)
+            .into_iter()
+            .map(|c| {
+                c.into_iter()
+                    .map(|a| String::from_utf8(a).expect("utf-8"))
+                    .collect()
+            })
+            .collect()
+    }
+
+    #[test]
+    fn relative_deadlines_become_absolute() {
+        assert_eq!(
+            run(&["set", "k", "v", "EX", "10"], Reply::Ok),
+            [["SET", "k", "v", "PXAT", "1010000"]]
+        );
+        assert_eq!(
+            run(&["setex", "k", "10", "v"], Reply::Ok),
+            [["SET", "k", "v", "PXAT", "1010000"]]
+        );
+        assert_eq!(
+            run(&["expire", "k", "5", "NX"], Reply::Int(1)),
+            [["PEXPIREAT", "k", "1005000", "NX"]]
+        );
+        assert_eq!(
+            run(&["getex", "k", "PX", "50"], Reply::Bulk(b"v".to_vec())),
+            [["PEXPIREAT", "k", "1000050"]]
+        );
+        assert_eq!(
+            run(&["restore", "k", "100", "payload"], Reply::Ok),
+            [["restore", "k", "1000100", "payload", "ABSTTL"]]
+        );
+    }
+
+    #[test]
+    fn past_deadlines_and_removals_become_del() {
+        assert_eq!(run(&["expireat", "k", "1"], Reply::Int(1)), [["DEL", "k"]]);
+        assert_eq!(
+            run(&["getex", "k", "PXAT", "5"], Reply::Bulk(b"v".to_vec())),
+            [["DEL", "k"]]
+        );
+        assert_eq!(
+            run(&["getdel", "k"], Reply::Bulk(b"v".to_vec())),
+            [["DEL", "k"]]
+        );
+        assert!(run(&["getdel", "k"], Reply::Nil).is_empty());
+    }
+
+    #[test]
+    fn commands_that_did_nothing_are_left_out() {
+        assert!(run(&["set", "k", "v", "NX", "EX", "5"], Reply::Nil).is_empty());
+        assert!(run(
+            &["set", "k", "v", "NX", "GET"],
+            Reply::Bulk(b"old".to_vec())
+        )
+        .is_empty());
+        assert!(run(&["expire", "k", "5"], Reply::Int(0)).is_empty());
+        assert!(run(&["spop", "s"], Reply::Nil).is_empty());
+    }
+
+    #[test]
+    fn results_replace_randomness_and_floats() {
+        assert_eq!(
+            run(
+                &["spop", "s", "2"],
+                Reply::Set(vec![Reply::Bulk(b"a".to_vec()), Reply::Bulk(b"b".to_vec())])
+            ),
+            [["SREM", "s", "a", "b"]]
+        );
+        assert_eq!(
+            run(&["incrbyfloat", "k", "0.1"], Reply::Bulk(b"1.1".to_vec())),
+            [["SET", "k", "1.1", "KEEPTTL"]]
+        );
+        assert_eq!(
+            run(&["hincrbyfloat", "h", "f", "2"], Reply::Bulk(b"3".to_vec())),
+            [["HSET", "h", "f", "3"]]
+        );
+        assert_eq!(
+            run(&["set", "k", "v", "GET", "KEEPTTL"], Reply::Nil),
+            [["set", "k", "v", "KEEPTTL"]]
+        );
+        assert_eq!(run(&["incr", "k"], Reply::Int(1)), [["incr", "k"]]);
+    }
+}

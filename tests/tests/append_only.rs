@@ -1,0 +1,548 @@
+//! The append-only file in Redis 7's layout: the same log bytes as
+//! redis-server for the same commands, directories that load in either
+//! server, exact replays (expiry, scripts, native limiter runs, rewrites
+//! under load), damaged logs refused or cut as `aof-load-truncated` says,
+//! and write errors refused with MISCONF.
+
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use redis::AsyncCommands;
+use tally_server::{Config, Server, ServerHandle};
+use tally_tests::keyspace::{
+    all_contents, connect, fill, persistence_info, run, wait_for_persistence, wait_loaded,
+};
+use tally_tests::{scratch_dir, words, RedisServer, TestServer};
+
+/// The configuration of a tally server keeping its log in `dir`.
+fn logging_config(dir: &str, adjust: impl FnOnce(&mut Config)) -> Config {
+    let mut config = Config {
+        port: 0,
+        shards: 4,
+        dir: dir.to_string(),
+        save_points: Vec::new(),
+        appendonly: true,
+        ..Config::default()
+    };
+    adjust(&mut config);
+    config
+}
+
+/// A tally server keeping its log in `dir`, once its log is loaded.
+async fn start_logging(dir: &str, adjust: impl FnOnce(&mut Config)) -> ServerHandle {
+    let config = logging_config(dir, adjust);
+    let handle = Server::new(config).start().await.expect("tally starts");
+    wait_loaded(handle.local_addr()).await;
+    handle
+}
+
+fn appenddir(dir: &str) -> PathBuf {
+    Path::new(dir).join("appendonlydir")
+}
+
+fn read(path: &Path) -> Vec<u8> {
+    std::fs::read(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+}
+
+/// Runs `lines` (space-separated words) on a connection.
+async fn run_lines(addr: SocketAddr, lines: &[&str]) {
+    let mut conn = connect(addr).await;
+    for line in lines {
+        run(&mut conn, &words(line)).await;
+    }
+}
+
+/// Writes whose propagated forms Redis 7.0 rewrites (absolute times only,
+/// so both servers log the same bytes), each changing something.
+const REWRITTEN: &[&str] = &[
+    "SET a 1",
+    "INCR a",
+    "SET b x PXAT 4102444800000",
+    "SET c y GET",
+    "GETSET c z",
+    "GETDEL c",
+    "SET f 1.5",
+    "INCRBYFLOAT f 0.25",
+    "HSET h n 1",
+    "HINCRBYFLOAT h n 2.5",
+    "EXPIREAT a 4102444800",
+    "PEXPIREAT b 4102444801000",
+    "GETEX b PXAT 4102444802000",
+    "GETEX b PERSIST",
+    "EXPIREAT a 1",
+    "SADD s only",
+    "SPOP s",
+    "RPUSH l x y z",
+    "LPOP l",
+    "ZADD z 1 m 2 n",
+    "SELECT 5",
+    "SET in-five 1",
+    "MULTI",
+    "INCR in-five",
+    "SET other 2",
+    "EXEC",
+    "SELECT 0",
+    "MULTI",
+    "SET x 1",
+    "SET y 2",
+    "EXEC",
+];
+
+/// The same commands leave the same increment, byte for byte, in tally's
+/// log and in redis-server's: SELECT where the database changes, Redis
+/// 7.0's rewrites (SET ... PXAT, PEXPIREAT, DEL for a past deadline, SET
+/// for GETSET, SREM for SPOP, SET KEEPTTL for INCRBYFLOAT, HSET for
+/// HINCRBYFLOAT, PERSIST), and a transaction as MULTI/EXEC.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_log_holds_the_bytes_redis_writes() {
+    let redis_dir = scratch_dir();
+    let Some(redis) = RedisServer::start_with(&["--dir", &redis_dir, "--appendonly", "yes"]) else {
+        return;
+    };
+    let tally_dir = scratch_dir();
+    let tally = start_logging(&tally_dir, |_| {}).await;
+    run_lines(redis.addr, REWRITTEN).await;
+    run_lines(tally.local_addr(), REWRITTEN).await;
+    let incr = "appendonly.aof.1.incr.aof";
+    let redis_log = read(&appenddir(&redis_dir).join(incr));
+    let tally_log = read(&appenddir(&tally_dir).join(incr));
+    assert_eq!(
+        String::from_utf8_lossy(&tally_log),
+        String::from_utf8_lossy(&redis_log)
+    );
+    assert_eq!(
+        read(&appenddir(&tally_dir).join("appendonly.aof.manifest")),
+        read(&appenddir(&redis_dir).join("appendonly.aof.manifest"))
+    );
+    tally.shutdown().await;
+}
+
+/// Copies one server's append-only directory into a fresh `dir`.
+fn copy_log(from: &str) -> String {
+    let to = scratch_dir();
+    let target = appenddir(&to);
+    std::fs::create_dir_all(&target).expect("mkdir");
+    for entry in std::fs::read_dir(appenddir(from)).expect("log directory") {
+        let entry = entry.expect("entry");
+        std::fs::copy(entry.path(), target.join(entry.file_name())).expect("copy");
+    }
+    to
+}
+
+/// Every type and encoding, TTLs and a second database: tally's log loads
+/// in redis-server with the same contents, and redis-server's in tally.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn logs_load_in_either_server() {
+    let tally_dir = scratch_dir();
+    let tally = start_logging(&tally_dir, |_| {}).await;
+    fill(tally.local_addr()).await;
+    run_lines(tally.local_addr(), &["SELECT 3", "SET in-three 1 EX 1000"]).await;
+    let expected = [
+        all_contents(tally.local_addr(), 0).await,
+        all_contents(tally.local_addr(), 3).await,
+    ];
+    let copy = copy_log(&tally_dir);
+    let Some(redis) = RedisServer::start_with(&["--dir", &copy, "--appendonly", "yes"]) else {
+        tally.shutdown().await;
+        return;
+    };
+    for (db, contents) in [0, 3].into_iter().zip(&expected) {
+        assert_eq!(&all_contents(redis.addr, db).await, contents, "db {db}");
+    }
+    tally.shutdown().await;
+
+    // And back: what redis-server logs, tally loads.
+    let redis_dir = scratch_dir();
+    let Some(redis) = RedisServer::start_with(&["--dir", &redis_dir, "--appendonly", "yes"]) else {
+        return;
+    };
+    fill(redis.addr).await;
+    run_lines(redis.addr, &["SELECT 2", "SET in-two 1 EX 1000"]).await;
+    let mut conn = connect(redis.addr).await;
+    let _: () = redis::cmd("EVAL")
+        .arg("redis.call('incr','counted'); redis.call('expire','counted',60)")
+        .arg(0)
+        .query_async(&mut conn)
+        .await
+        .expect("EVAL");
+    let expected = [
+        all_contents(redis.addr, 0).await,
+        all_contents(redis.addr, 2).await,
+    ];
+    let copy = copy_log(&redis_dir);
+    let tally = start_logging(&copy, |_| {}).await;
+    for (db, contents) in [0, 2].into_iter().zip(&expected) {
+        assert_eq!(
+            &all_contents(tally.local_addr(), db).await,
+            contents,
+            "db {db}"
+        );
+    }
+    tally.shutdown().await;
+}
+
+/// The increment of a log, as text.
+fn increment(dir: &str) -> String {
+    let manifest = String::from_utf8_lossy(&read(&appenddir(dir).join("appendonly.aof.manifest")))
+        .into_owned();
+    let last = manifest
+        .lines()
+        .rfind(|l| l.ends_with("type i"))
+        .expect("an increment")
+        .split(' ')
+        .nth(1)
+        .expect("its name")
+        .to_string();
+    String::from_utf8_lossy(&read(&appenddir(dir).join(last))).into_owned()
+}
+
+/// A key that expires is logged as DEL where it expired, so a replay
+/// (which expires nothing while it runs) starts a counter made again
+/// after the expiry from 1, not from the old count.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn expiry_is_logged_where_it_happened() {
+    let dir = scratch_dir();
+    let server = TestServer::start_with(|c| {
+        c.dir = dir.clone();
+        c.appendonly = true;
+    })
+    .await;
+    wait_loaded(server.addr()).await;
+    run_lines(server.addr(), &["INCRBY hits 41", "PEXPIRE hits 1000"]).await;
+    server.clock.advance_ms(1500);
+    run_lines(server.addr(), &["INCR hits"]).await;
+    let log = increment(&dir);
+    assert!(
+        log.ends_with("*2\r\n$3\r\nDEL\r\n$4\r\nhits\r\n*2\r\n$4\r\nINCR\r\n$4\r\nhits\r\n"),
+        "{log:?}"
+    );
+    server.handle.shutdown().await;
+    let again = start_logging(&dir, |_| {}).await;
+    let mut conn = connect(again.local_addr()).await;
+    let hits: i64 = conn.get("hits").await.expect("GET");
+    assert_eq!(hits, 1);
+    let ttl: i64 = conn.pttl("hits").await.expect("PTTL");
+    assert_eq!(ttl, -1);
+    again.shutdown().await;
+}
+
+/// A script is logged by its effects in one MULTI/EXEC, and a native run
+/// of a known limiter script logs exactly what its Lua run logs.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn scripts_are_logged_by_their_effects() {
+    let script = tally_lua::SCRIPTS
+        .iter()
+        .find(|s| s.name == "sliding_window")
+        .expect("the seed script");
+    let mut logs = Vec::new();
+    for native in [true, false] {
+        let dir = scratch_dir();
+        let server = TestServer::start_with(|c| {
+            c.dir = dir.clone();
+            c.appendonly = true;
+            c.lua_native_scripts = native;
+        })
+        .await;
+        wait_loaded(server.addr()).await;
+        let mut conn = connect(server.addr()).await;
+        let reply: Vec<i64> = redis::cmd("EVAL")
+            .arg(script.source)
+            .arg(2)
+            .arg("rl:u:1720000000")
+            .arg("rl:u:1719999940")
+            .arg(10)
+            .arg(60)
+            .arg(1_720_000_000u64)
+            .arg(1)
+            .query_async(&mut conn)
+            .await
+            .expect("EVAL");
+        assert_eq!(reply[0], 1);
+        logs.push(increment(&dir));
+        server.handle.shutdown().await;
+    }
+    let deadline = tally_tests::T0_MS + 120_000;
+    let expected = format!(
+        "*2\r\n$6\r\nSELECT\r\n$1\r\n0\r\n*1\r\n$5\r\nMULTI\r\n*2\r\n$4\r\nINCR\r\n$15\r\nrl:u:1720000000\r\n\
+         *3\r\n$9\r\nPEXPIREAT\r\n$15\r\nrl:u:1720000000\r\n$13\r\n{deadline}\r\n*1\r\n$4\r\nEXEC\r\n"
+    );
+    assert_eq!(logs[0], expected, "native run");
+    assert_eq!(logs[1], expected, "Lua run");
+}
+
+/// A log cut inside its last command loads up to the last whole one with
+/// `aof-load-truncated yes` (the default), which cuts the file there; with
+/// `no`, or when the damage is not at the end, the start fails.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_damaged_log_is_cut_or_refused() {
+    let dir = scratch_dir();
+    let server = start_logging(&dir, |_| {}).await;
+    run_lines(server.local_addr(), &["SET kept 1", "SET also 2"]).await;
+    server.shutdown().await;
+    let incr = appenddir(&dir).join("appendonly.aof.1.incr.aof");
+    let whole = read(&incr);
+    // Half of a command, and an unfinished transaction.
+    let mut damaged = whole.clone();
+    damaged.extend_from_slice(
+        b"*1\r\n$5\r\nMULTI\r\n*3\r\n$3\r\nSET\r\n$4\r\nlost\r\n$1\r\n3\r\n*3\r\n$3\r\nSE",
+    );
+    std::fs::write(&incr, &damaged).expect("write");
+
+    let refused = start_failing(&dir, |c| c.aof_load_truncated = false).await;
+    assert!(refused, "aof-load-truncated no refuses a cut log");
+    assert_eq!(read(&incr), damaged, "a refused log is left as it was");
+
+    let server = start_logging(&dir, |_| {}).await;
+    let mut conn = connect(server.local_addr()).await;
+    let values: Vec<Option<String>> = redis::cmd("MGET")
+        .arg(&["kept", "also", "lost"])
+        .query_async(&mut conn)
+        .await
+        .expect("MGET");
+    assert_eq!(values, [Some("1".into()), Some("2".into()), None]);
+    server.shutdown().await;
+    assert_eq!(read(&incr), whole, "cut back to the last whole command");
+
+    // Garbage in the middle is a format error, whatever the setting.
+    let mut garbage = b"not a command\r\n".to_vec();
+    garbage.extend_from_slice(&whole);
+    std::fs::write(&incr, &garbage).expect("write");
+    assert!(start_failing(&dir, |_| {}).await, "a bad format is refused");
+}
+
+/// Starts a server on `dir` and tells whether its load failed (the server
+/// then shuts itself down).
+async fn start_failing(dir: &str, adjust: impl FnOnce(&mut Config)) -> bool {
+    let config = logging_config(dir, adjust);
+    let handle = Server::new(config).start().await.expect("the port opens");
+    let shared = handle.shared().clone();
+    let deadline = std::time::Instant::now() + Duration::from_secs(60);
+    while shared
+        .persistence
+        .loading
+        .load(std::sync::atomic::Ordering::SeqCst)
+    {
+        assert!(std::time::Instant::now() < deadline, "load never ended");
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    let failed = shared
+        .persistence
+        .load_failed
+        .load(std::sync::atomic::Ordering::SeqCst);
+    if !failed {
+        handle.shutdown().await;
+    }
+    failed
+}
+
+/// BGREWRITEAOF while 20 clients move counts between keys in MULTI/EXEC
+/// (the sum stays constant): the new base plus the increment started at
+/// its moment replay to exactly the live dataset.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_rewrite_under_load_replays_exactly() {
+    let dir = scratch_dir();
+    let server = start_logging(&dir, |_| {}).await;
+    let addr = server.local_addr();
+    const KEYS: usize = 8;
+    run_lines(
+        addr,
+        &["MSET k0 1000 k1 1000 k2 1000 k3 1000 k4 1000 k5 1000 k6 1000 k7 1000"],
+    )
+    .await;
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let mut writers = Vec::new();
+    for w in 0..20usize {
+        let stop = stop.clone();
+        writers.push(tokio::spawn(async move {
+            let mut conn = connect(addr).await;
+            let mut i = w;
+            while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                let from = format!("k{}", i % KEYS);
+                let to = format!("k{}", (i * 7 + 3) % KEYS);
+                let _: () = redis::pipe()
+                    .atomic()
+                    .cmd("DECRBY")
+                    .arg(&from)
+                    .arg(3)
+                    .ignore()
+                    .cmd("INCRBY")
+                    .arg(&to)
+                    .arg(3)
+                    .ignore()
+                    .query_async(&mut conn)
+                    .await
+                    .expect("transaction");
+                i += 1;
+            }
+        }));
+    }
+    let mut conn = connect(addr).await;
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    let started: String = redis::cmd("BGREWRITEAOF")
+        .query_async(&mut conn)
+        .await
+        .expect("BGREWRITEAOF");
+    assert_eq!(started, "Background append only file rewriting started");
+    wait_for_persistence(&mut conn, "the rewrite never ended", |info| {
+        info.contains("aof_rewrite_in_progress:0\r\n") && info.contains("aof_rewrites:1\r\n")
+    })
+    .await;
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    for writer in writers {
+        writer.await.expect("writer");
+    }
+    let live = all_contents(addr, 0).await;
+    server.shutdown().await;
+    let manifest = String::from_utf8_lossy(&read(&appenddir(&dir).join("appendonly.aof.manifest")))
+        .into_owned();
+    assert_eq!(
+        manifest,
+        "file appendonly.aof.2.base.rdb seq 2 type b\nfile appendonly.aof.2.incr.aof seq 2 type i\n"
+    );
+    assert!(!appenddir(&dir).join("appendonly.aof.1.incr.aof").exists());
+    let again = start_logging(&dir, |_| {}).await;
+    assert_eq!(all_contents(again.local_addr(), 0).await, live);
+    let mut conn = connect(again.local_addr()).await;
+    let mut sum = 0i64;
+    for k in 0..KEYS {
+        let v: i64 = conn.get(format!("k{k}")).await.expect("GET");
+        sum += v;
+    }
+    assert_eq!(sum, 8000);
+    again.shutdown().await;
+}
+
+/// CONFIG SET appendonly yes writes a base of what is there and logs from
+/// then on; a restart with the log loads both. BGSAVE during the rewrite
+/// waits its turn, as Redis's child does.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_log_turns_on_at_run_time() {
+    let dir = scratch_dir();
+    let server = start_logging(&dir, |c| c.appendonly = false).await;
+    let addr = server.local_addr();
+    fill(addr).await;
+    let mut conn = connect(addr).await;
+    let _: () = redis::cmd("CONFIG")
+        .arg("SET")
+        .arg("appendonly")
+        .arg("yes")
+        .query_async(&mut conn)
+        .await
+        .expect("CONFIG SET");
+    wait_for_persistence(&mut conn, "the first rewrite never ended", |info| {
+        info.contains("aof_rewrites:1\r\n") && info.contains("aof_rewrite_in_progress:0\r\n")
+    })
+    .await;
+    let info = persistence_info(&mut conn).await;
+    assert!(info.contains("aof_enabled:1\r\n"), "{info}");
+    run_lines(addr, &["SET after-on 1"]).await;
+    let live = all_contents(addr, 0).await;
+    server.shutdown().await;
+    assert_eq!(
+        String::from_utf8_lossy(&read(&appenddir(&dir).join("appendonly.aof.manifest"))),
+        "file appendonly.aof.1.base.rdb seq 1 type b\nfile appendonly.aof.1.incr.aof seq 1 type i\n"
+    );
+    let again = start_logging(&dir, |_| {}).await;
+    assert_eq!(all_contents(again.local_addr(), 0).await, live);
+    again.shutdown().await;
+}
+
+/// A write to the log that fails (the increment is /dev/full) refuses
+/// writes and PING with Redis's MISCONF text while it fails; reads go on.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_failed_log_write_refuses_writes() {
+    if !Path::new("/dev/full").exists() {
+        return;
+    }
+    let dir = scratch_dir();
+    let server = start_logging(&dir, |c| c.appendonly = false).await;
+    // Turned on at run time, the log starts in Redis's temporary increment.
+    let log = appenddir(&dir);
+    std::fs::create_dir_all(&log).expect("mkdir");
+    std::os::unix::fs::symlink("/dev/full", log.join("temp-appendonly.aof.incr")).expect("link");
+    let mut raw = tally_tests::RawConn::connect(server.local_addr()).await;
+    assert_eq!(
+        raw.cmd(&["CONFIG", "SET", "appendonly", "yes"]).await,
+        b"+OK\r\n"
+    );
+    // The first write is made and answered; the log could not take it.
+    assert_eq!(raw.cmd(&["SET", "k", "v"]).await, b"+OK\r\n");
+    let misconf = b"-MISCONF Errors writing to the AOF file: No space left on device\r\n";
+    assert_eq!(raw.cmd(&["SET", "k", "w"]).await, misconf);
+    assert_eq!(raw.cmd(&["PING"]).await, misconf);
+    assert_eq!(raw.cmd(&["GET", "k"]).await, b"$1\r\nv\r\n");
+    let info = persistence_info(&mut connect(server.local_addr()).await).await;
+    assert!(info.contains("aof_last_write_status:err\r\n"), "{info}");
+    server.shutdown().await;
+}
+
+/// Under `appendfsync always`, a write the log cannot fsync is not
+/// acknowledged: its client is disconnected unanswered, and writes after
+/// it get MISCONF.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_unlogged_write_is_not_acknowledged_under_always() {
+    if !Path::new("/dev/full").exists() {
+        return;
+    }
+    let dir = scratch_dir();
+    let server = start_logging(&dir, |c| {
+        c.appendonly = false;
+        c.appendfsync = tally_server::persistence::aof::Fsync::Always;
+    })
+    .await;
+    let log = appenddir(&dir);
+    std::fs::create_dir_all(&log).expect("mkdir");
+    std::os::unix::fs::symlink("/dev/full", log.join("temp-appendonly.aof.incr")).expect("link");
+    let mut admin = tally_tests::RawConn::connect(server.local_addr()).await;
+    assert_eq!(
+        admin.cmd(&["CONFIG", "SET", "appendonly", "yes"]).await,
+        b"+OK\r\n"
+    );
+    let mut writer = tally_tests::RawConn::connect(server.local_addr()).await;
+    writer
+        .send(&tally_tests::encode_command(&["SET", "k", "v"]))
+        .await;
+    assert_eq!(writer.read_until_closed().await, b"");
+    let refused = admin.cmd(&["SET", "k", "w"]).await;
+    assert!(
+        refused.starts_with(b"-MISCONF Errors writing to the AOF file"),
+        "{refused:?}"
+    );
+    server.shutdown().await;
+}
+
+/// A Redis 6 style single `appendonly.aof` in `dir` (an RDB preamble and
+/// commands after it) is taken over into the directory as the base, as
+/// Redis 7 upgrades it, and loads whole.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_old_style_log_is_taken_over() {
+    let source = TestServer::start().await;
+    run_lines(source.addr(), &["SET from-preamble 1", "RPUSH list a b"]).await;
+    run_lines(source.addr(), &["SAVE"]).await;
+    let source_dir = source.handle.shared().config.read().dir.clone();
+    let mut old_style = read(&Path::new(&source_dir).join("dump.rdb"));
+    old_style.extend_from_slice(&tally_tests::encode_command(&["SELECT", "0"]));
+    old_style.extend_from_slice(&tally_tests::encode_command(&["INCR", "from-preamble"]));
+    old_style.extend_from_slice(&tally_tests::encode_command(&["SET", "from-tail", "yes"]));
+    let dir = scratch_dir();
+    std::fs::write(Path::new(&dir).join("appendonly.aof"), &old_style).expect("write");
+    let server = start_logging(&dir, |_| {}).await;
+    let mut conn = connect(server.local_addr()).await;
+    let values: Vec<Option<String>> = redis::cmd("MGET")
+        .arg(&["from-preamble", "from-tail"])
+        .query_async(&mut conn)
+        .await
+        .expect("MGET");
+    assert_eq!(values, [Some("2".into()), Some("yes".into())]);
+    let list: Vec<String> = conn.lrange("list", 0, -1).await.expect("LRANGE");
+    assert_eq!(list, ["a", "b"]);
+    server.shutdown().await;
+    assert!(!Path::new(&dir).join("appendonly.aof").exists());
+    assert_eq!(read(&appenddir(&dir).join("appendonly.aof")), old_style);
+    assert_eq!(
+        String::from_utf8_lossy(&read(&appenddir(&dir).join("appendonly.aof.manifest"))),
+        "file appendonly.aof seq 1 type b\nfile appendonly.aof.1.incr.aof seq 1 type i\n"
+    );
+}

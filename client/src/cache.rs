@@ -31,8 +31,9 @@ pub struct LimitState {
     pub ceiling: u64,
     /// Window length.
     pub window_seconds: u64,
-    /// Which server holds it.
-    pub server: usize,
+    /// The hash slot of its keys (the node serving it is looked up at
+    /// each call: slots move).
+    pub slot: u16,
     /// The window (start, unix s) the lease belongs to.
     pub window_start: u64,
     /// Tokens reserved on the server for `window_start` and not used yet.
@@ -60,14 +61,14 @@ impl LimitState {
         name: LimitName,
         ceiling: u64,
         window_seconds: u64,
-        server: usize,
+        slot: u16,
     ) -> LimitState {
         LimitState {
             prefix,
             name,
             ceiling,
             window_seconds,
-            server,
+            slot,
             window_start: 0,
             lease: 0,
             give_back: Vec::new(),
@@ -119,6 +120,8 @@ pub struct Class {
     pub limits: Vec<SharedState>,
     /// The rules generation the class was built from.
     pub generation: u64,
+    /// The hash slot of the identity's keys.
+    pub slot: u16,
 }
 
 /// Key of a class: (scope, id, tier, endpoint).
@@ -171,8 +174,8 @@ impl hashbrown::Equivalent<ClassKey> for ClassKeyRef<'_> {
 /// Tokens to give back for a state that left the cache.
 #[derive(Debug, Clone)]
 pub struct Orphan {
-    /// Server index.
-    pub server: usize,
+    /// The hash slot of its keys.
+    pub slot: u16,
     /// Key prefix.
     pub prefix: Arc<str>,
     /// The window the tokens were reserved in.
@@ -313,7 +316,7 @@ impl Cache {
             .chain((state.lease > 0).then_some((state.window_start, state.lease)));
         for (window_start, tokens) in unused {
             orphans.push(Orphan {
-                server: state.server,
+                slot: state.slot,
                 prefix: state.prefix.clone(),
                 window_start,
                 window_seconds: state.window_seconds,

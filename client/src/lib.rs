@@ -9,7 +9,10 @@
 //!   a sync every 20-100 ms tops leases up and gives unused ones back. A node
 //!   whose lease runs out asks the server instead of denying. See
 //!   docs/client.md for the bound this gives.
-//! - A circuit breaker per server with fail-open, fail-closed or hybrid
+//! - One server, or a Redis Cluster (tally's or Redis's): the URLs are
+//!   seed nodes, each identity's checks go to the node serving its hash
+//!   slot, and MOVED/ASK are followed as resharding moves slots.
+//! - A circuit breaker per node with fail-open, fail-closed or hybrid
 //!   policies; ready 429 responses with the seed's headers, the IETF draft's
 //!   `RateLimit-Policy`/`RateLimit`, and (feature `tower`) a tower Layer.
 //!
@@ -37,6 +40,7 @@ pub mod keys;
 pub mod limiter;
 pub mod metrics;
 pub mod rules;
+mod topology;
 #[cfg(feature = "tower")]
 pub mod tower;
 

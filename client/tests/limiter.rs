@@ -294,40 +294,6 @@ async fn the_failure_policy_decides_when_the_server_is_gone() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn identities_are_spread_over_several_servers_and_stay_on_theirs() {
-    let first = TestServer::start_real_clock().await;
-    let second = TestServer::start_real_clock().await;
-    let limiter = Limiter::builder([
-        format!("redis://{}", first.addr()),
-        format!("redis://{}", second.addr()),
-    ])
-    .rules_toml(RULES)
-    .unwrap()
-    .config(test_config(Mode::Exact))
-    .build()
-    .await
-    .unwrap();
-    for i in 0..40 {
-        let user = Identity::new("user", format!("u{i}"), "free");
-        assert!(limiter.check(&user, "GET /search", 1).await.allowed);
-        // Twice more: each identity's count lives on one server only.
-        limiter.check(&user, "GET /search", 1).await;
-        let third = limiter.check(&user, "GET /search", 1).await;
-        assert_eq!(third.limits[1].remaining, 2, "u{i} counted in one place");
-    }
-    let mut a = first.raw().await;
-    let mut b = second.raw().await;
-    let keys_a: usize = a.line("DBSIZE").await[1..].trim().parse().unwrap();
-    let keys_b: usize = b.line("DBSIZE").await[1..].trim().parse().unwrap();
-    assert_eq!(
-        keys_a + keys_b,
-        80,
-        "a global and a search key per identity"
-    );
-    assert!(keys_a > 0 && keys_b > 0, "{keys_a} / {keys_b}");
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn cached_mode_works_against_redis_too() {
     // The lease script is plain Lua: Redis runs it as tally does.
     let Some(redis) = RedisServer::start() else {

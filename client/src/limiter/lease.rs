@@ -1,0 +1,279 @@
+//! The lease protocol of the cached mode (`scripts/lease.lua`) and the
+//! sync round that gives unused leases back and tops active ones up: for
+//! each node, one pipelined round trip, the nodes asked concurrently.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::time::Instant;
+
+use super::Limiter;
+use crate::cache::{LimitState, SharedState};
+use crate::keys::{window_key, window_start};
+
+/// The lease script of the cached mode (see `scripts/lease.lua`).
+pub const LEASE_SCRIPT: &str = include_str!("../../scripts/lease.lua");
+
+/// Tokens a lease call gives back or asks for on one limit.
+pub(super) struct LeaseRequest {
+    pub(super) prefix: Arc<str>,
+    pub(super) window_seconds: u64,
+    pub(super) ceiling: u64,
+    pub(super) current: u64,
+    pub(super) give_back: Option<(u64, u64)>,
+    pub(super) want: u64,
+    pub(super) cost: u64,
+}
+
+/// The reply of the lease script.
+pub(super) struct LeaseReply {
+    pub(super) allowed: bool,
+    pub(super) remaining: Vec<u64>,
+    pub(super) resets: Vec<u64>,
+    pub(super) retry_after: u64,
+    pub(super) granted: Vec<u64>,
+    pub(super) server_ms: u64,
+    /// When the estimate admits the cost again (the deny cache's end).
+    pub(super) free_in_ms: u64,
+}
+
+pub(super) type LeaseTuple = (i64, Vec<i64>, Vec<i64>, i64, Vec<i64>, i64, i64);
+
+impl LeaseReply {
+    pub(super) fn from_tuple(t: LeaseTuple) -> LeaseReply {
+        let positive = |v: Vec<i64>| v.into_iter().map(|n| n.max(0) as u64).collect();
+        LeaseReply {
+            allowed: t.0 == 1,
+            remaining: positive(t.1),
+            resets: positive(t.2),
+            retry_after: t.3.max(0) as u64,
+            granted: positive(t.4),
+            server_ms: t.5.max(0) as u64,
+            free_in_ms: t.6.max(0) as u64,
+        }
+    }
+}
+
+impl Limiter {
+    pub(super) fn lease_invocation(
+        &self,
+        requests: &[LeaseRequest],
+    ) -> redis::ScriptInvocation<'_> {
+        let mut invocation = self.inner.lease.prepare_invoke();
+        for r in requests {
+            invocation.key(window_key(&r.prefix, r.current));
+            invocation.key(window_key(
+                &r.prefix,
+                r.current.saturating_sub(r.window_seconds),
+            ));
+            let back_window = r.give_back.map_or(r.current, |(start, _)| start);
+            invocation.key(window_key(&r.prefix, back_window));
+        }
+        for r in requests {
+            invocation
+                .arg(r.ceiling)
+                .arg(r.window_seconds)
+                .arg(r.give_back.map_or(0, |(_, tokens)| tokens))
+                .arg(r.want)
+                .arg(r.cost);
+        }
+        invocation
+    }
+
+    /// Applies limit `i` of a lease reply to its state.
+    pub(super) fn apply_lease_reply(
+        &self,
+        state: &mut LimitState,
+        request: &LeaseRequest,
+        reply: &LeaseReply,
+        i: usize,
+        now_ms: u64,
+    ) {
+        let granted = reply.granted.get(i).copied().unwrap_or(0);
+        if state.window_start == request.current {
+            state.lease += granted;
+            state.remaining = reply.remaining.get(i).copied().unwrap_or(0);
+            state.reset = reply.resets.get(i).copied().unwrap_or(state.reset);
+        } else if granted > 0 {
+            // The window rolled while the call was in flight: the grant was
+            // reserved on the old window's key.
+            state.give_back.push((request.current, granted));
+        }
+        if !reply.allowed {
+            let exceeded = reply.remaining.get(i).copied().unwrap_or(0) < request.cost.max(1);
+            if exceeded {
+                // Not the window's end: a sliding window frees budget as the
+                // previous window's weight falls.
+                state.denied_until_ms = now_ms + reply.free_in_ms.max(1);
+            }
+        }
+    }
+
+    /// One sync round: for every node, one round trip that gives back
+    /// unused leases of ended windows and evicted states and tops up the
+    /// leases of every active limit. The background worker calls this every
+    /// `sync_interval`; simulations call it on their own clock.
+    pub async fn sync_now(&self) {
+        let states = self.inner.cache.all_states();
+        let orphans = self.inner.cache.take_orphans();
+        let topology = &self.inner.topology;
+        let now_ms = self.now_ms();
+        let now_secs = now_ms / 1000;
+        let mut batches: HashMap<usize, Vec<(Option<SharedState>, LeaseRequest)>> = HashMap::new();
+        for shared in &states {
+            let mut s = shared.lock();
+            s.roll_at(now_secs);
+            // Smoothed use per interval sizes the next lease.
+            s.rate = 0.5 * s.rate + 0.5 * s.used_since_sync as f64;
+            s.used_since_sync = 0;
+            let idle = now_ms.saturating_sub(s.last_used_ms) > s.window_seconds * 1000;
+            let want = if idle || s.denied_until_ms > now_ms {
+                0
+            } else {
+                s.lease_target().saturating_sub(s.lease)
+            };
+            let give_back = s.give_back.pop();
+            if want == 0 && give_back.is_none() {
+                continue;
+            }
+            let request = LeaseRequest {
+                prefix: s.prefix.clone(),
+                window_seconds: s.window_seconds,
+                ceiling: s.ceiling,
+                current: s.window_start,
+                give_back,
+                want,
+                cost: 0,
+            };
+            batches
+                .entry(topology.node_for_slot(s.slot))
+                .or_default()
+                .push((Some(shared.clone()), request));
+        }
+        for orphan in &orphans {
+            let request = LeaseRequest {
+                prefix: orphan.prefix.clone(),
+                window_seconds: orphan.window_seconds,
+                ceiling: orphan.ceiling,
+                current: window_start(now_secs, orphan.window_seconds),
+                give_back: Some((orphan.window_start, orphan.tokens)),
+                want: 0,
+                cost: 0,
+            };
+            batches
+                .entry(topology.node_for_slot(orphan.slot))
+                .or_default()
+                .push((None, request));
+        }
+        let rounds = batches
+            .into_iter()
+            .map(|(node, batch)| self.sync_node(node, batch));
+        futures_util::future::join_all(rounds).await;
+    }
+
+    /// One node's part of a sync round: one pipeline of lease calls. A call
+    /// that fails (the node is down, the slot moved) keeps its give-back
+    /// queued for the next round.
+    async fn sync_node(&self, index: usize, batch: Vec<(Option<SharedState>, LeaseRequest)>) {
+        let node = self.inner.topology.node(index);
+        let started = Instant::now();
+        let mut pending: Vec<usize> = (0..batch.len()).collect();
+        let mut loaded = false;
+        while !pending.is_empty() {
+            let invocations: Vec<_> = pending
+                .iter()
+                .map(|&i| self.lease_invocation(std::slice::from_ref(&batch[i].1)))
+                .collect();
+            let mut pipe = redis::pipe();
+            pipe.ignore_errors();
+            for invocation in &invocations {
+                pipe.invoke_script(invocation);
+            }
+            let call = async {
+                let mut connection = node.connection().await?;
+                pipe.query_async::<Vec<redis::RedisResult<LeaseTuple>>>(&mut connection)
+                    .await
+            };
+            let super::Outcome::Done(replies) = self
+                .guarded(&node, self.inner.config.sync_timeout, call)
+                .await
+            else {
+                self.inner.metrics.sync_failure();
+                break;
+            };
+            let now_ms = self.now_ms();
+            let mut not_loaded = Vec::new();
+            for (i, reply) in pending.iter().copied().zip(replies) {
+                let (state, request) = &batch[i];
+                match reply {
+                    Ok(reply) => {
+                        let reply = LeaseReply::from_tuple(reply);
+                        self.note_server_time(reply.server_ms);
+                        if let Some(state) = state {
+                            self.apply_lease_reply(&mut state.lock(), request, &reply, 0, now_ms);
+                        }
+                        continue;
+                    }
+                    Err(e)
+                        if !loaded
+                            && e.kind()
+                                == redis::ErrorKind::Server(redis::ServerErrorKind::NoScript) =>
+                    {
+                        not_loaded.push(i);
+                        continue;
+                    }
+                    Err(e) => {
+                        if let Some((address, slot)) = e.redirect_node() {
+                            // Moved (or moving): the next round asks the
+                            // node that serves it now.
+                            self.inner.topology.moved(slot, address);
+                        } else {
+                            tracing::debug!(error = %e, "a lease call failed");
+                        }
+                    }
+                }
+                requeue(state, request);
+            }
+            if not_loaded.is_empty() {
+                pending.clear();
+                break;
+            }
+            // The script is not on this node yet (a restart, a new node):
+            // load it and send the calls it refused again.
+            let load = async {
+                let mut connection = node.connection().await?;
+                self.inner
+                    .lease
+                    .prepare_invoke()
+                    .load_async(&mut connection)
+                    .await
+            };
+            if !matches!(
+                self.guarded(&node, self.inner.config.sync_timeout, load)
+                    .await,
+                super::Outcome::Done(_)
+            ) {
+                pending = not_loaded;
+                break;
+            }
+            loaded = true;
+            pending = not_loaded;
+        }
+        if pending.is_empty() {
+            self.inner
+                .metrics
+                .sync(started.elapsed().as_micros() as u64);
+        } else {
+            // Not sent or not answered: the give-backs stay queued.
+            for &i in &pending {
+                requeue(&batch[i].0, &batch[i].1);
+            }
+        }
+    }
+}
+
+/// Queues a give-back that was not delivered again on its state.
+fn requeue(state: &Option<SharedState>, request: &LeaseRequest) {
+    if let (Some(state), Some(back)) = (state, request.give_back) {
+        state.lock().give_back.push(back);
+    }
+}

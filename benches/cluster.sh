@@ -56,7 +56,9 @@ one() { # port pid test-args... -> "req/s cpu-seconds-per-million"
 
 declare -A ONE
 for round in $(seq "$ROUNDS"); do
-    for side in plain cluster; do
+    # Which server runs first alternates: the machine's speed drifts.
+    sides="plain cluster"; if [ $((round % 2)) = 0 ]; then sides="cluster plain"; fi
+    for side in $sides; do
         if [ $side = plain ]; then port=$P_PORT; pid=$P_PID; sha=$P_SHA; else port=$C_PORT; pid=$C_PID; sha=$C_SHA; fi
         for test in SET GET INCR; do
             read -r rps cpu <<<"$(one "$port" "$pid" -t "${test,,}")"

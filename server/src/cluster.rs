@@ -327,6 +327,17 @@ impl Cluster {
         ok
     }
 
+    /// True when a command on `slot` runs here with no further check: the
+    /// slot is served here, no slot is being moved, the cluster is up
+    /// ([`Self::route`] would say `Here`). Checked first for every
+    /// single-key command.
+    #[inline]
+    pub fn serves_plainly(&self, slot: u16) -> bool {
+        self.state_ok.load(Ordering::Relaxed)
+            && self.open_count.load(Ordering::Relaxed) == 0
+            && self.owns(slot)
+    }
+
     /// Where a command with these keys may run (getNodeByQuery, in its
     /// order): the first key's slot must be served (here, or a MOVED to its
     /// owner), every other key in that slot, then the cluster up.

@@ -603,6 +603,11 @@ fn is_cluster_redirection(reply: &Reply) -> bool {
 /// key in one slot (EXEC: every queued command's), the slot served here and
 /// the cluster up; in a slot being moved, which keys exist decides.
 /// Commands run by EXEC or a script were routed with it.
+///
+/// Inlined: most commands take one key at a fixed position, whose slot the
+/// slot gate has computed, in a stable cluster; they leave here after a
+/// few loads. The rest go on to [`routed_in_full`].
+#[inline(always)]
 fn routed(
     ctx: &mut Ctx<'_>,
     cluster: &crate::cluster::Cluster,
@@ -612,6 +617,29 @@ fn routed(
     if ctx.held.is_some() || ctx.client.in_script {
         return None;
     }
+    let spec = command.keys;
+    if command.flags & flags::MOVABLE_KEYS == 0
+        && spec.first > 0
+        && spec.last == spec.first
+        && (spec.first as usize) < argv.len()
+    {
+        if let Some(slot) = ctx.client.first_key_slot {
+            if cluster.serves_plainly(slot) {
+                ctx.client.first_key_slot = None;
+                return None;
+            }
+        }
+    }
+    routed_in_full(ctx, cluster, command, argv)
+}
+
+#[inline(never)]
+fn routed_in_full(
+    ctx: &mut Ctx<'_>,
+    cluster: &crate::cluster::Cluster,
+    command: &'static Command,
+    argv: &[&[u8]],
+) -> Option<Reply> {
     let slot = |key: &[u8]| tally_cluster::slot::key_slot(key);
     let outcome = if command.name == "exec" {
         let transaction = ctx.client.transaction.as_ref()?;
@@ -634,36 +662,56 @@ fn routed(
             .collect();
         cluster.route(slots.into_iter(), access)
     } else {
-        if command.keys.first <= 0 && !table::movable_keys(command.name) {
+        let movable = command.flags & flags::MOVABLE_KEYS != 0;
+        if command.keys.first <= 0 && !movable {
             return None;
         }
-        let access = if command.flags & flags::WRITE != 0 {
-            Access::Write
-        } else if command.flags & flags::PUBSUB != 0
-            && pubsub::is_shard_channel_command(command.name)
-        {
-            Access::ShardChannel
-        } else {
-            Access::Read
+        let access = || {
+            if command.flags & flags::WRITE != 0 {
+                Access::Write
+            } else if command.flags & flags::PUBSUB != 0
+                && pubsub::is_shard_channel_command(command.name)
+            {
+                Access::ShardChannel
+            } else {
+                Access::Read
+            }
         };
-        if table::movable_keys(command.name) {
-            let positions = command.key_positions(argv);
-            cluster.route(positions.into_iter().map(|i| slot(argv[i])), access)
-        } else {
-            // The common case, keys at fixed positions, without allocating.
+        // The first key's slot, if the slot gate computed it already.
+        let mut known = ctx.client.first_key_slot.take();
+        if !movable {
+            // Keys at fixed positions, without allocating.
             let spec = command.keys;
             let last = if spec.last < 0 {
                 argv.len() as i32 + spec.last
             } else {
                 spec.last.min(argv.len() as i32 - 1)
             };
-            let positions = (spec.first..=last).step_by(spec.step.max(1) as usize);
-            // The first key's slot, if the slot gate computed it already.
-            let mut known = ctx.client.first_key_slot.take();
+            if last == spec.first {
+                // One key (GET, SET, INCR...), the common case: a slot
+                // served here while nothing moves and the cluster is up
+                // needs no more checks.
+                let first = known.unwrap_or_else(|| slot(argv[spec.first as usize]));
+                if cluster.serves_plainly(first) {
+                    return None;
+                }
+                cluster.route(std::iter::once(first), access())
+            } else {
+                let positions = (spec.first..=last).step_by(spec.step.max(1) as usize);
+                cluster.route(
+                    positions.map(|i| known.take().unwrap_or_else(|| slot(argv[i as usize]))),
+                    access(),
+                )
+            }
+        } else if let Some(range) = command.counted_key_range(argv) {
+            // EVAL and friends: a range.
             cluster.route(
-                positions.map(|i| known.take().unwrap_or_else(|| slot(argv[i as usize]))),
-                access,
+                range.map(|i| known.take().unwrap_or_else(|| slot(argv[i]))),
+                access(),
             )
+        } else {
+            let positions = command.key_positions(argv);
+            cluster.route(positions.into_iter().map(|i| slot(argv[i])), access())
         }
     };
     let outcome = match outcome {
@@ -766,19 +814,23 @@ fn slot_gate<'a>(
     if ctx.held.is_some() || ctx.client.in_script || command.name == "migrate" {
         return None;
     }
-    let first = if command.name == "exec" {
-        transaction_keys(ctx.client).into_iter().next()?
-    } else if table::movable_keys(command.name) {
-        argv[*command.key_positions(argv).first()?].to_vec()
+    // Without allocating in the common cases (keys at fixed positions,
+    // EVAL's counted keys); routing reuses the first key's slot.
+    let first_key = if command.name == "exec" {
+        let first = transaction_keys(ctx.client).into_iter().next()?;
+        return Some(cluster.enter(tally_cluster::slot::key_slot(&first)));
+    } else if let Some(range) = command.counted_key_range(argv) {
+        (!range.is_empty()).then_some(range.start)?
+    } else if command.flags & flags::MOVABLE_KEYS != 0 {
+        *command.key_positions(argv).first()?
     } else if command.keys.first > 0 && (command.keys.first as usize) < argv.len() {
-        // Without allocating: the common case. Routing reuses the slot.
-        let slot = tally_cluster::slot::key_slot(argv[command.keys.first as usize]);
-        ctx.client.first_key_slot = Some(slot);
-        return Some(cluster.enter(slot));
+        command.keys.first as usize
     } else {
         return None;
     };
-    Some(cluster.enter(tally_cluster::slot::key_slot(&first)))
+    let slot = tally_cluster::slot::key_slot(argv[first_key]);
+    ctx.client.first_key_slot = Some(slot);
+    Some(cluster.enter(slot))
 }
 
 /// Adds a command to the slow log. A script's commands are shown as Redis

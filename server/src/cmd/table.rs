@@ -54,6 +54,11 @@ pub mod flags {
     /// Served in a slot being imported as if ASKING had been sent
     /// (RESTORE-ASKING).
     pub const ASKING: u32 = 1 << 15;
+    /// Keys not at fixed positions (counted by an argument, or MIGRATE's
+    /// KEYS form). Set by the table from the name (see `movable_keys`), so
+    /// routing tests a bit rather than names on every command; not shown
+    /// by COMMAND INFO.
+    pub const MOVABLE_KEYS: u32 = 1 << 16;
 
     /// Flag names for COMMAND INFO, in Redis's order.
     pub const NAMES: &[(u32, &str)] = &[
@@ -117,11 +122,6 @@ pub fn counted_keys(name: &str) -> Option<(usize, usize, bool)> {
     }
 }
 
-/// True for commands whose keys are not at fixed positions.
-pub fn movable_keys(name: &str) -> bool {
-    counted_keys(name).is_some() || name == "migrate"
-}
-
 /// MIGRATE's keys (Redis's migrateGetKeys): the key argument, or those
 /// after KEYS when it is empty.
 fn migrate_key_positions(argv: &[&[u8]]) -> Vec<usize> {
@@ -156,18 +156,29 @@ impl Command {
         if self.name == "migrate" {
             return migrate_key_positions(argv);
         }
-        match counted_keys(self.name) {
-            Some((count_at, first, _)) => {
-                let count = super::command::c_atoi(argv.get(count_at).copied().unwrap_or_default());
-                let available = argv.len().saturating_sub(first) as i64;
-                if count < 1 || count > available {
-                    Vec::new()
-                } else {
-                    (first..first + count as usize).collect()
-                }
-            }
+        match self.counted_key_range(argv) {
+            Some(range) => range.collect(),
             None => self.keys.positions(argv.len()),
         }
+    }
+
+    /// For a command whose keys are counted by an argument (EVAL's
+    /// numkeys...), the argument range holding them in this call (empty
+    /// when the count is out of range); `None` for other commands. No
+    /// allocation: cluster routing runs it for every script call.
+    #[inline]
+    pub fn counted_key_range(&self, argv: &[&[u8]]) -> Option<std::ops::Range<usize>> {
+        if self.flags & MOVABLE_KEYS == 0 {
+            return None;
+        }
+        let (count_at, first, _) = counted_keys(self.name)?;
+        let count = super::command::c_atoi(argv.get(count_at).copied().unwrap_or_default());
+        let available = argv.len().saturating_sub(first) as i64;
+        Some(if count < 1 || count > available {
+            first..first
+        } else {
+            first..first + count as usize
+        })
     }
 }
 
@@ -242,7 +253,11 @@ pub(super) const fn row(
     Command {
         name,
         arity,
-        flags,
+        flags: if is_movable(name) {
+            flags | MOVABLE_KEYS
+        } else {
+            flags
+        },
         keys,
         handler,
         group,
@@ -250,6 +265,34 @@ pub(super) const fn row(
         summary,
         subcommands: &[],
     }
+}
+
+/// Commands whose keys are not at fixed positions: those `counted_keys`
+/// knows, and MIGRATE (a test checks the two lists agree).
+const fn is_movable(name: &str) -> bool {
+    const MOVABLE: [&str; 6] = [
+        "eval",
+        "evalsha",
+        "eval_ro",
+        "evalsha_ro",
+        "sintercard",
+        "migrate",
+    ];
+    let mut i = 0;
+    while i < MOVABLE.len() {
+        let (a, b) = (MOVABLE[i].as_bytes(), name.as_bytes());
+        if a.len() == b.len() {
+            let mut j = 0;
+            while j < a.len() && a[j] == b[j] {
+                j += 1;
+            }
+            if j == a.len() {
+                return true;
+            }
+        }
+        i += 1;
+    }
+    false
 }
 
 /// A container command: dispatch goes to its subcommands.
@@ -598,5 +641,31 @@ mod tests {
         assert_eq!(ALL_KEYS.positions(4), vec![1, 2, 3]);
         assert_eq!(TWO_KEYS.positions(3), vec![1, 2]);
         assert!(NO_KEYS.positions(3).is_empty());
+    }
+
+    #[test]
+    fn the_movable_keys_flag_marks_exactly_the_commands_with_movable_keys() {
+        let registry = registry();
+        let mut marked: Vec<&str> = registry
+            .all()
+            .filter(|c| c.flags & MOVABLE_KEYS != 0)
+            .map(|c| c.name)
+            .collect();
+        marked.sort_unstable();
+        let mut movable: Vec<&str> = registry
+            .all()
+            .filter(|c| counted_keys(c.name).is_some() || c.name == "migrate")
+            .map(|c| c.name)
+            .collect();
+        movable.sort_unstable();
+        assert_eq!(marked, movable);
+        assert_eq!(marked.len(), 6, "{marked:?}");
+        let evalsha = registry.lookup(b"evalsha").unwrap();
+        let argv: [&[u8]; 6] = [b"evalsha", b"sha", b"2", b"k1", b"k2", b"arg"];
+        assert_eq!(evalsha.counted_key_range(&argv), Some(3..5));
+        let argv: [&[u8]; 4] = [b"evalsha", b"sha", b"3", b"k1"];
+        assert_eq!(evalsha.counted_key_range(&argv), Some(3..3));
+        let get = registry.lookup(b"get").unwrap();
+        assert_eq!(get.counted_key_range(&[b"get", b"k"]), None);
     }
 }

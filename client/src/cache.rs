@@ -19,6 +19,14 @@ use crate::rules::LimitName;
 const SHARDS: usize = 16;
 /// States examined to pick an eviction victim.
 const EVICTION_SAMPLE: usize = 8;
+/// Uses per sync interval below which a node does not lease: a lease is
+/// reserved and (when unused) given back in sync round trips, so it pays
+/// only when it serves more decisions than those round trips cost; below
+/// this rate every check asks the server, as exact mode does.
+pub const LEASE_MIN_RATE: f64 = 2.0;
+/// How much use a lease covers: half a second (at least three sync
+/// intervals), so that a busy limit is topped up a few times a second.
+pub const LEASE_SPAN_MS: u64 = 500;
 
 /// One limit of one identity, as this node sees it.
 #[derive(Debug)]
@@ -52,6 +60,12 @@ pub struct LimitState {
     pub denied_until_ms: u64,
     /// Last use (ms), for eviction.
     pub last_used_ms: u64,
+    /// In the cache's active list: the next sync looks at it.
+    pub active: bool,
+    /// The server denied this limit and has not had budget left since:
+    /// the next ask takes whatever has been freed meanwhile (see
+    /// [`LimitState::wanted_on_ask`]).
+    pub scarce: bool,
 }
 
 impl LimitState {
@@ -78,6 +92,8 @@ impl LimitState {
             reset: 0,
             denied_until_ms: 0,
             last_used_ms: 0,
+            active: false,
+            scarce: false,
         }
     }
 
@@ -91,6 +107,7 @@ impl LimitState {
             self.give_back.push((self.window_start, self.lease));
         }
         self.lease = 0;
+        self.scarce = false;
         self.window_start = start;
         self.remaining = self.ceiling;
         self.reset = start + self.window_seconds;
@@ -101,12 +118,39 @@ impl LimitState {
         self.roll_to(crate::keys::window_start(now_secs, self.window_seconds));
     }
 
-    /// The lease the next sync should hold: two intervals of recent use, at
-    /// least one token, at most a tenth of the ceiling (so that leases held
-    /// by many nodes cannot starve an identity below its limit).
-    pub fn lease_target(&self) -> u64 {
-        let wanted = (self.rate * 2.0).ceil() as u64;
-        wanted.max(1).min((self.ceiling / 10).max(1))
+    /// The lease a top-up asks for, when syncs come every
+    /// `interval_ms`: none below [`LEASE_MIN_RATE`] (exact checks are
+    /// cheaper there), else half a second of recent use and at least three
+    /// intervals' worth, at most a tenth of the ceiling (so that leases
+    /// held by many nodes cannot starve an identity below its limit).
+    pub fn lease_target(&self, interval_ms: u64) -> u64 {
+        if self.rate < LEASE_MIN_RATE {
+            return 0;
+        }
+        let intervals = (LEASE_SPAN_MS as f64 / interval_ms.max(1) as f64).max(3.0);
+        let wanted = (self.rate * intervals).ceil() as u64;
+        wanted.min((self.ceiling / 10).max(1))
+    }
+
+    /// Below this the next sync tops the lease up: half the target, so a
+    /// busy limit costs one round trip per quarter second or so whatever
+    /// the sync interval, and its lease lasts until the next sync.
+    pub fn lease_low(&self, interval_ms: u64) -> u64 {
+        self.lease_target(interval_ms).div_ceil(2)
+    }
+
+    /// What a check that asks the server also asks to lease. Normally the
+    /// top-up; for a limit the server has been denying, as much as a node
+    /// may hold: its denials are cached for at least a sync interval, and
+    /// the budget the sliding window freed meanwhile must not go unused
+    /// (one token per ask would admit less than the limit when few nodes
+    /// serve the identity). The grant is what is free, no more.
+    pub fn wanted_on_ask(&self, interval_ms: u64) -> u64 {
+        if self.scarce {
+            (self.ceiling / 10).max(1).saturating_sub(self.lease)
+        } else {
+            self.lease_target(interval_ms).saturating_sub(self.lease)
+        }
     }
 }
 
@@ -199,6 +243,9 @@ pub struct Cache {
     states: Vec<Mutex<HashMap<Arc<str>, SharedState>>>,
     per_shard: usize,
     orphans: Mutex<Vec<Orphan>>,
+    /// States the next sync must look at: used since the last one, or
+    /// holding a lease or tokens to give back. The rest cost a sync nothing.
+    active: Mutex<Vec<SharedState>>,
 }
 
 impl Cache {
@@ -210,6 +257,7 @@ impl Cache {
             states: (0..SHARDS).map(|_| Mutex::new(HashMap::new())).collect(),
             per_shard: capacity.div_ceil(SHARDS).max(1),
             orphans: Mutex::new(Vec::new()),
+            active: Mutex::new(Vec::new()),
         }
     }
 
@@ -299,7 +347,12 @@ impl Cache {
                 .min_by_key(|(_, s)| s.lock().last_used_ms)
                 .map(|(k, _)| k.clone());
             if let Some(victim) = victim.and_then(|v| states.remove(&v)) {
-                self.orphan(&victim.lock());
+                let mut victim = victim.lock();
+                self.orphan(&victim);
+                // Its tokens now travel as orphans: the state itself (still
+                // on the active list, maybe) holds none.
+                victim.lease = 0;
+                victim.give_back.clear();
             }
         }
         let state = Arc::new(Mutex::new(make()));
@@ -331,12 +384,24 @@ impl Cache {
         std::mem::take(&mut *self.orphans.lock())
     }
 
-    /// Every cached limit state.
-    pub fn all_states(&self) -> Vec<SharedState> {
-        self.states
-            .iter()
-            .flat_map(|shard| shard.lock().values().cloned().collect::<Vec<_>>())
-            .collect()
+    /// Puts a state just used (`state` is `shared`, locked) on the active
+    /// list, once until the sync that takes it.
+    #[inline]
+    pub fn mark_active(&self, shared: &SharedState, state: &mut LimitState) {
+        if !state.active {
+            state.active = true;
+            self.active.lock().push(shared.clone());
+        }
+    }
+
+    /// Takes the active list (a sync puts back what stays active).
+    pub fn take_active(&self) -> Vec<SharedState> {
+        std::mem::take(&mut *self.active.lock())
+    }
+
+    /// Puts states back on the active list.
+    pub fn put_active(&self, states: impl IntoIterator<Item = SharedState>) {
+        self.active.lock().extend(states);
     }
 
     /// Number of cached limit states.
@@ -389,10 +454,17 @@ mod tests {
     #[test]
     fn leases_follow_recent_use_within_bounds() {
         let mut state = LimitState::new("p".into(), LimitName::Global, 1000, 60, 0);
-        assert_eq!(state.lease_target(), 1);
+        assert_eq!(state.lease_target(100), 0, "no use, no lease");
+        state.rate = 1.5;
+        assert_eq!(state.lease_target(100), 0, "too slow to pay for a lease");
+        state.rate = 2.0;
+        assert_eq!((state.lease_target(100), state.lease_low(100)), (10, 5));
         state.rate = 10.0;
-        assert_eq!(state.lease_target(), 20);
+        // Half a second of use at 100 ms, three intervals at 200 ms.
+        assert_eq!((state.lease_target(100), state.lease_low(100)), (50, 25));
+        assert_eq!(state.lease_target(20), 100);
+        assert_eq!(state.lease_target(200), 30);
         state.rate = 10_000.0;
-        assert_eq!(state.lease_target(), 100);
+        assert_eq!(state.lease_target(100), 100);
     }
 }

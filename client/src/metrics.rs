@@ -14,6 +14,7 @@ pub struct Metrics {
     local_denied: AtomicU64,
     server_checks: AtomicU64,
     syncs: AtomicU64,
+    lease_calls: AtomicU64,
     sync_micros: AtomicU64,
     sync_failures: AtomicU64,
     breaker_opened: AtomicU64,
@@ -36,6 +37,9 @@ pub struct MetricsSnapshot {
     pub server_checks: u64,
     /// Sync round trips completed.
     pub syncs: u64,
+    /// Lease-script calls sent in sync rounds (commands, where `syncs`
+    /// counts round trips).
+    pub lease_calls: u64,
     /// Total time spent in sync round trips, in microseconds.
     pub sync_micros: u64,
     /// Sync round trips that failed or timed out.
@@ -71,8 +75,9 @@ impl Metrics {
     pub(crate) fn server_check(&self) {
         add(&self.server_checks, 1);
     }
-    pub(crate) fn sync(&self, micros: u64) {
+    pub(crate) fn sync(&self, micros: u64, calls: u64) {
         add(&self.syncs, 1);
+        add(&self.lease_calls, calls);
         add(&self.sync_micros, micros);
     }
     pub(crate) fn sync_failure(&self) {
@@ -93,6 +98,7 @@ impl Metrics {
             local_decisions: get(&self.local_allowed) + get(&self.local_denied),
             server_checks: get(&self.server_checks),
             syncs: get(&self.syncs),
+            lease_calls: get(&self.lease_calls),
             sync_micros: get(&self.sync_micros),
             sync_failures: get(&self.sync_failures),
             breaker_opened: get(&self.breaker_opened),

@@ -85,13 +85,14 @@ impl Limiter {
         let over = states.iter().any(|s| s.lease < cost && s.remaining < cost);
         let allowed = denied_wait == 0 && !over;
         if allowed {
-            for state in states.iter_mut() {
+            for (shared, state) in class.limits.iter().zip(states.iter_mut()) {
                 let from_lease = state.lease.min(cost);
                 state.lease -= from_lease;
                 state.used_since_sync += cost;
                 if from_lease < cost {
                     state.remaining = state.remaining.saturating_sub(cost - from_lease);
                 }
+                self.inner.cache.mark_active(shared, state);
             }
         }
         let retry_after = if allowed {
@@ -123,13 +124,32 @@ impl Limiter {
     fn try_local(&self, class: &Class, cost: u64, now_ms: u64) -> Option<Decision> {
         // Requests have one or two limits: lock them without allocating.
         match &class.limits[..] {
-            [a] => Self::local_decision(&mut [a.lock()], cost, now_ms),
-            [a, b] => Self::local_decision(&mut [a.lock(), b.lock()], cost, now_ms),
+            [a] => self.decide_locally(&class.limits, &mut [a.lock()], cost, now_ms),
+            [a, b] => self.decide_locally(&class.limits, &mut [a.lock(), b.lock()], cost, now_ms),
             many => {
                 let mut guards: Vec<_> = many.iter().map(|s| s.lock()).collect();
-                Self::local_decision(&mut guards, cost, now_ms)
+                self.decide_locally(&class.limits, &mut guards, cost, now_ms)
             }
         }
+    }
+
+    /// [`Self::local_decision`], then the states it used are put on the
+    /// active list for the next sync.
+    #[inline]
+    fn decide_locally(
+        &self,
+        shared: &[crate::cache::SharedState],
+        states: &mut [parking_lot::MutexGuard<'_, LimitState>],
+        cost: u64,
+        now_ms: u64,
+    ) -> Option<Decision> {
+        let decision = Self::local_decision(states, cost, now_ms)?;
+        if decision.allowed {
+            for (shared, state) in shared.iter().zip(states.iter_mut()) {
+                self.inner.cache.mark_active(shared, state);
+            }
+        }
+        Some(decision)
     }
 
     /// The fast path over locked states: every limit has a lease covering
@@ -245,7 +265,7 @@ impl Limiter {
                     ceiling: s.ceiling,
                     current: s.window_start,
                     give_back: s.give_back.pop(),
-                    want: s.lease_target().saturating_sub(s.lease),
+                    want: s.wanted_on_ask(self.sync_interval_ms()),
                     cost,
                 }
             })
@@ -271,6 +291,9 @@ impl Limiter {
                 state.used_since_sync += cost;
             }
             state.last_used_ms = now_ms;
+            if reply.allowed || state.lease > 0 || !state.give_back.is_empty() {
+                self.inner.cache.mark_active(&class.limits[i], state);
+            }
         }
         let mut decision = Decision {
             allowed: reply.allowed,

@@ -93,6 +93,9 @@ impl Limiter {
             state.lease += granted;
             state.remaining = reply.remaining.get(i).copied().unwrap_or(0);
             state.reset = reply.resets.get(i).copied().unwrap_or(state.reset);
+            if state.remaining > 0 {
+                state.scarce = false;
+            }
         } else if granted > 0 {
             // The window rolled while the call was in flight: the grant was
             // reserved on the old window's key.
@@ -102,36 +105,69 @@ impl Limiter {
             let exceeded = reply.remaining.get(i).copied().unwrap_or(0) < request.cost.max(1);
             if exceeded {
                 // Not the window's end: a sliding window frees budget as the
-                // previous window's weight falls.
-                state.denied_until_ms = now_ms + reply.free_in_ms.max(1);
+                // previous window's weight falls. But not sooner than a sync
+                // interval: an identity over its limit on many nodes would
+                // otherwise have every node ask again each time one token
+                // frees (one admitted, the rest denied), and the budget
+                // freed meanwhile is not lost (the next ask takes it, and
+                // leases what is left).
+                state.denied_until_ms = now_ms + reply.free_in_ms.max(self.sync_interval_ms());
+                state.scarce = true;
             }
         }
     }
 
-    /// One sync round: for every node, one round trip that gives back
-    /// unused leases of ended windows and evicted states and tops up the
-    /// leases of every active limit. The background worker calls this every
+    /// The cached mode's sync interval in ms (1 in exact mode, which leases
+    /// nothing).
+    pub(super) fn sync_interval_ms(&self) -> u64 {
+        match self.inner.config.mode {
+            super::Mode::Cached { sync_interval } => (sync_interval.as_millis() as u64).max(1),
+            super::Mode::Exact => 1,
+        }
+    }
+
+    /// One sync round: for every node with due work, one round trip that
+    /// gives back unused leases (of ended windows, of evicted states, and
+    /// of limits not used since the last round) and tops up the leases of
+    /// limits used fast enough for a lease to pay. Only the states used
+    /// since the last round or holding tokens are looked at: a node's sync
+    /// costs follow its traffic. The background worker calls this every
     /// `sync_interval`; simulations call it on their own clock.
     pub async fn sync_now(&self) {
-        let states = self.inner.cache.all_states();
+        let active = self.inner.cache.take_active();
+        let interval_ms = self.sync_interval_ms();
         let orphans = self.inner.cache.take_orphans();
         let topology = &self.inner.topology;
         let now_ms = self.now_ms();
         let now_secs = now_ms / 1000;
         let mut batches: HashMap<usize, Vec<(Option<SharedState>, LeaseRequest)>> = HashMap::new();
-        for shared in &states {
+        let mut still_active = Vec::with_capacity(active.len());
+        for shared in active {
             let mut s = shared.lock();
             s.roll_at(now_secs);
             // Smoothed use per interval sizes the next lease.
-            s.rate = 0.5 * s.rate + 0.5 * s.used_since_sync as f64;
-            s.used_since_sync = 0;
-            let idle = now_ms.saturating_sub(s.last_used_ms) > s.window_seconds * 1000;
-            let want = if idle || s.denied_until_ms > now_ms {
-                0
+            let used = std::mem::take(&mut s.used_since_sync);
+            s.rate = 0.5 * s.rate + 0.5 * used as f64;
+            let mut give_back = s.give_back.pop();
+            let mut want = 0;
+            if used == 0 {
+                // Not used for a whole interval: what it holds goes back,
+                // for other nodes and exact checks to use.
+                if s.lease > 0 && give_back.is_none() {
+                    give_back = Some((s.window_start, s.lease));
+                    s.lease = 0;
+                }
+            } else if s.denied_until_ms <= now_ms && s.lease < s.lease_low(interval_ms) {
+                want = s.lease_target(interval_ms).saturating_sub(s.lease);
+            }
+            if used > 0 || s.lease > 0 || !s.give_back.is_empty() || give_back.is_some() {
+                still_active.push(shared.clone());
             } else {
-                s.lease_target().saturating_sub(s.lease)
-            };
-            let give_back = s.give_back.pop();
+                // Out of the active list until its next use; the rate
+                // starts again from nothing then.
+                s.active = false;
+                s.rate = 0.0;
+            }
             if want == 0 && give_back.is_none() {
                 continue;
             }
@@ -149,6 +185,7 @@ impl Limiter {
                 .or_default()
                 .push((Some(shared.clone()), request));
         }
+        self.inner.cache.put_active(still_active);
         for orphan in &orphans {
             let request = LeaseRequest {
                 prefix: orphan.prefix.clone(),
@@ -261,7 +298,7 @@ impl Limiter {
         if pending.is_empty() {
             self.inner
                 .metrics
-                .sync(started.elapsed().as_micros() as u64);
+                .sync(started.elapsed().as_micros() as u64, batch.len() as u64);
         } else {
             // Not sent or not answered: the give-backs stay queued.
             for &i in &pending {

@@ -123,42 +123,57 @@ impl Limiter {
     /// in the deny cache. `None` when the server must be asked.
     fn try_local(&self, class: &Class, cost: u64, now_ms: u64) -> Option<Decision> {
         // Requests have one or two limits: lock them without allocating.
+        let mut unmarked = false;
         match &class.limits[..] {
-            [a] => self.decide_locally(&class.limits, &mut [a.lock()], cost, now_ms),
-            [a, b] => self.decide_locally(&class.limits, &mut [a.lock(), b.lock()], cost, now_ms),
+            [a] => {
+                let mut states = [a.lock()];
+                let decision = Self::local_decision(&mut states, cost, now_ms, &mut unmarked);
+                if unmarked {
+                    self.mark_active(&class.limits, &mut states);
+                }
+                decision
+            }
+            [a, b] => {
+                let mut states = [a.lock(), b.lock()];
+                let decision = Self::local_decision(&mut states, cost, now_ms, &mut unmarked);
+                if unmarked {
+                    self.mark_active(&class.limits, &mut states);
+                }
+                decision
+            }
             many => {
-                let mut guards: Vec<_> = many.iter().map(|s| s.lock()).collect();
-                self.decide_locally(&class.limits, &mut guards, cost, now_ms)
+                let mut states: Vec<_> = many.iter().map(|s| s.lock()).collect();
+                let decision = Self::local_decision(&mut states, cost, now_ms, &mut unmarked);
+                if unmarked {
+                    self.mark_active(&class.limits, &mut states);
+                }
+                decision
             }
         }
     }
 
-    /// [`Self::local_decision`], then the states it used are put on the
-    /// active list for the next sync.
-    #[inline]
-    fn decide_locally(
+    /// Puts used states on the active list for the next sync (the first
+    /// use after a sync; the fast path only tests a flag).
+    #[cold]
+    fn mark_active(
         &self,
         shared: &[crate::cache::SharedState],
         states: &mut [parking_lot::MutexGuard<'_, LimitState>],
-        cost: u64,
-        now_ms: u64,
-    ) -> Option<Decision> {
-        let decision = Self::local_decision(states, cost, now_ms)?;
-        if decision.allowed {
-            for (shared, state) in shared.iter().zip(states.iter_mut()) {
-                self.inner.cache.mark_active(shared, state);
-            }
+    ) {
+        for (shared, state) in shared.iter().zip(states.iter_mut()) {
+            self.inner.cache.mark_active(shared, state);
         }
-        Some(decision)
     }
 
     /// The fast path over locked states: every limit has a lease covering
     /// `cost` and none is in the deny cache. `None` when the server must be
     /// asked.
+    /// `unmarked` is set when a state it used is not on the active list yet.
     fn local_decision(
         states: &mut [parking_lot::MutexGuard<'_, LimitState>],
         cost: u64,
         now_ms: u64,
+        unmarked: &mut bool,
     ) -> Option<Decision> {
         let now_secs = now_ms / 1000;
         let mut denied_wait = 0;
@@ -181,6 +196,7 @@ impl Limiter {
                 state.lease -= cost;
                 state.used_since_sync += cost;
                 state.last_used_ms = now_ms;
+                *unmarked |= !state.active;
             }
         }
         let mut decision = Decision {

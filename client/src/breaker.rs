@@ -1,4 +1,4 @@
-//! A circuit breaker per server (the seed's Refinement 4).
+//! A circuit breaker per server node (the seed's Refinement 4).
 //!
 //! Closed: calls go through; a timeout or error is recorded. `failures`
 //! failures within `window` open the breaker. Open: calls fail at once

@@ -269,7 +269,7 @@ impl Topology {
             };
             let reply = match tokio::time::timeout(timeout, call).await {
                 Ok(Ok(reply)) => reply,
-                Ok(Err(error)) if error.to_string().contains("cluster support disabled") => {
+                Ok(Err(error)) if standalone_answer(&error) => {
                     if index != 0 {
                         // Only the first seed's data would be used.
                         tracing::warn!(
@@ -326,6 +326,18 @@ impl Topology {
                 .store(server_ms as i64 - local_ms as i64, Ordering::Relaxed);
         }
     }
+}
+
+/// Whether a CLUSTER SLOTS error means "treat this as one server": cluster
+/// support disabled, or a user (or server) that cannot ask. The latter is
+/// taken once, not asked again every refresh (each refusal would be an ACL
+/// LOG entry on the server); docs/security.md gives the gateway user
+/// `+cluster|slots` for clusters.
+fn standalone_answer(error: &redis::RedisError) -> bool {
+    let text = error.to_string();
+    error.kind() == redis::ErrorKind::Server(redis::ServerErrorKind::NoPerm)
+        || text.contains("cluster support disabled")
+        || text.contains("unknown command")
 }
 
 /// `host:port` of a connection's address.

@@ -363,7 +363,7 @@ async fn the_gateway_user_is_enough_for_every_mode() {
     let mut conn = admin.get_multiplexed_async_connection().await.unwrap();
     let user: Vec<&str> = "ACL SETUSER gateway on >gw-secret ~rl:* %R~tally:rules \
         resetchannels &tally:rules -@all +evalsha +eval +script|load +get +incrby +decrby \
-        +expire +time +subscribe +ping"
+        +expire +time +subscribe +ping +cluster|slots +asking"
         .split(' ')
         .collect();
     let _: () = redis::cmd(user[0])
@@ -461,4 +461,73 @@ async fn checks_go_over_tls() {
         "{decision:?}"
     );
     assert_eq!(decision.limits[1].remaining, 4);
+}
+
+/// A user that may not run CLUSTER SLOTS (the gateway user before it had
+/// `+cluster|slots`): the limiter takes the server for a standalone one
+/// after the first refusal and does not ask again every refresh (each
+/// refusal is an ACL LOG entry).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_user_without_cluster_slots_is_refused_once() {
+    let tally = TestServer::start_real_clock().await;
+    let admin = redis::Client::open(format!("redis://{}", tally.addr())).unwrap();
+    let mut conn = admin.get_multiplexed_async_connection().await.unwrap();
+    let user: Vec<&str> = "ACL SETUSER narrow on >n-secret ~rl:* -@all +evalsha +eval \
+        +script|load +get +incrby +decrby +expire +time +ping"
+        .split(' ')
+        .filter(|w| !w.is_empty())
+        .collect();
+    let _: () = redis::cmd(user[0])
+        .arg(&user[1..])
+        .query_async(&mut conn)
+        .await
+        .unwrap();
+    let limiter = Limiter::builder([format!("redis://narrow:n-secret@{}", tally.addr())])
+        .rules_toml(RULES)
+        .unwrap()
+        .config(LimiterConfig {
+            background_tasks: true,
+            ..test_config(Mode::Exact)
+        })
+        .build()
+        .await
+        .unwrap();
+    let alice = Identity::new("user", "alice-narrow", "free");
+    assert_eq!(
+        limiter.check(&alice, "GET /search", 1).await.source,
+        Source::Server
+    );
+    // Several refresh periods of the background task.
+    tokio::time::sleep(Duration::from_millis(1200)).await;
+    let log: Vec<redis::Value> = redis::cmd("ACL")
+        .arg("LOG")
+        .query_async(&mut conn)
+        .await
+        .unwrap();
+    let refusals: Vec<i64> = log
+        .iter()
+        .filter_map(|entry| {
+            let redis::Value::Array(fields) = entry else {
+                return None;
+            };
+            let field = |name: &str| {
+                fields
+                    .chunks(2)
+                    .find(|pair| matches!(&pair[0], redis::Value::BulkString(b) if b == name.as_bytes()))
+                    .map(|pair| pair[1].clone())
+            };
+            let object = field("object")?;
+            let redis::Value::BulkString(object) = object else {
+                return None;
+            };
+            if object != b"cluster|slots" {
+                return None;
+            }
+            match field("count")? {
+                redis::Value::Int(n) => Some(n),
+                _ => None,
+            }
+        })
+        .collect();
+    assert_eq!(refusals, vec![1], "{log:?}");
 }

@@ -385,12 +385,9 @@ pub fn parse_cluster_slots(reply: &Value, asked_host: &str) -> Vec<(u16, u16, St
             } else {
                 host
             };
-            let address = if host.contains(':') {
-                format!("[{host}]:{port}")
-            } else {
-                format!("{host}:{port}")
-            };
-            Some((start, end, address))
+            // As MOVED and the seeds' addresses name it (no brackets for
+            // IPv6, as Redis writes it), so one node is one entry.
+            Some((start, end, format!("{host}:{port}")))
         })
         .collect()
 }

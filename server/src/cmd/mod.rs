@@ -620,8 +620,7 @@ fn routed(
     let spec = command.keys;
     if command.flags & flags::MOVABLE_KEYS == 0
         && spec.first > 0
-        && spec.last == spec.first
-        && (spec.first as usize) < argv.len()
+        && spec.last_position(argv.len()) == spec.first
     {
         if let Some(slot) = ctx.client.first_key_slot {
             if cluster.serves_plainly(slot) {
@@ -682,19 +681,10 @@ fn routed_in_full(
         if !movable {
             // Keys at fixed positions, without allocating.
             let spec = command.keys;
-            let last = if spec.last < 0 {
-                argv.len() as i32 + spec.last
-            } else {
-                spec.last.min(argv.len() as i32 - 1)
-            };
+            let last = spec.last_position(argv.len());
             if last == spec.first {
-                // One key (GET, SET, INCR...), the common case: a slot
-                // served here while nothing moves and the cluster is up
-                // needs no more checks.
+                // One key (the stable cluster's case left in `routed`).
                 let first = known.unwrap_or_else(|| slot(argv[spec.first as usize]));
-                if cluster.serves_plainly(first) {
-                    return None;
-                }
                 cluster.route(std::iter::once(first), access())
             } else {
                 let positions = (spec.first..=last).step_by(spec.step.max(1) as usize);

@@ -94,17 +94,23 @@ pub struct KeySpec {
 }
 
 impl KeySpec {
+    /// The index of the last key for a call with `argc` arguments (below
+    /// `first` when the call has no key).
+    #[inline]
+    pub fn last_position(&self, argc: usize) -> i32 {
+        if self.last < 0 {
+            argc as i32 + self.last
+        } else {
+            self.last.min(argc as i32 - 1)
+        }
+    }
+
     /// The argument indexes holding keys for a call with `argc` arguments.
     pub fn positions(&self, argc: usize) -> Vec<usize> {
         if self.first <= 0 {
             return Vec::new();
         }
-        let last = if self.last < 0 {
-            argc as i32 + self.last
-        } else {
-            self.last.min(argc as i32 - 1)
-        };
-        (self.first..=last)
+        (self.first..=self.last_position(argc))
             .step_by(self.step.max(1) as usize)
             .map(|i| i as usize)
             .collect()

@@ -21,12 +21,8 @@ cargo build --release -p tally-server >/dev/null 2>&1
 TALLY_BIN=target/release/tally-server
 SCRIPT=lua/scripts/sliding_window.lua
 
-free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1]); s.close()'; }
+. benches/lib.sh
 now() { python3 -c 'import time; print(time.time())'; }
-WORK=$(mktemp -d)
-PIDS=()
-cleanup() { for pid in "${PIDS[@]}"; do kill "$pid" 2>/dev/null || true; done; rm -rf "$WORK"; }
-trap cleanup EXIT
 
 start() { # name port dir appendonly fsync -> pid in LAST_PID
     local name=$1 port=$2 dir=$3 aof=$4 fsync=$5

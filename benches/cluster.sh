@@ -19,14 +19,7 @@ REQUESTS=${1:-1000000}
 ROUNDS=${2:-3}
 cargo build --release -p tally-server >/dev/null 2>&1
 TALLY_BIN=target/release/tally-server
-WORK=$(mktemp -d)
-PIDS=()
-cleanup() { for pid in "${PIDS[@]}"; do kill "$pid" 2>/dev/null || true; done; rm -rf "$WORK"; }
-trap cleanup EXIT
-free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1]); s.close()'; }
-wait_up() { until [ "$(redis-cli -p "$1" ping 2>/dev/null)" = PONG ]; do sleep 0.05; done; }
-cpu_ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
-median() { python3 -c "import statistics,sys; print(statistics.median(float(x) for x in sys.argv[1:]))" "$@"; }
+. benches/lib.sh
 SRC=lua/scripts/sliding_window.lua
 
 # --- 1. one node, cluster mode on and off -----------------------------------

@@ -19,12 +19,7 @@ cd "$(dirname "$0")/.."
 REQUESTS=${1:-200000}
 cargo build --release -p tally-server >/dev/null 2>&1
 TALLY_BIN=target/release/tally-server
-WORK=$(mktemp -d)
-PIDS=()
-cleanup() { for pid in "${PIDS[@]}"; do kill "$pid" 2>/dev/null || true; done; rm -rf "$WORK"; }
-trap cleanup EXIT
-free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1]); s.close()'; }
-wait_up() { until [ "$(redis-cli -p "$1" ping 2>/dev/null)" = PONG ]; do sleep 0.2; done; }
+. benches/lib.sh
 SRC=lua/scripts/sliding_window.lua
 
 P_PORT=$(free_port); C_PORT=$(free_port); C_BUS=$(free_port)

@@ -14,11 +14,7 @@ REQUESTS=${1:-200000}
 ROUNDS=${2:-3}
 cargo build --release -p tally-server >/dev/null 2>&1
 TALLY_BIN=target/release/tally-server
-WORK=$(mktemp -d)
-PIDS=()
-cleanup() { for pid in "${PIDS[@]}"; do kill "$pid" 2>/dev/null || true; done; rm -rf "$WORK"; }
-trap cleanup EXIT
-free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1]); s.close()'; }
+. benches/lib.sh
 
 # Certificates: a CA and a server certificate for 127.0.0.1.
 (
@@ -69,7 +65,6 @@ for round in $(seq "$ROUNDS"); do
     done
 done
 
-median() { python3 -c "import statistics,sys; print(statistics.median(float(x) for x in sys.argv[1:]))" "$@"; }
 echo "| test | pipeline | Redis TLS req/s | tally TLS req/s | tally/Redis | Redis plain INCR | tally plain INCR |"
 echo "|---|---|---|---|---|---|---|"
 for pipeline in 1 16; do

@@ -1,0 +1,15 @@
+# Helpers the side-by-side benches share; sourced after `cd` to the repo.
+# A scratch folder and the servers started (their pids in PIDS) are
+# removed and stopped when the bench exits, however it exits.
+WORK=$(mktemp -d)
+PIDS=()
+cleanup() { for pid in "${PIDS[@]}"; do kill "$pid" 2>/dev/null || true; done; rm -rf "$WORK"; }
+trap cleanup EXIT
+# A port free on loopback now (a server started on it may still lose a race).
+free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1]); s.close()'; }
+# Waits until the server on port $1 answers PING.
+wait_up() { until [ "$(redis-cli -p "$1" ping 2>/dev/null)" = PONG ]; do sleep 0.05; done; }
+# User + system CPU ticks (1/100 s) of process $1 so far.
+cpu_ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
+# The median of the numbers given.
+median() { python3 -c "import statistics,sys; print(statistics.median(float(x) for x in sys.argv[1:]))" "$@"; }

@@ -141,10 +141,12 @@ declare -A SCRIPT_ARGS=(
     [sliding_window]="2 $K:c $K:p 1000 60 1720000030 1"
     [sliding_window_server_time]="2 $K:c $K:p 1000 60 1"
     [multi_limit]="6 $K:g:c $K:g:p $K:e:c $K:e:p $K:m:c $K:m:p 1000 60 1 100 60 1 20 1 1"
+    # tally-client's sync: give 5 back on the current window, lease 10, cost 1
+    [lease]="3 $K:c $K:p $K:c 1000 60 5 10 1"
 )
 for mode in native lua; do
     if [ "$mode" = lua ]; then redis-cli -p "$TALLY_PORT" CONFIG SET lua-native-scripts no >/dev/null; fi
-    for name in sliding_window sliding_window_server_time multi_limit; do
+    for name in ${SCRIPTS:-sliding_window sliding_window_server_time multi_limit lease}; do
         src="lua/scripts/$name.lua"
         r_sha=$(redis-cli -p "$REDIS_PORT" SCRIPT LOAD "$(cat "$src")")
         t_sha=$(redis-cli -p "$TALLY_PORT" SCRIPT LOAD "$(cat "$src")")

@@ -11,6 +11,7 @@
 //! `tests/tests/native_scripts.rs` compare the two on random inputs.
 #![warn(missing_docs)]
 
+pub mod lease;
 pub mod multi_limit;
 pub mod sliding_window;
 pub mod window;
@@ -35,6 +36,8 @@ pub enum Twin {
     SlidingWindowServerTime,
     /// [`multi_limit`], Refinement 5's batched check.
     MultiLimit,
+    /// [`lease`], tally-client's cached-mode sync.
+    Lease,
 }
 
 /// Every script with a native twin.
@@ -53,6 +56,11 @@ pub const SCRIPTS: &[KnownScript] = &[
         name: "multi_limit",
         source: include_str!("../scripts/multi_limit.lua"),
         twin: Twin::MultiLimit,
+    },
+    KnownScript {
+        name: "lease",
+        source: lease::SOURCE,
+        twin: Twin::Lease,
     },
 ];
 

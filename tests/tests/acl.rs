@@ -455,6 +455,57 @@ async fn the_gateway_user_runs_the_limiter_and_nothing_else() {
     );
 }
 
+/// docs/security.md's gateway user syncs leases (tally-client's cached
+/// mode) on the native path; without DECRBY it still tops leases up (Lua
+/// runs instead, and makes no DECRBY), and a give-back is refused with the
+/// Lua run's error.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_gateway_user_syncs_leases_natively() {
+    let tally = TestServer::start_real_clock().await;
+    let mut admin = RawConn::connect(tally.addr()).await;
+    let rules = "on >gw ~rl:* %R~tally:rules resetchannels &tally:rules -@all +evalsha +eval \
+                 +script|load +get +incrby +decrby +expire +time +subscribe +ping";
+    let mut setuser = vec!["ACL", "SETUSER", "gateway"];
+    setuser.extend(rules.split_whitespace());
+    assert_eq!(admin.cmd(&setuser).await, b"+OK\r\n");
+    let mut gateway = RawConn::connect(tally.addr()).await;
+    assert_eq!(gateway.cmd(&["AUTH", "gateway", "gw"]).await, b"+OK\r\n");
+    let sha = tally_lua::sha1_hex(tally_lua::lease::SOURCE);
+    // One limit of 100/min: current, previous and reserved-on key; give
+    // back `back`, want 10, cost 1.
+    let call = |back: &str| -> Vec<String> {
+        let mut argv: Vec<String> = vec!["EVALSHA".into(), sha.clone(), "3".into()];
+        argv.extend(["rl:{u}:1", "rl:{u}:0", "rl:{u}:1"].map(String::from));
+        argv.extend(["100", "60", back, "10", "1"].map(String::from));
+        argv
+    };
+    let granted = |reply: &[u8]| String::from_utf8_lossy(reply).into_owned();
+    let first = granted(&gateway.cmd(&call("0")).await);
+    assert!(first.starts_with("*7\r\n:1\r\n"), "{first:?}");
+    let second = granted(&gateway.cmd(&call("5")).await);
+    assert!(second.starts_with("*7\r\n:1\r\n"), "{second:?}");
+    // 11 leased and counted, 5 given back, 11 more: 17.
+    assert_eq!(admin.cmd(&["GET", "rl:{u}:1"]).await, b"$2\r\n17\r\n");
+    let info = granted(&admin.cmd(&["INFO", "limiter_scripts"]).await);
+    assert!(
+        info.contains(&format!("script_lease:sha={sha},native_runs=2,lua_runs=0")),
+        "{info}"
+    );
+    assert_eq!(
+        admin.cmd(&["ACL", "SETUSER", "gateway", "-decrby"]).await,
+        b"+OK\r\n"
+    );
+    let top_up = granted(&gateway.cmd(&call("0")).await);
+    assert!(top_up.starts_with("*7\r\n:1\r\n"), "{top_up:?}");
+    let refused = granted(&gateway.cmd(&call("5")).await);
+    assert!(
+        refused
+            .starts_with("-ERR The user executing the script can't run this command or subcommand"),
+        "{refused:?}"
+    );
+    assert_eq!(admin.cmd(&["GET", "rl:{u}:1"]).await, b"$2\r\n28\r\n");
+}
+
 /// `aclfile`: ACL SAVE writes the users as Redis writes them, ACL LOAD
 /// reads them back all or nothing (a bad line changes nothing and names
 /// the line), and a server started with the file has its users.

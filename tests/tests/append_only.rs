@@ -271,6 +271,54 @@ async fn scripts_are_logged_by_their_effects() {
     assert_eq!(logs[1], expected, "Lua run");
 }
 
+/// The lease script of tally-client's cached mode gives back (DECRBY)
+/// before it leases (INCRBY, EXPIRE): its native run logs the same commands
+/// as its Lua run, in the same order.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_native_lease_sync_is_logged_as_its_lua_run() {
+    let mut logs = Vec::new();
+    for native in [true, false] {
+        let dir = scratch_dir();
+        let server = TestServer::start_with(|c| {
+            c.dir = dir.clone();
+            c.appendonly = true;
+            c.lua_native_scripts = native;
+        })
+        .await;
+        wait_loaded(server.addr()).await;
+        let mut conn = connect(server.addr()).await;
+        let _: () = redis::cmd("SET")
+            .arg("rl:{u}:old")
+            .arg(7)
+            .query_async(&mut conn)
+            .await
+            .expect("SET");
+        // Give 5 back on the old window's key, lease 10 at a cost of 1.
+        let reply: (i64, Vec<i64>, Vec<i64>, i64, Vec<i64>, i64, i64) = redis::cmd("EVAL")
+            .arg(tally_lua::lease::SOURCE)
+            .arg(3)
+            .arg(&["rl:{u}:1", "rl:{u}:0", "rl:{u}:old"])
+            .arg(&[100, 60, 5, 10, 1])
+            .query_async(&mut conn)
+            .await
+            .expect("EVAL");
+        assert_eq!((reply.0, &reply.4), (1, &vec![10]));
+        logs.push(increment(&dir));
+        server.handle.shutdown().await;
+    }
+    assert!(
+        logs[0].contains("$6\r\nDECRBY\r\n$10\r\nrl:{u}:old\r\n$1\r\n5\r\n"),
+        "{}",
+        logs[0]
+    );
+    assert!(
+        logs[0].contains("$6\r\nINCRBY\r\n$8\r\nrl:{u}:1\r\n$2\r\n11\r\n"),
+        "{}",
+        logs[0]
+    );
+    assert_eq!(logs[0], logs[1], "native and Lua runs log alike");
+}
+
 /// A log cut inside its last command loads up to the last whole one with
 /// `aof-load-truncated yes` (the default), which cuts the file there; with
 /// `no`, or when the damage is not at the end, the start fails.

@@ -1,4 +1,4 @@
-//! The lease protocol of the cached mode (`scripts/lease.lua`) and the
+//! The lease protocol of the cached mode (`lua/scripts/lease.lua`) and the
 //! sync round that gives unused leases back and tops active ones up: for
 //! each node, one pipelined round trip, the nodes asked concurrently.
 
@@ -10,8 +10,8 @@ use super::Limiter;
 use crate::cache::{LimitState, SharedState};
 use crate::keys::{window_key, window_start};
 
-/// The lease script of the cached mode (see `scripts/lease.lua`).
-pub const LEASE_SCRIPT: &str = include_str!("../../scripts/lease.lua");
+/// The lease script of the cached mode (`lua/scripts/lease.lua`, run natively by tally).
+pub const LEASE_SCRIPT: &str = tally_lua::lease::SOURCE;
 
 /// Tokens a lease call gives back or asks for on one limit.
 pub(super) struct LeaseRequest {

@@ -5,7 +5,7 @@
 //! locks a Lua run would hold. Whenever the twin or this file cannot promise
 //! Lua's exact reply (`None`), the caller runs the Lua script instead.
 
-use tally_lua::{multi_limit, sliding_window, Twin};
+use tally_lua::{lease, multi_limit, sliding_window, Twin};
 
 use crate::cmd::Ctx;
 use crate::resp::Reply;
@@ -50,6 +50,16 @@ fn incr_and_expire(
         shard.set(key, ValueRef::Int(by), deadline, now);
     }
     deadline
+}
+
+/// DECRBY `by` of a key that exists and holds an integer (the lease
+/// script's give-back); the key keeps its TTL, as DECRBY does.
+fn decrement(locked: &mut MultiLock<'_>, key: KeyRef<'_>, by: i64, now: u64) {
+    if let Some(mut entry) = locked.shard(key).get_mut(key, now) {
+        if let ValueRef::Int(n) = entry.value() {
+            entry.set_value(ValueRef::Int(n - by));
+        }
+    }
 }
 
 /// What the Lua run of a script would propagate for one INCR/INCRBY and
@@ -168,54 +178,114 @@ pub fn run(
                 Reply::Int(outcome.retry_after),
             ]))
         }
+        Twin::Lease => {
+            let mut locked = ctx.lock_keys(&keys);
+            let stored = keys
+                .iter()
+                .map(|k| counter(&mut locked, *k, now))
+                .collect::<Option<Vec<_>>>()?;
+            let names: Vec<&[u8]> = keys.iter().map(|k| k.bytes).collect();
+            let outcome = lease::run(&names, args, ctx.shared.clock.now_us(), &stored).ok()?;
+            if !outcome.writes.is_empty() && (read_only || ctx.shared.over_maxmemory()) {
+                return None;
+            }
+            // The twin gives back at most what a key holds and bounds every
+            // operand by 2^50 and the limits by 1000: no write can overflow
+            // or fail half way.
+            let logging = ctx.shared.store.feed().active();
+            let mut changes = Vec::new();
+            for write in &outcome.writes {
+                match *write {
+                    lease::Write::DecrBy { key, by } => {
+                        decrement(&mut locked, keys[key], by, now);
+                        if logging {
+                            changes.push(vec![
+                                b"DECRBY".to_vec(),
+                                keys[key].bytes.to_vec(),
+                                by.to_string().into_bytes(),
+                            ]);
+                        }
+                    }
+                    lease::Write::IncrByAndExpire { key, by, seconds } => {
+                        let deadline = incr_and_expire(&mut locked, keys[key], by, seconds, now);
+                        if logging {
+                            changes.extend(effects(keys[key].bytes, Some(by), deadline));
+                        }
+                    }
+                }
+            }
+            if logging {
+                propagate(ctx, changes);
+            }
+            drop(locked);
+            let ints = |v: &[i64]| Reply::Array(v.iter().map(|n| Reply::Int(*n)).collect());
+            let reply = &outcome.reply;
+            Some(Reply::Array(vec![
+                Reply::Int(reply.allowed),
+                ints(&reply.remaining),
+                ints(&reply.resets),
+                Reply::Int(reply.retry_after),
+                ints(&reply.granted),
+                Reply::Int(reply.server_time_ms),
+                Reply::Int(reply.free_in_ms),
+            ]))
+        }
     }
 }
 
 /// True when the caller's user may run every command the script's Lua run
-/// would call on these keys (GET of each; INCR, or INCRBY for multi_limit,
-/// and EXPIRE of the counted ones; TIME for the server-clock scripts): the
-/// native run must not reach what the Lua run could not. When false the
-/// caller runs Lua, which refuses with Redis's own error and ACL LOG entry.
+/// could call on these keys (GET of each; INCR, or INCRBY, and EXPIRE of the
+/// counted ones; DECRBY of the lease script's reserved-on keys; TIME for the
+/// server-clock scripts): the native run must not reach what the Lua run
+/// could not. When false the caller runs Lua, which refuses with Redis's own
+/// error and ACL LOG entry (or succeeds, when the call it lacks is one this
+/// run would not have made).
 pub fn permitted(ctx: &Ctx<'_>, index: usize, keys: &[&[u8]]) -> bool {
     let user = &ctx.client.user;
     if user.unrestricted() {
         return true;
     }
     let twin = tally_lua::SCRIPTS[index].twin;
-    let counted = |i: usize| match twin {
-        Twin::SlidingWindow | Twin::SlidingWindowServerTime => i == 0,
-        Twin::MultiLimit => i % 2 == 0,
+    let calls = LuaCalls::get();
+    let increment = match twin {
+        Twin::SlidingWindow | Twin::SlidingWindowServerTime => calls.incr,
+        Twin::MultiLimit | Twin::Lease => calls.incrby,
     };
+    let reads_time = twin != Twin::SlidingWindow;
     if let [selector] = &user.selectors[..] {
         // One selector (the usual gateway user): the keys were checked with
         // EVALSHA itself, read and write (its key spec), which covers what
-        // GET, INCR and EXPIRE need; the calls' command bits remain.
-        let calls = LuaCalls::get();
+        // every call needs of them; the calls' command bits remain.
         let allowed = |i: usize| selector.all_commands || selector.allowed[i];
-        let increment = if twin == Twin::MultiLimit {
-            calls.incrby
-        } else {
-            calls.incr
-        };
         return allowed(calls.get)
             && allowed(increment)
             && allowed(calls.expire)
-            && (twin == Twin::SlidingWindow || allowed(calls.time));
+            && (twin != Twin::Lease || allowed(calls.decrby))
+            && (!reads_time || allowed(calls.time));
     }
-    let mut calls: Vec<Vec<&[u8]>> = keys.iter().map(|k| vec![&b"GET"[..], k]).collect();
-    for (i, key) in keys.iter().enumerate().filter(|(i, _)| counted(*i)) {
-        let _ = i;
-        if twin == Twin::MultiLimit {
-            calls.push(vec![b"INCRBY", key, b"1"]);
+    let counted = |i: usize| match twin {
+        Twin::SlidingWindow | Twin::SlidingWindowServerTime => i == 0,
+        Twin::MultiLimit => i % 2 == 0,
+        Twin::Lease => i % 3 == 0,
+    };
+    let mut argvs: Vec<Vec<&[u8]>> = keys.iter().map(|k| vec![&b"GET"[..], k]).collect();
+    for (_, key) in keys.iter().enumerate().filter(|(i, _)| counted(*i)) {
+        if increment == calls.incr {
+            argvs.push(vec![b"INCR", key]);
         } else {
-            calls.push(vec![b"INCR", key]);
+            argvs.push(vec![b"INCRBY", key, b"1"]);
         }
-        calls.push(vec![b"EXPIRE", key, b"1"]);
+        argvs.push(vec![b"EXPIRE", key, b"1"]);
     }
-    if twin != Twin::SlidingWindow {
-        calls.push(vec![b"TIME"]);
+    if twin == Twin::Lease {
+        for key in keys.iter().skip(2).step_by(3) {
+            argvs.push(vec![b"DECRBY", key, b"1"]);
+        }
     }
-    calls.iter().all(|argv| {
+    if reads_time {
+        argvs.push(vec![b"TIME"]);
+    }
+    argvs.iter().all(|argv| {
         crate::cmd::resolve(argv)
             .is_ok_and(|command| crate::acl::check(user, command, argv).is_ok())
     })
@@ -226,6 +296,7 @@ struct LuaCalls {
     get: usize,
     incr: usize,
     incrby: usize,
+    decrby: usize,
     expire: usize,
     time: usize,
 }
@@ -240,6 +311,7 @@ impl LuaCalls {
                 get: index("get"),
                 incr: index("incr"),
                 incrby: index("incrby"),
+                decrby: index("decrby"),
                 expire: index("expire"),
                 time: index("time"),
             }

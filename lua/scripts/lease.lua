@@ -41,7 +41,8 @@ for i = 1, count do
     local elapsed      = now - window_start
     local prev_count = tonumber(redis.call('GET', KEYS[3 * i - 1])) or 0
     local curr_count = tonumber(redis.call('GET', KEYS[3 * i - 2])) or 0
-    estimated[i]     = math.floor(prev_count * (window - elapsed) / window) + curr_count
+    local weight     = (window - elapsed) / window
+    estimated[i]     = math.floor(prev_count * weight) + curr_count
     window_starts[i] = window_start
     if estimated[i] + cost > limit then
         allowed = 0

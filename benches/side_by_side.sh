@@ -3,9 +3,11 @@
 # same redis-benchmark runs against each in one go, and memory per key after
 # loading the same 1,000,000 rate-limit counters into each.
 #
-# Usage: [ROUNDS=3] [SUITE_REQUESTS=200000] benches/side_by_side.sh [requests] [keys]
+# Usage: [ROUNDS=3] [SUITE_REQUESTS=200000] [SCRIPTS_ONLY=1] [SCRIPTS="lease ..."]
+#        benches/side_by_side.sh [requests] [keys]
 #   requests  redis-benchmark -n per test (default 500000)
 #   keys      keys for the memory test (default 1000000)
+#   SCRIPTS_ONLY  only the limiter scripts' table (SCRIPTS: which of them)
 #
 # Prints markdown tables (throughput with the tally/Redis ratio, memory per key)
 # ready for docs/benchmarks.md. Needs redis-server, redis-benchmark, redis-cli
@@ -91,6 +93,7 @@ start_servers
 echo "redis-server $(redis-server --version | grep -o 'v=[^ ]*'), tally-server $("$TALLY_BIN" --version | cut -d' ' -f2)"
 echo "redis-benchmark -c $CLIENTS -r $RANDOM_KEYS -n $REQUESTS, $(nproc) cores"
 echo
+if [ -z "${SCRIPTS_ONLY:-}" ]; then
 echo "| test | pipeline | Redis req/s | tally req/s | tally/Redis |"
 echo "|---|---|---|---|---|"
 for pipeline in 1 16; do
@@ -123,6 +126,7 @@ for round in $(seq "$ROUNDS"); do
 done
 median_table "$WORK/suite.redis" "$WORK/suite.tally"
 start_servers
+fi
 
 # The known limiter scripts through EVALSHA: tally runs each natively (its
 # twin), then with `lua-native-scripts no` through Lua.
@@ -161,6 +165,7 @@ for mode in native lua; do
     done
 done
 stop_servers
+[ -n "${SCRIPTS_ONLY:-}" ] && exit 0
 
 # Memory per key: load the same counters into fresh servers with one pipe each.
 python3 - "$KEYS" >"$WORK/load.resp" <<'PY'

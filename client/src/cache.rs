@@ -10,7 +10,7 @@
 use std::hash::{BuildHasher, Hash};
 use std::sync::Arc;
 
-use hashbrown::{DefaultHashBuilder, Equivalent, HashMap, HashTable};
+use hashbrown::{DefaultHashBuilder, HashTable};
 use parking_lot::Mutex;
 
 use crate::rules::LimitName;
@@ -47,11 +47,11 @@ pub struct LimitState {
     /// Tokens reserved on the server for `window_start` and not used yet.
     pub lease: u64,
     /// Unused leases of ended windows: (window start, tokens) to give back.
-    pub give_back: Vec<(u64, u64)>,
-    /// Tokens used since the last sync.
-    pub used_since_sync: u64,
+    pub give_back: GiveBacks,
+    /// Tokens used since the last sync (see [`LimitState::note_use`]).
+    pub used_since_sync: u32,
     /// Tokens used per sync interval, smoothed: sizes the next lease.
-    pub rate: f64,
+    pub rate: f32,
     /// The server's remaining budget at the last contact (leases counted as used).
     pub remaining: u64,
     /// End of the window (unix s) at the last contact.
@@ -85,7 +85,7 @@ impl LimitState {
             slot,
             window_start: 0,
             lease: 0,
-            give_back: Vec::new(),
+            give_back: GiveBacks::default(),
             used_since_sync: 0,
             rate: 0.0,
             remaining: ceiling,
@@ -95,6 +95,13 @@ impl LimitState {
             active: false,
             scarce: false,
         }
+    }
+
+    /// Counts `cost` tokens used since the last sync.
+    #[inline]
+    pub fn note_use(&mut self, cost: u64) {
+        let cost = u32::try_from(cost).unwrap_or(u32::MAX);
+        self.used_since_sync = self.used_since_sync.saturating_add(cost);
     }
 
     /// Moves to the window starting at `start`: an unused lease of an earlier
@@ -124,11 +131,12 @@ impl LimitState {
     /// intervals' worth, at most a tenth of the ceiling (so that leases
     /// held by many nodes cannot starve an identity below its limit).
     pub fn lease_target(&self, interval_ms: u64) -> u64 {
-        if self.rate < LEASE_MIN_RATE {
+        let rate = f64::from(self.rate);
+        if rate < LEASE_MIN_RATE {
             return 0;
         }
         let intervals = (LEASE_SPAN_MS as f64 / interval_ms.max(1) as f64).max(3.0);
-        let wanted = (self.rate * intervals).ceil() as u64;
+        let wanted = (rate * intervals).ceil() as u64;
         wanted.min((self.ceiling / 10).max(1))
     }
 
@@ -154,35 +162,104 @@ impl LimitState {
     }
 }
 
+/// Unused leases of ended windows, (window start, tokens), waiting to be
+/// given back: almost always none or one, so kept out of line (8 bytes in
+/// every state instead of a `Vec`'s 24).
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
+#[allow(clippy::box_collection)] // the point: one pointer, not a Vec's three words
+pub struct GiveBacks(Option<Box<Vec<(u64, u64)>>>);
+
+impl GiveBacks {
+    /// Queues tokens of the window starting at `window_start`.
+    pub fn push(&mut self, give_back: (u64, u64)) {
+        self.0.get_or_insert_with(Box::default).push(give_back);
+    }
+
+    /// Takes the last queued give-back.
+    pub fn pop(&mut self) -> Option<(u64, u64)> {
+        let queued = self.0.as_mut()?;
+        let last = queued.pop();
+        if queued.is_empty() {
+            self.0 = None;
+        }
+        last
+    }
+
+    /// True when nothing waits to be given back.
+    pub fn is_empty(&self) -> bool {
+        self.0.is_none()
+    }
+
+    /// Drops everything queued.
+    pub fn clear(&mut self) {
+        self.0 = None;
+    }
+
+    /// What is queued, oldest first.
+    pub fn iter(&self) -> impl Iterator<Item = (u64, u64)> + '_ {
+        self.0.iter().flat_map(|v| v.iter().copied())
+    }
+}
+
 /// A shared, lockable limit state.
 pub type SharedState = Arc<Mutex<LimitState>>;
 
 /// The limits of one (identity, endpoint): global first.
 #[derive(Debug)]
 pub struct Class {
+    /// Whose requests to which endpoint it holds the limits of.
+    pub key: ClassKey,
     /// The limit states, in lock order (global, then endpoint).
-    pub limits: Vec<SharedState>,
+    pub limits: Box<[SharedState]>,
     /// The rules generation the class was built from.
     pub generation: u64,
     /// The hash slot of the identity's keys.
     pub slot: u16,
 }
 
-/// Key of a class: (scope, id, tier, endpoint).
-#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+/// Key of a class: scope, id, tier and endpoint, in one allocation (the
+/// cache holds one per identity and endpoint: four `String`s were 96 bytes
+/// and four allocations).
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ClassKey {
-    /// Identity scope.
-    pub scope: String,
-    /// Identity id.
-    pub id: String,
-    /// Identity tier.
-    pub tier: String,
-    /// Endpoint.
-    pub endpoint: String,
+    /// The four parts back to back.
+    text: Box<str>,
+    /// Where scope, id and tier end in `text`.
+    ends: [u32; 3],
 }
 
-/// Borrowed form of [`ClassKey`] for lookups without allocation.
-#[derive(Hash)]
+impl ClassKey {
+    /// The key of `identity`'s requests to `endpoint`.
+    pub fn new(key: &ClassKeyRef<'_>) -> ClassKey {
+        let parts = [key.scope, key.id, key.tier, key.endpoint];
+        let mut text = String::with_capacity(parts.iter().map(|p| p.len()).sum());
+        let mut ends = [0u32; 3];
+        for (i, part) in parts.iter().enumerate() {
+            text.push_str(part);
+            if i < 3 {
+                ends[i] = text.len() as u32;
+            }
+        }
+        ClassKey {
+            text: text.into_boxed_str(),
+            ends,
+        }
+    }
+
+    /// The borrowed form (what lookups hash).
+    pub fn as_ref(&self) -> ClassKeyRef<'_> {
+        let [a, b, c] = self.ends.map(|e| e as usize);
+        ClassKeyRef {
+            scope: &self.text[..a],
+            id: &self.text[a..b],
+            tier: &self.text[b..c],
+            endpoint: &self.text[c..],
+        }
+    }
+}
+
+/// A class's key, borrowed: what a check looks up without allocating.
+#[derive(Hash, PartialEq, Eq)]
 pub struct ClassKeyRef<'a> {
     /// Identity scope.
     pub scope: &'a str,
@@ -206,15 +283,6 @@ impl<'a> ClassKeyRef<'a> {
     }
 }
 
-impl hashbrown::Equivalent<ClassKey> for ClassKeyRef<'_> {
-    fn equivalent(&self, key: &ClassKey) -> bool {
-        self.scope == key.scope
-            && self.id == key.id
-            && self.tier == key.tier
-            && self.endpoint == key.endpoint
-    }
-}
-
 /// Tokens to give back for a state that left the cache.
 #[derive(Debug, Clone)]
 pub struct Orphan {
@@ -232,15 +300,18 @@ pub struct Orphan {
     pub ceiling: u64,
 }
 
-/// One shard of the class map.
-type ClassTable = HashTable<(ClassKey, Arc<Class>)>;
+/// One shard of the class map (a class holds its own key).
+type ClassTable = HashTable<Arc<Class>>;
+
+/// One shard of the state map, filed by each state's key prefix.
+type StateTable = HashTable<SharedState>;
 
 /// The bounded cache of classes and limit states.
 pub struct Cache {
     hasher: DefaultHashBuilder,
     /// Filed by the hash of a [`ClassKeyRef`], computed once per check.
     classes: Vec<Mutex<ClassTable>>,
-    states: Vec<Mutex<HashMap<Arc<str>, SharedState>>>,
+    states: Vec<Mutex<StateTable>>,
     per_shard: usize,
     orphans: Mutex<Vec<Orphan>>,
     /// States the next sync must look at: used since the last one, or
@@ -254,15 +325,11 @@ impl Cache {
         Cache {
             hasher: DefaultHashBuilder::default(),
             classes: (0..SHARDS).map(|_| Mutex::new(HashTable::new())).collect(),
-            states: (0..SHARDS).map(|_| Mutex::new(HashMap::new())).collect(),
+            states: (0..SHARDS).map(|_| Mutex::new(HashTable::new())).collect(),
             per_shard: capacity.div_ceil(SHARDS).max(1),
             orphans: Mutex::new(Vec::new()),
             active: Mutex::new(Vec::new()),
         }
-    }
-
-    fn shard_of<K: Hash + ?Sized>(&self, key: &K) -> usize {
-        (self.hasher.hash_one(key) as usize) & (SHARDS - 1)
     }
 
     /// The hash a class is filed under (one hash per check: the shard and
@@ -284,69 +351,71 @@ impl Cache {
         f: impl FnOnce(&Class) -> R,
     ) -> Option<R> {
         let classes = self.classes[(hash as usize) & (SHARDS - 1)].lock();
-        let (_, class) = classes.find(hash, |(k, _)| key.equivalent(k))?;
+        let class = classes.find(hash, |c| c.key.as_ref() == *key)?;
         (class.generation == generation).then(|| f(class))
     }
 
     /// The class for a request, if cached and built from `generation`.
     pub fn class(&self, key: &ClassKeyRef<'_>, hash: u64, generation: u64) -> Option<Arc<Class>> {
         let classes = self.classes[(hash as usize) & (SHARDS - 1)].lock();
-        let (_, class) = classes.find(hash, |(k, _)| key.equivalent(k))?;
+        let class = classes.find(hash, |c| c.key.as_ref() == *key)?;
         (class.generation == generation).then(|| class.clone())
     }
 
     fn hash_of(&self, key: &ClassKey) -> u64 {
-        self.class_hash(&ClassKeyRef {
-            scope: &key.scope,
-            id: &key.id,
-            tier: &key.tier,
-            endpoint: &key.endpoint,
-        })
+        self.class_hash(&key.as_ref())
     }
 
     /// Stores a class, replacing an older one for the same key, or evicting
     /// the least recently used of a sample when the shard is full.
-    pub fn put_class(&self, key: ClassKey, class: Arc<Class>) {
-        let hash = self.hash_of(&key);
+    pub fn put_class(&self, class: Arc<Class>) {
+        let hash = self.hash_of(&class.key);
         let mut classes = self.classes[(hash as usize) & (SHARDS - 1)].lock();
-        if let Ok(old) = classes.find_entry(hash, |(k, _)| *k == key) {
+        if let Ok(old) = classes.find_entry(hash, |c| c.key == class.key) {
             old.remove();
         } else if classes.len() >= self.per_shard {
             let victim = classes
                 .iter()
                 .take(EVICTION_SAMPLE)
-                .min_by_key(|(_, c)| {
+                .min_by_key(|c| {
                     c.limits
                         .iter()
                         .map(|s| s.lock().last_used_ms)
                         .max()
                         .unwrap_or(0)
                 })
-                .map(|(k, _)| k.clone());
+                .cloned();
             if let Some(victim) = victim {
-                let victim_hash = self.hash_of(&victim);
-                if let Ok(entry) = classes.find_entry(victim_hash, |(k, _)| *k == victim) {
+                let victim_hash = self.hash_of(&victim.key);
+                if let Ok(entry) = classes.find_entry(victim_hash, |c| Arc::ptr_eq(c, &victim)) {
                     entry.remove();
                 }
             }
         }
-        classes.insert_unique(hash, (key, class), |(k, _)| self.hash_of(k));
+        classes.insert_unique(hash, class, |c| self.hash_of(&c.key));
     }
 
-    /// The state of a limit, created by `make` when absent.
+    /// The state of a limit, created by `make` when absent. States are
+    /// filed by their own prefix (the table holds one pointer per state);
+    /// a state's lock is a leaf, taken here under the shard's.
     pub fn state(&self, prefix: &Arc<str>, make: impl FnOnce() -> LimitState) -> SharedState {
-        let shard = &self.states[self.shard_of(&**prefix)];
+        let hash = self.hasher.hash_one(&**prefix);
+        let shard = &self.states[(hash as usize) & (SHARDS - 1)];
         let mut states = shard.lock();
-        if let Some(state) = states.get(prefix) {
+        if let Some(state) = states.find(hash, |s| s.lock().prefix == *prefix) {
             return state.clone();
         }
         if states.len() >= self.per_shard {
             let victim = states
                 .iter()
                 .take(EVICTION_SAMPLE)
-                .min_by_key(|(_, s)| s.lock().last_used_ms)
-                .map(|(k, _)| k.clone());
-            if let Some(victim) = victim.and_then(|v| states.remove(&v)) {
+                .min_by_key(|s| s.lock().last_used_ms)
+                .cloned();
+            if let Some(victim) = victim {
+                let victim_hash = self.hasher.hash_one(&*victim.lock().prefix);
+                if let Ok(entry) = states.find_entry(victim_hash, |s| Arc::ptr_eq(s, &victim)) {
+                    entry.remove();
+                }
                 let mut victim = victim.lock();
                 self.orphan(&victim);
                 // Its tokens now travel as orphans: the state itself (still
@@ -356,7 +425,9 @@ impl Cache {
             }
         }
         let state = Arc::new(Mutex::new(make()));
-        states.insert(prefix.clone(), state.clone());
+        states.insert_unique(hash, state.clone(), |s| {
+            self.hasher.hash_one(&*s.lock().prefix)
+        });
         state
     }
 
@@ -365,7 +436,6 @@ impl Cache {
         let unused = state
             .give_back
             .iter()
-            .copied()
             .chain((state.lease > 0).then_some((state.window_start, state.lease)));
         for (window_start, tokens) in unused {
             orphans.push(Orphan {
@@ -447,7 +517,7 @@ mod tests {
         state.lease = 7;
         state.roll_to(120);
         assert_eq!(state.lease, 0);
-        assert_eq!(state.give_back, vec![(60, 7)]);
+        assert_eq!(state.give_back.iter().collect::<Vec<_>>(), vec![(60, 7)]);
         assert_eq!(state.reset, 180);
     }
 

@@ -48,21 +48,15 @@ impl Limiter {
                 }
                 state
             })
-            .collect();
+            .collect::<Vec<_>>()
+            .into_boxed_slice();
         let class = Arc::new(Class {
+            key: ClassKey::new(&key),
             limits,
             generation,
             slot,
         });
-        self.inner.cache.put_class(
-            ClassKey {
-                scope: identity.scope.clone(),
-                id: identity.id.clone(),
-                tier: identity.tier.clone(),
-                endpoint: endpoint.to_string(),
-            },
-            class.clone(),
-        );
+        self.inner.cache.put_class(class.clone());
         class
     }
 
@@ -88,7 +82,7 @@ impl Limiter {
             for (shared, state) in class.limits.iter().zip(states.iter_mut()) {
                 let from_lease = state.lease.min(cost);
                 state.lease -= from_lease;
-                state.used_since_sync += cost;
+                state.note_use(cost);
                 if from_lease < cost {
                     state.remaining = state.remaining.saturating_sub(cost - from_lease);
                 }
@@ -194,7 +188,7 @@ impl Limiter {
         if allowed {
             for state in states.iter_mut() {
                 state.lease -= cost;
-                state.used_since_sync += cost;
+                state.note_use(cost);
                 state.last_used_ms = now_ms;
                 *unmarked |= !state.active;
             }
@@ -304,7 +298,7 @@ impl Limiter {
         for (i, state) in states.iter_mut().enumerate() {
             self.apply_lease_reply(state, &requests[i], &reply, i, now_ms);
             if reply.allowed {
-                state.used_since_sync += cost;
+                state.note_use(cost);
             }
             state.last_used_ms = now_ms;
             if reply.allowed || state.lease > 0 || !state.give_back.is_empty() {

@@ -147,7 +147,7 @@ impl Limiter {
             s.roll_at(now_secs);
             // Smoothed use per interval sizes the next lease.
             let used = std::mem::take(&mut s.used_since_sync);
-            s.rate = 0.5 * s.rate + 0.5 * used as f64;
+            s.rate = 0.5 * s.rate + 0.5 * used as f32;
             let mut give_back = s.give_back.pop();
             let mut want = 0;
             if used == 0 {

@@ -254,6 +254,14 @@ impl Limiter {
         self.inner.metrics.snapshot()
     }
 
+    /// Limit states held (the cached mode's leases and deny cache, and in
+    /// either mode the last known budgets the hybrid policy decides from):
+    /// what the node's memory for identities grows with, up to
+    /// `cache_capacity`.
+    pub fn tracked_limits(&self) -> usize {
+        self.inner.cache.len()
+    }
+
     /// The breaker state of node `index`: the seeds in the order given,
     /// then the nodes learnt from the cluster (see [`Limiter::nodes`]).
     pub fn breaker_state(&self, index: usize) -> BreakerState {

@@ -11,6 +11,7 @@
 //! ```text
 //! cargo run --release --example fleet -p tally-client            # all rows
 //! cargo run --release --example fleet -p tally-client -- 100     # one fleet size
+//! cargo run --release --example fleet -p tally-client -- 100 20  # and one mode
 //! ```
 
 #[path = "../tests/support/fleet.rs"]
@@ -23,6 +24,8 @@ use fleet::{run, Fleet, WINDOWS};
 #[tokio::main(flavor = "current_thread")]
 async fn main() {
     let only: Option<usize> = std::env::args().nth(1).and_then(|a| a.parse().ok());
+    // `exact`, or a sync interval in ms: that mode only.
+    let only_mode = std::env::args().nth(2);
     let limit = 1000;
     let window_seconds = 10;
     println!(
@@ -36,13 +39,16 @@ async fn main() {
         (20, 2_000, 2_000.0),
         (100, 10_000, 20_000.0),
         (1_000, 100_000, 20_000.0),
-        (1_000, 100_000, 100_000.0),
     ];
     for &(nodes, identities, total_rate) in settings {
         if only.is_some_and(|n| n != nodes) {
             continue;
         }
         for sync_ms in [None, Some(100), Some(20)] {
+            let name = sync_ms.map_or("exact".to_string(), |ms| ms.to_string());
+            if only_mode.as_ref().is_some_and(|m| *m != name) {
+                continue;
+            }
             let started = Instant::now();
             let r = run(Fleet {
                 nodes,

@@ -19,6 +19,8 @@
 //!
 //! ```text
 //! cargo run --release --example simulate -p tally-client
+//! cargo run --release --example simulate -p tally-client -- sweep > sweep.csv
+//! python3 tools/client_chart.py sweep.csv docs/client-chart.svg
 //! ```
 
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -163,8 +165,47 @@ async fn simulate(nodes: usize, per_node_rate: f64, within: bool, sync_ms: Optio
     }
 }
 
+/// `sweep`: per-node rates from 0.1 to 10,000 req/s on 10 nodes, as CSV
+/// for `tools/client_chart.py` (docs/client-chart.svg): for heavy within
+/// a limit it never reaches, the round trips per request; for heavy over
+/// its limit, the lowest and highest window admitted. Exact mode runs up to
+/// 100 req/s per node (a round trip per check; above that it would take
+/// hours of loopback round trips and is 1.000 by construction).
+async fn sweep() {
+    println!("identity,per_node_rate,mode,round_trips_per_request,admitted_min_pct,admitted_max_pct,light_denied");
+    let rates = [
+        0.1, 0.3, 1.0, 3.0, 10.0, 30.0, 100.0, 300.0, 1000.0, 3000.0, 10_000.0,
+    ];
+    for within in [true, false] {
+        for rate in rates {
+            for sync_ms in [None, Some(100), Some(20)] {
+                if sync_ms.is_none() && rate > 100.0 {
+                    continue;
+                }
+                let outcome = simulate(10, rate, within, sync_ms).await;
+                let requests = (outcome.sent + outcome.light_sent) as f64;
+                let windows = outcome.admitted_per_window.iter();
+                let share = |a: &u64| *a as f64 / LIMIT as f64 * 100.0;
+                let low = windows.clone().map(share).fold(f64::INFINITY, f64::min);
+                let high = windows.map(share).fold(0.0, f64::max);
+                println!(
+                    "{},{rate},{},{:.4},{low:.1},{high:.1},{}",
+                    if within { "within" } else { "over" },
+                    sync_ms.map_or("exact".to_string(), |ms| format!("cached {ms} ms")),
+                    outcome.round_trips as f64 / requests,
+                    outcome.light_denied
+                );
+            }
+        }
+    }
+}
+
 #[tokio::main(flavor = "current_thread")]
 async fn main() {
+    if std::env::args().nth(1).as_deref() == Some("sweep") {
+        sweep().await;
+        return;
+    }
     println!(
         "limit {LIMIT}/min; heavy at a fixed rate from every node; light at 99% from random nodes; {WINDOWS} windows of 60 s"
     );

@@ -52,6 +52,11 @@ pub struct LimitState {
     pub used_since_sync: u32,
     /// Tokens used per sync interval, smoothed: sizes the next lease.
     pub rate: f32,
+    /// Tokens asked of this node (admitted or denied here) since it last
+    /// asked the server, and when that was (ms): its demand while the deny
+    /// cache kept it from asking.
+    pub asked_since_ask: u32,
+    pub last_ask_ms: u64,
     /// The server's remaining budget at the last contact (leases counted as used).
     pub remaining: u64,
     /// End of the window (unix s) at the last contact.
@@ -87,6 +92,8 @@ impl LimitState {
             lease: 0,
             give_back: GiveBacks::default(),
             used_since_sync: 0,
+            asked_since_ask: 0,
+            last_ask_ms: 0,
             rate: 0.0,
             remaining: ceiling,
             reset: 0,
@@ -125,40 +132,76 @@ impl LimitState {
         self.roll_to(crate::keys::window_start(now_secs, self.window_seconds));
     }
 
-    /// The lease a top-up asks for, when syncs come every
+    /// The tokens this node can expect to use before its window ends, at
+    /// `per_ms` tokens a millisecond: a lease beyond that would sit unused
+    /// when the window ends, budget the identity's other nodes were denied.
+    fn usable_before_window_end(&self, per_ms: f64, now_ms: u64) -> u64 {
+        let end_ms = (self.window_start + self.window_seconds) * 1000;
+        (per_ms * end_ms.saturating_sub(now_ms) as f64) as u64
+    }
+
+    /// The lease a top-up asks for at `now_ms`, when syncs come every
     /// `interval_ms`: none below [`LEASE_MIN_RATE`] (exact checks are
     /// cheaper there), else half a second of recent use and at least three
     /// intervals' worth, at most a tenth of the ceiling (so that leases
-    /// held by many nodes cannot starve an identity below its limit).
-    pub fn lease_target(&self, interval_ms: u64) -> u64 {
+    /// held by many nodes cannot starve an identity below its limit) and
+    /// at most what recent use would take before the window ends.
+    pub fn lease_target(&self, interval_ms: u64, now_ms: u64) -> u64 {
         let rate = f64::from(self.rate);
         if rate < LEASE_MIN_RATE {
             return 0;
         }
-        let intervals = (LEASE_SPAN_MS as f64 / interval_ms.max(1) as f64).max(3.0);
+        let interval_ms = interval_ms.max(1) as f64;
+        let intervals = (LEASE_SPAN_MS as f64 / interval_ms).max(3.0);
         let wanted = (rate * intervals).ceil() as u64;
-        wanted.min((self.ceiling / 10).max(1))
+        wanted
+            .min((self.ceiling / 10).max(1))
+            .min(self.usable_before_window_end(rate / interval_ms, now_ms))
     }
 
     /// Below this the next sync tops the lease up: half the target, so a
     /// busy limit costs one round trip per quarter second or so whatever
     /// the sync interval, and its lease lasts until the next sync.
-    pub fn lease_low(&self, interval_ms: u64) -> u64 {
-        self.lease_target(interval_ms).div_ceil(2)
+    pub fn lease_low(&self, interval_ms: u64, now_ms: u64) -> u64 {
+        self.lease_target(interval_ms, now_ms).div_ceil(2)
     }
 
-    /// What a check that asks the server also asks to lease. Normally the
-    /// top-up; for a limit the server has been denying, as much as a node
-    /// may hold: its denials are cached for at least a sync interval, and
-    /// the budget the sliding window freed meanwhile must not go unused
-    /// (one token per ask would admit less than the limit when few nodes
-    /// serve the identity). The grant is what is free, no more.
-    pub fn wanted_on_ask(&self, interval_ms: u64) -> u64 {
+    /// What a check that asks the server at `now_ms` also asks to lease.
+    /// Normally the top-up. For a limit the server has been denying, what
+    /// this node was asked for since it last asked the server: its denials
+    /// are cached for at least a sync interval, so that much covers it
+    /// until it asks again, and the budget the sliding window freed
+    /// meanwhile is not left unused (one token per ask would admit less
+    /// than the limit when few nodes serve the identity). More would sit
+    /// unused while the identity's other nodes are denied (at 100 nodes, a
+    /// tenth of the limit to whichever node asked first cost 1% of the
+    /// limit in some windows). The grant is what is free, no more.
+    pub fn wanted_on_ask(&self, interval_ms: u64, now_ms: u64) -> u64 {
         if self.scarce {
-            (self.ceiling / 10).max(1).saturating_sub(self.lease)
+            let elapsed_ms = now_ms.saturating_sub(self.last_ask_ms).max(1);
+            let per_ms = f64::from(self.asked_since_ask) / elapsed_ms as f64;
+            u64::from(self.asked_since_ask)
+                .min((self.ceiling / 10).max(1))
+                .min(self.usable_before_window_end(per_ms, now_ms))
+                .saturating_sub(self.lease)
         } else {
-            self.lease_target(interval_ms).saturating_sub(self.lease)
+            self.lease_target(interval_ms, now_ms)
+                .saturating_sub(self.lease)
         }
+    }
+
+    /// Counts a check of `cost` decided here (admitted or denied) towards
+    /// the node's demand between its asks.
+    #[inline]
+    pub fn note_asked(&mut self, cost: u64) {
+        let cost = u32::try_from(cost).unwrap_or(u32::MAX);
+        self.asked_since_ask = self.asked_since_ask.saturating_add(cost);
+    }
+
+    /// The node asks the server now: its demand is counted afresh.
+    pub fn note_ask(&mut self, now_ms: u64) {
+        self.asked_since_ask = 0;
+        self.last_ask_ms = now_ms;
     }
 }
 
@@ -524,17 +567,23 @@ mod tests {
     #[test]
     fn leases_follow_recent_use_within_bounds() {
         let mut state = LimitState::new("p".into(), LimitName::Global, 1000, 60, 0);
-        assert_eq!(state.lease_target(100), 0, "no use, no lease");
+        assert_eq!(state.lease_target(100, 0), 0, "no use, no lease");
         state.rate = 1.5;
-        assert_eq!(state.lease_target(100), 0, "too slow to pay for a lease");
+        assert_eq!(state.lease_target(100, 0), 0, "too slow to pay for a lease");
         state.rate = 2.0;
-        assert_eq!((state.lease_target(100), state.lease_low(100)), (10, 5));
+        assert_eq!(
+            (state.lease_target(100, 0), state.lease_low(100, 0)),
+            (10, 5)
+        );
         state.rate = 10.0;
         // Half a second of use at 100 ms, three intervals at 200 ms.
-        assert_eq!((state.lease_target(100), state.lease_low(100)), (50, 25));
-        assert_eq!(state.lease_target(20), 100);
-        assert_eq!(state.lease_target(200), 30);
+        assert_eq!(
+            (state.lease_target(100, 0), state.lease_low(100, 0)),
+            (50, 25)
+        );
+        assert_eq!(state.lease_target(20, 0), 100);
+        assert_eq!(state.lease_target(200, 0), 30);
         state.rate = 10_000.0;
-        assert_eq!(state.lease_target(100), 100);
+        assert_eq!(state.lease_target(100, 0), 100);
     }
 }

@@ -185,6 +185,9 @@ impl Limiter {
         if allowed && short {
             return None;
         }
+        for state in states.iter_mut() {
+            state.note_asked(cost);
+        }
         if allowed {
             for state in states.iter_mut() {
                 state.lease -= cost;
@@ -269,13 +272,15 @@ impl Limiter {
             .map(|state| {
                 let mut s = state.lock();
                 s.roll_at(now_secs);
+                let want = s.wanted_on_ask(self.sync_interval_ms(), now_ms);
+                s.note_ask(now_ms);
                 LeaseRequest {
                     prefix: s.prefix.clone(),
                     window_seconds: s.window_seconds,
                     ceiling: s.ceiling,
                     current: s.window_start,
                     give_back: s.give_back.pop(),
-                    want: s.wanted_on_ask(self.sync_interval_ms()),
+                    want,
                     cost,
                 }
             })

@@ -157,8 +157,8 @@ impl Limiter {
                     give_back = Some((s.window_start, s.lease));
                     s.lease = 0;
                 }
-            } else if s.denied_until_ms <= now_ms && s.lease < s.lease_low(interval_ms) {
-                want = s.lease_target(interval_ms).saturating_sub(s.lease);
+            } else if s.denied_until_ms <= now_ms && s.lease < s.lease_low(interval_ms, now_ms) {
+                want = s.lease_target(interval_ms, now_ms).saturating_sub(s.lease);
             }
             if used > 0 || s.lease > 0 || !s.give_back.is_empty() || give_back.is_some() {
                 still_active.push(shared.clone());

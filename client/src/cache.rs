@@ -67,6 +67,9 @@ pub struct LimitState {
     pub last_used_ms: u64,
     /// In the cache's active list: the next sync looks at it.
     pub active: bool,
+    /// The server's denials of this node's asks in a row (see
+    /// `Limiter::deny_for`).
+    pub denials_in_row: u8,
     /// The server denied this limit and has not had budget left since:
     /// the next ask takes whatever has been freed meanwhile (see
     /// [`LimitState::wanted_on_ask`]).
@@ -100,6 +103,7 @@ impl LimitState {
             denied_until_ms: 0,
             last_used_ms: 0,
             active: false,
+            denials_in_row: 0,
             scarce: false,
         }
     }
@@ -562,6 +566,30 @@ mod tests {
         assert_eq!(state.lease, 0);
         assert_eq!(state.give_back.iter().collect::<Vec<_>>(), vec![(60, 7)]);
         assert_eq!(state.reset, 180);
+    }
+
+    #[test]
+    fn a_denied_node_asks_for_its_own_demand_and_nothing_past_the_window() {
+        let mut state = LimitState::new("p".into(), LimitName::Global, 1000, 60, 0);
+        state.roll_to(60); // the window 60..120 s
+        state.scarce = true;
+        state.note_ask(70_000);
+        state.note_asked(1);
+        state.note_asked(1);
+        // Two requests in the second since its last ask: it asks for two,
+        // not for a tenth of the limit (which would sit unused while the
+        // identity's other nodes are denied).
+        assert_eq!(state.wanted_on_ask(100, 71_000), 2);
+        // Two a second leave room for none in the window's last 400 ms.
+        assert_eq!(state.wanted_on_ask(100, 119_600), 0);
+        // A busy node asked 500 times in 100 ms: a tenth of the limit.
+        state.asked_since_ask = 500;
+        assert_eq!(state.wanted_on_ask(100, 70_100), 100);
+        // A top-up is cut to what recent use takes before the window ends.
+        state.scarce = false;
+        state.rate = 10.0; // per 100 ms interval
+        assert_eq!(state.lease_target(100, 70_000), 50);
+        assert_eq!(state.lease_target(100, 119_800), 20);
     }
 
     #[test]

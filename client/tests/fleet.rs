@@ -11,13 +11,13 @@ mod fleet;
 
 use fleet::{run, Fleet};
 
-const LIMIT: u64 = 1000;
+const LIMIT: u64 = 500;
 
 fn small(sync_ms: Option<u64>) -> Fleet {
     Fleet {
-        nodes: 20,
-        identities: 2_000,
-        total_rate: 2_000.0,
+        nodes: 100,
+        identities: 1_000,
+        total_rate: 1_000.0,
         limit: LIMIT,
         window_seconds: 10,
         sync_ms,
@@ -36,11 +36,11 @@ async fn a_small_fleet_admits_exactly_the_limit_in_every_mode() {
             run(small(sync_ms)).await
         };
         let label = format!("{sync_ms:?}: {report:?}");
-        // Zipf ranks 1 and 2 send 2.4x and 1.2x the limit.
+        // Zipf ranks 1 and 2 send 2.4x and 1.2x the limit, rank 3 0.8x.
         assert_eq!(report.over_limit_identities, 2, "{label}");
         assert!(report.over_admitted.0 >= 0.995, "{label}");
         assert!(report.most_admitted <= 1.01, "{label}");
-        assert!(report.light_identities > 1_900, "{label}");
+        assert!(report.light_identities > 990, "{label}");
         assert_eq!(report.light_denied, 0, "{label}");
         // The burst (3x the limit at once from every node) gets its limit.
         assert_eq!(report.burst.0, 3 * LIMIT, "{label}");

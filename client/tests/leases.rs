@@ -203,3 +203,52 @@ async fn a_heavy_identity_gets_its_limit_and_one_at_99_percent_is_never_denied()
         );
     }
 }
+
+/// An identity far over its limit on ten nodes at 100 req/s each: a node
+/// the server keeps denying asks less often (its deny cache doubles up to
+/// a hundredth of the window), so the identity costs the store at most one
+/// round trip per 20 requests (a round trip per 13 at a fixed interval),
+/// while it is still admitted its whole limit in every window.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_node_denied_again_and_again_asks_less_often() {
+    const NODES: usize = 10;
+    const LIMIT: u64 = 1000;
+    let (tally, clock, nodes) = setup(
+        NODES,
+        &format!("[tiers.free]\nglobal = {{ limit = {LIMIT}, window_seconds = 60 }}\n"),
+    )
+    .await;
+    let heavy = Identity::new("user", "abuser", "free");
+    let mut admitted = [0u64; 3];
+    let mut sent = 0u64;
+    // 10 ms steps, one request per node per step.
+    for step in 0..3 * 60_000 / 10 {
+        let window = (step * 10 / 60_000) as usize;
+        for node in &nodes {
+            sent += 1;
+            if node.check(&heavy, "GET /", 1).await.allowed {
+                admitted[window] += 1;
+            }
+        }
+        advance(&tally, &clock, 10);
+        if step % (SYNC_MS / 10) == 0 {
+            for node in &nodes {
+                node.sync_now().await;
+            }
+        }
+    }
+    let trips: u64 = nodes
+        .iter()
+        .map(|n| n.metrics().syncs + n.metrics().server_checks)
+        .sum();
+    assert!(
+        trips * 20 <= sent,
+        "{trips} round trips for {sent} requests"
+    );
+    for (window, &n) in admitted.iter().enumerate() {
+        assert!(
+            n * 1000 >= LIMIT * 995 && n * 100 <= LIMIT * 101,
+            "window {window}: {n} admitted against {LIMIT} ({admitted:?})"
+        );
+    }
+}

@@ -101,7 +101,9 @@ impl Limiter {
             // reserved on the old window's key.
             state.give_back.push((request.current, granted));
         }
-        if !reply.allowed {
+        if reply.allowed {
+            state.denials_in_row = 0;
+        } else {
             let exceeded = reply.remaining.get(i).copied().unwrap_or(0) < request.cost.max(1);
             if exceeded {
                 // Not the window's end: a sliding window frees budget as the
@@ -111,10 +113,26 @@ impl Limiter {
                 // frees (one admitted, the rest denied), and the budget
                 // freed meanwhile is not lost (the next ask takes it, and
                 // leases what is left).
-                state.denied_until_ms = now_ms + reply.free_in_ms.max(self.sync_interval_ms());
+                state.denials_in_row = state.denials_in_row.saturating_add(1);
+                state.denied_until_ms = now_ms + self.deny_for(state, reply.free_in_ms);
                 state.scarce = true;
             }
         }
+    }
+
+    /// How long a node denies a limit locally after the server denied it:
+    /// until the estimate frees the cost, and at least a sync interval,
+    /// doubled for each denial in a row up to a hundredth of the window
+    /// (600 ms of a minute). Denied again means other nodes took what freed
+    /// first: an identity over its limit on ten nodes at 100 req/s each
+    /// cost a round trip per 10 requests at a fixed interval. The freed
+    /// budget is not lost meanwhile (the next ask of any node takes it),
+    /// and a node whose asks succeed never backs off.
+    fn deny_for(&self, state: &LimitState, free_in_ms: u64) -> u64 {
+        let interval = self.sync_interval_ms();
+        let most = (state.window_seconds * 1000 / 100).max(interval);
+        let backed_off = interval << (state.denials_in_row.clamp(1, 8) - 1);
+        free_in_ms.max(backed_off.min(most))
     }
 
     /// The cached mode's sync interval in ms (1 in exact mode, which leases

@@ -53,10 +53,11 @@ pub struct LimitState {
     /// Tokens used per sync interval, smoothed: sizes the next lease.
     pub rate: f32,
     /// Tokens asked of this node (admitted or denied here) since it last
-    /// asked the server, and when that was (ms): its demand while the deny
-    /// cache kept it from asking.
+    /// asked the server, and when that was (unix ms, its low 32 bits: only
+    /// the time since matters): its demand while the deny cache kept it
+    /// from asking.
     pub asked_since_ask: u32,
-    pub last_ask_ms: u64,
+    pub last_ask_ms: u32,
     /// The server's remaining budget at the last contact (leases counted as used).
     pub remaining: u64,
     /// End of the window (unix s) at the last contact.
@@ -182,7 +183,7 @@ impl LimitState {
     /// limit in some windows). The grant is what is free, no more.
     pub fn wanted_on_ask(&self, interval_ms: u64, now_ms: u64) -> u64 {
         if self.scarce {
-            let elapsed_ms = now_ms.saturating_sub(self.last_ask_ms).max(1);
+            let elapsed_ms = (now_ms as u32).wrapping_sub(self.last_ask_ms).max(1);
             let per_ms = f64::from(self.asked_since_ask) / elapsed_ms as f64;
             u64::from(self.asked_since_ask)
                 .min((self.ceiling / 10).max(1))
@@ -205,7 +206,7 @@ impl LimitState {
     /// The node asks the server now: its demand is counted afresh.
     pub fn note_ask(&mut self, now_ms: u64) {
         self.asked_since_ask = 0;
-        self.last_ask_ms = now_ms;
+        self.last_ask_ms = now_ms as u32;
     }
 }
 

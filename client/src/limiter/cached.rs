@@ -9,7 +9,7 @@ use super::lease::{LeaseReply, LeaseRequest, LeaseTuple};
 use super::{status_of, Limiter};
 use crate::cache::{Class, ClassKey, ClassKeyRef, LimitState};
 use crate::decision::{Decision, Source};
-use crate::keys::{limit_prefix, window_start, Identity};
+use crate::keys::{limit_prefix, Identity};
 use crate::rules::LimitName;
 use crate::topology::key_slot;
 
@@ -173,7 +173,10 @@ impl Limiter {
         let mut denied_wait = 0;
         let mut short = false;
         for state in states.iter_mut() {
-            if state.window_start != window_start(now_secs, state.window_seconds) {
+            // Still in the state's window: two compares, not a division.
+            let in_window = now_secs >= state.window_start
+                && now_secs < state.window_start + state.window_seconds;
+            if !in_window {
                 state.roll_at(now_secs);
             }
             if state.denied_until_ms > now_ms {

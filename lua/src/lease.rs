@@ -106,6 +106,22 @@ fn lua_max(a: f64, b: f64) -> f64 {
     }
 }
 
+/// For each key, the first index in `keys` naming the same key. A client
+/// sends a few keys (a scan is cheapest); a request may send 3,000, which
+/// a scan per key would make millions of comparisons.
+fn first_naming(keys: &[&[u8]]) -> Vec<usize> {
+    if keys.len() <= 32 {
+        return (0..keys.len())
+            .map(|i| (0..i).find(|&j| keys[j] == keys[i]).unwrap_or(i))
+            .collect();
+    }
+    let mut first = std::collections::HashMap::with_capacity(keys.len());
+    keys.iter()
+        .enumerate()
+        .map(|(i, key)| *first.entry(*key).or_insert(i))
+        .collect()
+}
+
 /// Runs the script for KEYS = `keys` (current, previous and reserved-on key
 /// per limit) and ARGV = `args` (limit, window, give back, want, cost per
 /// limit), the clock at `now_us`, with `stored[i]` the value of `keys[i]`.
@@ -137,9 +153,7 @@ pub fn run(
 
     // Every key's value as the script would read it now: a key named twice
     // shares one slot (the first index naming it).
-    let slot: Vec<usize> = (0..keys.len())
-        .map(|i| (0..i).find(|&j| keys[j] == keys[i]).unwrap_or(i))
-        .collect();
+    let slot = first_naming(keys);
     let mut values: Vec<f64> = stored
         .iter()
         .map(|v| stored_count(*v))
@@ -291,6 +305,18 @@ mod tests {
         assert_eq!(out.reply.free_in_ms, 5000);
         assert_eq!(out.reply.granted, vec![0]);
         assert!(out.writes.is_empty());
+    }
+
+    #[test]
+    fn keys_named_twice_share_the_first_index_at_any_count() {
+        let few: Vec<&[u8]> = vec![b"a", b"b", b"a", b"c", b"b"];
+        assert_eq!(first_naming(&few), vec![0, 1, 0, 3, 1]);
+        let names: Vec<Vec<u8>> = (0..90)
+            .map(|i| format!("k{}", i % 30).into_bytes())
+            .collect();
+        let many: Vec<&[u8]> = names.iter().map(|n| n.as_slice()).collect();
+        let expected: Vec<usize> = (0..90).map(|i| i % 30).collect();
+        assert_eq!(first_naming(&many), expected);
     }
 
     #[test]

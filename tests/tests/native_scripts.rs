@@ -39,7 +39,10 @@ fn now() -> impl Strategy<Value = String> {
 }
 
 /// A value already stored under a counter key, with an optional TTL (ms).
-fn prior() -> impl Strategy<Value = Option<(String, Option<u64>)>> {
+type Prior = Option<(String, Option<u64>)>;
+
+/// A [`Prior`] as a gateway's keys might hold.
+fn prior() -> impl Strategy<Value = Prior> {
     prop::option::of((
         prop_oneof![
             6 => (0i64..3000).prop_map(|n| n.to_string()),
@@ -223,6 +226,16 @@ impl Pair {
     }
 }
 
+/// `priors` kept only where a key is named first (a key named twice is
+/// set once).
+fn first_named(keys: &[String], priors: Vec<Prior>) -> Vec<Prior> {
+    let mut seen = std::collections::HashSet::new();
+    keys.iter()
+        .zip(priors)
+        .map(|(k, p)| if seen.insert(k.as_str()) { p } else { None })
+        .collect()
+}
+
 fn sha_of(name: &str) -> String {
     let known = tally_lua::SCRIPTS
         .iter()
@@ -291,13 +304,7 @@ fn native_multi_limit_equals_lua() {
                     .collect();
                 let args: Vec<String> =
                     limits.into_iter().flat_map(|(l, w, c)| [l, w, c]).collect();
-                // Set priors only on distinct keys.
-                let mut seen = std::collections::HashSet::new();
-                let priors: Vec<_> = keys
-                    .iter()
-                    .zip(priors)
-                    .map(|(k, p)| if seen.insert(k.clone()) { p } else { None })
-                    .collect();
+                let priors = first_named(&keys, priors);
                 let (a, b) = pair.compare(round, &sha, &keys, &args, &priors);
                 prop_assert_eq!(a, b);
                 Ok(())
@@ -341,12 +348,7 @@ fn native_lease_equals_lua() {
                     .into_iter()
                     .flat_map(|(l, w, back, want, cost)| [l, w, back, want, cost])
                     .collect();
-                let mut seen = std::collections::HashSet::new();
-                let priors: Vec<_> = keys
-                    .iter()
-                    .zip(priors)
-                    .map(|(k, p)| if seen.insert(k.clone()) { p } else { None })
-                    .collect();
+                let priors = first_named(&keys, priors);
                 let (a, b) = pair.compare(round, &sha, &keys, &args, &priors);
                 prop_assert_eq!(a, b);
                 Ok(())

@@ -22,6 +22,17 @@ fn counter(locked: &mut MultiLock<'_>, key: KeyRef<'_>, now: u64) -> Option<Opti
     }
 }
 
+/// Every key's stored counter, in KEYS order; `None` when one is not a
+/// counter (Lua handles it).
+fn counters(locked: &mut MultiLock<'_>, keys: &[KeyRef<'_>], now: u64) -> Option<Vec<Option<i64>>> {
+    keys.iter().map(|k| counter(locked, *k, now)).collect()
+}
+
+/// A Lua table of integers as Redis replies it.
+fn integers(values: &[i64]) -> Reply {
+    Reply::Array(values.iter().map(|n| Reply::Int(*n)).collect())
+}
+
 /// INCRBY `by` then EXPIRE `seconds`, as the scripts do; returns the
 /// deadline set.
 fn incr_and_expire(
@@ -143,10 +154,7 @@ pub fn run(
         }
         Twin::MultiLimit => {
             let mut locked = ctx.lock_keys(&keys);
-            let stored = keys
-                .iter()
-                .map(|k| counter(&mut locked, *k, now))
-                .collect::<Option<Vec<_>>>()?;
+            let stored = counters(&mut locked, &keys, now)?;
             let outcome =
                 multi_limit::run(keys.len(), args, ctx.shared.clock.now_us(), &stored).ok()?;
             if !outcome.writes.is_empty() && (read_only || ctx.shared.over_maxmemory()) {
@@ -170,20 +178,16 @@ pub fn run(
                 propagate(ctx, changes);
             }
             drop(locked);
-            let ints = |v: &[i64]| Reply::Array(v.iter().map(|n| Reply::Int(*n)).collect());
             Some(Reply::Array(vec![
                 Reply::Int(outcome.allowed),
-                ints(&outcome.remaining),
-                ints(&outcome.resets),
+                integers(&outcome.remaining),
+                integers(&outcome.resets),
                 Reply::Int(outcome.retry_after),
             ]))
         }
         Twin::Lease => {
             let mut locked = ctx.lock_keys(&keys);
-            let stored = keys
-                .iter()
-                .map(|k| counter(&mut locked, *k, now))
-                .collect::<Option<Vec<_>>>()?;
+            let stored = counters(&mut locked, &keys, now)?;
             let names: Vec<&[u8]> = keys.iter().map(|k| k.bytes).collect();
             let outcome = lease::run(&names, args, ctx.shared.clock.now_us(), &stored).ok()?;
             if !outcome.writes.is_empty() && (read_only || ctx.shared.over_maxmemory()) {
@@ -218,14 +222,13 @@ pub fn run(
                 propagate(ctx, changes);
             }
             drop(locked);
-            let ints = |v: &[i64]| Reply::Array(v.iter().map(|n| Reply::Int(*n)).collect());
             let reply = &outcome.reply;
             Some(Reply::Array(vec![
                 Reply::Int(reply.allowed),
-                ints(&reply.remaining),
-                ints(&reply.resets),
+                integers(&reply.remaining),
+                integers(&reply.resets),
                 Reply::Int(reply.retry_after),
-                ints(&reply.granted),
+                integers(&reply.granted),
                 Reply::Int(reply.server_time_ms),
                 Reply::Int(reply.free_in_ms),
             ]))

@@ -2,10 +2,11 @@
 //!
 //! A limiter in cached mode whose server is unreachable (a port nobody
 //! listens on; hybrid policy): once the breaker is open, every check builds
-//! the identity's class and limit states locally and nothing else, so the
+//! the identity's entry and limit states locally and nothing else, so the
 //! bytes the process holds after N identities, counted by a global
-//! allocator wrapper, are what tracking them costs. Each identity has two
-//! limits (global and one endpoint).
+//! allocator wrapper, are what tracking them costs: identities with two
+//! limits (global and one endpoint's), then identities with the global
+//! limit alone.
 //!
 //! ```text
 //! cargo run --release --example memory -p tally-client
@@ -81,16 +82,21 @@ async fn main() {
     for _ in 0..10 {
         limiter.check(&warm, "GET /search", 1).await;
     }
-    let before = HELD.load(Ordering::Relaxed);
-    for i in 0..identities {
-        let user = Identity::new("user", format!("u_{i:08}"), "free");
-        limiter.check(&user, "GET /search", 1).await;
+    // Two limits (global and the endpoint's), then the global one alone
+    // (an endpoint without a limit of its own), for other identities.
+    for (endpoint, limits, prefix) in [("GET /search", 2, "u"), ("GET /", 1, "v")] {
+        let before = HELD.load(Ordering::Relaxed);
+        for i in 0..identities {
+            let user = Identity::new("user", format!("{prefix}_{i:08}"), "free");
+            limiter.check(&user, endpoint, 1).await;
+        }
+        let held = HELD.load(Ordering::Relaxed) - before;
+        let states = identities * limits;
+        println!(
+            "{identities} identities with {limits} limit(s), {states} limit states: {held} bytes, \
+             {:.0} bytes per identity, {:.0} per limit state",
+            held as f64 / identities as f64,
+            held as f64 / states as f64
+        );
     }
-    let held = HELD.load(Ordering::Relaxed) - before;
-    let states = identities * 2;
-    println!(
-        "{identities} identities, {states} limit states: {held} bytes, {:.0} bytes per identity, {:.0} per limit state",
-        held as f64 / identities as f64,
-        held as f64 / states as f64
-    );
 }

@@ -40,11 +40,24 @@ pub fn endpoint_hash(endpoint: &str) -> String {
         .to_string()
 }
 
+/// [`endpoint_hash`] as six ASCII bytes (what a cached limit state keeps).
+pub fn endpoint_key_hash(endpoint: &str) -> [u8; 6] {
+    let mut hash = [0u8; 6];
+    hash.copy_from_slice(endpoint_hash(endpoint).as_bytes());
+    hash
+}
+
 /// The key prefix of one limit, without the window start:
 /// `rl:{user:u_99182}:a3f2c1` (or `...:*` for the global limit).
 pub fn limit_prefix(identity: &Identity, endpoint: Option<&str>) -> String {
     let hash = endpoint.map_or_else(|| "*".to_string(), endpoint_hash);
-    format!("rl:{{{}:{}}}:{}", identity.scope, identity.id, hash)
+    prefix_of(&identity.scope, &identity.id, &hash)
+}
+
+/// The key prefix of the limit whose endpoint part (hash, or `*`) is
+/// `endpoint_part`: `rl:{<scope>:<id>}:<endpoint_part>`.
+pub fn prefix_of(scope: &str, id: &str, endpoint_part: &str) -> String {
+    format!("rl:{{{scope}:{id}}}:{endpoint_part}")
 }
 
 /// `floor(now / window) * window`.

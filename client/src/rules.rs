@@ -186,31 +186,79 @@ impl RuleState {
     /// first, then the endpoint's. A limit changed by an update made during
     /// its current window keeps its old value until that window ends.
     pub fn limits(&self, tier: &str, endpoint: &str, now_secs: u64) -> Vec<AppliedLimit> {
-        let lookup = |rules: &RuleSet, name: &LimitName| -> Option<Limit> {
+        [LimitName::Global, LimitName::Endpoint(endpoint.into())]
+            .into_iter()
+            .filter_map(|name| {
+                let limit = self.limit(tier, &name, now_secs)?;
+                Some(AppliedLimit { name, limit })
+            })
+            .collect()
+    }
+
+    /// The limit `name` of `tier` at `now_secs`, `None` when the installed
+    /// rules have none (a limit an update removed goes at once; one it
+    /// changed keeps its old value until the window it arrived in ends).
+    pub fn limit(&self, tier: &str, name: &LimitName, now_secs: u64) -> Option<Limit> {
+        let lookup = |rules: &RuleSet| -> Option<Limit> {
             let tier = rules.tiers.get(tier)?;
             match name {
                 LimitName::Global => tier.global,
                 LimitName::Endpoint(e) => tier.endpoints.get(&**e).copied(),
             }
         };
-        let mut out = Vec::with_capacity(2);
-        for name in [LimitName::Global, LimitName::Endpoint(endpoint.into())] {
-            let Some(mut limit) = lookup(&self.current, &name) else {
-                continue;
-            };
-            if let Some((old_rules, updated_at)) = &self.previous {
-                let window = limit.window_seconds;
-                let window_start = now_secs / window * window;
-                if window_start < *updated_at {
-                    if let Some(old) = lookup(old_rules, &name) {
-                        limit = old;
-                    }
-                }
+        let limit = lookup(&self.current)?;
+        if let Some((old_rules, updated_at)) = &self.previous {
+            let window = limit.window_seconds;
+            if now_secs / window * window < *updated_at {
+                return Some(lookup(old_rules).unwrap_or(limit));
             }
-            out.push(AppliedLimit { name, limit });
         }
-        out
+        Some(limit)
     }
+
+    /// Which limits `tier` has under the installed rules, in the form a
+    /// cached check looks them up in.
+    pub fn tier_plan(&self, tier: &str) -> TierPlan {
+        let Some(rules) = self.current.tiers.get(tier) else {
+            return TierPlan::default();
+        };
+        TierPlan {
+            global: rules.global.is_some(),
+            endpoints: rules
+                .endpoints
+                .keys()
+                .map(|endpoint| {
+                    let planned = PlannedEndpoint {
+                        name: LimitName::Endpoint(endpoint.as_str().into()),
+                        key_hash: crate::keys::endpoint_key_hash(endpoint),
+                    };
+                    (endpoint.as_str().into(), planned)
+                })
+                .collect(),
+        }
+    }
+}
+
+/// Which limits one tier has: whether it has a global limit, and the
+/// endpoints with limits of their own. Built once per tier and rules
+/// change, and shared by every cached identity of the tier, so that a check
+/// finds its limits with one lookup of its endpoint.
+#[derive(Debug, Default)]
+pub struct TierPlan {
+    /// The tier has a global limit.
+    pub global: bool,
+    /// Endpoints with a limit of their own.
+    pub endpoints: hashbrown::HashMap<Box<str>, PlannedEndpoint>,
+}
+
+/// An endpoint with a limit of its own.
+#[derive(Debug, Clone)]
+pub struct PlannedEndpoint {
+    /// The name its states and statuses carry (one allocation shared by
+    /// all of them).
+    pub name: LimitName,
+    /// The endpoint's part of its keys (see [`crate::keys::endpoint_hash`]).
+    pub key_hash: [u8; 6],
 }
 
 #[cfg(test)]

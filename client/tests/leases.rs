@@ -252,3 +252,63 @@ async fn a_node_denied_again_and_again_asks_less_often() {
         );
     }
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_rules_update_reaches_cached_identities_and_their_leases_go_back() {
+    let (tally, clock, nodes) = setup(
+        1,
+        "[tiers.free]\nglobal = { limit = 1000, window_seconds = 60 }\n\
+         endpoints.\"GET /search\" = { limit = 500, window_seconds = 60 }\n",
+    )
+    .await;
+    let node = &nodes[0];
+    let user = Identity::new("user", "u1", "free");
+    // Busy enough for leases on both limits.
+    for _ in 0..10 {
+        for _ in 0..20 {
+            assert!(node.check(&user, "GET /search", 1).await.allowed);
+        }
+        advance(&tally, &clock, SYNC_MS);
+        node.sync_now().await;
+    }
+    let start = (tally_tests::T0_MS + 20_000) / 1000;
+    let search_key = format!(
+        "{}:{start}",
+        tally_client::keys::limit_prefix(&user, Some("GET /search"))
+    );
+    assert!(
+        server_count(&tally, &search_key).await > 200,
+        "the node holds a lease on the endpoint's limit"
+    );
+
+    // The update raises the global limit and drops the endpoint's.
+    let mut rules = node.rules();
+    rules.version = 2;
+    let free = rules.tiers.get_mut("free").unwrap();
+    free.global.as_mut().unwrap().limit = 2000;
+    free.endpoints.clear();
+    assert!(node.install_rules(rules));
+    let limits = |d: &tally_client::Decision| -> Vec<(String, u64)> {
+        d.limits
+            .iter()
+            .map(|l| (l.name.policy_name().to_string(), l.limit))
+            .collect()
+    };
+    let decision = node.check(&user, "GET /search", 1).await;
+    assert_eq!(
+        limits(&decision),
+        vec![("global".to_string(), 1000)],
+        "the dropped limit goes at once; the changed one keeps its value in this window"
+    );
+    node.sync_now().await;
+    assert_eq!(
+        server_count(&tally, &search_key).await,
+        200,
+        "the dropped limit's lease went back: the key counts what was admitted"
+    );
+
+    // The next window, for the identity already cached: the new limit.
+    advance(&tally, &clock, 60_000);
+    let decision = node.check(&user, "GET /search", 1).await;
+    assert_eq!(limits(&decision), vec![("global".to_string(), 2000)]);
+}

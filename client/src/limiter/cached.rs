@@ -5,215 +5,177 @@
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
-use super::lease::{LeaseReply, LeaseRequest, LeaseTuple};
+use super::lease::{LeaseReply, LeaseRequest, LeaseTuple, Target};
 use super::{status_of, Limiter};
-use crate::cache::{Class, ClassKey, ClassKeyRef, LimitState};
-use crate::decision::{Decision, Source};
+use crate::cache::{Activity, Entry, EntryKeyRef, LimitState, Orphan, Picked};
+use crate::decision::{Decision, LimitStatus, Source};
 use crate::keys::{limit_prefix, Identity};
-use crate::rules::LimitName;
+use crate::rules::{LimitName, TierPlan};
 use crate::topology::key_slot;
 
+/// What the slow path found under the entry's lock.
+enum Prepared {
+    /// Decided locally after all (a window rolled, the rules changed).
+    Decided(Decision),
+    /// The server must be asked: these lease calls, for this entry.
+    Ask(Vec<LeaseRequest>, Target),
+}
+
 impl Limiter {
-    /// The cached class of limit states for a request, built if needed.
-    pub(super) fn class(&self, identity: &Identity, endpoint: &str, now_secs: u64) -> Arc<Class> {
-        let generation = self.inner.generation.load(Ordering::Acquire);
-        let key = ClassKeyRef::of(identity, endpoint);
-        let hash = self.inner.cache.class_hash(&key);
-        if let Some(class) = self.inner.cache.class(&key, hash, generation) {
-            return class;
+    /// The plan of `tier` for the current rules (built once per tier and
+    /// rules generation, then shared by the tier's entries).
+    fn tier_plan(&self, tier: &str, generation: u64) -> Arc<TierPlan> {
+        let mut plans = self.inner.plans.lock();
+        if plans.0 != generation {
+            *plans = (generation, Default::default());
         }
-        let tightening = self.tightening();
+        if let Some(plan) = plans.1.get(tier) {
+            return plan.clone();
+        }
+        let plan = Arc::new(self.inner.rules.read().tier_plan(tier));
+        plans.1.insert(tier.into(), plan.clone());
+        plan
+    }
+
+    /// The slow path's access to `identity`'s entry: made when absent, its
+    /// plan and ceilings resolved again when the rules changed or a window
+    /// rolled, a state made for each limit of `endpoint`, those states
+    /// rolled to `now_ms`. `f` runs on it, under its shard's lock, with the
+    /// states the request uses.
+    pub(super) fn with_ready_entry<R>(
+        &self,
+        identity: &Identity,
+        endpoint: &str,
+        now_ms: u64,
+        f: impl FnOnce(&mut Entry, Picked, &mut Activity<'_>, u64) -> R,
+    ) -> R {
+        let key = EntryKeyRef::of(identity);
+        let hash = self.inner.cache.hash(&key);
         // Every key of one identity hashes to one slot ({scope:id}).
         let slot = key_slot(&limit_prefix(identity, None));
-        let limits = self
-            .applied_limits(identity, endpoint, now_secs)
-            .into_iter()
-            .map(|applied| {
-                let endpoint = match &applied.name {
-                    LimitName::Global => None,
-                    LimitName::Endpoint(e) => Some(&**e),
-                };
-                let prefix: Arc<str> = limit_prefix(identity, endpoint).into();
-                let ceiling = applied.limit.ceiling(tightening);
-                let window = applied.limit.window_seconds;
-                let state = self.inner.cache.state(&prefix, || {
-                    LimitState::new(prefix.clone(), applied.name.clone(), ceiling, window, slot)
-                });
-                {
-                    // Rules or tightening may have changed since the state
-                    // was made.
-                    let mut s = state.lock();
-                    s.ceiling = ceiling;
-                    s.window_seconds = window;
-                }
-                state
+        self.inner
+            .cache
+            .with_entry_or_insert(&key, hash, slot, |entry, activity| {
+                let picked = self.make_ready(entry, endpoint, now_ms / 1000);
+                f(entry, picked, activity, hash)
             })
-            .collect::<Vec<_>>()
-            .into_boxed_slice();
-        let class = Arc::new(Class {
-            key: ClassKey::new(&key),
-            limits,
-            generation,
-            slot,
-        });
-        self.inner.cache.put_class(class.clone());
-        class
+    }
+
+    /// See [`Limiter::with_ready_entry`].
+    fn make_ready(&self, entry: &mut Entry, endpoint: &str, now_secs: u64) -> Picked {
+        let generation = self.inner.generation.load(Ordering::Acquire);
+        let stale = !entry.is_current(generation);
+        if stale {
+            entry.plan = self.tier_plan(entry.key().tier, generation);
+        }
+        let rules = self.inner.rules.read();
+        let tightening = self.tightening();
+        let tier = entry.key().tier.to_owned();
+        // The state of a limit the rules have now, resolved at `now_secs`:
+        // a limit an update changed keeps its old value until the window
+        // it arrived in ends (`RuleState::limit`).
+        let resolve = |state: &mut LimitState| -> bool {
+            let Some(limit) = rules.limit(&tier, &state.name, now_secs) else {
+                return false;
+            };
+            state.ceiling = limit.ceiling(tightening);
+            state.set_window_seconds(limit.window_seconds);
+            true
+        };
+        if stale {
+            // Limits the rules no longer have go, their tokens given back.
+            let gone = entry.remove_unless(|s| {
+                let mut probe = LimitState::new(s.name.clone(), s.key_hash, 1, 1);
+                resolve(&mut probe)
+            });
+            self.inner.cache.orphan(gone);
+            for state in entry.limits.iter_mut() {
+                resolve(state);
+            }
+            let mut global = LimitState::new(LimitName::Global, [0; 6], 1, 1);
+            if entry.find(&LimitName::Global).is_none() && resolve(&mut global) {
+                entry.add(global);
+            }
+            entry.set_generation(generation);
+        }
+        if entry.pick(endpoint).is_none() {
+            if let Some(planned) = entry.plan.endpoints.get(endpoint) {
+                let mut state = LimitState::new(planned.name.clone(), planned.key_hash, 1, 1);
+                if resolve(&mut state) {
+                    entry.add(state);
+                }
+            }
+        }
+        // A plan newer than the rules read (an update in between) may name
+        // a limit not made: the request goes without it this once.
+        let picked = entry.pick(endpoint).unwrap_or_default();
+        for i in picked.indices() {
+            let state = &mut entry.limits[i];
+            if !state.in_window(now_secs) {
+                // Resolved again in each new window.
+                resolve(state);
+                state.roll_at(now_secs);
+            }
+        }
+        picked
     }
 
     /// The hybrid policy's decision from the local states alone: the deny
     /// cache, then, for a limit whose lease is used up, the last known
     /// remaining budget (lowered by every request allowed here since).
-    pub(super) fn hybrid_decision(&self, class: &Class, cost: u64, now_ms: u64) -> Decision {
-        let now_secs = now_ms / 1000;
-        let mut states: Vec<_> = class.limits.iter().map(|s| s.lock()).collect();
-        let mut denied_wait = 0u64;
-        for state in states.iter_mut() {
-            state.roll_at(now_secs);
-            state.last_used_ms = now_ms;
-            if state.denied_until_ms > now_ms {
-                denied_wait = denied_wait.max((state.denied_until_ms - now_ms).div_ceil(1000));
-            }
-        }
-        // `remaining` is the last count the server gave, lowered by every
-        // request allowed here since.
-        let over = states.iter().any(|s| s.lease < cost && s.remaining < cost);
-        let allowed = denied_wait == 0 && !over;
-        if allowed {
-            for (shared, state) in class.limits.iter().zip(states.iter_mut()) {
-                let from_lease = state.lease.min(cost);
-                state.lease -= from_lease;
-                state.note_use(cost);
-                if from_lease < cost {
-                    state.remaining = state.remaining.saturating_sub(cost - from_lease);
-                }
-                self.inner.cache.mark_active(shared, state);
-            }
-        }
-        let retry_after = if allowed {
-            0
-        } else if denied_wait > 0 {
-            denied_wait
-        } else {
-            states
-                .iter()
-                .map(|s| s.reset.saturating_sub(now_secs))
-                .max()
-                .unwrap_or(1)
-                .max(1)
-        };
-        let mut decision = Decision {
-            allowed,
-            limits: states.iter().map(|s| status_of(s, allowed)).collect(),
-            retry_after,
-            deciding: None,
-            source: Source::Local,
-            now_secs,
-        };
-        decision.choose_deciding();
-        decision
-    }
-
-    /// The fast path: every limit has a lease covering `cost` and nobody is
-    /// in the deny cache. `None` when the server must be asked.
-    fn try_local(&self, class: &Class, cost: u64, now_ms: u64) -> Option<Decision> {
-        // Requests have one or two limits: lock them without allocating.
-        let mut unmarked = false;
-        match &class.limits[..] {
-            [a] => {
-                let mut states = [a.lock()];
-                let decision = Self::local_decision(&mut states, cost, now_ms, &mut unmarked);
-                if unmarked {
-                    self.mark_active(&class.limits, &mut states);
-                }
-                decision
-            }
-            [a, b] => {
-                let mut states = [a.lock(), b.lock()];
-                let decision = Self::local_decision(&mut states, cost, now_ms, &mut unmarked);
-                if unmarked {
-                    self.mark_active(&class.limits, &mut states);
-                }
-                decision
-            }
-            many => {
-                let mut states: Vec<_> = many.iter().map(|s| s.lock()).collect();
-                let decision = Self::local_decision(&mut states, cost, now_ms, &mut unmarked);
-                if unmarked {
-                    self.mark_active(&class.limits, &mut states);
-                }
-                decision
-            }
-        }
-    }
-
-    /// Puts used states on the active list for the next sync (the first
-    /// use after a sync; the fast path only tests a flag).
-    #[cold]
-    fn mark_active(
+    pub(super) fn hybrid_decision(
         &self,
-        shared: &[crate::cache::SharedState],
-        states: &mut [parking_lot::MutexGuard<'_, LimitState>],
-    ) {
-        for (shared, state) in shared.iter().zip(states.iter_mut()) {
-            self.inner.cache.mark_active(shared, state);
-        }
-    }
-
-    /// The fast path over locked states: every limit has a lease covering
-    /// `cost` and none is in the deny cache. `None` when the server must be
-    /// asked.
-    /// `unmarked` is set when a state it used is not on the active list yet.
-    fn local_decision(
-        states: &mut [parking_lot::MutexGuard<'_, LimitState>],
+        identity: &Identity,
+        endpoint: &str,
         cost: u64,
         now_ms: u64,
-        unmarked: &mut bool,
-    ) -> Option<Decision> {
+    ) -> Decision {
         let now_secs = now_ms / 1000;
-        let mut denied_wait = 0;
-        let mut short = false;
-        for state in states.iter_mut() {
-            // Still in the state's window: two compares, not a division.
-            let in_window = now_secs >= state.window_start
-                && now_secs < state.window_start + state.window_seconds;
-            if !in_window {
-                state.roll_at(now_secs);
+        self.with_ready_entry(identity, endpoint, now_ms, |entry, picked, activity, _| {
+            let mut denied_wait = 0u64;
+            let mut over = false;
+            for i in picked.indices() {
+                let state = &entry.limits[i];
+                if state.denied_until_ms > now_ms {
+                    denied_wait = denied_wait.max((state.denied_until_ms - now_ms).div_ceil(1000));
+                }
+                // `remaining` is the last count the server gave, lowered
+                // by every request allowed here since.
+                over |= state.lease < cost && state.remaining < cost;
             }
-            if state.denied_until_ms > now_ms {
-                denied_wait = denied_wait.max((state.denied_until_ms - now_ms).div_ceil(1000));
+            entry.touch(now_ms);
+            let allowed = denied_wait == 0 && !over;
+            if allowed {
+                for i in picked.indices() {
+                    let state = &mut entry.limits[i];
+                    let from_lease = state.lease.min(cost);
+                    state.lease -= from_lease;
+                    state.note_use(cost);
+                    if from_lease < cost {
+                        state.remaining = state.remaining.saturating_sub(cost - from_lease);
+                    }
+                }
+                activity.mark(entry);
             }
-            short |= state.lease < cost;
-        }
-        let allowed = denied_wait == 0;
-        if allowed && short {
-            return None;
-        }
-        for state in states.iter_mut() {
-            state.note_asked(cost);
-        }
-        if allowed {
-            for state in states.iter_mut() {
-                state.lease -= cost;
-                state.note_use(cost);
-                state.last_used_ms = now_ms;
-                *unmarked |= !state.active;
-            }
-        }
-        let mut decision = Decision {
-            allowed,
-            limits: states.iter().map(|s| status_of(s, allowed)).collect(),
-            retry_after: denied_wait,
-            deciding: None,
-            source: Source::Local,
-            now_secs,
-        };
-        decision.choose_deciding();
-        Some(decision)
+            let retry_after = if allowed {
+                0
+            } else if denied_wait > 0 {
+                denied_wait
+            } else {
+                picked
+                    .indices()
+                    .map(|i| entry.limits[i].reset().saturating_sub(now_secs))
+                    .max()
+                    .unwrap_or(1)
+                    .max(1)
+            };
+            decided(entry, picked, allowed, retry_after, Source::Local, now_secs)
+        })
     }
 
-    /// The cached mode's fast path: the class is cached and its leases
-    /// cover the cost (or the deny cache answers). `None` when the class
-    /// must be built or the server asked.
+    /// The cached mode's fast path: the identity is cached, its rules and
+    /// windows current, and its leases cover the cost (or the deny cache
+    /// answers). `None` when the slow path must run.
     pub(super) fn cached_fast_path(
         &self,
         identity: &Identity,
@@ -221,20 +183,20 @@ impl Limiter {
         cost: u64,
     ) -> Option<Decision> {
         let now_ms = self.now_ms();
-        let key = ClassKeyRef::of(identity, endpoint);
-        let hash = self.inner.cache.class_hash(&key);
+        let key = EntryKeyRef::of(identity);
+        let hash = self.inner.cache.hash(&key);
         let generation = self.inner.generation.load(Ordering::Acquire);
-        let fast = self
+        let decision = self
             .inner
             .cache
-            .with_class(&key, hash, generation, |class| {
-                if class.limits.is_empty() {
-                    Some(Decision::unlimited(Source::Local, now_ms / 1000))
-                } else {
-                    self.try_local(class, cost, now_ms)
+            .with_entry(&key, hash, |entry, activity| {
+                if !entry.is_current(generation) {
+                    return None;
                 }
-            });
-        let decision = fast.flatten()?;
+                let picked = entry.pick(endpoint)?;
+                local_decision(entry, picked, cost, now_ms, activity)
+            })
+            .flatten()?;
         self.inner.metrics.local(decision.allowed);
         Some(decision)
     }
@@ -246,17 +208,54 @@ impl Limiter {
         cost: u64,
     ) -> Decision {
         let now_ms = self.now_ms();
-        let class = self.class(identity, endpoint, now_ms / 1000);
-        if class.limits.is_empty() {
-            self.inner.metrics.local(true);
-            return Decision::unlimited(Source::Local, now_ms / 1000);
-        }
-        if let Some(decision) = self.try_local(&class, cost, now_ms) {
-            self.inner.metrics.local(decision.allowed);
-            return decision;
-        }
-        // The lease is used up: ask the server now rather than deny.
-        match self.acquire(&class, cost, now_ms).await {
+        let interval_ms = self.sync_interval_ms();
+        let prepared = self.with_ready_entry(
+            identity,
+            endpoint,
+            now_ms,
+            |entry, picked, activity, hash| {
+                if picked.is_empty() {
+                    return Prepared::Decided(Decision::unlimited(Source::Local, now_ms / 1000));
+                }
+                if let Some(decision) = local_decision(entry, picked, cost, now_ms, activity) {
+                    return Prepared::Decided(decision);
+                }
+                // The lease is used up: ask the server now rather than deny.
+                let requests = picked
+                    .indices()
+                    .map(|i| {
+                        let prefix = entry.prefix(&entry.limits[i]);
+                        let state = &mut entry.limits[i];
+                        let want = state.wanted_on_ask(interval_ms, now_ms);
+                        state.note_ask(now_ms);
+                        LeaseRequest {
+                            prefix,
+                            name: state.name.clone(),
+                            window_seconds: state.window_seconds(),
+                            ceiling: state.ceiling,
+                            current: state.window_start(),
+                            give_back: state.give_back.pop(),
+                            want,
+                            cost,
+                        }
+                    })
+                    .collect();
+                let target = Target {
+                    hash,
+                    serial: entry.serial(),
+                    slot: entry.slot,
+                };
+                Prepared::Ask(requests, target)
+            },
+        );
+        let (requests, target) = match prepared {
+            Prepared::Decided(decision) => {
+                self.inner.metrics.local(decision.allowed);
+                return decision;
+            }
+            Prepared::Ask(requests, target) => (requests, target),
+        };
+        match self.acquire(&requests, &target, cost, now_ms).await {
             Some(decision) => {
                 self.inner.metrics.server_check();
                 decision
@@ -265,57 +264,82 @@ impl Limiter {
         }
     }
 
-    /// The slow path: admit `cost` on the server and top the leases up, in
-    /// one lease-script call over the class's limits.
-    async fn acquire(&self, class: &Class, cost: u64, now_ms: u64) -> Option<Decision> {
+    /// The slow path's call: admit `cost` on the server and top the leases
+    /// up, in one lease-script call over the request's limits.
+    async fn acquire(
+        &self,
+        requests: &[LeaseRequest],
+        target: &Target,
+        cost: u64,
+        now_ms: u64,
+    ) -> Option<Decision> {
         let now_secs = now_ms / 1000;
-        let requests: Vec<LeaseRequest> = class
-            .limits
-            .iter()
-            .map(|state| {
-                let mut s = state.lock();
-                s.roll_at(now_secs);
-                let want = s.wanted_on_ask(self.sync_interval_ms(), now_ms);
-                s.note_ask(now_ms);
-                LeaseRequest {
-                    prefix: s.prefix.clone(),
-                    window_seconds: s.window_seconds,
-                    ceiling: s.ceiling,
-                    current: s.window_start,
-                    give_back: s.give_back.pop(),
-                    want,
-                    cost,
-                }
-            })
-            .collect();
-        let invocation = self.lease_invocation(&requests);
+        let invocation = self.lease_invocation(requests);
         let reply = self
-            .run_script::<LeaseTuple>(class.slot, self.inner.config.call_timeout, &invocation)
+            .run_script::<LeaseTuple>(target.slot, self.inner.config.call_timeout, &invocation)
             .await;
         let Some(reply) = reply.map(LeaseReply::from_tuple) else {
             // Not given back this time: keep it queued.
-            for (state, request) in class.limits.iter().zip(&requests) {
-                if let Some(back) = request.give_back {
-                    state.lock().give_back.push(back);
-                }
+            for request in requests {
+                self.requeue(Some(target), request);
             }
             return None;
         };
         self.note_server_time(reply.server_ms);
-        let mut states: Vec<_> = class.limits.iter().map(|s| s.lock()).collect();
-        for (i, state) in states.iter_mut().enumerate() {
-            self.apply_lease_reply(state, &requests[i], &reply, i, now_ms);
-            if reply.allowed {
-                state.note_use(cost);
-            }
-            state.last_used_ms = now_ms;
-            if reply.allowed || state.lease > 0 || !state.give_back.is_empty() {
-                self.inner.cache.mark_active(&class.limits[i], state);
-            }
-        }
+        let applied =
+            self.inner
+                .cache
+                .with_serial(target.hash, target.serial, |entry, activity| {
+                    let mut picked = Vec::with_capacity(requests.len());
+                    for (i, request) in requests.iter().enumerate() {
+                        let Some(at) = entry.find(&request.name) else {
+                            // Removed by a rules change meanwhile.
+                            self.orphan_grant(target, request, &reply, i);
+                            continue;
+                        };
+                        let state = &mut entry.limits[at];
+                        self.apply_lease_reply(state, request, &reply, i, now_ms);
+                        if reply.allowed {
+                            state.note_use(cost);
+                        }
+                        picked.push(at);
+                    }
+                    entry.touch(now_ms);
+                    if picked.iter().any(|&i| {
+                        let state = &entry.limits[i];
+                        reply.allowed || state.lease > 0 || !state.give_back.is_empty()
+                    }) {
+                        activity.mark(entry);
+                    }
+                    picked
+                        .iter()
+                        .map(|&i| status_of(&entry.limits[i], reply.allowed))
+                        .collect::<Vec<_>>()
+                });
+        let limits = applied.unwrap_or_else(|| {
+            // Evicted meanwhile: what was granted goes back.
+            requests
+                .iter()
+                .enumerate()
+                .map(|(i, request)| {
+                    self.orphan_grant(target, request, &reply, i);
+                    LimitStatus {
+                        name: request.name.clone(),
+                        limit: request.ceiling,
+                        remaining: if reply.allowed {
+                            reply.remaining.get(i).copied().unwrap_or(0)
+                        } else {
+                            0
+                        },
+                        reset: reply.resets.get(i).copied().unwrap_or(0),
+                        window_seconds: request.window_seconds,
+                    }
+                })
+                .collect()
+        });
         let mut decision = Decision {
             allowed: reply.allowed,
-            limits: states.iter().map(|s| status_of(s, reply.allowed)).collect(),
+            limits,
             retry_after: if reply.allowed { 0 } else { reply.retry_after },
             deciding: None,
             source: Source::Server,
@@ -324,4 +348,134 @@ impl Limiter {
         decision.choose_deciding();
         Some(decision)
     }
+
+    /// Tokens the server granted to a state that is gone: given back by
+    /// the next sync.
+    pub(super) fn orphan_grant(
+        &self,
+        target: &Target,
+        request: &LeaseRequest,
+        reply: &LeaseReply,
+        i: usize,
+    ) {
+        let granted = reply.granted.get(i).copied().unwrap_or(0);
+        if granted > 0 {
+            self.inner.cache.orphan([Orphan {
+                slot: target.slot,
+                prefix: request.prefix.clone(),
+                window_start: request.current,
+                window_seconds: request.window_seconds,
+                tokens: granted,
+                ceiling: request.ceiling,
+            }]);
+        }
+    }
+
+    /// Queues a give-back that was not delivered again on its state (or as
+    /// an orphan when the state is gone).
+    pub(super) fn requeue(&self, target: Option<&Target>, request: &LeaseRequest) {
+        let Some(back) = request.give_back else {
+            return;
+        };
+        let kept = target.and_then(|target| {
+            self.inner
+                .cache
+                .with_serial(target.hash, target.serial, |entry, activity| {
+                    let at = entry.find(&request.name)?;
+                    entry.limits[at].give_back.push(back);
+                    activity.mark(entry);
+                    Some(())
+                })
+                .flatten()
+        });
+        if kept.is_none() {
+            self.inner.cache.orphan([Orphan {
+                slot: target.map_or_else(|| key_slot(&request.prefix), |t| t.slot),
+                prefix: request.prefix.clone(),
+                window_start: back.0,
+                window_seconds: request.window_seconds,
+                tokens: back.1,
+                ceiling: request.ceiling,
+            }]);
+        }
+    }
+}
+
+/// The fast path over an entry: every limit the request uses is in its
+/// window and has a lease covering `cost`, or one is in the deny cache.
+/// `None` when the server must be asked (or a window rolled: the slow path
+/// resolves its ceiling again).
+#[inline]
+fn local_decision(
+    entry: &mut Entry,
+    picked: Picked,
+    cost: u64,
+    now_ms: u64,
+    activity: &mut Activity<'_>,
+) -> Option<Decision> {
+    let now_secs = now_ms / 1000;
+    let mut denied_wait = 0;
+    let mut short = false;
+    for i in picked.indices() {
+        let state = &entry.limits[i];
+        if !state.in_window(now_secs) {
+            return None;
+        }
+        if state.denied_until_ms > now_ms {
+            denied_wait = denied_wait.max((state.denied_until_ms - now_ms).div_ceil(1000));
+        }
+        short |= state.lease < cost;
+    }
+    if picked.is_empty() {
+        return Some(Decision::unlimited(Source::Local, now_secs));
+    }
+    let allowed = denied_wait == 0;
+    if allowed && short {
+        return None;
+    }
+    for i in picked.indices() {
+        let state = &mut entry.limits[i];
+        state.note_asked(cost);
+        if allowed {
+            state.lease -= cost;
+            state.note_use(cost);
+        }
+    }
+    if allowed {
+        entry.touch(now_ms);
+        activity.mark(entry);
+    }
+    Some(decided(
+        entry,
+        picked,
+        allowed,
+        denied_wait,
+        Source::Local,
+        now_secs,
+    ))
+}
+
+/// The decision over an entry's picked states.
+#[inline]
+fn decided(
+    entry: &Entry,
+    picked: Picked,
+    allowed: bool,
+    retry_after: u64,
+    source: Source,
+    now_secs: u64,
+) -> Decision {
+    let mut decision = Decision {
+        allowed,
+        limits: picked
+            .indices()
+            .map(|i| status_of(&entry.limits[i], allowed))
+            .collect(),
+        retry_after,
+        deciding: None,
+        source,
+        now_secs,
+    };
+    decision.choose_deciding();
+    decision
 }

@@ -86,17 +86,16 @@ impl Limiter {
     /// Keeps an exact check's outcome as the last known budget of its
     /// limits, for the hybrid policy to judge by while the server is away.
     fn remember(&self, identity: &Identity, endpoint: &str, decision: &Decision, now_ms: u64) {
-        let class = self.class(identity, endpoint, now_ms / 1000);
-        for (state, status) in class.limits.iter().zip(&decision.limits) {
-            let mut state = state.lock();
-            state.roll_at(now_ms / 1000);
-            state.remaining = status.remaining;
-            state.reset = status.reset;
-            state.used_since_sync = 0;
-            state.last_used_ms = now_ms;
-            if !decision.allowed && status.remaining == 0 {
-                state.denied_until_ms = now_ms + decision.retry_after * 1000;
+        self.with_ready_entry(identity, endpoint, now_ms, |entry, picked, _, _| {
+            for (i, status) in picked.indices().zip(&decision.limits) {
+                let state = &mut entry.limits[i];
+                state.remaining = status.remaining;
+                state.used_since_sync = 0;
+                if !decision.allowed && status.remaining == 0 {
+                    state.denied_until_ms = now_ms + decision.retry_after * 1000;
+                }
             }
-        }
+            entry.touch(now_ms);
+        });
     }
 }

@@ -3,25 +3,35 @@
 //! each node, one pipelined round trip, the nodes asked concurrently.
 
 use std::collections::HashMap;
-use std::sync::Arc;
 use std::time::Instant;
 
 use super::Limiter;
-use crate::cache::{LimitState, SharedState};
+use crate::cache::LimitState;
 use crate::keys::{window_key, window_start};
+use crate::rules::LimitName;
 
 /// The lease script of the cached mode (`lua/scripts/lease.lua`, run natively by tally).
 pub const LEASE_SCRIPT: &str = tally_lua::lease::SOURCE;
 
 /// Tokens a lease call gives back or asks for on one limit.
 pub(super) struct LeaseRequest {
-    pub(super) prefix: Arc<str>,
+    pub(super) prefix: String,
+    /// The limit whose state the reply goes to.
+    pub(super) name: LimitName,
     pub(super) window_seconds: u64,
     pub(super) ceiling: u64,
     pub(super) current: u64,
     pub(super) give_back: Option<(u64, u64)>,
     pub(super) want: u64,
     pub(super) cost: u64,
+}
+
+/// The cache entry a lease call was made for (see
+/// `Cache::with_serial`), and the slot of its keys.
+pub(super) struct Target {
+    pub(super) hash: u64,
+    pub(super) serial: u32,
+    pub(super) slot: u16,
 }
 
 /// The reply of the lease script.
@@ -89,10 +99,9 @@ impl Limiter {
         now_ms: u64,
     ) {
         let granted = reply.granted.get(i).copied().unwrap_or(0);
-        if state.window_start == request.current {
+        if state.window_start() == request.current {
             state.lease += granted;
             state.remaining = reply.remaining.get(i).copied().unwrap_or(0);
-            state.reset = reply.resets.get(i).copied().unwrap_or(state.reset);
             if state.remaining > 0 {
                 state.scarce = false;
             }
@@ -130,7 +139,7 @@ impl Limiter {
     /// and a node whose asks succeed never backs off.
     fn deny_for(&self, state: &LimitState, free_in_ms: u64) -> u64 {
         let interval = self.sync_interval_ms();
-        let most = (state.window_seconds * 1000 / 100).max(interval);
+        let most = (state.window_seconds() * 1000 / 100).max(interval);
         let backed_off = interval << (state.denials_in_row.clamp(1, 8) - 1);
         free_in_ms.max(backed_off.min(most))
     }
@@ -152,67 +161,88 @@ impl Limiter {
     /// costs follow its traffic. The background worker calls this every
     /// `sync_interval`; simulations call it on their own clock.
     pub async fn sync_now(&self) {
-        let active = self.inner.cache.take_active();
         let interval_ms = self.sync_interval_ms();
-        let orphans = self.inner.cache.take_orphans();
         let topology = &self.inner.topology;
         let now_ms = self.now_ms();
         let now_secs = now_ms / 1000;
-        let mut batches: HashMap<usize, Vec<(Option<SharedState>, LeaseRequest)>> = HashMap::new();
-        let mut still_active = Vec::with_capacity(active.len());
-        for shared in active {
-            let mut s = shared.lock();
-            s.roll_at(now_secs);
-            // Smoothed use per interval sizes the next lease.
-            let used = std::mem::take(&mut s.used_since_sync);
-            s.rate = 0.5 * s.rate + 0.5 * used as f32;
-            let mut give_back = s.give_back.pop();
-            let mut want = 0;
-            if used == 0 {
-                // Not used for a whole interval: what it holds goes back,
-                // for other nodes and exact checks to use.
-                if s.lease > 0 && give_back.is_none() {
-                    give_back = Some((s.window_start, s.lease));
-                    s.lease = 0;
+        let mut batches: HashMap<usize, Vec<(Option<Target>, LeaseRequest)>> = HashMap::new();
+        // An entry that stays is swept again next round; the others are off
+        // the active list until their next use.
+        self.inner.cache.sweep_active(|entry, hash| {
+            let mut stays = false;
+            let mut rolled = false;
+            // (state index, give-back, tokens wanted) of each call.
+            let mut calls = Vec::new();
+            for (i, s) in entry.limits.iter_mut().enumerate() {
+                rolled |= s.roll_at(now_secs);
+                // Smoothed use per interval sizes the next lease.
+                let used = std::mem::take(&mut s.used_since_sync);
+                s.rate = 0.5 * s.rate + 0.5 * used as f32;
+                let mut give_back = s.give_back.pop();
+                let mut want = 0;
+                if used == 0 {
+                    // Not used for a whole interval: what it holds goes
+                    // back, for other nodes and exact checks to use.
+                    if s.lease > 0 && give_back.is_none() {
+                        give_back = Some((s.window_start(), s.lease));
+                        s.lease = 0;
+                    }
+                } else if s.denied_until_ms <= now_ms && s.lease < s.lease_low(interval_ms, now_ms)
+                {
+                    want = s.lease_target(interval_ms, now_ms).saturating_sub(s.lease);
                 }
-            } else if s.denied_until_ms <= now_ms && s.lease < s.lease_low(interval_ms, now_ms) {
-                want = s.lease_target(interval_ms, now_ms).saturating_sub(s.lease);
+                if used > 0 || s.lease > 0 || !s.give_back.is_empty() || give_back.is_some() {
+                    stays = true;
+                } else {
+                    // The rate starts again from nothing at its next use.
+                    s.rate = 0.0;
+                }
+                if want > 0 || give_back.is_some() {
+                    calls.push((i, give_back, want));
+                }
             }
-            if used > 0 || s.lease > 0 || !s.give_back.is_empty() || give_back.is_some() {
-                still_active.push(shared.clone());
-            } else {
-                // Out of the active list until its next use; the rate
-                // starts again from nothing then.
-                s.active = false;
-                s.rate = 0.0;
+            if rolled {
+                // Ceilings are resolved again in each new window: the next
+                // check takes the slow path once.
+                entry.outdate();
             }
-            if want == 0 && give_back.is_none() {
-                continue;
+            if calls.is_empty() {
+                return stays;
             }
+            let batch = batches
+                .entry(topology.node_for_slot(entry.slot))
+                .or_default();
+            for (i, give_back, want) in calls {
+                let s = &entry.limits[i];
+                let request = LeaseRequest {
+                    prefix: entry.prefix(s),
+                    name: s.name.clone(),
+                    window_seconds: s.window_seconds(),
+                    ceiling: s.ceiling,
+                    current: s.window_start(),
+                    give_back,
+                    want,
+                    cost: 0,
+                };
+                let target = Target {
+                    hash,
+                    serial: entry.serial(),
+                    slot: entry.slot,
+                };
+                batch.push((Some(target), request));
+            }
+            stays
+        });
+        for orphan in self.inner.cache.take_orphans() {
             let request = LeaseRequest {
-                prefix: s.prefix.clone(),
-                window_seconds: s.window_seconds,
-                ceiling: s.ceiling,
-                current: s.window_start,
-                give_back,
-                want,
-                cost: 0,
-            };
-            batches
-                .entry(topology.node_for_slot(s.slot))
-                .or_default()
-                .push((Some(shared.clone()), request));
-        }
-        self.inner.cache.put_active(still_active);
-        for orphan in &orphans {
-            let request = LeaseRequest {
-                prefix: orphan.prefix.clone(),
+                name: LimitName::Global,
                 window_seconds: orphan.window_seconds,
                 ceiling: orphan.ceiling,
                 current: window_start(now_secs, orphan.window_seconds),
                 give_back: Some((orphan.window_start, orphan.tokens)),
                 want: 0,
                 cost: 0,
+                prefix: orphan.prefix,
             };
             batches
                 .entry(topology.node_for_slot(orphan.slot))
@@ -228,7 +258,7 @@ impl Limiter {
     /// One node's part of a sync round: one pipeline of lease calls. A call
     /// that fails (the node is down, the slot moved) keeps its give-back
     /// queued for the next round.
-    async fn sync_node(&self, index: usize, batch: Vec<(Option<SharedState>, LeaseRequest)>) {
+    async fn sync_node(&self, index: usize, batch: Vec<(Option<Target>, LeaseRequest)>) {
         let node = self.inner.topology.node(index);
         let started = Instant::now();
         let mut pending: Vec<usize> = (0..batch.len()).collect();
@@ -258,13 +288,26 @@ impl Limiter {
             let now_ms = self.now_ms();
             let mut not_loaded = Vec::new();
             for (i, reply) in pending.iter().copied().zip(replies) {
-                let (state, request) = &batch[i];
+                let (target, request) = &batch[i];
                 match reply {
                     Ok(reply) => {
                         let reply = LeaseReply::from_tuple(reply);
                         self.note_server_time(reply.server_ms);
-                        if let Some(state) = state {
-                            self.apply_lease_reply(&mut state.lock(), request, &reply, 0, now_ms);
+                        if let Some(target) = target {
+                            let applied = self.inner.cache.with_serial(
+                                target.hash,
+                                target.serial,
+                                |entry, _| {
+                                    let at = entry.find(&request.name)?;
+                                    let state = &mut entry.limits[at];
+                                    self.apply_lease_reply(state, request, &reply, 0, now_ms);
+                                    Some(())
+                                },
+                            );
+                            if applied.flatten().is_none() {
+                                // Gone meanwhile: what was granted goes back.
+                                self.orphan_grant(target, request, &reply, 0);
+                            }
                         }
                         continue;
                     }
@@ -286,7 +329,7 @@ impl Limiter {
                         }
                     }
                 }
-                requeue(state, request);
+                self.requeue(target.as_ref(), request);
             }
             if not_loaded.is_empty() {
                 pending.clear();
@@ -320,15 +363,8 @@ impl Limiter {
         } else {
             // Not sent or not answered: the give-backs stay queued.
             for &i in &pending {
-                requeue(&batch[i].0, &batch[i].1);
+                self.requeue(batch[i].0.as_ref(), &batch[i].1);
             }
         }
-    }
-}
-
-/// Queues a give-back that was not delivered again on its state.
-fn requeue(state: &Option<SharedState>, request: &LeaseRequest) {
-    if let (Some(state), Some(back)) = (state, request.give_back) {
-        state.lock().give_back.push(back);
     }
 }

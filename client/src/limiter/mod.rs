@@ -15,6 +15,7 @@ mod config;
 mod exact;
 mod lease;
 
+use std::collections::HashMap;
 use std::future::Future;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
@@ -32,7 +33,7 @@ use crate::cache::{Cache, LimitState};
 use crate::decision::{Decision, LimitStatus, Source};
 use crate::keys::{limit_prefix, Identity};
 use crate::metrics::{Metrics, MetricsSnapshot};
-use crate::rules::{AppliedLimit, RuleSet, RuleState};
+use crate::rules::{AppliedLimit, RuleSet, RuleState, TierPlan};
 use crate::topology::{key_slot, Kind, Node, Topology};
 
 /// Redirections followed for one call (a slot mid-migration takes two: a
@@ -54,7 +55,7 @@ fn multi_limit_source() -> &'static str {
 struct Inner {
     topology: Topology,
     rules: RwLock<RuleState>,
-    /// Bumped on every rules change and tightening change: cached classes
+    /// Bumped on every rules change and tightening change: cached entries
     /// built before are rebuilt.
     generation: AtomicU64,
     /// The back-pressure factor as f64 bits (1.0 = no tightening).
@@ -62,6 +63,8 @@ struct Inner {
     config: LimiterConfig,
     clock: Arc<dyn Clock>,
     cache: Cache,
+    /// The tiers' plans for the rules generation they were built in.
+    plans: parking_lot::Mutex<(u64, HashMap<String, Arc<TierPlan>>)>,
     metrics: Metrics,
     multi_limit: redis::Script,
     lease: redis::Script,
@@ -184,6 +187,7 @@ impl LimiterBuilder {
                 generation: AtomicU64::new(1),
                 tightening: AtomicU64::new(1.0f64.to_bits()),
                 cache: Cache::new(self.config.cache_capacity),
+                plans: Default::default(),
                 config: self.config,
                 clock: self.clock,
                 metrics: Metrics::default(),
@@ -496,8 +500,7 @@ impl Limiter {
                 }
             }
             FailurePolicy::Hybrid => {
-                let class = self.class(identity, endpoint, now_secs);
-                let mut decision = self.hybrid_decision(&class, cost, now_ms);
+                let mut decision = self.hybrid_decision(identity, endpoint, cost, now_ms);
                 decision.source = Source::Hybrid;
                 if decision.allowed {
                     self.inner.metrics.fail_open();
@@ -553,7 +556,7 @@ fn status_of(state: &LimitState, allowed: bool) -> LimitStatus {
         } else {
             0
         },
-        reset: state.reset,
-        window_seconds: state.window_seconds,
+        reset: state.reset(),
+        window_seconds: state.window_seconds(),
     }
 }

@@ -66,6 +66,7 @@ pub struct Picked {
 }
 
 impl Picked {
+    #[inline]
     fn push(&mut self, index: usize) {
         self.indices[usize::from(self.len)] = index as u32;
         self.len += 1;
@@ -79,7 +80,14 @@ impl Picked {
             .map(|&i| i as usize)
     }
 
+    /// How many limits apply.
+    #[inline]
+    pub fn len(&self) -> usize {
+        usize::from(self.len)
+    }
+
     /// True when no limit applies.
+    #[inline]
     pub fn is_empty(&self) -> bool {
         self.len == 0
     }
@@ -143,7 +151,7 @@ impl Entry {
 
     /// The states a request to `endpoint` uses, by the entry's plan; `None`
     /// when the endpoint has a limit this entry has no state for yet.
-    #[inline]
+    #[inline(always)]
     pub fn pick(&self, endpoint: &str) -> Option<Picked> {
         let mut picked = Picked::default();
         // The global state is first when there is one.

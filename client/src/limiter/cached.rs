@@ -465,12 +465,15 @@ fn decided(
     source: Source,
     now_secs: u64,
 ) -> Decision {
+    // Pushed, not collected: `collect` went through a generic path not
+    // inlined here.
+    let mut limits = Vec::with_capacity(picked.len());
+    for i in picked.indices() {
+        limits.push(status_of(&entry.limits[i], allowed));
+    }
     let mut decision = Decision {
         allowed,
-        limits: picked
-            .indices()
-            .map(|i| status_of(&entry.limits[i], allowed))
-            .collect(),
+        limits,
         retry_after,
         deciding: None,
         source,

@@ -7,9 +7,11 @@
 //! ```
 //! Both servers are in-process tally-servers on this machine's loopback.
 
-use std::time::Duration;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Duration, Instant};
 
 use criterion::{criterion_group, criterion_main, Criterion};
+use futures_util::FutureExt;
 use tally_client::{Identity, Limiter, LimiterConfig, Mode};
 use tally_server::{Config, Server};
 
@@ -82,6 +84,62 @@ fn decisions(c: &mut Criterion) {
         "cached run: {} local decisions, {} server checks",
         after.local_decisions - before.local_decisions,
         after.server_checks - before.server_checks
+    );
+
+    // Two threads deciding at once, each for its own identity on the same
+    // endpoint, as a gateway's worker threads do: what they share on the
+    // fast path (cache lines written by every decision) shows here and not
+    // above. Time per decision: the wall time over both threads' decisions
+    // (half the one-thread figure if nothing is shared).
+    let pair = [
+        Identity::new("user", "u_1", "free"),
+        Identity::new("user", "u_2", "free"),
+    ];
+    runtime.block_on(async {
+        for _ in 0..100 {
+            for user in &pair {
+                for _ in 0..10_000 {
+                    cached.check(user, "GET /search", 1).await;
+                }
+            }
+            tokio::time::sleep(Duration::from_millis(25)).await;
+        }
+    });
+    let missed = AtomicU64::new(0);
+    c.bench_function(
+        "cached-mode decisions on 2 threads (wall time per decision)",
+        |b| {
+            b.iter_custom(|iters| {
+                let per_thread = iters.div_ceil(2);
+                let started = Instant::now();
+                std::thread::scope(|scope| {
+                    for user in &pair {
+                        let (cached, missed, runtime) = (&cached, &missed, &runtime);
+                        scope.spawn(move || {
+                            // A check the lease cannot serve starts a
+                            // server call: it needs the runtime's timers.
+                            let _entered = runtime.enter();
+                            for _ in 0..per_thread {
+                                // A lease hit completes at its first poll.
+                                match cached.check(user, "GET /search", 1).now_or_never() {
+                                    Some(decision) => {
+                                        std::hint::black_box(decision);
+                                    }
+                                    None => {
+                                        missed.fetch_add(1, Ordering::Relaxed);
+                                    }
+                                }
+                            }
+                        });
+                    }
+                });
+                started.elapsed()
+            })
+        },
+    );
+    println!(
+        "two-thread run: {} checks not decided at once (a lease ran out)",
+        missed.load(Ordering::Relaxed)
     );
 
     // Its sync task would keep calling the server during the round trips.

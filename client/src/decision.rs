@@ -164,12 +164,7 @@ mod tests {
             allowed: false,
             limits: vec![
                 status(LimitName::Global, 1000, 10, 1_720_000_020),
-                status(
-                    LimitName::Endpoint("GET /search".into()),
-                    100,
-                    0,
-                    1_720_000_020,
-                ),
+                status(LimitName::Endpoint("GET /search"), 100, 0, 1_720_000_020),
             ],
             retry_after: 17,
             deciding: None,
@@ -205,7 +200,7 @@ mod tests {
             allowed: true,
             limits: vec![
                 status(LimitName::Global, 1000, 990, 1_720_000_020),
-                status(LimitName::Endpoint("e".into()), 100, 40, 1_720_000_020),
+                status(LimitName::Endpoint("e"), 100, 40, 1_720_000_020),
             ],
             retry_after: 0,
             deciding: None,

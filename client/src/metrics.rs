@@ -10,8 +10,6 @@ pub struct Metrics {
     denied: AtomicU64,
     fail_open: AtomicU64,
     fail_closed: AtomicU64,
-    local_allowed: AtomicU64,
-    local_denied: AtomicU64,
     server_checks: AtomicU64,
     syncs: AtomicU64,
     lease_calls: AtomicU64,
@@ -62,16 +60,6 @@ impl Metrics {
     pub(crate) fn fail_closed(&self) {
         add(&self.fail_closed, 1);
     }
-    pub(crate) fn local(&self, allowed: bool) {
-        add(
-            if allowed {
-                &self.local_allowed
-            } else {
-                &self.local_denied
-            },
-            1,
-        );
-    }
     pub(crate) fn server_check(&self) {
         add(&self.server_checks, 1);
     }
@@ -87,15 +75,19 @@ impl Metrics {
         add(&self.breaker_opened, 1);
     }
 
-    /// The counters now.
-    pub fn snapshot(&self) -> MetricsSnapshot {
+    /// The counters now, with the decisions made from the cache without
+    /// the server, (allowed, denied): those are counted in the cache's
+    /// shards, under the lock each decision takes anyway (a counter here
+    /// would be a cache line every thread's decisions write).
+    pub fn snapshot(&self, local: (u64, u64)) -> MetricsSnapshot {
         let get = |c: &AtomicU64| c.load(Ordering::Relaxed);
+        let (local_allowed, local_denied) = local;
         MetricsSnapshot {
-            allowed: get(&self.allowed) + get(&self.local_allowed),
-            denied: get(&self.denied) + get(&self.local_denied),
+            allowed: get(&self.allowed) + local_allowed,
+            denied: get(&self.denied) + local_denied,
             fail_open: get(&self.fail_open),
             fail_closed: get(&self.fail_closed),
-            local_decisions: get(&self.local_allowed) + get(&self.local_denied),
+            local_decisions: local_allowed + local_denied,
             server_checks: get(&self.server_checks),
             syncs: get(&self.syncs),
             lease_calls: get(&self.lease_calls),

@@ -125,8 +125,26 @@ impl RuleSet {
 pub enum LimitName {
     /// The identity's global limit.
     Global,
-    /// The limit of one endpoint (shared text: decisions copy it often).
-    Endpoint(Arc<str>),
+    /// The limit of one endpoint. The name is interned (see [`intern`]):
+    /// every decision copies it, and a copy of an `Arc` would be a count
+    /// every thread deciding on the endpoint writes.
+    Endpoint(&'static str),
+}
+
+/// The one copy of endpoint name `name`, kept for the process's life.
+/// Only names the rules give limits to are interned (never a request's
+/// endpoint as such), so what is kept is bounded by the rule documents
+/// installed: a few bytes per distinct endpoint ever configured.
+pub fn intern(name: &str) -> &'static str {
+    static NAMES: std::sync::OnceLock<parking_lot::Mutex<hashbrown::HashSet<&'static str>>> =
+        std::sync::OnceLock::new();
+    let mut names = NAMES.get_or_init(Default::default).lock();
+    if let Some(&interned) = names.get(name) {
+        return interned;
+    }
+    let interned: &'static str = Box::leak(name.into());
+    names.insert(interned);
+    interned
 }
 
 impl LimitName {
@@ -186,8 +204,14 @@ impl RuleState {
     /// first, then the endpoint's. A limit changed by an update made during
     /// its current window keeps its old value until that window ends.
     pub fn limits(&self, tier: &str, endpoint: &str, now_secs: u64) -> Vec<AppliedLimit> {
-        [LimitName::Global, LimitName::Endpoint(endpoint.into())]
-            .into_iter()
+        let has_own = self
+            .current
+            .tiers
+            .get(tier)
+            .is_some_and(|t| t.endpoints.contains_key(endpoint));
+        let own = has_own.then(|| LimitName::Endpoint(intern(endpoint)));
+        std::iter::once(LimitName::Global)
+            .chain(own)
             .filter_map(|name| {
                 let limit = self.limit(tier, &name, now_secs)?;
                 Some(AppliedLimit { name, limit })
@@ -203,7 +227,7 @@ impl RuleState {
             let tier = rules.tiers.get(tier)?;
             match name {
                 LimitName::Global => tier.global,
-                LimitName::Endpoint(e) => tier.endpoints.get(&**e).copied(),
+                LimitName::Endpoint(e) => tier.endpoints.get(*e).copied(),
             }
         };
         let limit = lookup(&self.current)?;
@@ -229,7 +253,7 @@ impl RuleState {
                 .keys()
                 .map(|endpoint| {
                     let planned = PlannedEndpoint {
-                        name: LimitName::Endpoint(endpoint.as_str().into()),
+                        name: LimitName::Endpoint(intern(endpoint)),
                         key_hash: crate::keys::endpoint_key_hash(endpoint),
                     };
                     (endpoint.as_str().into(), planned)
@@ -283,6 +307,17 @@ mod tests {
         assert_eq!(limits[1].limit.ceiling(1.0), 150);
         assert_eq!(state.limits("paid", "GET /search", 0).len(), 1);
         assert!(state.limits("nosuch", "GET /", 0).is_empty());
+    }
+
+    #[test]
+    fn endpoint_names_are_interned_once_and_only_for_limited_endpoints() {
+        let owned = String::from("GET /interned");
+        assert!(std::ptr::eq(intern(&owned), intern("GET /interned")));
+        let state = RuleState::new(RuleSet::from_toml(FILE).unwrap());
+        let limits = state.limits("free", "GET /search", 0);
+        assert_eq!(limits[1].name, LimitName::Endpoint("GET /search"));
+        // A request's endpoint without a limit of its own names nothing.
+        assert_eq!(state.limits("free", "GET /no-rule", 0).len(), 1);
     }
 
     #[test]

@@ -162,7 +162,7 @@ impl Entry {
         }
         let held = self.limits.iter().enumerate().skip(first_endpoint);
         for (i, state) in held {
-            if matches!(&state.name, LimitName::Endpoint(e) if **e == *endpoint) {
+            if matches!(&state.name, LimitName::Endpoint(e) if *e == endpoint) {
                 picked.push(i);
                 return Some(picked);
             }
@@ -292,11 +292,18 @@ pub struct Orphan {
     pub ceiling: u64,
 }
 
-/// Where a closure given an entry puts it on the active list.
+/// Where a closure given an entry puts it on the active list and counts
+/// the decisions it makes.
 pub struct Activity<'a> {
     hash: u64,
     list: &'a mut Vec<u64>,
+    decided: &'a mut Decided,
 }
+
+/// Decisions made from an entry without the server, (allowed, denied):
+/// counted in the shard under the lock the decision holds anyway, not in
+/// a counter every thread's decisions would write.
+type Decided = [u64; 2];
 
 impl Activity<'_> {
     /// Puts `entry` on the active list for the next sync (once until the
@@ -308,15 +315,23 @@ impl Activity<'_> {
             self.list.push(self.hash);
         }
     }
+
+    /// Counts a decision made without the server.
+    #[inline]
+    pub fn count_decision(&mut self, allowed: bool) {
+        self.decided[usize::from(!allowed)] += 1;
+    }
 }
 
 /// One shard: its entries (boxed: a table slot costs a pointer, not an
-/// entry), the hashes of its active entries and its count of states.
+/// entry), the hashes of its active entries, its count of states and of
+/// the decisions made from its entries.
 #[derive(Default)]
 struct Shard {
     entries: HashTable<Box<Entry>>,
     active: Vec<u64>,
     states: usize,
+    decided: Decided,
 }
 
 /// The bounded cache of identities and their limit states.
@@ -367,10 +382,18 @@ impl Cache {
     ) -> Option<R> {
         let mut shard = self.shard(hash).lock();
         let Shard {
-            entries, active, ..
+            entries,
+            active,
+            decided,
+            ..
         } = &mut *shard;
         let entry = entries.find_mut(hash, |e| e.key() == *key)?;
-        Some(f(entry, &mut Activity { hash, list: active }))
+        let mut activity = Activity {
+            hash,
+            list: active,
+            decided,
+        };
+        Some(f(entry, &mut activity))
     }
 
     /// Runs `f` on the entry for `key`, made when absent; `f` may add and
@@ -388,6 +411,7 @@ impl Cache {
             entries,
             active,
             states,
+            decided,
         } = &mut *shard;
         let entry = match entries.find_entry(hash, |e| e.key() == *key) {
             Ok(found) => found.into_mut(),
@@ -401,7 +425,12 @@ impl Cache {
         };
         let before = entry.limits.len();
         let serial = entry.serial;
-        let result = f(entry, &mut Activity { hash, list: active });
+        let mut activity = Activity {
+            hash,
+            list: active,
+            decided,
+        };
+        let result = f(entry, &mut activity);
         let after = entry.limits.len();
         *states = *states + after - before;
         if *states > self.per_shard {
@@ -420,10 +449,18 @@ impl Cache {
     ) -> Option<R> {
         let mut shard = self.shard(hash).lock();
         let Shard {
-            entries, active, ..
+            entries,
+            active,
+            decided,
+            ..
         } = &mut *shard;
         let entry = entries.find_mut(hash, |e| e.serial == serial)?;
-        Some(f(entry, &mut Activity { hash, list: active }))
+        let mut activity = Activity {
+            hash,
+            list: active,
+            decided,
+        };
+        Some(f(entry, &mut activity))
     }
 
     /// Evicts the least recently used identities of a sample until the
@@ -490,6 +527,15 @@ impl Cache {
         std::mem::take(&mut *self.orphans.lock())
     }
 
+    /// Decisions made from cached entries without the server, (allowed,
+    /// denied).
+    pub fn decided(&self) -> (u64, u64) {
+        self.shards.iter().fold((0, 0), |(allowed, denied), shard| {
+            let [a, d] = shard.lock().decided;
+            (allowed + a, denied + d)
+        })
+    }
+
     /// Number of cached limit states.
     pub fn len(&self) -> usize {
         self.shards.iter().map(|s| s.lock().states).sum()
@@ -542,7 +588,7 @@ mod tests {
             ..TierPlan::default()
         };
         let search = crate::rules::PlannedEndpoint {
-            name: LimitName::Endpoint("GET /search".into()),
+            name: LimitName::Endpoint("GET /search"),
             key_hash: *b"abcdef",
         };
         plan.endpoints.insert("GET /search".into(), search.clone());

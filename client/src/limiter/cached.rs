@@ -197,7 +197,6 @@ impl Limiter {
                 local_decision(entry, picked, cost, now_ms, activity)
             })
             .flatten()?;
-        self.inner.metrics.local(decision.allowed);
         Some(decision)
     }
 
@@ -215,6 +214,7 @@ impl Limiter {
             now_ms,
             |entry, picked, activity, hash| {
                 if picked.is_empty() {
+                    activity.count_decision(true);
                     return Prepared::Decided(Decision::unlimited(Source::Local, now_ms / 1000));
                 }
                 if let Some(decision) = local_decision(entry, picked, cost, now_ms, activity) {
@@ -249,10 +249,7 @@ impl Limiter {
             },
         );
         let (requests, target) = match prepared {
-            Prepared::Decided(decision) => {
-                self.inner.metrics.local(decision.allowed);
-                return decision;
-            }
+            Prepared::Decided(decision) => return decision,
             Prepared::Ask(requests, target) => (requests, target),
         };
         match self.acquire(&requests, &target, cost, now_ms).await {
@@ -427,6 +424,7 @@ fn local_decision(
         short |= state.lease < cost;
     }
     if picked.is_empty() {
+        activity.count_decision(true);
         return Some(Decision::unlimited(Source::Local, now_secs));
     }
     let allowed = denied_wait == 0;
@@ -445,6 +443,7 @@ fn local_decision(
         entry.touch(now_ms);
         activity.mark(entry);
     }
+    activity.count_decision(allowed);
     Some(decided(
         entry,
         picked,

@@ -26,7 +26,7 @@ impl Limiter {
         for applied in &limits {
             let endpoint = match &applied.name {
                 LimitName::Global => None,
-                LimitName::Endpoint(e) => Some(&**e),
+                LimitName::Endpoint(e) => Some(*e),
             };
             let prefix = limit_prefix(identity, endpoint);
             // Every key of one identity hashes to one slot ({scope:id}).

@@ -255,7 +255,7 @@ impl Limiter {
 
     /// The counters.
     pub fn metrics(&self) -> MetricsSnapshot {
-        self.inner.metrics.snapshot()
+        self.inner.metrics.snapshot(self.inner.cache.decided())
     }
 
     /// Limit states held (the cached mode's leases and deny cache, and in
@@ -348,8 +348,7 @@ impl Limiter {
             Mode::Exact => Box::pin(self.check_exact(identity, endpoint, cost)).await,
             Mode::Cached { .. } => Box::pin(self.check_cached(identity, endpoint, cost)).await,
         };
-        // One counter per decision: local ones count themselves as local
-        // allowed/denied (the fast path pays one atomic add, not two).
+        // One counter per decision: local ones are counted by the cache.
         if decision.source != Source::Local {
             self.inner.metrics.decision(decision.allowed);
         }

@@ -616,3 +616,48 @@ async fn the_metrics_endpoint_counts_limiter_decisions_by_path() {
     let (status, _) = http_get(port, "/elsewhere").await;
     assert_eq!(status, "HTTP/1.1 404 Not Found");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_lease_sync_is_not_counted_as_a_decision() {
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .expect("a free port")
+        .port();
+    let tally = TestServer::start_with(|c| c.metrics_port = port).await;
+    let mut conn = tally.raw().await;
+    let sha = tally_lua::sha1_hex(tally_lua::lease::SOURCE);
+    // One limit of 100 per 60 s: keys (current, previous, given-back
+    // window), then limit, window, give-back, lease wanted, cost.
+    let call = |want: &str, cost: &str| {
+        let mut call: Vec<String> = ["EVALSHA", &sha, "3", "k:cur", "k:prev", "k:cur"]
+            .map(String::from)
+            .to_vec();
+        call.extend(["100", "60", "0", want, cost].map(String::from));
+        call
+    };
+    for lua in ["no", "yes"] {
+        run(&mut conn, &format!("CONFIG SET lua-native-scripts {lua}")).await;
+        // A sync's top-up and a request's check with a top-up.
+        conn.cmd(&call("10", "0")).await;
+        conn.cmd(&call("10", "1")).await;
+    }
+    let (_, body) = http_get(port, "/metrics").await;
+    let series =
+        |name: &str, label: &str| sample(&body, &format!("{name}{{script=\"lease\",{label}}}"));
+    assert_eq!(
+        (
+            series("tally_script_runs_total", "path=\"native\""),
+            series("tally_script_runs_total", "path=\"lua\"")
+        ),
+        (2, 2),
+        "every call ran"
+    );
+    assert_eq!(
+        (
+            series("tally_script_decisions_total", "decision=\"allowed\""),
+            series("tally_script_decisions_total", "decision=\"denied\"")
+        ),
+        (2, 0),
+        "only the calls that admitted a request, by either path"
+    );
+}

@@ -291,7 +291,7 @@ pub fn eval(
                 ctx.client.batch.native_script_runs[index] += 1;
                 // Every known limiter script GETs its keys.
                 ctx.client.script_read = true;
-                count_decision(ctx, index, &reply);
+                count_decision(ctx, index, args, &reply);
                 return reply;
             }
         }
@@ -354,14 +354,19 @@ pub fn eval(
     ctx.client.batch.errors.merge(errors);
     ctx.client.reply_errors_counted = true;
     if let Some(index) = script.native {
-        count_decision(ctx, index, &reply);
+        count_decision(ctx, index, args, &reply);
     }
     reply
 }
 
 /// Counts a known limiter script's decision: its reply's first element is
-/// 1 when it allowed the request, 0 when it denied it.
-fn count_decision(ctx: &mut Ctx<'_>, index: usize, reply: &Reply) {
+/// 1 when it allowed the request, 0 when it denied it. A lease call that
+/// admits nothing (every cost 0: a sync's top-up or give-back) is no
+/// request's decision and is not counted.
+fn count_decision(ctx: &mut Ctx<'_>, index: usize, args: &[&[u8]], reply: &Reply) {
+    if tally_lua::SCRIPTS[index].twin == tally_lua::Twin::Lease && !admits_a_request(args) {
+        return;
+    }
     if let Reply::Array(items) = reply {
         match items.first() {
             Some(Reply::Int(1)) => ctx.client.batch.decisions[index].0 += 1,
@@ -369,6 +374,14 @@ fn count_decision(ctx: &mut Ctx<'_>, index: usize, reply: &Reply) {
             _ => {}
         }
     }
+}
+
+/// True when a lease call asks to admit a cost (ARGV[5i] of limit i, see
+/// lua/scripts/lease.lua): a request's check, not a sync.
+fn admits_a_request(args: &[&[u8]]) -> bool {
+    args.chunks(5)
+        .filter_map(|limit| limit.get(4))
+        .any(|cost| !matches!(*cost, b"0" | b""))
 }
 
 #[allow(clippy::too_many_arguments)]

@@ -158,19 +158,23 @@ async fn redis_cli_shows_argument_hints_and_help() {
     assert!(screen.contains("group: sorted-set"), "{screen}");
 }
 
-/// COMMAND INFO's ACL categories, tips and key specs (fields 7 to 9) of a
-/// command and of each of its subcommands, by name.
-async fn info_tail(conn: &mut RawConn, name: &str) -> BTreeMap<String, Vec<Value>> {
+/// COMMAND INFO's fields `fields` of a command and of each of its
+/// subcommands, by name.
+async fn info_fields(
+    conn: &mut RawConn,
+    name: &str,
+    fields: std::ops::Range<usize>,
+) -> BTreeMap<String, Vec<Value>> {
     let reply = conn.cmd(&["COMMAND", "INFO", name]).await;
     let Value::Array(mut entries) = redis::parse_redis_value(&reply).expect("RESP3") else {
         panic!("COMMAND INFO is an array");
     };
-    let Some(Value::Array(fields)) = entries.pop() else {
+    let Some(Value::Array(entry)) = entries.pop() else {
         panic!("an entry for {name}");
     };
     let mut out = BTreeMap::new();
-    out.insert(name.to_string(), fields[6..9].to_vec());
-    if let Some(Value::Array(subcommands)) = fields.get(9) {
+    out.insert(name.to_string(), entry[fields.clone()].to_vec());
+    if let Some(Value::Array(subcommands)) = entry.get(9) {
         for sub in subcommands {
             let Value::Array(sub) = sub else {
                 panic!("a subcommand entry");
@@ -180,7 +184,7 @@ async fn info_tail(conn: &mut RawConn, name: &str) -> BTreeMap<String, Vec<Value
             };
             out.insert(
                 String::from_utf8(sub_name.clone()).expect("ascii"),
-                sub[6..9].to_vec(),
+                sub[fields.clone()].to_vec(),
             );
         }
     }
@@ -215,8 +219,8 @@ async fn command_info_has_redis_categories_tips_and_key_specs() {
         if BLOCKING.contains(&name.as_str()) {
             continue;
         }
-        let expected = info_tail(&mut theirs, &name).await;
-        for (command, tail) in info_tail(&mut ours, &name).await {
+        let expected = info_fields(&mut theirs, &name, 6..9).await;
+        for (command, tail) in info_fields(&mut ours, &name, 6..9).await {
             if command == "client|setinfo" {
                 continue;
             }
@@ -227,4 +231,38 @@ async fn command_info_has_redis_categories_tips_and_key_specs() {
             );
         }
     }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn command_info_has_redis_flags() {
+    let Some(redis) = RedisServer::start() else {
+        return;
+    };
+    let tally = TestServer::start_real_clock().await;
+    let (mut ours, mut theirs, names) = resp3_pair(&tally, &redis).await;
+    let mut differ = Vec::new();
+    for name in names {
+        let Value::BulkString(name) = name else {
+            panic!("a name");
+        };
+        let name = String::from_utf8(name).expect("ascii");
+        // Refused by tally and described as such (docs/compatibility.md).
+        if BLOCKING.contains(&name.as_str()) {
+            continue;
+        }
+        let expected = info_fields(&mut theirs, &name, 2..3).await;
+        for (command, flags) in info_fields(&mut ours, &name, 2..3).await {
+            // Redis 7.2's, not in 7.0.
+            if command == "client|setinfo" {
+                continue;
+            }
+            if Some(&flags) != expected.get(&command) {
+                differ.push(format!(
+                    "{command}: tally {flags:?}, redis {:?}",
+                    expected.get(&command)
+                ));
+            }
+        }
+    }
+    assert!(differ.is_empty(), "{}", differ.join("\n"));
 }

@@ -55,12 +55,18 @@ pub mod flags {
     /// (RESTORE-ASKING).
     pub const ASKING: u32 = 1 << 15;
     /// Keys not at fixed positions (counted by an argument, or MIGRATE's
-    /// KEYS form). Set by the table from the name (see `movable_keys`), so
-    /// routing tests a bit rather than names on every command; not shown
-    /// by COMMAND INFO.
+    /// KEYS form). Set by the table from the name (see `is_movable`), so
+    /// routing tests a bit rather than names on every command; COMMAND
+    /// INFO shows it as `movablekeys`, as Redis does.
     pub const MOVABLE_KEYS: u32 = 1 << 16;
+    /// May be called with no key at all (EVAL with numkeys 0).
+    pub const NO_MANDATORY_KEYS: u32 = 1 << 17;
+    /// Refused while a replica loads its data asynchronously (Redis's
+    /// repl-diskless-load swapdb); tally only names it for COMMAND INFO.
+    pub const NO_ASYNC_LOADING: u32 = 1 << 18;
 
-    /// Flag names for COMMAND INFO, in Redis's order.
+    /// Flag names for COMMAND INFO, in Redis's order
+    /// (`addReplyFlagsForCommand`; MAY_REPLICATE is hidden there too).
     pub const NAMES: &[(u32, &str)] = &[
         (WRITE, "write"),
         (READONLY, "readonly"),
@@ -72,11 +78,14 @@ pub mod flags {
         (STALE, "stale"),
         (SKIP_MONITOR, "skip_monitor"),
         (SKIP_SLOWLOG, "skip_slowlog"),
+        (ASKING, "asking"),
         (FAST, "fast"),
         (NO_AUTH, "no_auth"),
+        (NO_MANDATORY_KEYS, "no_mandatory_keys"),
+        (NO_ASYNC_LOADING, "no_async_loading"),
         (NO_MULTI, "no_multi"),
+        (MOVABLE_KEYS, "movablekeys"),
         (ALLOW_BUSY, "allow_busy"),
-        (ASKING, "asking"),
     ];
 }
 
@@ -286,19 +295,28 @@ const fn is_movable(name: &str) -> bool {
     ];
     let mut i = 0;
     while i < MOVABLE.len() {
-        let (a, b) = (MOVABLE[i].as_bytes(), name.as_bytes());
-        if a.len() == b.len() {
-            let mut j = 0;
-            while j < a.len() && a[j] == b[j] {
-                j += 1;
-            }
-            if j == a.len() {
-                return true;
-            }
+        if const_str_eq(MOVABLE[i], name) {
+            return true;
         }
         i += 1;
     }
     false
+}
+
+/// `a == b` where the table is built: in a `const fn`.
+const fn const_str_eq(a: &str, b: &str) -> bool {
+    let (a, b) = (a.as_bytes(), b.as_bytes());
+    if a.len() != b.len() {
+        return false;
+    }
+    let mut j = 0;
+    while j < a.len() {
+        if a[j] != b[j] {
+            return false;
+        }
+        j += 1;
+    }
+    true
 }
 
 /// A container command: dispatch goes to its subcommands.
@@ -314,7 +332,12 @@ const fn container(
     Command {
         name,
         arity,
-        flags: 0,
+        // COMMAND alone of the containers has flags of its own in Redis 7.0.
+        flags: if const_str_eq(name, "command") {
+            LOADING | STALE
+        } else {
+            0
+        },
         keys: NO_KEYS,
         handler,
         group,
@@ -473,10 +496,10 @@ pub static COMMANDS: &[Command] = &[
     row("zrandmember", -2, READONLY, ONE_KEY, zset::zrandmember, "sorted_set", "6.2.0", "Returns one or more random members from a sorted set."),
     row("zscan", -3, READONLY, ONE_KEY, zset::zscan, "sorted_set", "2.8.0", "Iterates over members and scores of a sorted set."),
     // scripting
-    row("eval", -3, NOSCRIPT | SKIP_MONITOR | MAY_REPLICATE | STALE, EVAL_KEYS, scripting::eval, "scripting", "2.6.0", "Executes a server-side Lua script."),
-    row("evalsha", -3, NOSCRIPT | SKIP_MONITOR | MAY_REPLICATE | STALE, EVAL_KEYS, scripting::evalsha, "scripting", "2.6.0", "Executes a server-side Lua script by SHA1 digest."),
-    row("eval_ro", -3, NOSCRIPT | SKIP_MONITOR | STALE | READONLY, EVAL_KEYS, scripting::eval_ro, "scripting", "7.0.0", "Executes a read-only server-side Lua script."),
-    row("evalsha_ro", -3, NOSCRIPT | SKIP_MONITOR | STALE | READONLY, EVAL_KEYS, scripting::evalsha_ro, "scripting", "7.0.0", "Executes a read-only server-side Lua script by SHA1 digest."),
+    row("eval", -3, NOSCRIPT | SKIP_MONITOR | NO_MANDATORY_KEYS | MAY_REPLICATE | STALE, EVAL_KEYS, scripting::eval, "scripting", "2.6.0", "Executes a server-side Lua script."),
+    row("evalsha", -3, NOSCRIPT | SKIP_MONITOR | NO_MANDATORY_KEYS | MAY_REPLICATE | STALE, EVAL_KEYS, scripting::evalsha, "scripting", "2.6.0", "Executes a server-side Lua script by SHA1 digest."),
+    row("eval_ro", -3, NOSCRIPT | SKIP_MONITOR | NO_MANDATORY_KEYS | STALE | READONLY, EVAL_KEYS, scripting::eval_ro, "scripting", "7.0.0", "Executes a read-only server-side Lua script."),
+    row("evalsha_ro", -3, NOSCRIPT | SKIP_MONITOR | NO_MANDATORY_KEYS | STALE | READONLY, EVAL_KEYS, scripting::evalsha_ro, "scripting", "7.0.0", "Executes a read-only server-side Lua script by SHA1 digest."),
     container("script", -2, "scripting", "2.6.0", "A container for Lua scripts management commands.", SCRIPT_SUBCOMMANDS, container_without_subcommand),
     container("function", -2, "scripting", "7.0.0", "A container for function commands.", FUNCTION_SUBCOMMANDS, container_without_subcommand),
     // pub/sub
@@ -516,11 +539,11 @@ pub static COMMANDS: &[Command] = &[
     row("shutdown", -1, ADMIN | NOSCRIPT | LOADING | STALE | NO_MULTI | ALLOW_BUSY, NO_KEYS, server::shutdown, "server", "1.0.0", "Synchronously saves the database(s) to disk and shuts down the Redis server."),
     row("wait", 3, NOSCRIPT, NO_KEYS, server::wait, "generic", "3.0.0", "Blocks until the asynchronous replication of all preceding write commands sent by the connection is completed."),
     row("lastsave", 1, LOADING | STALE | FAST, NO_KEYS, persistence::lastsave, "server", "1.0.0", "Returns the Unix timestamp of the last successful save to disk."),
-    row("save", 1, ADMIN | NOSCRIPT | NO_MULTI, NO_KEYS, persistence::save, "server", "1.0.0", "Synchronously saves the database(s) to disk."),
+    row("save", 1, ADMIN | NOSCRIPT | NO_MULTI | NO_ASYNC_LOADING, NO_KEYS, persistence::save, "server", "1.0.0", "Synchronously saves the database(s) to disk."),
     row("replconf", -1, ADMIN | NOSCRIPT | LOADING | STALE | ALLOW_BUSY, NO_KEYS, persistence::replconf, "server", "3.0.0", "An internal command for configuring the replication stream."),
-    row("sync", 1, ADMIN | NOSCRIPT | NO_MULTI, NO_KEYS, persistence::sync, "server", "1.0.0", "An internal command used in replication."),
-    row("bgrewriteaof", 1, ADMIN | NOSCRIPT, NO_KEYS, persistence::bgrewriteaof, "server", "1.0.0", "Asynchronously rewrites the append-only file to disk."),
-    row("bgsave", -1, ADMIN | NOSCRIPT, NO_KEYS, persistence::bgsave, "server", "1.0.0", "Asynchronously saves the database(s) to disk."),
+    row("sync", 1, ADMIN | NOSCRIPT | NO_MULTI | NO_ASYNC_LOADING, NO_KEYS, persistence::sync, "server", "1.0.0", "An internal command used in replication."),
+    row("bgrewriteaof", 1, ADMIN | NOSCRIPT | NO_ASYNC_LOADING, NO_KEYS, persistence::bgrewriteaof, "server", "1.0.0", "Asynchronously rewrites the append-only file to disk."),
+    row("bgsave", -1, ADMIN | NOSCRIPT | NO_ASYNC_LOADING, NO_KEYS, persistence::bgsave, "server", "1.0.0", "Asynchronously saves the database(s) to disk."),
     container("slowlog", -2, "server", "2.2.12", "A container for slow log commands.", SLOWLOG_SUBCOMMANDS, container_without_subcommand),
     container("memory", -2, "server", "4.0.0", "A container for memory diagnostics commands.", MEMORY_SUBCOMMANDS, container_without_subcommand),
     container("latency", -2, "server", "2.8.13", "A container for latency diagnostics commands.", LATENCY_SUBCOMMANDS, container_without_subcommand),

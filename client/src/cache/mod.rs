@@ -380,20 +380,7 @@ impl Cache {
         hash: u64,
         f: impl FnOnce(&mut Entry, &mut Activity<'_>) -> R,
     ) -> Option<R> {
-        let mut shard = self.shard(hash).lock();
-        let Shard {
-            entries,
-            active,
-            decided,
-            ..
-        } = &mut *shard;
-        let entry = entries.find_mut(hash, |e| e.key() == *key)?;
-        let mut activity = Activity {
-            hash,
-            list: active,
-            decided,
-        };
-        Some(f(entry, &mut activity))
+        self.with_found(hash, |e| e.key() == *key, f)
     }
 
     /// Runs `f` on the entry for `key`, made when absent; `f` may add and
@@ -447,6 +434,18 @@ impl Cache {
         serial: u32,
         f: impl FnOnce(&mut Entry, &mut Activity<'_>) -> R,
     ) -> Option<R> {
+        self.with_found(hash, |e| e.serial == serial, f)
+    }
+
+    /// Runs `f` under the shard's lock on the entry filed under `hash`
+    /// that `is_it` picks, if any.
+    #[inline]
+    fn with_found<R>(
+        &self,
+        hash: u64,
+        is_it: impl Fn(&Entry) -> bool,
+        f: impl FnOnce(&mut Entry, &mut Activity<'_>) -> R,
+    ) -> Option<R> {
         let mut shard = self.shard(hash).lock();
         let Shard {
             entries,
@@ -454,7 +453,7 @@ impl Cache {
             decided,
             ..
         } = &mut *shard;
-        let entry = entries.find_mut(hash, |e| e.serial == serial)?;
+        let entry = entries.find_mut(hash, |e| is_it(e))?;
         let mut activity = Activity {
             hash,
             list: active,

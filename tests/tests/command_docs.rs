@@ -202,67 +202,56 @@ const BLOCKING: &[&str] = &[
     "bzmpop",
 ];
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn command_info_has_redis_categories_tips_and_key_specs() {
-    let Some(redis) = RedisServer::start() else {
-        return;
-    };
+/// COMMAND INFO's fields `fields` on tally and on Redis, (command, tally's,
+/// Redis's), for every command and subcommand tally serves. Blocking
+/// commands are refused by tally and described as such (no keys,
+/// noscript; docs/compatibility.md); CLIENT SETINFO is Redis 7.2's. `None`
+/// without redis-server.
+async fn info_compared(
+    fields: std::ops::Range<usize>,
+) -> Option<Vec<(String, Vec<Value>, Option<Vec<Value>>)>> {
+    let redis = RedisServer::start()?;
     let tally = TestServer::start_real_clock().await;
     let (mut ours, mut theirs, names) = resp3_pair(&tally, &redis).await;
+    let mut compared = Vec::new();
     for name in names {
         let Value::BulkString(name) = name else {
             panic!("a name");
         };
         let name = String::from_utf8(name).expect("ascii");
-        // Blocking commands are refused by tally and described as such
-        // (no keys, noscript; docs/compatibility.md).
         if BLOCKING.contains(&name.as_str()) {
             continue;
         }
-        let expected = info_fields(&mut theirs, &name, 6..9).await;
-        for (command, tail) in info_fields(&mut ours, &name, 6..9).await {
-            if command == "client|setinfo" {
-                continue;
+        let mut expected = info_fields(&mut theirs, &name, fields.clone()).await;
+        for (command, ours) in info_fields(&mut ours, &name, fields.clone()).await {
+            if command != "client|setinfo" {
+                let theirs = expected.remove(&command);
+                compared.push((command, ours, theirs));
             }
-            assert_eq!(
-                Some(&tail),
-                expected.get(&command),
-                "COMMAND INFO {command}"
-            );
         }
+    }
+    Some(compared)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn command_info_has_redis_categories_tips_and_key_specs() {
+    let Some(compared) = info_compared(6..9).await else {
+        return;
+    };
+    for (command, tail, expected) in compared {
+        assert_eq!(Some(tail), expected, "COMMAND INFO {command}");
     }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn command_info_has_redis_flags() {
-    let Some(redis) = RedisServer::start() else {
+    let Some(compared) = info_compared(2..3).await else {
         return;
     };
-    let tally = TestServer::start_real_clock().await;
-    let (mut ours, mut theirs, names) = resp3_pair(&tally, &redis).await;
-    let mut differ = Vec::new();
-    for name in names {
-        let Value::BulkString(name) = name else {
-            panic!("a name");
-        };
-        let name = String::from_utf8(name).expect("ascii");
-        // Refused by tally and described as such (docs/compatibility.md).
-        if BLOCKING.contains(&name.as_str()) {
-            continue;
-        }
-        let expected = info_fields(&mut theirs, &name, 2..3).await;
-        for (command, flags) in info_fields(&mut ours, &name, 2..3).await {
-            // Redis 7.2's, not in 7.0.
-            if command == "client|setinfo" {
-                continue;
-            }
-            if Some(&flags) != expected.get(&command) {
-                differ.push(format!(
-                    "{command}: tally {flags:?}, redis {:?}",
-                    expected.get(&command)
-                ));
-            }
-        }
-    }
+    let differ: Vec<String> = compared
+        .into_iter()
+        .filter(|(_, flags, expected)| Some(flags) != expected.as_ref())
+        .map(|(command, flags, expected)| format!("{command}: tally {flags:?}, redis {expected:?}"))
+        .collect();
     assert!(differ.is_empty(), "{}", differ.join("\n"));
 }

@@ -538,6 +538,18 @@ async fn http_get(port: u16, path: &str) -> (String, String) {
     )
 }
 
+/// A server with its metrics endpoint on a free port, and the port.
+async fn with_metrics_port() -> (TestServer, u16) {
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .expect("a free port")
+        .port();
+    (
+        TestServer::start_with(|c| c.metrics_port = port).await,
+        port,
+    )
+}
+
 /// The value of one sample line of an exposition.
 fn sample(body: &str, series: &str) -> u64 {
     body.lines()
@@ -549,11 +561,7 @@ fn sample(body: &str, series: &str) -> u64 {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_metrics_endpoint_counts_limiter_decisions_by_path() {
-    let port = std::net::TcpListener::bind("127.0.0.1:0")
-        .and_then(|l| l.local_addr())
-        .expect("a free port")
-        .port();
-    let tally = TestServer::start_with(|c| c.metrics_port = port).await;
+    let (tally, port) = with_metrics_port().await;
     let mut conn = tally.raw().await;
     let known = tally_lua::SCRIPTS
         .iter()
@@ -619,11 +627,7 @@ async fn the_metrics_endpoint_counts_limiter_decisions_by_path() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_lease_sync_is_not_counted_as_a_decision() {
-    let port = std::net::TcpListener::bind("127.0.0.1:0")
-        .and_then(|l| l.local_addr())
-        .expect("a free port")
-        .port();
-    let tally = TestServer::start_with(|c| c.metrics_port = port).await;
+    let (tally, port) = with_metrics_port().await;
     let mut conn = tally.raw().await;
     let sha = tally_lua::sha1_hex(tally_lua::lease::SOURCE);
     // One limit of 100 per 60 s: keys (current, previous, given-back

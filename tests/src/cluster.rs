@@ -148,3 +148,86 @@ pub async fn myid(address: &str) -> String {
         .trim()
         .to_string()
 }
+
+/// CLUSTER LINKS of the node at `address`, through `redis-cli`: each
+/// link's fields (name, value), in the order the node gave them.
+pub async fn links(address: &str) -> Vec<Vec<(String, String)>> {
+    let text = cli_at(address, &["CLUSTER", "LINKS"]).await;
+    let lines: Vec<&str> = text.lines().collect();
+    lines
+        .chunks(12)
+        .map(|link| {
+            link.chunks(2)
+                .map(|field| {
+                    let value = field.get(1).copied().unwrap_or_default();
+                    (field[0].to_string(), value.to_string())
+                })
+                .collect()
+        })
+        .collect()
+}
+
+/// Waits (up to 30 s) until CLUSTER LINKS on every node at `addresses`
+/// lists one link to and one link from each other node and nothing else,
+/// each with Redis 7.0's fields in Redis's order, made after `since_ms`
+/// (unix ms) and idle (`r`, nothing queued). Redis ties a link a peer
+/// opened to that peer only once a message from it arrives, hence the wait.
+pub async fn assert_links_to_every_peer(addresses: &[String], since_ms: u64) {
+    const FIELDS: [&str; 6] = [
+        "direction",
+        "node",
+        "create-time",
+        "events",
+        "send-buffer-allocated",
+        "send-buffer-used",
+    ];
+    let mut ids = Vec::new();
+    for address in addresses {
+        ids.push(myid(address).await);
+    }
+    let deadline = Instant::now() + Duration::from_secs(30);
+    for (i, address) in addresses.iter().enumerate() {
+        let mut expected: Vec<(String, String)> = ids
+            .iter()
+            .enumerate()
+            .filter(|&(j, _)| j != i)
+            .flat_map(|(_, id)| {
+                [
+                    ("to".to_string(), id.clone()),
+                    ("from".to_string(), id.clone()),
+                ]
+            })
+            .collect();
+        expected.sort();
+        loop {
+            let links = links(address).await;
+            let now_ms = std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .expect("after 1970")
+                .as_millis() as u64;
+            let mut seen: Vec<(String, String)> = Vec::new();
+            let mut settled = true;
+            for link in &links {
+                let names: Vec<&str> = link.iter().map(|(name, _)| name.as_str()).collect();
+                assert_eq!(names, FIELDS, "{address}: {links:?}");
+                seen.push((link[0].1.clone(), link[1].1.clone()));
+                let created: u64 = link[2].1.parse().expect("create-time is a number");
+                assert!(
+                    (since_ms..=now_ms).contains(&created),
+                    "{address}: made at {created}, not in {since_ms}..={now_ms}: {links:?}"
+                );
+                // Idle, unless a PING happens to be on its way right now.
+                settled &= link[3].1 == "r" && link[4].1 == "0" && link[5].1 == "0";
+            }
+            seen.sort();
+            if seen == expected && settled {
+                break;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "{address}: links never settled to {expected:?}: {links:?}"
+            );
+            tokio::time::sleep(Duration::from_millis(200)).await;
+        }
+    }
+}

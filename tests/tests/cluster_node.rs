@@ -7,7 +7,10 @@
 use std::time::Duration;
 
 use tally_server::{Config, Server};
-use tally_tests::cluster::{node_config, node_on_free_ports, redis_cli, start_on_free_bus_port};
+use tally_tests::cluster::{
+    assert_links_to_every_peer, cli_at, links, myid, node_config, node_on_free_ports, redis_cli,
+    start_on_free_bus_port,
+};
 use tally_tests::{assert_no_mismatch, compare_streams, scratch_dir, script, RawConn, RedisServer};
 
 async fn tally_node(dir: &str) -> tally_server::ServerHandle {
@@ -290,7 +293,9 @@ async fn three_nodes_meet_gossip_and_redirect() {
 
 /// `redis-cli --cluster create` over three tally nodes, then over two tally
 /// nodes and a redis-server 7.0 node: every slot covered, every node
-/// agreeing, `--cluster check` clean from each node, keys routed to all.
+/// agreeing, `--cluster check` clean from each node, keys routed to all,
+/// CLUSTER LINKS on every node (Redis's too) listing a link to and a link
+/// from each other node; a forgotten node's links closed.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn redis_cli_creates_tally_and_mixed_clusters() {
     let redis_dir = scratch_dir();
@@ -299,6 +304,10 @@ async fn redis_cli_creates_tally_and_mixed_clusters() {
         return;
     };
     for mixed in [false, true] {
+        let started_ms = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .expect("after 1970")
+            .as_millis() as u64;
         let mut tally = vec![node_on_free_ports().await, node_on_free_ports().await];
         let mut addresses: Vec<String> = tally
             .iter()
@@ -398,6 +407,21 @@ async fn redis_cli_creates_tally_and_mixed_clusters() {
             ])
             .await;
             assert_eq!(got.trim(), "v", "{key}");
+        }
+        assert_links_to_every_peer(&addresses, started_ms).await;
+        if !mixed {
+            // A forgotten node's links close at once, both ways.
+            let forgotten = myid(&addresses[1]).await;
+            assert_eq!(
+                cli_at(&addresses[0], &["CLUSTER", "FORGET", &forgotten])
+                    .await
+                    .trim(),
+                "OK"
+            );
+            let left = links(&addresses[0]).await;
+            let kept = myid(&addresses[2]).await;
+            assert_eq!(left.len(), 2, "{left:?}");
+            assert!(left.iter().all(|link| link[1].1 == kept), "{left:?}");
         }
         for handle in tally {
             handle.shutdown().await;

@@ -428,10 +428,37 @@ pub fn cluster_count_failure_reports(ctx: &mut Ctx<'_>, argv: &[&[u8]]) -> Reply
     Reply::error_bytes(text)
 }
 
-/// CLUSTER LINKS: no peers, no links.
+/// CLUSTER LINKS: every bus link to and from a known node, as Redis 7.0
+/// describes it (a map per link).
 pub fn cluster_links(ctx: &mut Ctx<'_>, _argv: &[&[u8]]) -> Reply {
-    let _ = node!(ctx);
-    Reply::Array(Vec::new())
+    let node = node!(ctx);
+    let peers: Vec<tally_cluster::NodeName> =
+        node.with_node(|node| node.peers().map(|peer| peer.name).collect());
+    let links = ctx.shared.bus_links.describe(&peers);
+    Reply::Array(
+        links
+            .into_iter()
+            .map(|link| {
+                Reply::Map(vec![
+                    (
+                        bulk("direction"),
+                        bulk(if link.inbound { "from" } else { "to" }),
+                    ),
+                    (bulk("node"), bulk(link.node.to_vec())),
+                    (bulk("create-time"), Reply::Int(link.created_ms as i64)),
+                    (bulk("events"), bulk(link.events)),
+                    (
+                        bulk("send-buffer-allocated"),
+                        Reply::Int(link.send_buffer as i64),
+                    ),
+                    (
+                        bulk("send-buffer-used"),
+                        Reply::Int(link.send_buffer as i64),
+                    ),
+                ])
+            })
+            .collect(),
+    )
 }
 
 /// CLUSTER RESET [HARD|SOFT] (refused while the node holds keys).

@@ -6,6 +6,7 @@
 //! `clusterMsg`, framed by their `totlen`.
 
 use std::net::SocketAddr;
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -16,17 +17,130 @@ use tally_cluster::node::Output;
 use tally_cluster::NodeName;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
-use tokio::sync::mpsc;
+use tokio::sync::{mpsc, Notify};
 
 use crate::state::Shared;
 
 /// The largest message accepted (Redis: 1 GB for PUBLISH; gossip is small).
 const MAX_MESSAGE: usize = 64 << 20;
 
-/// This node's links to its peers, by the name it knows each by.
+/// One bus link, as CLUSTER LINKS shows it.
+struct LinkState {
+    /// When it was made (unix ms): opened, or accepted.
+    created_ms: u64,
+    /// Connected and being read (Redis: a read handler installed).
+    reading: AtomicBool,
+    /// Bytes queued on it and not written yet (Redis: its send buffer).
+    queued: AtomicUsize,
+    /// Wakes an inbound link's task to close it: its node was forgotten,
+    /// or a newer link came from the same node (Redis frees the older).
+    closing: Notify,
+}
+
+impl LinkState {
+    fn new(created_ms: u64, reading: bool) -> Arc<LinkState> {
+        Arc::new(LinkState {
+            created_ms,
+            reading: AtomicBool::new(reading),
+            queued: AtomicUsize::new(0),
+            closing: Notify::new(),
+        })
+    }
+
+    /// Redis's `events` field: `r` while read, `w` while bytes wait.
+    fn events(&self) -> &'static str {
+        let reading = self.reading.load(Ordering::Relaxed);
+        let writing = self.queued.load(Ordering::Relaxed) > 0;
+        match (reading, writing) {
+            (true, true) => "rw",
+            (true, false) => "r",
+            (false, true) => "w",
+            (false, false) => "",
+        }
+    }
+}
+
+/// The link this node opened to a peer: the queue of encoded messages its
+/// task writes.
+struct Outbound {
+    queue: mpsc::UnboundedSender<Vec<u8>>,
+    state: Arc<LinkState>,
+}
+
+/// This node's bus links: the ones it opened, by the name it knows each
+/// peer by, and the ones peers opened, by the node that sent on them (a
+/// link is tied to its node by the first message from a known sender,
+/// as Redis ties them).
 #[derive(Default)]
 pub struct Links {
-    outbound: Mutex<HashMap<NodeName, mpsc::UnboundedSender<Message>>>,
+    outbound: Mutex<HashMap<NodeName, Outbound>>,
+    inbound: Mutex<HashMap<NodeName, (u64, Arc<LinkState>)>>,
+    next_inbound: AtomicU64,
+}
+
+/// One entry of CLUSTER LINKS.
+pub struct LinkDescription {
+    /// A link the peer opened (`from`) or this node opened (`to`).
+    pub inbound: bool,
+    /// The peer.
+    pub node: NodeName,
+    /// When the link was made, unix ms.
+    pub created_ms: u64,
+    /// `r`, `w`, `rw` or empty, as Redis shows its handlers.
+    pub events: &'static str,
+    /// Bytes queued and not yet written. tally keeps no send buffer of its
+    /// own beyond them, so they are also what it has allocated.
+    pub send_buffer: usize,
+}
+
+impl Links {
+    /// The links of `peers` (the nodes this node knows), each peer's
+    /// outbound link before its inbound one, as Redis lists them.
+    pub fn describe(&self, peers: &[NodeName]) -> Vec<LinkDescription> {
+        let outbound = self.outbound.lock();
+        let inbound = self.inbound.lock();
+        let describe = |node: &NodeName, inbound: bool, state: &LinkState| LinkDescription {
+            inbound,
+            node: *node,
+            created_ms: state.created_ms,
+            events: state.events(),
+            send_buffer: state.queued.load(Ordering::Relaxed),
+        };
+        let mut links = Vec::new();
+        for node in peers {
+            // A link whose task ended is gone (the next message opens another).
+            if let Some(link) = outbound.get(node).filter(|l| !l.queue.is_closed()) {
+                links.push(describe(node, false, &link.state));
+            }
+            if let Some((_, state)) = inbound.get(node) {
+                links.push(describe(node, true, state));
+            }
+        }
+        links
+    }
+
+    /// Ties inbound link `id` to `node`; an older link from it is closed.
+    fn attach_inbound(&self, node: NodeName, id: u64, state: Arc<LinkState>) {
+        if let Some((_, older)) = self.inbound.lock().insert(node, (id, state)) {
+            older.closing.notify_one();
+        }
+    }
+
+    /// Forgets inbound link `id` of `node` (if it is still the one tied).
+    fn detach_inbound(&self, node: &NodeName, id: u64) {
+        let mut inbound = self.inbound.lock();
+        if inbound.get(node).is_some_and(|(tied, _)| *tied == id) {
+            inbound.remove(node);
+        }
+    }
+
+    /// Closes both links of a node this node no longer knows.
+    fn drop_node(&self, node: &NodeName) {
+        self.outbound.lock().remove(node);
+        if let Some((_, state)) = self.inbound.lock().remove(node) {
+            state.closing.notify_one();
+        }
+    }
 }
 
 /// Ends the bus's tasks when the bus stops, however it stops (shutdown,
@@ -41,6 +155,9 @@ impl Drop for StopOnDrop {
     fn drop(&mut self) {
         self.accepting.abort();
         self.shared.bus_links.outbound.lock().clear();
+        for (_, (_, state)) in self.shared.bus_links.inbound.lock().drain() {
+            state.closing.notify_one();
+        }
     }
 }
 
@@ -116,13 +233,31 @@ async fn inbound(shared: Arc<Shared>, mut stream: TcpStream, peer: SocketAddr) {
         .map(|a| a.ip().to_canonical().to_string())
         .unwrap_or_default();
     let peer_ip = peer.ip().to_canonical().to_string();
-    while let Some(message) = read_message(&mut stream).await {
+    let links = &shared.bus_links;
+    let id = links.next_inbound.fetch_add(1, Ordering::Relaxed);
+    let state = LinkState::new(shared.clock.now_ms(), true);
+    let mut tied_to = None;
+    loop {
+        let message = tokio::select! {
+            message = read_message(&mut stream) => message,
+            _ = state.closing.notified() => None,
+        };
+        let Some(message) = message else {
+            break;
+        };
         count_received(&shared, &message);
         let Some(cluster) = shared.cluster.get() else {
-            return;
+            break;
         };
         let now = shared.clock.now_ms();
         let outputs = cluster.with_node(|node| {
+            // Redis ties the link to its sender before processing the
+            // message, once the sender is a node it knows by that name.
+            let sender = message.header.sender;
+            if tied_to.is_none() && sender != *node.name() && node.knows(&sender) {
+                links.attach_inbound(sender, id, state.clone());
+                tied_to = Some(sender);
+            }
             node.on_inbound(&message, peer_ip.as_bytes(), local_ip.as_bytes(), now)
         });
         let mut replies = Vec::new();
@@ -137,12 +272,24 @@ async fn inbound(shared: Arc<Shared>, mut stream: TcpStream, peer: SocketAddr) {
             })
             .collect();
         carry_out(&shared, others, None);
-        for reply in replies {
-            count_sent(&shared, &reply);
-            if stream.write_all(&message::encode(&reply)).await.is_err() {
-                return;
+        let replies: Vec<Vec<u8>> = replies
+            .iter()
+            .map(|reply| {
+                count_sent(&shared, reply);
+                message::encode(reply)
+            })
+            .collect();
+        let bytes = replies.iter().map(Vec::len).sum();
+        state.queued.fetch_add(bytes, Ordering::Relaxed);
+        for reply in &replies {
+            if stream.write_all(reply).await.is_err() {
+                break;
             }
         }
+        state.queued.fetch_sub(bytes, Ordering::Relaxed);
+    }
+    if let Some(node) = tied_to {
+        links.detach_inbound(&node, id);
     }
 }
 
@@ -162,25 +309,35 @@ pub fn carry_out(shared: &Arc<Shared>, outputs: Vec<Output>, _from: Option<NodeN
                 cport,
                 message,
             } => {
+                count_sent(shared, &message);
+                let bytes = message::encode(&message);
                 let mut links = shared.bus_links.outbound.lock();
-                let sender = links.entry(to).or_insert_with(|| {
-                    let (tx, rx) = mpsc::unbounded_channel();
+                let open = || {
+                    let (queue, receiver) = mpsc::unbounded_channel();
+                    let state = LinkState::new(shared.clock.now_ms(), false);
                     let address = format!("{}:{cport}", String::from_utf8_lossy(&ip));
-                    tokio::spawn(outbound(shared.clone(), to, address, rx));
-                    tx
-                });
-                if sender.send(message.clone()).is_err() {
+                    tokio::spawn(outbound(
+                        shared.clone(),
+                        to,
+                        address,
+                        state.clone(),
+                        receiver,
+                    ));
+                    Outbound { queue, state }
+                };
+                let link = links.entry(to).or_insert_with(open);
+                if link.queue.is_closed() {
                     // The link's task ended: open a new one for this message.
-                    let (tx, rx) = mpsc::unbounded_channel();
-                    let address = format!("{}:{cport}", String::from_utf8_lossy(&ip));
-                    tokio::spawn(outbound(shared.clone(), to, address, rx));
-                    let _ = tx.send(message);
-                    links.insert(to, tx);
+                    *link = open();
+                }
+                link.state.queued.fetch_add(bytes.len(), Ordering::Relaxed);
+                if let Err(unsent) = link.queue.send(bytes) {
+                    link.state
+                        .queued
+                        .fetch_sub(unsent.0.len(), Ordering::Relaxed);
                 }
             }
-            Output::Dropped(name) => {
-                shared.bus_links.outbound.lock().remove(&name);
-            }
+            Output::Dropped(name) => shared.bus_links.drop_node(&name),
             Output::SaveConfig => save = true,
             Output::SlotsLost(slots) => drop_slots(shared, &slots),
             Output::Publish {
@@ -243,7 +400,8 @@ async fn outbound(
     shared: Arc<Shared>,
     via: NodeName,
     address: String,
-    mut queue: mpsc::UnboundedReceiver<Message>,
+    state: Arc<LinkState>,
+    mut queue: mpsc::UnboundedReceiver<Vec<u8>>,
 ) {
     let Ok(Ok(stream)) =
         tokio::time::timeout(Duration::from_secs(2), TcpStream::connect(&address)).await
@@ -266,11 +424,14 @@ async fn outbound(
             }
         })
     };
-    while let Some(message) = queue.recv().await {
-        count_sent(&shared, &message);
-        if writer.write_all(&message::encode(&message)).await.is_err() {
+    state.reading.store(true, Ordering::Relaxed);
+    while let Some(bytes) = queue.recv().await {
+        let written = writer.write_all(&bytes).await;
+        state.queued.fetch_sub(bytes.len(), Ordering::Relaxed);
+        if written.is_err() {
             break;
         }
     }
+    state.reading.store(false, Ordering::Relaxed);
     reading.abort();
 }

@@ -328,6 +328,18 @@ impl Node {
             .map(|p| (p.ip.clone(), p.port))
     }
 
+    /// The hostname a fully known node (or this one) announces; empty
+    /// when it announces none.
+    pub fn hostname_of(&self, name: &NodeName) -> Option<&[u8]> {
+        if *name == self.me {
+            return Some(&self.hostname);
+        }
+        self.peers
+            .get(name)
+            .filter(|p| !p.in_handshake())
+            .map(|p| p.hostname.as_slice())
+    }
+
     /// Nodes known fully, this one included (CLUSTER INFO's known nodes).
     pub fn known_nodes(&self) -> usize {
         1 + self.peers.values().filter(|p| !p.in_handshake()).count()

@@ -7,7 +7,7 @@
 
 use std::collections::{HashMap, HashSet};
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicU8, AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 use parking_lot::{Mutex, RwLockWriteGuard};
@@ -71,6 +71,8 @@ pub struct Cluster {
     pub allow_reads_when_down: AtomicBool,
     /// `cluster-allow-pubsubshard-when-down`.
     pub allow_pubsubshard_when_down: AtomicBool,
+    /// `cluster-preferred-endpoint-type`, as [`EndpointType::code`].
+    preferred_endpoint: AtomicU8,
     /// Bus messages sent and received, by type (CLUSTER INFO).
     pub bus_stats: BusStats,
     /// Run with the slots this node stopped serving (see `on_slots_lost`).
@@ -85,6 +87,61 @@ pub struct Cluster {
     cport: u16,
     node_timeout_ms: u64,
     started: Instant,
+}
+
+/// `cluster-preferred-endpoint-type`: how MOVED and ASK, CLUSTER SLOTS and
+/// CLUSTER SHARDS name a node (Redis's getPreferredEndpoint).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum EndpointType {
+    /// By its IP.
+    #[default]
+    Ip,
+    /// By the hostname it announces (`?` when it announces none).
+    Hostname,
+    /// By nothing: clients reach the slot on the address they asked.
+    UnknownEndpoint,
+}
+
+impl EndpointType {
+    const ALL: [EndpointType; 3] = [
+        EndpointType::Ip,
+        EndpointType::Hostname,
+        EndpointType::UnknownEndpoint,
+    ];
+
+    /// The setting's value.
+    pub fn name(self) -> &'static str {
+        match self {
+            EndpointType::Ip => "ip",
+            EndpointType::Hostname => "hostname",
+            EndpointType::UnknownEndpoint => "unknown-endpoint",
+        }
+    }
+
+    /// Parses the setting's value (case-insensitive, as Redis's enums).
+    pub fn parse(value: &str) -> Option<EndpointType> {
+        Self::ALL
+            .into_iter()
+            .find(|t| t.name().eq_ignore_ascii_case(value))
+    }
+
+    fn code(self) -> u8 {
+        self as u8
+    }
+
+    fn from_code(code: u8) -> EndpointType {
+        Self::ALL[code as usize]
+    }
+
+    /// The endpoint of a node with `ip` and `hostname` (empty: none).
+    pub fn endpoint<'a>(self, ip: &'a str, hostname: &'a str) -> &'a str {
+        match self {
+            EndpointType::Ip => ip,
+            EndpointType::Hostname if hostname.is_empty() => "?",
+            EndpointType::Hostname => hostname,
+            EndpointType::UnknownEndpoint => "",
+        }
+    }
 }
 
 /// What a command does with its slot, for routing while the cluster is
@@ -264,6 +321,7 @@ impl Cluster {
             state_ok: AtomicBool::new(false),
             allow_reads_when_down: AtomicBool::new(false),
             allow_pubsubshard_when_down: AtomicBool::new(true),
+            preferred_endpoint: AtomicU8::new(EndpointType::Ip.code()),
             on_slots_lost: std::sync::OnceLock::new(),
             bus_stats: BusStats::default(),
             node: Mutex::new(node),
@@ -383,7 +441,7 @@ impl Cluster {
             return Route::Open(first);
         }
         match moved {
-            Some(Some((ip, port))) => Route::Refused(format!("MOVED {first} {ip}:{port}")),
+            Some(Some(address)) => Route::Refused(format!("MOVED {first} {address}")),
             _ => Route::Here,
         }
     }
@@ -452,10 +510,7 @@ impl Cluster {
         let mine = owner.as_ref() == Some(node.name());
         let migrating_to = node.migrating_to(slot).filter(|_| mine).copied();
         let importing = migrating_to.is_none() && node.importing_from(slot).is_some();
-        let address = |name: &NodeName| {
-            node.address_of(name)
-                .map(|(ip, port)| format!("{}:{port}", String::from_utf8_lossy(&ip)))
-        };
+        let address = |name: &NodeName| self.redirect_address(&node, name);
         if is_migrate && (migrating_to.is_some() || importing) {
             return Route::Here;
         }
@@ -630,11 +685,33 @@ impl Cluster {
     }
 
     /// The address of the node serving `slot`, if any.
-    fn owner_address(&self, slot: u16) -> Option<(String, u16)> {
+    fn owner_address(&self, slot: u16) -> Option<String> {
         let node = self.node.lock();
         let owner = *node.owner(slot)?;
-        node.address_of(&owner)
-            .map(|(ip, port)| (String::from_utf8_lossy(&ip).into_owned(), port))
+        self.redirect_address(&node, &owner)
+    }
+
+    /// `cluster-preferred-endpoint-type` now.
+    pub fn preferred_endpoint(&self) -> EndpointType {
+        EndpointType::from_code(self.preferred_endpoint.load(Ordering::Relaxed))
+    }
+
+    /// Applies `cluster-preferred-endpoint-type`.
+    pub fn set_preferred_endpoint(&self, preferred: EndpointType) {
+        self.preferred_endpoint
+            .store(preferred.code(), Ordering::Relaxed);
+    }
+
+    /// `<endpoint>:<port>` of a fully known node, for MOVED and ASK.
+    fn redirect_address(&self, node: &Node, name: &NodeName) -> Option<String> {
+        let (ip, port) = node.address_of(name)?;
+        let hostname = node.hostname_of(name).unwrap_or_default();
+        let (ip, hostname) = (
+            String::from_utf8_lossy(&ip),
+            String::from_utf8_lossy(hostname),
+        );
+        let endpoint = self.preferred_endpoint().endpoint(&ip, &hostname);
+        Some(format!("{endpoint}:{port}"))
     }
 
     /// Assigns or frees slots (ADDSLOTS, DELSLOTS and their ranges): all

@@ -105,6 +105,9 @@ pub struct Config {
     pub cluster_announce_bus_port: u16,
     /// `cluster-announce-hostname` ("": none).
     pub cluster_announce_hostname: String,
+    /// `cluster-preferred-endpoint-type`: how redirects and CLUSTER SLOTS
+    /// name a node.
+    pub cluster_preferred_endpoint_type: crate::cluster::EndpointType,
     /// `protected-mode`: with no password on the default user, refuse
     /// clients from outside the loopback interface.
     pub protected_mode: bool,
@@ -219,6 +222,7 @@ impl Default for Config {
             cluster_announce_port: 0,
             cluster_announce_bus_port: 0,
             cluster_announce_hostname: String::new(),
+            cluster_preferred_endpoint_type: crate::cluster::EndpointType::Ip,
             users: Vec::new(),
             aclfile: String::new(),
             acllog_max_len: 128,
@@ -521,6 +525,13 @@ impl Config {
                     );
                 }
                 self.cluster_announce_hostname = hostname.to_string();
+            }
+            "cluster-preferred-endpoint-type" => {
+                self.cluster_preferred_endpoint_type = crate::cluster::EndpointType::parse(one()?)
+                    .ok_or_else(|| {
+                    "argument(s) must be one of the following: ip, hostname, unknown-endpoint"
+                        .to_string()
+                })?
             }
             "cluster-announce-bus-port" => {
                 self.cluster_announce_bus_port = redis(false, Range::Signed(0, 65535))? as u16

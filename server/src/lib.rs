@@ -169,6 +169,7 @@ impl Server {
                     config.cluster_announce_bus_port,
                 );
                 node.announce_hostname(&config.cluster_announce_hostname);
+                node.set_preferred_endpoint(config.cluster_preferred_endpoint_type);
             }
             let itself = Arc::downgrade(&shared);
             node.on_slots_lost(Box::new(move |lost| {

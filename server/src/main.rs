@@ -179,6 +179,11 @@ struct Cli {
     #[arg(long)]
     cluster_announce_hostname: Option<String>,
 
+    /// How redirects, CLUSTER SLOTS and SHARDS name a node: ip, hostname
+    /// or unknown-endpoint. [default: ip]
+    #[arg(long)]
+    cluster_preferred_endpoint_type: Option<String>,
+
     /// Milliseconds without an answer before a node is suspected failing.
     /// [default: 15000]
     #[arg(long)]
@@ -238,6 +243,10 @@ impl Cli {
         one(
             "cluster-announce-hostname",
             self.cluster_announce_hostname.clone(),
+        );
+        one(
+            "cluster-preferred-endpoint-type",
+            self.cluster_preferred_endpoint_type.clone(),
         );
         one(
             "cluster-announce-port",

@@ -209,6 +209,7 @@ impl Shared {
                 config.cluster_announce_bus_port,
             );
             cluster.announce_hostname(&config.cluster_announce_hostname);
+            cluster.set_preferred_endpoint(config.cluster_preferred_endpoint_type);
         }
         if self.config.read().requirepass != config.requirepass {
             self.acl.set_requirepass(config.requirepass.as_deref());

@@ -591,5 +591,60 @@ async fn announced_addresses_reach_the_other_nodes() {
         assert!(slots.contains("tally-a.example"), "{slots}");
         assert_eq!(ours.line("CLUSTER SLOTS").await, slots, "RESP{protocol}");
     }
+
+    // cluster-preferred-endpoint-type: Redis and tally name each other the
+    // same way in redirects and CLUSTER SLOTS, for every value. Redis takes
+    // foo's slot first, so that each node redirects to the other.
+    ours.line("HELLO 2").await;
+    theirs.line("HELLO 2").await;
+    assert_eq!(ours.line("CLUSTER DELSLOTS 12182").await, "+OK\r\n");
+    // A node's DELSLOTS is not gossiped (Redis's owners change only on a
+    // claim): Redis is told too, then claims the slot.
+    assert_eq!(theirs.line("CLUSTER DELSLOTS 12182").await, "+OK\r\n");
+    assert_eq!(theirs.line("CLUSTER ADDSLOTS 12182").await, "+OK\r\n");
+    for refused in [
+        "CONFIG SET cluster-preferred-endpoint-type nowhere",
+        "CONFIG SET cluster-preferred-endpoint-type",
+    ] {
+        assert_eq!(ours.line(refused).await, theirs.line(refused).await);
+    }
+    for (preferred, tally_endpoint, redis_endpoint) in [
+        ("hostname", "tally-a.example", "redis-b.example"),
+        ("unknown-endpoint", "", ""),
+        ("IP", "127.0.0.1", "127.0.0.1"),
+    ] {
+        let set = format!("CONFIG SET cluster-preferred-endpoint-type {preferred}");
+        assert_eq!(ours.line(&set).await, "+OK\r\n");
+        assert_eq!(theirs.line(&set).await, "+OK\r\n");
+        let get = "CONFIG GET cluster-preferred-endpoint-type";
+        assert_eq!(ours.line(get).await, theirs.line(get).await);
+        // Until each has heard of the other's slot change.
+        loop {
+            let at_tally = ours.line("GET foo").await;
+            let at_redis = theirs.line("GET bar").await;
+            if at_tally.starts_with("-MOVED") && at_redis.starts_with("-MOVED") {
+                assert_eq!(at_tally, format!("-MOVED 12182 {redis_endpoint}:7778\r\n"));
+                assert_eq!(at_redis, format!("-MOVED 5061 {tally_endpoint}:7777\r\n"));
+                break;
+            }
+            assert!(
+                std::time::Instant::now() < deadline + Duration::from_secs(20),
+                "{at_tally} {at_redis}"
+            );
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+        for protocol in ["2", "3"] {
+            ours.line(&format!("HELLO {protocol}")).await;
+            theirs.line(&format!("HELLO {protocol}")).await;
+            let slots = theirs.line("CLUSTER SLOTS").await;
+            assert_eq!(
+                ours.line("CLUSTER SLOTS").await,
+                slots,
+                "{preferred} RESP{protocol}"
+            );
+        }
+        ours.line("HELLO 2").await;
+        theirs.line("HELLO 2").await;
+    }
     tally.shutdown().await;
 }

@@ -5,8 +5,9 @@
 use super::args::parse_i64;
 use super::server::help_reply;
 use super::{error, Ctx};
-use crate::cluster::{Cluster, SetSlot};
+use crate::cluster::{Cluster, EndpointType, SetSlot};
 use crate::resp::Reply;
+use tally_cluster::nodes_conf::NodeLine;
 
 /// Redis's error without `cluster-enabled yes`.
 const DISABLED: &str = "ERR This instance has cluster support disabled";
@@ -102,6 +103,7 @@ fn served_ranges(node: &Cluster) -> Vec<(u16, u16, tally_cluster::nodes_conf::No
 /// CLUSTER SLOTS: each range with its master.
 pub fn cluster_slots(ctx: &mut Ctx<'_>, _argv: &[&[u8]]) -> Reply {
     let node = node!(ctx);
+    let preferred = node.preferred_endpoint();
     Reply::Array(
         served_ranges(node)
             .into_iter()
@@ -109,27 +111,44 @@ pub fn cluster_slots(ctx: &mut Ctx<'_>, _argv: &[&[u8]]) -> Reply {
                 Reply::Array(vec![
                     Reply::Int(start as i64),
                     Reply::Int(end as i64),
-                    Reply::Array(vec![
-                        bulk(line.ip.as_str()),
-                        Reply::Int(line.port as i64),
-                        bulk(line.name.as_str()),
-                        // What else is known of its address (addNodeToNodeReply).
-                        Reply::Map(
-                            line.hostname
-                                .iter()
-                                .map(|h| (bulk("hostname"), bulk(h.as_str())))
-                                .collect(),
-                        ),
-                    ]),
+                    node_of_slots(preferred, &line),
                 ])
             })
             .collect(),
     )
 }
 
+/// A node in CLUSTER SLOTS (addNodeToNodeReply): its preferred endpoint,
+/// port and name, then what else is known of its address.
+fn node_of_slots(preferred: EndpointType, line: &NodeLine) -> Reply {
+    let hostname = hostname_of(line);
+    let endpoint = match preferred {
+        EndpointType::UnknownEndpoint => Reply::Nil,
+        _ => bulk(preferred.endpoint(&line.ip, hostname)),
+    };
+    let mut more = Vec::new();
+    if preferred != EndpointType::Ip {
+        more.push((bulk("ip"), bulk(line.ip.as_str())));
+    }
+    if preferred != EndpointType::Hostname && !hostname.is_empty() {
+        more.push((bulk("hostname"), bulk(hostname)));
+    }
+    Reply::Array(vec![
+        endpoint,
+        Reply::Int(line.port as i64),
+        bulk(line.name.as_str()),
+        Reply::Map(more),
+    ])
+}
+
+fn hostname_of(line: &NodeLine) -> &str {
+    line.hostname.as_deref().unwrap_or_default()
+}
+
 /// CLUSTER SHARDS: one shard per master, its slots and itself.
 pub fn cluster_shards(ctx: &mut Ctx<'_>, _argv: &[&[u8]]) -> Reply {
     let node = node!(ctx);
+    let preferred = node.preferred_endpoint();
     Reply::Array(
         node.nodes_conf()
             .nodes
@@ -144,7 +163,10 @@ pub fn cluster_shards(ctx: &mut Ctx<'_>, _argv: &[&[u8]]) -> Reply {
                     (bulk("id"), bulk(line.name.as_str())),
                     (bulk("port"), Reply::Int(line.port as i64)),
                     (bulk("ip"), bulk(line.ip.as_str())),
-                    (bulk("endpoint"), bulk(line.ip.as_str())),
+                    (
+                        bulk("endpoint"),
+                        bulk(preferred.endpoint(&line.ip, hostname_of(&line))),
+                    ),
                 ];
                 if let Some(hostname) = &line.hostname {
                     details.push((bulk("hostname"), bulk(hostname.as_str())));

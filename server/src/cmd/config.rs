@@ -117,6 +117,10 @@ fn config_parameters(config: &Config) -> Vec<(&'static str, String)> {
             config.cluster_announce_port.to_string(),
         ),
         (
+            "cluster-preferred-endpoint-type",
+            config.cluster_preferred_endpoint_type.name().to_string(),
+        ),
+        (
             "cluster-announce-bus-port",
             config.cluster_announce_bus_port.to_string(),
         ),

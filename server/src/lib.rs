@@ -240,9 +240,8 @@ impl Server {
         let aof_writer = tokio::spawn(persistence::aof::run(shared.clone()));
         let bus =
             bus_listener.map(|listener| tokio::spawn(net::bus::run(shared.clone(), listener)));
-        if let Some(listener) = metrics_listener {
-            tokio::spawn(metrics::run(shared.clone(), listener));
-        }
+        let metrics =
+            metrics_listener.map(|listener| tokio::spawn(metrics::run(shared.clone(), listener)));
         let accept_loop =
             tokio::spawn(net::listener::run(shared.clone(), listeners, tls_listeners));
         let closing = shared.clone();
@@ -252,8 +251,10 @@ impl Server {
             sampler.abort();
             save_schedule.abort();
             aof_writer.abort();
-            if let Some(bus) = bus {
-                bus.abort();
+            // The bus and the metrics endpoint stop on the shutdown signal
+            // and close their listeners before the handle's shutdown returns.
+            for task in bus.into_iter().chain(metrics) {
+                let _ = task.await;
             }
             // Every connection is closed: what the feed holds goes to the
             // append-only file, fsynced, before the server is gone.
@@ -300,7 +301,8 @@ impl ServerHandle {
     }
 
     /// Stops accepting, lets connections finish the replies they owe, and
-    /// returns when every connection is closed.
+    /// returns when every connection is closed and every port it listened
+    /// on (client, TLS, cluster bus, metrics) is free again.
     pub async fn shutdown(self) {
         self.shared.begin_shutdown();
         let _ = self.task.await;

@@ -244,6 +244,52 @@ async fn an_embedded_server_shuts_down_gracefully_from_its_handle() {
     assert!(tokio::net::TcpStream::connect(addr).await.is_err());
 }
 
+/// Every port an embedded server listened on (client, TLS, cluster bus,
+/// metrics) is free again once its handle's shutdown returns: a program
+/// that restarts its server on the same ports must not get AddrInUse.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn shutdown_returns_after_every_listener_is_closed() {
+    let tls = tally_tests::TlsFiles::generate();
+    for round in 0..10 {
+        let (client, tls_port, bus, metrics) = (
+            tally_tests::free_local_port(),
+            tally_tests::free_local_port(),
+            tally_tests::free_local_port(),
+            tally_tests::free_local_port(),
+        );
+        let server = TestServer::start_with(|c| {
+            c.port = client;
+            c.cluster_enabled = true;
+            c.cluster_port = bus;
+            c.metrics_port = metrics;
+            if let Some(files) = &tls {
+                c.tls.port = tls_port;
+                c.tls.cert_file = files.server_cert.clone();
+                c.tls.key_file = files.server_key.clone();
+                c.tls.ca_cert_file = files.ca.clone();
+            }
+        })
+        .await;
+        let mut ports = vec![("client", client), ("bus", bus), ("metrics", metrics)];
+        if tls.is_some() {
+            ports.push(("tls", tls_port));
+        }
+        // Each is listening now.
+        for (name, port) in &ports {
+            assert!(
+                std::net::TcpListener::bind(("127.0.0.1", *port)).is_err(),
+                "round {round}: the {name} port {port} is not taken while the server runs"
+            );
+        }
+        server.handle.shutdown().await;
+        for (name, port) in &ports {
+            if let Err(e) = std::net::TcpListener::bind(("127.0.0.1", *port)) {
+                panic!("round {round}: the {name} port {port} is still taken after shutdown: {e}");
+            }
+        }
+    }
+}
+
 #[tokio::test]
 async fn help_subcommands_answer_in_redis_form_with_what_tally_has() {
     let server = TestServer::start().await;

@@ -245,29 +245,19 @@ async fn three_nodes_meet_gossip_and_redirect() {
     let (third, cport) = nodes.pop().expect("three nodes");
     let dir = third.shared().config.read().dir.clone();
     third.shutdown().await;
-    // Its listeners may take a moment to be released after the shutdown
-    // returns: retry the ports for a while (seen once in CI as AddrInUse).
-    let mut attempts = 0;
-    let restarted = loop {
-        let started = Server::new(Config {
-            port: port2,
-            dir: dir.clone(),
-            save_points: Vec::new(),
-            cluster_enabled: true,
-            cluster_port: cport,
-            cluster_node_timeout: 2000,
-            ..Config::default()
-        })
-        .start()
-        .await;
-        match started {
-            Err(e) if e.kind() == std::io::ErrorKind::AddrInUse && attempts < 50 => {
-                attempts += 1;
-                tokio::time::sleep(Duration::from_millis(100)).await;
-            }
-            other => break other.expect("the node restarts"),
-        }
-    };
+    // Its ports are free once the shutdown returns.
+    let restarted = Server::new(Config {
+        port: port2,
+        dir: dir.clone(),
+        save_points: Vec::new(),
+        cluster_enabled: true,
+        cluster_port: cport,
+        cluster_node_timeout: 2000,
+        ..Config::default()
+    })
+    .start()
+    .await
+    .expect("the node restarts on its ports");
     let deadline = std::time::Instant::now() + Duration::from_secs(30);
     loop {
         let mut conn = RawConn::connect(restarted.local_addr()).await;

@@ -144,11 +144,11 @@ impl Links {
 }
 
 /// Ends the bus's tasks when the bus stops, however it stops (shutdown,
-/// or the server's task aborting it): the listener closes, and this node's
-/// links close with their queues.
+/// or its task dropped with the runtime): the listener closes, and this
+/// node's links close with their queues.
 struct StopOnDrop {
     shared: Arc<Shared>,
-    accepting: tokio::task::JoinHandle<()>,
+    accepting: tokio::task::AbortHandle,
 }
 
 impl Drop for StopOnDrop {
@@ -178,7 +178,7 @@ pub async fn run(shared: Arc<Shared>, listener: TcpListener) {
     };
     let _stop = StopOnDrop {
         shared: shared.clone(),
-        accepting,
+        accepting: accepting.abort_handle(),
     };
     loop {
         tokio::select! {
@@ -194,6 +194,10 @@ pub async fn run(shared: Arc<Shared>, listener: TcpListener) {
         // The state routing reads: failing owners, the writable delay.
         cluster.state_ok();
     }
+    // Stopped: the listener is closed when this returns (the server's
+    // shutdown waits for it), not whenever the runtime drops the task.
+    accepting.abort();
+    let _ = accepting.await;
 }
 
 /// Reads one framed message.

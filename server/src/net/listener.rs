@@ -73,7 +73,11 @@ pub async fn run(
             break;
         }
     }
+    // Closed before the server's shutdown returns: an aborted task's
+    // listener is dropped only when the runtime next gets to it, and a
+    // server started again on the same port must find it free.
     accepts.abort_all();
+    while accepts.join_next().await.is_some() {}
     shared.clients.kill_all();
     let drained = tokio::time::timeout(DRAIN_TIMEOUT, async {
         while connections.join_next().await.is_some() {}

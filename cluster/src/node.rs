@@ -31,8 +31,10 @@ pub struct Peer {
     pub name: NodeName,
     /// Its IP.
     pub ip: Vec<u8>,
-    /// Its client port.
+    /// Its client port (its TLS port in a cluster with `tls-cluster`).
     pub port: u16,
+    /// Its plaintext client port in a TLS cluster (0: none, or not TLS).
+    pub pport: u16,
     /// Its bus port.
     pub cport: u16,
     /// [`node_flags`] as this node sees it.
@@ -107,7 +109,10 @@ pub enum Output {
 pub struct Node {
     me: NodeName,
     ip: Vec<u8>,
+    /// The client port it announces (the TLS port with `tls-cluster`).
     port: u16,
+    /// The plaintext port it announces with `tls-cluster` (0: none).
+    pport: u16,
     cport: u16,
     current_epoch: u64,
     config_epoch: u64,
@@ -152,6 +157,7 @@ impl Node {
             me,
             ip: Vec::new(),
             port,
+            pport: 0,
             cport,
             current_epoch: 0,
             config_epoch: 0,
@@ -176,16 +182,19 @@ impl Node {
         self.hostname = hostname.to_vec();
     }
 
-    /// `cluster-announce-ip`, `-port` and `-bus-port` (clusterUpdateMyself*):
-    /// what this node tells others its address is, when it is not the one
-    /// they see (NAT, containers with mapped ports). `None` keeps the real
-    /// one.
-    pub fn announce(&mut self, ip: Option<Vec<u8>>, port: u16, cport: u16) {
+    /// `cluster-announce-ip`, `-port`, `-tls-port` and `-bus-port`
+    /// (clusterUpdateMyself*): what this node tells others its address is,
+    /// when it is not the one they see (NAT, containers with mapped
+    /// ports). `None` keeps the real one. `port` is the TLS port in a
+    /// cluster with `tls-cluster`, `pport` the plaintext one (else 0), as
+    /// Redis's deriveAnnouncedPorts gives them.
+    pub fn announce(&mut self, ip: Option<Vec<u8>>, port: u16, pport: u16, cport: u16) {
         if let Some(ip) = &ip {
             self.ip = ip.clone();
         }
         self.announced_ip = ip;
         self.port = port;
+        self.pport = pport;
         self.cport = cport;
     }
 
@@ -252,6 +261,7 @@ impl Node {
                 name,
                 ip: ip.to_vec(),
                 port,
+                pport: 0,
                 cport,
                 flags: node_flags::MASTER,
                 config_epoch,
@@ -317,15 +327,16 @@ impl Node {
         &self.ip
     }
 
-    /// The IP and client port of a fully known node (or of this one).
-    pub fn address_of(&self, name: &NodeName) -> Option<(Vec<u8>, u16)> {
+    /// The IP, client port and plaintext port (0: none) of a fully known
+    /// node (or of this one).
+    pub fn address_of(&self, name: &NodeName) -> Option<(Vec<u8>, u16, u16)> {
         if *name == self.me {
-            return Some((self.ip.clone(), self.port));
+            return Some((self.ip.clone(), self.port, self.pport));
         }
         self.peers
             .get(name)
             .filter(|p| !p.in_handshake())
-            .map(|p| (p.ip.clone(), p.port))
+            .map(|p| (p.ip.clone(), p.port, p.pport))
     }
 
     /// The hostname a fully known node (or this one) announces; empty
@@ -501,17 +512,19 @@ impl Node {
 
     /// CLUSTER MEET: a half-known node at that address, and a MEET to it.
     pub fn meet(&mut self, ip: &[u8], port: u16, cport: u16, now_ms: u64) -> Vec<Output> {
-        self.start_handshake(ip, port, cport, now_ms, true)
+        self.start_handshake(ip, (port, 0), cport, now_ms, true)
     }
 
+    /// A half-known node at `ip`, its client and plaintext ports `ports`.
     fn start_handshake(
         &mut self,
         ip: &[u8],
-        port: u16,
+        ports: (u16, u16),
         cport: u16,
         now_ms: u64,
         meet: bool,
     ) -> Vec<Output> {
+        let (port, pport) = ports;
         // One handshake per address at a time (clusterHandshakeInProgress).
         if self
             .peers
@@ -527,6 +540,7 @@ impl Node {
                 name,
                 ip: ip.to_vec(),
                 port,
+                pport,
                 cport,
                 flags: node_flags::HANDSHAKE | node_flags::MEET,
                 config_epoch: 0,
@@ -552,6 +566,7 @@ impl Node {
     fn header(&self, message_kind: u16) -> Header {
         let mut header = Header::new(message_kind, self.me);
         header.port = self.port;
+        header.pport = self.pport;
         header.cport = self.cport;
         header.ip = self.announced_ip.clone().unwrap_or_default();
         header.current_epoch = self.current_epoch;
@@ -578,7 +593,7 @@ impl Node {
             port: p.port,
             cport: p.cport,
             flags: p.flags,
-            pport: 0,
+            pport: p.pport,
         };
         let nodes = self.peers.len() + 1;
         let fresh = nodes.saturating_sub(2);
@@ -646,17 +661,21 @@ impl Node {
         if header.kind == kind::MEET && !known {
             // Redis adds the sender as a half-known node under a random
             // name; the handshake from this side learns its name.
-            out.extend(self.start_handshake(sender_ip, header.port, header.cport, now_ms, false));
+            let ports = (header.port, header.pport);
+            out.extend(self.start_handshake(sender_ip, ports, header.cport, now_ms, false));
         }
         if header.kind == kind::PING {
             // A known node pinging from another address than the one on
             // record moved (nodeUpdateAddressIfNeeded): reconnect there.
             if let Some(peer) = self.peers.get_mut(&header.sender) {
-                let moved =
-                    peer.ip != sender_ip || peer.port != header.port || peer.cport != header.cport;
+                let moved = peer.ip != sender_ip
+                    || peer.port != header.port
+                    || peer.pport != header.pport
+                    || peer.cport != header.cport;
                 if !peer.in_handshake() && moved {
                     peer.ip = sender_ip.to_vec();
                     peer.port = header.port;
+                    peer.pport = header.pport;
                     peer.cport = header.cport;
                     out.push(Output::Dropped(header.sender));
                     out.push(Output::SaveConfig);
@@ -871,7 +890,8 @@ impl Node {
                     .get(&g.node)
                     .is_some_and(|&until| until > now_ms);
                 if !banned && g.flags & (node_flags::NOADDR | node_flags::HANDSHAKE) == 0 {
-                    out.extend(self.start_handshake(&g.ip, g.port, g.cport, now_ms, false));
+                    let ports = (g.port, g.pport);
+                    out.extend(self.start_handshake(&g.ip, ports, g.cport, now_ms, false));
                 }
             }
         }
@@ -1286,6 +1306,7 @@ impl Node {
             name: text(&self.me),
             ip: text(&self.ip),
             port: self.port,
+            pport: self.pport,
             cport: self.cport,
             hostname: (!self.hostname.is_empty()).then(|| text(&self.hostname)),
             flags: vec!["myself".into(), "master".into()],
@@ -1318,6 +1339,7 @@ impl Node {
                 name: text(&peer.name),
                 ip: text(&peer.ip),
                 port: peer.port,
+                pport: peer.pport,
                 cport: peer.cport,
                 hostname: (!peer.hostname.is_empty()).then(|| text(&peer.hostname)),
                 flags,

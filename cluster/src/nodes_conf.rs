@@ -12,8 +12,12 @@ pub struct NodeLine {
     pub name: String,
     /// Its IP (empty when unknown).
     pub ip: String,
-    /// Its client port.
+    /// Its client port (the TLS port in a cluster with `tls-cluster`).
     pub port: u16,
+    /// Its plaintext port in a TLS cluster, as it announces it (0: none).
+    /// Not in the file (Redis writes only the port); CLUSTER NODES,
+    /// SLOTS and SHARDS show it to clients on the plaintext port.
+    pub pport: u16,
     /// Its bus port.
     pub cport: u16,
     /// Its announced hostname, if any.
@@ -94,6 +98,7 @@ impl NodeLine {
             name: words[0].to_string(),
             ip: ip.to_string(),
             port,
+            pport: 0,
             cport,
             hostname,
             flags: words[2].split(',').map(str::to_string).collect(),

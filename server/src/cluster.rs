@@ -27,11 +27,37 @@ const WRITABLE_DELAY: Duration = Duration::from_millis(2000);
 pub enum Route {
     /// Served here.
     Here,
-    /// Refused with this error (CROSSSLOT, CLUSTERDOWN, MOVED).
+    /// Refused with this error (CROSSSLOT, CLUSTERDOWN, TRYAGAIN).
     Refused(String),
+    /// Sent to another node (MOVED, ASK): the error names its address as
+    /// the client sees it ([`Cluster::redirect_error`]).
+    Redirect(Redirect),
     /// The slot is being migrated or imported: whether the command runs
     /// here depends on which of its keys exist ([`Cluster::route_open`]).
     Open(u16),
+}
+
+/// A MOVED or ASK: to which node, for which slot.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Redirect {
+    /// ASK (the slot is moving there) rather than MOVED.
+    pub ask: bool,
+    /// The slot.
+    pub slot: u16,
+    /// The node to ask.
+    pub to: NodeName,
+}
+
+/// What this node tells the others (and clients) its address is: the
+/// `cluster-announce-*` options applied to its real ports, with
+/// `tls-cluster`'s port switch (Redis's deriveAnnouncedPorts).
+#[derive(Debug, Clone, Default)]
+struct Announced {
+    ip: Option<Vec<u8>>,
+    port: u16,
+    pport: u16,
+    cport: u16,
+    hostname: Vec<u8>,
 }
 
 /// What [`Cluster::route_open`] needs to know of a command's keys.
@@ -73,6 +99,12 @@ pub struct Cluster {
     pub allow_pubsubshard_when_down: AtomicBool,
     /// `cluster-preferred-endpoint-type`, as [`EndpointType::code`].
     preferred_endpoint: AtomicU8,
+    /// `tls-cluster` (with a TLS port): the bus runs TLS, nodes announce
+    /// their TLS port, and clients on the plaintext port are given the
+    /// others' plaintext ports.
+    tls: AtomicBool,
+    /// The address announced, applied again after CLUSTER RESET.
+    announced: Mutex<Announced>,
     /// Bus messages sent and received, by type (CLUSTER INFO).
     pub bus_stats: BusStats,
     /// Run with the slots this node stopped serving (see `on_slots_lost`).
@@ -322,6 +354,8 @@ impl Cluster {
             allow_reads_when_down: AtomicBool::new(false),
             allow_pubsubshard_when_down: AtomicBool::new(true),
             preferred_endpoint: AtomicU8::new(EndpointType::Ip.code()),
+            tls: AtomicBool::new(false),
+            announced: Mutex::new(Announced::default()),
             on_slots_lost: std::sync::OnceLock::new(),
             bus_stats: BusStats::default(),
             node: Mutex::new(node),
@@ -407,7 +441,7 @@ impl Cluster {
         let moved = if here {
             None
         } else {
-            Some(self.owner_address(first))
+            Some(self.owner_with_address(first))
         };
         if let Some(None) = moved {
             return Route::Refused("CLUSTERDOWN Hash slot not served".to_string());
@@ -441,7 +475,11 @@ impl Cluster {
             return Route::Open(first);
         }
         match moved {
-            Some(Some(address)) => Route::Refused(format!("MOVED {first} {address}")),
+            Some(Some(to)) => Route::Redirect(Redirect {
+                ask: false,
+                slot: first,
+                to,
+            }),
             _ => Route::Here,
         }
     }
@@ -510,7 +548,7 @@ impl Cluster {
         let mine = owner.as_ref() == Some(node.name());
         let migrating_to = node.migrating_to(slot).filter(|_| mine).copied();
         let importing = migrating_to.is_none() && node.importing_from(slot).is_some();
-        let address = |name: &NodeName| self.redirect_address(&node, name);
+        let reachable = |name: &NodeName| node.address_of(name).is_some();
         if is_migrate && (migrating_to.is_some() || importing) {
             return Route::Here;
         }
@@ -519,8 +557,12 @@ impl Cluster {
                 if keys.existing > 0 {
                     return Route::Refused(TRYAGAIN.to_string());
                 }
-                if let Some(address) = address(&target) {
-                    return Route::Refused(format!("ASK {slot} {address}"));
+                if reachable(&target) {
+                    return Route::Redirect(Redirect {
+                        ask: true,
+                        slot,
+                        to: target,
+                    });
                 }
             }
         }
@@ -531,10 +573,12 @@ impl Cluster {
             return Route::Here;
         }
         match owner {
-            Some(owner) if !mine => match address(&owner) {
-                Some(address) => Route::Refused(format!("MOVED {slot} {address}")),
-                None => Route::Refused("CLUSTERDOWN Hash slot not served".to_string()),
-            },
+            Some(owner) if !mine && reachable(&owner) => Route::Redirect(Redirect {
+                ask: false,
+                slot,
+                to: owner,
+            }),
+            Some(_) if !mine => Route::Refused("CLUSTERDOWN Hash slot not served".to_string()),
             _ => Route::Here,
         }
     }
@@ -594,18 +638,46 @@ impl Cluster {
         }
     }
 
-    /// Applies `cluster-announce-ip`, `-port` and `-bus-port` (empty or 0:
-    /// the real address); the next messages carry them.
-    pub fn announce(&self, ip: &str, port: u16, cport: u16) {
-        let ip = (!ip.is_empty()).then(|| ip.as_bytes().to_vec());
-        let port = if port == 0 { self.port } else { port };
-        let cport = if cport == 0 { self.cport } else { cport };
-        self.node.lock().announce(ip, port, cport);
+    /// Applies the options that shape what this node announces and how
+    /// it names nodes: `cluster-announce-ip`, `-port`, `-tls-port`,
+    /// `-bus-port` and `-hostname` (empty or 0: the real address),
+    /// `tls-cluster`, `cluster-preferred-endpoint-type`. The next
+    /// messages carry them.
+    pub fn announce(&self, config: &crate::config::Config) {
+        let tls = config.tls.cluster && config.tls.port != 0;
+        // deriveAnnouncedPorts: with tls-cluster the client port is the
+        // TLS one and the plaintext one rides along.
+        let (mut port, mut pport) = if tls {
+            (config.tls.port, self.port)
+        } else {
+            (self.port, 0)
+        };
+        if tls && config.cluster_announce_tls_port != 0 {
+            port = config.cluster_announce_tls_port;
+            pport = config.cluster_announce_port;
+        } else if config.cluster_announce_port != 0 {
+            port = config.cluster_announce_port;
+        }
+        let announced = Announced {
+            ip: (!config.cluster_announce_ip.is_empty())
+                .then(|| config.cluster_announce_ip.as_bytes().to_vec()),
+            port,
+            pport,
+            cport: match config.cluster_announce_bus_port {
+                0 => self.cport,
+                bus_port => bus_port,
+            },
+            hostname: config.cluster_announce_hostname.as_bytes().to_vec(),
+        };
+        self.tls.store(tls, Ordering::Relaxed);
+        self.set_preferred_endpoint(config.cluster_preferred_endpoint_type);
+        apply_announced(&mut self.node.lock(), &announced);
+        *self.announced.lock() = announced;
     }
 
-    /// Applies `cluster-announce-hostname` ("": none).
-    pub fn announce_hostname(&self, hostname: &str) {
-        self.node.lock().announce_hostname(hostname.as_bytes());
+    /// True with `tls-cluster`: bus links and MIGRATE run TLS.
+    pub fn tls(&self) -> bool {
+        self.tls.load(Ordering::Relaxed)
     }
 
     /// Installs what runs when slots stop being served here (shard
@@ -684,11 +756,40 @@ impl Cluster {
         Ok(outputs)
     }
 
-    /// The address of the node serving `slot`, if any.
-    fn owner_address(&self, slot: u16) -> Option<String> {
+    /// The node serving `slot`, if there is one and its address is known.
+    fn owner_with_address(&self, slot: u16) -> Option<NodeName> {
         let node = self.node.lock();
         let owner = *node.owner(slot)?;
-        self.redirect_address(&node, &owner)
+        node.address_of(&owner).map(|_| owner)
+    }
+
+    /// The error of a MOVED or ASK for a client (on the TLS port or not):
+    /// `MOVED <slot> <endpoint>:<port>`, the port the client can use.
+    pub fn redirect_error(&self, redirect: &Redirect, tls_client: bool) -> String {
+        let node = self.node.lock();
+        match self.redirect_address(&node, &redirect.to, tls_client) {
+            Some(address) => {
+                let kind = if redirect.ask { "ASK" } else { "MOVED" };
+                format!("{kind} {} {address}", redirect.slot)
+            }
+            // Forgotten since routing: as if it had not been known then.
+            None => "CLUSTERDOWN Hash slot not served".to_string(),
+        }
+    }
+
+    /// The cluster as a client sees it: in a TLS cluster a client on the
+    /// plaintext port is given each node's plaintext port (Redis's
+    /// use_pport), one on the TLS port the TLS ports.
+    pub fn nodes_for_client(&self, tls_client: bool) -> NodesConf {
+        let mut conf = self.nodes_conf();
+        if self.tls() && !tls_client {
+            for line in &mut conf.nodes {
+                if line.pport != 0 {
+                    line.port = line.pport;
+                }
+            }
+        }
+        conf
     }
 
     /// `cluster-preferred-endpoint-type` now.
@@ -703,8 +804,13 @@ impl Cluster {
     }
 
     /// `<endpoint>:<port>` of a fully known node, for MOVED and ASK.
-    fn redirect_address(&self, node: &Node, name: &NodeName) -> Option<String> {
-        let (ip, port) = node.address_of(name)?;
+    fn redirect_address(&self, node: &Node, name: &NodeName, tls_client: bool) -> Option<String> {
+        let (ip, port, pport) = node.address_of(name)?;
+        let port = if self.tls() && !tls_client && pport != 0 {
+            pport
+        } else {
+            port
+        };
         let hostname = node.hostname_of(name).unwrap_or_default();
         let (ip, hostname) = (
             String::from_utf8_lossy(&ip),
@@ -794,6 +900,8 @@ impl Cluster {
         let name = if hard { random_name() } else { *node.name() };
         let epoch = if hard { 0 } else { node.config_epoch() };
         *node = Node::new(name, self.port, self.cport, self.node_timeout_ms, seed());
+        // The same node still: the address it announces stays.
+        apply_announced(&mut node, &self.announced.lock());
         node.set_config_epoch(epoch);
         drop(node);
         self.sync_slots();
@@ -870,4 +978,15 @@ fn set_bit(words: &[AtomicU64], slot: u16, on: bool) {
     } else {
         words[slot / 64].fetch_and(!bit, Ordering::Relaxed);
     }
+}
+
+/// Gives the state machine what this node announces.
+fn apply_announced(node: &mut Node, announced: &Announced) {
+    node.announce(
+        announced.ip.clone(),
+        announced.port,
+        announced.pport,
+        announced.cport,
+    );
+    node.announce_hostname(&announced.hostname);
 }

@@ -103,6 +103,9 @@ pub struct Config {
     /// `cluster-announce-bus-port`: the bus port given to other nodes (0:
     /// the real one).
     pub cluster_announce_bus_port: u16,
+    /// `cluster-announce-tls-port`: with `tls-cluster`, the TLS port given
+    /// to other nodes (0: the real one).
+    pub cluster_announce_tls_port: u16,
     /// `cluster-announce-hostname` ("": none).
     pub cluster_announce_hostname: String,
     /// `cluster-preferred-endpoint-type`: how redirects and CLUSTER SLOTS
@@ -221,6 +224,7 @@ impl Default for Config {
             cluster_announce_ip: String::new(),
             cluster_announce_port: 0,
             cluster_announce_bus_port: 0,
+            cluster_announce_tls_port: 0,
             cluster_announce_hostname: String::new(),
             cluster_preferred_endpoint_type: crate::cluster::EndpointType::Ip,
             users: Vec::new(),
@@ -533,6 +537,9 @@ impl Config {
                         .to_string()
                 })?
             }
+            "cluster-announce-tls-port" => {
+                self.cluster_announce_tls_port = redis(false, Range::Signed(0, 65535))? as u16
+            }
             "cluster-announce-bus-port" => {
                 self.cluster_announce_bus_port = redis(false, Range::Signed(0, 65535))? as u16
             }
@@ -547,6 +554,13 @@ impl Config {
             "tls-cert-file" => self.tls.cert_file = one()?.to_string(),
             "tls-key-file" => self.tls.key_file = one()?.to_string(),
             "tls-key-file-pass" => self.tls.key_file_pass = one()?.to_string(),
+            "tls-client-cert-file" => self.tls.client_cert_file = one()?.to_string(),
+            "tls-client-key-file" => self.tls.client_key_file = one()?.to_string(),
+            "tls-client-key-file-pass" => self.tls.client_key_file_pass = one()?.to_string(),
+            "tls-cluster" => {
+                self.tls.cluster = parse_yes_no(one()?)
+                    .ok_or_else(|| "argument must be 'yes' or 'no'".to_string())?
+            }
             "tls-ca-cert-file" => self.tls.ca_cert_file = one()?.to_string(),
             "tls-ca-cert-dir" => self.tls.ca_cert_dir = one()?.to_string(),
             "tls-auth-clients" => {

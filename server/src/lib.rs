@@ -138,7 +138,12 @@ impl Server {
                     std::path::Path::new(&config.dir).join(&config.cluster_config_file),
                     config.cluster_require_full_coverage,
                     config.cluster_node_timeout,
+                    // Redis: 10000 above the client port, the TLS one
+                    // with tls-cluster.
                     match config.cluster_port {
+                        0 if config.tls.cluster && config.tls.port != 0 => {
+                            config.tls.port.wrapping_add(10000)
+                        }
                         0 => local_addr.port().wrapping_add(10000),
                         port => port,
                     },
@@ -163,13 +168,7 @@ impl Server {
             );
             {
                 let config = shared.config.read();
-                node.announce(
-                    &config.cluster_announce_ip,
-                    config.cluster_announce_port,
-                    config.cluster_announce_bus_port,
-                );
-                node.announce_hostname(&config.cluster_announce_hostname);
-                node.set_preferred_endpoint(config.cluster_preferred_endpoint_type);
+                node.announce(&config);
             }
             let itself = Arc::downgrade(&shared);
             node.on_slots_lost(Box::new(move |lost| {

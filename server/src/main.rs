@@ -148,6 +148,19 @@ struct Cli {
     #[arg(long)]
     tls_auth_clients: Option<String>,
 
+    /// The cluster bus and MIGRATE between nodes over TLS (yes/no).
+    /// [default: no]
+    #[arg(long)]
+    tls_cluster: Option<String>,
+
+    /// The certificate shown to other nodes (PEM). [default: --tls-cert-file]
+    #[arg(long)]
+    tls_client_cert_file: Option<String>,
+
+    /// Its private key (PEM, unencrypted). [default: --tls-key-file]
+    #[arg(long)]
+    tls_client_key_file: Option<String>,
+
     /// Refuse clients outside the loopback interface while the default
     /// user has no password (yes/no). [default: yes]
     #[arg(long)]
@@ -173,6 +186,11 @@ struct Cli {
     /// The bus port other nodes are told. [default: --cluster-port]
     #[arg(long)]
     cluster_announce_bus_port: Option<u16>,
+
+    /// With --tls-cluster, the TLS port other nodes are told.
+    /// [default: --tls-port]
+    #[arg(long)]
+    cluster_announce_tls_port: Option<u16>,
 
     /// A hostname other nodes and clients are told (CLUSTER NODES, SLOTS,
     /// SHARDS). [default: none]
@@ -235,6 +253,9 @@ impl Cli {
         one("tls-key-file", self.tls_key_file.clone());
         one("tls-ca-cert-file", self.tls_ca_cert_file.clone());
         one("tls-auth-clients", self.tls_auth_clients.clone());
+        one("tls-cluster", self.tls_cluster.clone());
+        one("tls-client-cert-file", self.tls_client_cert_file.clone());
+        one("tls-client-key-file", self.tls_client_key_file.clone());
         one("protected-mode", self.protected_mode.clone());
         one("cluster-enabled", self.cluster_enabled.clone());
         one("cluster-config-file", self.cluster_config_file.clone());
@@ -255,6 +276,10 @@ impl Cli {
         one(
             "cluster-announce-bus-port",
             self.cluster_announce_bus_port.map(|v| v.to_string()),
+        );
+        one(
+            "cluster-announce-tls-port",
+            self.cluster_announce_tls_port.map(|v| v.to_string()),
         );
         one(
             "cluster-node-timeout",

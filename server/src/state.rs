@@ -203,13 +203,7 @@ impl Shared {
                 config.cluster_allow_pubsubshard_when_down,
                 Ordering::Relaxed,
             );
-            cluster.announce(
-                &config.cluster_announce_ip,
-                config.cluster_announce_port,
-                config.cluster_announce_bus_port,
-            );
-            cluster.announce_hostname(&config.cluster_announce_hostname);
-            cluster.set_preferred_endpoint(config.cluster_preferred_endpoint_type);
+            cluster.announce(&config);
         }
         if self.config.read().requirepass != config.requirepass {
             self.acl.set_requirepass(config.requirepass.as_deref());
@@ -264,6 +258,9 @@ pub struct ClientInfo {
     pub addr: SocketAddr,
     /// Local address.
     pub laddr: SocketAddr,
+    /// Connected to the TLS port (a TLS cluster's redirects name TLS ports
+    /// to it, plaintext ports to the others).
+    pub tls: bool,
     /// Unix ms at connect.
     pub created_ms: u64,
     /// Unix ms of the last command.
@@ -369,6 +366,7 @@ impl ClientInfo {
             id,
             addr,
             laddr,
+            tls: false,
             created_ms: now_ms,
             last_interaction_ms: AtomicU64::new(now_ms),
             db: AtomicUsize::new(0),
@@ -385,6 +383,12 @@ impl ClientInfo {
             tracking_redirect: AtomicI64::new(-1),
             tracking_bcast: AtomicBool::new(false),
         }
+    }
+
+    /// The same, for a connection to the TLS port.
+    pub fn over_tls(mut self, tls: bool) -> ClientInfo {
+        self.tls = tls;
+        self
     }
 
     /// Asks the connection to close.

@@ -11,7 +11,9 @@ use tally_tests::cluster::{
     assert_links_to_every_peer, cli_at, links, myid, node_config, node_on_free_ports, redis_cli,
     start_on_free_bus_port,
 };
-use tally_tests::{assert_no_mismatch, compare_streams, scratch_dir, script, RawConn, RedisServer};
+use tally_tests::{
+    assert_no_mismatch, compare_streams, free_local_port, scratch_dir, script, RawConn, RedisServer,
+};
 
 async fn tally_node(dir: &str) -> tally_server::ServerHandle {
     Server::new(node_config(dir))
@@ -637,4 +639,172 @@ async fn announced_addresses_reach_the_other_nodes() {
         theirs.line("HELLO 2").await;
     }
     tally.shutdown().await;
+}
+
+/// `tls-cluster yes` on a tally node and a redis-server 7.0 node: the bus
+/// runs TLS both ways (Redis accepts nothing else on its bus, so the nodes
+/// meet only if tally speaks it), each node shows the other's plaintext
+/// port to clients on the plaintext port and its TLS port to clients on
+/// the TLS port (NODES, SLOTS, MOVED), CLUSTER SLOTS is the same from both,
+/// and a MIGRATE from tally reaches Redis over TLS.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn tally_and_redis_form_a_tls_cluster() {
+    let Some(files) = tally_tests::TlsFiles::generate() else {
+        return;
+    };
+    let (redis_tls, redis_cport) = (free_local_port(), free_local_port());
+    let redis_dir = scratch_dir();
+    let Some(redis) = RedisServer::start_with(&[
+        "--cluster-enabled",
+        "yes",
+        "--dir",
+        &redis_dir,
+        "--cluster-port",
+        &redis_cport.to_string(),
+        "--tls-port",
+        &redis_tls.to_string(),
+        "--tls-cert-file",
+        &files.server_cert,
+        "--tls-key-file",
+        &files.server_key,
+        "--tls-ca-cert-file",
+        &files.ca,
+        "--tls-client-cert-file",
+        &files.client_cert,
+        "--tls-client-key-file",
+        &files.client_key,
+        "--tls-cluster",
+        "yes",
+    ]) else {
+        return;
+    };
+    let tally_tls = free_local_port();
+    let (tally, tally_cport) = start_on_free_bus_port(|cport| Config {
+        cluster_port: cport,
+        cluster_node_timeout: 2000,
+        tls: tally_server::net::tls::TlsSettings {
+            port: tally_tls,
+            cert_file: files.server_cert.clone(),
+            key_file: files.server_key.clone(),
+            ca_cert_file: files.ca.clone(),
+            client_cert_file: files.client_cert.clone(),
+            client_key_file: files.client_key.clone(),
+            cluster: true,
+            ..Default::default()
+        },
+        ..node_config(&scratch_dir())
+    })
+    .await;
+    let (tally_plain, redis_plain) = (tally.local_addr().port(), redis.addr.port());
+    let tls_cli = |port: u16, args: &[&str]| {
+        let out = std::process::Command::new("redis-cli")
+            .args(["-p", &port.to_string(), "--tls", "--cacert", &files.ca])
+            .args(["--cert", &files.client_cert, "--key", &files.client_key])
+            .args(args)
+            .output()
+            .expect("redis-cli runs");
+        String::from_utf8_lossy(&out.stdout).trim().to_string()
+    };
+    let mut ours = RawConn::connect(tally.local_addr()).await;
+    let mut theirs = RawConn::connect(redis.addr).await;
+    assert_eq!(
+        ours.line("CONFIG GET tls-cluster").await,
+        "*2\r\n$11\r\ntls-cluster\r\n$3\r\nyes\r\n"
+    );
+    assert_eq!(ours.line("CLUSTER ADDSLOTSRANGE 0 16383").await, "+OK\r\n");
+    // In a TLS cluster a node is met at its TLS port.
+    let meet = format!("CLUSTER MEET 127.0.0.1 {redis_tls} {redis_cport}");
+    assert_eq!(ours.line(&meet).await, "+OK\r\n");
+    let tally_id = bulk_line(&ours.line("CLUSTER MYID").await);
+    let redis_id = bulk_line(&theirs.line("CLUSTER MYID").await);
+    let line_of = |nodes: &str, id: &str| {
+        nodes
+            .lines()
+            .find(|l| l.starts_with(id))
+            .unwrap_or_default()
+            .to_string()
+    };
+    let deadline = std::time::Instant::now() + Duration::from_secs(30);
+    loop {
+        let at_tally = line_of(&ours.line("CLUSTER NODES").await, &redis_id);
+        let at_redis = line_of(&theirs.line("CLUSTER NODES").await, &tally_id);
+        let redis_seen = format!(" 127.0.0.1:{redis_plain}@{redis_cport} master - ");
+        let tally_seen = format!(" 127.0.0.1:{tally_plain}@{tally_cport} master - ");
+        if at_tally.contains(&redis_seen)
+            && at_tally.ends_with(" connected")
+            && at_redis.contains(&tally_seen)
+            && at_redis.contains(" connected 0-16383")
+        {
+            break;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "tally sees Redis as: {at_tally}\nRedis sees tally as: {at_redis}"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    // Clients on the TLS ports are given TLS ports.
+    let at_tally = line_of(&tls_cli(tally_tls, &["CLUSTER", "NODES"]), &redis_id);
+    assert!(
+        at_tally.contains(&format!(" 127.0.0.1:{redis_tls}@{redis_cport} ")),
+        "{at_tally}"
+    );
+    let at_redis = line_of(&tls_cli(redis_tls, &["CLUSTER", "NODES"]), &tally_id);
+    assert!(
+        at_redis.contains(&format!(" 127.0.0.1:{tally_tls}@{tally_cport} ")),
+        "{at_redis}"
+    );
+    // Redis hands foo's slot over; each node then redirects to the other.
+    assert_eq!(ours.line("CLUSTER DELSLOTS 12182").await, "+OK\r\n");
+    assert_eq!(theirs.line("CLUSTER DELSLOTS 12182").await, "+OK\r\n");
+    assert_eq!(theirs.line("CLUSTER ADDSLOTS 12182").await, "+OK\r\n");
+    while ours.line("GET foo").await != format!("-MOVED 12182 127.0.0.1:{redis_plain}\r\n") {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "tally never redirected foo"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert_eq!(
+        tls_cli(tally_tls, &["GET", "foo"]),
+        format!("MOVED 12182 127.0.0.1:{redis_tls}")
+    );
+    assert_eq!(
+        theirs.line("GET bar").await,
+        format!("-MOVED 5061 127.0.0.1:{tally_plain}\r\n")
+    );
+    assert_eq!(
+        tls_cli(redis_tls, &["GET", "bar"]),
+        format!("MOVED 5061 127.0.0.1:{tally_tls}")
+    );
+    assert_eq!(
+        ours.line("CLUSTER SLOTS").await,
+        theirs.line("CLUSTER SLOTS").await
+    );
+    assert_eq!(
+        tls_cli(tally_tls, &["CLUSTER", "SLOTS"]),
+        tls_cli(redis_tls, &["CLUSTER", "SLOTS"])
+    );
+    let shards = ours.line("CLUSTER SHARDS").await;
+    assert!(
+        shards.contains(&format!(
+            "$4\r\nport\r\n:{tally_plain}\r\n$8\r\ntls-port\r\n:{tally_tls}\r\n"
+        )),
+        "{shards}"
+    );
+    // MIGRATE goes to Redis's TLS port over TLS (slot 15495 is key a's).
+    assert_eq!(ours.line("SET a moved-over-tls").await, "+OK\r\n");
+    let importing = format!("CLUSTER SETSLOT 15495 IMPORTING {tally_id}");
+    assert_eq!(theirs.line(&importing).await, "+OK\r\n");
+    let migrating = format!("CLUSTER SETSLOT 15495 MIGRATING {redis_id}");
+    assert_eq!(ours.line(&migrating).await, "+OK\r\n");
+    let migrate = format!("MIGRATE 127.0.0.1 {redis_tls} a 0 5000");
+    assert_eq!(ours.line(&migrate).await, "+OK\r\n");
+    assert_eq!(theirs.line("CLUSTER COUNTKEYSINSLOT 15495").await, ":1\r\n");
+    assert_eq!(ours.line("CLUSTER COUNTKEYSINSLOT 15495").await, ":0\r\n");
+    tally.shutdown().await;
+}
+
+fn bulk_line(reply: &str) -> String {
+    reply.lines().nth(1).unwrap_or_default().to_string()
 }

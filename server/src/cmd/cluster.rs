@@ -81,7 +81,8 @@ pub fn cluster_myid(ctx: &mut Ctx<'_>, _argv: &[&[u8]]) -> Reply {
 /// CLUSTER NODES
 pub fn cluster_nodes(ctx: &mut Ctx<'_>, _argv: &[&[u8]]) -> Reply {
     let mut text = String::new();
-    for line in node!(ctx).nodes_conf().nodes {
+    let tls_client = ctx.client.info.tls;
+    for line in node!(ctx).nodes_for_client(tls_client).nodes {
         text.push_str(&line.render());
         text.push('\n');
     }
@@ -89,9 +90,9 @@ pub fn cluster_nodes(ctx: &mut Ctx<'_>, _argv: &[&[u8]]) -> Reply {
 }
 
 /// Every (start, end, node line) served, in slot order.
-fn served_ranges(node: &Cluster) -> Vec<(u16, u16, tally_cluster::nodes_conf::NodeLine)> {
+fn served_ranges(node: &Cluster, tls_client: bool) -> Vec<(u16, u16, NodeLine)> {
     let mut ranges = Vec::new();
-    for line in node.nodes_conf().nodes {
+    for line in node.nodes_for_client(tls_client).nodes {
         for &(start, end) in &line.slots {
             ranges.push((start, end, line.clone()));
         }
@@ -105,7 +106,7 @@ pub fn cluster_slots(ctx: &mut Ctx<'_>, _argv: &[&[u8]]) -> Reply {
     let node = node!(ctx);
     let preferred = node.preferred_endpoint();
     Reply::Array(
-        served_ranges(node)
+        served_ranges(node, ctx.client.info.tls)
             .into_iter()
             .map(|(start, end, line)| {
                 Reply::Array(vec![
@@ -149,6 +150,7 @@ fn hostname_of(line: &NodeLine) -> &str {
 pub fn cluster_shards(ctx: &mut Ctx<'_>, _argv: &[&[u8]]) -> Reply {
     let node = node!(ctx);
     let preferred = node.preferred_endpoint();
+    let tls = node.tls();
     Reply::Array(
         node.nodes_conf()
             .nodes
@@ -159,15 +161,27 @@ pub fn cluster_shards(ctx: &mut Ctx<'_>, _argv: &[&[u8]]) -> Reply {
                     .iter()
                     .flat_map(|&(start, end)| [Reply::Int(start as i64), Reply::Int(end as i64)])
                     .collect();
-                let mut details = vec![
-                    (bulk("id"), bulk(line.name.as_str())),
-                    (bulk("port"), Reply::Int(line.port as i64)),
+                let mut details = vec![(bulk("id"), bulk(line.name.as_str()))];
+                // In a TLS cluster a node's port is its TLS port, and its
+                // plaintext port rides along (addNodeDetailsToShardReply).
+                let (plaintext_port, tls_port) = if tls {
+                    (line.pport, line.port)
+                } else {
+                    (line.port, 0)
+                };
+                if plaintext_port != 0 {
+                    details.push((bulk("port"), Reply::Int(plaintext_port as i64)));
+                }
+                if tls_port != 0 {
+                    details.push((bulk("tls-port"), Reply::Int(tls_port as i64)));
+                }
+                details.extend([
                     (bulk("ip"), bulk(line.ip.as_str())),
                     (
                         bulk("endpoint"),
                         bulk(preferred.endpoint(&line.ip, hostname_of(&line))),
                     ),
-                ];
+                ]);
                 if let Some(hostname) = &line.hostname {
                     details.push((bulk("hostname"), bulk(hostname.as_str())));
                 }

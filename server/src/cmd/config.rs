@@ -124,10 +124,21 @@ fn config_parameters(config: &Config) -> Vec<(&'static str, String)> {
             "cluster-announce-bus-port",
             config.cluster_announce_bus_port.to_string(),
         ),
+        (
+            "cluster-announce-tls-port",
+            config.cluster_announce_tls_port.to_string(),
+        ),
         ("tls-port", config.tls.port.to_string()),
         ("tls-cert-file", config.tls.cert_file.clone()),
         ("tls-key-file", config.tls.key_file.clone()),
         ("tls-key-file-pass", config.tls.key_file_pass.clone()),
+        ("tls-client-cert-file", config.tls.client_cert_file.clone()),
+        ("tls-client-key-file", config.tls.client_key_file.clone()),
+        (
+            "tls-client-key-file-pass",
+            config.tls.client_key_file_pass.clone(),
+        ),
+        ("tls-cluster", yes_no(config.tls.cluster)),
         ("tls-ca-cert-file", config.tls.ca_cert_file.clone()),
         ("tls-ca-cert-dir", config.tls.ca_cert_dir.clone()),
         (

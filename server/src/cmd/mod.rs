@@ -717,6 +717,9 @@ fn routed_in_full(
     match outcome {
         crate::cluster::Route::Here | crate::cluster::Route::Open(_) => None,
         crate::cluster::Route::Refused(text) => Some(Reply::error(text)),
+        crate::cluster::Route::Redirect(redirect) => Some(Reply::error(
+            cluster.redirect_error(&redirect, ctx.client.info.tls),
+        )),
     }
 }
 

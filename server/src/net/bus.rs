@@ -15,7 +15,7 @@ use parking_lot::Mutex;
 use tally_cluster::message::{self, Message};
 use tally_cluster::node::Output;
 use tally_cluster::NodeName;
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::{mpsc, Notify};
 
@@ -228,15 +228,40 @@ fn count_received(shared: &Shared, message: &Message) {
     }
 }
 
-/// A link another node opened: its messages go to the state machine, the
-/// replies back on the link.
-async fn inbound(shared: Arc<Shared>, mut stream: TcpStream, peer: SocketAddr) {
+/// How long a peer has to finish a TLS handshake on the bus.
+const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// A link another node opened (over TLS with `tls-cluster`, a certificate
+/// required of the peer, as Redis requires one).
+async fn inbound(shared: Arc<Shared>, stream: TcpStream, peer: SocketAddr) {
     let _ = stream.set_nodelay(true);
     let local_ip = stream
         .local_addr()
         .map(|a| a.ip().to_canonical().to_string())
         .unwrap_or_default();
     let peer_ip = peer.ip().to_canonical().to_string();
+    if !shared.cluster.get().is_some_and(|c| c.tls()) {
+        return serve_inbound(shared, stream, peer_ip, local_ip).await;
+    }
+    let Some((acceptor, _)) = shared.tls.cluster() else {
+        tracing::warn!(%peer, "tls-cluster is on but TLS is not configured: bus link refused");
+        return;
+    };
+    match tokio::time::timeout(HANDSHAKE_TIMEOUT, acceptor.accept(stream)).await {
+        Ok(Ok(stream)) => serve_inbound(shared, stream, peer_ip, local_ip).await,
+        Ok(Err(e)) => tracing::debug!(%peer, "bus TLS handshake failed: {e}"),
+        Err(_) => tracing::debug!(%peer, "bus TLS handshake timed out"),
+    }
+}
+
+/// The messages of a link another node opened go to the state machine,
+/// the replies back on the link.
+async fn serve_inbound(
+    shared: Arc<Shared>,
+    mut stream: impl AsyncRead + AsyncWrite + Unpin,
+    peer_ip: String,
+    local_ip: String,
+) {
     let links = &shared.bus_links;
     let id = links.next_inbound.fetch_add(1, Ordering::Relaxed);
     let state = LinkState::new(shared.clock.now_ms(), true);
@@ -290,6 +315,7 @@ async fn inbound(shared: Arc<Shared>, mut stream: TcpStream, peer: SocketAddr) {
                 break;
             }
         }
+        let _ = stream.flush().await;
         state.queued.fetch_sub(bytes, Ordering::Relaxed);
     }
     if let Some(node) = tied_to {
@@ -405,7 +431,7 @@ async fn outbound(
     via: NodeName,
     address: String,
     state: Arc<LinkState>,
-    mut queue: mpsc::UnboundedReceiver<Vec<u8>>,
+    queue: mpsc::UnboundedReceiver<Vec<u8>>,
 ) {
     let Ok(Ok(stream)) =
         tokio::time::timeout(Duration::from_secs(2), TcpStream::connect(&address)).await
@@ -413,7 +439,39 @@ async fn outbound(
         return;
     };
     let _ = stream.set_nodelay(true);
-    let (mut reader, mut writer) = stream.into_split();
+    if !shared.cluster.get().is_some_and(|c| c.tls()) {
+        return serve_outbound(shared, via, state, queue, stream).await;
+    }
+    let Some((_, connector)) = shared.tls.cluster() else {
+        tracing::warn!(
+            address,
+            "tls-cluster is on but TLS is not configured: no bus link"
+        );
+        return;
+    };
+    let host = address
+        .rsplit_once(':')
+        .map_or(address.as_str(), |(h, _)| h);
+    let Some(name) = crate::net::tls::peer_name(host) else {
+        return;
+    };
+    match tokio::time::timeout(HANDSHAKE_TIMEOUT, connector.connect(name, stream)).await {
+        Ok(Ok(stream)) => serve_outbound(shared, via, state, queue, stream).await,
+        Ok(Err(e)) => tracing::debug!(address, "bus TLS handshake failed: {e}"),
+        Err(_) => tracing::debug!(address, "bus TLS handshake timed out"),
+    }
+}
+
+/// Writes the link's queue, and reads the answers back into the state
+/// machine, until either side fails.
+async fn serve_outbound(
+    shared: Arc<Shared>,
+    via: NodeName,
+    state: Arc<LinkState>,
+    mut queue: mpsc::UnboundedReceiver<Vec<u8>>,
+    stream: impl AsyncRead + AsyncWrite + Send + 'static,
+) {
+    let (mut reader, mut writer) = tokio::io::split(stream);
     let reading = {
         let shared = shared.clone();
         tokio::spawn(async move {
@@ -430,7 +488,11 @@ async fn outbound(
     };
     state.reading.store(true, Ordering::Relaxed);
     while let Some(bytes) = queue.recv().await {
-        let written = writer.write_all(&bytes).await;
+        // A TLS stream may hold records back until flushed.
+        let written = match writer.write_all(&bytes).await {
+            Ok(()) => writer.flush().await,
+            failed => failed,
+        };
         state.queued.fetch_sub(bytes.len(), Ordering::Relaxed);
         if written.is_err() {
             break;

@@ -137,7 +137,7 @@ fn admit(
         return;
     }
     let now = shared.clock.now_ms();
-    let info = Arc::new(ClientInfo::new(shared.clients.next_id(), peer, local, now));
+    let info = Arc::new(ClientInfo::new(shared.clients.next_id(), peer, local, now).over_tls(tls));
     let maxclients = shared.config.read().maxclients;
     if shared.clients.register(info.clone(), maxclients).is_err() {
         shared

@@ -8,7 +8,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
+use tokio::io::{AsyncBufRead, AsyncBufReadExt, AsyncRead, AsyncWrite, AsyncWriteExt, BufReader};
 use tokio::net::TcpStream;
 
 use crate::resp::Reply;
@@ -73,15 +73,29 @@ pub async fn carry_out(shared: &Arc<Shared>, migration: Migration) -> (Reply, u6
         TcpStream::connect((migration.host.as_str(), migration.port)),
     )
     .await;
-    let outcome = match connected {
-        Ok(Ok(stream)) => exchange(stream, &migration, timeout).await,
-        _ => {
-            release(shared, &migration, &[]);
-            return (
-                Reply::error("IOERR error or timeout connecting to the client"),
-                0,
-            );
+    if let Ok(Ok(stream)) = &connected {
+        let _ = stream.set_nodelay(true);
+    }
+    // With tls-cluster, MIGRATE reaches the target over TLS, as Redis's.
+    let tls = shared
+        .cluster
+        .get()
+        .filter(|cluster| cluster.tls())
+        .map(|_| shared.tls.cluster());
+    let outcome = match (connected, tls) {
+        (Ok(Ok(stream)), None) => exchange(stream, &migration, timeout).await,
+        (Ok(Ok(stream)), Some(Some((_, connector)))) => {
+            let handshake = crate::net::tls::peer_name(&migration.host)
+                .map(|name| tokio::time::timeout(timeout, connector.connect(name, stream)));
+            match handshake {
+                Some(handshake) => match handshake.await {
+                    Ok(Ok(stream)) => exchange(stream, &migration, timeout).await,
+                    _ => return refused_connection(shared, &migration),
+                },
+                None => return refused_connection(shared, &migration),
+            }
         }
+        _ => return refused_connection(shared, &migration),
     };
     let offset = release(shared, &migration, &outcome.acknowledged);
     let reply = match (outcome.target_error, outcome.io_error) {
@@ -97,9 +111,21 @@ pub async fn carry_out(shared: &Arc<Shared>, migration: Migration) -> (Reply, u6
     (reply, offset)
 }
 
+/// The target could not be reached: the keys stay, MIGRATE says so.
+fn refused_connection(shared: &Arc<Shared>, migration: &Migration) -> (Reply, u64) {
+    release(shared, migration, &[]);
+    (
+        Reply::error("IOERR error or timeout connecting to the client"),
+        0,
+    )
+}
+
 /// Sends the commands and reads the replies.
-async fn exchange(stream: TcpStream, migration: &Migration, timeout: Duration) -> Outcome {
-    let _ = stream.set_nodelay(true);
+async fn exchange(
+    stream: impl AsyncRead + AsyncWrite + Unpin,
+    migration: &Migration,
+    timeout: Duration,
+) -> Outcome {
     let mut commands = Vec::new();
     match &migration.auth {
         Some((Some(user), password)) => {
@@ -123,12 +149,14 @@ async fn exchange(stream: TcpStream, migration: &Migration, timeout: Duration) -
         }
         feed::encode(&mut commands, &argv);
     }
-    let (read_half, mut write_half) = stream.into_split();
+    let (read_half, mut write_half) = tokio::io::split(stream);
     let mut outcome = Outcome::default();
-    if !matches!(
-        tokio::time::timeout(timeout, write_half.write_all(&commands)).await,
-        Ok(Ok(()))
-    ) {
+    let written = async {
+        write_half.write_all(&commands).await?;
+        // A TLS stream may hold records back until flushed.
+        write_half.flush().await
+    };
+    if !matches!(tokio::time::timeout(timeout, written).await, Ok(Ok(()))) {
         outcome.io_error = Some(true);
         return outcome;
     }
@@ -168,10 +196,7 @@ async fn exchange(stream: TcpStream, migration: &Migration, timeout: Duration) -
 }
 
 /// One reply line, without its CRLF (`None`: the link failed or timed out).
-async fn read_line(
-    reader: &mut BufReader<tokio::net::tcp::OwnedReadHalf>,
-    timeout: Duration,
-) -> Option<String> {
+async fn read_line(reader: &mut (impl AsyncBufRead + Unpin), timeout: Duration) -> Option<String> {
     let mut line = Vec::new();
     match tokio::time::timeout(timeout, reader.read_until(b'\n', &mut line)).await {
         Ok(Ok(n)) if n > 0 => {

@@ -11,8 +11,15 @@ use std::sync::Arc;
 use parking_lot::RwLock;
 use rustls_pki_types::pem::PemObject;
 use rustls_pki_types::{CertificateDer, PrivateKeyDer};
-use tokio_rustls::rustls::{self, server::WebPkiClientVerifier, RootCertStore, ServerConfig};
-use tokio_rustls::TlsAcceptor;
+use tokio_rustls::rustls::client::danger::{
+    HandshakeSignatureValid, ServerCertVerified, ServerCertVerifier,
+};
+use tokio_rustls::rustls::client::WebPkiServerVerifier;
+use tokio_rustls::rustls::{
+    self, server::WebPkiClientVerifier, CertificateError, ClientConfig, DigitallySignedStruct,
+    RootCertStore, ServerConfig, SignatureScheme,
+};
+use tokio_rustls::{TlsAcceptor, TlsConnector};
 
 /// `tls-auth-clients`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -78,6 +85,15 @@ pub struct TlsSettings {
     /// `tls-session-cache-timeout` (seconds; rustls's cache has none of
     /// its own: accepted and shown).
     pub session_cache_timeout: u64,
+    /// `tls-cluster`: the cluster bus (and MIGRATE between nodes) over TLS.
+    pub cluster: bool,
+    /// `tls-client-cert-file`: the certificate this node shows when it
+    /// connects to another (bus links, MIGRATE); empty: `tls-cert-file`.
+    pub client_cert_file: String,
+    /// `tls-client-key-file`: its key; empty: `tls-key-file`.
+    pub client_key_file: String,
+    /// `tls-client-key-file-pass`: accepted only empty, as the server's.
+    pub client_key_file_pass: String,
 }
 
 impl Default for TlsSettings {
@@ -97,32 +113,68 @@ impl Default for TlsSettings {
             session_caching: true,
             session_cache_size: 20 * 1024,
             session_cache_timeout: 300,
+            cluster: false,
+            client_cert_file: String::new(),
+            client_key_file: String::new(),
+            client_key_file_pass: String::new(),
         }
     }
 }
 
-/// The acceptor new TLS connections use (none until TLS is configured).
+/// What new TLS connections use (nothing until TLS is configured): the
+/// client port's acceptor, and with `tls-cluster` the bus's acceptor and
+/// the connector for links to other nodes.
 #[derive(Default)]
 pub struct Tls {
-    acceptor: RwLock<Option<TlsAcceptor>>,
+    current: RwLock<Option<Contexts>>,
+}
+
+#[derive(Clone)]
+struct Contexts {
+    acceptor: TlsAcceptor,
+    /// With `tls-cluster`: the bus's acceptor and the connector.
+    cluster: Option<(TlsAcceptor, TlsConnector)>,
 }
 
 impl Tls {
-    /// The current acceptor.
+    /// The client port's acceptor.
     pub fn acceptor(&self) -> Option<TlsAcceptor> {
-        self.acceptor.read().clone()
+        self.current.read().as_ref().map(|c| c.acceptor.clone())
     }
 
-    /// Rebuilds the acceptor from `settings`; on error the previous one
+    /// The bus's acceptor (a certificate from every peer, whatever
+    /// `tls-auth-clients` says, as Redis) and the connector for this
+    /// node's links and MIGRATEs; `None` without `tls-cluster`.
+    pub fn cluster(&self) -> Option<(TlsAcceptor, TlsConnector)> {
+        self.current.read().as_ref().and_then(|c| c.cluster.clone())
+    }
+
+    /// Rebuilds everything from `settings`; on error what was there
     /// stays and the reason is returned (and logged).
     pub fn install(&self, settings: &TlsSettings) -> Result<(), String> {
         if settings.port == 0 && settings.cert_file.is_empty() {
-            *self.acceptor.write() = None;
+            *self.current.write() = None;
             return Ok(());
         }
-        match build(settings) {
-            Ok(config) => {
-                *self.acceptor.write() = Some(TlsAcceptor::from(Arc::new(config)));
+        let built = build(settings).and_then(|config| {
+            let cluster = if settings.cluster {
+                let bus = build_with_client_auth(settings, ClientAuth::Yes)?;
+                let connector = build_client(settings)?;
+                Some((
+                    TlsAcceptor::from(Arc::new(bus)),
+                    TlsConnector::from(Arc::new(connector)),
+                ))
+            } else {
+                None
+            };
+            Ok(Contexts {
+                acceptor: TlsAcceptor::from(Arc::new(config)),
+                cluster,
+            })
+        });
+        match built {
+            Ok(contexts) => {
+                *self.current.write() = Some(contexts);
                 Ok(())
             }
             Err(e) => {
@@ -130,6 +182,17 @@ impl Tls {
                 Err(e)
             }
         }
+    }
+}
+
+/// The name another node is addressed by in a handshake: its IP (sent
+/// as no name at all), else its hostname. Its certificate is checked
+/// against the CA only (see [`build_client`]).
+pub fn peer_name(host: &str) -> Option<rustls_pki_types::ServerName<'static>> {
+    let host = host.trim_matches(['[', ']']);
+    match host.parse::<std::net::IpAddr>() {
+        Ok(ip) => Some(ip.into()),
+        Err(_) => rustls_pki_types::ServerName::try_from(host.to_string()).ok(),
     }
 }
 
@@ -176,28 +239,39 @@ fn read(path: &str, what: &str) -> Result<Vec<u8>, String> {
     std::fs::read(path).map_err(|e| format!("Failed to load {what} {path}: {e}"))
 }
 
-/// The rustls configuration the settings describe.
+/// The client port's rustls configuration the settings describe.
 pub fn build(settings: &TlsSettings) -> Result<ServerConfig, String> {
-    if settings.cert_file.is_empty() || settings.key_file.is_empty() {
-        return Err("No tls-cert-file or tls-key-file configured".to_string());
-    }
-    if !settings.key_file_pass.is_empty() {
-        return Err(
-            "tls-key-file-pass: encrypted private keys are not supported; decrypt the key \
+    build_with_client_auth(settings, settings.auth_clients)
+}
+
+/// A certificate chain and its key, as files name them.
+fn certificate_and_key(
+    cert_file: &str,
+    key_file: &str,
+    key_file_pass: &str,
+    pass_option: &str,
+) -> Result<(Vec<CertificateDer<'static>>, PrivateKeyDer<'static>), String> {
+    if !key_file_pass.is_empty() {
+        return Err(format!(
+            "{pass_option}: encrypted private keys are not supported; decrypt the key \
              (openssl pkey -in key.pem -out plain.pem) and keep it readable by tally only"
-                .to_string(),
-        );
+        ));
     }
     let certs: Vec<CertificateDer<'static>> =
-        CertificateDer::pem_slice_iter(&read(&settings.cert_file, "certificate")?)
+        CertificateDer::pem_slice_iter(&read(cert_file, "certificate")?)
             .collect::<Result<_, _>>()
-            .map_err(|e| format!("Failed to load certificate {}: {e}", settings.cert_file))?;
+            .map_err(|e| format!("Failed to load certificate {cert_file}: {e}"))?;
     if certs.is_empty() {
-        return Err(format!("No certificate in {}", settings.cert_file));
+        return Err(format!("No certificate in {cert_file}"));
     }
-    let key = PrivateKeyDer::from_pem_slice(&read(&settings.key_file, "private key")?)
-        .map_err(|e| format!("Failed to load private key {}: {e}", settings.key_file))?;
+    let key = PrivateKeyDer::from_pem_slice(&read(key_file, "private key")?)
+        .map_err(|e| format!("Failed to load private key {key_file}: {e}"))?;
+    Ok((certs, key))
+}
 
+/// The crypto provider with the ciphers `tls-ciphers` and
+/// `tls-ciphersuites` allow.
+fn provider(settings: &TlsSettings) -> Result<rustls::crypto::CryptoProvider, String> {
     let mut provider = rustls::crypto::ring::default_provider();
     let wanted12: Vec<&str> = split_names(&settings.ciphers, TLS12_NAMES, "tls-ciphers")?;
     let wanted13: Vec<&str> = split_names(&settings.ciphersuites, TLS13_NAMES, "tls-ciphersuites")?;
@@ -207,12 +281,30 @@ pub fn build(settings: &TlsSettings) -> Result<ServerConfig, String> {
         let wanted = if tls13 { &wanted13 } else { &wanted12 };
         wanted.is_empty() || wanted.contains(&name.as_str())
     });
+    Ok(provider)
+}
+
+/// A server configuration asking clients for certificates as `auth` says.
+fn build_with_client_auth(
+    settings: &TlsSettings,
+    auth: ClientAuth,
+) -> Result<ServerConfig, String> {
+    if settings.cert_file.is_empty() || settings.key_file.is_empty() {
+        return Err("No tls-cert-file or tls-key-file configured".to_string());
+    }
+    let (certs, key) = certificate_and_key(
+        &settings.cert_file,
+        &settings.key_file,
+        &settings.key_file_pass,
+        "tls-key-file-pass",
+    )?;
+    let provider = provider(settings)?;
     let versions = protocol_versions(&settings.protocols)?;
     let builder = ServerConfig::builder_with_provider(Arc::new(provider))
         .with_protocol_versions(&versions)
         .map_err(|e| format!("tls-protocols / ciphers: {e}"))?;
 
-    let builder = match settings.auth_clients {
+    let builder = match auth {
         ClientAuth::No => builder.with_no_client_auth(),
         auth => {
             let roots = Arc::new(ca_roots(settings)?);
@@ -242,6 +334,93 @@ pub fn build(settings: &TlsSettings) -> Result<ServerConfig, String> {
         config.send_tls13_tickets = 0;
     }
     Ok(config)
+}
+
+/// The configuration of this node's connections to others (bus links,
+/// MIGRATE): its client certificate (`tls-client-cert-file`, else the
+/// server's), the peer's certificate verified against the CA, and, as
+/// Redis (OpenSSL without a host check), not against the peer's address.
+fn build_client(settings: &TlsSettings) -> Result<ClientConfig, String> {
+    let (cert_file, key_file, pass, pass_option) =
+        if settings.client_cert_file.is_empty() || settings.client_key_file.is_empty() {
+            (
+                &settings.cert_file,
+                &settings.key_file,
+                &settings.key_file_pass,
+                "tls-key-file-pass",
+            )
+        } else {
+            (
+                &settings.client_cert_file,
+                &settings.client_key_file,
+                &settings.client_key_file_pass,
+                "tls-client-key-file-pass",
+            )
+        };
+    let (certs, key) = certificate_and_key(cert_file, key_file, pass, pass_option)?;
+    let provider = Arc::new(provider(settings)?);
+    let versions = protocol_versions(&settings.protocols)?;
+    let roots = Arc::new(ca_roots(settings)?);
+    let verifier = WebPkiServerVerifier::builder_with_provider(roots, provider.clone())
+        .build()
+        .map_err(|e| format!("Failed to configure server verification: {e}"))?;
+    ClientConfig::builder_with_provider(provider)
+        .with_protocol_versions(&versions)
+        .map_err(|e| format!("tls-protocols / ciphers: {e}"))?
+        .dangerous()
+        .with_custom_certificate_verifier(Arc::new(WithoutHostCheck(verifier)))
+        .with_client_auth_cert(certs, key)
+        .map_err(|e| format!("Failed to use client certificate and key: {e}"))
+}
+
+/// WebPKI's verification of a peer's chain, without its name check: a
+/// cluster node is reached at whatever address it announces, and Redis
+/// does not check names either.
+#[derive(Debug)]
+struct WithoutHostCheck(Arc<WebPkiServerVerifier>);
+
+impl ServerCertVerifier for WithoutHostCheck {
+    fn verify_server_cert(
+        &self,
+        end_entity: &CertificateDer<'_>,
+        intermediates: &[CertificateDer<'_>],
+        server_name: &rustls_pki_types::ServerName<'_>,
+        ocsp_response: &[u8],
+        now: rustls_pki_types::UnixTime,
+    ) -> Result<ServerCertVerified, rustls::Error> {
+        // The chain is checked first: a name error means it was valid.
+        match self
+            .0
+            .verify_server_cert(end_entity, intermediates, server_name, ocsp_response, now)
+        {
+            Err(rustls::Error::InvalidCertificate(
+                CertificateError::NotValidForName | CertificateError::NotValidForNameContext { .. },
+            )) => Ok(ServerCertVerified::assertion()),
+            other => other,
+        }
+    }
+
+    fn verify_tls12_signature(
+        &self,
+        message: &[u8],
+        cert: &CertificateDer<'_>,
+        dss: &DigitallySignedStruct,
+    ) -> Result<HandshakeSignatureValid, rustls::Error> {
+        self.0.verify_tls12_signature(message, cert, dss)
+    }
+
+    fn verify_tls13_signature(
+        &self,
+        message: &[u8],
+        cert: &CertificateDer<'_>,
+        dss: &DigitallySignedStruct,
+    ) -> Result<HandshakeSignatureValid, rustls::Error> {
+        self.0.verify_tls13_signature(message, cert, dss)
+    }
+
+    fn supported_verify_schemes(&self) -> Vec<SignatureScheme> {
+        self.0.supported_verify_schemes()
+    }
 }
 
 /// Names in an OpenSSL-style list (`:`-separated), mapped to rustls's.
@@ -331,8 +510,8 @@ fn ca_roots(settings: &TlsSettings) -> Result<RootCertStore, String> {
     }
     if roots.is_empty() {
         return Err(
-            "Either tls-ca-cert-file or tls-ca-cert-dir must be specified when \
-             tls-auth-clients is yes or optional"
+            "Either tls-ca-cert-file or tls-ca-cert-dir must be specified when tls-cluster, \
+             tls-replication or tls-auth-clients are enabled!"
                 .to_string(),
         );
     }

@@ -883,6 +883,7 @@ impl Node {
                     if from_master {
                         out.extend(self.note_report(&g.node, &header.sender, g.flags, now_ms));
                     }
+                    out.extend(self.learn_from_gossip(g, now_ms));
                     continue;
                 }
                 let banned = self
@@ -899,6 +900,44 @@ impl Node {
             out.push(Output::SaveConfig);
         }
         out
+    }
+
+    /// What one gossip entry about a known node teaches besides failure
+    /// reports (clusterProcessGossipSection):
+    /// - a PONG it had from the node later than this node's last one
+    ///   counts as this node's own, while this node has no PING pending
+    ///   and no live failure report for it. This is what keeps a big
+    ///   cluster's bus quiet: a node is pinged for being silent only when
+    ///   nobody heard from it for half the node timeout, not when this
+    ///   node did not. The time comes in whole seconds; one more than half
+    ///   a second ahead of this node's clock is not believed;
+    /// - a node this node sees failing, seen reachable at another address
+    ///   by the sender, moved there: its links close and reopen there.
+    fn learn_from_gossip(&mut self, g: &Gossip, now_ms: u64) -> Vec<Output> {
+        let validity = self.node_timeout_ms * FAIL_REPORT_VALIDITY_MULT;
+        let Some(peer) = self.peers.get_mut(&g.node) else {
+            return Vec::new();
+        };
+        let reported_failing = g.flags & (node_flags::PFAIL | node_flags::FAIL) != 0;
+        let live_reports = peer
+            .fail_reports
+            .iter()
+            .any(|(_, at)| now_ms.saturating_sub(*at) <= validity);
+        if !reported_failing && peer.ping_sent_ms == 0 && !live_reports {
+            let pong_ms = u64::from(g.pong_received) * 1000;
+            if pong_ms <= now_ms + 500 && pong_ms > peer.pong_received_ms {
+                peer.pong_received_ms = pong_ms;
+            }
+        }
+        let moved = peer.ip != g.ip || peer.port != g.port || peer.cport != g.cport;
+        if peer.failing() && !reported_failing && g.flags & node_flags::NOADDR == 0 && moved {
+            peer.ip = g.ip.clone();
+            peer.port = g.port;
+            peer.pport = g.pport;
+            peer.cport = g.cport;
+            return vec![Output::Dropped(g.node), Output::SaveConfig];
+        }
+        Vec::new()
     }
 
     /// Takes the slots `sender` claims whose owner has an older config

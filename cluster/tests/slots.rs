@@ -3,8 +3,10 @@
 //! new config epoch, the old owner is told to drop the slot's keys, an
 //! importing slot is left alone, a stale claim is corrected with UPDATE,
 //! a forgotten node is not learnt again from gossip, and a PUBLISH reaches
-//! every other node once.
+//! every other node once, and gossip about a known node counts its PONGs
+//! and moves it when it failed here and answers elsewhere.
 
+use tally_cluster::message::{node_flags, Body, Gossip, Message};
 use tally_cluster::node::{Node, Output};
 use tally_cluster::{NodeName, SLOTS};
 
@@ -286,4 +288,114 @@ fn a_hostname_nodes_conf_cannot_hold_is_not_taken() {
         tally_cluster::nodes_conf::NodesConf::parse(&conf).is_ok(),
         "{conf}"
     );
+}
+
+/// Node 1's next PING to node 0 with one gossip entry: node 2 as node 1
+/// sees it, changed by `edit`. (With three nodes a PING gossips about one
+/// of the other two, chosen at random as Redis does.)
+fn ping_with_gossip_about_2(net: &mut Net, edit: impl Fn(&mut Gossip)) -> Message {
+    let seen = net.nodes[1]
+        .peers()
+        .find(|p| p.name == name_of(2))
+        .expect("node 1 knows node 2");
+    let mut entry = Gossip {
+        node: seen.name,
+        ping_sent: (seen.ping_sent_ms / 1000) as u32,
+        pong_received: (seen.pong_received_ms / 1000) as u32,
+        ip: seen.ip.clone(),
+        port: seen.port,
+        cport: seen.cport,
+        flags: seen.flags,
+        pport: seen.pport,
+    };
+    edit(&mut entry);
+    for output in net.nodes[1].ping_now(&name_of(0), net.now) {
+        if let Output::Send { mut message, .. } = output {
+            if let Body::Ping { gossip, .. } = &mut message.body {
+                *gossip = vec![entry];
+            }
+            return message;
+        }
+    }
+    panic!("no PING from node 1 to node 0");
+}
+
+fn pong_time_of_2(node: &Node) -> u64 {
+    node.peers()
+        .find(|p| p.name == name_of(2))
+        .expect("node 2 known")
+        .pong_received_ms
+}
+
+#[test]
+fn a_pong_another_node_had_counts_as_this_nodes_own() {
+    let mut net = Net::new(3);
+    net.now = 20_000;
+    let before = pong_time_of_2(&net.nodes[0]);
+    assert!(before < 19_000, "{before}");
+    // Gossip that calls node 2 failing carries no PONG time worth taking.
+    let failing = ping_with_gossip_about_2(&mut net, |g| {
+        g.pong_received = 20;
+        g.flags |= node_flags::PFAIL;
+    });
+    let _ = net.nodes[0].on_inbound(&failing, b"127.0.0.1", b"127.0.0.1", net.now);
+    assert_eq!(pong_time_of_2(&net.nodes[0]), before);
+    // A time more than half a second ahead of this node's clock is not
+    // believed.
+    let ahead = ping_with_gossip_about_2(&mut net, |g| g.pong_received = 21);
+    let _ = net.nodes[0].on_inbound(&ahead, b"127.0.0.1", b"127.0.0.1", net.now);
+    assert_eq!(pong_time_of_2(&net.nodes[0]), before);
+    let fresh = ping_with_gossip_about_2(&mut net, |g| g.pong_received = 20);
+    let _ = net.nodes[0].on_inbound(&fresh, b"127.0.0.1", b"127.0.0.1", net.now);
+    assert_eq!(pong_time_of_2(&net.nodes[0]), 20_000);
+    // So node 2 is not pinged for silence (half the 2 s timeout) although
+    // node 0 itself has not heard from it for 13 s; node 1 is.
+    net.now += 900;
+    let pinged: Vec<NodeName> = net.nodes[0]
+        .tick(net.now)
+        .into_iter()
+        .filter_map(|o| match o {
+            Output::Send { to, .. } => Some(to),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(pinged, vec![name_of(1)]);
+}
+
+#[test]
+fn a_failing_node_seen_elsewhere_at_a_new_address_moves_there() {
+    let mut net = Net::new(3);
+    // Node 0's PING to node 2 is lost; after the 2 s timeout it is PFAIL.
+    let _ = net.nodes[0].ping_now(&name_of(2), net.now);
+    net.now += 2100;
+    let _ = net.nodes[0].tick(net.now);
+    let suspect = |node: &Node| {
+        node.peers()
+            .find(|p| p.name == name_of(2))
+            .is_some_and(|p| p.failing())
+    };
+    assert!(suspect(&net.nodes[0]));
+    // Another address from a node that also sees node 2 failing: ignored.
+    let also_failing = ping_with_gossip_about_2(&mut net, |g| {
+        g.ip = b"127.0.0.2".to_vec();
+        g.flags |= node_flags::PFAIL;
+    });
+    let out = net.nodes[0].on_inbound(&also_failing, b"127.0.0.1", b"127.0.0.1", net.now);
+    assert!(!out.iter().any(|o| matches!(o, Output::Dropped(_))));
+    let (ip, port, _) = net.nodes[0].address_of(&name_of(2)).unwrap();
+    assert_eq!((&ip[..], port), (&b"127.0.0.1"[..], BASE_PORT + 2));
+    // From a node that reaches it there: node 0 moves its links there.
+    let reachable = ping_with_gossip_about_2(&mut net, |g| {
+        g.ip = b"127.0.0.2".to_vec();
+        g.port = 7100;
+        g.cport = 17100;
+    });
+    let out = net.nodes[0].on_inbound(&reachable, b"127.0.0.1", b"127.0.0.1", net.now);
+    assert!(out
+        .iter()
+        .any(|o| matches!(o, Output::Dropped(n) if *n == name_of(2))));
+    let (ip, port, _) = net.nodes[0].address_of(&name_of(2)).unwrap();
+    assert_eq!((&ip[..], port), (&b"127.0.0.2"[..], 7100));
+    let line = net.nodes[0].nodes_conf().render();
+    assert!(line.contains("127.0.0.2:7100@17100"), "{line}");
 }

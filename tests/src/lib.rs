@@ -383,7 +383,10 @@ impl RedisServer {
     }
 }
 
-/// The process id the server at `addr` reports in INFO, if one answers.
+/// The process id the server at `addr` reports in INFO, once one answers
+/// and has loaded its data: a server started on a copied RDB or log answers
+/// INFO while it loads but most commands with -LOADING, so a test that
+/// went on at the first answer would read an empty or failing keyspace.
 fn server_pid(addr: SocketAddr, password: Option<&str>) -> Option<u32> {
     use std::io::{Read, Write};
     let mut stream = std::net::TcpStream::connect(addr).ok()?;
@@ -395,19 +398,38 @@ fn server_pid(addr: SocketAddr, password: Option<&str>) -> Option<u32> {
         let mut ok = [0u8; 5];
         stream.read_exact(&mut ok).ok()?;
     }
-    stream.write_all(b"INFO server\r\n").ok()?;
+    stream
+        .write_all(&encode_command(&["INFO", "server", "persistence"]))
+        .ok()?;
+    // One bulk string: `$<len>\r\n<len bytes>\r\n`.
     let mut reply = Vec::new();
     let mut chunk = [0u8; 4096];
-    while !reply.windows(11).any(|w| w == b"process_id:") || !reply.ends_with(b"\r\n\r\n") {
+    let complete = |reply: &[u8]| -> Option<usize> {
+        let header_end = reply.windows(2).position(|w| w == b"\r\n")?;
+        let len: usize = std::str::from_utf8(reply.get(1..header_end)?)
+            .ok()?
+            .parse()
+            .ok()?;
+        let total = header_end + 2 + len + 2;
+        (reply.len() >= total).then_some(total)
+    };
+    while complete(&reply).is_none() {
         let n = stream.read(&mut chunk).ok()?;
         if n == 0 {
-            break;
+            return None;
         }
         reply.extend_from_slice(&chunk[..n]);
     }
     let text = String::from_utf8_lossy(&reply);
-    let line = text.lines().find_map(|l| l.strip_prefix("process_id:"))?;
-    line.trim().parse().ok()
+    let field = |name: &str| {
+        text.lines()
+            .find_map(|l| l.strip_prefix(name))
+            .map(str::trim)
+    };
+    if field("loading:") != Some("0") {
+        return None;
+    }
+    field("process_id:")?.parse().ok()
 }
 
 impl Drop for RedisServer {

@@ -23,7 +23,7 @@ cleanup() {
 trap cleanup EXIT
 
 wait_port() {
-    for _ in $(seq 1 100); do
+    for _ in $(seq 1 600); do
         redis-cli -p "$1" PING >/dev/null 2>&1 && return 0
         sleep 0.1
     done

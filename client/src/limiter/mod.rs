@@ -546,6 +546,7 @@ async fn invoke_asking<T: FromRedisValue>(
     }
 }
 
+#[inline]
 fn status_of(state: &LimitState, allowed: bool) -> LimitStatus {
     LimitStatus {
         name: state.name.clone(),

@@ -126,6 +126,10 @@ pub struct Node {
     /// The names behind `owners`' numbers (number n is entry n - 1);
     /// a name keeps its number for the node's life.
     owner_names: Vec<NodeName>,
+    /// How many slots each owner number has (entry 0: unassigned slots),
+    /// kept with `owners` by [`Node::assign`]: coverage, checked on every
+    /// tick, adds up a few numbers instead of looping over 16384 slots.
+    slot_counts: Vec<u32>,
     /// This node's own slots as the header's bitmap (kept with `owners`).
     my_slots: Box<[u8; SLOTS / 8]>,
     /// Slots this node serves and is moving to another (SETSLOT MIGRATING).
@@ -166,6 +170,7 @@ impl Node {
             peers: BTreeMap::new(),
             owners: vec![0; SLOTS],
             owner_names: Vec::new(),
+            slot_counts: vec![SLOTS as u32],
             my_slots: Box::new([0; SLOTS / 8]),
             migrating: BTreeMap::new(),
             importing: BTreeMap::new(),
@@ -277,7 +282,7 @@ impl Node {
         let id = self.owner_id(&name);
         for slot in slots {
             if self.owners[slot as usize] == 0 {
-                self.owners[slot as usize] = id;
+                self.assign(slot, id);
             }
         }
     }
@@ -298,6 +303,13 @@ impl Node {
         self.name_of_owner(self.owners[slot as usize])
     }
 
+    /// Gives `slot` to owner number `id` (0: none), keeping the counts.
+    fn assign(&mut self, slot: u16, id: u16) {
+        let was = std::mem::replace(&mut self.owners[slot as usize], id);
+        self.slot_counts[usize::from(was)] -= 1;
+        self.slot_counts[usize::from(id)] += 1;
+    }
+
     /// The name behind an owner number (0: none).
     fn name_of_owner(&self, id: u16) -> Option<&NodeName> {
         (id as usize).checked_sub(1).map(|i| &self.owner_names[i])
@@ -309,6 +321,7 @@ impl Node {
             Some(id) => id,
             None => {
                 self.owner_names.push(*name);
+                self.slot_counts.push(0);
                 self.owner_names.len() as u16
             }
         }
@@ -358,16 +371,12 @@ impl Node {
 
     /// Slots with an owner.
     pub fn assigned_slots(&self) -> usize {
-        self.owners.iter().filter(|&&o| o != 0).count()
+        SLOTS - self.slot_counts[0] as usize
     }
 
     /// Masters that serve at least one slot (CLUSTER INFO's cluster_size).
     pub fn serving_masters(&self) -> usize {
-        let mut seen = vec![false; self.owner_names.len() + 1];
-        for &owner in &self.owners {
-            seen[owner as usize] = true;
-        }
-        seen[1..].iter().filter(|&&s| s).count()
+        self.slot_counts[1..].iter().filter(|&&n| n > 0).count()
     }
 
     /// True for this node and every node it knows by name.
@@ -446,8 +455,10 @@ impl Node {
         self.forgotten.insert(*name, now_ms + FORGET_TTL_MS);
         self.peers.remove(name);
         if let Some(id) = self.known_owner_id(name) {
-            for owner in self.owners.iter_mut().filter(|o| **o == id) {
-                *owner = 0;
+            for slot in 0..SLOTS as u16 {
+                if self.owners[slot as usize] == id {
+                    self.assign(slot, 0);
+                }
             }
         }
         self.migrating.retain(|_, to| to != name);
@@ -457,7 +468,8 @@ impl Node {
 
     /// Records `owner` as serving `slot` (this node's bitmap follows).
     fn set_owner(&mut self, slot: u16, owner: Option<NodeName>) {
-        self.owners[slot as usize] = owner.map_or(0, |name| self.owner_id(&name));
+        let id = owner.map_or(0, |name| self.owner_id(&name));
+        self.assign(slot, id);
         if owner == Some(self.me) {
             self.my_slots[slot as usize / 8] |= 1 << (slot % 8);
         } else {
@@ -475,7 +487,7 @@ impl Node {
         let me = self.owner_id(&self.me.clone());
         for slot in slots {
             if self.owners[slot as usize] == me {
-                self.owners[slot as usize] = 0;
+                self.assign(slot, 0);
             }
             self.my_slots[slot as usize / 8] &= !(1 << (slot % 8));
         }
@@ -504,7 +516,7 @@ impl Node {
     pub fn add_slots(&mut self, slots: impl IntoIterator<Item = u16>) -> Vec<Output> {
         let me = self.owner_id(&self.me.clone());
         for slot in slots {
-            self.owners[slot as usize] = me;
+            self.assign(slot, me);
             self.my_slots[slot as usize / 8] |= 1 << (slot % 8);
         }
         vec![Output::SaveConfig]
@@ -1106,20 +1118,19 @@ impl Node {
 
     /// Slots whose owner is reachable (this node, or a peer not FAIL).
     pub fn slots_ok(&self) -> usize {
-        // Runs every tick: the owner is looked up once per run of slots.
-        let reachable: Vec<bool> = std::iter::once(false)
-            .chain(self.owner_names.iter().map(|name| {
-                *name == self.me
+        // Runs every tick: adds up the counts of the reachable owners.
+        self.owner_names
+            .iter()
+            .zip(&self.slot_counts[1..])
+            .filter(|(name, _)| {
+                **name == self.me
                     || self
                         .peers
-                        .get(name)
+                        .get(*name)
                         .is_some_and(|p| p.flags & node_flags::FAIL == 0)
-            }))
-            .collect();
-        self.owners
-            .iter()
-            .filter(|&&o| reachable[o as usize])
-            .count()
+            })
+            .map(|(_, &count)| count as usize)
+            .sum()
     }
 
     /// Valid failure reports about `name` (COUNT-FAILURE-REPORTS).

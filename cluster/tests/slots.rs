@@ -399,3 +399,62 @@ fn a_failing_node_seen_elsewhere_at_a_new_address_moves_there() {
     let line = net.nodes[0].nodes_conf().render();
     assert!(line.contains("127.0.0.2:7100@17100"), "{line}");
 }
+
+/// Coverage as a count over every slot, to check the per-owner counts
+/// that `slots_ok`, `assigned_slots` and `serving_masters` add up.
+fn recount(node: &Node) -> (usize, usize, usize) {
+    let me = *node.name();
+    let reachable = |name: &NodeName| {
+        *name == me
+            || node
+                .peers()
+                .any(|p| p.name == *name && p.flags & node_flags::FAIL == 0)
+    };
+    let owners: Vec<Option<&NodeName>> = (0..SLOTS).map(|s| node.owner(s as u16)).collect();
+    let assigned = owners.iter().filter(|o| o.is_some()).count();
+    let ok = owners.iter().flatten().filter(|n| reachable(n)).count();
+    let mut masters: Vec<&NodeName> = owners.iter().flatten().copied().collect();
+    masters.sort();
+    masters.dedup();
+    (assigned, ok, masters.len())
+}
+
+#[test]
+fn coverage_counts_follow_every_change_of_owner() {
+    let mut net = Net::new(3);
+    let (a, b, c) = (name_of(0), name_of(1), name_of(2));
+    let counted = |net: &Net| {
+        for node in &net.nodes {
+            assert_eq!(
+                (
+                    node.assigned_slots(),
+                    node.slots_ok(),
+                    node.serving_masters()
+                ),
+                recount(node)
+            );
+        }
+    };
+    counted(&net);
+    // Slots move to b and c (closing imports), a frees some, c is
+    // forgotten by a (its slots become unassigned there).
+    for (slot, to) in [(10u16, 1usize), (11, 1), (5000, 2), (16383, 2)] {
+        let owner = [a, b, c][to];
+        let _ = net.nodes[to].set_importing(slot, Some(a));
+        let out = net.nodes[to].assign_slot(slot, owner, 0);
+        net.deliver(to, out);
+    }
+    net.settle();
+    counted(&net);
+    assert_eq!(net.nodes[0].serving_masters(), 3);
+    let out = net.nodes[0].del_slots(0..100);
+    net.deliver(0, out);
+    net.settle();
+    counted(&net);
+    assert_eq!(net.nodes[0].assigned_slots(), SLOTS - 98, "b's two stay");
+    let out = net.nodes[0].forget(&c, net.now);
+    net.deliver(0, out);
+    counted(&net);
+    assert_eq!(net.nodes[0].assigned_slots(), SLOTS - 100);
+    assert_eq!(net.nodes[0].serving_masters(), 2);
+}

@@ -12,6 +12,10 @@
 # the per-slot key index: not counted here).
 #
 # Usage: benches/cluster_cost.sh [requests]   (default 200000)
+#        SERVER=redis benches/cluster_cost.sh [requests]
+# The second measures redis-server the same way (cluster-enabled yes owning
+# every slot vs a plain redis-server): what cluster mode costs Redis itself,
+# the yardstick for tally's ratio.
 # Needs valgrind (callgrind_control), redis-server's tools and python3.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -24,12 +28,18 @@ SRC=lua/scripts/sliding_window.lua
 
 P_PORT=$(free_port); C_PORT=$(free_port); C_BUS=$(free_port)
 mkdir -p "$WORK/plain" "$WORK/cluster"
-valgrind --tool=callgrind --callgrind-out-file="$WORK/plain.out" \
-    "$TALLY_BIN" --port "$P_PORT" --dir "$WORK/plain" --save "" >/dev/null 2>&1 &
+if [ "${SERVER:-tally}" = redis ]; then
+    plain_cmd=(redis-server --port "$P_PORT" --dir "$WORK/plain" --save "" --appendonly no)
+    cluster_cmd=(redis-server --port "$C_PORT" --dir "$WORK/cluster" --save "" --appendonly no
+        --cluster-enabled yes --cluster-port "$C_BUS")
+else
+    plain_cmd=("$TALLY_BIN" --port "$P_PORT" --dir "$WORK/plain" --save "")
+    cluster_cmd=("$TALLY_BIN" --port "$C_PORT" --dir "$WORK/cluster" --save "" --cluster-enabled yes
+        --cluster-port "$C_BUS")
+fi
+valgrind --tool=callgrind --callgrind-out-file="$WORK/plain.out" "${plain_cmd[@]}" >/dev/null 2>&1 &
 P_PID=$!; PIDS+=($P_PID)
-valgrind --tool=callgrind --callgrind-out-file="$WORK/cluster.out" \
-    "$TALLY_BIN" --port "$C_PORT" --dir "$WORK/cluster" --save "" --cluster-enabled yes \
-    --cluster-port "$C_BUS" >/dev/null 2>&1 &
+valgrind --tool=callgrind --callgrind-out-file="$WORK/cluster.out" "${cluster_cmd[@]}" >/dev/null 2>&1 &
 C_PID=$!; PIDS+=($C_PID)
 wait_up "$P_PORT"; wait_up "$C_PORT"
 redis-cli -p "$C_PORT" CLUSTER ADDSLOTSRANGE 0 16383 >/dev/null
@@ -50,7 +60,7 @@ count() { # pid port dump-tag test-args... -> instructions for the run
     grep -h '^summary:' "$(ls -t "$WORK"/*.out.* | head -1)" | awk '{print $2}'
 }
 
-echo "Instructions per request (user space, callgrind), -P 16, $REQUESTS requests"
+echo "Instructions per request (user space, callgrind), ${SERVER:-tally}, -P 16, $REQUESTS requests"
 echo
 echo "| test | plain | cluster | cluster/plain |"
 echo "|---|---|---|---|"

@@ -374,7 +374,7 @@ impl RedisServer {
                 .windows(2)
                 .find(|pair| pair[0] == "--requirepass")
                 .map(|pair| pair[1]);
-            match server_pid(server.addr, password) {
+            match loaded_server_pid(server.addr, password) {
                 Some(pid) if pid == server.child.id() => return Some(server),
                 Some(_) => return None, // another server holds the port; drop kills ours
                 None => std::thread::sleep(Duration::from_millis(20)),
@@ -387,49 +387,26 @@ impl RedisServer {
 /// and has loaded its data: a server started on a copied RDB or log answers
 /// INFO while it loads but most commands with -LOADING, so a test that
 /// went on at the first answer would read an empty or failing keyspace.
-fn server_pid(addr: SocketAddr, password: Option<&str>) -> Option<u32> {
-    use std::io::{Read, Write};
-    let mut stream = std::net::TcpStream::connect(addr).ok()?;
-    stream.set_read_timeout(Some(Duration::from_secs(2))).ok()?;
-    if let Some(password) = password {
-        stream
-            .write_all(&encode_command(&["AUTH", password]))
-            .ok()?;
-        let mut ok = [0u8; 5];
-        stream.read_exact(&mut ok).ok()?;
-    }
-    stream
-        .write_all(&encode_command(&["INFO", "server", "persistence"]))
+fn loaded_server_pid(addr: SocketAddr, password: Option<&str>) -> Option<u32> {
+    let url = match password {
+        Some(password) => format!("redis://:{password}@{addr}/"),
+        None => format!("redis://{addr}/"),
+    };
+    let timeout = Duration::from_secs(2);
+    let mut conn = redis::Client::open(url)
+        .ok()?
+        .get_connection_with_timeout(timeout)
         .ok()?;
-    // One bulk string: `$<len>\r\n<len bytes>\r\n`.
-    let mut reply = Vec::new();
-    let mut chunk = [0u8; 4096];
-    let complete = |reply: &[u8]| -> Option<usize> {
-        let header_end = reply.windows(2).position(|w| w == b"\r\n")?;
-        let len: usize = std::str::from_utf8(reply.get(1..header_end)?)
-            .ok()?
-            .parse()
-            .ok()?;
-        let total = header_end + 2 + len + 2;
-        (reply.len() >= total).then_some(total)
-    };
-    while complete(&reply).is_none() {
-        let n = stream.read(&mut chunk).ok()?;
-        if n == 0 {
-            return None;
-        }
-        reply.extend_from_slice(&chunk[..n]);
-    }
-    let text = String::from_utf8_lossy(&reply);
-    let field = |name: &str| {
-        text.lines()
-            .find_map(|l| l.strip_prefix(name))
-            .map(str::trim)
-    };
-    if field("loading:") != Some("0") {
+    conn.set_read_timeout(Some(timeout)).ok()?;
+    let info: redis::InfoDict = redis::cmd("INFO")
+        .arg("server")
+        .arg("persistence")
+        .query(&mut conn)
+        .ok()?;
+    if info.get::<u8>("loading") != Some(0) {
         return None;
     }
-    field("process_id:")?.parse().ok()
+    info.get("process_id")
 }
 
 impl Drop for RedisServer {

@@ -335,10 +335,16 @@ fn build_lua_value(lua: &mlua::Lua, data: &[u8]) -> Option<mlua::Value> {
             5 => {
                 let value = stack.pop()?;
                 let key = stack.pop()?;
-                if let Some(Value::Table(t)) = stack.last() {
-                    if !matches!(key, Value::Nil) {
-                        let _ = t.raw_set(key, value);
-                    }
+                // Lua tables hold neither a nil nor a NaN key (and mlua
+                // sets unprotected while no memory limit is on, so Lua's
+                // error for them would abort the process).
+                let holdable = match key {
+                    Value::Nil => false,
+                    Value::Number(n) => !n.is_nan(),
+                    _ => true,
+                };
+                if let (true, Some(Value::Table(t))) = (holdable, stack.last()) {
+                    t.raw_set(key, value).ok()?;
                 }
             }
             // A table that holds itself.

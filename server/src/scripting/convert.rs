@@ -11,6 +11,18 @@ use crate::resp::{Protocol, Reply};
 /// that INFO errorstats already counted the error.
 pub const COUNTED_FIELD: &str = "ignore_error_stats_update";
 
+/// `table[key] = value` for a key taken from a reply. A key Lua cannot
+/// hold (nil, NaN) is left out: with no memory limit on (as while tally
+/// builds a reply), mlua sets unprotected, and Lua's "table index is nil"
+/// would abort the process instead of failing the script.
+fn set_keyed(table: &mlua::Table, key: Value, value: Value) -> mlua::Result<()> {
+    match key {
+        Value::Nil => Ok(()),
+        Value::Number(n) if n.is_nan() => Ok(()),
+        key => table.raw_set(key, value),
+    }
+}
+
 /// A command's reply as the Lua value redis.call/pcall returns; the flag is
 /// true for error replies (redis.call raises them).
 pub fn reply_to_lua(lua: &Lua, reply: &Reply, resp3: bool) -> mlua::Result<(Value, bool)> {
@@ -51,7 +63,8 @@ pub fn reply_to_lua(lua: &Lua, reply: &Reply, resp3: bool) -> mlua::Result<(Valu
         Reply::Map(pairs) if resp3 => {
             let inner = lua.create_table()?;
             for (k, v) in pairs {
-                inner.raw_set(
+                set_keyed(
+                    &inner,
                     reply_to_lua(lua, k, resp3)?.0,
                     reply_to_lua(lua, v, resp3)?.0,
                 )?;
@@ -71,7 +84,11 @@ pub fn reply_to_lua(lua: &Lua, reply: &Reply, resp3: bool) -> mlua::Result<(Valu
         Reply::Set(items) if resp3 => {
             let inner = lua.create_table()?;
             for item in items {
-                inner.raw_set(reply_to_lua(lua, item, resp3)?.0, true)?;
+                set_keyed(
+                    &inner,
+                    reply_to_lua(lua, item, resp3)?.0,
+                    Value::Boolean(true),
+                )?;
             }
             let outer = lua.create_table()?;
             outer.raw_set("set", inner)?;
@@ -414,5 +431,38 @@ unsafe fn convert_table_top(state: *mut ffi::lua_State, walk: &mut Walk) -> Repl
             items.push(convert_top(state, walk));
         }
         Reply::Array(items)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A map or set reply with a key Lua cannot hold converts without that
+    /// key. No memory limit is set here, as while tally builds a reply for
+    /// redis.call: before, Lua's error for the nil key aborted the process.
+    #[test]
+    fn reply_keys_lua_cannot_hold_are_left_out() {
+        let lua = Lua::new();
+        let map = Reply::Map(vec![
+            (Reply::Nil, Reply::Int(1)),
+            (Reply::Bulk(b"kept".to_vec()), Reply::Int(2)),
+        ]);
+        let (value, is_error) = reply_to_lua(&lua, &map, true).unwrap();
+        assert!(!is_error);
+        let Value::Table(outer) = value else {
+            panic!("a map converts to a table")
+        };
+        let inner: mlua::Table = outer.raw_get("map").unwrap();
+        let pairs: Vec<(String, i64)> = inner.pairs().map(|pair| pair.unwrap()).collect();
+        assert_eq!(pairs, vec![("kept".to_string(), 2)]);
+
+        let set = Reply::Set(vec![Reply::Nil, Reply::Bulk(b"member".to_vec())]);
+        let Value::Table(outer) = reply_to_lua(&lua, &set, true).unwrap().0 else {
+            panic!("a set converts to a table")
+        };
+        let inner: mlua::Table = outer.raw_get("set").unwrap();
+        let members: Vec<(String, bool)> = inner.pairs().map(|pair| pair.unwrap()).collect();
+        assert_eq!(members, vec![("member".to_string(), true)]);
     }
 }

@@ -1,0 +1,244 @@
+//! Cluster routing of a client's command, before it runs: the slot gate
+//! it holds from routing to the end of its run, the slots of its keys
+//! (EXEC: every queued command's), and MOVED, ASK, TRYAGAIN, CROSSSLOT or
+//! CLUSTERDOWN when the node may not run it (Redis's getNodeByQuery).
+
+use super::{flags, pubsub, Access, ClientState, Command, Ctx, Reply};
+
+/// True for the errors cluster routing gives.
+pub(super) fn is_cluster_redirection(reply: &Reply) -> bool {
+    matches!(reply, Reply::Error(text) if [&b"CROSSSLOT "[..], b"CLUSTERDOWN ", b"MOVED ", b"ASK ", b"TRYAGAIN "]
+        .iter()
+        .any(|code| text.starts_with(code)))
+}
+
+/// Cluster routing of a client's command (Redis's getNodeByQuery): every
+/// key in one slot (EXEC: every queued command's), the slot served here and
+/// the cluster up; in a slot being moved, which keys exist decides.
+/// Commands run by EXEC or a script were routed with it.
+///
+/// Inlined: most commands take one key at a fixed position, whose slot the
+/// slot gate has computed, in a stable cluster; they leave here after a
+/// few loads. The rest go on to [`routed_in_full`].
+#[inline(always)]
+pub(super) fn routed(
+    ctx: &mut Ctx<'_>,
+    cluster: &crate::cluster::Cluster,
+    command: &'static Command,
+    argv: &[&[u8]],
+) -> Option<Reply> {
+    if ctx.held.is_some() || ctx.client.in_script {
+        return None;
+    }
+    let spec = command.keys;
+    if command.flags & flags::MOVABLE_KEYS == 0
+        && spec.first > 0
+        && spec.last_position(argv.len()) == spec.first
+    {
+        if let Some(slot) = ctx.client.first_key_slot {
+            if cluster.serves_plainly(slot) {
+                ctx.client.first_key_slot = None;
+                return None;
+            }
+        }
+    }
+    routed_in_full(ctx, cluster, command, argv)
+}
+
+#[inline(never)]
+pub(super) fn routed_in_full(
+    ctx: &mut Ctx<'_>,
+    cluster: &crate::cluster::Cluster,
+    command: &'static Command,
+    argv: &[&[u8]],
+) -> Option<Reply> {
+    let slot = |key: &[u8]| tally_cluster::slot::key_slot(key);
+    let outcome = if command.name == "exec" {
+        let transaction = ctx.client.transaction.as_ref()?;
+        let access = if transaction
+            .queued()
+            .any(|(queued, _)| pubsub::is_shard_channel_command(queued.name))
+        {
+            Access::ShardChannel
+        } else if transaction
+            .queued()
+            .all(|(queued, _)| queued.flags & flags::WRITE == 0)
+        {
+            Access::Read
+        } else {
+            Access::Write
+        };
+        let slots: Vec<u16> = transaction_keys(ctx.client)
+            .iter()
+            .map(|k| slot(k))
+            .collect();
+        cluster.route(slots.into_iter(), access)
+    } else {
+        let movable = command.flags & flags::MOVABLE_KEYS != 0;
+        if command.keys.first <= 0 && !movable {
+            return None;
+        }
+        let access = || {
+            if command.flags & flags::WRITE != 0 {
+                Access::Write
+            } else if command.flags & flags::PUBSUB != 0
+                && pubsub::is_shard_channel_command(command.name)
+            {
+                Access::ShardChannel
+            } else {
+                Access::Read
+            }
+        };
+        // The first key's slot, if the slot gate computed it already.
+        let mut known = ctx.client.first_key_slot.take();
+        if !movable {
+            // Keys at fixed positions, without allocating.
+            let spec = command.keys;
+            let last = spec.last_position(argv.len());
+            if last == spec.first {
+                // One key (the stable cluster's case left in `routed`).
+                let first = known.unwrap_or_else(|| slot(argv[spec.first as usize]));
+                cluster.route(std::iter::once(first), access())
+            } else {
+                let positions = (spec.first..=last).step_by(spec.step.max(1) as usize);
+                cluster.route(
+                    positions.map(|i| known.take().unwrap_or_else(|| slot(argv[i as usize]))),
+                    access(),
+                )
+            }
+        } else if let Some(range) = command.counted_key_range(argv) {
+            // EVAL and friends: a range.
+            cluster.route(
+                range.map(|i| known.take().unwrap_or_else(|| slot(argv[i]))),
+                access(),
+            )
+        } else {
+            let positions = command.key_positions(argv);
+            cluster.route(positions.into_iter().map(|i| slot(argv[i])), access())
+        }
+    };
+    let outcome = match outcome {
+        crate::cluster::Route::Open(slot) => match route_open(ctx, cluster, slot, command, argv) {
+            Some(route) => route,
+            // Its key is on its way to another node: the command must not
+            // run now (it would change, or create, the copy being dropped
+            // here); the connection runs it again once the key has moved.
+            None => return Some(Reply::Nothing),
+        },
+        other => other,
+    };
+    match outcome {
+        crate::cluster::Route::Here | crate::cluster::Route::Open(_) => None,
+        crate::cluster::Route::Refused(text) => Some(Reply::error(text)),
+        crate::cluster::Route::Redirect(redirect) => Some(Reply::error(
+            cluster.redirect_error(&redirect, ctx.client.info.tls),
+        )),
+    }
+}
+
+/// Every key of a transaction's queued commands.
+pub(super) fn transaction_keys(client: &ClientState) -> Vec<Vec<u8>> {
+    let Some(transaction) = &client.transaction else {
+        return Vec::new();
+    };
+    let mut keys = Vec::new();
+    for (queued, args) in transaction.queued() {
+        let args: Vec<&[u8]> = args.iter().map(Vec::as_slice).collect();
+        keys.extend(
+            queued
+                .key_positions(&args)
+                .into_iter()
+                .map(|i| args[i].to_vec()),
+        );
+    }
+    keys
+}
+
+/// The keys a client's command names (EXEC: its transaction's).
+pub(super) fn command_keys(
+    client: &ClientState,
+    command: &'static Command,
+    argv: &[&[u8]],
+) -> Vec<Vec<u8>> {
+    if command.name == "exec" {
+        return transaction_keys(client);
+    }
+    command
+        .key_positions(argv)
+        .into_iter()
+        .map(|i| argv[i].to_vec())
+        .collect()
+}
+
+/// Routing in a slot being migrated or imported: a key a MIGRATE holds
+/// makes the command wait (`None`, the client told to retry); otherwise
+/// the keys present here decide ([`crate::cluster::Cluster::route_open`]).
+/// Runs under the slot's gate (see [`slot_gate`]).
+pub(super) fn route_open(
+    ctx: &mut Ctx<'_>,
+    cluster: &crate::cluster::Cluster,
+    slot: u16,
+    command: &'static Command,
+    argv: &[&[u8]],
+) -> Option<crate::cluster::Route> {
+    let keys = command_keys(ctx.client, command, argv);
+    if command.name != "migrate" {
+        let in_flight = cluster.in_flight.lock();
+        if keys.iter().any(|k| in_flight.contains(k)) {
+            ctx.client.awaits_migration = true;
+            return None;
+        }
+    }
+    let mut here = crate::cluster::KeysHere::default();
+    let channels = pubsub::is_shard_channel_command(command.name);
+    for (i, key) in keys.iter().enumerate() {
+        if i > 0 && *key != keys[0] {
+            here.multiple = true;
+        }
+        if channels {
+            // Shard channels are not keys: never missing (getNodeByQuery).
+            here.existing += 1;
+            continue;
+        }
+        let key = ctx.shared.store.key(key);
+        if ctx.lock_in(0, key).contains(key, ctx.now_ms) {
+            here.existing += 1;
+        } else {
+            here.missing += 1;
+        }
+    }
+    let asking = ctx.client.asking || command.flags & flags::ASKING != 0;
+    Some(cluster.route_open(slot, here, asking, command.name == "migrate"))
+}
+
+/// The gate of a client's keyed command's slot, shared, from routing to
+/// the end of its run (see `crate::cluster::Cluster::enter`): SETSLOT and
+/// MIGRATE wait for it, so no key leaves between the two.
+pub(super) fn slot_gate<'a>(
+    ctx: &mut Ctx<'a>,
+    command: &'static Command,
+    argv: &[&[u8]],
+) -> Option<crate::slot_gate::Entered<'a>> {
+    let shared: &'a crate::state::Shared = ctx.shared;
+    let cluster = shared.cluster.get()?;
+    if ctx.held.is_some() || ctx.client.in_script || command.name == "migrate" {
+        return None;
+    }
+    // Without allocating in the common cases (keys at fixed positions,
+    // EVAL's counted keys); routing reuses the first key's slot.
+    let first_key = if command.name == "exec" {
+        let first = transaction_keys(ctx.client).into_iter().next()?;
+        return Some(cluster.enter(tally_cluster::slot::key_slot(&first)));
+    } else if let Some(range) = command.counted_key_range(argv) {
+        (!range.is_empty()).then_some(range.start)?
+    } else if command.flags & flags::MOVABLE_KEYS != 0 {
+        *command.key_positions(argv).first()?
+    } else if command.keys.first > 0 && (command.keys.first as usize) < argv.len() {
+        command.keys.first as usize
+    } else {
+        return None;
+    };
+    let slot = tally_cluster::slot::key_slot(argv[first_key]);
+    ctx.client.first_key_slot = Some(slot);
+    Some(cluster.enter(slot))
+}

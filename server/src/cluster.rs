@@ -423,7 +423,7 @@ impl Cluster {
     /// slot is served here, no slot is being moved, the cluster is up
     /// ([`Self::route`] would say `Here`). Checked first for every
     /// single-key command.
-    #[inline]
+    #[inline(always)]
     pub fn serves_plainly(&self, slot: u16) -> bool {
         self.state_ok.load(Ordering::Relaxed)
             && self.open_count.load(Ordering::Relaxed) == 0
@@ -485,7 +485,7 @@ impl Cluster {
     }
 
     /// Enters `slot` for a keyed command (see [`crate::slot_gate`]).
-    #[inline]
+    #[inline(always)]
     pub fn enter(&self, slot: u16) -> Entered<'_> {
         self.gates.enter(slot, |slot| {
             let slot = slot as usize;

@@ -83,7 +83,7 @@ impl Busy {
     /// Marks the thread outside again. Only the thread itself writes its
     /// counter, so a plain store does (no locked read-modify-write on the
     /// way out; entering needs one, for its order with the open bit).
-    #[inline]
+    #[inline(always)]
     fn leave(&self) {
         let inside = self.0.load(Ordering::Relaxed);
         self.0.store(inside + 1, Ordering::Release);
@@ -93,7 +93,7 @@ impl Busy {
 impl SlotGates {
     /// Enters `slot`; `is_open` reads its open bit (after this thread is
     /// marked inside).
-    #[inline]
+    #[inline(always)]
     pub fn enter(&self, slot: u16, is_open: impl Fn(u16) -> bool) -> Entered<'_> {
         MINE.with(|busy| busy.0.fetch_add(1, Ordering::SeqCst));
         if !is_open(slot) {

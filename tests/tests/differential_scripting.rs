@@ -123,6 +123,55 @@ async fn conversions_and_errors_match_redis() {
     run(commands).await;
 }
 
+/// redis.sha1hex's arity and argument types, and redis.acl_check_cmd
+/// (Redis 7.0) for the default user and for a user limited to SET on one
+/// key: answers and error texts as Redis gives them.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn redis_lib_helpers_match_redis() {
+    let scripts = [
+        "return redis.sha1hex()",
+        "return redis.sha1hex(1, 2)",
+        "return redis.sha1hex(nil)",
+        "return redis.sha1hex({})",
+        "return redis.sha1hex(1.5)",
+        "return redis.sha1hex(12)",
+        "return {pcall(redis.sha1hex)}",
+        "return redis.acl_check_cmd('set', 'xx', 1)",
+        "return redis.acl_check_cmd('get')",
+        "return redis.acl_check_cmd('config', 'get', 'x')",
+        "return redis.acl_check_cmd('config', 'nosuch')",
+        "return redis.acl_check_cmd('invalid-cmd', 'arg')",
+        "return redis.acl_check_cmd()",
+        "return redis.acl_check_cmd('set', {})",
+        "return {pcall(redis.acl_check_cmd, 'nosuch')}",
+    ];
+    let mut commands: Vec<Vec<Vec<u8>>> = scripts.iter().map(|s| eval(s, &[], &[])).collect();
+    commands.push(cmd(&[
+        "ACL",
+        "SETUSER",
+        "bob",
+        "on",
+        ">123",
+        "+@scripting",
+        "+set",
+        "~xx",
+    ]));
+    commands.push(cmd(&["AUTH", "bob", "123"]));
+    for (script, keys) in [
+        ("return redis.acl_check_cmd('set', 'xx', 1)", &["xx"][..]),
+        ("return redis.acl_check_cmd('hset', 'xx', 'f', 1)", &["xx"]),
+        // A key the script was not given: only the check refuses it.
+        ("return redis.acl_check_cmd('set', 'yy', 1)", &[]),
+        ("return redis.acl_check_cmd('publish', 'ch', 'm')", &[]),
+        ("return redis.acl_check_cmd('invalid-cmd', 'arg')", &[]),
+    ] {
+        commands.push(eval(script, keys, &[]));
+    }
+    commands.push(cmd(&["AUTH", "default", "x"]));
+    commands.push(cmd(&["ACL", "DELUSER", "bob"]));
+    run(commands).await;
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn script_cache_commands_match_redis() {
     let sha = "e0e1f9fabfc9d4800c877a703b823ac0578ff8db"; // sha1("return 1")

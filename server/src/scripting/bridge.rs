@@ -99,6 +99,41 @@ pub fn bridge_call(lua: &mlua::Lua, call_args: MultiValue) -> mlua::Result<(Valu
     })
 }
 
+/// redis.acl_check_cmd: whether the script's user may run this command
+/// with these arguments, keys and channels included (Redis 7.0's
+/// luaRedisAclCheckCmdPermissionsCommand; arity is not checked). `Err`
+/// holds the error the script raises.
+pub fn acl_check(args: MultiValue) -> Result<bool, String> {
+    with_bridge(|bridge| {
+        let argv = lua_argv(&args)?;
+        let argv: Vec<&[u8]> = argv.iter().map(Vec::as_slice).collect();
+        let Ok(command) = cmd::resolve(&argv) else {
+            return Err("ERR Invalid command passed to redis.acl_check_cmd()".to_string());
+        };
+        let user = &bridge.client.user;
+        Ok(user.unrestricted() || crate::acl::check(user, command, &argv).is_ok())
+    })
+    .unwrap_or_else(|| {
+        Err("ERR redis.acl_check_cmd can only be called inside a script invocation".to_string())
+    })
+}
+
+/// A redis lib call's arguments as a command's: strings as they are,
+/// numbers formatted as Redis formats them.
+fn lua_argv(args: &MultiValue) -> Result<Vec<Vec<u8>>, String> {
+    if args.is_empty() {
+        return Err("ERR Please specify at least one argument for this redis lib call".to_string());
+    }
+    args.iter()
+        .map(|value| match value {
+            Value::String(s) => Ok(s.as_bytes().to_vec()),
+            Value::Integer(i) => Ok(crate::float::format_g17(*i as f64).into_bytes()),
+            Value::Number(n) => Ok(crate::float::format_g17(*n).into_bytes()),
+            _ => Err("ERR Lua redis lib command arguments must be strings or integers".to_string()),
+        })
+        .collect()
+}
+
 fn call_command(
     lua: &mlua::Lua,
     bridge: &mut Bridge<'_, '_>,

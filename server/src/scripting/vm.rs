@@ -20,7 +20,7 @@ use mlua::{Function, Lua, LuaOptions, RegistryKey, StdLib, Table, Value};
 /// (`super::bridge_call`). The chunk name `=redis_lib` lets the error handler
 /// skip these frames and report the user's line, as Redis does.
 const REDIS_LIB: &str = r#"
-local sha1hex, log, call, pcall, setresp = ...
+local sha1hex, log, call, pcall, setresp, acl_check_cmd = ...
 local error, type = error, type
 local redis = {}
 redis.call = call
@@ -43,6 +43,7 @@ redis.status_reply = function(msg)
   return {ok=msg}
 end
 redis.sha1hex = sha1hex
+redis.acl_check_cmd = acl_check_cmd
 redis.log = log
 redis.LOG_DEBUG, redis.LOG_VERBOSE, redis.LOG_NOTICE, redis.LOG_WARNING = 0, 1, 2, 3
 redis.REPL_NONE, redis.REPL_AOF, redis.REPL_SLAVE, redis.REPL_REPLICA, redis.REPL_ALL = 0, 1, 2, 2, 3
@@ -301,8 +302,35 @@ impl Vm {
             // SAFETY: Lua library openers, called as Lua functions.
             unsafe { lua.create_c_function(open)? }.call::<()>(())?;
         }
-        let sha1hex =
-            lua.create_function(|_, text: mlua::String| Ok(sha1_hex(&text.as_bytes())))?;
+        // Redis's luaRedisSha1hexCommand: one argument, taken as
+        // lua_tolstring takes it (strings and numbers; anything else
+        // hashes as the empty string).
+        let sha1hex = lua.create_function(|lua, args: mlua::MultiValue| {
+            if args.len() != 1 {
+                return Err(mlua::Error::external(CallError {
+                    message: "ERR wrong number of arguments".to_string(),
+                    counted: false,
+                }));
+            }
+            let text = match &args[0] {
+                Value::String(_) | Value::Integer(_) | Value::Number(_) => {
+                    lua.coerce_string(args[0].clone())?
+                }
+                _ => None,
+            };
+            Ok(sha1_hex(
+                &text.map(|t| t.as_bytes().to_vec()).unwrap_or_default(),
+            ))
+        })?;
+        let acl_check_cmd = lua.create_function(|_, args: mlua::MultiValue| {
+            match super::bridge::acl_check(args) {
+                Ok(allowed) => Ok(allowed),
+                Err(message) => Err(mlua::Error::external(CallError {
+                    message,
+                    counted: false,
+                })),
+            }
+        })?;
         let log =
             lua.create_function(|_, (level, args): (i64, mlua::Variadic<mlua::String>)| {
                 let text: Vec<String> = args
@@ -341,10 +369,14 @@ impl Vm {
             super::set_resp(version);
             Ok(())
         })?;
-        let redis: Table = lua
-            .load(REDIS_LIB)
-            .set_name("=redis_lib")
-            .call((sha1hex, log, call, pcall, setresp))?;
+        let redis: Table = lua.load(REDIS_LIB).set_name("=redis_lib").call((
+            sha1hex,
+            log,
+            call,
+            pcall,
+            setresp,
+            acl_check_cmd,
+        ))?;
         globals.raw_set("redis", redis.clone())?;
         globals.raw_set("server", redis)?;
         let debug: Table = globals.get("debug")?;

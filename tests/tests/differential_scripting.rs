@@ -123,6 +123,48 @@ async fn conversions_and_errors_match_redis() {
     run(commands).await;
 }
 
+/// Scripts past maxmemory (Redis's scriptVerifyOOM): a script flagged
+/// allow-oom writes; any other is refused its first command that may grow
+/// memory, and once it has written, its later writes go through.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn scripts_past_maxmemory_match_redis() {
+    let mut commands = vec![
+        cmd(&["SET", "x", "123"]),
+        cmd(&["CONFIG", "SET", "maxmemory", "1"]),
+    ];
+    for (script, keys) in [
+        ("redis.call('set', 'x', 1)\nreturn 1", &["x"][..]),
+        ("return redis.call('get', 'x')", &["x"]),
+        ("#!lua flags=\nreturn 1", &[]),
+        (
+            "#!lua flags=allow-oom\nredis.call('set', 'x', 1)\nreturn 1",
+            &["x"],
+        ),
+        (
+            "#!lua flags=no-writes\nredis.call('get', 'x')\nreturn 1",
+            &[],
+        ),
+        // DEL may not grow memory: after it, the script has written.
+        (
+            "redis.call('del', 'x'); redis.call('set', 'x', 5); return redis.call('get', 'x')",
+            &["x"],
+        ),
+        (
+            "return {redis.pcall('set', 'x', 1), redis.pcall('set', 'x', 2)}",
+            &["x"],
+        ),
+        (
+            "redis.call('get', 'x'); return redis.call('rpush', 'l', 'a')",
+            &["l"],
+        ),
+    ] {
+        commands.push(eval(script, keys, &[]));
+    }
+    commands.push(cmd(&["CONFIG", "SET", "maxmemory", "0"]));
+    commands.push(cmd(&["GET", "x"]));
+    run(commands).await;
+}
+
 /// redis.sha1hex's arity and argument types, and redis.acl_check_cmd
 /// (Redis 7.0) for the default user and for a user limited to SET on one
 /// key: answers and error texts as Redis gives them.

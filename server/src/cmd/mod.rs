@@ -539,7 +539,12 @@ fn rejection(ctx: &mut Ctx<'_>, command: &'static Command, argv: &[&[u8]]) -> Op
     {
         // A monitor is a replica to Redis, and replicas may not touch keys.
         Some(Reply::error("ERR Replica can't interact with the keyspace"))
-    } else if command.flags & flags::DENYOOM != 0 && over_maxmemory(ctx, argv) {
+    } else if command.flags & flags::DENYOOM != 0
+        && !ctx.client.in_script
+        && over_maxmemory(ctx, argv)
+    {
+        // A script's commands are checked by the bridge, by Redis's rules
+        // for scripts (`scripting::bridge`).
         Some(Reply::error(error::OOM))
     } else if (command.flags & flags::WRITE != 0 || command.name == "ping")
         && ctx

@@ -52,6 +52,12 @@ pub(super) struct Bridge<'r, 'h> {
     pub(super) undo: UndoLog,
     pub(super) run: &'r RunState,
     pub(super) read_only: bool,
+    /// The script's `allow-oom` flag: no command of it is refused for
+    /// maxmemory.
+    pub(super) allow_oom: bool,
+    /// The server was past maxmemory when the script started (Redis's
+    /// pre_command_oom_state).
+    pub(super) oom_at_start: bool,
     pub(super) declared_run: bool,
     pub(super) now_ms: u64,
     pub(super) resp3: bool,
@@ -252,6 +258,18 @@ fn run_command(
             Some(command),
             "ERR Write commands are not allowed from read-only scripts.",
         );
+    }
+    // Redis's scriptVerifyOOM: a command that may grow memory is refused
+    // only while the script has written nothing (it cannot be stopped
+    // half-way through its writes), only if the server was past maxmemory
+    // when the script started, and never in a script flagged allow-oom.
+    // The dispatcher leaves a script's commands to this check.
+    if command.flags & flags::DENYOOM != 0
+        && bridge.oom_at_start
+        && !bridge.allow_oom
+        && !bridge.run.wrote.load(Ordering::SeqCst)
+    {
+        return refused(lua, bridge, Some(command), cmd::error::OOM);
     }
     let base = command.name.split('|').next().unwrap_or("");
     if bridge.declared_run && WHOLE_KEYSPACE.contains(&base) {

@@ -411,6 +411,8 @@ fn run_once(
         undo: std::mem::take(undo),
         run,
         read_only,
+        allow_oom: script.flags.allow_oom,
+        oom_at_start: shared.over_maxmemory(),
         declared_run,
         now_ms: ctx.now_ms,
         resp3: false,

@@ -412,7 +412,12 @@ fn run_once(
         run,
         read_only,
         allow_oom: script.flags.allow_oom,
-        oom_at_start: shared.over_maxmemory(),
+        // As the dispatcher tests a command that may grow memory, counting
+        // the script call's own arguments (Redis counts them in its used
+        // memory, so EVAL on an empty server past `maxmemory 1` is over).
+        oom_at_start: shared.over_maxmemory_with(
+            script.body.len() + keys.iter().chain(args).map(|a| a.len()).sum::<usize>(),
+        ),
         declared_run,
         now_ms: ctx.now_ms,
         resp3: false,

@@ -249,6 +249,29 @@ async fn keyspace_commands_match_redis() {
         SET l aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa
         OBJECT ENCODING l
         OBJECT ENCODING missing
+        OBJECT REFCOUNT n
+        OBJECT REFCOUNT s
+        OBJECT REFCOUNT l
+        OBJECT REFCOUNT missing
+        SET zero 0
+        SET top 9999
+        SET past 10000
+        SET neg -1
+        SET padded 0123
+        INCR counter
+        RPUSH list a
+        OBJECT REFCOUNT zero
+        OBJECT REFCOUNT top
+        OBJECT REFCOUNT past
+        OBJECT REFCOUNT neg
+        OBJECT REFCOUNT padded
+        OBJECT REFCOUNT counter
+        OBJECT REFCOUNT list
+        OBJECT REFCOUNT
+        OBJECT FREQ n
+        OBJECT FREQ list
+        OBJECT FREQ missing
+        OBJECT FREQ a b
         OBJECT FOO
         OBJECT
     "#)

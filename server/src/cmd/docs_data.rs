@@ -6830,6 +6830,37 @@ pub static DOCS: &[(&str, CommandDoc)] = &[
         },
     ),
     (
+        "object|freq",
+        CommandDoc {
+            summary: "Get the logarithmic access frequency counter of a Redis object",
+            since: "4.0.0",
+            group: "generic",
+            complexity: Some("O(1)"),
+            doc_flags: &[],
+            deprecated_since: None,
+            replaced_by: None,
+            history: &[],
+            arguments: &[
+        DocArg {
+            name: "key",
+            kind: "key",
+            key_spec_index: 0,
+            token: None,
+            summary: None,
+            since: None,
+            deprecated_since: None,
+            flags: &[],
+            arguments: &[],
+        },
+    ],
+            tips: &["nondeterministic_output"],
+            acl_categories: &["keyspace"],
+            key_specs: &[
+                KeySpecDoc { notes: None, flags: &["RO"], begin_search: BeginSearch::Index(2), find_keys: FindKeys::Range { lastkey: 0, keystep: 1, limit: 0 } },
+            ],
+        },
+    ),
+    (
         "object|help",
         CommandDoc {
             summary: "Show helpful text about the different subcommands",
@@ -6844,6 +6875,37 @@ pub static DOCS: &[(&str, CommandDoc)] = &[
             tips: &[],
             acl_categories: &["keyspace"],
             key_specs: &[],
+        },
+    ),
+    (
+        "object|refcount",
+        CommandDoc {
+            summary: "Get the number of references to the value of the key",
+            since: "2.2.3",
+            group: "generic",
+            complexity: Some("O(1)"),
+            doc_flags: &[],
+            deprecated_since: None,
+            replaced_by: None,
+            history: &[],
+            arguments: &[
+        DocArg {
+            name: "key",
+            kind: "key",
+            key_spec_index: 0,
+            token: None,
+            summary: None,
+            since: None,
+            deprecated_since: None,
+            flags: &[],
+            arguments: &[],
+        },
+    ],
+            tips: &["nondeterministic_output"],
+            acl_categories: &["keyspace"],
+            key_specs: &[
+                KeySpecDoc { notes: None, flags: &["RO"], begin_search: BeginSearch::Index(2), find_keys: FindKeys::Range { lastkey: 0, keystep: 1, limit: 0 } },
+            ],
         },
     ),
     (

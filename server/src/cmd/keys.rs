@@ -652,7 +652,41 @@ pub fn object_encoding(ctx: &mut Ctx<'_>, argv: &[&[u8]]) -> Reply {
     }
 }
 
-/// OBJECT HELP
+/// Redis's reference count of a shared object (OBJ_SHARED_REFCOUNT).
+const SHARED_REFCOUNT: i64 = i32::MAX as i64;
+/// Redis shares the integer values 0..OBJ_SHARED_INTEGERS between keys.
+const SHARED_INTEGERS: i64 = 10_000;
+
+/// OBJECT REFCOUNT key: 1, or Redis's shared-object count for an integer
+/// value Redis keeps shared (0 to 9999; Redis shares them under every
+/// policy but LRU and LFU ones, and tally runs noeviction only).
+pub fn object_refcount(ctx: &mut Ctx<'_>, argv: &[&[u8]]) -> Reply {
+    let key = ctx.key(argv[2]);
+    let mut shard = ctx.lock(key);
+    match shard.lookup_read(key, ctx.now_ms).map(|e| e.value()) {
+        Some(ValueRef::Int(n)) if (0..SHARED_INTEGERS).contains(&n) => Reply::Int(SHARED_REFCOUNT),
+        Some(_) => Reply::Int(1),
+        None => Reply::Nil,
+    }
+}
+
+/// OBJECT FREQ key: tally runs noeviction only, so no access frequency is
+/// kept, and Redis answers this error under any policy but an LFU one.
+pub fn object_freq(ctx: &mut Ctx<'_>, argv: &[&[u8]]) -> Reply {
+    let key = ctx.key(argv[2]);
+    let mut shard = ctx.lock(key);
+    if shard.lookup_read(key, ctx.now_ms).is_none() {
+        return Reply::Nil;
+    }
+    Reply::error(
+        "ERR An LFU maxmemory policy is not selected, access frequency not tracked. \
+         Please note that when switching between policies at runtime LRU and LFU data \
+         will take some time to adjust.",
+    )
+}
+
+/// OBJECT HELP (without Redis's IDLETIME: tally keeps no access times,
+/// and refuses it as an unknown subcommand).
 pub fn object_help(_ctx: &mut Ctx<'_>, _argv: &[&[u8]]) -> Reply {
     super::server::help_reply(
         "OBJECT",
@@ -660,6 +694,12 @@ pub fn object_help(_ctx: &mut Ctx<'_>, _argv: &[&[u8]]) -> Reply {
             "ENCODING <key>",
             "    Return the kind of internal representation used in order to store the value",
             "    associated with a <key>.",
+            "FREQ <key>",
+            "    Return the access frequency index of the <key>. The returned integer is",
+            "    proportional to the logarithm of the recent access frequency of the key.",
+            "REFCOUNT <key>",
+            "    Return the number of references of the value associated with the specified",
+            "    <key>.",
         ],
     )
 }

@@ -121,7 +121,9 @@ pub(super) static FUNCTION_SUBCOMMANDS: &[Command] = &[
 #[rustfmt::skip]
 pub(super) static OBJECT_SUBCOMMANDS: &[Command] = &[
     row("object|encoding", 3, READONLY, KeySpec { first: 2, last: 2, step: 1 }, keys::object_encoding, "generic", "2.2.3", "Returns the internal encoding of a Redis object."),
+    row("object|freq", 3, READONLY, KeySpec { first: 2, last: 2, step: 1 }, keys::object_freq, "generic", "4.0.0", "Returns the logarithmic access frequency counter of a Redis object."),
     row("object|help", 2, LOADING | STALE, NO_KEYS, keys::object_help, "generic", "6.2.0", "Returns helpful text about the different subcommands."),
+    row("object|refcount", 3, READONLY, KeySpec { first: 2, last: 2, step: 1 }, keys::object_refcount, "generic", "2.2.3", "Returns the reference count of a value of a key."),
 ];
 
 pub(super) static PUBSUB_SUBCOMMANDS: &[Command] = &[

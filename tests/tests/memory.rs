@@ -107,3 +107,56 @@ async fn used_memory_counts_keys_and_returns_to_zero_when_they_go() {
     conn.line("FLUSHALL").await;
     assert_eq!(shared.store.used_memory(), 0);
 }
+
+/// A known limiter script called while the keyspace is just under
+/// maxmemory but over it with the call's own arguments counted: the
+/// native run and the Lua run (`lua-native-scripts no`) decide alike,
+/// both refusing the write with the Lua run's OOM error.
+#[tokio::test]
+async fn native_and_lua_runs_refuse_alike_at_the_maxmemory_edge() {
+    let script = std::fs::read_to_string(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../lua/scripts/sliding_window.lua"
+    ))
+    .unwrap();
+    let mut replies = Vec::new();
+    for native in [true, false] {
+        let server = TestServer::start_with(|c| c.lua_native_scripts = native).await;
+        let mut conn = server.raw().await;
+        assert_eq!(conn.line("SET filler 1").await, "+OK\r\n");
+        let info = String::from_utf8(conn.cmd(&["INFO", "memory"]).await).unwrap();
+        let used: u64 = info
+            .lines()
+            .find_map(|l| l.strip_prefix("used_memory:"))
+            .and_then(|v| v.trim().parse().ok())
+            .expect("used_memory in INFO");
+        // Under the limit by 8 bytes; the call's arguments are far more.
+        let limit = (used + 8).to_string();
+        assert_eq!(
+            conn.cmd(&["CONFIG", "SET", "maxmemory", &limit]).await,
+            b"+OK\r\n"
+        );
+        let keys = ["rl:{u}:c", "rl:{u}:p"];
+        let reply = conn
+            .cmd(&[
+                "EVAL",
+                &script,
+                "2",
+                keys[0],
+                keys[1],
+                "10",
+                "60",
+                "1720000030",
+                "1",
+            ])
+            .await;
+        assert_eq!(conn.line("EXISTS rl:{u}:c").await, ":0\r\n");
+        replies.push(String::from_utf8(reply).unwrap());
+    }
+    assert_eq!(replies[0], replies[1]);
+    assert!(
+        replies[0].starts_with("-OOM command not allowed when used memory > 'maxmemory'."),
+        "{}",
+        replies[0]
+    );
+}

@@ -271,6 +271,23 @@ impl Scripts {
     }
 }
 
+/// The server is past maxmemory as a script call starts (Redis's
+/// pre_command_oom_state), tested as the dispatcher tests a command that
+/// may grow memory: counting the call's own arguments (Redis counts them
+/// in its used memory, so EVAL on an empty server past `maxmemory 1` is
+/// over). The native path and the Lua run both decide by this, so they
+/// refuse the same calls.
+fn over_maxmemory_at_start(
+    shared: &crate::state::Shared,
+    script: &Script,
+    keys: &[&[u8]],
+    args: &[&[u8]],
+) -> bool {
+    shared.over_maxmemory_with(
+        script.body.len() + keys.iter().chain(args).map(|a| a.len()).sum::<usize>(),
+    )
+}
+
 /// Runs a loaded script with its keys and arguments (EVAL, EVALSHA and their
 /// _RO forms), atomically.
 pub fn eval(
@@ -286,7 +303,8 @@ pub fn eval(
         if shared.scripts.native_enabled.load(Ordering::Relaxed)
             && native::permitted(ctx, index, keys)
         {
-            if let Some(reply) = native::run(ctx, index, keys, args, read_only) {
+            let over_maxmemory = over_maxmemory_at_start(shared, script, keys, args);
+            if let Some(reply) = native::run(ctx, index, keys, args, read_only, over_maxmemory) {
                 // Counted per batch, like command statistics.
                 ctx.client.batch.native_script_runs[index] += 1;
                 // Every known limiter script GETs its keys.
@@ -412,12 +430,7 @@ fn run_once(
         run,
         read_only,
         allow_oom: script.flags.allow_oom,
-        // As the dispatcher tests a command that may grow memory, counting
-        // the script call's own arguments (Redis counts them in its used
-        // memory, so EVAL on an empty server past `maxmemory 1` is over).
-        oom_at_start: shared.over_maxmemory_with(
-            script.body.len() + keys.iter().chain(args).map(|a| a.len()).sum::<usize>(),
-        ),
+        oom_at_start: over_maxmemory_at_start(shared, script, keys, args),
         declared_run,
         now_ms: ctx.now_ms,
         resp3: false,

@@ -112,12 +112,15 @@ fn propagate(ctx: &mut Ctx<'_>, changes: impl IntoIterator<Item = Argv>) {
 }
 
 /// Runs known script `index` natively, or returns `None` to run Lua.
+/// `over_maxmemory`: the server was past maxmemory as the call started
+/// (then a run that writes is left to Lua, whose first write is refused).
 pub fn run(
     ctx: &mut Ctx<'_>,
     index: usize,
     keys: &[&[u8]],
     args: &[&[u8]],
     read_only: bool,
+    over_maxmemory: bool,
 ) -> Option<Reply> {
     let twin = tally_lua::SCRIPTS[index].twin;
     let now = ctx.now_ms;
@@ -139,7 +142,7 @@ pub fn run(
             if let Some(seconds) = outcome.incr_and_expire_secs {
                 // Writes past maxmemory or from EVAL_RO fail inside the
                 // script with errors Lua formats; let Lua produce them.
-                if read_only || ctx.shared.over_maxmemory() {
+                if read_only || over_maxmemory {
                     return None;
                 }
                 let deadline = incr_and_expire(&mut locked, current_key, 1, seconds, now);
@@ -157,7 +160,7 @@ pub fn run(
             let stored = counters(&mut locked, &keys, now)?;
             let outcome =
                 multi_limit::run(keys.len(), args, ctx.shared.clock.now_us(), &stored).ok()?;
-            if !outcome.writes.is_empty() && (read_only || ctx.shared.over_maxmemory()) {
+            if !outcome.writes.is_empty() && (read_only || over_maxmemory) {
                 return None;
             }
             // INCRBY applies to the value as it is at that point, so a key
@@ -190,7 +193,7 @@ pub fn run(
             let stored = counters(&mut locked, &keys, now)?;
             let names: Vec<&[u8]> = keys.iter().map(|k| k.bytes).collect();
             let outcome = lease::run(&names, args, ctx.shared.clock.now_us(), &stored).ok()?;
-            if !outcome.writes.is_empty() && (read_only || ctx.shared.over_maxmemory()) {
+            if !outcome.writes.is_empty() && (read_only || over_maxmemory) {
                 return None;
             }
             // The twin gives back at most what a key holds and bounds every

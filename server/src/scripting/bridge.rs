@@ -124,18 +124,31 @@ pub fn acl_check(args: MultiValue) -> Result<bool, String> {
     })
 }
 
-/// A redis lib call's arguments as a command's: strings as they are,
-/// numbers formatted as Redis formats them.
+/// A redis lib call with no argument.
+const NO_ARGUMENTS: &str = "ERR Please specify at least one argument for this redis lib call";
+/// A redis lib call with an argument that is neither a string nor a number.
+const BAD_ARGUMENT: &str = "ERR Lua redis lib command arguments must be strings or integers";
+
+/// A number argument of a redis lib call as Redis formats it into the
+/// command's argument; `None` for anything else.
+fn formatted_number(value: &Value) -> Option<Vec<u8>> {
+    match value {
+        Value::Integer(i) => Some(crate::float::format_g17(*i as f64).into_bytes()),
+        Value::Number(n) => Some(crate::float::format_g17(*n).into_bytes()),
+        _ => None,
+    }
+}
+
+/// A redis lib call's arguments as a command's, copied (redis.call
+/// borrows its strings instead: see `run_command`).
 fn lua_argv(args: &MultiValue) -> Result<Vec<Vec<u8>>, String> {
     if args.is_empty() {
-        return Err("ERR Please specify at least one argument for this redis lib call".to_string());
+        return Err(NO_ARGUMENTS.to_string());
     }
     args.iter()
         .map(|value| match value {
             Value::String(s) => Ok(s.as_bytes().to_vec()),
-            Value::Integer(i) => Ok(crate::float::format_g17(*i as f64).into_bytes()),
-            Value::Number(n) => Ok(crate::float::format_g17(*n).into_bytes()),
-            _ => Err("ERR Lua redis lib command arguments must be strings or integers".to_string()),
+            other => formatted_number(other).ok_or_else(|| BAD_ARGUMENT.to_string()),
         })
         .collect()
 }
@@ -163,10 +176,7 @@ fn run_command(
         return lua_error(lua, "ERR script is being re-run holding every shard");
     }
     if call_args.is_empty() {
-        return lua_error(
-            lua,
-            "ERR Please specify at least one argument for this redis lib call",
-        );
+        return lua_error(lua, NO_ARGUMENTS);
     }
     // Strings are borrowed from Lua; numbers are formatted as Redis does.
     let mut owned: Vec<Vec<u8>> = Vec::new();
@@ -174,20 +184,13 @@ fn run_command(
     for value in call_args.iter() {
         match value {
             Value::String(s) => strings.push(Some(s.as_bytes())),
-            Value::Integer(i) => {
-                owned.push(crate::float::format_g17(*i as f64).into_bytes());
-                strings.push(None);
-            }
-            Value::Number(n) => {
-                owned.push(crate::float::format_g17(*n).into_bytes());
-                strings.push(None);
-            }
-            _ => {
-                return lua_error(
-                    lua,
-                    "ERR Lua redis lib command arguments must be strings or integers",
-                )
-            }
+            other => match formatted_number(other) {
+                Some(number) => {
+                    owned.push(number);
+                    strings.push(None);
+                }
+                None => return lua_error(lua, BAD_ARGUMENT),
+            },
         }
     }
     let mut formatted = owned.iter();

@@ -71,7 +71,7 @@ fn number<T: std::str::FromStr>(text: &str, what: &str) -> Result<T, String> {
 impl NodeLine {
     /// Parses one node line.
     pub fn parse(line: &str) -> Result<NodeLine, String> {
-        let words: Vec<&str> = line.split(' ').filter(|w| !w.is_empty()).collect();
+        let words = words(line);
         if words.len() < 8 {
             return Err(
                 "Unrecoverable error: corrupted cluster config file \"".to_string() + line + "\".",
@@ -180,7 +180,7 @@ impl NodesConf {
                 continue;
             }
             if let Some(vars) = line.strip_prefix("vars ") {
-                let words: Vec<&str> = vars.split(' ').filter(|w| !w.is_empty()).collect();
+                let words = words(vars);
                 for pair in words.chunks(2) {
                     match pair {
                         ["currentEpoch", n] => conf.current_epoch = number(n, "currentEpoch")?,
@@ -224,6 +224,15 @@ impl NodesConf {
     }
 }
 
+/// A line's words: Redis reads nodes.conf with `sdssplitargs`, which
+/// splits on C's `isspace` (space, tab, CR, LF, vertical tab, form feed),
+/// so a stray CR or tab inside a line separates words there too.
+fn words(line: &str) -> Vec<&str> {
+    line.split([' ', '\t', '\n', '\x0b', '\x0c', '\r'])
+        .filter(|w| !w.is_empty())
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -235,6 +244,27 @@ mod tests {
 e7d1eecce10fd6bb5eb35b9f99a514335d9ba9ca 127.0.0.1:30001@40001,node-1.example myself,master - 0 0 1 connected 0-5460 [100->-292f8b365bb7edb5e285caf0b7e6ddc7265d2f4f] [5461-<-67ed2db8d677e59ec4a4cefb06858cf2a1a89fa1]
 vars currentEpoch 6 lastVoteEpoch 0
 ";
+
+    /// A CR or tab inside a line separates words, as Redis's
+    /// `sdssplitargs` reads it; a CR before a line's trailing space used to
+    /// stay in the last word and come back stripped after one rendering
+    /// (found by the cluster_bus fuzz target).
+    #[test]
+    fn carriage_returns_and_tabs_inside_a_line_separate_words() {
+        let text = "e7d1eecce10fd6bb5eb35b9f99a514335d9ba9ca\t127.0.0.1:30001@40001 myself,master - 0 0 1 connected\r \nvars currentEpoch 0\rlastVoteEpoch 0\n";
+        let conf = NodesConf::parse(text).expect("parses");
+        assert_eq!(conf.nodes[0].link, "connected");
+        assert_eq!(conf.nodes[0].port, 30001);
+        let rendered = conf.render();
+        assert_eq!(
+            rendered,
+            "e7d1eecce10fd6bb5eb35b9f99a514335d9ba9ca 127.0.0.1:30001@40001 myself,master - 0 0 1 connected\nvars currentEpoch 0 lastVoteEpoch 0\n"
+        );
+        assert_eq!(
+            NodesConf::parse(&rendered).expect("parses").render(),
+            rendered
+        );
+    }
 
     #[test]
     fn a_redis_nodes_conf_round_trips() {

@@ -81,6 +81,15 @@ async fn a_lone_cluster_node_answers_as_redis() {
         CLUSTER COUNTKEYSINSLOT 12182
         CLUSTER GETKEYSINSLOT 12182 10
         EVAL return 1 0
+        EVAL return(KEYS[2]) 2 {t}a {t}b
+        EVAL return(KEYS[2]) 2 a b
+        EVAL return(1) 1 a
+        EVAL return(1) 3 {t}a {t}b c
+        EVAL return(1) 5 {t}a
+        MGET {t}a {t}b x
+        DEL {t}x {t}y {t}z
+        MSET {t}a 1 {t}b 2 {t}c 3
+        MSET {t}a 1 {t}b 2 c 3
         CLUSTER DELSLOTS 12182
         GET foo
         CLUSTER INFO

@@ -98,9 +98,9 @@ pub struct ClientState {
     /// Set when a key of the command just dispatched is in the middle of a
     /// MIGRATE: it did not run, and runs again once the key is moved.
     pub awaits_migration: bool,
-    /// The slot of the command's first key, computed once by the slot gate
+    /// The slots of the command's keys, computed once by the slot gate
     /// and taken by routing.
-    pub first_key_slot: Option<u16>,
+    pub gate_slots: routing::GateSlots,
     /// ASKING was sent: the next command may use a slot being imported
     /// (kept until EXEC inside a transaction, as Redis).
     pub asking: bool,
@@ -142,7 +142,7 @@ impl ClientState {
             reply_errors_counted: false,
             postponed: false,
             awaits_migration: false,
-            first_key_slot: None,
+            gate_slots: routing::GateSlots::Unknown,
             asking: false,
             migration: None,
             tracking: None,
@@ -765,7 +765,7 @@ fn check_and_call(
 ) -> Reply {
     let _gate = slot_gate(ctx, command, argv);
     let rejected = rejection(ctx, command, argv);
-    ctx.client.first_key_slot = None;
+    ctx.client.gate_slots = routing::GateSlots::Unknown;
     if let Some(reply) = rejected {
         if ctx.client.awaits_migration {
             // Not refused: it runs again once its keys are moved.

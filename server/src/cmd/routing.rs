@@ -12,14 +12,38 @@ pub(super) fn is_cluster_redirection(reply: &Reply) -> bool {
         .any(|code| text.starts_with(code)))
 }
 
+/// What the slot gate learned of a command's keys, kept for routing so
+/// that no key is hashed twice.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum GateSlots {
+    /// Nothing computed (no keys, or not a client's own command).
+    #[default]
+    Unknown,
+    /// The first key's slot; the others are in other slots, or were not
+    /// looked at.
+    First(u16),
+    /// Every key of the command is in this slot.
+    All(u16),
+}
+
+impl GateSlots {
+    fn first(self) -> Option<u16> {
+        match self {
+            GateSlots::Unknown => None,
+            GateSlots::First(slot) | GateSlots::All(slot) => Some(slot),
+        }
+    }
+}
+
 /// Cluster routing of a client's command (Redis's getNodeByQuery): every
 /// key in one slot (EXEC: every queued command's), the slot served here and
 /// the cluster up; in a slot being moved, which keys exist decides.
 /// Commands run by EXEC or a script were routed with it.
 ///
-/// Inlined: most commands take one key at a fixed position, whose slot the
-/// slot gate has computed, in a stable cluster; they leave here after a
-/// few loads. The rest go on to [`routed_in_full`].
+/// Inlined: most commands' keys (one key, keys at fixed positions, EVAL's
+/// counted keys) were hashed by the slot gate, and in a stable cluster
+/// that serves their one slot they leave here after a few loads. The rest
+/// go on to [`routed_in_full`].
 #[inline(always)]
 pub(super) fn routed(
     ctx: &mut Ctx<'_>,
@@ -30,16 +54,10 @@ pub(super) fn routed(
     if ctx.held.is_some() || ctx.client.in_script {
         return None;
     }
-    let spec = command.keys;
-    if command.flags & flags::MOVABLE_KEYS == 0
-        && spec.first > 0
-        && spec.last_position(argv.len()) == spec.first
-    {
-        if let Some(slot) = ctx.client.first_key_slot {
-            if cluster.serves_plainly(slot) {
-                ctx.client.first_key_slot = None;
-                return None;
-            }
+    if let GateSlots::All(slot) = ctx.client.gate_slots {
+        if cluster.serves_plainly(slot) {
+            ctx.client.gate_slots = GateSlots::Unknown;
+            return None;
         }
     }
     routed_in_full(ctx, cluster, command, argv)
@@ -90,7 +108,7 @@ pub(super) fn routed_in_full(
             }
         };
         // The first key's slot, if the slot gate computed it already.
-        let mut known = ctx.client.first_key_slot.take();
+        let mut known = std::mem::take(&mut ctx.client.gate_slots).first();
         if !movable {
             // Keys at fixed positions, without allocating.
             let spec = command.keys;
@@ -231,24 +249,45 @@ pub(super) fn slot_gate<'a>(
         return None;
     }
     // Without allocating in the common cases (keys at fixed positions,
-    // EVAL's counted keys); routing reuses the first key's slot.
-    let first_key = if command.flags & flags::MOVABLE_KEYS == 0 {
-        let first = command.keys.first as usize;
+    // EVAL's counted keys): every key's slot, for routing to reuse.
+    let gate_slots = if command.flags & flags::MOVABLE_KEYS == 0 {
+        let spec = command.keys;
+        let first = spec.first as usize;
         if first == 0 || first >= argv.len() {
             return transaction_gate(ctx, cluster, command);
         }
-        first
+        let last = spec.last_position(argv.len()).max(spec.first) as usize;
+        slots_of(argv, (first..=last).step_by(spec.step.max(1) as usize))
     } else if let Some(range) = command.counted_key_range(argv) {
-        (!range.is_empty()).then_some(range.start)?
+        if range.is_empty() {
+            return None;
+        }
+        slots_of(argv, range)
     } else if command.name == "migrate" {
         // MIGRATE closes its slots' gates itself (cmd/migrate.rs).
         return None;
     } else {
-        *command.key_positions(argv).first()?
+        let first = *command.key_positions(argv).first()?;
+        GateSlots::First(tally_cluster::slot::key_slot(argv[first]))
     };
-    let slot = tally_cluster::slot::key_slot(argv[first_key]);
-    ctx.client.first_key_slot = Some(slot);
-    Some(cluster.enter(slot))
+    ctx.client.gate_slots = gate_slots;
+    Some(cluster.enter(gate_slots.first()?))
+}
+
+/// The slots of the keys at `positions` (at least one, all inside `argv`):
+/// `All` when they share one, else the first's (routing answers CROSSSLOT
+/// from there).
+#[inline(always)]
+fn slots_of(argv: &[&[u8]], mut positions: impl Iterator<Item = usize>) -> GateSlots {
+    let slot = |i: usize| tally_cluster::slot::key_slot(argv[i]);
+    let Some(first) = positions.next().map(slot) else {
+        return GateSlots::Unknown;
+    };
+    if positions.all(|i| slot(i) == first) {
+        GateSlots::All(first)
+    } else {
+        GateSlots::First(first)
+    }
 }
 
 /// EXEC's gate: its first queued key's slot. `None` for other commands

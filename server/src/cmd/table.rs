@@ -129,12 +129,19 @@ impl KeySpec {
 /// Commands whose keys are counted by an argument (Redis's movable keys):
 /// where the count is, where the keys start, and whether a call without
 /// keys is an error (commands not flagged NO_MANDATORY_KEYS).
-pub fn counted_keys(name: &str) -> Option<(usize, usize, bool)> {
-    match name {
-        "eval" | "evalsha" | "eval_ro" | "evalsha_ro" => Some((2, 3, false)),
-        "sintercard" => Some((1, 2, true)),
-        _ => None,
+pub const fn counted_keys(name: &str) -> Option<(usize, usize, bool)> {
+    const SCRIPT_RUNS: [&str; 4] = ["eval", "evalsha", "eval_ro", "evalsha_ro"];
+    let mut i = 0;
+    while i < SCRIPT_RUNS.len() {
+        if const_str_eq(SCRIPT_RUNS[i], name) {
+            return Some((2, 3, false));
+        }
+        i += 1;
     }
+    if const_str_eq(name, "sintercard") {
+        return Some((1, 2, true));
+    }
+    None
 }
 
 /// MIGRATE's keys (Redis's migrateGetKeys): the key argument, or those
@@ -183,11 +190,11 @@ impl Command {
     /// allocation: cluster routing runs it for every script call.
     #[inline]
     pub fn counted_key_range(&self, argv: &[&[u8]]) -> Option<std::ops::Range<usize>> {
-        if self.flags & MOVABLE_KEYS == 0 {
-            return None;
-        }
-        let (count_at, first, _) = counted_keys(self.name)?;
-        let count = super::command::c_atoi(argv.get(count_at).copied().unwrap_or_default());
+        let (count_at, first, _) = self.counted?;
+        let count = match argv.get(count_at).copied().unwrap_or_default() {
+            [digit @ b'0'..=b'9'] => (digit - b'0') as i64,
+            text => super::command::c_atoi(text),
+        };
         let available = argv.len().saturating_sub(first) as i64;
         Some(if count < 1 || count > available {
             first..first
@@ -251,6 +258,9 @@ pub struct Command {
     pub summary: &'static str,
     /// Subcommands of a container command (CONFIG, CLIENT, ...).
     pub subcommands: &'static [Command],
+    /// [`counted_keys`] of its name, looked up once where the table is
+    /// built (EVALSHA's keys are found on every call of a cluster node).
+    counted: Option<(usize, usize, bool)>,
 }
 
 /// Shorthand for a table row.
@@ -279,6 +289,7 @@ pub(super) const fn row(
         since,
         summary,
         subcommands: &[],
+        counted: counted_keys(name),
     }
 }
 
@@ -344,6 +355,7 @@ const fn container(
         since,
         summary,
         subcommands,
+        counted: None,
     }
 }
 

@@ -257,7 +257,11 @@ pub(super) fn slot_gate<'a>(
             return transaction_gate(ctx, cluster, command);
         }
         let last = spec.last_position(argv.len()).max(spec.first) as usize;
-        slots_of(argv, (first..=last).step_by(spec.step.max(1) as usize))
+        if last == first {
+            GateSlots::All(tally_cluster::slot::key_slot(argv[first]))
+        } else {
+            slots_of(argv, (first..=last).step_by(spec.step.max(1) as usize))
+        }
     } else if let Some(range) = command.counted_key_range(argv) {
         if range.is_empty() {
             return None;

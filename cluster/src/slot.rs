@@ -11,31 +11,57 @@ const CRC16: Crc<u16, Table<16>> = Crc::<u16, Table<16>>::new(&CRC_16_XMODEM);
 #[inline]
 pub fn crc16(bytes: &[u8]) -> u16 {
     #[cfg(target_arch = "x86_64")]
-    if std::arch::is_x86_feature_detected!("pclmulqdq") {
+    if clmul_supported() {
         // SAFETY: the CPU has been seen to support the instructions.
         return unsafe { clmul::crc16(bytes) };
     }
     CRC16.checksum(bytes)
 }
 
-/// CRC16 by carry-less multiplication, 16 bytes per step: a table CRC
-/// costs a load and an xor per byte, and a cluster node hashes the key of
-/// every keyed command (callgrind: 66 instructions for a 16-byte key with
-/// slice-by-16 tables; about 30 here). The method is Intel's "Fast CRC
-/// Computation for Generic Polynomials Using PCLMULQDQ" cut down to one
-/// block: XMODEM's CRC of a message M is M(x)·x^16 mod P(x), its initial
-/// value is 0 (so zeros before a message change nothing, and a short
-/// message is a block with leading zeros), and the CRC of A‖B is that of
-/// B with CRC(A) added to its first two bytes.
+/// True when the CPU has carry-less multiplication and byte shuffles
+/// (every x86 CPU with the first has the second; both are checked).
+#[cfg(target_arch = "x86_64")]
+#[inline(always)]
+fn clmul_supported() -> bool {
+    std::arch::is_x86_feature_detected!("pclmulqdq") && std::arch::is_x86_feature_detected!("ssse3")
+}
+
+/// CRC16 by carry-less multiplication: a table CRC costs a load and an
+/// xor per byte, and a cluster node hashes the key of every keyed command
+/// (callgrind: 66 instructions for a 16-byte key with slice-by-16 tables).
+/// XMODEM's CRC of a message M is M(x)·x^16 mod P(x) with initial value 0,
+/// and that is linear: M is the sum of its 8-byte words, each times x to
+/// the power of the bits after it, so the CRC is the sum of each word times
+/// a constant (x^(bits after it + 16) mod P, 16 bits), one carry-less
+/// multiplication per word, all independent, then one reduction of the
+/// sum (at most 80 bits) to 16 bits. Keys of 8-32 bytes (most limiter and
+/// benchmark keys) take that route; longer ones fold 16-byte blocks one
+/// after another (Intel's "Fast CRC Computation for Generic Polynomials
+/// Using PCLMULQDQ", cut down to one block at a time).
 #[cfg(target_arch = "x86_64")]
 mod clmul {
     use std::arch::x86_64::{
-        _mm_clmulepi64_si128, _mm_cvtsi128_si32, _mm_cvtsi64_si128, _mm_slli_si128, _mm_xor_si128,
+        __m128i, _mm_and_si128, _mm_clmulepi64_si128, _mm_cmpeq_epi8, _mm_cvtsi128_si32,
+        _mm_cvtsi64_si128, _mm_load_si128, _mm_loadl_epi64, _mm_loadu_si128, _mm_move_epi64,
+        _mm_movemask_epi8, _mm_or_si128, _mm_set1_epi8, _mm_shuffle_epi8, _mm_slli_si128,
+        _mm_unpacklo_epi64, _mm_xor_si128,
     };
 
     /// P(x) = x^16 + x^12 + x^5 + 1.
     const P: u64 = 0x1_1021;
-    /// x^80 mod P: folds a block's high 64 bits onto its low ones.
+    /// x^(8k) mod P for k = 0..=26: the weight of a word whose last byte
+    /// is k - 3 bytes before the message's end, times x^16 (every weight
+    /// a word of a message of at most 32 bytes needs).
+    const BYTE_POWERS: [u64; 27] = {
+        let mut powers = [0u64; 27];
+        let mut k = 0;
+        while k < powers.len() {
+            powers[k] = x_pow_mod_p(8 * k as u32);
+            k += 1;
+        }
+        powers
+    };
+    /// x^80 mod P: the weight of the word 8 bytes before the end.
     const X80: u64 = x_pow_mod_p(80);
     /// x^64 mod P: folds the 16 bits above a 64-bit value onto it.
     const X64: u64 = x_pow_mod_p(64);
@@ -71,10 +97,15 @@ mod clmul {
         }
     }
 
-    #[target_feature(enable = "pclmulqdq")]
-    pub(super) unsafe fn crc16(bytes: &[u8]) -> u16 {
-        let first = match bytes.len() % 16 {
-            0 => 16.min(bytes.len()),
+    /// The CRC16 of `bytes`, any length.
+    #[target_feature(enable = "pclmulqdq,ssse3")]
+    pub(super) fn crc16(bytes: &[u8]) -> u16 {
+        let len = bytes.len();
+        if (8..=32).contains(&len) {
+            return words_crc16(bytes);
+        }
+        let first = match len % 16 {
+            0 => 16.min(len),
             n => n,
         };
         let (head, rest) = bytes.split_at(first);
@@ -86,6 +117,194 @@ mod clmul {
         crc
     }
 
+    /// The CRC16 of a key of 8 to 32 bytes without a `{` (so hashed
+    /// whole), its bytes loaded once into vector registers for both
+    /// questions; `None` for other keys.
+    #[target_feature(enable = "pclmulqdq,ssse3")]
+    pub(super) fn untagged_crc16(key: &[u8]) -> Option<u16> {
+        let len = key.len();
+        let braces = |v: __m128i| _mm_cmpeq_epi8(v, _mm_set1_epi8(b'{' as i8));
+        if (8..=16).contains(&len) {
+            let bytes = short_load(key);
+            if _mm_movemask_epi8(braces(bytes)) != 0 {
+                return None;
+            }
+            Some(short_crc16(bytes, len))
+        } else if (17..=32).contains(&len) {
+            let (head, tail) = long_load(key);
+            if _mm_movemask_epi8(_mm_or_si128(braces(head), braces(tail))) != 0 {
+                return None;
+            }
+            Some(long_crc16(head, tail, len))
+        } else {
+            None
+        }
+    }
+
+    /// The CRC16 of 8 to 32 bytes.
+    #[target_feature(enable = "pclmulqdq,ssse3")]
+    fn words_crc16(bytes: &[u8]) -> u16 {
+        let len = bytes.len();
+        if len <= 16 {
+            short_crc16(short_load(bytes), len)
+        } else {
+            let (head, tail) = long_load(bytes);
+            long_crc16(head, tail, len)
+        }
+    }
+
+    // The CRC is a sum of products: each 8-byte word that holds bytes no
+    // word before it holds, masked to those bytes, times its weight; the
+    // last word's weight is x^16 itself, a shift. Each sum is at most 80
+    // bits, reduced once.
+
+    /// 8 to 16 bytes as two words, overlapping when fewer than 16: the
+    /// first eight in the high half, the last eight in the low half, in
+    /// memory order.
+    #[inline]
+    #[target_feature(enable = "pclmulqdq,ssse3")]
+    fn short_load(bytes: &[u8]) -> __m128i {
+        let len = bytes.len();
+        let first = &bytes[..8];
+        let last = &bytes[len - 8..];
+        // SAFETY: each slice holds the eight bytes read.
+        unsafe {
+            _mm_unpacklo_epi64(
+                _mm_loadl_epi64(last.as_ptr().cast()),
+                _mm_loadl_epi64(first.as_ptr().cast()),
+            )
+        }
+    }
+
+    /// 17 to 32 bytes as their first sixteen and their last sixteen, in
+    /// memory order.
+    #[inline]
+    #[target_feature(enable = "pclmulqdq,ssse3")]
+    fn long_load(bytes: &[u8]) -> (__m128i, __m128i) {
+        let len = bytes.len();
+        let head = &bytes[..16];
+        let tail = &bytes[len - 16..];
+        // SAFETY: each slice holds the sixteen bytes read.
+        unsafe {
+            (
+                _mm_loadu_si128(head.as_ptr().cast()),
+                _mm_loadu_si128(tail.as_ptr().cast()),
+            )
+        }
+    }
+
+    /// The CRC16 of `len` (8 to 16) bytes loaded by [`short_load`].
+    #[inline]
+    #[target_feature(enable = "pclmulqdq,ssse3")]
+    fn short_crc16(bytes: __m128i, len: usize) -> u16 {
+        // Each half as a big-endian number (high: the first word, low:
+        // the last); the last keeps only its len - 8 bytes after the
+        // first's (all 8 at 16 bytes).
+        let words = _mm_and_si128(
+            _mm_shuffle_epi8(bytes, REVERSE_EACH_HALF.load()),
+            SHORT_MASKS[len - 8].load(),
+        );
+        // The first word ends len - 8 bytes before the end.
+        let sum = _mm_clmulepi64_si128::<0x01>(words, register(BYTE_POWERS[len - 6]));
+        reduce(_mm_xor_si128(
+            sum,
+            _mm_slli_si128::<2>(_mm_move_epi64(words)),
+        ))
+    }
+
+    /// The CRC16 of `len` (17 to 32) bytes loaded by [`long_load`].
+    #[inline]
+    #[target_feature(enable = "pclmulqdq,ssse3")]
+    fn long_crc16(head: __m128i, tail: __m128i, len: usize) -> u16 {
+        let reverse = REVERSE.load();
+        // The head's words end len - 8 and len - 16 bytes before the end.
+        let head = _mm_shuffle_epi8(head, reverse);
+        let weights = LONG_WEIGHTS[len - 17].load();
+        let sum = _mm_xor_si128(
+            _mm_clmulepi64_si128::<0x11>(head, weights),
+            _mm_clmulepi64_si128::<0x00>(head, weights),
+        );
+        // The tail as one big-endian number keeps its last len - 16
+        // bytes: its high word ends 8 bytes before the end, its low word
+        // is the last.
+        let tail = _mm_and_si128(_mm_shuffle_epi8(tail, reverse), LONG_MASKS[len - 17].load());
+        let sum = _mm_xor_si128(sum, _mm_clmulepi64_si128::<0x01>(tail, register(X80)));
+        reduce(_mm_xor_si128(
+            sum,
+            _mm_slli_si128::<2>(_mm_move_epi64(tail)),
+        ))
+    }
+
+    /// Sixteen bytes, aligned for a vector load.
+    #[repr(C, align(16))]
+    #[derive(Clone, Copy)]
+    struct Vector([u64; 2]);
+
+    impl Vector {
+        /// As a register: `[low, high]` halves.
+        #[inline]
+        #[target_feature(enable = "pclmulqdq,ssse3")]
+        fn load(&self) -> __m128i {
+            // SAFETY: sixteen aligned bytes.
+            unsafe { _mm_load_si128((self as *const Vector).cast()) }
+        }
+    }
+
+    /// A shuffle that turns the bytes of each half around (loaded in
+    /// memory order, read as big-endian numbers).
+    const REVERSE_EACH_HALF: Vector = Vector([0x0001_0203_0405_0607, 0x0809_0a0b_0c0d_0e0f]);
+    /// A shuffle that turns all sixteen bytes around.
+    const REVERSE: Vector = Vector([0x0809_0a0b_0c0d_0e0f, 0x0001_0203_0405_0607]);
+
+    /// For 8 + n bytes (n = 0..=8): the low n bytes of the low half, all
+    /// of the high.
+    const SHORT_MASKS: [Vector; 9] = {
+        let mut masks = [Vector([0, u64::MAX]); 9];
+        let mut n = 0;
+        while n <= 8 {
+            masks[n] = Vector([low_bytes(n), u64::MAX]);
+            n += 1;
+        }
+        masks
+    };
+
+    /// For 17 + n bytes (n = 0..=15): the low n + 1 bytes of a 128-bit
+    /// number.
+    const LONG_MASKS: [Vector; 16] = {
+        let mut masks = [Vector([0, 0]); 16];
+        let mut n = 0;
+        while n < 16 {
+            let keep = n + 1;
+            let high = if keep > 8 { keep - 8 } else { 0 };
+            let low = if keep > 8 { 8 } else { keep };
+            masks[n] = Vector([low_bytes(low), low_bytes(high)]);
+            n += 1;
+        }
+        masks
+    };
+
+    /// For 17 + n bytes (n = 0..=15): the weights of the first word (high
+    /// half) and the second (low half).
+    const LONG_WEIGHTS: [Vector; 16] = {
+        let mut weights = [Vector([0, 0]); 16];
+        let mut n = 0;
+        while n < 16 {
+            let len = 17 + n;
+            weights[n] = Vector([BYTE_POWERS[len - 14], BYTE_POWERS[len - 6]]);
+            n += 1;
+        }
+        weights
+    };
+
+    /// The low `n` bytes of a word, for n = 0..=8.
+    const fn low_bytes(n: usize) -> u64 {
+        if n >= 8 {
+            u64::MAX
+        } else {
+            (1u64 << (8 * n)) - 1
+        }
+    }
+
     /// The eight bytes of `bytes` from `at`, big-endian.
     #[inline(always)]
     fn word(bytes: &[u8], at: usize) -> u64 {
@@ -94,54 +313,14 @@ mod clmul {
         u64::from_be_bytes(eight)
     }
 
-    /// The `len` bytes (8 to 16) whose first eight are `first` and last
-    /// eight `last`, as one number: where the words overlap they hold the
-    /// same bytes in the same places, so or-ing them is exact.
-    #[inline(always)]
-    fn joined(first: u64, last: u64, len: usize) -> u128 {
-        (u128::from(first) << (8 * (len - 8))) | u128::from(last)
-    }
-
-    /// The CRC16 of a key of 8 to 32 bytes without a `{` (so hashed
-    /// whole), its words loaded once for both questions; `None` for other
-    /// keys, or without the instructions. Most keys of a limiter's counters
-    /// and of benchmarks are this long.
-    #[inline(always)]
-    pub(super) fn untagged_short_key_crc16(key: &[u8]) -> Option<u16> {
-        let len = key.len();
-        if !(8..=32).contains(&len) || !std::arch::is_x86_feature_detected!("pclmulqdq") {
-            return None;
-        }
-        let has_brace = |w: u64| super::has_byte(w, b'{');
-        let (first, last) = (word(key, 0), word(key, len - 8));
-        if len <= 16 {
-            // One block: two words, overlapping where shorter.
-            if has_brace(first) || has_brace(last) {
-                return None;
-            }
-            let value = joined(first, last, len);
-            // SAFETY: the CPU has been seen to support the instructions.
-            return Some(unsafe { block((value >> 64) as u64, value as u64) });
-        }
-        // Two blocks: a head of the first len - 16 bytes (the first 16
-        // shifted down), then the last 16.
-        let (second, before_last) = (word(key, 8), word(key, len - 16));
-        if has_brace(first) || has_brace(second) || has_brace(before_last) || has_brace(last) {
-            return None;
-        }
-        let head = ((u128::from(first) << 64) | u128::from(second)) >> (8 * (32 - len));
-        // SAFETY: as above.
-        let crc = unsafe { block((head >> 64) as u64, head as u64) };
-        Some(unsafe { block(before_last ^ (u64::from(crc) << 48), last) })
-    }
-
     /// The bytes (at most 16) as one big-endian number, in at most two
-    /// loads (overlapping, as in [`joined`]).
+    /// loads that overlap where the bytes are fewer than 16 (the overlap
+    /// holds the same bytes in the same places, so or-ing is exact).
     #[inline(always)]
     fn big_endian(bytes: &[u8]) -> u128 {
         let len = bytes.len();
         if len >= 8 {
-            joined(word(bytes, 0), word(bytes, len - 8), len)
+            (u128::from(word(bytes, 0)) << (8 * (len - 8))) | u128::from(word(bytes, len - 8))
         } else if len >= 4 {
             let high = u32::from_be_bytes(bytes[..4].try_into().unwrap());
             let low = u32::from_be_bytes(bytes[len - 4..].try_into().unwrap());
@@ -153,18 +332,29 @@ mod clmul {
         }
     }
 
-    /// A(x)·x^16 mod P for the 128-bit A = high·x^64 + low, kept in vector
-    /// registers throughout (an immediate picks each product's halves).
     #[inline]
-    #[target_feature(enable = "pclmulqdq")]
+    #[target_feature(enable = "pclmulqdq,ssse3")]
+    fn register(word: u64) -> __m128i {
+        _mm_cvtsi64_si128(word as i64)
+    }
+
+    /// A(x)·x^16 mod P for the 128-bit A = high·x^64 + low.
+    #[inline]
+    #[target_feature(enable = "pclmulqdq,ssse3")]
     fn block(high: u64, low: u64) -> u16 {
-        let register = |word: u64| _mm_cvtsi64_si128(word as i64);
         // ≡ A·x^16 = high·x^80 + low·x^16, at most 80 bits.
-        let wide = _mm_xor_si128(
+        reduce(_mm_xor_si128(
             _mm_clmulepi64_si128::<0x00>(register(high), register(X80)),
             _mm_slli_si128::<2>(register(low)),
-        );
-        // Its bits above 64 folded down: ≡ A·x^16 in the low 64 bits.
+        ))
+    }
+
+    /// A value of at most 80 bits mod P, kept in vector registers
+    /// throughout (an immediate picks each product's halves).
+    #[inline]
+    #[target_feature(enable = "pclmulqdq,ssse3")]
+    fn reduce(wide: __m128i) -> u16 {
+        // Its bits above 64 folded down: the same residue in 64 bits.
         let narrow = _mm_xor_si128(wide, _mm_clmulepi64_si128::<0x01>(wide, register(X64)));
         // Barrett: the quotient by P is the high half of U·⌊x^64/P⌋ for
         // the low-half U (exact for U below x^64); U - quotient·P is the
@@ -231,17 +421,35 @@ fn word_at(bytes: &[u8], at: usize) -> u64 {
 /// above a real zero, so the lowest flagged byte is the first zero.
 #[inline(always)]
 fn first_zero_byte(word: u64) -> Option<usize> {
-    let zeros = word.wrapping_sub(ONES) & !word & HIGHS;
+    let zeros = zero_byte_flags(word);
     (zeros != 0).then(|| (zeros.trailing_zeros() / 8) as usize)
 }
 
-/// The slot of a key.
-#[inline]
+/// The high bit of each byte of `word` that is zero set (and, above the
+/// lowest zero, possibly of bytes that are not): non-zero exactly when
+/// `word` has a zero byte.
+#[inline(always)]
+fn zero_byte_flags(word: u64) -> u64 {
+    word.wrapping_sub(ONES) & !word & HIGHS
+}
+
+/// The slot of a key. Inlined: the common key (8 to 32 bytes, no braces)
+/// costs a length test, the feature test and one call.
+#[inline(always)]
 pub fn key_slot(key: &[u8]) -> u16 {
     #[cfg(target_arch = "x86_64")]
-    if let Some(crc) = clmul::untagged_short_key_crc16(key) {
-        return crc & 0x3FFF;
+    if (8..=32).contains(&key.len()) && clmul_supported() {
+        // SAFETY: the CPU has been seen to support the instructions.
+        if let Some(crc) = unsafe { clmul::untagged_crc16(key) } {
+            return crc & 0x3FFF;
+        }
     }
+    tagged_key_slot(key)
+}
+
+/// The slot of a key that has a hash tag, or of another length.
+#[inline(never)]
+fn tagged_key_slot(key: &[u8]) -> u16 {
     let hashed = hash_tag(key);
     let crc = if hashed.len() < 8 {
         // A limiter's `{identity}` tag is often this short: a table
@@ -261,12 +469,6 @@ fn crc16_bytewise(bytes: &[u8]) -> u16 {
 
 /// For short inputs, where slice-by-16's sixteen tables do not pay.
 const CRC16_BYTEWISE: Crc<u16, Table<1>> = Crc::<u16, Table<1>>::new(&CRC_16_XMODEM);
-
-/// True when some byte of `word` is `byte`.
-#[inline(always)]
-fn has_byte(word: u64, byte: u8) -> bool {
-    first_zero_byte(word ^ (ONES * byte as u64)).is_some()
-}
 
 #[cfg(test)]
 mod tests {
@@ -343,7 +545,7 @@ mod tests {
     #[cfg(target_arch = "x86_64")]
     #[test]
     fn carry_less_crc16_equals_the_table_crc() {
-        if !std::arch::is_x86_feature_detected!("pclmulqdq") {
+        if !clmul_supported() {
             return;
         }
         let mut state = 0x9E37_79B9_7F4A_7C15u64;

@@ -274,8 +274,8 @@ mod clmul {
         let mut masks = [Vector([0, 0]); 16];
         let mut n = 0;
         while n < 16 {
-            let keep = n + 1;
-            let high = if keep > 8 { keep - 8 } else { 0 };
+            let keep: usize = n + 1;
+            let high = keep.saturating_sub(8);
             let low = if keep > 8 { 8 } else { keep };
             masks[n] = Vector([low_bytes(low), low_bytes(high)]);
             n += 1;

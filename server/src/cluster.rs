@@ -84,6 +84,15 @@ pub struct Cluster {
     /// How many bits of `open` are set (0: routing skips the open-slot
     /// checks altogether).
     open_count: AtomicUsize,
+    /// Slots a keyed command runs on with no routing beyond its gate:
+    /// served here, not open, the cluster up (`owned & !open` while
+    /// `state_ok`, else none), one bit each. Rebuilt by
+    /// [`Self::refresh_plain`] after any of the three changes; an opener
+    /// clears a slot's bit before it waits for the commands inside.
+    plain: Box<[AtomicU64]>,
+    /// Serializes rebuilds of `plain`, so that the last one stored read
+    /// the newest bits.
+    plain_rebuild: Mutex<()>,
     /// Entered by every keyed command from before its routing to after
     /// its run; SETSLOT and MIGRATE wait for the commands they could
     /// surprise (see [`crate::slot_gate`]).
@@ -347,6 +356,8 @@ impl Cluster {
             owned,
             open: (0..SLOTS / 64).map(|_| AtomicU64::new(0)).collect(),
             open_count: AtomicUsize::new(0),
+            plain: (0..SLOTS / 64).map(|_| AtomicU64::new(0)).collect(),
+            plain_rebuild: Mutex::new(()),
             moving_now: Mutex::new(HashMap::new()),
             gates: SlotGates::default(),
             in_flight: Mutex::new(HashSet::new()),
@@ -415,19 +426,28 @@ impl Cluster {
     pub fn state_ok(&self) -> bool {
         let ok = !self.require_full_coverage || self.slots_ok() == SLOTS;
         let ok = ok && self.started.elapsed() >= WRITABLE_DELAY;
-        self.state_ok.store(ok, Ordering::Relaxed);
+        if self.state_ok.swap(ok, Ordering::SeqCst) != ok {
+            self.refresh_plain();
+        }
         ok
     }
 
-    /// True when a command on `slot` runs here with no further check: the
-    /// slot is served here, no slot is being moved, the cluster is up
-    /// ([`Self::route`] would say `Here`). Checked first for every
-    /// single-key command.
-    #[inline(always)]
-    pub fn serves_plainly(&self, slot: u16) -> bool {
-        self.state_ok.load(Ordering::Relaxed)
-            && self.open_count.load(Ordering::Relaxed) == 0
-            && self.owns(slot)
+    /// Rebuilds the slots served plainly from the slots owned, the slots
+    /// open and the state. Under a lock, reading the bits inside it: of
+    /// two rebuilds at once the later stores what both would, so a slot
+    /// just opened (its open bit stored before this is called) never
+    /// reads as plain again once its opener's rebuild returned.
+    fn refresh_plain(&self) {
+        let _rebuilding = self.plain_rebuild.lock();
+        let ok = self.state_ok.load(Ordering::SeqCst);
+        for ((plain, owned), open) in self.plain.iter().zip(&*self.owned).zip(&*self.open) {
+            let bits = if ok {
+                owned.load(Ordering::SeqCst) & !open.load(Ordering::SeqCst)
+            } else {
+                0
+            };
+            plain.store(bits, Ordering::SeqCst);
+        }
     }
 
     /// Where a command with these keys may run (getNodeByQuery, in its
@@ -485,12 +505,21 @@ impl Cluster {
     }
 
     /// Enters `slot` for a keyed command (see [`crate::slot_gate`]).
+    /// [`Entered::Plain`]: the slot is served here, is not open and the
+    /// cluster is up ([`Self::route`] would say `Here`), so a command
+    /// whose keys are all in it needs no routing; read with the gate's
+    /// bit test, in one load.
     #[inline(always)]
     pub fn enter(&self, slot: u16) -> Entered<'_> {
-        self.gates.enter(slot, |slot| {
+        let test = |words: &[AtomicU64], slot: u16| {
             let slot = slot as usize;
-            self.open[slot / 64].load(Ordering::SeqCst) & (1 << (slot % 64)) != 0
-        })
+            words[slot / 64].load(Ordering::SeqCst) & (1 << (slot % 64)) != 0
+        };
+        self.gates.enter(
+            slot,
+            |slot| test(&self.plain, slot),
+            |slot| test(&self.open, slot),
+        )
     }
 
     /// The stripes of open `slots`, exclusively, in stripe order.
@@ -616,6 +645,9 @@ impl Cluster {
             count += bits.count_ones() as usize;
         }
         self.open_count.store(count, Ordering::SeqCst);
+        // A slot just opened stops reading as plain before its commands
+        // are waited for below.
+        self.refresh_plain();
         // Stored before the locks go: two syncs at once (the bus's and a
         // SETSLOT's) must not let the older view land last, or a slot
         // just opened would read as closed and a key missing here be
@@ -849,6 +881,7 @@ impl Cluster {
         for &slot in slots {
             set_bit(&self.owned, slot, add);
         }
+        self.refresh_plain();
         self.state_ok();
         self.save().map_err(|e| format!("ERR {e}"))
     }

@@ -136,6 +136,9 @@ impl Default for SlotGates {
 
 /// Held by a keyed command from before its routing to after its run.
 pub enum Entered<'a> {
+    /// A slot that needs no routing beyond this (served here plainly, see
+    /// `crate::cluster::Cluster::enter`): marked inside, as `Busy`.
+    Plain(&'static Busy),
     /// A slot that was not open: this thread (its counter) is marked
     /// inside. The counter is kept here so that leaving needs no second
     /// thread-local lookup; the command leaves on the thread it entered
@@ -148,7 +151,7 @@ pub enum Entered<'a> {
 impl Drop for Entered<'_> {
     #[inline(always)]
     fn drop(&mut self) {
-        if let Entered::Busy(busy) = self {
+        if let Entered::Plain(busy) | Entered::Busy(busy) = self {
             busy.leave();
         }
     }
@@ -180,12 +183,21 @@ impl Busy {
 }
 
 impl SlotGates {
-    /// Enters `slot`; `is_open` reads its open bit (after this thread is
-    /// marked inside).
+    /// Enters `slot`; `is_plain` and then `is_open` read its bits (after
+    /// this thread is marked inside). A slot reads as plain only while it
+    /// is not open: an opener clears that bit too before it waits.
     #[inline(always)]
-    pub fn enter(&self, slot: u16, is_open: impl Fn(u16) -> bool) -> Entered<'_> {
+    pub fn enter(
+        &self,
+        slot: u16,
+        is_plain: impl Fn(u16) -> bool,
+        is_open: impl Fn(u16) -> bool,
+    ) -> Entered<'_> {
         let busy = mine();
         busy.arrive();
+        if is_plain(slot) {
+            return Entered::Plain(busy);
+        }
         if !is_open(slot) {
             return Entered::Busy(busy);
         }
@@ -255,7 +267,7 @@ mod tests {
             let (gates, open, left, entered) =
                 (gates.clone(), open.clone(), left.clone(), entered.clone());
             std::thread::spawn(move || {
-                let inside = gates.enter(7, |_| open.load(Ordering::SeqCst));
+                let inside = gates.enter(7, |_| false, |_| open.load(Ordering::SeqCst));
                 assert!(matches!(inside, Entered::Busy(_)));
                 entered.wait();
                 std::thread::sleep(std::time::Duration::from_millis(50));
@@ -271,7 +283,7 @@ mod tests {
             "quiesce returned before it left"
         );
         // From now on a command on the slot takes the stripe.
-        let inside = gates.enter(7, |_| open.load(Ordering::SeqCst));
+        let inside = gates.enter(7, |_| false, |_| open.load(Ordering::SeqCst));
         assert!(matches!(inside, Entered::Open(_)));
         drop(inside);
         command.join().expect("joined");
@@ -297,7 +309,7 @@ mod tests {
                 std::thread::spawn(move || {
                     let mut plain = 0u64;
                     while !stop.load(Ordering::Relaxed) {
-                        let entered = gates.enter(3, |_| open.load(Ordering::SeqCst));
+                        let entered = gates.enter(3, |_| false, |_| open.load(Ordering::SeqCst));
                         if let Entered::Busy(_) = entered {
                             inside[me].store(true, Ordering::SeqCst);
                             for _ in 0..50 {

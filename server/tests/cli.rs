@@ -501,9 +501,15 @@ fn a_stopped_cluster_node_is_marked_failing_and_the_cluster_recovers() {
         || (state(first) == Some(false)).then_some(()),
     );
     let mut stream = TcpStream::connect(("127.0.0.1", first)).unwrap();
-    // "a" hashes to slot 15495, the stopped node's; any key is refused.
+    // "x" hashes to slot 16287, the stopped node's; any key is refused,
+    // also one in a slot the asked node serves itself ("bar": slot 5061 of
+    // 0-5460, the first node's by `--cluster create`).
     assert_eq!(
         request(&mut stream, &["GET", "{x}"]),
+        "-CLUSTERDOWN The cluster is down\r\n"
+    );
+    assert_eq!(
+        request(&mut stream, &["GET", "bar"]),
         "-CLUSTERDOWN The cluster is down\r\n"
     );
     assert!(Command::new("kill")
@@ -523,6 +529,8 @@ fn a_stopped_cluster_node_is_marked_failing_and_the_cluster_recovers() {
         },
     );
     eprintln!("ok again {:?} after SIGCONT", resumed.elapsed());
+    let mut stream = TcpStream::connect(("127.0.0.1", first)).unwrap();
+    assert_eq!(request(&mut stream, &["GET", "bar"]), "$-1\r\n");
     for (mut child, _) in nodes {
         assert_eq!(sigterm(&mut child).code(), Some(0));
     }

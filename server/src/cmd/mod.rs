@@ -522,12 +522,7 @@ fn rejection(ctx: &mut Ctx<'_>, command: &'static Command, argv: &[&[u8]]) -> Op
         Some(Reply::error(error::NOAUTH))
     } else if let Err(denied) = permitted(ctx, command, argv) {
         Some(Reply::error(denied))
-    } else if let Some(refusal) = ctx
-        .shared
-        .cluster
-        .get()
-        .and_then(|c| routed(ctx, c, command, argv))
-    {
+    } else if let Some(refusal) = routed(ctx, command, argv) {
         Some(refusal)
     } else if ctx.held.is_none()
         && command.flags & flags::ALLOW_BUSY == 0

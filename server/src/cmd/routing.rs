@@ -24,12 +24,15 @@ pub enum GateSlots {
     First(u16),
     /// Every key of the command is in this slot.
     All(u16),
+    /// Every key is in one slot that the gate found served here plainly
+    /// (`Entered::Plain`): nothing left to route.
+    Served,
 }
 
 impl GateSlots {
     fn first(self) -> Option<u16> {
         match self {
-            GateSlots::Unknown => None,
+            GateSlots::Unknown | GateSlots::Served => None,
             GateSlots::First(slot) | GateSlots::All(slot) => Some(slot),
         }
     }
@@ -41,24 +44,21 @@ impl GateSlots {
 /// Commands run by EXEC or a script were routed with it.
 ///
 /// Inlined: most commands' keys (one key, keys at fixed positions, EVAL's
-/// counted keys) were hashed by the slot gate, and in a stable cluster
-/// that serves their one slot they leave here after a few loads. The rest
-/// go on to [`routed_in_full`].
+/// counted keys) were hashed by the slot gate, and in a slot served here
+/// plainly the gate's own bit test settled their routing: they leave here
+/// after one compare. The rest go on to [`routed_in_full`].
 #[inline(always)]
 pub(super) fn routed(
     ctx: &mut Ctx<'_>,
-    cluster: &crate::cluster::Cluster,
     command: &'static Command,
     argv: &[&[u8]],
 ) -> Option<Reply> {
-    if ctx.held.is_some() || ctx.client.in_script {
+    if ctx.client.gate_slots == GateSlots::Served {
         return None;
     }
-    if let GateSlots::All(slot) = ctx.client.gate_slots {
-        if cluster.serves_plainly(slot) {
-            ctx.client.gate_slots = GateSlots::Unknown;
-            return None;
-        }
+    let cluster = ctx.shared.cluster.get()?;
+    if ctx.held.is_some() || ctx.client.in_script {
+        return None;
     }
     routed_in_full(ctx, cluster, command, argv)
 }
@@ -274,8 +274,12 @@ pub(super) fn slot_gate<'a>(
         let first = *command.key_positions(argv).first()?;
         GateSlots::First(tally_cluster::slot::key_slot(argv[first]))
     };
-    ctx.client.gate_slots = gate_slots;
-    Some(cluster.enter(gate_slots.first()?))
+    let entered = cluster.enter(gate_slots.first()?);
+    ctx.client.gate_slots = match (&entered, gate_slots) {
+        (crate::slot_gate::Entered::Plain(_), GateSlots::All(_)) => GateSlots::Served,
+        _ => gate_slots,
+    };
+    Some(entered)
 }
 
 /// The slots of the keys at `positions` (at least one, all inside `argv`):

@@ -43,8 +43,8 @@ mod clmul {
     use std::arch::x86_64::{
         __m128i, _mm_and_si128, _mm_clmulepi64_si128, _mm_cmpeq_epi8, _mm_cvtsi128_si32,
         _mm_cvtsi64_si128, _mm_load_si128, _mm_loadl_epi64, _mm_loadu_si128, _mm_move_epi64,
-        _mm_movemask_epi8, _mm_or_si128, _mm_set1_epi8, _mm_shuffle_epi8, _mm_slli_si128,
-        _mm_unpacklo_epi64, _mm_xor_si128,
+        _mm_movemask_epi8, _mm_set1_epi8, _mm_shuffle_epi8, _mm_slli_si128, _mm_unpacklo_epi64,
+        _mm_xor_si128,
     };
 
     /// P(x) = x^16 + x^12 + x^5 + 1.
@@ -117,27 +117,68 @@ mod clmul {
         crc
     }
 
-    /// The CRC16 of a key of 8 to 32 bytes without a `{` (so hashed
-    /// whole), its bytes loaded once into vector registers for both
-    /// questions; `None` for other keys.
+    /// The CRC16 of what Redis hashes of a key of 8 to 32 bytes (its hash
+    /// tag, or all of it), the key loaded once into vector registers for
+    /// both the brace search and the CRC.
     #[target_feature(enable = "pclmulqdq,ssse3")]
-    pub(super) fn untagged_crc16(key: &[u8]) -> Option<u16> {
+    pub(super) fn key_crc16(key: &[u8]) -> u16 {
         let len = key.len();
-        let braces = |v: __m128i| _mm_cmpeq_epi8(v, _mm_set1_epi8(b'{' as i8));
-        if (8..=16).contains(&len) {
+        // A bit per byte equal to `byte`, in load order.
+        let found = |bytes: __m128i, byte: u8| {
+            _mm_movemask_epi8(_mm_cmpeq_epi8(bytes, _mm_set1_epi8(byte as i8))) as u32 as u64
+        };
+        if len <= 16 {
             let bytes = short_load(key);
-            if _mm_movemask_epi8(braces(bytes)) != 0 {
-                return None;
+            // Loaded as the last eight bytes, then the first eight: a bit
+            // per position in the key.
+            let positions = |mask: u64| (mask >> 8) | ((mask & 0xFF) << (len - 8));
+            let opens = positions(found(bytes, b'{'));
+            if opens != 0 {
+                if let Some(crc) = tag_crc16(key, opens, positions(found(bytes, b'}'))) {
+                    return crc;
+                }
             }
-            Some(short_crc16(bytes, len))
-        } else if (17..=32).contains(&len) {
-            let (head, tail) = long_load(key);
-            if _mm_movemask_epi8(_mm_or_si128(braces(head), braces(tail))) != 0 {
-                return None;
-            }
-            Some(long_crc16(head, tail, len))
+            short_crc16(bytes, len)
         } else {
-            None
+            let (head, tail) = long_load(key);
+            // The first sixteen bytes, the last sixteen: overlapping bits
+            // agree.
+            let positions = |head: u64, tail: u64| head | (tail << (len - 16));
+            let opens = positions(found(head, b'{'), found(tail, b'{'));
+            if opens != 0 {
+                let closes = positions(found(head, b'}'), found(tail, b'}'));
+                if let Some(crc) = tag_crc16(key, opens, closes) {
+                    return crc;
+                }
+            }
+            long_crc16(head, tail, len)
+        }
+    }
+
+    /// The CRC16 of the hash tag of a key of 8 to 32 bytes, if it has one
+    /// (the bytes after its first `{` up to the first `}` after that,
+    /// when there are some); `opens` and `closes` have a bit for each
+    /// position of a `{` and a `}`.
+    #[inline]
+    #[target_feature(enable = "pclmulqdq,ssse3")]
+    fn tag_crc16(key: &[u8], opens: u64, closes: u64) -> Option<u16> {
+        let open = opens.trailing_zeros() as usize;
+        let closes_after = closes & !((2u64 << open) - 1);
+        if closes_after == 0 {
+            return None;
+        }
+        let close = closes_after.trailing_zeros() as usize;
+        match close - open - 1 {
+            0 => None,
+            tag_len @ 1..=7 => {
+                // One word of the key that ends with the tag, or starts
+                // the key and holds it: the tag is a number under 2^56,
+                // its CRC that number times x^16, reduced.
+                let start = close.saturating_sub(8);
+                let value = (word(key, start) >> (8 * (start + 8 - close))) & low_bytes(tag_len);
+                Some(reduce(_mm_slli_si128::<2>(register(value))))
+            }
+            _ => Some(words_crc16(&key[open + 1..close])),
         }
     }
 
@@ -433,23 +474,21 @@ fn zero_byte_flags(word: u64) -> u64 {
     word.wrapping_sub(ONES) & !word & HIGHS
 }
 
-/// The slot of a key. Inlined: the common key (8 to 32 bytes, no braces)
-/// costs a length test, the feature test and one call.
+/// The slot of a key. Inlined: a key of 8 to 32 bytes (most limiter and
+/// benchmark keys) costs a length test, the feature test and one call.
 #[inline(always)]
 pub fn key_slot(key: &[u8]) -> u16 {
     #[cfg(target_arch = "x86_64")]
     if (8..=32).contains(&key.len()) && clmul_supported() {
         // SAFETY: the CPU has been seen to support the instructions.
-        if let Some(crc) = unsafe { clmul::untagged_crc16(key) } {
-            return crc & 0x3FFF;
-        }
+        return unsafe { clmul::key_crc16(key) } & 0x3FFF;
     }
-    tagged_key_slot(key)
+    other_key_slot(key)
 }
 
-/// The slot of a key that has a hash tag, or of another length.
+/// The slot of a key of another length, or on another CPU.
 #[inline(never)]
-fn tagged_key_slot(key: &[u8]) -> u16 {
+fn other_key_slot(key: &[u8]) -> u16 {
     let hashed = hash_tag(key);
     let crc = if hashed.len() < 8 {
         // A limiter's `{identity}` tag is often this short: a table
@@ -588,6 +627,32 @@ mod tests {
                     .collect();
                 let expected = CRC16.checksum(hash_tag(&key)) & 0x3FFF;
                 assert_eq!(key_slot(&key), expected, "{key:?}");
+            }
+        }
+    }
+
+    /// A hash tag at every place in keys of every length the vector path
+    /// takes (8 to 32 bytes), and every tag length there: the slot is
+    /// the table CRC of the tag (of the whole key for an empty tag).
+    #[test]
+    fn hash_tags_anywhere_in_keys_of_8_to_32_bytes() {
+        let mut state = 0x5851_F42D_4C95_7F2Du64;
+        for len in 8..=32 {
+            for open in 0..len {
+                for close in open + 1..len {
+                    let mut key: Vec<u8> = (0..len)
+                        .map(|_| match xorshift(&mut state) as u8 {
+                            b'{' | b'}' => b'x',
+                            b => b,
+                        })
+                        .collect();
+                    key[open] = b'{';
+                    key[close] = b'}';
+                    let tag = &key[open + 1..close];
+                    let hashed = if tag.is_empty() { &key[..] } else { tag };
+                    let expected = CRC16.checksum(hashed) & 0x3FFF;
+                    assert_eq!(key_slot(&key), expected, "{key:?}");
+                }
             }
         }
     }

@@ -234,9 +234,9 @@ pub(super) fn route_open(
 /// MIGRATE wait for it, so no key leaves between the two.
 ///
 /// Inlined into the command path, and the common case first: a command
-/// with its keys at fixed positions takes two loads and a compare to find
-/// its first key (as a call, the gate's own entry and exit were a fifth
-/// of what cluster mode adds to a GET).
+/// with one key at a fixed position finds it with a load and a compare
+/// (its position is in the table row; as a call, the gate's own entry and
+/// exit were a fifth of what cluster mode adds to a GET).
 #[inline(always)]
 pub(super) fn slot_gate<'a>(
     ctx: &mut Ctx<'a>,
@@ -248,9 +248,14 @@ pub(super) fn slot_gate<'a>(
     if ctx.held.is_some() || ctx.client.in_script {
         return None;
     }
-    // Without allocating in the common cases (keys at fixed positions,
-    // EVAL's counted keys): every key's slot, for routing to reuse.
-    let gate_slots = if command.flags & flags::MOVABLE_KEYS == 0 {
+    // Without allocating in the common cases (one key, keys at fixed
+    // positions, EVAL's counted keys): every key's slot, for routing to
+    // reuse.
+    let only_key = command.only_key_position();
+    let gate_slots = if only_key != 0 {
+        // A call without its key is refused by arity before it runs.
+        GateSlots::All(tally_cluster::slot::key_slot(argv.get(only_key)?))
+    } else if command.flags & flags::MOVABLE_KEYS == 0 {
         let spec = command.keys;
         let first = spec.first as usize;
         if first == 0 || first >= argv.len() {

@@ -184,6 +184,13 @@ impl Command {
         }
     }
 
+    /// The index of the command's only key, when it has exactly one at a
+    /// fixed position; 0 otherwise.
+    #[inline(always)]
+    pub fn only_key_position(&self) -> usize {
+        self.only_key
+    }
+
     /// For a command whose keys are counted by an argument (EVAL's
     /// numkeys...), the argument range holding them in this call (empty
     /// when the count is out of range); `None` for other commands. No
@@ -261,6 +268,10 @@ pub struct Command {
     /// [`counted_keys`] of its name, looked up once where the table is
     /// built (EVALSHA's keys are found on every call of a cluster node).
     counted: Option<(usize, usize, bool)>,
+    /// The index of the command's only key when it has exactly one, at a
+    /// fixed position (GET, SET, INCR...); 0 otherwise. Set where the
+    /// table is built: a cluster node's slot gate reads it first.
+    only_key: usize,
 }
 
 /// Shorthand for a table row.
@@ -290,6 +301,11 @@ pub(super) const fn row(
         summary,
         subcommands: &[],
         counted: counted_keys(name),
+        only_key: if !is_movable(name) && keys.first > 0 && keys.first == keys.last {
+            keys.first as usize
+        } else {
+            0
+        },
     }
 }
 
@@ -341,6 +357,7 @@ const fn container(
         summary,
         subcommands,
         counted: None,
+        only_key: 0,
     }
 }
 
@@ -693,5 +710,52 @@ mod tests {
         assert_eq!(evalsha.counted_key_range(&argv), Some(3..3));
         let get = registry.lookup(b"get").unwrap();
         assert_eq!(get.counted_key_range(&[b"get", b"k"]), None);
+    }
+
+    /// The only-key position agrees with the key positions of every row,
+    /// for every argument count the row's arity allows (up to 8).
+    #[test]
+    fn the_only_key_position_is_the_one_key_a_call_has() {
+        let registry = registry();
+        let mut one_key = 0;
+        for command in registry.all() {
+            let only = command.only_key_position();
+            if only == 0 {
+                continue;
+            }
+            one_key += 1;
+            assert_eq!(command.flags & MOVABLE_KEYS, 0, "{}", command.name);
+            for argc in command.arity.unsigned_abs() as usize..=8 {
+                assert_eq!(command.keys.positions(argc), vec![only], "{}", command.name);
+            }
+        }
+        for (name, position) in [("get", 1), ("set", 1), ("incr", 1), ("hset", 1)] {
+            assert_eq!(
+                registry
+                    .lookup(name.as_bytes())
+                    .unwrap()
+                    .only_key_position(),
+                position
+            );
+        }
+        assert_eq!(
+            registry
+                .lookup_full(b"object|encoding")
+                .unwrap()
+                .only_key_position(),
+            2
+        );
+        for name in ["mset", "del", "mget", "eval", "evalsha", "migrate", "ping"] {
+            assert_eq!(
+                registry
+                    .lookup(name.as_bytes())
+                    .unwrap()
+                    .only_key_position(),
+                0,
+                "{name}"
+            );
+        }
+        // 99 rows when this was written: the test looked at many.
+        assert!(one_key > 50, "{one_key}");
     }
 }

@@ -252,10 +252,17 @@ pub(super) fn slot_gate<'a>(
     // positions, EVAL's counted keys): every key's slot, for routing to
     // reuse.
     let only_key = command.only_key_position();
-    let gate_slots = if only_key != 0 {
+    if only_key != 0 {
         // A call without its key is refused by arity before it runs.
-        GateSlots::All(tally_cluster::slot::key_slot(argv.get(only_key)?))
-    } else if command.flags & flags::MOVABLE_KEYS == 0 {
+        let slot = tally_cluster::slot::key_slot(argv.get(only_key)?);
+        let entered = cluster.enter(slot);
+        ctx.client.gate_slots = match entered {
+            crate::slot_gate::Entered::Plain(_) => GateSlots::Served,
+            _ => GateSlots::All(slot),
+        };
+        return Some(entered);
+    }
+    let gate_slots = if command.flags & flags::MOVABLE_KEYS == 0 {
         let spec = command.keys;
         let first = spec.first as usize;
         if first == 0 || first >= argv.len() {

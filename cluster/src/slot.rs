@@ -474,15 +474,60 @@ fn zero_byte_flags(word: u64) -> u64 {
     word.wrapping_sub(ONES) & !word & HIGHS
 }
 
-/// The slot of a key. Inlined: a key of 8 to 32 bytes (most limiter and
-/// benchmark keys) costs a length test, the feature test and one call.
+/// The slot of a key: one indirect call, to the implementation chosen for
+/// this CPU on the first call (as the memchr crate dispatches): cheaper on
+/// every keyed command of a cluster node than testing the CPU's features
+/// each time.
 #[inline(always)]
 pub fn key_slot(key: &[u8]) -> u16 {
     #[cfg(target_arch = "x86_64")]
-    if (8..=32).contains(&key.len()) && clmul_supported() {
-        // SAFETY: the CPU has been seen to support the instructions.
-        return unsafe { clmul::key_crc16(key) } & 0x3FFF;
+    {
+        let chosen = KEY_SLOT.load(std::sync::atomic::Ordering::Relaxed);
+        // SAFETY: KEY_SLOT only ever holds one of the `KeySlot` functions
+        // below, each safe to call on this CPU (see `choose_key_slot`).
+        unsafe { std::mem::transmute::<*mut (), KeySlot>(chosen)(key) }
     }
+    #[cfg(not(target_arch = "x86_64"))]
+    other_key_slot(key)
+}
+
+#[cfg(target_arch = "x86_64")]
+type KeySlot = unsafe fn(&[u8]) -> u16;
+
+/// The implementation of [`key_slot`] for this CPU; at first the one
+/// that chooses it.
+#[cfg(target_arch = "x86_64")]
+static KEY_SLOT: std::sync::atomic::AtomicPtr<()> =
+    std::sync::atomic::AtomicPtr::new(choose_key_slot as KeySlot as *mut ());
+
+/// Picks [`key_slot`]'s implementation, keeps it, and runs it.
+#[cfg(target_arch = "x86_64")]
+unsafe fn choose_key_slot(key: &[u8]) -> u16 {
+    let chosen: KeySlot = if clmul_supported() {
+        carry_less_key_slot
+    } else {
+        portable_key_slot
+    };
+    KEY_SLOT.store(chosen as *mut (), std::sync::atomic::Ordering::Relaxed);
+    // SAFETY: chosen for this CPU just above.
+    unsafe { chosen(key) }
+}
+
+/// [`key_slot`] where the CPU has carry-less multiplication: keys of 8
+/// to 32 bytes (most limiter and benchmark keys) in vector registers.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "pclmulqdq,ssse3")]
+unsafe fn carry_less_key_slot(key: &[u8]) -> u16 {
+    if (8..=32).contains(&key.len()) {
+        clmul::key_crc16(key) & 0x3FFF
+    } else {
+        other_key_slot(key)
+    }
+}
+
+/// [`key_slot`] on other CPUs.
+#[cfg(target_arch = "x86_64")]
+unsafe fn portable_key_slot(key: &[u8]) -> u16 {
     other_key_slot(key)
 }
 

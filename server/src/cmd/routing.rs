@@ -299,15 +299,18 @@ pub(super) fn slot_gate<'a>(
 /// from there).
 #[inline(always)]
 fn slots_of(argv: &[&[u8]], mut positions: impl Iterator<Item = usize>) -> GateSlots {
-    let slot = |i: usize| tally_cluster::slot::key_slot(argv[i]);
-    let Some(first) = positions.next().map(slot) else {
+    let Some(at) = positions.next() else {
         return GateSlots::Unknown;
     };
-    if positions.all(|i| slot(i) == first) {
-        GateSlots::All(first)
-    } else {
-        GateSlots::First(first)
+    let first = tally_cluster::slot::key_slot(argv[at]);
+    // A loop rather than `Iterator::all` with a closure, which was not
+    // inlined (a call per key on EVALSHA's path).
+    for at in positions {
+        if tally_cluster::slot::key_slot(argv[at]) != first {
+            return GateSlots::First(first);
+        }
     }
+    GateSlots::All(first)
 }
 
 /// EXEC's gate: its first queued key's slot. `None` for other commands

@@ -52,8 +52,8 @@ fn find_keys(command: &Command, index: usize, argv: &[&[u8]], keys: &mut Vec<(us
         return true;
     };
     let argc = argv.len() as i64;
-    for spec in doc.key_specs {
-        if spec.flags.contains(&"not_key") {
+    for (spec, resolved) in doc.key_specs.iter().zip(resolved_flags(index)) {
+        if resolved.not_key {
             continue;
         }
         let first = match spec.begin_search {
@@ -109,8 +109,7 @@ fn find_keys(command: &Command, index: usize, argv: &[&[u8]], keys: &mut Vec<(us
                 if keynumidx >= argc || first + keynumidx >= argc {
                     return false;
                 }
-                let text = std::str::from_utf8(argv[(first + keynumidx) as usize]).unwrap_or("");
-                let Ok(numkeys) = text.parse::<i64>() else {
+                let Some(numkeys) = parse_numkeys(argv[(first + keynumidx) as usize]) else {
                     return false;
                 };
                 if numkeys < 0 {
@@ -127,7 +126,11 @@ fn find_keys(command: &Command, index: usize, argv: &[&[u8]], keys: &mut Vec<(us
         if last >= argc || last < first || first >= argc {
             return false;
         }
-        let needed = permissions(command, spec.flags, argv);
+        let needed = if command.name == "set" {
+            set_permissions(argv)
+        } else {
+            resolved.needed
+        };
         let mut i = first;
         while i <= last {
             keys.push((i as usize, needed));
@@ -142,13 +145,19 @@ fn numkeys_empty(first: i64, last: i64) -> bool {
     last == first - 1
 }
 
-/// What one key spec's flags demand. SET writes only, unless GET reads
-/// the old value too (its spec's `variable_flags`, setGetKeys).
-fn permissions(command: &Command, flags: &[&str], argv: &[&[u8]]) -> u8 {
-    if command.name == "set" {
-        let get = argv.iter().skip(3).any(|a| a.eq_ignore_ascii_case(b"get"));
-        return if get { READ | WRITE } else { WRITE };
+/// SET's key: written only, unless GET reads the old value too (its
+/// spec's `variable_flags`, setGetKeys).
+fn set_permissions(argv: &[&[u8]]) -> u8 {
+    let get = argv.iter().skip(3).any(|a| a.eq_ignore_ascii_case(b"get"));
+    if get {
+        READ | WRITE
+    } else {
+        WRITE
     }
+}
+
+/// What one key spec's flags demand.
+fn permissions(flags: &[&str]) -> u8 {
     let mut needed = 0;
     if flags.contains(&"access") {
         needed |= READ;
@@ -162,9 +171,59 @@ fn permissions(command: &Command, flags: &[&str], argv: &[&[u8]]) -> u8 {
     needed
 }
 
+/// A key spec's flags as a check uses them.
+#[derive(Clone, Copy)]
+struct ResolvedFlags {
+    /// `not_key`: the argument is not a key (skipped).
+    not_key: bool,
+    /// The permissions its keys need.
+    needed: u8,
+}
+
+/// The resolved flags of each key spec of the command at registry
+/// `index`, computed once: comparing the docs' flag strings on every
+/// check was a fifth of the check's cost.
+fn resolved_flags(index: usize) -> &'static [ResolvedFlags] {
+    static RESOLVED: std::sync::OnceLock<Vec<Vec<ResolvedFlags>>> = std::sync::OnceLock::new();
+    RESOLVED
+        .get_or_init(|| {
+            (0..crate::cmd::table::registry().len())
+                .map(|i| {
+                    doc_of(i)
+                        .map(|doc| {
+                            doc.key_specs
+                                .iter()
+                                .map(|spec| ResolvedFlags {
+                                    not_key: spec.flags.contains(&"not_key"),
+                                    needed: permissions(spec.flags),
+                                })
+                                .collect()
+                        })
+                        .unwrap_or_default()
+                })
+                .collect()
+        })
+        .get(index)
+        .map_or(&[], Vec::as_slice)
+}
+
+/// The count a keynum argument gives, as `str::parse` reads it; a single
+/// digit (the usual case) without the text machinery.
+fn parse_numkeys(text: &[u8]) -> Option<i64> {
+    match text {
+        [digit @ b'0'..=b'9'] => Some(i64::from(digit - b'0')),
+        _ => std::str::from_utf8(text).ok()?.parse::<i64>().ok(),
+    }
+}
+
 /// (argument index, is a pattern) of every channel the call publishes or
 /// subscribes to (getChannelsFromCommand; unsubscribing is not checked).
 pub fn channels(command: &Command, argv: &[&[u8]]) -> Vec<(usize, bool)> {
+    if command.flags & crate::cmd::table::flags::PUBSUB == 0 {
+        // Every command below is a pub/sub one: the rest leave after one
+        // flag test instead of five name comparisons.
+        return Vec::new();
+    }
     match command.name {
         "publish" | "spublish" => (argv.len() > 1).then_some((1, false)).into_iter().collect(),
         "subscribe" | "ssubscribe" => (1..argv.len()).map(|i| (i, false)).collect(),

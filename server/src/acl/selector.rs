@@ -71,19 +71,35 @@ pub struct KeyPattern {
     pub pattern: Vec<u8>,
     /// [`READ`], [`WRITE`] or both.
     pub flags: u8,
+    /// The length of its literal prefix when the glob is one and a final
+    /// `*` (`rl:*`), found when the rule is set rather than on every key.
+    literal_prefix: Option<usize>,
 }
 
 impl KeyPattern {
+    /// The pattern `pattern` granting `flags`.
+    pub fn new(pattern: Vec<u8>, flags: u8) -> KeyPattern {
+        let literal_prefix = match pattern.split_last() {
+            Some((b'*', prefix)) if !prefix.iter().any(|b| b"*?[\\".contains(b)) => {
+                Some(prefix.len())
+            }
+            _ => None,
+        };
+        KeyPattern {
+            pattern,
+            flags,
+            literal_prefix,
+        }
+    }
+
     /// True when `key` matches. The common gateway pattern, a literal
     /// prefix and one final `*` (`rl:*`), is a prefix test; anything else
     /// goes through Redis's glob.
     #[inline]
     pub fn matches(&self, key: &[u8]) -> bool {
-        match self.pattern.split_last() {
-            Some((b'*', prefix)) if !prefix.iter().any(|b| b"*?[\\".contains(b)) => {
-                key.starts_with(prefix)
-            }
-            _ => crate::glob::glob_match(&self.pattern, key, false),
+        match self.literal_prefix {
+            Some(len) => key.starts_with(&self.pattern[..len]),
+            None => crate::glob::glob_match(&self.pattern, key, false),
         }
     }
 }
@@ -258,10 +274,7 @@ impl Selector {
         }
         match self.patterns.iter_mut().find(|p| p.pattern == pattern) {
             Some(existing) => existing.flags |= flags,
-            None => self.patterns.push(KeyPattern {
-                pattern: pattern.to_vec(),
-                flags,
-            }),
+            None => self.patterns.push(KeyPattern::new(pattern.to_vec(), flags)),
         }
         Ok(())
     }
@@ -422,4 +435,36 @@ pub fn pattern_string(pattern: &KeyPattern) -> String {
 
 fn has_spaces(text: &[u8]) -> bool {
     text.iter().any(|&b| b.is_ascii_whitespace() || b == 0)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A literal prefix and a final `*` is a prefix test; a pattern with
+    /// glob characters before its last `*` still goes through the glob.
+    #[test]
+    fn key_patterns_match_as_redis_globs() {
+        let cases: [(&[u8], &[u8], bool); 10] = [
+            (b"rl:*", b"rl:{u}:1:c", true),
+            (b"rl:*", b"rl:", true),
+            (b"rl:*", b"rx:1", false),
+            (b"rl:*", b"r", false),
+            (b"*", b"anything", true),
+            (b"r?:*", b"rl:1", true),
+            (b"r[lx]:*", b"rx:1", true),
+            (b"r[lx]:*", b"ry:1", false),
+            (b"a\\*b*", b"a*bc", true),
+            (b"a\\*b*", b"axbc", false),
+        ];
+        for (pattern, key, expected) in cases {
+            let compiled = KeyPattern::new(pattern.to_vec(), READ);
+            assert_eq!(compiled.matches(key), expected, "{pattern:?} {key:?}");
+            assert_eq!(
+                crate::glob::glob_match(pattern, key, false),
+                expected,
+                "the glob itself: {pattern:?} {key:?}"
+            );
+        }
+    }
 }

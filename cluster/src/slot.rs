@@ -49,9 +49,9 @@ mod clmul {
 
     /// P(x) = x^16 + x^12 + x^5 + 1.
     const P: u64 = 0x1_1021;
-    /// x^(8k) mod P for k = 0..=26: the weight of a word whose last byte
-    /// is k - 3 bytes before the message's end, times x^16 (every weight
-    /// a word of a message of at most 32 bytes needs).
+    /// x^(8k) mod P for k = 0..=26: the weight, times x^16, of a word
+    /// followed by k - 2 bytes of the message (every weight a word of a
+    /// message of at most 32 bytes needs).
     const BYTE_POWERS: [u64; 27] = {
         let mut powers = [0u64; 27];
         let mut k = 0;

@@ -39,7 +39,7 @@ pub mod zset;
 
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use crate::cluster::Access;
 use crate::resp::{Protocol, Reply};
@@ -797,9 +797,9 @@ fn check_and_call(
         reply = call(ctx, command, argv);
         0
     } else {
-        let started = Instant::now();
+        let started = crate::latency::monotonic_ns();
         reply = call(ctx, command, argv);
-        let ns = started.elapsed().as_nanos() as u64;
+        let ns = crate::latency::monotonic_ns().saturating_sub(started);
         let stats = &ctx.shared.stats;
         if stats.latency_tracking.load(Ordering::Relaxed) {
             ctx.client.batch.durations.push((index, ns));

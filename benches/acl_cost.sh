@@ -68,9 +68,9 @@ redis-cli -p "$N_PORT" ACL SETUSER gateway "${GATEWAY_RULES[@]}" >/dev/null
 N_SHA=$(redis-cli -p "$N_PORT" SCRIPT LOAD "$(cat $SRC)")
 LOAD[1]=$N_SHA
 redis-benchmark -p "$N_PORT" -c 50 -r 100000 -n 500000 -P 16 "${LOAD[@]}" >/dev/null 2>&1
-read -r u1 s1 < <(awk '{print $14, $15}' "/proc/$N_PID/stat")
+read -r u1 s1 < <(user_system_ticks "$N_PID")
 redis-benchmark -p "$N_PORT" -c 50 -r 100000 -n 2000000 -P 16 "${LOAD[@]}" >/dev/null 2>&1
-read -r u2 s2 < <(awk '{print $14, $15}' "/proc/$N_PID/stat")
+read -r u2 s2 < <(user_system_ticks "$N_PID")
 
 python3 - "$REQUESTS" $((u2 - u1)) $((s2 - s1)) "${DEFAULT[@]}" "${GATEWAY[@]}" <<'EOF'
 import statistics, sys

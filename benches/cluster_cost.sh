@@ -70,19 +70,26 @@ count() { # pid port dump-tag test-args... -> instructions for the run
     grep -h '^summary:' "$(ls -t "$WORK"/*.out.* | head -1)" | awk '{print $2}'
 }
 
+# The redis-benchmark arguments of test $1 against a server whose script
+# SHA is $2, into LOAD.
+load_args() {
+    if [ "$1" = EVALSHA ]; then
+        LOAD=("${EVALSHA_ARGS[@]/#@SHA@/$2}")
+    else
+        LOAD=(-t "${1,,}")
+    fi
+}
+
 declare -A RATIO
 echo "Instructions per request (user space, callgrind), ${SERVER:-tally}, -P 16, $REQUESTS requests"
 echo
 echo "| test | plain | cluster | cluster/plain |"
 echo "|---|---|---|---|"
 for test in SET GET INCR EVALSHA; do
-    if [ $test = EVALSHA ]; then
-        p=$(count "$P_PID" "$P_PORT" p-$test "${EVALSHA_ARGS[@]/#@SHA@/$P_SHA}")
-        c=$(count "$C_PID" "$C_PORT" c-$test "${EVALSHA_ARGS[@]/#@SHA@/$C_SHA}")
-    else
-        p=$(count "$P_PID" "$P_PORT" p-$test -t "${test,,}")
-        c=$(count "$C_PID" "$C_PORT" c-$test -t "${test,,}")
-    fi
+    load_args $test "$P_SHA"
+    p=$(count "$P_PID" "$P_PORT" p-$test "${LOAD[@]}")
+    load_args $test "$C_SHA"
+    c=$(count "$C_PID" "$C_PORT" c-$test "${LOAD[@]}")
     RATIO[$test]=$(python3 -c "import sys; print(int(sys.argv[2]) / int(sys.argv[1]))" "$p" "$c")
     python3 -c "import sys; p,c,n=map(int,sys.argv[2:]); print(f'| {sys.argv[1]} | {p/n:,.0f} | {c/n:,.0f} | {c/p:.3f}x |')" \
         "$test" "$p" "$c" "$REQUESTS"
@@ -107,15 +114,11 @@ echo
 echo "| test | user ticks | system ticks | user share | modelled CPU cluster/plain |"
 echo "|---|---|---|---|---|"
 for test in SET GET INCR EVALSHA; do
-    if [ $test = EVALSHA ]; then
-        args=("${EVALSHA_ARGS[@]/#@SHA@/$N_SHA}")
-    else
-        args=(-t "${test,,}")
-    fi
-    redis-benchmark -p "$N_PORT" -c 50 -r 100000 -n 500000 -P 16 "${args[@]}" >/dev/null 2>&1
-    read -r u1 s1 < <(awk '{print $14, $15}' "/proc/$N_PID/stat")
-    redis-benchmark -p "$N_PORT" -c 50 -r 100000 -n 2000000 -P 16 "${args[@]}" >/dev/null 2>&1
-    read -r u2 s2 < <(awk '{print $14, $15}' "/proc/$N_PID/stat")
+    load_args $test "$N_SHA"
+    redis-benchmark -p "$N_PORT" -c 50 -r 100000 -n 500000 -P 16 "${LOAD[@]}" >/dev/null 2>&1
+    read -r u1 s1 < <(user_system_ticks "$N_PID")
+    redis-benchmark -p "$N_PORT" -c 50 -r 100000 -n 2000000 -P 16 "${LOAD[@]}" >/dev/null 2>&1
+    read -r u2 s2 < <(user_system_ticks "$N_PID")
     python3 -c "
 import sys
 u, s, r = int(sys.argv[2]), int(sys.argv[3]), float(sys.argv[4])

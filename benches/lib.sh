@@ -11,5 +11,7 @@ free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",
 wait_up() { until [ "$(redis-cli -p "$1" ping 2>/dev/null)" = PONG ]; do sleep 0.05; done; }
 # User + system CPU ticks (1/100 s) of process $1 so far.
 cpu_ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
+# User and system CPU ticks of process $1 so far, apart ("user system").
+user_system_ticks() { awk '{print $14, $15}' "/proc/$1/stat"; }
 # The median of the numbers given.
 median() { python3 -c "import statistics,sys; print(statistics.median(float(x) for x in sys.argv[1:]))" "$@"; }

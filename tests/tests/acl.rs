@@ -77,6 +77,95 @@ async fn acl_commands_match_redis() {
     .await;
 }
 
+/// Each way a check finds a call's keys (one key spec from a fixed
+/// argument, a key count, a stride, several specs, a keyword search) and
+/// each way a pattern matches (a short or long literal prefix, a glob),
+/// decided as Redis decides: the empty key too, which Redis's glob never
+/// matches with a bare `*`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn keys_are_found_and_matched_as_redis_does() {
+    let Some(redis) = RedisServer::start() else {
+        return;
+    };
+    let tally = TestServer::start_real_clock().await;
+    let mut stream = tally_tests::script(
+        "
+        ACL SETUSER erin on nopass %R~* %W~w:* ~12345678* ~longprefix:* ~g?ob:[ab]* +@all
+        ACL DRYRUN erin get r:1
+        ACL DRYRUN erin set r:1 v
+        ACL DRYRUN erin set w:1 v
+        ACL DRYRUN erin set w:1 v GET
+        ACL DRYRUN erin set 12345678 v
+        ACL DRYRUN erin set 1234567 v
+        ACL DRYRUN erin set 12345678x v
+        ACL DRYRUN erin set longprefix:1 v
+        ACL DRYRUN erin set longprefix v
+        ACL DRYRUN erin set glob:a1 v
+        ACL DRYRUN erin set glob:c1 v
+        ACL DRYRUN erin mset w:1 a w:2 b
+        ACL DRYRUN erin mset w:1 a r:2 b
+        ACL DRYRUN erin eval return 2 w:1 w:2
+        ACL DRYRUN erin eval return 2 w:1 r:2
+        ACL DRYRUN erin eval return 0
+        ACL DRYRUN erin eval return x w:1
+        ACL DRYRUN erin eval return 3 w:1
+        ACL DRYRUN erin lmove r:1 w:1 left right
+        ACL DRYRUN erin lmove w:1 r:1 left right
+        ACL DRYRUN erin rename w:1 w:2
+        ACL DRYRUN erin rename w:1 r:2
+        ACL DRYRUN erin sinterstore w:9 r:1 r:2
+        ACL DRYRUN erin sinterstore r:9 r:1 r:2
+        ACL DRYRUN erin zrangestore w:9 r:1 0 -1
+        ACL DRYRUN erin migrate 127.0.0.1 1 w:1 0 5
+        ACL DRYRUN erin migrate 127.0.0.1 1 r:1 0 5
+        ACL SETUSER frank on nopass %R~* +@all
+        ",
+    );
+    let dryrun = |user: &str, words: &[&[u8]]| {
+        let mut argv = vec![
+            b"ACL".to_vec(),
+            b"DRYRUN".to_vec(),
+            user.as_bytes().to_vec(),
+        ];
+        argv.extend(words.iter().map(|w| w.to_vec()));
+        argv
+    };
+    stream.push(dryrun("erin", &[b"get", b""]));
+    stream.push(dryrun("erin", &[b"set", b"", b"v"]));
+    stream.push(dryrun(
+        "erin",
+        &[
+            b"migrate",
+            b"127.0.0.1",
+            b"1",
+            b"",
+            b"0",
+            b"5",
+            b"keys",
+            b"w:1",
+            b"w:2",
+        ],
+    ));
+    stream.push(dryrun(
+        "erin",
+        &[
+            b"migrate",
+            b"127.0.0.1",
+            b"1",
+            b"",
+            b"0",
+            b"5",
+            b"keys",
+            b"w:1",
+            b"r:2",
+        ],
+    ));
+    stream.push(dryrun("frank", &[b"get", b""]));
+    stream.push(dryrun("frank", &[b"get", b"k"]));
+    let mismatches = compare_streams(redis.addr, tally.addr(), &stream).await;
+    assert_no_mismatch(&mismatches);
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn users_are_refused_what_their_rules_deny() {
     assert_script_matches_redis(

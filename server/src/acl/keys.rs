@@ -6,6 +6,7 @@
 use crate::cmd::docs::{self, BeginSearch, FindKeys};
 use crate::cmd::table::Command;
 
+use super::selector::Selector;
 use super::user::{READ, WRITE};
 
 /// Each command's Redis docs (key specs), by registry index: looked up
@@ -22,6 +23,161 @@ fn doc_of(index: usize) -> Option<&'static docs::CommandDoc> {
     .get(index)
     .copied()
     .flatten()
+}
+
+/// The keys of one key spec in one call: arguments `first..=last`, every
+/// `step`, each needing `needed` (empty when `last < first`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Stride {
+    first: usize,
+    last: usize,
+    step: usize,
+    needed: u8,
+}
+
+impl Stride {
+    /// A stride naming no argument.
+    const EMPTY: Stride = Stride {
+        first: 1,
+        last: 0,
+        step: 1,
+        needed: 0,
+    };
+
+    /// (argument index, permissions needed) of each key.
+    fn keys(self) -> impl Iterator<Item = (usize, u8)> {
+        (self.first..=self.last)
+            .step_by(self.step)
+            .map(move |at| (at, self.needed))
+    }
+}
+
+/// How the keys of a command's calls are found, decided once per command
+/// from its key specs, so that the usual command (one spec, from a fixed
+/// argument) costs a few additions per check instead of the general walk.
+#[derive(Clone, Copy, Debug)]
+enum Plan {
+    /// No spec names keys.
+    NoKeys,
+    /// The one spec naming keys starts at a fixed argument (`first`) and
+    /// finds its keys so, with these flags.
+    OneSpec {
+        first: i64,
+        find: &'static FindKeys,
+        resolved: ResolvedFlags,
+    },
+    /// Several specs, a keyword search, or no Redis key specs at all:
+    /// every spec walked into a list.
+    Walk,
+}
+
+/// The keys a call names, as an ACL check reads them.
+pub enum CallKeys<'a> {
+    /// Found at once (every command but the few below).
+    Stride(Stride),
+    /// Walked on first use (a selector with `allkeys` never asks) and kept
+    /// for the next selector: commands with several key specs or a
+    /// keyword search.
+    Walk {
+        /// The command called.
+        command: &'a Command,
+        /// Its registry index.
+        index: usize,
+        /// The keys, once walked.
+        listed: Option<Vec<(usize, u8)>>,
+    },
+}
+
+impl<'a> CallKeys<'a> {
+    /// The keys of `argv`, a call of the command at registry `index`.
+    #[inline]
+    pub fn new(command: &'a Command, index: usize, argv: &[&[u8]]) -> CallKeys<'a> {
+        match plan(index) {
+            Plan::NoKeys => CallKeys::Stride(Stride::EMPTY),
+            Plan::OneSpec {
+                first,
+                find,
+                resolved,
+            } => CallKeys::Stride(match keys_from(first, find, resolved, argv) {
+                SpecKeys::Found(stride) => stride,
+                SpecKeys::Invalid => Stride::EMPTY,
+            }),
+            Plan::Walk => CallKeys::Walk {
+                command,
+                index,
+                listed: None,
+            },
+        }
+    }
+
+    /// The first key (argument index) of `argv` that `selector` does not
+    /// grant, if any.
+    #[inline]
+    pub fn first_refused(&mut self, argv: &[&[u8]], selector: &Selector) -> Option<usize> {
+        match self {
+            CallKeys::Stride(stride) => {
+                let mut at = stride.first;
+                while at <= stride.last {
+                    if !selector.grants_key(argv[at], stride.needed) {
+                        return Some(at);
+                    }
+                    at += stride.step;
+                }
+                None
+            }
+            CallKeys::Walk {
+                command,
+                index,
+                listed,
+            } => listed
+                .get_or_insert_with(|| {
+                    let mut keys = Vec::new();
+                    keys_with_permissions(command, *index, argv, &mut keys);
+                    keys
+                })
+                .iter()
+                .find(|&&(at, needed)| !selector.grants_key(argv[at], needed))
+                .map(|&(at, _)| at),
+        }
+    }
+}
+
+/// The plan of the command at registry `index` (see [`Plan`]).
+#[inline]
+fn plan(index: usize) -> Plan {
+    static PLANS: std::sync::OnceLock<Vec<Plan>> = std::sync::OnceLock::new();
+    PLANS
+        .get_or_init(|| {
+            (0..crate::cmd::table::registry().len())
+                .map(plan_of)
+                .collect()
+        })
+        .get(index)
+        .copied()
+        .unwrap_or(Plan::Walk)
+}
+
+fn plan_of(index: usize) -> Plan {
+    let Some(doc) = doc_of(index) else {
+        return Plan::Walk;
+    };
+    let mut naming = doc
+        .key_specs
+        .iter()
+        .zip(resolved_flags(index).iter().copied())
+        .filter(|(_, resolved)| !resolved.not_key);
+    match (naming.next(), naming.next()) {
+        (None, _) => Plan::NoKeys,
+        (Some((spec, resolved)), None) if !resolved.incomplete => match spec.begin_search {
+            BeginSearch::Index(first) => Plan::OneSpec {
+                first,
+                find: &spec.find_keys,
+                resolved,
+            },
+            _ => Plan::Walk,
+        },
+        _ => Plan::Walk,
+    }
 }
 
 /// (argument index, permissions needed) of every key in the call of the
@@ -41,103 +197,138 @@ pub fn keys_with_permissions(
 
 /// Fills `keys`; false on a syntax error in the key arguments.
 fn find_keys(command: &Command, index: usize, argv: &[&[u8]], keys: &mut Vec<(usize, u8)>) -> bool {
-    let Some(doc) = doc_of(index) else {
-        // No Redis key specs (a tally-only command): every key both ways.
+    // Every key both ways, found by the command table: for commands
+    // without Redis key specs (tally's own), and in place of a spec marked
+    // `incomplete` that found keys, where Redis asks the command's own
+    // key finder (MIGRATE's KEYS form: migrateGetKeys, read and write).
+    let from_table = |keys: &mut Vec<(usize, u8)>| {
+        keys.clear();
         keys.extend(
             command
                 .key_positions(argv)
                 .into_iter()
                 .map(|at| (at, READ | WRITE)),
         );
-        return true;
+        true
     };
-    let argc = argv.len() as i64;
-    for (spec, resolved) in doc.key_specs.iter().zip(resolved_flags(index)) {
+    let Some(doc) = doc_of(index) else {
+        return from_table(keys);
+    };
+    for (spec, &resolved) in doc.key_specs.iter().zip(resolved_flags(index)) {
         if resolved.not_key {
             continue;
         }
-        let first = match spec.begin_search {
-            BeginSearch::Index(pos) => pos,
-            BeginSearch::Keyword(keyword, startfrom) => {
-                let (start, end) = if startfrom > 0 {
-                    (startfrom, argc - 1)
-                } else {
-                    (argc + startfrom, 1)
-                };
-                let mut found = 0;
-                let mut i = start;
-                loop {
-                    if i >= argc || i < 1 {
-                        break;
-                    }
-                    if argv[i as usize].eq_ignore_ascii_case(keyword.as_bytes()) {
-                        found = i + 1;
-                        break;
-                    }
-                    if i == end {
-                        break;
-                    }
-                    i += if start <= end { 1 } else { -1 };
-                }
-                if found == 0 {
-                    continue;
-                }
-                found
+        match spec_keys(spec, resolved, argv) {
+            SpecKeys::Found(stride) if resolved.incomplete && stride.first <= stride.last => {
+                return from_table(keys);
             }
-            BeginSearch::Unknown => return false,
-        };
-        let (first, last, step) = match spec.find_keys {
-            FindKeys::Range {
-                lastkey,
-                keystep,
-                limit,
-            } => {
-                let last = if lastkey >= 0 {
-                    first + lastkey
-                } else if limit == 0 {
-                    argc + lastkey
-                } else {
-                    first + ((argc - first) / limit + lastkey)
-                };
-                (first, last, keystep)
-            }
-            FindKeys::Keynum {
-                keynumidx,
-                firstkey,
-                keystep,
-            } => {
-                if keynumidx >= argc || first + keynumidx >= argc {
-                    return false;
-                }
-                let Some(numkeys) = parse_numkeys(argv[(first + keynumidx) as usize]) else {
-                    return false;
-                };
-                if numkeys < 0 {
-                    return false;
-                }
-                let first = first + firstkey;
-                (first, first + numkeys - 1, keystep)
-            }
-            FindKeys::Unknown => return false,
-        };
-        if numkeys_empty(first, last) {
-            continue;
-        }
-        if last >= argc || last < first || first >= argc {
-            return false;
-        }
-        let needed = if command.name == "set" {
-            set_permissions(argv)
-        } else {
-            resolved.needed
-        };
-        let mut i = first;
-        while i <= last {
-            keys.push((i as usize, needed));
-            i += step.max(1);
+            SpecKeys::Found(stride) => keys.extend(stride.keys()),
+            SpecKeys::Invalid => return false,
         }
     }
     true
+}
+
+/// What one key spec finds in a call.
+enum SpecKeys {
+    /// These keys (none when the spec's keyword is absent or its count 0).
+    Found(Stride),
+    /// A syntax error in the key arguments: the call names no keys.
+    Invalid,
+}
+
+/// The keys one key spec names in a call, as getKeysUsingKeySpecs finds them.
+fn spec_keys(spec: &docs::KeySpecDoc, resolved: ResolvedFlags, argv: &[&[u8]]) -> SpecKeys {
+    let argc = argv.len() as i64;
+    let first = match spec.begin_search {
+        BeginSearch::Index(pos) => pos,
+        BeginSearch::Keyword(keyword, startfrom) => {
+            let (start, end) = if startfrom > 0 {
+                (startfrom, argc - 1)
+            } else {
+                (argc + startfrom, 1)
+            };
+            let mut found = 0;
+            let mut i = start;
+            loop {
+                if i >= argc || i < 1 {
+                    break;
+                }
+                if argv[i as usize].eq_ignore_ascii_case(keyword.as_bytes()) {
+                    found = i + 1;
+                    break;
+                }
+                if i == end {
+                    break;
+                }
+                i += if start <= end { 1 } else { -1 };
+            }
+            if found == 0 {
+                return SpecKeys::Found(Stride::EMPTY);
+            }
+            found
+        }
+        BeginSearch::Unknown => return SpecKeys::Invalid,
+    };
+    keys_from(first, &spec.find_keys, resolved, argv)
+}
+
+/// The keys a key spec finds from argument `first` on (inlined: for the
+/// usual command it is the whole of finding the keys).
+#[inline(always)]
+fn keys_from(first: i64, find: &FindKeys, resolved: ResolvedFlags, argv: &[&[u8]]) -> SpecKeys {
+    let argc = argv.len() as i64;
+    let (first, last, step) = match *find {
+        FindKeys::Range {
+            lastkey,
+            keystep,
+            limit,
+        } => {
+            let last = if lastkey >= 0 {
+                first + lastkey
+            } else if limit == 0 {
+                argc + lastkey
+            } else {
+                first + ((argc - first) / limit + lastkey)
+            };
+            (first, last, keystep)
+        }
+        FindKeys::Keynum {
+            keynumidx,
+            firstkey,
+            keystep,
+        } => {
+            if keynumidx >= argc || first + keynumidx >= argc {
+                return SpecKeys::Invalid;
+            }
+            let Some(numkeys) = parse_numkeys(argv[(first + keynumidx) as usize]) else {
+                return SpecKeys::Invalid;
+            };
+            if numkeys < 0 {
+                return SpecKeys::Invalid;
+            }
+            let first = first + firstkey;
+            (first, first + numkeys - 1, keystep)
+        }
+        FindKeys::Unknown => return SpecKeys::Invalid,
+    };
+    if numkeys_empty(first, last) {
+        return SpecKeys::Found(Stride::EMPTY);
+    }
+    if last >= argc || last < first || first >= argc {
+        return SpecKeys::Invalid;
+    }
+    let needed = if resolved.get_option {
+        set_permissions(argv)
+    } else {
+        resolved.needed
+    };
+    SpecKeys::Found(Stride {
+        first: first as usize,
+        last: last as usize,
+        step: step.max(1) as usize,
+        needed,
+    })
 }
 
 /// A keynum spec with zero keys names none (Redis's count of 0).
@@ -172,12 +363,16 @@ fn permissions(flags: &[&str]) -> u8 {
 }
 
 /// A key spec's flags as a check uses them.
-#[derive(Clone, Copy)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 struct ResolvedFlags {
     /// `not_key`: the argument is not a key (skipped).
     not_key: bool,
     /// The permissions its keys need.
     needed: u8,
+    /// SET's: a GET option adds read permission (see [`set_permissions`]).
+    get_option: bool,
+    /// `incomplete`: the keys it finds may not be all (see [`find_keys`]).
+    incomplete: bool,
 }
 
 /// The resolved flags of each key spec of the command at registry
@@ -189,13 +384,16 @@ fn resolved_flags(index: usize) -> &'static [ResolvedFlags] {
         .get_or_init(|| {
             (0..crate::cmd::table::registry().len())
                 .map(|i| {
+                    let is_set = crate::cmd::table::registry().command(i).name == "set";
                     doc_of(i)
                         .map(|doc| {
                             doc.key_specs
                                 .iter()
                                 .map(|spec| ResolvedFlags {
                                     not_key: spec.flags.contains(&"not_key"),
+                                    incomplete: spec.flags.contains(&"incomplete"),
                                     needed: permissions(spec.flags),
+                                    get_option: is_set,
                                 })
                                 .collect()
                         })
@@ -209,6 +407,7 @@ fn resolved_flags(index: usize) -> &'static [ResolvedFlags] {
 
 /// The count a keynum argument gives, as `str::parse` reads it; a single
 /// digit (the usual case) without the text machinery.
+#[inline(always)]
 fn parse_numkeys(text: &[u8]) -> Option<i64> {
     match text {
         [digit @ b'0'..=b'9'] => Some(i64::from(digit - b'0')),
@@ -229,5 +428,58 @@ pub fn channels(command: &Command, argv: &[&[u8]]) -> Vec<(usize, bool)> {
         "subscribe" | "ssubscribe" => (1..argv.len()).map(|i| (i, false)).collect(),
         "psubscribe" => (1..argv.len()).map(|i| (i, true)).collect(),
         _ => Vec::new(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::cmd::table::registry;
+
+    fn plan_named(name: &str) -> Plan {
+        plan(registry().index_of(name.as_bytes()).expect("a command"))
+    }
+
+    #[test]
+    fn commands_are_planned_by_their_key_specs() {
+        for name in ["get", "set", "evalsha", "eval", "mset", "del", "expire"] {
+            assert!(
+                matches!(plan_named(name), Plan::OneSpec { .. }),
+                "{name}: {:?}",
+                plan_named(name)
+            );
+        }
+        for name in ["flushall", "ping", "time", "script|load"] {
+            assert!(matches!(plan_named(name), Plan::NoKeys), "{name}");
+        }
+        // Several specs, or an incomplete one (MIGRATE's KEYS).
+        for name in ["lmove", "rename", "sinterstore", "migrate"] {
+            assert!(matches!(plan_named(name), Plan::Walk), "{name}");
+        }
+    }
+
+    #[test]
+    fn a_planned_call_names_the_keys_the_walk_names() {
+        let calls: &[&[&[u8]]] = &[
+            &[b"get", b"k"],
+            &[b"set", b"k", b"v", b"GET"],
+            &[b"evalsha", b"abc", b"2", b"a", b"b", b"1"],
+            &[b"evalsha", b"abc", b"0"],
+            &[b"evalsha", b"abc", b"x", b"a"],
+            &[b"evalsha", b"abc", b"3", b"a"],
+            &[b"mset", b"a", b"1", b"b", b"2"],
+            &[b"del", b"a", b"b", b"c"],
+        ];
+        for argv in calls {
+            let index = registry().index_of(argv[0]).expect("a command");
+            let command = registry().command(index);
+            let mut walked = Vec::new();
+            keys_with_permissions(command, index, argv, &mut walked);
+            let planned: Vec<(usize, u8)> = match CallKeys::new(command, index, argv) {
+                CallKeys::Stride(stride) => stride.keys().collect(),
+                CallKeys::Walk { .. } => panic!("{argv:?} is planned"),
+            };
+            assert_eq!(planned, walked, "{argv:?}");
+        }
     }
 }

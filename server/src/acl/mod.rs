@@ -276,36 +276,45 @@ pub fn check(user: &User, command: &Command, argv: &[&[u8]]) -> Result<(), Denie
     let Some(index) = index_of(command) else {
         return Err(Denied::Command);
     };
-    thread_local! {
-        /// The keys of the call being checked: a buffer kept per thread,
-        /// so a check allocates nothing.
-        static KEYS: std::cell::RefCell<Vec<(usize, u8)>> = const { std::cell::RefCell::new(Vec::new()) };
+    check_indexed(user, command, index, argv)
+}
+
+/// [`check`] of the command at registry `index`, as dispatch knows it.
+pub fn check_indexed(
+    user: &User,
+    command: &Command,
+    index: usize,
+    argv: &[&[u8]],
+) -> Result<(), Denied> {
+    if user.unrestricted() {
+        return Ok(());
     }
-    KEYS.with(|buffer| {
-        let mut buffer = buffer.borrow_mut();
-        let mut relevant = Denied::Command;
-        let mut keys_found = false;
-        for selector in &user.selectors {
-            match check_selector(selector, command, index, argv, &mut buffer, &mut keys_found) {
-                Ok(()) => return Ok(()),
-                Err(denied) => {
-                    if denied.rank() > relevant.rank() {
-                        relevant = denied;
-                    }
+    debug_assert!(std::ptr::eq(registry().command(index), command));
+    let mut keys = keys::CallKeys::new(command, index, argv);
+    if let [selector] = &user.selectors[..] {
+        return check_selector(selector, command, index, argv, &mut keys);
+    }
+    let mut relevant = Denied::Command;
+    for selector in &user.selectors {
+        match check_selector(selector, command, index, argv, &mut keys) {
+            Ok(()) => return Ok(()),
+            Err(denied) => {
+                if denied.rank() > relevant.rank() {
+                    relevant = denied;
                 }
             }
         }
-        Err(relevant)
-    })
+    }
+    Err(relevant)
 }
 
+#[inline]
 fn check_selector(
     selector: &Selector,
     command: &Command,
     index: usize,
     argv: &[&[u8]],
-    keys: &mut Vec<(usize, u8)>,
-    keys_found: &mut bool,
+    keys: &mut keys::CallKeys<'_>,
 ) -> Result<(), Denied> {
     use crate::cmd::table::flags;
     if !selector.all_commands && command.flags & flags::NO_AUTH == 0 && !selector.allowed[index] {
@@ -321,21 +330,11 @@ fn check_selector(
         }
     }
     if !selector.all_keys {
-        if !*keys_found {
-            keys::keys_with_permissions(command, index, argv, keys);
-            *keys_found = true;
-        }
-        for &(at, needed) in keys.iter() {
-            let granted = selector
-                .patterns
-                .iter()
-                .any(|p| p.flags & needed == needed && p.matches(argv[at]));
-            if !granted {
-                return Err(Denied::Key(at));
-            }
+        if let Some(at) = keys.first_refused(argv, selector) {
+            return Err(Denied::Key(at));
         }
     }
-    if !selector.all_channels {
+    if !selector.all_channels && command.flags & flags::PUBSUB != 0 {
         for (at, pattern) in keys::channels(command, argv) {
             let granted = selector.channels.iter().any(|c| {
                 if pattern {

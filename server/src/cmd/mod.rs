@@ -393,7 +393,8 @@ pub fn resolve(argv: &[&[u8]]) -> Result<&'static Command, Reply> {
     resolve_indexed(argv).map(|(_, command)| command)
 }
 
-fn resolve_indexed(argv: &[&[u8]]) -> Result<(usize, &'static Command), Reply> {
+/// [`resolve`], with the command's registry index.
+pub fn resolve_indexed(argv: &[&[u8]]) -> Result<(usize, &'static Command), Reply> {
     let registry = registry();
     // One lookup; a full `container|sub` name typed as a command is unknown,
     // as in Redis.
@@ -464,11 +465,11 @@ fn dispatch_resolved(
     command: &'static Command,
     argv: &[&[u8]],
 ) -> Reply {
-    if held_by_pause(ctx, command, argv) {
+    if held_by_pause(ctx, index, command, argv) {
         return Reply::Nothing;
     }
     if multi::queues(ctx, command) {
-        return match rejection(ctx, command, argv) {
+        return match rejection(ctx, index, command, argv) {
             Some(_) if ctx.client.awaits_migration => Reply::Nothing,
             Some(reply) => {
                 ctx.client.batch.slot(index).4 += 1;
@@ -498,7 +499,12 @@ fn count_errors(ctx: &mut Ctx<'_>, reply: &Reply) {
 /// wait for the pause to end. Checked for clients' own commands only, not
 /// for those a script or EXEC runs. Redis checks after arity and
 /// authentication; a command those refuse is refused at once here too.
-fn held_by_pause(ctx: &mut Ctx<'_>, command: &'static Command, argv: &[&[u8]]) -> bool {
+fn held_by_pause(
+    ctx: &mut Ctx<'_>,
+    index: usize,
+    command: &'static Command,
+    argv: &[&[u8]],
+) -> bool {
     if ctx.held.is_some() || ctx.client.in_script {
         return false;
     }
@@ -506,7 +512,7 @@ fn held_by_pause(ctx: &mut Ctx<'_>, command: &'static Command, argv: &[&[u8]]) -
         command.flags & (flags::WRITE | flags::MAY_REPLICATE) != 0
             || (command.name == "exec" && multi::may_write(ctx.client))
     };
-    if !ctx.shared.pause.holds(may_write) || rejection(ctx, command, argv).is_some() {
+    if !ctx.shared.pause.holds(may_write) || rejection(ctx, index, command, argv).is_some() {
         return false;
     }
     ctx.client.postponed = true;
@@ -515,12 +521,18 @@ fn held_by_pause(ctx: &mut Ctx<'_>, command: &'static Command, argv: &[&[u8]]) -
 
 /// Why a command is refused before it runs (arity, authentication, a busy
 /// script, maxmemory), if it is.
-fn rejection(ctx: &mut Ctx<'_>, command: &'static Command, argv: &[&[u8]]) -> Option<Reply> {
+/// `index`: the command's registry index.
+fn rejection(
+    ctx: &mut Ctx<'_>,
+    index: usize,
+    command: &'static Command,
+    argv: &[&[u8]],
+) -> Option<Reply> {
     if !arity_ok(command.arity, argv.len()) {
         Some(Reply::error(error::wrong_arity(command.name)))
     } else if !ctx.client.authenticated && command.flags & flags::NO_AUTH == 0 {
         Some(Reply::error(error::NOAUTH))
-    } else if let Err(denied) = permitted(ctx, command, argv) {
+    } else if let Err(denied) = permitted(ctx, index, command, argv) {
         Some(Reply::error(denied))
     } else if let Some(refusal) = routed(ctx, command, argv) {
         Some(refusal)
@@ -570,7 +582,12 @@ fn rejection(ctx: &mut Ctx<'_>, command: &'static Command, argv: &[&[u8]]) -> Op
 /// script bridge, with the script's wording): the client's user is read
 /// again first if any user changed since; a refusal is logged (ACL LOG)
 /// and returned as Redis's NOPERM text.
-fn permitted(ctx: &Ctx<'_>, command: &'static Command, argv: &[&[u8]]) -> Result<(), String> {
+fn permitted(
+    ctx: &Ctx<'_>,
+    index: usize,
+    command: &'static Command,
+    argv: &[&[u8]],
+) -> Result<(), String> {
     if ctx.client.in_script {
         return Ok(());
     }
@@ -583,7 +600,7 @@ fn permitted(ctx: &Ctx<'_>, command: &'static Command, argv: &[&[u8]]) -> Result
     } else {
         crate::acl::Context::TopLevel
     };
-    crate::acl::check(user, command, argv).map_err(|denied| {
+    crate::acl::check_indexed(user, command, index, argv).map_err(|denied| {
         crate::acl::log_denial(ctx, user, command, argv, denied, context);
         if ctx.held.is_some() {
             // Run by EXEC: the rules changed since it was queued.
@@ -759,7 +776,7 @@ fn check_and_call(
     argv: &[&[u8]],
 ) -> Reply {
     let _gate = slot_gate(ctx, command, argv);
-    let rejected = rejection(ctx, command, argv);
+    let rejected = rejection(ctx, index, command, argv);
     ctx.client.gate_slots = routing::GateSlots::Unknown;
     if let Some(reply) = rejected {
         if ctx.client.awaits_migration {

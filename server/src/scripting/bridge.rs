@@ -202,8 +202,8 @@ fn run_command(
             None => formatted.next().map_or(&b""[..], |f| f.as_slice()),
         })
         .collect();
-    let command = match cmd::resolve(&argv) {
-        Ok(command) => command,
+    let (index, command) = match cmd::resolve_indexed(&argv) {
+        Ok(found) => found,
         Err(_) => {
             return refused(
                 lua,
@@ -230,7 +230,7 @@ fn run_command(
         );
     }
     if !bridge.client.user.unrestricted() {
-        if let Err(denied) = crate::acl::check(&bridge.client.user, command, &argv) {
+        if let Err(denied) = crate::acl::check_indexed(&bridge.client.user, command, index, &argv) {
             let ctx = Ctx {
                 shared: bridge.shared,
                 client: &mut bridge.client,

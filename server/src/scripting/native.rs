@@ -292,8 +292,9 @@ pub fn permitted(ctx: &Ctx<'_>, index: usize, keys: &[&[u8]]) -> bool {
         argvs.push(vec![b"TIME"]);
     }
     argvs.iter().all(|argv| {
-        crate::cmd::resolve(argv)
-            .is_ok_and(|command| crate::acl::check(user, command, argv).is_ok())
+        crate::cmd::resolve_indexed(argv).is_ok_and(|(index, command)| {
+            crate::acl::check_indexed(user, command, index, argv).is_ok()
+        })
     })
 }
 

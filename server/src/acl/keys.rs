@@ -111,8 +111,9 @@ impl<'a> CallKeys<'a> {
     }
 
     /// The first key (argument index) of `argv` that `selector` does not
-    /// grant, if any.
-    #[inline]
+    /// grant, if any. The stride's loop is inlined into the check; the
+    /// walk is not.
+    #[inline(always)]
     pub fn first_refused(&mut self, argv: &[&[u8]], selector: &Selector) -> Option<usize> {
         match self {
             CallKeys::Stride(stride) => {
@@ -129,17 +130,30 @@ impl<'a> CallKeys<'a> {
                 command,
                 index,
                 listed,
-            } => listed
-                .get_or_insert_with(|| {
-                    let mut keys = Vec::new();
-                    keys_with_permissions(command, *index, argv, &mut keys);
-                    keys
-                })
-                .iter()
-                .find(|&&(at, needed)| !selector.grants_key(argv[at], needed))
-                .map(|&(at, _)| at),
+            } => first_walked_refused(command, *index, listed, argv, selector),
         }
     }
+}
+
+/// [`CallKeys::first_refused`] of a walked call: the keys listed on first
+/// use.
+#[inline(never)]
+fn first_walked_refused(
+    command: &Command,
+    index: usize,
+    listed: &mut Option<Vec<(usize, u8)>>,
+    argv: &[&[u8]],
+    selector: &Selector,
+) -> Option<usize> {
+    listed
+        .get_or_insert_with(|| {
+            let mut keys = Vec::new();
+            keys_with_permissions(command, index, argv, &mut keys);
+            keys
+        })
+        .iter()
+        .find(|&&(at, needed)| !selector.grants_key(argv[at], needed))
+        .map(|&(at, _)| at)
 }
 
 /// The plan of the command at registry `index` (see [`Plan`]).

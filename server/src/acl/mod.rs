@@ -308,7 +308,9 @@ pub fn check_indexed(
     Err(relevant)
 }
 
-#[inline]
+/// One selector's verdict. Inlined into [`check_indexed`]: the usual
+/// user has one selector, and a call here was a fifth of the check.
+#[inline(always)]
 fn check_selector(
     selector: &Selector,
     command: &Command,

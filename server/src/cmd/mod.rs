@@ -595,12 +595,12 @@ fn permitted(
     if user.unrestricted() {
         return Ok(());
     }
-    let context = if ctx.held.is_some() || ctx.client.transaction.is_some() {
-        crate::acl::Context::Multi
-    } else {
-        crate::acl::Context::TopLevel
-    };
     crate::acl::check_indexed(user, command, index, argv).map_err(|denied| {
+        let context = if ctx.held.is_some() || ctx.client.transaction.is_some() {
+            crate::acl::Context::Multi
+        } else {
+            crate::acl::Context::TopLevel
+        };
         crate::acl::log_denial(ctx, user, command, argv, denied, context);
         if ctx.held.is_some() {
             // Run by EXEC: the rules changed since it was queued.

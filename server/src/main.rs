@@ -136,9 +136,14 @@ struct Cli {
     #[arg(long)]
     tls_cert_file: Option<String>,
 
-    /// The server's private key (PEM, unencrypted).
+    /// The server's private key (PEM; encrypted PKCS#8 with
+    /// --tls-key-file-pass).
     #[arg(long)]
     tls_key_file: Option<String>,
+
+    /// The password of an encrypted --tls-key-file.
+    #[arg(long)]
+    tls_key_file_pass: Option<String>,
 
     /// CA certificates clients are verified against (PEM).
     #[arg(long)]
@@ -157,9 +162,13 @@ struct Cli {
     #[arg(long)]
     tls_client_cert_file: Option<String>,
 
-    /// Its private key (PEM, unencrypted). [default: --tls-key-file]
+    /// Its private key (PEM). [default: --tls-key-file]
     #[arg(long)]
     tls_client_key_file: Option<String>,
+
+    /// The password of an encrypted --tls-client-key-file.
+    #[arg(long)]
+    tls_client_key_file_pass: Option<String>,
 
     /// Refuse clients outside the loopback interface while the default
     /// user has no password (yes/no). [default: yes]
@@ -251,11 +260,16 @@ impl Cli {
         one("tls-port", self.tls_port.map(|v| v.to_string()));
         one("tls-cert-file", self.tls_cert_file.clone());
         one("tls-key-file", self.tls_key_file.clone());
+        one("tls-key-file-pass", self.tls_key_file_pass.clone());
         one("tls-ca-cert-file", self.tls_ca_cert_file.clone());
         one("tls-auth-clients", self.tls_auth_clients.clone());
         one("tls-cluster", self.tls_cluster.clone());
         one("tls-client-cert-file", self.tls_client_cert_file.clone());
         one("tls-client-key-file", self.tls_client_key_file.clone());
+        one(
+            "tls-client-key-file-pass",
+            self.tls_client_key_file_pass.clone(),
+        );
         one("protected-mode", self.protected_mode.clone());
         one("cluster-enabled", self.cluster_enabled.clone());
         one("cluster-config-file", self.cluster_config_file.clone());

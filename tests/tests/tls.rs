@@ -186,21 +186,127 @@ async fn certificates_are_replaced_without_a_restart() {
     let _ = std::fs::remove_dir_all(&new.dir);
 }
 
+/// `tls-key-file-pass`: an encrypted PKCS#8 key (as OpenSSL 3 writes it)
+/// is decrypted with its password, at start and by CONFIG SET; a wrong or
+/// missing password, and OpenSSL's legacy encryption, are refused with
+/// the reason.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn encrypted_keys_are_read_with_their_password() {
+    let Some(files) = TlsFiles::generate() else {
+        return;
+    };
+    let encrypted = format!("{}/encrypted.key", files.dir);
+    let legacy = format!("{}/legacy.key", files.dir);
+    for args in [
+        vec![
+            "pkcs8",
+            "-topk8",
+            "-v2",
+            "aes-256-cbc",
+            "-in",
+            &files.server_key,
+            "-out",
+            &encrypted,
+        ],
+        vec![
+            "rsa",
+            "-aes256",
+            "-traditional",
+            "-in",
+            &files.server_key,
+            "-out",
+            &legacy,
+        ],
+    ] {
+        let out = Command::new("openssl")
+            .args(&args)
+            .args(["-passout", "pass:s3cret"])
+            .output()
+            .expect("openssl runs");
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+    let settings = |key: &str, pass: &str| tally_server::net::tls::TlsSettings {
+        cert_file: files.server_cert.clone(),
+        key_file: key.to_string(),
+        key_file_pass: pass.to_string(),
+        auth_clients: tally_server::net::tls::ClientAuth::parse("no").expect("auth"),
+        ..Default::default()
+    };
+    let build = |key: &str, pass: &str| tally_server::net::tls::build(&settings(key, pass));
+    assert!(build(&encrypted, "s3cret").is_ok());
+    // A password is ignored for a key that is not encrypted, as OpenSSL does.
+    assert!(build(&files.server_key, "s3cret").is_ok());
+    for (key, pass, reason) in [
+        (
+            &encrypted,
+            "wrong",
+            "cannot decrypt the key with tls-key-file-pass",
+        ),
+        (
+            &encrypted,
+            "",
+            "the key is encrypted and tls-key-file-pass is not set",
+        ),
+        (&legacy, "s3cret", "OpenSSL's legacy format"),
+    ] {
+        let error = build(key, pass).unwrap_err();
+        assert!(error.contains(reason), "{key} {pass:?}: {error}");
+    }
+
+    let port = free_local_port();
+    let server = TestServer::start_with(|c| {
+        c.tls.port = port;
+        c.tls.cert_file = files.server_cert.clone();
+        c.tls.key_file = encrypted.clone();
+        c.tls.key_file_pass = "s3cret".into();
+        c.tls.auth_clients = tally_server::net::tls::ClientAuth::parse("no").expect("auth");
+    })
+    .await;
+    assert_eq!(redis_cli(port, &files, false, &["PING"]).1, "PONG");
+    let mut admin = tally_tests::RawConn::connect(server.addr()).await;
+    let refused = admin
+        .cmd(&["CONFIG", "SET", "tls-key-file-pass", "wrong"])
+        .await;
+    assert_eq!(
+        String::from_utf8_lossy(&refused),
+        "-ERR CONFIG SET failed (possibly related to argument 'tls-key-file-pass') - Unable to \
+         update TLS configuration. Check server logs.\r\n"
+    );
+    assert_eq!(redis_cli(port, &files, false, &["PING"]).1, "PONG");
+    let _ = std::fs::remove_dir_all(&files.dir);
+}
+
 /// `tls-protocols` and cipher options that rustls cannot honour are
 /// refused with the reason, not ignored.
 #[test]
 fn unsupported_tls_settings_are_refused() {
-    let mut settings = tally_server::net::tls::TlsSettings {
-        cert_file: "/x".into(),
-        key_file: "/y".into(),
-        ..Default::default()
+    let Some(files) = TlsFiles::generate() else {
+        return;
     };
-    settings.key_file_pass = "secret".into();
-    let error = tally_server::net::tls::build(&settings).unwrap_err();
-    assert!(
-        error.contains("encrypted private keys are not supported"),
-        "{error}"
-    );
+    for (protocols, reason) in [
+        (
+            "TLSv1.1",
+            "tls-protocols: TLSv1.1 is not supported (only TLSv1.2 and TLSv1.3)",
+        ),
+        ("SSLv3", "Invalid tls-protocols specified: SSLv3"),
+    ] {
+        let settings = tally_server::net::tls::TlsSettings {
+            cert_file: files.server_cert.clone(),
+            key_file: files.server_key.clone(),
+            ca_cert_file: files.ca.clone(),
+            protocols: protocols.into(),
+            ..Default::default()
+        };
+        assert_eq!(
+            tally_server::net::tls::build(&settings).unwrap_err(),
+            reason
+        );
+    }
+    let _ = std::fs::remove_dir_all(&files.dir);
     let mut config = tally_server::Config::default();
     config
         .apply_text(

@@ -62,7 +62,7 @@ pub struct TlsSettings {
     pub cert_file: String,
     /// `tls-key-file`: its private key (PEM).
     pub key_file: String,
-    /// `tls-key-file-pass`: accepted only empty (see [`build`]).
+    /// `tls-key-file-pass`: the password of an encrypted private key.
     pub key_file_pass: String,
     /// `tls-ca-cert-file`: CA certificates clients are verified against.
     pub ca_cert_file: String,
@@ -92,7 +92,7 @@ pub struct TlsSettings {
     pub client_cert_file: String,
     /// `tls-client-key-file`: its key; empty: `tls-key-file`.
     pub client_key_file: String,
-    /// `tls-client-key-file-pass`: accepted only empty, as the server's.
+    /// `tls-client-key-file-pass`: the password of the client key.
     pub client_key_file_pass: String,
 }
 
@@ -244,19 +244,17 @@ pub fn build(settings: &TlsSettings) -> Result<ServerConfig, String> {
     build_with_client_auth(settings, settings.auth_clients)
 }
 
-/// A certificate chain and its key, as files name them.
+/// A certificate chain and its key, as files name them. With a password
+/// (`tls-key-file-pass`), an encrypted PKCS#8 key (`BEGIN ENCRYPTED
+/// PRIVATE KEY`, what OpenSSL 3 writes for `-passout`/`-aes256`) is
+/// decrypted; an unencrypted key is read as it is, as OpenSSL ignores the
+/// password then.
 fn certificate_and_key(
     cert_file: &str,
     key_file: &str,
     key_file_pass: &str,
     pass_option: &str,
 ) -> Result<(Vec<CertificateDer<'static>>, PrivateKeyDer<'static>), String> {
-    if !key_file_pass.is_empty() {
-        return Err(format!(
-            "{pass_option}: encrypted private keys are not supported; decrypt the key \
-             (openssl pkey -in key.pem -out plain.pem) and keep it readable by tally only"
-        ));
-    }
     let certs: Vec<CertificateDer<'static>> =
         CertificateDer::pem_slice_iter(&read(cert_file, "certificate")?)
             .collect::<Result<_, _>>()
@@ -264,9 +262,41 @@ fn certificate_and_key(
     if certs.is_empty() {
         return Err(format!("No certificate in {cert_file}"));
     }
-    let key = PrivateKeyDer::from_pem_slice(&read(key_file, "private key")?)
+    let pem = read(key_file, "private key")?;
+    let key = private_key(&pem, key_file_pass, pass_option)
         .map_err(|e| format!("Failed to load private key {key_file}: {e}"))?;
     Ok((certs, key))
+}
+
+/// The private key in a PEM file, decrypted with `password` when it is an
+/// encrypted PKCS#8 key.
+fn private_key(
+    pem: &[u8],
+    password: &str,
+    pass_option: &str,
+) -> Result<PrivateKeyDer<'static>, String> {
+    let text = String::from_utf8_lossy(pem);
+    if text.contains("-----BEGIN ENCRYPTED PRIVATE KEY-----") {
+        if password.is_empty() {
+            return Err(format!("the key is encrypted and {pass_option} is not set"));
+        }
+        let (_, document) = pkcs8::SecretDocument::from_pem(&text).map_err(|e| e.to_string())?;
+        let encrypted = pkcs8::EncryptedPrivateKeyInfo::try_from(document.as_bytes())
+            .map_err(|e| e.to_string())?;
+        let decrypted = encrypted
+            .decrypt(password)
+            .map_err(|_| format!("cannot decrypt the key with {pass_option} (wrong password?)"))?;
+        return Ok(PrivateKeyDer::Pkcs8(decrypted.as_bytes().to_vec().into()));
+    }
+    if text.contains("Proc-Type: 4,ENCRYPTED") {
+        // OpenSSL's legacy encryption (`-traditional`), keyed by MD5.
+        return Err(
+            "the key is encrypted in OpenSSL's legacy format; convert it to PKCS#8 \
+             (openssl pkcs8 -topk8 -in key.pem -out key8.pem)"
+                .to_string(),
+        );
+    }
+    PrivateKeyDer::from_pem_slice(pem).map_err(|e| e.to_string())
 }
 
 /// The crypto provider with the ciphers `tls-ciphers` and

@@ -3,9 +3,13 @@
 # (rustls), each with a TLS port and `tls-auth-clients no`, the same
 # certificates, in one run; redis-benchmark --tls SET/GET/INCR and the
 # seed's sliding-window EVALSHA at P=1 and P=16, ROUNDS alternating rounds,
-# medians. Also the plain port of each server for reference.
+# medians. Also the plain port of each server for reference. On a shared
+# box one round's ratio moves by ±10%, so the ratio is also given per
+# round (each round runs Redis then tally back to back): the median of
+# those paired ratios, their range, and in how many rounds tally was ahead.
 #
 # Usage: benches/tls.sh [requests] [rounds]   (defaults 200000, 3)
+#        PIPELINES="1" benches/tls.sh ...     (only P=1; default "1 16")
 # Needs redis-server, redis-benchmark, redis-cli, openssl and python3.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -52,7 +56,7 @@ rps() { # port tls(0/1) pipeline test...
 
 declare -A OUT
 for round in $(seq "$ROUNDS"); do
-    for pipeline in 1 16; do
+    for pipeline in ${PIPELINES:-1 16}; do
         for side in redis tally; do
             if [ $side = redis ]; then port=$R_TLS; plain=$R_PORT; sha=$R_SHA; else port=$T_TLS; plain=$T_PORT; sha=$T_SHA; fi
             read -r set get incr <<<"$(rps "$port" 1 "$pipeline" -t set,get,incr)"
@@ -65,15 +69,21 @@ for round in $(seq "$ROUNDS"); do
     done
 done
 
-echo "| test | pipeline | Redis TLS req/s | tally TLS req/s | tally/Redis | Redis plain INCR | tally plain INCR |"
-echo "|---|---|---|---|---|---|---|"
-for pipeline in 1 16; do
+echo "| test | pipeline | Redis TLS req/s | tally TLS req/s | tally/Redis | paired rounds: median ratio (range), tally ahead | Redis plain INCR | tally plain INCR |"
+echo "|---|---|---|---|---|---|---|---|"
+for pipeline in ${PIPELINES:-1 16}; do
     for test in SET GET INCR EVALSHA; do
-        # shellcheck disable=SC2086 # the lists are meant to split
-        r=$(median ${OUT[redis,$pipeline,$test]}); t=$(median ${OUT[tally,$pipeline,$test]})
-        # shellcheck disable=SC2086
-        rp=$(median ${OUT[redis,$pipeline,plainINCR]}); tp=$(median ${OUT[tally,$pipeline,plainINCR]})
-        python3 -c "import sys; r,t=float(sys.argv[1]),float(sys.argv[2]); print(f'| {sys.argv[3]} | {sys.argv[4]} | {r:,.0f} | {t:,.0f} | {t/r:.2f}x | {float(sys.argv[5]):,.0f} | {float(sys.argv[6]):,.0f} |')" \
-            "$r" "$t" "$test" "$pipeline" "$rp" "$tp"
+        python3 - "$test" "$pipeline" "${OUT[redis,$pipeline,$test]}" "${OUT[tally,$pipeline,$test]}" \
+            "${OUT[redis,$pipeline,plainINCR]}" "${OUT[tally,$pipeline,plainINCR]}" <<'EOF'
+import statistics, sys
+test, pipeline = sys.argv[1:3]
+redis, tally, redis_plain, tally_plain = ([float(x) for x in a.split()] for a in sys.argv[3:7])
+ratios = [t / r for r, t in zip(redis, tally)]
+r, t = statistics.median(redis), statistics.median(tally)
+ahead = sum(x > 1 for x in ratios)
+print(f"| {test} | {pipeline} | {r:,.0f} | {t:,.0f} | {t / r:.2f}x | "
+      f"{statistics.median(ratios):.2f}x ({min(ratios):.2f}-{max(ratios):.2f}), {ahead} of {len(ratios)} | "
+      f"{statistics.median(redis_plain):,.0f} | {statistics.median(tally_plain):,.0f} |")
+EOF
     done
 done

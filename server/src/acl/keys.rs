@@ -66,8 +66,8 @@ enum Plan {
         find: &'static FindKeys,
         resolved: ResolvedFlags,
     },
-    /// Several specs, a keyword search, or no Redis key specs at all:
-    /// every spec walked into a list.
+    /// Several specs, a keyword search, an `incomplete` spec, or no Redis
+    /// key specs at all: every spec walked into a list.
     Walk,
 }
 
@@ -76,8 +76,7 @@ pub enum CallKeys<'a> {
     /// Found at once (every command but the few below).
     Stride(Stride),
     /// Walked on first use (a selector with `allkeys` never asks) and kept
-    /// for the next selector: commands with several key specs or a
-    /// keyword search.
+    /// for the next selector: the commands of [`Plan::Walk`].
     Walk {
         /// The command called.
         command: &'a Command,

@@ -16,6 +16,7 @@ cd "$(dirname "$0")/.."
 
 REQUESTS=${1:-200000}
 ROUNDS=${2:-3}
+PIPELINES=${PIPELINES:-1 16}
 cargo build --release -p tally-server >/dev/null 2>&1
 TALLY_BIN=target/release/tally-server
 . benches/lib.sh
@@ -38,9 +39,8 @@ redis-server --port "$R_PORT" --tls-port "$R_TLS" "${TLS_ARGS[@]}" --save "" --a
 PIDS+=($!)
 "$TALLY_BIN" --port "$T_PORT" --tls-port "$T_TLS" "${TLS_ARGS[@]}" --save "" >/dev/null 2>&1 &
 PIDS+=($!)
-for port in "$R_PORT" "$T_PORT"; do
-    until [ "$(redis-cli -p "$port" ping 2>/dev/null)" = PONG ]; do sleep 0.05; done
-done
+wait_up "$R_PORT"
+wait_up "$T_PORT"
 
 SRC=lua/scripts/sliding_window.lua
 R_SHA=$(redis-cli -p "$R_PORT" SCRIPT LOAD "$(cat $SRC)")
@@ -56,7 +56,7 @@ rps() { # port tls(0/1) pipeline test...
 
 declare -A OUT
 for round in $(seq "$ROUNDS"); do
-    for pipeline in ${PIPELINES:-1 16}; do
+    for pipeline in $PIPELINES; do
         for side in redis tally; do
             if [ $side = redis ]; then port=$R_TLS; plain=$R_PORT; sha=$R_SHA; else port=$T_TLS; plain=$T_PORT; sha=$T_SHA; fi
             read -r set get incr <<<"$(rps "$port" 1 "$pipeline" -t set,get,incr)"
@@ -71,7 +71,7 @@ done
 
 echo "| test | pipeline | Redis TLS req/s | tally TLS req/s | tally/Redis | paired rounds: median ratio (range), tally ahead | Redis plain INCR | tally plain INCR |"
 echo "|---|---|---|---|---|---|---|---|"
-for pipeline in ${PIPELINES:-1 16}; do
+for pipeline in $PIPELINES; do
     for test in SET GET INCR EVALSHA; do
         python3 - "$test" "$pipeline" "${OUT[redis,$pipeline,$test]}" "${OUT[tally,$pipeline,$test]}" \
             "${OUT[redis,$pipeline,plainINCR]}" "${OUT[tally,$pipeline,plainINCR]}" <<'EOF'

@@ -436,6 +436,7 @@ async fn checks_go_over_tls() {
     };
     let port = tally_tests::free_local_port();
     let _tally = TestServer::start_with(|c| {
+        c.port = tally_tests::free_local_port();
         c.tls.port = port;
         c.tls.cert_file = files.server_cert.clone();
         c.tls.key_file = files.server_key.clone();

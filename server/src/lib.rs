@@ -71,17 +71,25 @@ impl Server {
 
     /// Binds every `bind` address on `port` and starts serving inside the
     /// current tokio runtime. Port 0 picks a free port; the handle tells which.
+    /// With `tls-port` set, `port 0` means what it means to Redis: no
+    /// plaintext port at all, the server speaks TLS only.
     pub async fn start(self) -> std::io::Result<ServerHandle> {
+        // A TLS-only server must not open a plaintext port anywhere: an
+        // ephemeral one would serve in clear text what the operator meant
+        // to encrypt.
+        let tls_only = self.config.port == 0 && self.config.tls.port != 0;
         let mut listeners = Vec::new();
         let mut port = self.config.port;
-        for address in &self.config.bind {
-            let host = address.trim_start_matches('-');
-            let listener = TcpListener::bind((host, port)).await?;
-            if port == 0 {
-                // Every address listens on the same port, like Redis.
-                port = listener.local_addr()?.port();
+        if !tls_only {
+            for address in &self.config.bind {
+                let host = address.trim_start_matches('-');
+                let listener = TcpListener::bind((host, port)).await?;
+                if port == 0 {
+                    // Every address listens on the same port, like Redis.
+                    port = listener.local_addr()?.port();
+                }
+                listeners.push(listener);
             }
-            listeners.push(listener);
         }
         // TLS beside the plain port, on every bind address.
         let mut tls_listeners = Vec::new();
@@ -91,16 +99,17 @@ impl Server {
                 tls_listeners.push(TcpListener::bind((host, self.config.tls.port)).await?);
             }
         }
-        let tls_addr = tls_listeners.first().and_then(|l| l.local_addr().ok());
-        let local_addr = match listeners.first() {
-            Some(listener) => listener.local_addr()?,
-            None => {
-                return Err(std::io::Error::new(
-                    std::io::ErrorKind::InvalidInput,
-                    "no bind address configured",
-                ))
-            }
-        };
+        let tls_addr = tls_listeners.first().map(|l| l.local_addr()).transpose()?;
+        let plain_addr = listeners.first().map(|l| l.local_addr()).transpose()?;
+        // The port clients reach; in a TLS-only server the TLS one, which
+        // is also what Redis's INFO gives as tcp_port then.
+        let local_addr = plain_addr.or(tls_addr).ok_or_else(|| {
+            std::io::Error::new(
+                std::io::ErrorKind::InvalidInput,
+                "no bind address configured",
+            )
+        })?;
+        let plain_port = plain_addr.map_or(0, |a| a.port());
         // The Prometheus endpoint, when asked for, on the first address.
         let metrics_listener = match self.config.metrics_port {
             0 => None,
@@ -155,9 +164,8 @@ impl Server {
         if let Some((path, full_coverage, node_timeout, cport, host)) = cluster_config {
             // The bus port, on the first bind address.
             bus_listener = Some(TcpListener::bind((host.as_str(), cport)).await?);
-            let node =
-                cluster::Cluster::open(path, local_addr.port(), cport, node_timeout, full_coverage)
-                    .map_err(std::io::Error::other)?;
+            let node = cluster::Cluster::open(path, plain_port, cport, node_timeout, full_coverage)
+                .map_err(std::io::Error::other)?;
             node.allow_reads_when_down.store(
                 shared.config.read().cluster_allow_reads_when_down,
                 Ordering::Relaxed,
@@ -277,7 +285,9 @@ pub struct ServerHandle {
 }
 
 impl ServerHandle {
-    /// The address the server listens on (the first, when several are bound).
+    /// The address the server listens on (the first, when several are
+    /// bound): the plain port's, or in a TLS-only server (`port 0` with
+    /// `tls-port`) the TLS port's.
     pub fn local_addr(&self) -> SocketAddr {
         self.local_addr
     }

@@ -1,19 +1,13 @@
 //! The tally-server binary: options, config files, start-up refusals, signals.
 
+mod support;
+
 use std::io::{Read, Write};
 use std::net::TcpStream;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-const BIN: &str = env!("CARGO_BIN_EXE_tally-server");
-
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-}
+use support::*;
 
 #[test]
 fn help_names_the_redis_options() {
@@ -70,58 +64,6 @@ fn an_unsupported_directive_names_file_line_and_directive() {
     );
 }
 
-fn ping(port: u16) -> Option<String> {
-    let mut stream = TcpStream::connect(("127.0.0.1", port)).ok()?;
-    stream.set_read_timeout(Some(Duration::from_secs(5))).ok()?;
-    stream.write_all(b"PING\r\n").ok()?;
-    let mut buf = [0u8; 64];
-    let n = stream.read(&mut buf).ok()?;
-    Some(String::from_utf8_lossy(&buf[..n]).into_owned())
-}
-
-/// Polls `check` every 50 ms until it gives a value; fails after `limit`
-/// with the message `failure` builds. A hang detector, not a speed test.
-fn until<T>(
-    limit: Duration,
-    failure: impl Fn() -> String,
-    mut check: impl FnMut() -> Option<T>,
-) -> T {
-    let deadline = Instant::now() + limit;
-    loop {
-        if let Some(value) = check() {
-            return value;
-        }
-        assert!(Instant::now() < deadline, "{}", failure());
-        std::thread::sleep(Duration::from_millis(50));
-    }
-}
-
-fn wait_for_ping(port: u16) {
-    until(
-        Duration::from_secs(20),
-        || "server did not come up".into(),
-        || (ping(port).as_deref() == Some("+PONG\r\n")).then_some(()),
-    )
-}
-
-/// Sends SIGTERM and waits for the process to exit.
-fn sigterm(child: &mut std::process::Child) -> std::process::ExitStatus {
-    let sent = Command::new("kill")
-        .args(["-TERM", &child.id().to_string()])
-        .status()
-        .unwrap();
-    assert!(sent.success());
-    wait_for_exit(child, "SIGTERM")
-}
-
-fn wait_for_exit(child: &mut std::process::Child, after: &str) -> std::process::ExitStatus {
-    until(
-        Duration::from_secs(20),
-        || format!("server did not exit after {after}"),
-        || child.try_wait().unwrap(),
-    )
-}
-
 #[test]
 fn flags_override_the_config_file_and_sigterm_exits_zero() {
     let dir = std::env::temp_dir().join(format!("tally-cli-term-{}", std::process::id()));
@@ -147,21 +89,6 @@ fn shutdown_command_exits_zero() {
     let mut stream = TcpStream::connect(("127.0.0.1", port)).unwrap();
     stream.write_all(b"SHUTDOWN\r\n").unwrap();
     assert_eq!(wait_for_exit(&mut child, "SHUTDOWN").code(), Some(0));
-}
-
-/// Sends a command and reads one reply (up to what arrives within 5 s).
-fn request(stream: &mut TcpStream, command: &[&str]) -> String {
-    let mut out = format!("*{}\r\n", command.len());
-    for word in command {
-        out.push_str(&format!("${}\r\n{word}\r\n", word.len()));
-    }
-    stream.write_all(out.as_bytes()).unwrap();
-    stream
-        .set_read_timeout(Some(Duration::from_secs(5)))
-        .unwrap();
-    let mut buf = vec![0u8; 1 << 16];
-    let n = stream.read(&mut buf).unwrap_or(0);
-    String::from_utf8_lossy(&buf[..n]).into_owned()
 }
 
 /// Starts the binary on a free port with `args`, once it answers PING.

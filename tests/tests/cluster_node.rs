@@ -687,8 +687,9 @@ async fn tally_and_redis_form_a_tls_cluster() {
     ]) else {
         return;
     };
-    let tally_tls = free_local_port();
+    let (tally_plain, tally_tls) = (free_local_port(), free_local_port());
     let (tally, tally_cport) = start_on_free_bus_port(|cport| Config {
+        port: tally_plain,
         cluster_port: cport,
         cluster_node_timeout: 2000,
         tls: tally_server::net::tls::TlsSettings {
@@ -704,7 +705,7 @@ async fn tally_and_redis_form_a_tls_cluster() {
         ..node_config(&scratch_dir())
     })
     .await;
-    let (tally_plain, redis_plain) = (tally.local_addr().port(), redis.addr.port());
+    let redis_plain = redis.addr.port();
     let tls_cli = |port: u16, args: &[&str]| {
         let out = std::process::Command::new("redis-cli")
             .args(["-p", &port.to_string(), "--tls", "--cacert", &files.ca])

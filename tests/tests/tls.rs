@@ -28,6 +28,9 @@ fn redis_cli(port: u16, files: &TlsFiles, client_cert: bool, args: &[&str]) -> (
 async fn start_tls(files: &TlsFiles, auth: &str) -> (TestServer, u16) {
     let port = free_local_port();
     let server = TestServer::start_with(|c| {
+        // A plaintext port beside the TLS one (`port 0` would make the
+        // server TLS-only).
+        c.port = free_local_port();
         c.tls.port = port;
         c.tls.cert_file = files.server_cert.clone();
         c.tls.key_file = files.server_key.clone();
@@ -259,6 +262,9 @@ async fn encrypted_keys_are_read_with_their_password() {
 
     let port = free_local_port();
     let server = TestServer::start_with(|c| {
+        // A plaintext port beside the TLS one (`port 0` would make the
+        // server TLS-only).
+        c.port = free_local_port();
         c.tls.port = port;
         c.tls.cert_file = files.server_cert.clone();
         c.tls.key_file = encrypted.clone();

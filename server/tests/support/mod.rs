@@ -1,0 +1,90 @@
+//! What the binary's tests share: the path of the built `tally-server`,
+//! free ports, a blocking RESP request, and waiting without hanging.
+// Each test file uses its own part of these.
+#![allow(dead_code)]
+
+use std::io::{Read, Write};
+use std::net::TcpStream;
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+pub const BIN: &str = env!("CARGO_BIN_EXE_tally-server");
+
+/// A port free on 127.0.0.1 a moment ago.
+pub fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+/// An inline PING to 127.0.0.1:`port`: the raw reply, or None when the
+/// connection fails.
+pub fn ping(port: u16) -> Option<String> {
+    let mut stream = TcpStream::connect(("127.0.0.1", port)).ok()?;
+    stream.set_read_timeout(Some(Duration::from_secs(5))).ok()?;
+    stream.write_all(b"PING\r\n").ok()?;
+    let mut buf = [0u8; 64];
+    let n = stream.read(&mut buf).ok()?;
+    Some(String::from_utf8_lossy(&buf[..n]).into_owned())
+}
+
+/// Polls `check` every 50 ms until it gives a value; fails after `limit`
+/// with the message `failure` builds. A hang detector, not a speed test.
+pub fn until<T>(
+    limit: Duration,
+    failure: impl Fn() -> String,
+    mut check: impl FnMut() -> Option<T>,
+) -> T {
+    let deadline = Instant::now() + limit;
+    loop {
+        if let Some(value) = check() {
+            return value;
+        }
+        assert!(Instant::now() < deadline, "{}", failure());
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+/// Waits up to 20 s for `+PONG` on `port`.
+pub fn wait_for_ping(port: u16) {
+    until(
+        Duration::from_secs(20),
+        || "server did not come up".into(),
+        || (ping(port).as_deref() == Some("+PONG\r\n")).then_some(()),
+    )
+}
+
+/// Sends SIGTERM and waits for the process to exit.
+pub fn sigterm(child: &mut std::process::Child) -> std::process::ExitStatus {
+    let sent = Command::new("kill")
+        .args(["-TERM", &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(sent.success());
+    wait_for_exit(child, "SIGTERM")
+}
+
+pub fn wait_for_exit(child: &mut std::process::Child, after: &str) -> std::process::ExitStatus {
+    until(
+        Duration::from_secs(20),
+        || format!("server did not exit after {after}"),
+        || child.try_wait().unwrap(),
+    )
+}
+
+/// Sends a command and reads one reply (up to what arrives within 5 s).
+pub fn request(stream: &mut TcpStream, command: &[&str]) -> String {
+    let mut out = format!("*{}\r\n", command.len());
+    for word in command {
+        out.push_str(&format!("${}\r\n{word}\r\n", word.len()));
+    }
+    stream.write_all(out.as_bytes()).unwrap();
+    stream
+        .set_read_timeout(Some(Duration::from_secs(5)))
+        .unwrap();
+    let mut buf = vec![0u8; 1 << 16];
+    let n = stream.read(&mut buf).unwrap_or(0);
+    String::from_utf8_lossy(&buf[..n]).into_owned()
+}

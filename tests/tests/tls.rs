@@ -1,5 +1,6 @@
-//! TLS beside the plain port: redis-cli `--tls` (OpenSSL) and the `redis`
-//! crate (rustls) talk to tally with certificates this test makes;
+//! TLS beside the plain port: redis-cli `--tls` (OpenSSL), redis-benchmark
+//! `--tls` and the `redis` crate (rustls) talk to tally with certificates
+//! this test makes;
 //! `tls-auth-clients` yes / optional / no; certificates replaced with
 //! CONFIG SET without a restart, and a bad one refused with Redis's error.
 
@@ -130,6 +131,65 @@ async fn the_redis_crate_connects_over_rustls() {
         .await
         .expect("INCR");
     assert_eq!(n, 1);
+}
+
+/// redis-benchmark `--tls` with a client certificate: 1,000 SETs, GETs
+/// and INCRs from 5 connections, every one through the TLS port (the
+/// counter it increments ends at exactly 1,000).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn redis_benchmark_runs_over_tls() {
+    let Some(files) = TlsFiles::generate() else {
+        return;
+    };
+    let (server, port) = start_tls(&files, "yes").await;
+    let args: Vec<String> = [
+        "-p",
+        &port.to_string(),
+        "--tls",
+        "--cacert",
+        &files.ca,
+        "--cert",
+        &files.client_cert,
+        "--key",
+        &files.client_key,
+        "-c",
+        "5",
+        "-n",
+        "1000",
+        "-t",
+        "set,get,incr",
+        "--csv",
+    ]
+    .iter()
+    .map(|s| s.to_string())
+    .collect();
+    let out = tokio::task::spawn_blocking(move || {
+        Command::new("redis-benchmark")
+            .args(&args)
+            .output()
+            .expect("redis-benchmark runs")
+    })
+    .await
+    .expect("the benchmark's thread");
+    let csv = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{csv}");
+    let tests: Vec<&str> = csv
+        .lines()
+        .skip(1)
+        .filter_map(|line| line.split(',').next())
+        .collect();
+    assert_eq!(tests, ["\"SET\"", "\"GET\"", "\"INCR\""], "{csv}");
+    let mut plain = tally_tests::RawConn::connect(server.addr()).await;
+    // SET's value is 3 bytes (-d's default) of redis-benchmark's own making.
+    let value = plain.cmd(&["GET", "key:__rand_int__"]).await;
+    assert!(
+        value.starts_with(b"$3\r\n") && value.len() == 9,
+        "{value:?}"
+    );
+    assert_eq!(
+        plain.cmd(&["GET", "counter:__rand_int__"]).await,
+        b"$4\r\n1000\r\n"
+    );
 }
 
 /// New certificates take effect at CONFIG SET, for new connections; a

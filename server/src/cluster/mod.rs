@@ -4,72 +4,35 @@
 //! the time and carries out what it returns. The slots this node serves
 //! are mirrored in a bitmap of atomics, read by every keyed command's
 //! routing without a lock; only a redirect consults the state machine.
+//!
+//! Routing is in `routing`, the announced address in `announce`, the bus
+//! message counts in `bus_stats`.
+
+mod announce;
+mod bus_stats;
+mod routing;
 
 use std::collections::{HashMap, HashSet};
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicU8, AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
-use parking_lot::{Mutex, RwLockWriteGuard};
+use parking_lot::Mutex;
 
-use crate::slot_gate::{Entered, SlotGates};
+use crate::slot_gate::SlotGates;
 use tally_cluster::node::{Node, Output};
 use tally_cluster::nodes_conf::{Moving, NodesConf};
 use tally_cluster::{NodeName, SLOTS};
+
+pub use announce::EndpointType;
+use announce::{apply_announced, Announced};
+pub use bus_stats::BusStats;
+pub use routing::{Access, KeysHere, Redirect, Route};
 
 /// Redis's CLUSTER_WRITABLE_DELAY: a node reports `ok` only this long
 /// after it started, so a restarted master does not take writes before
 /// the others could tell it about a failover.
 const WRITABLE_DELAY: Duration = Duration::from_millis(2000);
-
-/// What routing decided for a command.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Route {
-    /// Served here.
-    Here,
-    /// Refused with this error (CROSSSLOT, CLUSTERDOWN, TRYAGAIN).
-    Refused(String),
-    /// Sent to another node (MOVED, ASK): the error names its address as
-    /// the client sees it ([`Cluster::redirect_error`]).
-    Redirect(Redirect),
-    /// The slot is being migrated or imported: whether the command runs
-    /// here depends on which of its keys exist ([`Cluster::route_open`]).
-    Open(u16),
-}
-
-/// A MOVED or ASK: to which node, for which slot.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Redirect {
-    /// ASK (the slot is moving there) rather than MOVED.
-    pub ask: bool,
-    /// The slot.
-    pub slot: u16,
-    /// The node to ask.
-    pub to: NodeName,
-}
-
-/// What this node tells the others (and clients) its address is: the
-/// `cluster-announce-*` options applied to its real ports, with
-/// `tls-cluster`'s port switch (Redis's deriveAnnouncedPorts).
-#[derive(Debug, Clone, Default)]
-struct Announced {
-    ip: Option<Vec<u8>>,
-    port: u16,
-    pport: u16,
-    cport: u16,
-    hostname: Vec<u8>,
-}
-
-/// What [`Cluster::route_open`] needs to know of a command's keys.
-#[derive(Debug, Clone, Copy, Default)]
-pub struct KeysHere {
-    /// Keys this node holds.
-    pub existing: usize,
-    /// Keys it does not.
-    pub missing: usize,
-    /// More than one distinct key.
-    pub multiple: bool,
-}
 
 /// This node's cluster state.
 pub struct Cluster {
@@ -128,135 +91,6 @@ pub struct Cluster {
     cport: u16,
     node_timeout_ms: u64,
     started: Instant,
-}
-
-/// `cluster-preferred-endpoint-type`: how MOVED and ASK, CLUSTER SLOTS and
-/// CLUSTER SHARDS name a node (Redis's getPreferredEndpoint).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub enum EndpointType {
-    /// By its IP.
-    #[default]
-    Ip,
-    /// By the hostname it announces (`?` when it announces none).
-    Hostname,
-    /// By nothing: clients reach the slot on the address they asked.
-    UnknownEndpoint,
-}
-
-impl EndpointType {
-    const ALL: [EndpointType; 3] = [
-        EndpointType::Ip,
-        EndpointType::Hostname,
-        EndpointType::UnknownEndpoint,
-    ];
-
-    /// The setting's value.
-    pub fn name(self) -> &'static str {
-        match self {
-            EndpointType::Ip => "ip",
-            EndpointType::Hostname => "hostname",
-            EndpointType::UnknownEndpoint => "unknown-endpoint",
-        }
-    }
-
-    /// Parses the setting's value (case-insensitive, as Redis's enums).
-    pub fn parse(value: &str) -> Option<EndpointType> {
-        Self::ALL
-            .into_iter()
-            .find(|t| t.name().eq_ignore_ascii_case(value))
-    }
-
-    fn code(self) -> u8 {
-        self as u8
-    }
-
-    fn from_code(code: u8) -> EndpointType {
-        Self::ALL[code as usize]
-    }
-
-    /// The endpoint of a node with `ip` and `hostname` (empty: none).
-    pub fn endpoint<'a>(self, ip: &'a str, hostname: &'a str) -> &'a str {
-        match self {
-            EndpointType::Ip => ip,
-            EndpointType::Hostname if hostname.is_empty() => "?",
-            EndpointType::Hostname => hostname,
-            EndpointType::UnknownEndpoint => "",
-        }
-    }
-}
-
-/// What a command does with its slot, for routing while the cluster is
-/// down (Redis's getNodeByQuery).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Access {
-    /// Only reads: served with `cluster-allow-reads-when-down`.
-    Read,
-    /// Writes: never served while down.
-    Write,
-    /// A shard channel command (SSUBSCRIBE, SPUBLISH, SUNSUBSCRIBE):
-    /// served with `cluster-allow-pubsubshard-when-down`.
-    ShardChannel,
-}
-
-const CLUSTER_DOWN: &str = "CLUSTERDOWN The cluster is down";
-const CLUSTER_DOWN_READ_ONLY: &str =
-    "CLUSTERDOWN The cluster is down and only accepts read commands";
-
-/// Redis's bus message type names, by type number (clusterGetMessageTypeString).
-const MESSAGE_TYPES: [&str; 11] = [
-    "ping",
-    "pong",
-    "meet",
-    "fail",
-    "publish",
-    "auth-req",
-    "auth-ack",
-    "update",
-    "mfstart",
-    "module",
-    "publishshard",
-];
-
-/// Bus messages sent and received by type, as CLUSTER INFO's
-/// `cluster_stats_messages_*` count them.
-#[derive(Default)]
-pub struct BusStats {
-    sent: [AtomicU64; 11],
-    received: [AtomicU64; 11],
-}
-
-impl BusStats {
-    /// A message of this type was queued to a link.
-    pub fn sent(&self, kind: u16) {
-        if let Some(count) = self.sent.get(kind as usize) {
-            count.fetch_add(1, Ordering::Relaxed);
-        }
-    }
-
-    /// A message of this type arrived.
-    pub fn received(&self, kind: u16) {
-        if let Some(count) = self.received.get(kind as usize) {
-            count.fetch_add(1, Ordering::Relaxed);
-        }
-    }
-
-    /// CLUSTER INFO's lines: each type seen, then the total, sent then
-    /// received (genClusterInfoString).
-    pub fn info_lines(&self) -> Vec<String> {
-        let mut lines = Vec::new();
-        for (counts, direction) in [(&self.sent, "sent"), (&self.received, "received")] {
-            let mut total = 0;
-            for (name, count) in MESSAGE_TYPES.iter().zip(counts.iter()) {
-                let count = count.load(Ordering::Relaxed);
-                if count > 0 {
-                    lines.push(format!("cluster_stats_messages_{name}_{direction}:{count}"));
-                    total += count;
-                }
-            }
-            lines.push(format!("cluster_stats_messages_{direction}:{total}"));
-        }
-        lines
-    }
 }
 
 /// What runs with the slots this node stopped serving.
@@ -450,168 +284,6 @@ impl Cluster {
         }
     }
 
-    /// Where a command with these keys may run (getNodeByQuery, in its
-    /// order): the first key's slot must be served (here, or a MOVED to its
-    /// owner), every other key in that slot, then the cluster up.
-    pub fn route(&self, mut slots: impl Iterator<Item = u16>, access: Access) -> Route {
-        let Some(first) = slots.next() else {
-            return Route::Here;
-        };
-        let here = self.owns(first);
-        let moved = if here {
-            None
-        } else {
-            Some(self.owner_with_address(first))
-        };
-        if let Some(None) = moved {
-            return Route::Refused("CLUSTERDOWN Hash slot not served".to_string());
-        }
-        if slots.any(|slot| slot != first) {
-            return Route::Refused(
-                "CROSSSLOT Keys in request don't hash to the same slot".to_string(),
-            );
-        }
-        // Kept current by the bus's tick and every slot change.
-        if !self.state_ok.load(Ordering::Relaxed) {
-            let (allowed, refusal) = match access {
-                Access::ShardChannel => (
-                    self.allow_pubsubshard_when_down.load(Ordering::Relaxed),
-                    CLUSTER_DOWN,
-                ),
-                Access::Read => (
-                    self.allow_reads_when_down.load(Ordering::Relaxed),
-                    CLUSTER_DOWN,
-                ),
-                Access::Write if self.allow_reads_when_down.load(Ordering::Relaxed) => {
-                    (false, CLUSTER_DOWN_READ_ONLY)
-                }
-                Access::Write => (false, CLUSTER_DOWN),
-            };
-            if !allowed {
-                return Route::Refused(refusal.to_string());
-            }
-        }
-        if self.open_count.load(Ordering::Relaxed) != 0 && bit(&self.open, first) {
-            return Route::Open(first);
-        }
-        match moved {
-            Some(Some(to)) => Route::Redirect(Redirect {
-                ask: false,
-                slot: first,
-                to,
-            }),
-            _ => Route::Here,
-        }
-    }
-
-    /// Enters `slot` for a keyed command (see [`crate::slot_gate`]).
-    /// [`Entered::Plain`]: the slot is served here, is not open and the
-    /// cluster is up ([`Self::route`] would say `Here`), so a command
-    /// whose keys are all in it needs no routing; read with the gate's
-    /// bit test, in one load.
-    #[inline(always)]
-    pub fn enter(&self, slot: u16) -> Entered<'_> {
-        let test = |words: &[AtomicU64], slot: u16| {
-            let slot = slot as usize;
-            words[slot / 64].load(Ordering::SeqCst) & (1 << (slot % 64)) != 0
-        };
-        self.gates.enter(
-            slot,
-            |slot| test(&self.plain, slot),
-            |slot| test(&self.open, slot),
-        )
-    }
-
-    /// The stripes of open `slots`, exclusively, in stripe order.
-    pub fn close(&self, slots: impl IntoIterator<Item = u16>) -> Vec<RwLockWriteGuard<'_, ()>> {
-        self.gates.close(slots)
-    }
-
-    /// A MIGRATE starts on `slots`: they are open until [`Self::end_moving`].
-    pub fn begin_moving(&self, slots: &[u16]) {
-        {
-            let mut moving = self.moving_now.lock();
-            for &slot in slots {
-                *moving.entry(slot).or_default() += 1;
-            }
-        }
-        self.sync_slots();
-    }
-
-    /// A MIGRATE on `slots` ended.
-    pub fn end_moving(&self, slots: &[u16]) {
-        {
-            let mut moving = self.moving_now.lock();
-            for slot in slots {
-                if let Some(count) = moving.get_mut(slot) {
-                    *count -= 1;
-                    if *count == 0 {
-                        moving.remove(slot);
-                    }
-                }
-            }
-        }
-        self.sync_slots();
-    }
-
-    /// True while some slot is migrating or importing here.
-    #[inline]
-    pub fn any_open(&self) -> bool {
-        self.open_count.load(Ordering::Relaxed) != 0
-    }
-
-    /// True when `slot` is migrating or importing here.
-    #[inline]
-    pub fn is_open(&self, slot: u16) -> bool {
-        self.open_count.load(Ordering::Relaxed) != 0 && bit(&self.open, slot)
-    }
-
-    /// The rest of getNodeByQuery for a slot being moved, once the keys
-    /// were looked up: MIGRATE runs here; a migrating slot sends missing
-    /// keys on with ASK (TRYAGAIN when only some are missing); an
-    /// importing slot serves a client that said ASKING (TRYAGAIN for
-    /// several keys not all here yet); anything else goes to the owner.
-    pub fn route_open(&self, slot: u16, keys: KeysHere, asking: bool, is_migrate: bool) -> Route {
-        let node = self.node.lock();
-        let owner = node.owner(slot).copied();
-        let mine = owner.as_ref() == Some(node.name());
-        let migrating_to = node.migrating_to(slot).filter(|_| mine).copied();
-        let importing = migrating_to.is_none() && node.importing_from(slot).is_some();
-        let reachable = |name: &NodeName| node.address_of(name).is_some();
-        if is_migrate && (migrating_to.is_some() || importing) {
-            return Route::Here;
-        }
-        if let Some(target) = migrating_to {
-            if keys.missing > 0 {
-                if keys.existing > 0 {
-                    return Route::Refused(TRYAGAIN.to_string());
-                }
-                if reachable(&target) {
-                    return Route::Redirect(Redirect {
-                        ask: true,
-                        slot,
-                        to: target,
-                    });
-                }
-            }
-        }
-        if importing && asking {
-            if keys.multiple && keys.missing > 0 {
-                return Route::Refused(TRYAGAIN.to_string());
-            }
-            return Route::Here;
-        }
-        match owner {
-            Some(owner) if !mine && reachable(&owner) => Route::Redirect(Redirect {
-                ask: false,
-                slot,
-                to: owner,
-            }),
-            Some(_) if !mine => Route::Refused("CLUSTERDOWN Hash slot not served".to_string()),
-            _ => Route::Here,
-        }
-    }
-
     /// Mirrors the state machine's slots (this node's, and the open ones)
     /// into the bitmaps routing reads, and recomputes the state.
     pub fn sync_slots(&self) {
@@ -668,48 +340,6 @@ impl Cluster {
                 hook(&lost);
             }
         }
-    }
-
-    /// Applies the options that shape what this node announces and how
-    /// it names nodes: `cluster-announce-ip`, `-port`, `-tls-port`,
-    /// `-bus-port` and `-hostname` (empty or 0: the real address),
-    /// `tls-cluster`, `cluster-preferred-endpoint-type`. The next
-    /// messages carry them.
-    pub fn announce(&self, config: &crate::config::Config) {
-        let tls = config.tls.cluster && config.tls.port != 0;
-        // deriveAnnouncedPorts: with tls-cluster the client port is the
-        // TLS one and the plaintext one rides along.
-        let (mut port, mut pport) = if tls {
-            (config.tls.port, self.port)
-        } else {
-            (self.port, 0)
-        };
-        if tls && config.cluster_announce_tls_port != 0 {
-            port = config.cluster_announce_tls_port;
-            pport = config.cluster_announce_port;
-        } else if config.cluster_announce_port != 0 {
-            port = config.cluster_announce_port;
-        }
-        let announced = Announced {
-            ip: (!config.cluster_announce_ip.is_empty())
-                .then(|| config.cluster_announce_ip.as_bytes().to_vec()),
-            port,
-            pport,
-            cport: match config.cluster_announce_bus_port {
-                0 => self.cport,
-                bus_port => bus_port,
-            },
-            hostname: config.cluster_announce_hostname.as_bytes().to_vec(),
-        };
-        self.tls.store(tls, Ordering::Relaxed);
-        self.set_preferred_endpoint(config.cluster_preferred_endpoint_type);
-        apply_announced(&mut self.node.lock(), &announced);
-        *self.announced.lock() = announced;
-    }
-
-    /// True with `tls-cluster`: bus links and MIGRATE run TLS.
-    pub fn tls(&self) -> bool {
-        self.tls.load(Ordering::Relaxed)
     }
 
     /// Installs what runs when slots stop being served here (shard
@@ -786,70 +416,6 @@ impl Cluster {
         drop(node);
         self.sync_slots();
         Ok(outputs)
-    }
-
-    /// The node serving `slot`, if there is one and its address is known.
-    fn owner_with_address(&self, slot: u16) -> Option<NodeName> {
-        let node = self.node.lock();
-        let owner = *node.owner(slot)?;
-        node.address_of(&owner).map(|_| owner)
-    }
-
-    /// The error of a MOVED or ASK for a client (on the TLS port or not):
-    /// `MOVED <slot> <endpoint>:<port>`, the port the client can use.
-    pub fn redirect_error(&self, redirect: &Redirect, tls_client: bool) -> String {
-        let node = self.node.lock();
-        match self.redirect_address(&node, &redirect.to, tls_client) {
-            Some(address) => {
-                let kind = if redirect.ask { "ASK" } else { "MOVED" };
-                format!("{kind} {} {address}", redirect.slot)
-            }
-            // Forgotten since routing: as if it had not been known then.
-            None => "CLUSTERDOWN Hash slot not served".to_string(),
-        }
-    }
-
-    /// The cluster as a client sees it: in a TLS cluster a client on the
-    /// plaintext port is given each node's plaintext port (Redis's
-    /// use_pport), one on the TLS port the TLS ports.
-    pub fn nodes_for_client(&self, tls_client: bool) -> NodesConf {
-        let mut conf = self.nodes_conf();
-        if self.tls() && !tls_client {
-            for line in &mut conf.nodes {
-                if line.pport != 0 {
-                    line.port = line.pport;
-                }
-            }
-        }
-        conf
-    }
-
-    /// `cluster-preferred-endpoint-type` now.
-    pub fn preferred_endpoint(&self) -> EndpointType {
-        EndpointType::from_code(self.preferred_endpoint.load(Ordering::Relaxed))
-    }
-
-    /// Applies `cluster-preferred-endpoint-type`.
-    pub fn set_preferred_endpoint(&self, preferred: EndpointType) {
-        self.preferred_endpoint
-            .store(preferred.code(), Ordering::Relaxed);
-    }
-
-    /// `<endpoint>:<port>` of a fully known node, for MOVED and ASK.
-    fn redirect_address(&self, node: &Node, name: &NodeName, tls_client: bool) -> Option<String> {
-        let (ip, port, pport) = node.address_of(name)?;
-        let port = if self.tls() && !tls_client && pport != 0 {
-            pport
-        } else {
-            port
-        };
-        let hostname = node.hostname_of(name).unwrap_or_default();
-        let (ip, hostname) = (
-            String::from_utf8_lossy(&ip),
-            String::from_utf8_lossy(hostname),
-        );
-        let endpoint = self.preferred_endpoint().endpoint(&ip, &hostname);
-        Some(format!("{endpoint}:{port}"))
     }
 
     /// Assigns or frees slots (ADDSLOTS, DELSLOTS and their ranges): all
@@ -981,9 +547,6 @@ impl Cluster {
     }
 }
 
-/// Redis's reply to several keys of a slot being moved.
-const TRYAGAIN: &str = "TRYAGAIN Multiple keys request during rehashing of slot";
-
 /// What CLUSTER SETSLOT does.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum SetSlot {
@@ -1011,15 +574,4 @@ fn set_bit(words: &[AtomicU64], slot: u16, on: bool) {
     } else {
         words[slot / 64].fetch_and(!bit, Ordering::Relaxed);
     }
-}
-
-/// Gives the state machine what this node announces.
-fn apply_announced(node: &mut Node, announced: &Announced) {
-    node.announce(
-        announced.ip.clone(),
-        announced.port,
-        announced.pport,
-        announced.cport,
-    );
-    node.announce_hostname(&announced.hostname);
 }

@@ -1,0 +1,267 @@
+//! Server configuration: defaults, redis.conf-style files and memory units.
+//!
+//! Option names are redis-server's, so an operator's existing knowledge (and a
+//! trimmed copy of their redis.conf) carries over. Directives tally does not
+//! implement are refused at start-up with the file, line and directive named,
+//! rather than silently ignored.
+//!
+//! The directives and how each is read are in `directives`; the number,
+//! memory and yes/no readers Redis's parameters share in `values`.
+
+mod directives;
+mod values;
+
+pub use values::parse_memory;
+
+use std::fmt;
+use std::sync::Arc;
+
+use crate::store::{Clock, SystemClock};
+
+/// The only eviction policy: tally never drops a counter to make room, because a
+/// dropped rate-limit counter silently grants a client a fresh window.
+pub const MAXMEMORY_POLICY: &str = "noeviction";
+
+/// Everything a [`crate::Server`] needs to start.
+#[derive(Clone)]
+pub struct Config {
+    /// Addresses to listen on (`bind`); default `127.0.0.1`.
+    pub bind: Vec<String>,
+    /// TCP port (`port`); 0 picks a free port.
+    pub port: u16,
+    /// Memory limit in bytes for keys (`maxmemory`); 0 means none.
+    pub maxmemory: u64,
+    /// Password of the default user (`requirepass`).
+    pub requirepass: Option<String>,
+    /// Number of databases (`databases`).
+    pub databases: usize,
+    /// Maximum simultaneous clients (`maxclients`).
+    pub maxclients: usize,
+    /// Seconds of idleness after which a client is closed (`timeout`); 0 = never.
+    pub timeout_secs: u64,
+    /// Largest bulk string accepted (`proto-max-bulk-len`).
+    pub proto_max_bulk_len: u64,
+    /// Largest unprocessed input buffered for one client (`client-query-buffer-limit`).
+    pub client_query_buffer_limit: u64,
+    /// Log verbosity (`loglevel`): debug, verbose, notice, warning, nothing.
+    pub loglevel: String,
+    /// Shards per database (rounded up to a power of two).
+    pub shards: usize,
+    /// Active-expiry frequency per second (`hz`).
+    pub hz: u32,
+    /// Source of time; tests install a [`crate::store::ManualClock`].
+    pub clock: Arc<dyn Clock>,
+    /// Worker threads of the runtime the binary builds (`io-threads`); 0 = one per core.
+    pub io_threads: usize,
+    /// Milliseconds a script may run before other clients get BUSY
+    /// (`busy-reply-threshold`, formerly `lua-time-limit`).
+    pub busy_reply_threshold_ms: u64,
+    /// Run the known limiter scripts natively (`lua-native-scripts`).
+    pub lua_native_scripts: bool,
+    /// Memory one worker's Lua VM may use (`lua-memory-limit`); a script
+    /// that needs more fails with an error instead of growing the server.
+    pub lua_memory_limit: u64,
+    /// `slowlog-log-slower-than` in microseconds (negative: off).
+    pub slowlog_log_slower_than: i64,
+    /// `slowlog-max-len`.
+    pub slowlog_max_len: u64,
+    /// `metrics-port`: the Prometheus endpoint's port (0: off).
+    pub metrics_port: u16,
+    /// `save`: BGSAVE after `seconds` when at least `changes` writes were
+    /// made since the last save (Redis's default: 3600 1 300 100 60 10000).
+    pub save_points: Vec<(u64, u64)>,
+    /// `stop-writes-on-bgsave-error`: refuse writes (MISCONF) while the
+    /// last background save failed and save points are set.
+    pub stop_writes_on_bgsave_error: bool,
+    /// `dir`: where the snapshot file is.
+    pub dir: String,
+    /// `dbfilename`: the snapshot file's name.
+    pub dbfilename: String,
+    /// `rdbcompression`: LZF for long strings in snapshots and DUMP.
+    pub rdbcompression: bool,
+    /// `rdbchecksum`: a CRC64 trailer on snapshots.
+    pub rdbchecksum: bool,
+    /// `rdb-skip-unsupported` (tally's): load a snapshot's other keys when
+    /// it holds a stream or a function library.
+    pub rdb_skip_unsupported: bool,
+    /// The `tls-*` options.
+    pub tls: crate::net::tls::TlsSettings,
+    /// `cluster-enabled`: run as a Redis Cluster node.
+    pub cluster_enabled: bool,
+    /// `cluster-config-file`: the node's nodes.conf, in `dir`.
+    pub cluster_config_file: String,
+    /// `cluster-require-full-coverage`: refuse keyed commands unless every
+    /// slot is served.
+    pub cluster_require_full_coverage: bool,
+    /// `cluster-allow-reads-when-down`.
+    pub cluster_allow_reads_when_down: bool,
+    /// `cluster-allow-pubsubshard-when-down`.
+    pub cluster_allow_pubsubshard_when_down: bool,
+    /// `cluster-node-timeout` in ms.
+    pub cluster_node_timeout: u64,
+    /// `cluster-port`: the bus port (0: the client port + 10000).
+    pub cluster_port: u16,
+    /// `cluster-announce-ip`: the IP given to other nodes ("": the one
+    /// they see).
+    pub cluster_announce_ip: String,
+    /// `cluster-announce-port`: the client port given to other nodes (0:
+    /// the real one).
+    pub cluster_announce_port: u16,
+    /// `cluster-announce-bus-port`: the bus port given to other nodes (0:
+    /// the real one).
+    pub cluster_announce_bus_port: u16,
+    /// `cluster-announce-tls-port`: with `tls-cluster`, the TLS port given
+    /// to other nodes (0: the real one).
+    pub cluster_announce_tls_port: u16,
+    /// `cluster-announce-hostname` ("": none).
+    pub cluster_announce_hostname: String,
+    /// `cluster-preferred-endpoint-type`: how redirects and CLUSTER SLOTS
+    /// name a node.
+    pub cluster_preferred_endpoint_type: crate::cluster::EndpointType,
+    /// `protected-mode`: with no password on the default user, refuse
+    /// clients from outside the loopback interface.
+    pub protected_mode: bool,
+    /// `user` directives: each user's name and rules, applied at start.
+    pub users: Vec<Vec<Vec<u8>>>,
+    /// `aclfile`: users are loaded from (and ACL SAVE writes) this file.
+    pub aclfile: String,
+    /// `acllog-max-len`: ACL LOG entries kept.
+    pub acllog_max_len: u64,
+    /// `appendonly`: keep the append-only file.
+    pub appendonly: bool,
+    /// `appendfilename`: the log's file names start with it.
+    pub appendfilename: String,
+    /// `appenddirname`: the log's directory, inside `dir`.
+    pub appenddirname: String,
+    /// `appendfsync`: when the log is fsynced.
+    pub appendfsync: crate::persistence::aof::Fsync,
+    /// `aof-load-truncated`: a log cut short at its end loads up to its
+    /// last whole command.
+    pub aof_load_truncated: bool,
+    /// `auto-aof-rewrite-percentage`: growth over the base that starts a
+    /// rewrite (0: never).
+    pub auto_aof_rewrite_percentage: u64,
+    /// `auto-aof-rewrite-min-size`: no automatic rewrite below this size.
+    pub auto_aof_rewrite_min_size: u64,
+    /// `no-appendfsync-on-rewrite`: no fsync while a rewrite runs.
+    pub no_appendfsync_on_rewrite: bool,
+    /// `aof-rewrite-incremental-fsync` (accepted; a rewrite fsyncs its base
+    /// once, at its end).
+    pub aof_rewrite_incremental_fsync: bool,
+    /// `tracking-table-max-keys`: keys the CLIENT TRACKING table remembers
+    /// before it invalidates some to make room (0: no limit).
+    pub tracking_table_max_keys: u64,
+    /// `latency-monitor-threshold` in milliseconds (0: the monitor is off).
+    pub latency_monitor_threshold_ms: u64,
+    /// `latency-tracking`: keep per-command latency histograms.
+    pub latency_tracking: bool,
+    /// `latency-tracking-info-percentiles`: what INFO latencystats reports.
+    pub latency_tracking_info_percentiles: Vec<f64>,
+    /// `client-output-buffer-limit pubsub <hard> <soft> <seconds>`.
+    pub pubsub_output_limit: crate::pubsub::OutputLimit,
+    /// `client-output-buffer-limit replica`: MONITOR clients' limit.
+    pub replica_output_limit: crate::pubsub::OutputLimit,
+}
+
+impl fmt::Debug for Config {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Config")
+            .field("bind", &self.bind)
+            .field("port", &self.port)
+            .field("maxmemory", &self.maxmemory)
+            .field("requirepass", &self.requirepass.as_ref().map(|_| "<set>"))
+            .field("databases", &self.databases)
+            .field("maxclients", &self.maxclients)
+            .field("timeout_secs", &self.timeout_secs)
+            .field("shards", &self.shards)
+            .finish_non_exhaustive()
+    }
+}
+
+/// Shards per database when none is configured: enough that the worker threads
+/// rarely meet on one lock, few enough that small databases stay small.
+pub fn default_shards() -> usize {
+    let cores = std::thread::available_parallelism()
+        .map(|n| n.get())
+        .unwrap_or(1);
+    (cores * 8).next_power_of_two()
+}
+
+impl Default for Config {
+    fn default() -> Config {
+        Config {
+            bind: vec!["127.0.0.1".to_string()],
+            port: 6379,
+            maxmemory: 0,
+            requirepass: None,
+            databases: 16,
+            maxclients: 10000,
+            timeout_secs: 0,
+            proto_max_bulk_len: 512 * 1024 * 1024,
+            client_query_buffer_limit: 1024 * 1024 * 1024,
+            loglevel: "notice".to_string(),
+            shards: default_shards(),
+            hz: 10,
+            clock: Arc::new(SystemClock),
+            io_threads: 0,
+            busy_reply_threshold_ms: 5000,
+            lua_native_scripts: true,
+            lua_memory_limit: 256 * 1024 * 1024,
+            slowlog_log_slower_than: 10_000,
+            slowlog_max_len: 128,
+            metrics_port: 0,
+            latency_monitor_threshold_ms: 0,
+            tracking_table_max_keys: 1_000_000,
+            save_points: vec![(3600, 1), (300, 100), (60, 10000)],
+            stop_writes_on_bgsave_error: true,
+            dir: ".".to_string(),
+            dbfilename: "dump.rdb".to_string(),
+            rdbcompression: true,
+            rdbchecksum: true,
+            rdb_skip_unsupported: false,
+            tls: crate::net::tls::TlsSettings::default(),
+            protected_mode: true,
+            cluster_enabled: false,
+            cluster_config_file: "nodes.conf".to_string(),
+            cluster_require_full_coverage: true,
+            cluster_allow_reads_when_down: false,
+            cluster_allow_pubsubshard_when_down: true,
+            cluster_node_timeout: 15000,
+            cluster_port: 0,
+            cluster_announce_ip: String::new(),
+            cluster_announce_port: 0,
+            cluster_announce_bus_port: 0,
+            cluster_announce_tls_port: 0,
+            cluster_announce_hostname: String::new(),
+            cluster_preferred_endpoint_type: crate::cluster::EndpointType::Ip,
+            users: Vec::new(),
+            aclfile: String::new(),
+            acllog_max_len: 128,
+            appendonly: false,
+            appendfilename: "appendonly.aof".to_string(),
+            appenddirname: "appendonlydir".to_string(),
+            appendfsync: crate::persistence::aof::Fsync::EverySec,
+            aof_load_truncated: true,
+            auto_aof_rewrite_percentage: 100,
+            auto_aof_rewrite_min_size: 64 * 1024 * 1024,
+            no_appendfsync_on_rewrite: false,
+            aof_rewrite_incremental_fsync: true,
+            latency_tracking: true,
+            latency_tracking_info_percentiles: vec![50.0, 99.0, 99.9],
+            pubsub_output_limit: crate::pubsub::OutputLimit::PUBSUB_DEFAULT,
+            replica_output_limit: crate::pubsub::OutputLimit::REPLICA_DEFAULT,
+        }
+    }
+}
+
+/// A configuration error, phrased for the operator.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ConfigError(pub String);
+
+impl fmt::Display for ConfigError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for ConfigError {}

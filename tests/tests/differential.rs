@@ -451,6 +451,18 @@ async fn hardening_edge_cases_match_redis() {
         CONFIG SET maxmemory mb
         CONFIG GET maxmemory
         CONFIG SET timeout 0
+        CONFIG GET list-compress-depth
+        CONFIG GET list-max-listpack-size
+        CONFIG SET list-compress-depth -1
+        CONFIG SET list-compress-depth 2147483648
+        CONFIG SET list-max-ziplist-size -2147483649
+        CONFIG SET list-max-ziplist-size abc
+        CONFIG SET list-max-listpack-size 5
+        CONFIG GET list-max-ziplist-size
+        CONFIG SET list-compress-depth 3 list-max-ziplist-size -2147483648
+        CONFIG GET list-compress-depth
+        CONFIG GET list-max-listpack-size
+        CONFIG SET list-compress-depth 1 list-compress-depth 2
         COMMAND GETKEYS EVAL x 5 a
         COMMAND GETKEYS EVAL x 1 a
         COMMAND GETKEYS EVAL x -1 a

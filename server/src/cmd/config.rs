@@ -29,6 +29,19 @@ fn config_parameters(config: &Config) -> Vec<(&'static str, String)> {
         ),
         ("loglevel", config.loglevel.clone()),
         ("hz", config.hz.to_string()),
+        // Redis lists both names of an aliased parameter.
+        (
+            "list-max-listpack-size",
+            config.list_max_listpack_size.to_string(),
+        ),
+        (
+            "list-max-ziplist-size",
+            config.list_max_listpack_size.to_string(),
+        ),
+        (
+            "list-compress-depth",
+            config.list_compress_depth.to_string(),
+        ),
         ("shards", config.shards.to_string()),
         ("io-threads", config.io_threads.max(1).to_string()),
         (

@@ -240,6 +240,13 @@ impl Config {
             "tls-session-cache-timeout" => {
                 self.tls.session_cache_timeout = redis(false, Range::Signed(0, INT_MAX))? as u64
             }
+            "list-max-listpack-size" | "list-max-ziplist-size" => {
+                self.list_max_listpack_size =
+                    redis(false, Range::Signed(i32::MIN as i64, INT_MAX))? as i32
+            }
+            "list-compress-depth" => {
+                self.list_compress_depth = redis(false, Range::Signed(0, INT_MAX))? as i32
+            }
             "tracking-table-max-keys" => {
                 self.tracking_table_max_keys =
                     redis(false, Range::Unsigned(0, i64::MAX as u64))? as u64

@@ -148,6 +148,14 @@ pub struct Config {
     /// `aof-rewrite-incremental-fsync` (accepted; a rewrite fsyncs its base
     /// once, at its end).
     pub aof_rewrite_incremental_fsync: bool,
+    /// `list-max-listpack-size` (alias `list-max-ziplist-size`): Redis's
+    /// list node size. Kept for CONFIG GET and files written for Redis;
+    /// tally's list nodes have their own layout, so it changes nothing here.
+    pub list_max_listpack_size: i32,
+    /// `list-compress-depth`: how many nodes at each end of a Redis list
+    /// stay uncompressed. Kept as `list-max-listpack-size` is; tally does
+    /// not compress lists.
+    pub list_compress_depth: i32,
     /// `tracking-table-max-keys`: keys the CLIENT TRACKING table remembers
     /// before it invalidates some to make room (0: no limit).
     pub tracking_table_max_keys: u64,
@@ -212,6 +220,8 @@ impl Default for Config {
             metrics_port: 0,
             latency_monitor_threshold_ms: 0,
             tracking_table_max_keys: 1_000_000,
+            list_max_listpack_size: -2,
+            list_compress_depth: 0,
             save_points: vec![(3600, 1), (300, 100), (60, 10000)],
             stop_writes_on_bgsave_error: true,
             dir: ".".to_string(),

@@ -386,7 +386,7 @@ pub fn rdb(data: &[u8]) {
             &encodings,
         );
         assert_eq!(first, second, "dumping is not stable");
-        let _ = crate::persistence::from_rdb(value);
+        let _ = crate::persistence::from_rdb(value, &Default::default());
     }
     let mut file = b"REDIS0010".to_vec();
     file.extend_from_slice(data);

@@ -25,6 +25,9 @@ pub struct Shared {
     pub config: RwLock<Config>,
     /// `maxmemory`, read on every write, kept outside the lock.
     pub maxmemory: AtomicU64,
+    /// The encoding thresholds (`set-max-intset-entries`,
+    /// `hash-max-listpack-*`, `zset-max-listpack-*`) writes convert at.
+    pub encodings: crate::store::object::EncodingLimits,
     /// `timeout` in seconds, read by every connection on every read.
     pub idle_timeout_secs: AtomicU64,
     /// `proto-max-bulk-len`, read while framing.
@@ -105,6 +108,7 @@ impl Shared {
             store,
             slowlog,
             maxmemory: AtomicU64::new(config.maxmemory),
+            encodings: crate::store::object::EncodingLimits::new(config.encodings),
             idle_timeout_secs: AtomicU64::new(config.timeout_secs),
             proto_max_bulk_len: AtomicU64::new(config.proto_max_bulk_len),
             client_query_buffer_limit: AtomicU64::new(config.client_query_buffer_limit),
@@ -172,6 +176,7 @@ impl Shared {
     /// values that are read without the lock.
     pub fn install_config(&self, config: Config) {
         self.maxmemory.store(config.maxmemory, Ordering::Relaxed);
+        self.encodings.set(config.encodings);
         self.idle_timeout_secs
             .store(config.timeout_secs, Ordering::Relaxed);
         self.proto_max_bulk_len

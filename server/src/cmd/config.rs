@@ -31,6 +31,42 @@ fn config_parameters(config: &Config) -> Vec<(&'static str, String)> {
         ("hz", config.hz.to_string()),
         // Redis lists both names of an aliased parameter.
         (
+            "set-max-intset-entries",
+            config.encodings.set_max_intset_entries.to_string(),
+        ),
+        (
+            "hash-max-listpack-entries",
+            config.encodings.hash_max_listpack_entries.to_string(),
+        ),
+        (
+            "hash-max-ziplist-entries",
+            config.encodings.hash_max_listpack_entries.to_string(),
+        ),
+        (
+            "hash-max-listpack-value",
+            config.encodings.hash_max_listpack_value.to_string(),
+        ),
+        (
+            "hash-max-ziplist-value",
+            config.encodings.hash_max_listpack_value.to_string(),
+        ),
+        (
+            "zset-max-listpack-entries",
+            config.encodings.zset_max_listpack_entries.to_string(),
+        ),
+        (
+            "zset-max-ziplist-entries",
+            config.encodings.zset_max_listpack_entries.to_string(),
+        ),
+        (
+            "zset-max-listpack-value",
+            config.encodings.zset_max_listpack_value.to_string(),
+        ),
+        (
+            "zset-max-ziplist-value",
+            config.encodings.zset_max_listpack_value.to_string(),
+        ),
+        (
             "list-max-listpack-size",
             config.list_max_listpack_size.to_string(),
         ),

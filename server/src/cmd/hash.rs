@@ -25,11 +25,12 @@ fn set_fields(ctx: &mut Ctx<'_>, argv: &[&[u8]], name: &str) -> Result<i64, Repl
         return Err(Reply::error(error::wrong_arity(name)));
     }
     let key = ctx.key(argv[1]);
+    let limits = ctx.shared.encodings.get();
     let mut shard = ctx.lock(key);
     let added = modify::<Hash, _>(&mut shard, key, ctx.now_ms, true, |hash| {
         argv[2..]
             .chunks_exact(2)
-            .filter(|pair| hash.insert(pair[0], pair[1]))
+            .filter(|pair| hash.insert(pair[0], pair[1], &limits))
             .count() as i64
     })?;
     Ok(added.unwrap_or(0))
@@ -38,13 +39,14 @@ fn set_fields(ctx: &mut Ctx<'_>, argv: &[&[u8]], name: &str) -> Result<i64, Repl
 /// HSETNX key field value
 pub fn hsetnx(ctx: &mut Ctx<'_>, argv: &[&[u8]]) -> Reply {
     let key = ctx.key(argv[1]);
+    let limits = ctx.shared.encodings.get();
     let mut shard = ctx.lock(key);
     either(
         modify::<Hash, _>(&mut shard, key, ctx.now_ms, true, |hash| {
             if hash.get(argv[2]).is_some() {
                 Reply::Int(0)
             } else {
-                hash.insert(argv[2], argv[3]);
+                hash.insert(argv[2], argv[3], &limits);
                 Reply::Int(1)
             }
         })
@@ -178,6 +180,7 @@ pub fn hincrby(ctx: &mut Ctx<'_>, argv: &[&[u8]]) -> Reply {
         Err(reply) => return reply,
     };
     let key = ctx.key(argv[1]);
+    let limits = ctx.shared.encodings.get();
     let mut shard = ctx.lock(key);
     let result = modify::<Hash, _>(&mut shard, key, ctx.now_ms, true, |hash| {
         let current = match hash.get(argv[2]) {
@@ -190,7 +193,11 @@ pub fn hincrby(ctx: &mut Ctx<'_>, argv: &[&[u8]]) -> Reply {
         let Some(next) = current.checked_add(delta) else {
             return Reply::error(error::OVERFLOW);
         };
-        hash.insert(argv[2], itoa::Buffer::new().format(next).as_bytes());
+        hash.insert(
+            argv[2],
+            itoa::Buffer::new().format(next).as_bytes(),
+            &limits,
+        );
         Reply::Int(next)
     });
     either(result.map(|r| r.unwrap_or(Reply::Nil)))
@@ -205,12 +212,13 @@ pub fn hincrbyfloat(ctx: &mut Ctx<'_>, argv: &[&[u8]]) -> Reply {
         Ok(_) => {}
     }
     let key = ctx.key(argv[1]);
+    let limits = ctx.shared.encodings.get();
     let mut shard = ctx.lock(key);
     let result = modify::<Hash, _>(&mut shard, key, ctx.now_ms, true, |hash| {
         let current = hash.get(argv[2]).unwrap_or(b"0");
         match add_human(current, argv[3]) {
             Ok(sum) => {
-                hash.insert(argv[2], &sum);
+                hash.insert(argv[2], &sum, &limits);
                 Reply::Bulk(sum)
             }
             Err(AddError::NotAFloat) => Reply::error(error::HASH_NOT_FLOAT),

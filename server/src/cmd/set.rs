@@ -8,7 +8,7 @@ use super::collection::{
 use super::error;
 use super::Ctx;
 use crate::resp::Reply;
-use crate::store::object::{Member, Set};
+use crate::store::object::{Encodings, Member, Set};
 use crate::store::{KeyRef, MultiLock};
 
 fn member_reply(member: Member<'_>) -> Reply {
@@ -21,10 +21,11 @@ fn member_reply(member: Member<'_>) -> Reply {
 /// SADD key member [member ...]
 pub fn sadd(ctx: &mut Ctx<'_>, argv: &[&[u8]]) -> Reply {
     let key = ctx.key(argv[1]);
+    let limits = ctx.shared.encodings.get();
     let mut shard = ctx.lock(key);
     either(
         modify::<Set, _>(&mut shard, key, ctx.now_ms, true, |set| {
-            argv[2..].iter().filter(|m| set.insert(m)).count() as i64
+            argv[2..].iter().filter(|m| set.insert(m, &limits)).count() as i64
         })
         .map(|r| Reply::Int(r.unwrap_or(0))),
     )
@@ -151,6 +152,7 @@ pub fn srandmember(ctx: &mut Ctx<'_>, argv: &[&[u8]]) -> Reply {
 pub fn smove(ctx: &mut Ctx<'_>, argv: &[&[u8]]) -> Reply {
     let (src, dst) = (ctx.key(argv[1]), ctx.key(argv[2]));
     let now = ctx.now_ms;
+    let limits = ctx.shared.encodings.get();
     let mut locked = ctx.lock_keys(&[src, dst]);
     let in_source =
         match read_for_write::<Set, _>(locked.shard(src), src, now, |set| set.contains(argv[3])) {
@@ -172,7 +174,9 @@ pub fn smove(ctx: &mut Ctx<'_>, argv: &[&[u8]]) -> Reply {
     let _ = modify::<Set, _>(locked.shard(src), src, now, false, |set| {
         set.remove(argv[3])
     });
-    let _ = modify::<Set, _>(locked.shard(dst), dst, now, true, |set| set.insert(argv[3]));
+    let _ = modify::<Set, _>(locked.shard(dst), dst, now, true, |set| {
+        set.insert(argv[3], &limits)
+    });
     Reply::Int(1)
 }
 
@@ -191,6 +195,7 @@ enum Algebra {
 fn combine(
     locked: &mut MultiLock<'_>,
     keys: &[KeyRef<'_>],
+    limits: &Encodings,
     now: u64,
     algebra: Algebra,
     limit: usize,
@@ -223,7 +228,7 @@ fn combine(
             let mut union = Set::default();
             for set in sets.iter().flatten() {
                 for member in members(set) {
-                    union.insert(&member);
+                    union.insert(&member, limits);
                 }
             }
             members(&union)
@@ -242,8 +247,9 @@ fn combine(
 fn algebra_reply(ctx: &mut Ctx<'_>, argv: &[&[u8]], algebra: Algebra) -> Reply {
     let keys: Vec<_> = argv[1..].iter().map(|k| ctx.key(k)).collect();
     let now = ctx.now_ms;
+    let limits = ctx.shared.encodings.get();
     let mut locked = ctx.lock_keys(&keys);
-    match combine(&mut locked, &keys, now, algebra, usize::MAX) {
+    match combine(&mut locked, &keys, &limits, now, algebra, usize::MAX) {
         Ok(members) => Reply::Set(members.into_iter().map(Reply::Bulk).collect()),
         Err(reply) => reply,
     }
@@ -255,8 +261,9 @@ fn algebra_store(ctx: &mut Ctx<'_>, argv: &[&[u8]], algebra: Algebra) -> Reply {
     let mut all = sources.clone();
     all.push(dst);
     let now = ctx.now_ms;
+    let limits = ctx.shared.encodings.get();
     let mut locked = ctx.lock_keys(&all);
-    let members = match combine(&mut locked, &sources, now, algebra, usize::MAX) {
+    let members = match combine(&mut locked, &sources, &limits, now, algebra, usize::MAX) {
         Ok(members) => members,
         Err(reply) => return reply,
     };
@@ -267,7 +274,7 @@ fn algebra_store(ctx: &mut Ctx<'_>, argv: &[&[u8]], algebra: Algebra) -> Reply {
     }
     let mut set = Set::default();
     for member in &members {
-        set.insert(member);
+        set.insert(member, &limits);
     }
     let len = set.len() as i64;
     shard.set_object(dst, Box::new(crate::store::Object::Set(set)), 0, now);
@@ -330,8 +337,9 @@ pub fn sintercard(ctx: &mut Ctx<'_>, argv: &[&[u8]]) -> Reply {
     }
     let keys: Vec<_> = argv[2..2 + numkeys].iter().map(|k| ctx.key(k)).collect();
     let now = ctx.now_ms;
+    let limits = ctx.shared.encodings.get();
     let mut locked = ctx.lock_keys(&keys);
-    match combine(&mut locked, &keys, now, Algebra::Inter, limit) {
+    match combine(&mut locked, &keys, &limits, now, Algebra::Inter, limit) {
         Ok(members) => Reply::Int(members.len() as i64),
         Err(reply) => reply,
     }

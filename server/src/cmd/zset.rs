@@ -11,7 +11,7 @@ use super::collection::{
 use super::error;
 use super::Ctx;
 use crate::resp::{Protocol, Reply};
-use crate::store::object::ZSet;
+use crate::store::object::{Encodings, ZSet};
 use crate::store::Object;
 
 /// A score argument (ZADD, ZINCRBY), read as Redis reads it (`string2d`).
@@ -207,11 +207,12 @@ pub fn zadd(ctx: &mut Ctx<'_>, argv: &[&[u8]]) -> Reply {
         incr,
     };
     let key = ctx.key(argv[1]);
+    let limits = ctx.shared.encodings.get();
     let mut shard = ctx.lock(key);
     let result = modify::<ZSet, _>(&mut shard, key, ctx.now_ms, !xx, |zset| {
         let (mut added, mut updated, mut last) = (0, 0, None);
         for (pair, score) in rest.chunks_exact(2).zip(scores) {
-            match add(zset, pair[1], score, options) {
+            match add(zset, pair[1], score, options, &limits) {
                 Err(()) => return Err(Reply::error(error::SCORE_NAN)),
                 Ok(Added::New(s)) => {
                     added += 1;
@@ -259,7 +260,13 @@ enum Added {
 }
 
 /// Redis's zsetAdd: one member under the ZADD options. `Err` on a NaN sum.
-fn add(zset: &mut ZSet, member: &[u8], score: f64, options: AddOptions) -> Result<Added, ()> {
+fn add(
+    zset: &mut ZSet,
+    member: &[u8],
+    score: f64,
+    options: AddOptions,
+    limits: &Encodings,
+) -> Result<Added, ()> {
     match zset.score(member) {
         Some(current) => {
             if options.nx {
@@ -273,14 +280,14 @@ fn add(zset: &mut ZSet, member: &[u8], score: f64, options: AddOptions) -> Resul
                 return Ok(Added::Nothing);
             }
             if score != current {
-                zset.insert(member, score);
+                zset.insert(member, score, limits);
                 Ok(Added::Updated(score))
             } else {
                 Ok(Added::Same(score))
             }
         }
         None if !options.xx => {
-            zset.insert(member, score);
+            zset.insert(member, score, limits);
             Ok(Added::New(score))
         }
         None => Ok(Added::Nothing),
@@ -474,11 +481,12 @@ fn zrange_generic(ctx: &mut Ctx<'_>, argv: &[&[u8]], call: RangeCall) -> Reply {
         return either(found.map(|r| r.unwrap_or(Reply::Array(Vec::new()))));
     };
     let dst = ctx.key(argv[dst_index]);
+    let limits = ctx.shared.encodings.get();
     let mut locked = ctx.lock_keys(&[source, dst]);
     let selected = read::<ZSet, _>(locked.shard(source), source, now, |zset| {
         let mut out = ZSet::default();
         for (member, score) in select(zset, &range, reverse, limit) {
-            out.insert(member, score);
+            out.insert(member, score, &limits);
         }
         out
     });

@@ -240,6 +240,28 @@ impl Config {
             "tls-session-cache-timeout" => {
                 self.tls.session_cache_timeout = redis(false, Range::Signed(0, INT_MAX))? as u64
             }
+            // Redis 7.0: the entry counts are integers, the value lengths
+            // memory values, all in 0..LONG_MAX.
+            "set-max-intset-entries" => {
+                self.encodings.set_max_intset_entries =
+                    redis(false, Range::Unsigned(0, i64::MAX as u64))? as usize
+            }
+            "hash-max-listpack-entries" | "hash-max-ziplist-entries" => {
+                self.encodings.hash_max_listpack_entries =
+                    redis(false, Range::Unsigned(0, i64::MAX as u64))? as usize
+            }
+            "hash-max-listpack-value" | "hash-max-ziplist-value" => {
+                self.encodings.hash_max_listpack_value =
+                    redis(true, Range::Unsigned(0, i64::MAX as u64))? as usize
+            }
+            "zset-max-listpack-entries" | "zset-max-ziplist-entries" => {
+                self.encodings.zset_max_listpack_entries =
+                    redis(false, Range::Unsigned(0, i64::MAX as u64))? as usize
+            }
+            "zset-max-listpack-value" | "zset-max-ziplist-value" => {
+                self.encodings.zset_max_listpack_value =
+                    redis(true, Range::Unsigned(0, i64::MAX as u64))? as usize
+            }
             "list-max-listpack-size" | "list-max-ziplist-size" => {
                 self.list_max_listpack_size =
                     redis(false, Range::Signed(i32::MIN as i64, INT_MAX))? as i32

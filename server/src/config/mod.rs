@@ -148,6 +148,10 @@ pub struct Config {
     /// `aof-rewrite-incremental-fsync` (accepted; a rewrite fsyncs its base
     /// once, at its end).
     pub aof_rewrite_incremental_fsync: bool,
+    /// Redis's encoding thresholds: `set-max-intset-entries`,
+    /// `hash-max-listpack-entries` / `-value`, `zset-max-listpack-entries` /
+    /// `-value` (and their `ziplist` aliases).
+    pub encodings: crate::store::object::Encodings,
     /// `list-max-listpack-size` (alias `list-max-ziplist-size`): Redis's
     /// list node size. Kept for CONFIG GET and files written for Redis;
     /// tally's list nodes have their own layout, so it changes nothing here.
@@ -220,6 +224,7 @@ impl Default for Config {
             metrics_port: 0,
             latency_monitor_threshold_ms: 0,
             tracking_table_max_keys: 1_000_000,
+            encodings: Default::default(),
             list_max_listpack_size: -2,
             list_compress_depth: 0,
             save_points: vec![(3600, 1), (300, 100), (60, 10000)],

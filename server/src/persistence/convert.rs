@@ -3,7 +3,7 @@
 
 use tally_rdb::Value;
 
-use crate::store::object::{Hash, List, Set, ZSet};
+use crate::store::object::{Encodings, Hash, List, Set, ZSet};
 use crate::store::{Object, OwnedValue, ValueRef};
 
 /// A stored value as RDB holds it.
@@ -22,9 +22,10 @@ pub fn to_rdb(value: ValueRef<'_>) -> Value {
     }
 }
 
-/// An RDB value as the store holds it; None for an empty collection, which
-/// Redis refuses to RESTORE and skips when it loads a file.
-pub fn from_rdb(value: Value) -> Option<OwnedValue> {
+/// An RDB value as the store holds it, converted where `limits` say, as
+/// Redis converts what it loads; None for an empty collection, which Redis
+/// refuses to RESTORE and skips when it loads a file.
+pub fn from_rdb(value: Value, limits: &Encodings) -> Option<OwnedValue> {
     let object = match value {
         // Integers are stored as numbers, as SET stores them.
         Value::String(bytes) => return Some(OwnedValue::of(crate::cmd::string::stored(&bytes))),
@@ -38,21 +39,21 @@ pub fn from_rdb(value: Value) -> Option<OwnedValue> {
         Value::Set(members) => {
             let mut set = Set::default();
             for member in &members {
-                set.insert(member);
+                set.insert(member, limits);
             }
             Object::Set(set)
         }
         Value::SortedSet(members) => {
             let mut zset = ZSet::default();
             for (member, score) in &members {
-                zset.insert(member, *score);
+                zset.insert(member, *score, limits);
             }
             Object::ZSet(zset)
         }
         Value::Hash(fields) => {
             let mut hash = Hash::default();
             for (field, value) in &fields {
-                hash.insert(field, value);
+                hash.insert(field, value, limits);
             }
             Object::Hash(hash)
         }

@@ -434,6 +434,7 @@ pub(crate) fn load_entries(
     };
     let mut loaded = Loaded::default();
     let store = &shared.store;
+    let limits = shared.encodings.get();
     while let Some(item) = reader
         .next_item()
         .map_err(|e| format!("{}: {e}", file.display()))?
@@ -457,7 +458,7 @@ pub(crate) fn load_entries(
                     loaded.expired += 1;
                     continue;
                 }
-                let Some(value) = super::from_rdb(entry.value) else {
+                let Some(value) = super::from_rdb(entry.value, &limits) else {
                     // Redis skips empty collections too.
                     continue;
                 };

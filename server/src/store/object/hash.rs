@@ -4,12 +4,7 @@
 use hashbrown::DefaultHashBuilder;
 use indexmap::IndexMap;
 
-use super::element_bytes;
-
-/// Redis 7.0's `hash-max-listpack-entries` default.
-const LISTPACK_MAX_ENTRIES: usize = 512;
-/// Redis 7.0's `hash-max-listpack-value` default.
-const LISTPACK_MAX_VALUE: usize = 64;
+use super::{element_bytes, Encodings};
 /// Per-field cost of the index map beyond the two elements: hash, index slot.
 const FIELD_OVERHEAD: usize = 16;
 
@@ -52,9 +47,12 @@ impl Hash {
         self.fields.get(field).map(|v| &**v)
     }
 
-    /// Sets a field; true when the field is new.
-    pub fn insert(&mut self, field: &[u8], value: &[u8]) -> bool {
-        if field.len() > LISTPACK_MAX_VALUE || value.len() > LISTPACK_MAX_VALUE {
+    /// Sets a field; true when the field is new. Past
+    /// `hash-max-listpack-value` or `-entries` the hash is one Redis would
+    /// have converted.
+    pub fn insert(&mut self, field: &[u8], value: &[u8], limits: &Encodings) -> bool {
+        let longest = limits.hash_max_listpack_value;
+        if field.len() > longest || value.len() > longest {
             self.converted = true;
         }
         if let Some(old) = self.fields.get_mut(field) {
@@ -64,7 +62,7 @@ impl Hash {
         }
         self.bytes += element_bytes(field) + element_bytes(value) + FIELD_OVERHEAD;
         self.fields.insert(field.into(), value.into());
-        if self.fields.len() > LISTPACK_MAX_ENTRIES {
+        if self.fields.len() > limits.hash_max_listpack_entries {
             self.converted = true;
         }
         true
@@ -106,10 +104,10 @@ mod tests {
     #[test]
     fn small_hashes_keep_insertion_order_through_updates_and_deletes() {
         let mut hash = Hash::default();
-        assert!(hash.insert(b"a", b"1"));
-        assert!(hash.insert(b"b", b"2"));
-        assert!(hash.insert(b"c", b"3"));
-        assert!(!hash.insert(b"a", b"one"));
+        assert!(hash.insert(b"a", b"1", &Encodings::default()));
+        assert!(hash.insert(b"b", b"2", &Encodings::default()));
+        assert!(hash.insert(b"c", b"3", &Encodings::default()));
+        assert!(!hash.insert(b"a", b"one", &Encodings::default()));
         assert!(hash.remove(b"b"));
         let order: Vec<_> = hash.iter().collect();
         assert_eq!(
@@ -122,15 +120,36 @@ mod tests {
     #[test]
     fn a_long_value_or_many_fields_convert_for_good_and_bytes_return_to_zero() {
         let mut hash = Hash::default();
-        hash.insert(b"f", &[b'x'; 65]);
+        hash.insert(b"f", &[b'x'; 65], &Encodings::default());
         assert_eq!(hash.encoding(), "hashtable");
         hash.remove(b"f");
         assert_eq!(hash.encoding(), "hashtable");
         assert_eq!(hash.heap_bytes(), 0);
         let mut many = Hash::default();
-        for i in 0..=LISTPACK_MAX_ENTRIES {
-            many.insert(i.to_string().as_bytes(), b"v");
+        let limits = Encodings::default();
+        for i in 0..limits.hash_max_listpack_entries {
+            many.insert(i.to_string().as_bytes(), b"v", &limits);
         }
+        assert_eq!(many.encoding(), "listpack");
+        many.insert(b"one more", b"v", &limits);
         assert_eq!(many.encoding(), "hashtable");
+    }
+
+    #[test]
+    fn the_thresholds_in_force_decide() {
+        let limits = Encodings {
+            hash_max_listpack_entries: 2,
+            hash_max_listpack_value: 3,
+            ..Encodings::default()
+        };
+        let mut hash = Hash::default();
+        hash.insert(b"abc", b"xyz", &limits);
+        hash.insert(b"f", b"v", &limits);
+        assert_eq!(hash.encoding(), "listpack");
+        hash.insert(b"g", b"v", &limits);
+        assert_eq!(hash.encoding(), "hashtable");
+        let mut long = Hash::default();
+        long.insert(b"f", b"four", &limits);
+        assert_eq!(long.encoding(), "hashtable");
     }
 }

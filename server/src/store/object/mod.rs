@@ -16,10 +16,86 @@ mod list;
 mod set;
 mod zset;
 
+use std::sync::atomic::{AtomicUsize, Ordering};
+
 pub use hash::Hash;
 pub use list::List;
 pub use set::{Member, Set};
 pub use zset::{Score, ZSet};
+
+/// Redis 7.0's encoding thresholds: past them Redis converts a small
+/// encoding (intset, listpack) to a hash table or skiplist, which changes
+/// OBJECT ENCODING and, for sets and hashes, the order replies list
+/// members in. Each write that may convert is given the ones in force.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Encodings {
+    /// `set-max-intset-entries`.
+    pub set_max_intset_entries: usize,
+    /// `hash-max-listpack-entries` (alias `hash-max-ziplist-entries`).
+    pub hash_max_listpack_entries: usize,
+    /// `hash-max-listpack-value`: the longest field or value, in bytes.
+    pub hash_max_listpack_value: usize,
+    /// `zset-max-listpack-entries`.
+    pub zset_max_listpack_entries: usize,
+    /// `zset-max-listpack-value`: the longest member, in bytes.
+    pub zset_max_listpack_value: usize,
+}
+
+impl Default for Encodings {
+    /// Redis 7.0's defaults.
+    fn default() -> Encodings {
+        Encodings {
+            set_max_intset_entries: 512,
+            hash_max_listpack_entries: 512,
+            hash_max_listpack_value: 64,
+            zset_max_listpack_entries: 128,
+            zset_max_listpack_value: 64,
+        }
+    }
+}
+
+/// The thresholds in force, read without a lock by the writes that may
+/// convert and replaced by CONFIG SET. A write reads them once, so each
+/// command sees one set of values.
+#[derive(Debug)]
+pub struct EncodingLimits([AtomicUsize; 5]);
+
+impl EncodingLimits {
+    /// Limits holding `encodings`.
+    pub fn new(encodings: Encodings) -> EncodingLimits {
+        let limits = EncodingLimits(Default::default());
+        limits.set(encodings);
+        limits
+    }
+
+    /// The thresholds now.
+    pub fn get(&self) -> Encodings {
+        let [set, hash_entries, hash_value, zset_entries, zset_value] =
+            self.0.each_ref().map(|limit| limit.load(Ordering::Relaxed));
+        Encodings {
+            set_max_intset_entries: set,
+            hash_max_listpack_entries: hash_entries,
+            hash_max_listpack_value: hash_value,
+            zset_max_listpack_entries: zset_entries,
+            zset_max_listpack_value: zset_value,
+        }
+    }
+
+    /// Installs new thresholds; values already converted stay converted,
+    /// as in Redis.
+    pub fn set(&self, encodings: Encodings) {
+        let values = [
+            encodings.set_max_intset_entries,
+            encodings.hash_max_listpack_entries,
+            encodings.hash_max_listpack_value,
+            encodings.zset_max_listpack_entries,
+            encodings.zset_max_listpack_value,
+        ];
+        for (limit, value) in self.0.iter().zip(values) {
+            limit.store(value, Ordering::Relaxed);
+        }
+    }
+}
 
 /// Bytes a `Box<[u8]>` element costs beyond its contents: the fat pointer and
 /// the allocator's rounding, as an estimate.

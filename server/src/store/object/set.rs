@@ -1,15 +1,12 @@
 //! A set: an "intset" (sorted integers) while every member is a small
-//! integer and there are at most 512 of them, as in Redis 7.0; a hash set
-//! otherwise.
+//! integer and there are at most `set-max-intset-entries` of them (512), as
+//! in Redis 7.0; a hash set otherwise.
 
 use hashbrown::DefaultHashBuilder;
 use indexmap::IndexSet;
 
-use super::element_bytes;
+use super::{element_bytes, Encodings};
 use crate::cmd::args::parse_i64;
-
-/// Redis 7.0's `set-max-intset-entries` default.
-const INTSET_MAX_ENTRIES: usize = 512;
 /// Per-member cost of the index set beyond the element: hash, index slot.
 const MEMBER_OVERHEAD: usize = 16;
 
@@ -102,13 +99,15 @@ impl Set {
         }
     }
 
-    /// Adds a member; true when it is new.
-    pub fn insert(&mut self, member: &[u8]) -> bool {
+    /// Adds a member; true when it is new. An intset becomes a hash set
+    /// when the member is not an integer or the set would pass
+    /// `set-max-intset-entries`.
+    pub fn insert(&mut self, member: &[u8], limits: &Encodings) -> bool {
         if let Repr::Ints(ints) = &mut self.repr {
             if let Some(n) = parse_i64(member) {
                 match ints.binary_search(&n) {
                     Ok(_) => return false,
-                    Err(at) if ints.len() < INTSET_MAX_ENTRIES => {
+                    Err(at) if ints.len() < limits.set_max_intset_entries => {
                         ints.insert(at, n);
                         self.bytes += 8;
                         return true;
@@ -174,14 +173,14 @@ mod tests {
     fn integers_stay_sorted_until_a_string_arrives() {
         let mut set = Set::default();
         for m in [&b"10"[..], b"-3", b"7", b"10"] {
-            set.insert(m);
+            set.insert(m, &Encodings::default());
         }
         assert_eq!(set.encoding(), "intset");
         let members: Vec<_> = set.iter().map(Member::to_vec).collect();
         assert_eq!(members, vec![b"-3".to_vec(), b"7".to_vec(), b"10".to_vec()]);
         assert!(set.contains(b"7"));
         assert!(!set.contains(b"07"));
-        assert!(set.insert(b"07"));
+        assert!(set.insert(b"07", &Encodings::default()));
         assert_eq!(set.encoding(), "hashtable");
         assert!(set.contains(b"7") && set.contains(b"07"));
         for m in [&b"10"[..], b"-3", b"7", b"07"] {
@@ -192,12 +191,20 @@ mod tests {
     }
 
     #[test]
-    fn more_than_512_integers_make_a_hash_table() {
-        let mut set = Set::default();
-        for i in 0..=INTSET_MAX_ENTRIES {
-            set.insert(i.to_string().as_bytes());
+    fn more_integers_than_set_max_intset_entries_make_a_hash_table() {
+        for max in [512, 3, 0] {
+            let limits = Encodings {
+                set_max_intset_entries: max,
+                ..Encodings::default()
+            };
+            let mut set = Set::default();
+            for i in 0..max {
+                set.insert(i.to_string().as_bytes(), &limits);
+            }
+            assert_eq!(set.encoding(), "intset", "{max}");
+            set.insert(b"-1", &limits);
+            assert_eq!(set.encoding(), "hashtable", "{max}");
+            assert_eq!(set.len(), max + 1);
         }
-        assert_eq!(set.encoding(), "hashtable");
-        assert_eq!(set.len(), INTSET_MAX_ENTRIES + 1);
     }
 }

@@ -11,12 +11,7 @@ use std::ops::Bound;
 
 use hashbrown::{DefaultHashBuilder, HashMap};
 
-use super::element_bytes;
-
-/// Redis 7.0's `zset-max-listpack-entries` default.
-const LISTPACK_MAX_ENTRIES: usize = 128;
-/// Redis 7.0's `zset-max-listpack-value` default.
-const LISTPACK_MAX_VALUE: usize = 64;
+use super::{element_bytes, Encodings};
 /// Per-member cost beyond its two copies: scores, map slot, tree node share.
 const MEMBER_OVERHEAD: usize = 40;
 
@@ -85,8 +80,10 @@ impl ZSet {
         self.scores.get(member).copied()
     }
 
-    /// Sets a member's score; returns the previous score.
-    pub fn insert(&mut self, member: &[u8], score: f64) -> Option<f64> {
+    /// Sets a member's score; returns the previous score. Past
+    /// `zset-max-listpack-value` or `-entries` the set is one Redis would
+    /// have converted to a skiplist.
+    pub fn insert(&mut self, member: &[u8], score: f64, limits: &Encodings) -> Option<f64> {
         // Redis 7.0 replies 0 for a score given as -0: store zero unsigned.
         let score = if score == 0.0 { 0.0 } else { score };
         if let Some(old) = self.scores.get_mut(member) {
@@ -104,13 +101,13 @@ impl ZSet {
             }
             return Some(previous);
         }
-        if member.len() > LISTPACK_MAX_VALUE {
+        if member.len() > limits.zset_max_listpack_value {
             self.converted = true;
         }
         self.bytes += member_cost(member);
         self.scores.insert(member.into(), score);
         self.order.insert((Score(score), member.into()));
-        if self.scores.len() > LISTPACK_MAX_ENTRIES {
+        if self.scores.len() > limits.zset_max_listpack_entries {
             self.converted = true;
         }
         None
@@ -206,10 +203,10 @@ mod tests {
     #[test]
     fn orders_by_score_then_member_and_updates_move_members() {
         let mut z = ZSet::default();
-        z.insert(b"b", 1.0);
-        z.insert(b"a", 1.0);
-        z.insert(b"c", 0.5);
-        assert_eq!(z.insert(b"c", 2.0), Some(0.5));
+        z.insert(b"b", 1.0, &Encodings::default());
+        z.insert(b"a", 1.0, &Encodings::default());
+        z.insert(b"c", 0.5, &Encodings::default());
+        assert_eq!(z.insert(b"c", 2.0, &Encodings::default()), Some(0.5));
         let order: Vec<_> = z.iter().map(|(m, _)| m.to_vec()).collect();
         assert_eq!(order, vec![b"a".to_vec(), b"b".to_vec(), b"c".to_vec()]);
         assert_eq!(z.rank(b"c"), Some(2));
@@ -228,5 +225,22 @@ mod tests {
         assert_eq!(z.remove(b"c"), Some(2.0));
         assert!(z.is_empty());
         assert_eq!(z.heap_bytes(), 0);
+    }
+
+    #[test]
+    fn the_thresholds_in_force_decide() {
+        let limits = Encodings {
+            zset_max_listpack_entries: 1,
+            zset_max_listpack_value: 2,
+            ..Encodings::default()
+        };
+        let mut z = ZSet::default();
+        z.insert(b"ab", 1.0, &limits);
+        assert_eq!(z.encoding(), "listpack");
+        z.insert(b"c", 1.0, &limits);
+        assert_eq!(z.encoding(), "skiplist");
+        let mut long = ZSet::default();
+        long.insert(b"abc", 1.0, &limits);
+        assert_eq!(long.encoding(), "skiplist");
     }
 }

@@ -314,6 +314,8 @@ async fn sets_match_redis() {
         SINTERCARD 0 s
         SINTERCARD 3 s t
         SINTERCARD 2 s t LIMIT -1
+        SINTERCARD 2 s t LIMIT a
+        SINTERCARD 2 s t LIMIT 99999999999999999999
         SINTERCARD 2 s t LIMIT
         SINTERCARD 2 s t FOO 1
         SINTERCARD abc s

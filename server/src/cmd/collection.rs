@@ -50,12 +50,28 @@ fn of_kind<T: Kind, R>(
 /// Runs `change` on the collection at `key`, first creating an empty one
 /// when the key is missing and `create` is set (`Ok(None)` when it is
 /// missing and not created). A collection left empty is deleted with its key.
+/// The key counts as modified (WATCH, client tracking) whatever `change`
+/// did, as Redis signals HSET, LSET, LTRIM and the like.
 pub fn modify<T: Kind, R>(
     shard: &mut ShardData,
     key: KeyRef<'_>,
     now_ms: u64,
     create: bool,
     change: impl FnOnce(&mut T) -> R,
+) -> Result<Option<R>, Reply> {
+    modify_if(shard, key, now_ms, create, change, |_| true)
+}
+
+/// [`modify`] for a command Redis signals only when it changed something
+/// (SADD, SREM, HDEL, ZADD, LREM ...): `changed` tells from `change`'s
+/// result whether it did.
+pub fn modify_if<T: Kind, R>(
+    shard: &mut ShardData,
+    key: KeyRef<'_>,
+    now_ms: u64,
+    create: bool,
+    change: impl FnOnce(&mut T) -> R,
+    changed: impl FnOnce(&R) -> bool,
 ) -> Result<Option<R>, Reply> {
     if shard.get(key, now_ms).is_none() {
         if !create {
@@ -71,6 +87,9 @@ pub fn modify<T: Kind, R>(
     };
     let result = change(value);
     let now_empty = entry.object_mut().is_some_and(|object| object.is_empty());
+    if !changed(&result) {
+        entry.leave_unmodified();
+    }
     drop(entry);
     if now_empty {
         shard.remove(key, now_ms);

@@ -2,7 +2,7 @@
 
 use super::args::int_arg;
 use super::collection::{
-    either, missing_pick, modify, pairs, random_pick_args, read, scan_collection,
+    either, missing_pick, modify, modify_if, pairs, random_pick_args, read, scan_collection,
 };
 use super::error;
 use super::Ctx;
@@ -42,14 +42,21 @@ pub fn hsetnx(ctx: &mut Ctx<'_>, argv: &[&[u8]]) -> Reply {
     let limits = ctx.shared.encodings.get();
     let mut shard = ctx.lock(key);
     either(
-        modify::<Hash, _>(&mut shard, key, ctx.now_ms, true, |hash| {
-            if hash.get(argv[2]).is_some() {
-                Reply::Int(0)
-            } else {
-                hash.insert(argv[2], argv[3], &limits);
-                Reply::Int(1)
-            }
-        })
+        modify_if::<Hash, _>(
+            &mut shard,
+            key,
+            ctx.now_ms,
+            true,
+            |hash| {
+                if hash.get(argv[2]).is_some() {
+                    Reply::Int(0)
+                } else {
+                    hash.insert(argv[2], argv[3], &limits);
+                    Reply::Int(1)
+                }
+            },
+            |reply| *reply == Reply::Int(1),
+        )
         .map(|r| r.unwrap_or(Reply::Int(0))),
     )
 }
@@ -132,9 +139,14 @@ pub fn hdel(ctx: &mut Ctx<'_>, argv: &[&[u8]]) -> Reply {
     let key = ctx.key(argv[1]);
     let mut shard = ctx.lock(key);
     either(
-        modify::<Hash, _>(&mut shard, key, ctx.now_ms, false, |hash| {
-            argv[2..].iter().filter(|f| hash.remove(f)).count() as i64
-        })
+        modify_if::<Hash, _>(
+            &mut shard,
+            key,
+            ctx.now_ms,
+            false,
+            |hash| argv[2..].iter().filter(|f| hash.remove(f)).count() as i64,
+            |&removed| removed > 0,
+        )
         .map(|r| Reply::Int(r.unwrap_or(0))),
     )
 }
@@ -182,24 +194,32 @@ pub fn hincrby(ctx: &mut Ctx<'_>, argv: &[&[u8]]) -> Reply {
     let key = ctx.key(argv[1]);
     let limits = ctx.shared.encodings.get();
     let mut shard = ctx.lock(key);
-    let result = modify::<Hash, _>(&mut shard, key, ctx.now_ms, true, |hash| {
-        let current = match hash.get(argv[2]) {
-            Some(value) => match super::args::parse_i64(value) {
-                Some(n) => n,
-                None => return Reply::error(error::HASH_NOT_INTEGER),
-            },
-            None => 0,
-        };
-        let Some(next) = current.checked_add(delta) else {
-            return Reply::error(error::OVERFLOW);
-        };
-        hash.insert(
-            argv[2],
-            itoa::Buffer::new().format(next).as_bytes(),
-            &limits,
-        );
-        Reply::Int(next)
-    });
+    // A field that is not a number changes nothing and signals nothing.
+    let result = modify_if::<Hash, _>(
+        &mut shard,
+        key,
+        ctx.now_ms,
+        true,
+        |hash| {
+            let current = match hash.get(argv[2]) {
+                Some(value) => match super::args::parse_i64(value) {
+                    Some(n) => n,
+                    None => return Reply::error(error::HASH_NOT_INTEGER),
+                },
+                None => 0,
+            };
+            let Some(next) = current.checked_add(delta) else {
+                return Reply::error(error::OVERFLOW);
+            };
+            hash.insert(
+                argv[2],
+                itoa::Buffer::new().format(next).as_bytes(),
+                &limits,
+            );
+            Reply::Int(next)
+        },
+        |reply| !reply.is_error(),
+    );
     either(result.map(|r| r.unwrap_or(Reply::Nil)))
 }
 
@@ -214,17 +234,24 @@ pub fn hincrbyfloat(ctx: &mut Ctx<'_>, argv: &[&[u8]]) -> Reply {
     let key = ctx.key(argv[1]);
     let limits = ctx.shared.encodings.get();
     let mut shard = ctx.lock(key);
-    let result = modify::<Hash, _>(&mut shard, key, ctx.now_ms, true, |hash| {
-        let current = hash.get(argv[2]).unwrap_or(b"0");
-        match add_human(current, argv[3]) {
-            Ok(sum) => {
-                hash.insert(argv[2], &sum, &limits);
-                Reply::Bulk(sum)
+    let result = modify_if::<Hash, _>(
+        &mut shard,
+        key,
+        ctx.now_ms,
+        true,
+        |hash| {
+            let current = hash.get(argv[2]).unwrap_or(b"0");
+            match add_human(current, argv[3]) {
+                Ok(sum) => {
+                    hash.insert(argv[2], &sum, &limits);
+                    Reply::Bulk(sum)
+                }
+                Err(AddError::NotAFloat) => Reply::error(error::HASH_NOT_FLOAT),
+                Err(AddError::NanOrInfinity) => Reply::error(error::NAN_OR_INFINITY),
             }
-            Err(AddError::NotAFloat) => Reply::error(error::HASH_NOT_FLOAT),
-            Err(AddError::NanOrInfinity) => Reply::error(error::NAN_OR_INFINITY),
-        }
-    });
+        },
+        |reply| !reply.is_error(),
+    );
     either(result.map(|r| r.unwrap_or(Reply::Nil)))
 }
 

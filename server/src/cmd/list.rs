@@ -2,7 +2,7 @@
 //! Blocking forms (BLPOP ...) are refused: see [`blocking`].
 
 use super::args::{int_arg, int_pair, is};
-use super::collection::{either, exists_as, index_range, modify, positive_count, read};
+use super::collection::{either, exists_as, index_range, modify, modify_if, positive_count, read};
 use super::error;
 use super::Ctx;
 use crate::resp::{BulkList, Reply};
@@ -53,15 +53,23 @@ fn pop(ctx: &mut Ctx<'_>, argv: &[&[u8]], left: bool) -> Reply {
     };
     let key = ctx.key(argv[1]);
     let mut shard = ctx.lock(key);
-    let popped = modify::<List, _>(&mut shard, key, ctx.now_ms, false, |list| match count {
-        None => list.pop(left).map_or(Reply::Nil, Reply::Bulk),
-        Some(n) => Reply::Array(
-            (0..n)
-                .map_while(|_| list.pop(left))
-                .map(Reply::Bulk)
-                .collect(),
-        ),
-    });
+    // A count of 0 pops nothing and signals nothing.
+    let popped = modify_if::<List, _>(
+        &mut shard,
+        key,
+        ctx.now_ms,
+        false,
+        |list| match count {
+            None => list.pop(left).map_or(Reply::Nil, Reply::Bulk),
+            Some(n) => Reply::Array(
+                (0..n)
+                    .map_while(|_| list.pop(left))
+                    .map(Reply::Bulk)
+                    .collect(),
+            ),
+        },
+        |_| count != Some(0),
+    );
     either(popped.map(|r| {
         r.unwrap_or(match count {
             None => Reply::Nil,
@@ -160,15 +168,20 @@ pub fn lset(ctx: &mut Ctx<'_>, argv: &[&[u8]]) -> Reply {
     let key = ctx.key(argv[1]);
     let mut shard = ctx.lock(key);
     either(
-        modify::<List, _>(&mut shard, key, ctx.now_ms, false, |list| {
-            match position(index, list.len()) {
+        modify_if::<List, _>(
+            &mut shard,
+            key,
+            ctx.now_ms,
+            false,
+            |list| match position(index, list.len()) {
                 Some(i) => {
                     list.set(i, argv[3]);
                     Reply::Ok
                 }
                 None => Reply::error(error::INDEX_OUT_OF_RANGE),
-            }
-        })
+            },
+            |reply| *reply == Reply::Ok,
+        )
         .map(|r| r.unwrap_or_else(|| Reply::error(error::NO_SUCH_KEY))),
     )
 }
@@ -182,34 +195,41 @@ pub fn lrem(ctx: &mut Ctx<'_>, argv: &[&[u8]]) -> Reply {
     let key = ctx.key(argv[1]);
     let mut shard = ctx.lock(key);
     either(
-        modify::<List, _>(&mut shard, key, ctx.now_ms, false, |list| {
-            let limit = if count == 0 {
-                usize::MAX
-            } else {
-                count.unsigned_abs() as usize
-            };
-            let matches: Vec<usize> = if count < 0 {
-                let len = list.len();
-                (0..len)
-                    .rev()
-                    .filter(|&i| list.get(i) == Some(argv[3]))
-                    .take(limit)
-                    .collect()
-            } else {
-                (0..list.len())
-                    .filter(|&i| list.get(i) == Some(argv[3]))
-                    .take(limit)
-                    .collect::<Vec<_>>()
-                    .into_iter()
-                    .rev()
-                    .collect()
-            };
-            // Highest position first, so earlier positions stay valid.
-            for &i in &matches {
-                list.remove(i);
-            }
-            matches.len() as i64
-        })
+        modify_if::<List, _>(
+            &mut shard,
+            key,
+            ctx.now_ms,
+            false,
+            |list| {
+                let limit = if count == 0 {
+                    usize::MAX
+                } else {
+                    count.unsigned_abs() as usize
+                };
+                let matches: Vec<usize> = if count < 0 {
+                    let len = list.len();
+                    (0..len)
+                        .rev()
+                        .filter(|&i| list.get(i) == Some(argv[3]))
+                        .take(limit)
+                        .collect()
+                } else {
+                    (0..list.len())
+                        .filter(|&i| list.get(i) == Some(argv[3]))
+                        .take(limit)
+                        .collect::<Vec<_>>()
+                        .into_iter()
+                        .rev()
+                        .collect()
+                };
+                // Highest position first, so earlier positions stay valid.
+                for &i in &matches {
+                    list.remove(i);
+                }
+                matches.len() as i64
+            },
+            |&removed| removed > 0,
+        )
         .map(|r| Reply::Int(r.unwrap_or(0))),
     )
 }
@@ -226,16 +246,23 @@ pub fn linsert(ctx: &mut Ctx<'_>, argv: &[&[u8]]) -> Reply {
     let key = ctx.key(argv[1]);
     let mut shard = ctx.lock(key);
     either(
-        modify::<List, _>(&mut shard, key, ctx.now_ms, false, |list| {
-            let pivot = list.iter().position(|v| v == argv[3]);
-            match pivot {
-                Some(i) => {
-                    list.insert(i + after as usize, argv[4]);
-                    list.len() as i64
+        modify_if::<List, _>(
+            &mut shard,
+            key,
+            ctx.now_ms,
+            false,
+            |list| {
+                let pivot = list.iter().position(|v| v == argv[3]);
+                match pivot {
+                    Some(i) => {
+                        list.insert(i + after as usize, argv[4]);
+                        list.len() as i64
+                    }
+                    None => -1,
                 }
-                None => -1,
-            }
-        })
+            },
+            |&length| length > 0,
+        )
         .map(|r| Reply::Int(r.unwrap_or(0))),
     )
 }

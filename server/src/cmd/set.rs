@@ -1,9 +1,9 @@
 //! Set commands: SADD SREM SMEMBERS, the set algebra and random picks.
 
-use super::args::{int_arg, is};
+use super::args::is;
 use super::collection::{
-    either, exists_as, missing_pick, modify, positive_count, random_indexes, random_pick_args,
-    read, read_for_write, scan_collection,
+    either, exists_as, missing_pick, modify, modify_if, positive_count, random_indexes,
+    random_pick_args, read, read_for_write, scan_collection,
 };
 use super::error;
 use super::Ctx;
@@ -24,9 +24,14 @@ pub fn sadd(ctx: &mut Ctx<'_>, argv: &[&[u8]]) -> Reply {
     let limits = ctx.shared.encodings.get();
     let mut shard = ctx.lock(key);
     either(
-        modify::<Set, _>(&mut shard, key, ctx.now_ms, true, |set| {
-            argv[2..].iter().filter(|m| set.insert(m, &limits)).count() as i64
-        })
+        modify_if::<Set, _>(
+            &mut shard,
+            key,
+            ctx.now_ms,
+            true,
+            |set| argv[2..].iter().filter(|m| set.insert(m, &limits)).count() as i64,
+            |&added| added > 0,
+        )
         .map(|r| Reply::Int(r.unwrap_or(0))),
     )
 }
@@ -36,9 +41,14 @@ pub fn srem(ctx: &mut Ctx<'_>, argv: &[&[u8]]) -> Reply {
     let key = ctx.key(argv[1]);
     let mut shard = ctx.lock(key);
     either(
-        modify::<Set, _>(&mut shard, key, ctx.now_ms, false, |set| {
-            argv[2..].iter().filter(|m| set.remove(m)).count() as i64
-        })
+        modify_if::<Set, _>(
+            &mut shard,
+            key,
+            ctx.now_ms,
+            false,
+            |set| argv[2..].iter().filter(|m| set.remove(m)).count() as i64,
+            |&removed| removed > 0,
+        )
         .map(|r| Reply::Int(r.unwrap_or(0))),
     )
 }
@@ -102,21 +112,29 @@ pub fn spop(ctx: &mut Ctx<'_>, argv: &[&[u8]]) -> Reply {
     };
     let key = ctx.key(argv[1]);
     let mut shard = ctx.lock(key);
-    let popped = modify::<Set, _>(&mut shard, key, ctx.now_ms, false, |set| {
-        let picks = random_indexes(set.len(), count.unwrap_or(1).min(set.len()) as i64);
-        let members: Vec<Vec<u8>> = picks
-            .into_iter()
-            .filter_map(|i| set.get_index(i).map(Member::to_vec))
-            .collect();
-        for member in &members {
-            set.remove(member);
-        }
-        let replies = members.into_iter().map(Reply::Bulk);
-        match count {
-            None => replies.into_iter().next().unwrap_or(Reply::Nil),
-            Some(_) => Reply::Set(replies.collect()),
-        }
-    });
+    // SPOP key 0 removes nothing and signals nothing.
+    let popped = modify_if::<Set, _>(
+        &mut shard,
+        key,
+        ctx.now_ms,
+        false,
+        |set| {
+            let picks = random_indexes(set.len(), count.unwrap_or(1).min(set.len()) as i64);
+            let members: Vec<Vec<u8>> = picks
+                .into_iter()
+                .filter_map(|i| set.get_index(i).map(Member::to_vec))
+                .collect();
+            for member in &members {
+                set.remove(member);
+            }
+            let replies = members.into_iter().map(Reply::Bulk);
+            match count {
+                None => replies.into_iter().next().unwrap_or(Reply::Nil),
+                Some(_) => Reply::Set(replies.collect()),
+            }
+        },
+        |_| count != Some(0),
+    );
     either(popped.map(|r| {
         r.unwrap_or(match count {
             None => Reply::Nil,
@@ -174,9 +192,15 @@ pub fn smove(ctx: &mut Ctx<'_>, argv: &[&[u8]]) -> Reply {
     let _ = modify::<Set, _>(locked.shard(src), src, now, false, |set| {
         set.remove(argv[3])
     });
-    let _ = modify::<Set, _>(locked.shard(dst), dst, now, true, |set| {
-        set.insert(argv[3], &limits)
-    });
+    // The destination is signalled only when the member was new there.
+    let _ = modify_if::<Set, _>(
+        locked.shard(dst),
+        dst,
+        now,
+        true,
+        |set| set.insert(argv[3], &limits),
+        |&added| added,
+    );
     Reply::Int(1)
 }
 
@@ -324,11 +348,12 @@ pub fn sintercard(ctx: &mut Ctx<'_>, argv: &[&[u8]]) -> Reply {
     let mut i = 2 + numkeys;
     while i < argv.len() {
         if is(argv[i], "limit") && i + 1 < argv.len() {
-            limit = match int_arg(argv[i + 1]) {
-                Ok(0) => usize::MAX,
-                Ok(n) if n > 0 => n as usize,
-                Ok(_) => return Reply::error(error::LIMIT_NEGATIVE),
-                Err(reply) => return reply,
+            // Redis's getPositiveLongFromObjectOrReply: one error for a
+            // negative number and for anything that is not a number.
+            limit = match super::args::parse_i64(argv[i + 1]) {
+                Some(0) => usize::MAX,
+                Some(n) if n > 0 => n as usize,
+                _ => return Reply::error(error::LIMIT_NEGATIVE),
             };
             i += 2;
         } else {

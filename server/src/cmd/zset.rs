@@ -5,7 +5,7 @@ use std::ops::Bound;
 
 use super::args::{int_pair, is};
 use super::collection::{
-    either, index_range, missing_pick, modify, pairs, positive_count, random_indexes,
+    either, index_range, missing_pick, modify_if, pairs, positive_count, random_indexes,
     random_pick_args, read, scan_collection,
 };
 use super::error;
@@ -209,11 +209,12 @@ pub fn zadd(ctx: &mut Ctx<'_>, argv: &[&[u8]]) -> Reply {
     let key = ctx.key(argv[1]);
     let limits = ctx.shared.encodings.get();
     let mut shard = ctx.lock(key);
-    let result = modify::<ZSet, _>(&mut shard, key, ctx.now_ms, !xx, |zset| {
+    // Signalled only when a member was added or its score changed.
+    let change = |zset: &mut ZSet| {
         let (mut added, mut updated, mut last) = (0, 0, None);
         for (pair, score) in rest.chunks_exact(2).zip(scores) {
             match add(zset, pair[1], score, options, &limits) {
-                Err(()) => return Err(Reply::error(error::SCORE_NAN)),
+                Err(()) => return (Err(Reply::error(error::SCORE_NAN)), added + updated > 0),
                 Ok(Added::New(s)) => {
                     added += 1;
                     last = Some(s);
@@ -226,14 +227,18 @@ pub fn zadd(ctx: &mut Ctx<'_>, argv: &[&[u8]]) -> Reply {
                 Ok(Added::Nothing) => last = None,
             }
         }
-        Ok(if incr {
+        let reply = if incr {
             last.map_or(Reply::Nil, Reply::Double)
         } else {
             Reply::Int(if ch { added + updated } else { added })
-        })
+        };
+        (Ok(reply), added + updated > 0)
+    };
+    let result = modify_if::<ZSet, _>(&mut shard, key, ctx.now_ms, !xx, change, |&(_, changed)| {
+        changed
     });
     match result {
-        Ok(Some(Ok(reply) | Err(reply))) => reply,
+        Ok(Some((Ok(reply) | Err(reply), _))) => reply,
         Ok(None) if incr => Reply::Nil,
         Ok(None) => Reply::Int(0),
         Err(reply) => reply,
@@ -304,12 +309,19 @@ pub fn zrem(ctx: &mut Ctx<'_>, argv: &[&[u8]]) -> Reply {
     let key = ctx.key(argv[1]);
     let mut shard = ctx.lock(key);
     either(
-        modify::<ZSet, _>(&mut shard, key, ctx.now_ms, false, |zset| {
-            argv[2..]
-                .iter()
-                .filter(|m| zset.remove(m).is_some())
-                .count() as i64
-        })
+        modify_if::<ZSet, _>(
+            &mut shard,
+            key,
+            ctx.now_ms,
+            false,
+            |zset| {
+                argv[2..]
+                    .iter()
+                    .filter(|m| zset.remove(m).is_some())
+                    .count() as i64
+            },
+            |&removed| removed > 0,
+        )
         .map(|r| Reply::Int(r.unwrap_or(0))),
     )
 }
@@ -670,16 +682,23 @@ fn remove_range(ctx: &mut Ctx<'_>, argv: &[&[u8]], range: Range) -> Reply {
     let key = ctx.key(argv[1]);
     let mut shard = ctx.lock(key);
     either(
-        modify::<ZSet, _>(&mut shard, key, ctx.now_ms, false, |zset| {
-            let doomed: Vec<Vec<u8>> = select(zset, &range, false, None)
-                .into_iter()
-                .map(|(m, _)| m.to_vec())
-                .collect();
-            for member in &doomed {
-                zset.remove(member);
-            }
-            doomed.len() as i64
-        })
+        modify_if::<ZSet, _>(
+            &mut shard,
+            key,
+            ctx.now_ms,
+            false,
+            |zset| {
+                let doomed: Vec<Vec<u8>> = select(zset, &range, false, None)
+                    .into_iter()
+                    .map(|(m, _)| m.to_vec())
+                    .collect();
+                for member in &doomed {
+                    zset.remove(member);
+                }
+                doomed.len() as i64
+            },
+            |&removed| removed > 0,
+        )
         .map(|r| Reply::Int(r.unwrap_or(0))),
     )
 }
@@ -719,17 +738,25 @@ fn pop(ctx: &mut Ctx<'_>, argv: &[&[u8]], min: bool) -> Reply {
     let proto = ctx.client.proto;
     let key = ctx.key(argv[1]);
     let mut shard = ctx.lock(key);
-    let popped = modify::<ZSet, _>(&mut shard, key, ctx.now_ms, false, |zset| {
-        let taken: Vec<_> = (0..count.unwrap_or(1))
-            .map_while(|_| zset.pop(min))
-            .map(|(m, s)| (Reply::Bulk(m.into()), Reply::Double(s)))
-            .collect();
-        match count {
-            // Without a count the pair is flat in RESP3 too.
-            None => Reply::Array(taken.into_iter().flat_map(|(m, s)| [m, s]).collect()),
-            Some(_) => pairs(proto, taken),
-        }
-    });
+    // A count of 0 pops nothing and signals nothing.
+    let popped = modify_if::<ZSet, _>(
+        &mut shard,
+        key,
+        ctx.now_ms,
+        false,
+        |zset| {
+            let taken: Vec<_> = (0..count.unwrap_or(1))
+                .map_while(|_| zset.pop(min))
+                .map(|(m, s)| (Reply::Bulk(m.into()), Reply::Double(s)))
+                .collect();
+            match count {
+                // Without a count the pair is flat in RESP3 too.
+                None => Reply::Array(taken.into_iter().flat_map(|(m, s)| [m, s]).collect()),
+                Some(_) => pairs(proto, taken),
+            }
+        },
+        |_| count != Some(0),
+    );
     either(popped.map(|r| r.unwrap_or(Reply::Array(Vec::new()))))
 }
 

@@ -184,6 +184,13 @@ impl EntryMut<'_> {
         self.modified = true;
         self.entry.object_mut()
     }
+
+    /// The caller looked through [`Self::object_mut`] and changed nothing
+    /// (SADD of members already there, SREM of missing ones): WATCHers and
+    /// tracking clients are not told, as Redis signals no change then.
+    pub fn leave_unmodified(&mut self) {
+        self.modified = false;
+    }
 }
 
 impl Drop for EntryMut<'_> {

@@ -344,6 +344,85 @@ async fn writes_signal_their_key_only_when_redis_does() {
         MULTI
         PING
         EXEC
+        FLUSHALL
+        PING
+        WATCH k
+        DEL k
+        MULTI
+        PING
+        EXEC
+        FLUSHALL
+        SET k v
+        WATCH k
+        SET k w NX
+        MULTI
+        PING
+        EXEC
+        FLUSHALL
+        PING
+        WATCH k
+        SET k w XX
+        MULTI
+        PING
+        EXEC
+        FLUSHALL
+        SET k v
+        WATCH k
+        PERSIST k
+        MULTI
+        PING
+        EXEC
+        FLUSHALL
+        SET k 1
+        WATCH k
+        SETNX k 2
+        MULTI
+        PING
+        EXEC
+        FLUSHALL
+        SET k v
+        WATCH k
+        MSETNX k 1 z 2
+        MULTI
+        PING
+        EXEC
+        FLUSHALL
+        SET k v
+        SET z v
+        WATCH k
+        RENAMENX z k
+        MULTI
+        PING
+        EXEC
+        FLUSHALL
+        SET k v
+        SET z v
+        WATCH k
+        COPY z k
+        MULTI
+        PING
+        EXEC
+        FLUSHALL
+        PING
+        WATCH k
+        EXPIRE k 10
+        MULTI
+        PING
+        EXEC
+        FLUSHALL
+        SET k v
+        WATCH k
+        EXPIRE k 100 NX
+        MULTI
+        PING
+        EXEC
+        FLUSHALL
+        SET k v
+        WATCH k
+        EXPIRE k 10 XX
+        MULTI
+        PING
+        EXEC
     "#,
     )
     .await;

@@ -9,421 +9,78 @@
 
 use tally_tests::assert_script_matches_redis;
 
+/// (set-up commands, `|`-separated; the write under test on key `k`).
+const CASES: &[(&str, &str)] = &[
+    ("SADD k a", "SADD k a"),
+    ("SADD k a", "SADD k a b"),
+    ("SADD k a b", "SREM k zz"),
+    ("SADD k a b", "SREM k a"),
+    ("SADD k a | SADD src a", "SMOVE src k a"),
+    ("SADD src a | SADD k a", "SMOVE src k zz"),
+    ("SADD k a", "SMOVE k other a"),
+    ("SADD k a", "SPOP k 0"),
+    ("SADD k a", "SPOP k 1"),
+    ("SADD k 1 2", "SINTERSTORE k k"),
+    ("HSET k f v", "HSETNX k f v"),
+    ("HSET k f v", "HSETNX k g v"),
+    ("HSET k f v", "HDEL k zz"),
+    ("HSET k f v", "HSET k f v"),
+    ("HSET k f 1", "HINCRBY k f 0"),
+    ("HSET k f v", "HINCRBY k f 1"),
+    ("HSET k f v", "HINCRBYFLOAT k f 0"),
+    ("HSET k f 1", "HINCRBYFLOAT k f 0"),
+    ("ZADD k 1 a", "ZADD k 1 a"),
+    ("ZADD k 1 a", "ZADD k 2 a"),
+    ("ZADD k 1 a", "ZADD k NX 2 a"),
+    ("ZADD k 1 a", "ZADD k XX 1 zz"),
+    ("ZADD k 1 a", "ZADD k GT 0 a"),
+    ("ZADD k 1 a", "ZADD k CH 1 a"),
+    ("ZADD k 1 a", "ZADD k INCR 0 a"),
+    ("ZADD k 1 a", "ZINCRBY k 0 a"),
+    ("ZADD k 1 a", "ZINCRBY k 1 a"),
+    ("ZADD k 1 a", "ZREM k zz"),
+    ("ZADD k 1 a", "ZREMRANGEBYSCORE k 5 6"),
+    ("ZADD k 1 a", "ZREMRANGEBYRANK k 5 6"),
+    ("ZADD k 1 a", "ZREMRANGEBYLEX k [x [y"),
+    ("ZADD k 1 a", "ZPOPMIN k 0"),
+    ("ZADD k 1 a 2 b", "ZPOPMAX k"),
+    ("RPUSH k a", "LREM k 0 zz"),
+    ("RPUSH k a", "LREM k 0 a"),
+    ("RPUSH k a", "LINSERT k BEFORE zz x"),
+    ("RPUSH k a", "LINSERT k AFTER a x"),
+    ("RPUSH k a b", "LTRIM k 0 -1"),
+    ("RPUSH k a", "LSET k 0 a"),
+    ("RPUSH k a", "LSET k 5 a"),
+    ("RPUSH k a", "LPOP k 0"),
+    ("RPUSH k a", "RPOP k 0"),
+    ("RPUSH k a", "LPUSHX k b"),
+    ("RPUSH k a", "LMOVE k k LEFT RIGHT"),
+    ("SET k 1", "INCRBY k 0"),
+    ("SET k 1", "GETEX k"),
+    ("SET k v", "APPEND k x"),
+    ("PING", "DEL k"),
+    ("SET k v", "SET k w NX"),
+    ("PING", "SET k w XX"),
+    ("SET k v", "PERSIST k"),
+    ("SET k 1", "SETNX k 2"),
+    ("SET k v", "MSETNX k 1 z 2"),
+    ("SET k v | SET z v", "RENAMENX z k"),
+    ("SET k v | SET z v", "COPY z k"),
+    ("PING", "EXPIRE k 10"),
+    ("SET k v", "EXPIRE k 100 NX"),
+    ("SET k v", "EXPIRE k 10 XX"),
+];
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn writes_signal_their_key_only_when_redis_does() {
-    assert_script_matches_redis(
-        r#"
-        FLUSHALL
-        SADD k a
-        WATCH k
-        SADD k a
-        MULTI
-        PING
-        EXEC
-        FLUSHALL
-        SADD k a
-        WATCH k
-        SADD k a b
-        MULTI
-        PING
-        EXEC
-        FLUSHALL
-        SADD k a b
-        WATCH k
-        SREM k zz
-        MULTI
-        PING
-        EXEC
-        FLUSHALL
-        SADD k a b
-        WATCH k
-        SREM k a
-        MULTI
-        PING
-        EXEC
-        FLUSHALL
-        SADD k a
-        SADD src a
-        WATCH k
-        SMOVE src k a
-        MULTI
-        PING
-        EXEC
-        FLUSHALL
-        SADD src a
-        SADD k a
-        WATCH k
-        SMOVE src k zz
-        MULTI
-        PING
-        EXEC
-        FLUSHALL
-        SADD k a
-        WATCH k
-        SMOVE k other a
-        MULTI
-        PING
-        EXEC
-        FLUSHALL
-        SADD k a
-        WATCH k
-        SPOP k 0
-        MULTI
-        PING
-        EXEC
-        FLUSHALL
-        SADD k a
-        WATCH k
-        SPOP k 1
-        MULTI
-        PING
-        EXEC
-        FLUSHALL
-        SADD k 1 2
-        WATCH k
-        SINTERSTORE k k
-        MULTI
-        PING
-        EXEC
-        FLUSHALL
-        HSET k f v
-        WATCH k
-        HSETNX k f v
-        MULTI
-        PING
-        EXEC
-        FLUSHALL
-        HSET k f v
-        WATCH k
-        HSETNX k g v
-        MULTI
-        PING
-        EXEC
-        FLUSHALL
-        HSET k f v
-        WATCH k
-        HDEL k zz
-        MULTI
-        PING
-        EXEC
-        FLUSHALL
-        HSET k f v
-        WATCH k
-        HSET k f v
-        MULTI
-        PING
-        EXEC
-        FLUSHALL
-        HSET k f 1
-        WATCH k
-        HINCRBY k f 0
-        MULTI
-        PING
-        EXEC
-        FLUSHALL
-        HSET k f v
-        WATCH k
-        HINCRBY k f 1
-        MULTI
-        PING
-        EXEC
-        FLUSHALL
-        HSET k f v
-        WATCH k
-        HINCRBYFLOAT k f 0
-        MULTI
-        PING
-        EXEC
-        FLUSHALL
-        HSET k f 1
-        WATCH k
-        HINCRBYFLOAT k f 0
-        MULTI
-        PING
-        EXEC
-        FLUSHALL
-        ZADD k 1 a
-        WATCH k
-        ZADD k 1 a
-        MULTI
-        PING
-        EXEC
-        FLUSHALL
-        ZADD k 1 a
-        WATCH k
-        ZADD k 2 a
-        MULTI
-        PING
-        EXEC
-        FLUSHALL
-        ZADD k 1 a
-        WATCH k
-        ZADD k NX 2 a
-        MULTI
-        PING
-        EXEC
-        FLUSHALL
-        ZADD k 1 a
-        WATCH k
-        ZADD k XX 1 zz
-        MULTI
-        PING
-        EXEC
-        FLUSHALL
-        ZADD k 1 a
-        WATCH k
-        ZADD k GT 0 a
-        MULTI
-        PING
-        EXEC
-        FLUSHALL
-        ZADD k 1 a
-        WATCH k
-        ZADD k CH 1 a
-        MULTI
-        PING
-        EXEC
-        FLUSHALL
-        ZADD k 1 a
-        WATCH k
-        ZADD k INCR 0 a
-        MULTI
-        PING
-        EXEC
-        FLUSHALL
-        ZADD k 1 a
-        WATCH k
-        ZINCRBY k 0 a
-        MULTI
-        PING
-        EXEC
-        FLUSHALL
-        ZADD k 1 a
-        WATCH k
-        ZINCRBY k 1 a
-        MULTI
-        PING
-        EXEC
-        FLUSHALL
-        ZADD k 1 a
-        WATCH k
-        ZREM k zz
-        MULTI
-        PING
-        EXEC
-        FLUSHALL
-        ZADD k 1 a
-        WATCH k
-        ZREMRANGEBYSCORE k 5 6
-        MULTI
-        PING
-        EXEC
-        FLUSHALL
-        ZADD k 1 a
-        WATCH k
-        ZREMRANGEBYRANK k 5 6
-        MULTI
-        PING
-        EXEC
-        FLUSHALL
-        ZADD k 1 a
-        WATCH k
-        ZREMRANGEBYLEX k [x [y
-        MULTI
-        PING
-        EXEC
-        FLUSHALL
-        ZADD k 1 a
-        WATCH k
-        ZPOPMIN k 0
-        MULTI
-        PING
-        EXEC
-        FLUSHALL
-        ZADD k 1 a 2 b
-        WATCH k
-        ZPOPMAX k
-        MULTI
-        PING
-        EXEC
-        FLUSHALL
-        RPUSH k a
-        WATCH k
-        LREM k 0 zz
-        MULTI
-        PING
-        EXEC
-        FLUSHALL
-        RPUSH k a
-        WATCH k
-        LREM k 0 a
-        MULTI
-        PING
-        EXEC
-        FLUSHALL
-        RPUSH k a
-        WATCH k
-        LINSERT k BEFORE zz x
-        MULTI
-        PING
-        EXEC
-        FLUSHALL
-        RPUSH k a
-        WATCH k
-        LINSERT k AFTER a x
-        MULTI
-        PING
-        EXEC
-        FLUSHALL
-        RPUSH k a b
-        WATCH k
-        LTRIM k 0 -1
-        MULTI
-        PING
-        EXEC
-        FLUSHALL
-        RPUSH k a
-        WATCH k
-        LSET k 0 a
-        MULTI
-        PING
-        EXEC
-        FLUSHALL
-        RPUSH k a
-        WATCH k
-        LSET k 5 a
-        MULTI
-        PING
-        EXEC
-        FLUSHALL
-        RPUSH k a
-        WATCH k
-        LPOP k 0
-        MULTI
-        PING
-        EXEC
-        FLUSHALL
-        RPUSH k a
-        WATCH k
-        RPOP k 0
-        MULTI
-        PING
-        EXEC
-        FLUSHALL
-        RPUSH k a
-        WATCH k
-        LPUSHX k b
-        MULTI
-        PING
-        EXEC
-        FLUSHALL
-        RPUSH k a
-        WATCH k
-        LMOVE k k LEFT RIGHT
-        MULTI
-        PING
-        EXEC
-        FLUSHALL
-        SET k 1
-        WATCH k
-        INCRBY k 0
-        MULTI
-        PING
-        EXEC
-        FLUSHALL
-        SET k 1
-        WATCH k
-        GETEX k
-        MULTI
-        PING
-        EXEC
-        FLUSHALL
-        SET k v
-        WATCH k
-        APPEND k x
-        MULTI
-        PING
-        EXEC
-        FLUSHALL
-        PING
-        WATCH k
-        DEL k
-        MULTI
-        PING
-        EXEC
-        FLUSHALL
-        SET k v
-        WATCH k
-        SET k w NX
-        MULTI
-        PING
-        EXEC
-        FLUSHALL
-        PING
-        WATCH k
-        SET k w XX
-        MULTI
-        PING
-        EXEC
-        FLUSHALL
-        SET k v
-        WATCH k
-        PERSIST k
-        MULTI
-        PING
-        EXEC
-        FLUSHALL
-        SET k 1
-        WATCH k
-        SETNX k 2
-        MULTI
-        PING
-        EXEC
-        FLUSHALL
-        SET k v
-        WATCH k
-        MSETNX k 1 z 2
-        MULTI
-        PING
-        EXEC
-        FLUSHALL
-        SET k v
-        SET z v
-        WATCH k
-        RENAMENX z k
-        MULTI
-        PING
-        EXEC
-        FLUSHALL
-        SET k v
-        SET z v
-        WATCH k
-        COPY z k
-        MULTI
-        PING
-        EXEC
-        FLUSHALL
-        PING
-        WATCH k
-        EXPIRE k 10
-        MULTI
-        PING
-        EXEC
-        FLUSHALL
-        SET k v
-        WATCH k
-        EXPIRE k 100 NX
-        MULTI
-        PING
-        EXEC
-        FLUSHALL
-        SET k v
-        WATCH k
-        EXPIRE k 10 XX
-        MULTI
-        PING
-        EXEC
-    "#,
-    )
-    .await;
+    let mut script = String::new();
+    for (setup, write) in CASES {
+        script.push_str("FLUSHALL\n");
+        for command in setup.split(" | ") {
+            script.push_str(command);
+            script.push('\n');
+        }
+        script.push_str(&format!("WATCH k\n{write}\nMULTI\nPING\nEXEC\n"));
+    }
+    assert_script_matches_redis(&script).await;
 }

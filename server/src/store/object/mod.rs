@@ -55,8 +55,9 @@ impl Default for Encodings {
 }
 
 /// The thresholds in force, read without a lock by the writes that may
-/// convert and replaced by CONFIG SET. A write reads them once, so each
-/// command sees one set of values.
+/// convert and replaced by CONFIG SET. A write reads them once, before it
+/// locks its shard, and uses that copy throughout (a CONFIG SET changing
+/// several at that moment may be seen in part).
 #[derive(Debug)]
 pub struct EncodingLimits([AtomicUsize; 5]);
 

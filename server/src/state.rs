@@ -286,6 +286,9 @@ pub struct ClientInfo {
     pub killed: AtomicBool,
     /// Wakes the connection so it notices `killed` while idle.
     pub kill_notify: Notify,
+    /// Wakes an idle connection to give its buffers back (see
+    /// [`ClientRegistry::release_idle_buffers`]).
+    pub release_notify: Notify,
     /// Buffers and state as of the connection's last batch (CLIENT LIST).
     pub io: ClientIo,
     /// CLIENT NO-EVICT ON.
@@ -382,6 +385,7 @@ impl ClientInfo {
             last_command: AtomicUsize::new(usize::MAX),
             killed: AtomicBool::new(false),
             kill_notify: Notify::new(),
+            release_notify: Notify::new(),
             io: ClientIo::default(),
             no_evict: AtomicBool::new(false),
             monitoring: AtomicBool::new(false),
@@ -402,6 +406,10 @@ impl ClientInfo {
         self.kill_notify.notify_one();
     }
 }
+
+/// How long a client is idle before its buffers are given back (Redis:
+/// 2 s, clientsCronResizeQueryBuffer).
+pub const IDLE_BUFFERS_MS: u64 = 2000;
 
 /// Every connected client, by id.
 #[derive(Default)]
@@ -450,6 +458,21 @@ impl ClientRegistry {
         let mut all: Vec<_> = self.clients.lock().values().cloned().collect();
         all.sort_by_key(|c| c.id);
         all
+    }
+
+    /// Asks every client idle for `IDLE_BUFFERS_MS` or more that still
+    /// holds buffers to give them back, as Redis's clientsCron frees the
+    /// query buffer of a client idle for 2 s: a gateway fleet keeps many
+    /// pooled connections that are idle most of the time.
+    pub fn release_idle_buffers(&self, now_ms: u64) {
+        for client in self.clients.lock().values() {
+            let idle = now_ms.saturating_sub(client.last_interaction_ms.load(Ordering::Relaxed));
+            let holding = client.io.qbuf_free.load(Ordering::Relaxed) > 0
+                || client.io.reply_buffer.load(Ordering::Relaxed) > 0;
+            if idle >= IDLE_BUFFERS_MS && holding && client.io.qbuf.load(Ordering::Relaxed) == 0 {
+                client.release_notify.notify_one();
+            }
+        }
     }
 
     /// Asks every connection to close.

@@ -221,6 +221,7 @@ const SAMPLE_EVERY: std::time::Duration = std::time::Duration::from_millis(100);
 pub async fn run_sampler(shared: std::sync::Arc<crate::state::Shared>) {
     let mut stopping = shared.shutdown.subscribe();
     let mut ticks = tokio::time::interval(SAMPLE_EVERY);
+    let mut sampled: u64 = 0;
     ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     loop {
         tokio::select! {
@@ -232,6 +233,12 @@ pub async fn run_sampler(shared: std::sync::Arc<crate::state::Shared>) {
         let now_ms = shared.started.elapsed().as_millis() as u64 + 1;
         stats.instantaneous.sample(stats, now_ms);
         stats.note_memory(shared.store.used_memory() as u64);
+        // Idle clients are looked at once a second, on the server's clock
+        // (the one `last_interaction_ms` is read from).
+        sampled += 1;
+        if sampled % 10 == 0 {
+            shared.clients.release_idle_buffers(shared.clock.now_ms());
+        }
     }
 }
 

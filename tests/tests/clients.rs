@@ -215,3 +215,43 @@ async fn a_pause_holds_active_expiry_until_it_ends() {
     }
     assert_eq!(run(&mut admin, "DBSIZE").await, ":0\r\n");
 }
+
+/// A client idle for 2 s gives its buffers back, as Redis's clientsCron
+/// frees an idle client's query buffer: CLIENT LIST shows `qbuf=0
+/// qbuf-free=0` and an empty reply buffer (`rbs=0`), and the connection
+/// then serves small and large commands as before. The server's clock is
+/// moved on; the wait below only guards against a hang.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn idle_clients_give_their_buffers_back() {
+    let tally = TestServer::start().await;
+    let mut idle = tally.raw().await;
+    let id = run(&mut idle, "CLIENT ID").await[1..].trim().to_string();
+    let mut observer = tally.raw().await;
+    let list = run(&mut observer, "CLIENT LIST").await;
+    assert_ne!(client_field(&list, &id, "qbuf-free"), "0", "{list}");
+    tally.clock.advance_ms(3000);
+    let deadline = Instant::now() + Duration::from_secs(20);
+    loop {
+        let list = run(&mut observer, "CLIENT LIST").await;
+        let held = ["qbuf", "qbuf-free", "rbs"].map(|field| client_field(&list, &id, field));
+        if held == ["0", "0", "0"] {
+            break;
+        }
+        assert!(Instant::now() < deadline, "buffers still held: {held:?}");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert_eq!(run(&mut idle, "PING").await, "+PONG\r\n");
+    let big = "v".repeat(100_000);
+    assert_eq!(
+        idle.cmd(&[b"SET".to_vec(), b"big".to_vec(), big.clone().into_bytes()])
+            .await,
+        b"+OK\r\n"
+    );
+    let mut expected = format!("${}\r\n", big.len()).into_bytes();
+    expected.extend_from_slice(big.as_bytes());
+    expected.extend_from_slice(b"\r\n");
+    assert_eq!(
+        idle.cmd(&[b"GET".to_vec(), b"big".to_vec()]).await,
+        expected
+    );
+}

@@ -40,6 +40,8 @@ enum Wake {
     Queued(Queue, u64),
     /// The connection must close.
     Close,
+    /// Idle long enough to give its buffers back.
+    Release,
 }
 
 /// Whose queue a [`Wake::Queued`] drained.
@@ -103,6 +105,9 @@ pub async fn serve_stream<S: ClientStream>(
     // one per read would cost two lock round trips per request.
     let killed = info.kill_notify.notified();
     tokio::pin!(killed);
+    // The same for the sampler's request to give idle buffers back.
+    let release = info.release_notify.notified();
+    tokio::pin!(release);
     loop {
         if info.killed.load(Ordering::SeqCst) {
             break;
@@ -111,7 +116,7 @@ pub async fn serve_stream<S: ClientStream>(
             match wait(
                 &shared,
                 &mut stream,
-                killed.as_mut(),
+                (killed.as_mut(), release.as_mut()),
                 &mut input,
                 client,
                 &mut output,
@@ -120,6 +125,19 @@ pub async fn serve_stream<S: ClientStream>(
             {
                 Wake::Input => info.io.input(input.len(), input.capacity()),
                 Wake::Close => break,
+                Wake::Release => {
+                    // Idle for 2 s (Redis's clientsCron frees the query
+                    // buffer then): the next read starts small and grows.
+                    if input.is_empty() {
+                        input = BytesMut::new();
+                    }
+                    if output.is_empty() {
+                        output = BytesMut::new();
+                    }
+                    publish_state(client, &input, &output);
+                    release.set(info.release_notify.notified());
+                    continue;
+                }
                 Wake::Queued(queue, bytes) => {
                     // Queued bytes are counted by the output budget until written.
                     if !write_out(&shared, &info, &mut stream, &output, false, killed.as_mut())
@@ -270,7 +288,7 @@ fn publish_state(client: &ClientState, input: &BytesMut, output: &BytesMut) {
 async fn wait(
     shared: &Shared,
     stream: &mut impl ClientStream,
-    killed: std::pin::Pin<&mut tokio::sync::futures::Notified<'_>>,
+    wakers: Wakers<'_, '_>,
     input: &mut BytesMut,
     client: &mut ClientState,
     output: &mut BytesMut,
@@ -278,9 +296,7 @@ async fn wait(
     if let Some(mode) = client.monitor.as_mut() {
         let line = tokio::select! {
             biased;
-            more = read_more(shared, stream, killed, input) => {
-                return if more { Wake::Input } else { Wake::Close };
-            }
+            read = read_more(shared, stream, wakers, input) => return read,
             line = mode.receiver.recv() => line,
         };
         let mut next = line;
@@ -298,16 +314,11 @@ async fn wait(
         return Wake::Queued(Queue::Monitor, bytes);
     }
     let Some(subs) = client.pubsub.as_mut() else {
-        return match read_more(shared, stream, killed, input).await {
-            true => Wake::Input,
-            false => Wake::Close,
-        };
+        return read_more(shared, stream, wakers, input).await;
     };
     let message = tokio::select! {
         biased;
-        more = read_more(shared, stream, killed, input) => {
-            return if more { Wake::Input } else { Wake::Close };
-        }
+        read = read_more(shared, stream, wakers, input) => return read,
         message = subs.receiver.recv() => message,
     };
     let mut bytes = 0;
@@ -370,26 +381,39 @@ async fn write_out(
     written
 }
 
-/// Reads what the client sent next; false when the connection should close
-/// (end of stream, error, kill, idle timeout).
+/// The kill listener and the buffer-release listener a wait for input
+/// watches besides the socket.
+type Wakers<'a, 'b> = (
+    std::pin::Pin<&'a mut tokio::sync::futures::Notified<'b>>,
+    std::pin::Pin<&'a mut tokio::sync::futures::Notified<'b>>,
+);
+
+/// Reads what the client sent next: [`Wake::Input`], [`Wake::Close`] when
+/// the connection should close (end of stream, error, kill, idle
+/// timeout), or [`Wake::Release`] when it idled long enough to give its
+/// buffers back.
 async fn read_more(
     shared: &Shared,
     stream: &mut impl ClientStream,
-    killed: std::pin::Pin<&mut tokio::sync::futures::Notified<'_>>,
+    (killed, release): Wakers<'_, '_>,
     input: &mut BytesMut,
-) -> bool {
-    if input.capacity() - input.len() < READ_CHUNK / 4 {
+) -> Wake {
+    // A buffer given back while idle (capacity 0) is not refilled here:
+    // the first read after the idle spell grows it, so an idle connection
+    // holds nothing.
+    if input.capacity() != 0 && input.capacity() - input.len() < READ_CHUNK / 4 {
         input.reserve(READ_CHUNK);
     }
     let idle_secs = shared.idle_timeout_secs.load(Ordering::Relaxed);
     let read = tokio::select! {
         biased;
-        _ = killed => return false,
+        _ = killed => return Wake::Close,
         read = stream.read_buf(input) => read,
-        _ = idle(idle_secs) => return false,
+        _ = release => return Wake::Release,
+        _ = idle(idle_secs) => return Wake::Close,
     };
     match read {
-        Ok(0) | Err(_) => false,
+        Ok(0) | Err(_) => Wake::Close,
         Ok(n) => {
             let stats = &shared.stats;
             stats.net_input_bytes.fetch_add(n as u64, Ordering::Relaxed);
@@ -400,7 +424,7 @@ async fn read_more(
                     .max_input_buffer
                     .fetch_max(capacity, Ordering::Relaxed);
             }
-            true
+            Wake::Input
         }
     }
 }

@@ -3,7 +3,14 @@
 //! strings byte-identical to Redis's, which a Rust port does not.
 fn main() {
     println!("cargo:rerun-if-changed=vendor/lzf");
-    cc::Build::new()
+    let mut build = cc::Build::new();
+    // The fuzz build (`-Zsanitizer=address`) checks the C as well as the Rust.
+    if std::env::var("CARGO_CFG_SANITIZE").is_ok_and(|s| s.split(',').any(|s| s == "address")) {
+        build
+            .flag("-fsanitize=address")
+            .flag("-fno-omit-frame-pointer");
+    }
+    build
         .file("vendor/lzf/lzf_c.c")
         .file("vendor/lzf/lzf_d.c")
         .include("vendor/lzf")

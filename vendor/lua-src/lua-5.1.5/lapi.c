@@ -1091,8 +1091,6 @@ LUA_API const char *lua_setupvalue (lua_State *L, int funcindex, int n) {
   return name;
 }
 
-
-/* Redis: read-only tables (deps/lua/src/lapi.c of Redis 7.0). */
 LUA_API void lua_enablereadonlytable (lua_State *L, int objindex, int enabled) {
   const TValue* o = index2adr(L, objindex);
   api_check(L, ttistable(o));
@@ -1102,9 +1100,10 @@ LUA_API void lua_enablereadonlytable (lua_State *L, int objindex, int enabled) {
 }
 
 LUA_API int lua_isreadonlytable (lua_State *L, int objindex) {
-  const TValue* o = index2adr(L, objindex);
+    const TValue* o = index2adr(L, objindex);
   api_check(L, ttistable(o));
   Table* t = hvalue(o);
   api_check(L, t != hvalue(registry(L)));
   return t->readonly;
 }
+

@@ -181,13 +181,9 @@ static int io_popen (lua_State *L) {
 
 
 static int io_tmpfile (lua_State *L) {
-#if !defined(__wasi__)
   FILE **pf = newfile(L);
   *pf = tmpfile();
   return (*pf == NULL) ? pushresult(L, 0, NULL) : 1;
-#else
-  luaL_error(L, "not supported on WASI");
-#endif
 }
 
 

@@ -358,7 +358,6 @@ struct lua_Debug {
   int i_ci;  /* active function */
 };
 
-/* Redis: read-only tables. */
 LUA_API void lua_enablereadonlytable (lua_State *L, int index, int enabled);
 LUA_API int lua_isreadonlytable (lua_State *L, int index);
 

@@ -47,7 +47,9 @@
 #include "strbuf.h"
 #include "fpconv.h"
 
-/* tally: Redis builds with -DENABLE_CJSON_GLOBAL (deps/Makefile). */
+/* tally: Redis builds with -DENABLE_CJSON_GLOBAL (deps/Makefile); this
+ * crate's build has no per-file flags, so the file says it. The include is
+ * Redis's Solaris shim, which tally does not ship. */
 #define ENABLE_CJSON_GLOBAL
 
 #ifndef CJSON_MODNAME

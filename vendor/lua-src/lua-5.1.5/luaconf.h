@@ -54,9 +54,7 @@
 #if defined(LUA_USE_POSIX)
 #define LUA_USE_MKSTEMP
 #define LUA_USE_ISATTY
-#if !defined(__wasi__)
 #define LUA_USE_POPEN
-#endif
 #define LUA_USE_ULONGJMP
 #endif
 

@@ -108,6 +108,10 @@ impl Build {
         let out_dir = self.out_dir.as_ref().ok_or("OUT_DIR is not set")?;
         let manifest_dir = Path::new(env!("CARGO_MANIFEST_DIR"));
         let mut source_dir = manifest_dir.join(version.source_dir());
+        // tally: the sources are ours to patch (update.sh), and this runs
+        // inside mlua-sys's build script, which would otherwise not run
+        // again when only a vendored C file changes.
+        println!("cargo:rerun-if-changed={}", source_dir.display());
         let lib_dir = out_dir.join("lib");
         let include_dir = out_dir.join("include");
 
@@ -235,6 +239,14 @@ impl Build {
                 // If called outside of build script, set default opt level
                 config.opt_level(if debug { 0 } else { 2 });
             }
+        }
+
+        // tally: under `-Zsanitizer=address` (cargo fuzz) the Rust code is
+        // instrumented but C is not unless asked; the C is where Lua's
+        // memory errors are, so it is compiled with the same sanitizer.
+        // Rust links the sanitizer's runtime.
+        if env::var("CARGO_CFG_SANITIZE").is_ok_and(|s| s.split(',').any(|s| s == "address")) {
+            config.flag("-fsanitize=address").flag("-fno-omit-frame-pointer");
         }
 
         config

@@ -286,6 +286,12 @@ pub fn frame_len(bytes: &[u8]) -> Result<Option<usize>, Error> {
     ))
 }
 
+/// The type field of a framed message (what Redis counts a message by
+/// before checking anything else); 0 when too short to have one.
+pub fn kind_of(bytes: &[u8]) -> u16 {
+    Fields(bytes).u16(AT_TYPE)
+}
+
 /// A reader of big-endian fields at fixed offsets.
 struct Fields<'a>(&'a [u8]);
 
@@ -419,10 +425,13 @@ pub fn decode(bytes: &[u8]) -> Result<Message, Error> {
                     let payload = &bytes[at + 8..at + len];
                     extensions.push(match ext_kind {
                         0 => {
-                            let end = payload
-                                .iter()
-                                .position(|&b| b == 0)
-                                .unwrap_or(payload.len());
+                            // Redis reads the hostname as a C string: it
+                            // must end in NUL inside its extension
+                            // (CVE-2026-92925), else the message is refused.
+                            if payload.last() != Some(&0) {
+                                return Err(Error::Extension);
+                            }
+                            let end = payload.iter().position(|&b| b == 0).unwrap_or(0);
                             Extension::Hostname(payload[..end].to_vec())
                         }
                         other => Extension::Other {
@@ -665,5 +674,33 @@ mod tests {
         });
         assert_eq!(publish.len(), HEADER_LEN + 8 + 11 + 1);
         assert!(decode(&publish).is_ok());
+    }
+
+    /// CVE-2026-92925: a hostname extension is a C string in Redis; one
+    /// without its NUL, or with no bytes at all, refuses the message.
+    #[test]
+    fn a_hostname_extension_must_end_in_nul() {
+        let ping = |payload: &[u8]| {
+            let mut bytes = encode(&Message {
+                header: Header::new(kind::PING, name(b'a')),
+                body: Body::Ping {
+                    gossip: Vec::new(),
+                    extensions: vec![Extension::Other {
+                        kind: 0,
+                        data: payload.to_vec(),
+                    }],
+                },
+            });
+            let total = bytes.len() as u32;
+            bytes[4..8].copy_from_slice(&total.to_be_bytes());
+            decode(&bytes)
+        };
+        assert_eq!(ping(&[b'h'; 32]), Err(Error::Extension));
+        assert_eq!(ping(&[]), Err(Error::Extension));
+        let ok = ping(b"node-a\0\0").expect("NUL-terminated decodes");
+        assert!(matches!(
+            &ok.body,
+            Body::Ping { extensions, .. } if extensions == &[Extension::Hostname(b"node-a".to_vec())]
+        ));
     }
 }

@@ -8,21 +8,29 @@
 //! up and a counter written before the attack is intact. docs/security.md
 //! has the table of every CVE in Debian's changelog with its verdict.
 
-use tally_tests::{assert_no_mismatch, compare_streams, RedisServer, TestServer};
+use tally_tests::{assert_no_mismatch, compare_streams, RawConn, RedisServer, TestServer};
 
 /// A counter written before the attack, read after it.
 struct Canary;
 
 impl Canary {
     async fn set(server: &TestServer) -> Canary {
-        let mut conn = server.raw().await;
+        Canary::set_at(server.addr()).await
+    }
+
+    async fn set_at(addr: std::net::SocketAddr) -> Canary {
+        let mut conn = RawConn::connect(addr).await;
         assert_eq!(conn.line("SET canary 41").await, "+OK\r\n");
         Canary
     }
 
     /// The process is alive, a fresh client is served and the canary holds.
     async fn check(self, server: &TestServer) {
-        let mut conn = server.raw().await;
+        self.check_at(server.addr()).await;
+    }
+
+    async fn check_at(self, addr: std::net::SocketAddr) {
+        let mut conn = RawConn::connect(addr).await;
         assert_eq!(conn.line("PING").await, "+PONG\r\n");
         assert_eq!(conn.line("INCR canary").await, ":42\r\n");
     }
@@ -186,4 +194,138 @@ async fn cve_2025_49844_parse_under_constant_collection_keeps_the_chunk_name() {
         )));
     }
     same_as_redis(commands).await;
+}
+
+// ------------------------------------------------------- the cluster bus
+
+/// A cluster bus message header as Redis's own test builds it
+/// (tests/unit/cluster/packet.tcl in Debian's patch for CVE-2026-21863),
+/// field by field: `kind`, `count` gossip entries claimed, `extensions`
+/// claimed, and the extension-data flag. `totlen` is set by [`finish`].
+fn bus_header(kind: u16, count: u16, extensions: u16, sender: &[u8; 40]) -> Vec<u8> {
+    let mut p = Vec::new();
+    p.extend_from_slice(b"RCmb");
+    p.extend_from_slice(&0u32.to_be_bytes()); // totlen
+    p.extend_from_slice(&1u16.to_be_bytes()); // ver
+    p.extend_from_slice(&7000u16.to_be_bytes()); // port
+    p.extend_from_slice(&kind.to_be_bytes());
+    p.extend_from_slice(&count.to_be_bytes());
+    p.extend_from_slice(&1u64.to_be_bytes()); // currentEpoch
+    p.extend_from_slice(&1u64.to_be_bytes()); // configEpoch
+    p.extend_from_slice(&0u64.to_be_bytes()); // offset
+    p.extend_from_slice(sender);
+    p.extend_from_slice(&[0; 16384 / 8]); // myslots
+    p.extend_from_slice(&[0; 40]); // replicaof
+    p.extend_from_slice(&[0; 46]); // myip
+    p.extend_from_slice(&extensions.to_be_bytes());
+    p.extend_from_slice(&[0; 30]); // notused1
+    p.extend_from_slice(&0u16.to_be_bytes()); // pport
+    p.extend_from_slice(&17000u16.to_be_bytes()); // cport
+    p.extend_from_slice(&1u16.to_be_bytes()); // flags: master
+    p.push(0); // state
+    p.extend_from_slice(&[4, 0, 0]); // mflags: CLUSTERMSG_FLAG0_EXT_DATA
+    p
+}
+
+fn finish(mut packet: Vec<u8>) -> Vec<u8> {
+    let total = packet.len() as u32;
+    packet[4..8].copy_from_slice(&total.to_be_bytes());
+    packet
+}
+
+/// CVE-2026-21863: a MEET claiming 100 gossip entries and 2,000,000,000
+/// (as a u16) extensions, carrying none, read past the packet in Redis.
+/// CVE-2026-92925: a PING whose hostname extension has no NUL was read
+/// past its end as a C string. Both are sent to a tally node's bus port and
+/// to a redis-server cluster node's: each is counted as received and
+/// otherwise ignored, as Redis does, and the node carries on.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn cve_2026_21863_and_cve_2026_92925_malformed_cluster_bus_messages() {
+    use tokio::io::AsyncWriteExt;
+    let sender = *b"abcdef1234567890abcdef1234567890abcdef12";
+    let meet = finish(bus_header(2, 100, 2_000_000_000u32 as u16, &sender));
+    let mut ping = bus_header(0, 0, 1, &sender);
+    ping.extend_from_slice(&(8u32 + 32).to_be_bytes()); // extension length
+    ping.extend_from_slice(&0u16.to_be_bytes()); // CLUSTERMSG_EXT_TYPE_HOSTNAME
+    ping.extend_from_slice(&[0, 0]);
+    ping.extend_from_slice(&[b'h'; 32]); // no NUL anywhere
+    let ping = finish(ping);
+    assert_eq!(meet.len(), 2256);
+
+    async fn send_and_read_stats(
+        client: std::net::SocketAddr,
+        bus_port: u16,
+        packets: &[&[u8]],
+    ) -> Vec<String> {
+        for packet in packets {
+            let mut bus = tokio::net::TcpStream::connect(("127.0.0.1", bus_port))
+                .await
+                .unwrap();
+            bus.write_all(packet).await.unwrap();
+            bus.flush().await.unwrap();
+            tokio::time::sleep(std::time::Duration::from_millis(300)).await;
+        }
+        let mut conn = RawConn::connect(client).await;
+        assert_eq!(conn.line("PING").await, "+PONG\r\n");
+        let info = String::from_utf8(conn.cmd(&["CLUSTER", "INFO"]).await).unwrap();
+        let nodes = String::from_utf8(conn.cmd(&["CLUSTER", "NODES"]).await).unwrap();
+        assert!(
+            !nodes.contains("abcdef1234567890"),
+            "the sender was not added: {nodes}"
+        );
+        let mut received: Vec<String> = info
+            .lines()
+            .filter(|l| l.starts_with("cluster_stats_messages_") && l.contains("received"))
+            .map(str::to_string)
+            .collect();
+        received.sort();
+        received
+    }
+
+    let (tally, tally_bus) =
+        tally_tests::cluster::start_on_free_bus_port(|bus_port| tally_server::Config {
+            cluster_port: bus_port,
+            ..tally_tests::cluster::node_config(&tally_tests::scratch_dir())
+        })
+        .await;
+    // A node with no slots answers keyed commands with CLUSTERDOWN: it
+    // takes them all first, so the canary can be written.
+    let mut admin = RawConn::connect(tally.local_addr()).await;
+    assert_eq!(admin.line("CLUSTER ADDSLOTSRANGE 0 16383").await, "+OK\r\n");
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    while !String::from_utf8_lossy(&admin.cmd(&["CLUSTER", "INFO"]).await)
+        .contains("cluster_state:ok")
+    {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the node never served its slots"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+    let canary = Canary::set_at(tally.local_addr()).await;
+    let tally_stats = send_and_read_stats(tally.local_addr(), tally_bus, &[&meet, &ping]).await;
+    assert_eq!(
+        tally_stats,
+        [
+            "cluster_stats_messages_meet_received:1",
+            "cluster_stats_messages_ping_received:1",
+            "cluster_stats_messages_received:2"
+        ]
+    );
+    canary.check_at(tally.local_addr()).await;
+
+    let dir = tally_tests::scratch_dir();
+    let Some(redis) = RedisServer::start_with(&[
+        "--cluster-enabled",
+        "yes",
+        "--dir",
+        &dir,
+        "--cluster-config-file",
+        "nodes.conf",
+    ]) else {
+        return;
+    };
+    let redis_stats =
+        send_and_read_stats(redis.addr, redis.addr.port() + 10000, &[&meet, &ping]).await;
+    assert_eq!(tally_stats, redis_stats);
 }

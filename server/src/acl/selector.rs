@@ -315,17 +315,25 @@ impl Selector {
         let mut flags = 0u8;
         let mut offset = 1;
         if op[0] == b'%' {
-            loop {
-                match op.get(offset).map(u8::to_ascii_uppercase) {
-                    Some(b'R') if flags & READ == 0 => flags |= READ,
-                    Some(b'W') if flags & WRITE == 0 => flags |= WRITE,
-                    Some(b'~') => {
+            // As Redis after CVE-2024-31227 and CVE-2024-51741: R and W at
+            // most once each, then `~` and the pattern. No permission at all
+            // (`%~`, `%`) is an error: Redis asserted later on such a
+            // selector. A missing `~` (`%RW`) is accepted as an empty
+            // pattern, which matches no key, as Redis accepts it.
+            while let Some(&c) = op.get(offset) {
+                match c.to_ascii_uppercase() {
+                    b'R' if flags & READ == 0 => flags |= READ,
+                    b'W' if flags & WRITE == 0 => flags |= WRITE,
+                    b'~' => {
                         offset += 1;
                         break;
                     }
                     _ => return Err(RuleError::Syntax),
                 }
                 offset += 1;
+            }
+            if flags == 0 {
+                return Err(RuleError::Syntax);
             }
         } else {
             flags = ALL;

@@ -168,11 +168,14 @@ pub async fn run(shared: Arc<Shared>, listener: TcpListener) {
         let shared = shared.clone();
         tokio::spawn(async move {
             loop {
-                let Ok((stream, peer)) = listener.accept().await else {
-                    tokio::time::sleep(Duration::from_millis(10)).await;
-                    continue;
-                };
-                tokio::spawn(inbound(shared.clone(), stream, peer));
+                match listener.accept().await {
+                    Ok((stream, peer)) => {
+                        tokio::spawn(inbound(shared.clone(), stream, peer));
+                    }
+                    // That connection's own failure: take the next at once.
+                    Err(e) if super::accept_failed_for_that_connection_only(&e) => {}
+                    Err(_) => tokio::time::sleep(Duration::from_millis(10)).await,
+                }
             }
         })
     };
@@ -200,8 +203,26 @@ pub async fn run(shared: Arc<Shared>, listener: TcpListener) {
     let _ = accepting.await;
 }
 
-/// Reads one framed message.
-async fn read_message(stream: &mut (impl AsyncReadExt + Unpin)) -> Option<Message> {
+/// What one framed message on a link turned out to be.
+enum Incoming {
+    /// A message that decoded.
+    Message(Message),
+    /// A message whose contents Redis's checks refuse: another protocol
+    /// version, a gossip count or extension running past its length (the
+    /// shape of CVE-2026-21863), a hostname extension without its NUL
+    /// (CVE-2026-92925). Redis counts it, logs it and ignores it, keeping
+    /// the link; so does this.
+    Refused,
+}
+
+/// Reads one framed message and counts it by its type (CLUSTER INFO
+/// `cluster_stats_messages_*_received`), whether or not its contents
+/// decode, as Redis counts before it checks. None: the link must close
+/// (closed, not `RCmb`, or a length no message has).
+async fn read_message(
+    shared: &Shared,
+    stream: &mut (impl AsyncReadExt + Unpin),
+) -> Option<Incoming> {
     let mut head = [0u8; 8];
     stream.read_exact(&mut head).await.ok()?;
     let total = message::frame_len(&head).ok()??;
@@ -211,20 +232,22 @@ async fn read_message(stream: &mut (impl AsyncReadExt + Unpin)) -> Option<Messag
     let mut bytes = head.to_vec();
     bytes.resize(total, 0);
     stream.read_exact(&mut bytes[8..]).await.ok()?;
-    message::decode(&bytes).ok()
+    if let Some(cluster) = shared.cluster.get() {
+        cluster.bus_stats.received(message::kind_of(&bytes));
+    }
+    match message::decode(&bytes) {
+        Ok(message) => Some(Incoming::Message(message)),
+        Err(e) => {
+            tracing::warn!("cluster bus: ignoring a message: {e}");
+            Some(Incoming::Refused)
+        }
+    }
 }
 
 /// Counts a message sent (CLUSTER INFO `cluster_stats_messages_*`).
 fn count_sent(shared: &Shared, message: &Message) {
     if let Some(cluster) = shared.cluster.get() {
         cluster.bus_stats.sent(message.header.kind);
-    }
-}
-
-/// Counts a message received.
-fn count_received(shared: &Shared, message: &Message) {
-    if let Some(cluster) = shared.cluster.get() {
-        cluster.bus_stats.received(message.header.kind);
     }
 }
 
@@ -267,14 +290,15 @@ async fn serve_inbound(
     let state = LinkState::new(shared.clock.now_ms(), true);
     let mut tied_to = None;
     loop {
-        let message = tokio::select! {
-            message = read_message(&mut stream) => message,
+        let incoming = tokio::select! {
+            incoming = read_message(&shared, &mut stream) => incoming,
             _ = state.closing.notified() => None,
         };
-        let Some(message) = message else {
-            break;
+        let message = match incoming {
+            Some(Incoming::Message(message)) => message,
+            Some(Incoming::Refused) => continue,
+            None => break,
         };
-        count_received(&shared, &message);
         let Some(cluster) = shared.cluster.get() else {
             break;
         };
@@ -475,8 +499,10 @@ async fn serve_outbound(
     let reading = {
         let shared = shared.clone();
         tokio::spawn(async move {
-            while let Some(message) = read_message(&mut reader).await {
-                count_received(&shared, &message);
+            while let Some(incoming) = read_message(&shared, &mut reader).await {
+                let Incoming::Message(message) = incoming else {
+                    continue;
+                };
                 let Some(cluster) = shared.cluster.get() else {
                     return;
                 };

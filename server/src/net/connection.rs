@@ -24,6 +24,11 @@ const READ_CHUNK: usize = 16 * 1024;
 /// Buffers above this size are released when they become empty.
 const IDLE_BUFFER_MAX: usize = 1024 * 1024;
 
+/// Reply bytes one read's commands may produce for a client that has not
+/// authenticated: Redis's static reply buffer (16 KiB). Redis closes such a
+/// client as soon as a reply spills past it (CVE-2025-21605).
+const UNAUTHENTICATED_OUTPUT_MAX: usize = 16 * 1024;
+
 /// Why the loop stopped reading.
 enum Next {
     Continue,
@@ -198,7 +203,12 @@ pub async fn serve_stream<S: ClientStream>(
             break;
         }
         if !output.is_empty() {
-            if !write_out(&shared, &info, &mut stream, &output, true, killed.as_mut()).await {
+            let written = if client.authenticated {
+                write_out(&shared, &info, &mut stream, &output, true, killed.as_mut()).await
+            } else {
+                write_unauthenticated(&shared, &info, &mut stream, &output, killed.as_mut()).await
+            };
+            if !written {
                 break;
             }
             output.clear();
@@ -381,6 +391,33 @@ async fn write_out(
     written
 }
 
+/// [`write_out`] for a client that has not authenticated: the socket must
+/// take the replies now. A client that does not read them would have the
+/// server hold them, and the next read's, which Redis refuses to do for
+/// such a client (CVE-2025-21605): it closes the connection, and so does
+/// this. (An authenticated client that does not read is waited for: its
+/// commands are not read meanwhile, so nothing grows either.)
+async fn write_unauthenticated(
+    shared: &Shared,
+    info: &ClientInfo,
+    stream: &mut impl ClientStream,
+    output: &[u8],
+    killed: std::pin::Pin<&mut tokio::sync::futures::Notified<'_>>,
+) -> bool {
+    tokio::select! {
+        biased;
+        // Unconstrained: tokio's cooperative budget may answer Pending for
+        // a socket that is writable; only a full socket may close the client.
+        written = tokio::task::unconstrained(write_out(shared, info, stream, output, true, killed)) => written,
+        // Ready at its second poll: the write had one more chance after
+        // the socket said it was full.
+        _ = tokio::task::yield_now() => {
+            tracing::warn!(client = info.id, "closing unauthenticated client: it does not read its replies");
+            false
+        }
+    }
+}
+
 /// The kill listener and the buffer-release listener a wait for input
 /// watches besides the socket.
 type Wakers<'a, 'b> = (
@@ -508,6 +545,19 @@ fn run_batch(
             reply.encode(client.proto, output);
         }
         client.skip_this_reply = std::mem::take(&mut client.skip_next_reply);
+        if !client.authenticated && output.len() > UNAUTHENTICATED_OUTPUT_MAX {
+            // A client that has not authenticated may not make the server
+            // hold replies for it (Redis's fix for CVE-2025-21605): past
+            // what Redis's per-client reply buffer holds, it is closed and
+            // none of its replies are sent, as Redis does.
+            tracing::warn!(
+                client = client.info.id,
+                "closing unauthenticated client: output buffer limit reached"
+            );
+            output.clear();
+            next = Next::Close;
+            break;
+        }
         if matches!(frame, Frame::Error(_)) || client.close_after_reply {
             next = Next::Close;
             break;

@@ -49,6 +49,8 @@ pub async fn run(
                             return;
                         }
                     }
+                    // That connection's own failure: take the next at once.
+                    Err(e) if super::accept_failed_for_that_connection_only(&e) => {}
                     Err(e) => {
                         // Out of file descriptors and similar: back off briefly.
                         tracing::warn!("accept failed: {e}");

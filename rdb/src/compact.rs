@@ -298,28 +298,52 @@ pub fn ziplist_elements(blob: &[u8]) -> Result<Vec<Vec<u8>>, Error> {
     Ok(out)
 }
 
-/// The fields and values of a zipmap (hashes from Redis 2.x files).
+/// The fields and values of a zipmap (hashes from Redis 2.x files), with
+/// the checks of Redis's `zipmapValidateIntegrity` and its loader: the
+/// last byte is the terminator, a length under 254 is in one byte (the
+/// 5-byte form of a small length is how CVE-2026-25243's payloads reach
+/// past the end in Redis), no field twice, at least one pair, and the
+/// count byte right unless it says "unknown" (254).
 pub fn zipmap_pairs(blob: &[u8]) -> Result<Pairs, Error> {
+    const BIGLEN: u8 = 0xfe;
+    const END: u8 = 0xff;
+    if blob.len() < 2 || blob.last() != Some(&END) {
+        return Err(corrupt("zipmap without its terminator"));
+    }
     let mut cursor = Cursor { data: blob, at: 1 };
     let read_len = |cursor: &mut Cursor<'_>| -> Result<Option<usize>, Error> {
         match cursor.byte()? {
-            0xff => Ok(None),
-            0xfe => {
+            END => Ok(None),
+            BIGLEN => {
                 let b = cursor.take(4)?;
-                Ok(Some(u32::from_le_bytes([b[0], b[1], b[2], b[3]]) as usize))
+                let len = u32::from_le_bytes([b[0], b[1], b[2], b[3]]);
+                if len < u32::from(BIGLEN) {
+                    return Err(corrupt("zipmap length in 5 bytes that fits in 1"));
+                }
+                Ok(Some(len as usize))
             }
             n => Ok(Some(n as usize)),
         }
     };
     let mut out = Vec::new();
+    let mut seen = std::collections::HashSet::new();
     while let Some(field_len) = read_len(&mut cursor)? {
-        let field = cursor.take(field_len)?.to_vec();
+        let field = cursor.take(field_len)?;
         let value_len =
             read_len(&mut cursor)?.ok_or_else(|| corrupt("zipmap field without value"))?;
         let free = cursor.byte()? as usize;
         let value = cursor.take(value_len)?.to_vec();
         cursor.take(free)?;
-        out.push((field, value));
+        if !seen.insert(field) {
+            return Err(corrupt("zipmap with a field twice"));
+        }
+        out.push((field.to_vec(), value));
+    }
+    if out.is_empty() {
+        return Err(corrupt("empty zipmap"));
+    }
+    if blob[0] != BIGLEN && usize::from(blob[0]) != out.len() {
+        return Err(corrupt("zipmap count differs from its pairs"));
     }
     Ok(out)
 }

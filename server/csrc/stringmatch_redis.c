@@ -1,4 +1,5 @@
-/* Redis 7.0.15's stringmatchlen (src/util.c), verbatim but for the names,
+/* Redis 7.0.15's stringmatchlen (src/util.c) as Debian ships it, with the nesting
+ * bound of the CVE-2024-31228 fix; verbatim but for the names,
  * compiled only with the "fuzzing" feature: the reference tally's glob
  * matcher (server/src/glob.rs) is checked against, byte for byte.
  *
@@ -33,8 +34,11 @@
 #include <ctype.h>
 
 static int redis_stringmatchlen_impl(const char *pattern, int patternLen,
-        const char *string, int stringLen, int nocase, int *skipLongerMatches)
+        const char *string, int stringLen, int nocase, int *skipLongerMatches, int nesting)
 {
+    /* Protection against abusive patterns. */
+    if (nesting > 1000) return 0;
+
     while(patternLen && stringLen) {
         switch(pattern[0]) {
         case '*':
@@ -46,7 +50,7 @@ static int redis_stringmatchlen_impl(const char *pattern, int patternLen,
                 return 1; /* match */
             while(stringLen) {
                 if (redis_stringmatchlen_impl(pattern+1, patternLen-1,
-                            string, stringLen, nocase, skipLongerMatches))
+                            string, stringLen, nocase, skipLongerMatches, nesting+1))
                     return 1; /* match */
                 if (*skipLongerMatches)
                     return 0; /* no match */
@@ -168,6 +172,6 @@ static int redis_stringmatchlen_impl(const char *pattern, int patternLen,
 int redis_stringmatchlen(const char *pattern, int patternLen,
         const char *string, int stringLen, int nocase) {
     int skipLongerMatches = 0;
-    return redis_stringmatchlen_impl(pattern,patternLen,string,stringLen,nocase,&skipLongerMatches);
+    return redis_stringmatchlen_impl(pattern,patternLen,string,stringLen,nocase,&skipLongerMatches,0);
 }
 

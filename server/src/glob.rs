@@ -15,6 +15,14 @@
 //!   search that can still be live (see [`match_from`]), so a pattern of a
 //!   million stars needs no stack. Time is O(pattern × text).
 
+/// Redis's bound on its matcher's recursion (CVE-2024-31228): a pattern
+/// that needs more than this many `*` searches, one inside the other, does
+/// not match. Redis recursed once per `*`, so a long `*?*?...` pattern
+/// could exhaust its stack; this matcher has no recursion, but the bound
+/// decides replies (`KEYS` of such a pattern is empty on Redis), so it is
+/// Redis's here too.
+const MAX_NESTING: usize = 1000;
+
 /// The pattern byte at `i`, or 0 past its end: the C code reads the NUL
 /// terminator of its `sds` string there and relies on it.
 #[inline]
@@ -67,11 +75,19 @@ enum Step {
 /// search is live, and a loop replaces the recursion: no depth at all.
 fn match_from(pattern: &[u8], text: &[u8], nocase: bool) -> bool {
     let mut search: Option<(usize, usize)> = None;
+    // Stars whose search began: Redis's recursion depth. Past
+    // MAX_NESTING Redis's innermost call answers no match, every search
+    // above it runs dry, and the whole match fails.
+    let mut nesting = 0;
     let mut outcome = step(pattern, 0, text, 0, nocase);
     loop {
         match outcome {
             Step::Match => return true,
-            Step::Star { rest, at } => search = Some((rest, at)),
+            Step::Star { .. } if nesting == MAX_NESTING => return false,
+            Step::Star { rest, at } => {
+                nesting += 1;
+                search = Some((rest, at));
+            }
             Step::NoMatch => match search.as_mut() {
                 Some((_, at)) if *at + 1 < text.len() => *at += 1,
                 // No star, or the star's search is exhausted.

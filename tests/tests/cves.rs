@@ -329,3 +329,229 @@ async fn cve_2026_21863_and_cve_2026_92925_malformed_cluster_bus_messages() {
         send_and_read_stats(redis.addr, redis.addr.port() + 10000, &[&meet, &ping]).await;
     assert_eq!(tally_stats, redis_stats);
 }
+
+// ----------------------------------------------------- RESTORE payloads
+
+/// CVE-2026-25243 and CVE-2026-66373: RESTORE payloads from Redis's
+/// corrupt-dump and dump tests (Debian's patches) that reached invalid
+/// memory or a double free in Redis's loader: zipmaps whose small lengths
+/// are written in the 5-byte form, a string claiming 2^64-9 bytes, streams
+/// whose consumers share a pending entry. tally's decoder is Rust and
+/// bounds-checked, but before this fix it took the zipmaps (`+OK`); now
+/// every payload gets Redis's reply, and the server carries on.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn cve_2026_25243_and_cve_2026_66373_corrupt_restore_payloads() {
+    let payloads: [&[u8]; 6] = [
+        // a zipmap field length of 4 in 5 bytes
+        b"\x09\x11\x01\xfe\x04\x00\x00\x00\x01\x00\xff\x00\x04\x00\x76\x61\x6c\x31\xff\x09\x00\xf9\xd5\xa4\xf7\x7d\x00\x3f\x1b",
+        // a zipmap value length of 4 in 5 bytes
+        b"\x09\x0e\x01\x01\x6b\xfe\x04\x00\x00\x00\x00\x76\x61\x6c\x31\xff\x09\x00\xd0\xf9\xe4\x1d\xe4\xfb\x11\x4c",
+        // a 5-byte length and a huge field
+        b"\x09\x41\x15\x02\x04\x6b\x65\x79\x31\x04\x00\x76\x61\x6c\x31\xfe\x04\x00\x00\x00\xfe\xff\xff\xff\xfd\x00\x42\x42\x42\x42\x42\x42\x42\x42\x42\x42\x42\x42\x42\x42\x42\x42\x42\x42\x42\x42\x42\x42\x42\x42\x42\x42\x42\x42\x42\x42\x42\x42\x42\x42\x42\x42\x42\x42\x42\x42\x42\x42\x42\x42\x42\x42\x42\x42\x42\x42\x42\x42\x42\x42\x42\x42\x42\x42\x42\x42\x42\x42\x42\x42\x42\x42\x42\x42\x42\x42\x42\x42\x42\x42\x42\x42\x42\x42\x42\x42\x42\x42\x42\x42\x42\x42\x42\x42\x42\x42\x42\x42\x42\x42\x42\x42\x42\x42\x42\x42\x42\x42\x42\x42\x42\x42\x42\x42\x42\x42\x42\x42\x42\x42\x42\x42\x42\x42\x42\x42\x42\x42\x42\x42\x42\x42\x42\x42\x42\x42\x42\x42\x42\x42\x42\x42\x42\x42\x42\x42\x42\x42\x42\x42\x42\x42\x42\x42\x42\x42\x42\x42\x42\x42\x42\x42\x42\x42\x42\x42\x42\x42\x42\x42\x42\x42\x42\x42\x42\x42\x42\x42\x42\x42\x42\x42\x42\x42\x42\x42\x42\x42\x42\x42\x42\x42\x42\x42\x42\x42\x42\x42\x42\x42\x42\x42\x42\x42\x42\x42\x42\x42\x42\x42\x42\x42\x42\x42\x42\x42\x42\x42\x42\x42\x42\x42\x42\x42\x42\x42\x42\x42\x42\x42\x42\x42\x42\x42\x42\x42\x42\x42\x42\x42\x42\x42\x42\x42\x42\x42\x42\x42\x42\x42\x42\x42\x42\x42\x42\x42\x42\x42\x42\xff\x09\x00\x54\x2f\x0a\xca\x4e\x5c\x49\x9f",
+        // a duplicated consumer PEL entry (stream)
+        b"\x15\x01\x10\x00\x00\x01\x9b\x0d\x56\xa9\xb7\x00\x00\x00\x00\x00\x00\x00\x00\xc3\x39\x40\x42\x15\x42\x00\x00\x00\x11\x00\x02\x01\x00\x01\x01\x01\x86\x66\x69\x65\x6c\x64\x31\x07\x00\x01\x40\x0f\x0a\x00\x01\x86\x76\x61\x6c\x75\x65\x31\x07\x04\x20\x0b\x02\xcd\xd9\x02\xe0\x01\x22\x01\x32\x07\x80\x1a\x04\x32\x07\x06\x01\xff\x02\x81\x00\x00\x01\x9b\x0d\x56\xb7\x90\x00\x81\x00\x00\x01\x9b\x0d\x56\xa9\xb7\x00\x00\x00\x02\x01\x07\x6d\x79\x67\x72\x6f\x75\x70\x81\x00\x00\x01\x9b\x0d\x56\xb7\x90\x00\x02\x02\x00\x00\x01\x9b\x0d\x56\xa9\xb7\x00\x00\x00\x00\x00\x00\x00\x00\x80\xd9\x56\x0d\x9b\x01\x00\x00\x01\x00\x00\x01\x9b\x0d\x56\xb7\x90\x00\x00\x00\x00\x00\x00\x00\x00\x80\xd9\x56\x0d\x9b\x01\x00\x00\x01\x01\x09\x63\x6f\x6e\x73\x75\x6d\x65\x72\x31\x80\xd9\x56\x0d\x9b\x01\x00\x00\x80\xd9\x56\x0d\x9b\x01\x00\x00\x02\x00\x00\x01\x9b\x0d\x56\xa9\xb7\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x01\x9b\x0d\x56\xa9\xb7\x00\x00\x00\x00\x00\x00\x00\x00\x0c\x00\x00\x00\x00\x00\x00\x00\x00\x00\x09\x00\x4b\xe0\x99\x30\x67\x4d\xe5\x87",
+        // a NACK shared by two consumers (stream)
+        b"\x0f\x01\x10\x00\x00\x00\x00\x00\x00\x00\x01\x00\x00\x00\x00\x00\x00\x00\x00\x25\x25\x00\x00\x00\x0a\x00\x01\x01\x00\x01\x01\x01\x85\x66\x69\x65\x6c\x64\x06\x00\x01\x02\x01\x00\x01\x00\x01\x85\x76\x61\x6c\x75\x65\x06\x04\x01\xff\x01\x01\x00\x01\x07\x6d\x79\x67\x72\x6f\x75\x70\x01\x00\x01\x00\x00\x00\x00\x00\x00\x00\x01\x00\x00\x00\x00\x00\x00\x00\x00\x4a\x79\x89\x8f\x9f\x01\x00\x00\x01\x02\x09\x63\x6f\x6e\x73\x75\x6d\x65\x72\x41\x4a\x79\x89\x8f\x9f\x01\x00\x00\x01\x00\x00\x00\x00\x00\x00\x00\x01\x00\x00\x00\x00\x00\x00\x00\x00\x09\x63\x6f\x6e\x73\x75\x6d\x65\x72\x42\x54\x79\x89\x8f\x9f\x01\x00\x00\x01\x00\x00\x00\x00\x00\x00\x00\x01\x00\x00\x00\x00\x00\x00\x00\x00\x09\x00\xf6\xea\x7b\x6c\xb8\xb8\xd8\xb4",
+        // a string claiming 0xFFFFFFFFFFFFFFF7 bytes and carrying none
+        b"\x00\x81\xFF\xFF\xFF\xFF\xFF\xFF\xFF\xF7\x0c\x00\x00\x00\x00\x00\x00\x00\x00\x00",
+    ];
+    let mut commands = Vec::new();
+    for payload in payloads {
+        commands.push(command(&[b"RESTORE", b"key", b"0", payload]));
+        commands.push(command(&[b"EXISTS", b"key"]));
+    }
+    same_as_redis(commands).await;
+}
+
+// ------------------------------------------------------ the Lua sandbox
+
+/// CVE-2025-46818: a script could change the metatable of a basic type
+/// (strings, numbers, ...) and so run code in the context of whoever ran
+/// the next script; and `getfenv`/`setfenv`/`newproxy` were reachable.
+/// Redis's regression test (every basic type), compared reply for reply.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn cve_2025_46818_metatables_of_basic_types_are_read_only() {
+    same_as_redis(vec![
+        eval("getmetatable(nil).__index = function() return 1 end"),
+        eval("getmetatable('').__index = function() return 1 end"),
+        eval("getmetatable(123.222).__index = function() return 1 end"),
+        eval("getmetatable(true).__index = function() return 1 end"),
+        eval("getmetatable(function() return 1 end).__index = function() return 1 end"),
+        eval(
+            "getmetatable(coroutine.create(function() return 1 end)).__index = function() return 1 end",
+        ),
+        eval("local f = function() return 1 end setfenv(f, {}) return 0"),
+        eval("local f = function() return 1 end getfenv(f) return 0"),
+        eval("getmetatable(newproxy(true)).__gc = function() return 1 end return 0"),
+        eval("return ('x'):rep(3)"),
+    ])
+    .await;
+}
+
+/// CVE-2024-46981: userdata with a `__gc` metamethod made by a script ran
+/// when SCRIPT FLUSH closed Redis's VM, after Redis had freed what it
+/// used. tally never closes a VM on SCRIPT FLUSH (it forgets the compiled
+/// scripts and collects), and no script can make such userdata: `newproxy`
+/// is absent, as it is from patched Redis. The attack, then the flush,
+/// compared with Redis; then scripts still run.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn cve_2024_46981_gc_metamethods_and_script_flush() {
+    same_as_redis(vec![
+        eval(
+            "local u = newproxy(true) getmetatable(u).__gc = function() redis.call('SET', 'gc', '1') end return 1",
+        ),
+        eval("local t = setmetatable({}, {__gc = function() redis.call('SET', 'gc', '1') end}) return 1"),
+        command(&[b"SCRIPT", b"FLUSH"]),
+        command(&[b"SCRIPT", b"FLUSH", b"ASYNC"]),
+        eval("collectgarbage('collect') return 2"),
+        command(&[b"EXISTS", b"gc"]),
+    ])
+    .await;
+}
+
+/// CVE-2025-67733: CR and LF in an error or status reply a script makes
+/// (`redis.error_reply`, `redis.status_reply`, `error()`, `{err=}`) could
+/// inject a reply of the attacker's choosing into the stream. Each becomes
+/// a space, as in Redis.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn cve_2025_67733_crlf_in_script_replies_is_replaced() {
+    same_as_redis(vec![
+        eval("error(redis.error_reply('X\\r\\n+INJECTED'))"),
+        eval("return redis.error_reply('X\\r\\n+INJECTED')"),
+        eval("return redis.status_reply('X\\r\\n+INJECTED')"),
+        eval("return {err='a\\r\\n+b'}"),
+        eval("return {ok='a\\r\\n+b'}"),
+        eval("error('a\\r\\n+b')"),
+        eval("return redis.pcall('NOSUCH\\r\\n+X')"),
+        command(&[b"GET\r\n+INJECTED"]),
+        command(&[b"SET", b"k", b"v", b"EX", b"1\r\n+OK"]),
+        command(&[b"PING"]),
+    ])
+    .await;
+}
+
+// ------------------------------------------------- patterns, ACL, auth
+
+/// CVE-2024-31228: a long pattern of `*?` recursed once per star in
+/// Redis's matcher. Redis's regression test: a 50,000-byte key and the
+/// pattern `*?` repeated 50,000 times, through every command that matches.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn cve_2024_31228_nested_glob_patterns() {
+    let key = vec![b'a'; 50_000];
+    let pattern = b"*?".repeat(50_000);
+    same_as_redis(vec![
+        command(&[b"SET", &key, b"1"]),
+        command(&[b"KEYS", &pattern]),
+        command(&[b"SCAN", b"0", b"MATCH", &pattern, b"COUNT", b"100"]),
+        // Redis's bound is 1000 nested stars: at it, and one past it (one
+        // key only, as KEYS's order is not Redis's).
+        command(&[b"DEL", &key]),
+        command(&[b"SET", &[b'b'; 1001], b"1"]),
+        command(&[b"KEYS", &b"*?".repeat(1000)]),
+        command(&[b"KEYS", &b"*?".repeat(1001)]),
+        command(&[b"KEYS", &[b"*?".repeat(1000), b"*".to_vec()].concat()]),
+        // Last: the connection is a subscriber from here on.
+        command(&[b"PSUBSCRIBE", &pattern]),
+    ])
+    .await;
+}
+
+/// CVE-2024-31227 and CVE-2024-51741: key permissions with no R or W
+/// (`%~`, `%`) made a selector Redis asserted on later. Redis's tests:
+/// both refused with its text; `%RW~` and `%RW` accepted and matching no
+/// key.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn cve_2024_31227_and_cve_2024_51741_malformed_key_permissions() {
+    same_as_redis(vec![
+        command(&[b"ACL", b"SETUSER", b"key-permission-RW", b"%~"]),
+        command(&[b"ACL", b"SETUSER", b"key-permission-RW", b"%"]),
+        command(&[b"ACL", b"SETUSER", b"key-permission-RW", b"%RR~x"]),
+        command(&[b"ACL", b"SETUSER", b"key-permission-RW", b"(%~ +@all)"]),
+        command(&[
+            b"ACL",
+            b"SETUSER",
+            b"key-permission-RW",
+            b"on",
+            b"nopass",
+            b"%RW~",
+            b"+@all",
+        ]),
+        command(&[b"ACL", b"GETUSER", b"key-permission-RW"]),
+        command(&[b"AUTH", b"key-permission-RW", b"password"]),
+        command(&[b"SET", b"x", b"5"]),
+        command(&[b"AUTH", b"default", b"any"]),
+        command(&[
+            b"ACL",
+            b"SETUSER",
+            b"key-permission-RW",
+            b"on",
+            b"nopass",
+            b"%RW",
+            b"+@all",
+        ]),
+        command(&[b"AUTH", b"key-permission-RW", b"password"]),
+        command(&[b"SET", b"x", b"5"]),
+        command(&[b"AUTH", b"default", b"any"]),
+        command(&[b"ACL", b"LIST"]),
+    ])
+    .await;
+}
+
+/// CVE-2025-21605: a client that has not authenticated could make the
+/// server hold replies without end by never reading them. Redis's test
+/// (a client sending SET without reading until the server closes it),
+/// and the boundary Redis has: 481 pipelined NOAUTH replies (16,354
+/// bytes) are answered, 482 close the connection with none.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn cve_2025_21605_unauthenticated_clients_cannot_grow_their_output() {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    async fn pipelined(addr: std::net::SocketAddr, n: usize) -> (usize, bool) {
+        let mut stream = tokio::net::TcpStream::connect(addr).await.unwrap();
+        stream.write_all(&b"SET x 5\r\n".repeat(n)).await.unwrap();
+        let mut got = Vec::new();
+        let mut buf = [0u8; 65536];
+        let closed = loop {
+            match tokio::time::timeout(std::time::Duration::from_millis(500), stream.read(&mut buf))
+                .await
+            {
+                Ok(Ok(0)) | Ok(Err(_)) => break true,
+                Ok(Ok(n)) => got.extend_from_slice(&buf[..n]),
+                Err(_) => break false,
+            }
+        };
+        (got.windows(2).filter(|w| w == b"\r\n").count(), closed)
+    }
+    async fn flood_until_closed(addr: std::net::SocketAddr) -> bool {
+        let mut stream = tokio::net::TcpStream::connect(addr).await.unwrap();
+        let set = b"*3\r\n$3\r\nSET\r\n$1\r\nx\r\n$1\r\n5\r\n";
+        for _ in 0..1_000_000 {
+            let write =
+                tokio::time::timeout(std::time::Duration::from_secs(5), stream.write_all(set));
+            match write.await {
+                Ok(Ok(())) => {}
+                Ok(Err(_)) => return true,
+                Err(_) => return false, // blocked: the server held on instead
+            }
+        }
+        false
+    }
+    let tally = TestServer::start_with(|c| c.requirepass = Some("foobar".into())).await;
+    let mut conn = tally.raw().await;
+    assert_eq!(conn.line("AUTH foobar").await, "+OK\r\n");
+    assert_eq!(conn.line("SET canary 41").await, "+OK\r\n");
+    let tally_results = (
+        pipelined(tally.addr(), 481).await,
+        pipelined(tally.addr(), 482).await,
+        flood_until_closed(tally.addr()).await,
+    );
+    assert_eq!(tally_results, ((481, false), (0, true), true));
+    assert_eq!(conn.line("INCR canary").await, ":42\r\n");
+    if let Some(redis) = RedisServer::start_with(&["--requirepass", "foobar"]) {
+        let redis_results = (
+            pipelined(redis.addr, 481).await,
+            pipelined(redis.addr, 482).await,
+            flood_until_closed(redis.addr).await,
+        );
+        assert_eq!(tally_results, redis_results);
+    }
+}

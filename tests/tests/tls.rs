@@ -448,3 +448,221 @@ async fn redis_py_speaks_tls_as_a_user() {
         String::from_utf8_lossy(&out.stderr)
     );
 }
+
+/// Certificates made the common way: `openssl x509 -req` with no
+/// extensions writes X.509 v1 certificates. A CA, a v1 server certificate
+/// and a v1 client certificate, all signed by it, in a fresh directory.
+fn v1_certificates() -> Option<TlsFiles> {
+    let files = TlsFiles::generate()?;
+    let run = |args: &[&str]| {
+        let out = Command::new("openssl")
+            .args(args)
+            .current_dir(&files.dir)
+            .output()
+            .expect("openssl runs");
+        assert!(
+            out.status.success(),
+            "openssl {args:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    };
+    for name in ["server", "client"] {
+        run(&["genrsa", "-out", &format!("{name}-v1.key"), "2048"]);
+        let csr = format!("{name}-v1.csr");
+        run(&[
+            "req",
+            "-new",
+            "-key",
+            &format!("{name}-v1.key"),
+            "-subj",
+            "/CN=127.0.0.1",
+            "-out",
+            &csr,
+        ]);
+        run(&[
+            "x509",
+            "-req",
+            "-in",
+            &csr,
+            "-CA",
+            "ca.crt",
+            "-CAkey",
+            "ca.key",
+            "-CAcreateserial",
+            "-days",
+            "2",
+            "-out",
+            &format!("{name}-v1.crt"),
+        ]);
+    }
+    let text = Command::new("openssl")
+        .args(["x509", "-noout", "-text", "-in", "server-v1.crt"])
+        .current_dir(&files.dir)
+        .output()
+        .expect("openssl runs");
+    assert!(String::from_utf8_lossy(&text.stdout).contains("Version: 1 (0x0)"));
+    let path = |name: &str| format!("{}/{name}", files.dir);
+    Some(TlsFiles {
+        server_cert: path("server-v1.crt"),
+        server_key: path("server-v1.key"),
+        client_cert: path("client-v1.crt"),
+        client_key: path("client-v1.key"),
+        ..files
+    })
+}
+
+/// A v1 server certificate is served, as redis-server (OpenSSL) serves it:
+/// rustls's own loader refused it at start with "invalid peer certificate:
+/// UnsupportedCertVersion". Client certificates are still verified by
+/// webpki, strictly: a v1 client certificate is refused, where Redis takes
+/// it (docs/security.md says so).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_v1_server_certificate_is_served_as_redis_serves_it() {
+    let Some(files) = v1_certificates() else {
+        return;
+    };
+    let (_server, port) = start_tls(&files, "no").await;
+    let (ok, text) = redis_cli(port, &files, false, &["PING"]);
+    assert!(ok && text == "PONG", "{text}");
+    let (_strict, port) = start_tls(&files, "yes").await;
+    let (_, text) = redis_cli(port, &files, true, &["PING"]);
+    assert_ne!(text, "PONG", "a v1 client certificate is refused");
+
+    // redis-server with the same files: the server certificate is served.
+    let redis_port = free_local_port().to_string();
+    let redis_args = [
+        "--tls-port",
+        &redis_port,
+        "--tls-cert-file",
+        &files.server_cert,
+        "--tls-key-file",
+        &files.server_key,
+        "--tls-ca-cert-file",
+        &files.ca,
+        "--tls-auth-clients",
+        "no",
+    ];
+    if let Some(_redis) = tally_tests::RedisServer::start_with(&redis_args) {
+        let (ok, text) = redis_cli(redis_port.parse().unwrap(), &files, false, &["PING"]);
+        assert!(ok && text == "PONG", "{text}");
+    }
+}
+
+/// A certificate error names the file and the reason.
+#[test]
+fn certificate_errors_name_the_file_and_the_reason() {
+    let Some(files) = TlsFiles::generate() else {
+        return;
+    };
+    let settings = |cert: &str, key: &str| tally_server::net::tls::TlsSettings {
+        cert_file: cert.into(),
+        key_file: key.into(),
+        ca_cert_file: files.ca.clone(),
+        ..Default::default()
+    };
+    let error =
+        |cert: &str, key: &str| tally_server::net::tls::build(&settings(cert, key)).unwrap_err();
+    let ca_key = format!("{}/ca.key", files.dir);
+    assert_eq!(
+        error(&files.server_cert, &ca_key),
+        format!(
+            "Private key {ca_key} does not match the certificate {}",
+            files.server_cert
+        )
+    );
+    assert_eq!(
+        error(&files.server_key, &files.server_key),
+        format!("No certificate in {}", files.server_key)
+    );
+    let missing = format!("{}/missing.crt", files.dir);
+    assert!(
+        error(&missing, &files.server_key)
+            .starts_with(&format!("Failed to load certificate {missing}: ")),
+        "{}",
+        error(&missing, &files.server_key)
+    );
+    assert!(
+        error(&files.server_cert, &files.server_cert).starts_with(&format!(
+            "Failed to load private key {}: ",
+            files.server_cert
+        )),
+        "{}",
+        error(&files.server_cert, &files.server_cert)
+    );
+}
+
+/// CVE-2026-81934: in Redis, a command run for one TLS connection whose
+/// bytes were already decrypted (CLIENT KILL, say) could free another
+/// pending TLS connection while Redis's loop over pending connections held
+/// a pointer to it. tally keeps no list across connections: each TLS
+/// connection's buffered bytes belong to its own task, and a kill is a
+/// flag that task reads. The attack's shape: clients pipelining over TLS
+/// (so their bytes wait decrypted) while another kills them, over and
+/// over; the server carries on and every client that was not killed is
+/// answered.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn cve_2026_81934_clients_killed_while_their_tls_data_is_pending() {
+    let Some(files) = TlsFiles::generate() else {
+        return;
+    };
+    let _ = tokio_rustls::rustls::crypto::ring::default_provider().install_default();
+    let (server, port) = start_tls(&files, "no").await;
+    let client = redis::Client::build_with_tls(
+        format!("rediss://localhost:{port}/"),
+        redis::TlsCertificates {
+            client_tls: None,
+            root_cert: Some(std::fs::read(&files.ca).expect("ca")),
+        },
+    )
+    .expect("a TLS client");
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(3);
+    let mut victims = Vec::new();
+    for i in 0..6 {
+        let client = client.clone();
+        victims.push(tokio::spawn(async move {
+            let mut pipelines = 0u32;
+            while std::time::Instant::now() < deadline {
+                let Ok(mut conn) = client.get_multiplexed_async_connection().await else {
+                    continue;
+                };
+                let mut pipe = redis::pipe();
+                for _ in 0..500 {
+                    pipe.cmd("INCR").arg(format!("victim:{i}")).ignore();
+                }
+                if pipe.query_async::<()>(&mut conn).await.is_ok() {
+                    pipelines += 1;
+                }
+            }
+            pipelines
+        }));
+    }
+    let mut killer = client
+        .get_multiplexed_async_connection()
+        .await
+        .expect("killer");
+    let mut kills = 0i64;
+    while std::time::Instant::now() < deadline {
+        let killed: i64 = redis::cmd("CLIENT")
+            .arg(&["KILL", "TYPE", "normal", "SKIPME", "yes"])
+            .query_async(&mut killer)
+            .await
+            .expect("CLIENT KILL answers");
+        kills += killed;
+        tokio::time::sleep(std::time::Duration::from_millis(5)).await;
+    }
+    for victim in victims {
+        victim.await.expect("victim task");
+    }
+    assert!(kills > 0, "connections were killed mid-pipeline");
+    let mut fresh = client
+        .get_multiplexed_async_connection()
+        .await
+        .expect("a fresh TLS client");
+    let pong: String = redis::cmd("PING")
+        .query_async(&mut fresh)
+        .await
+        .expect("PING");
+    assert_eq!(pong, "PONG");
+    let mut plain = tally_tests::RawConn::connect(server.addr()).await;
+    assert_eq!(plain.line("PING").await, "+PONG\r\n");
+}

@@ -268,6 +268,80 @@ fn certificate_and_key(
     Ok((certs, key))
 }
 
+/// A certificate chain and its key as rustls serves them, from the files
+/// that name them. rustls's own constructor parses the certificate with
+/// webpki, which refuses X.509 v1 certificates (what `openssl x509 -req`
+/// makes without `-extfile`); OpenSSL, and so Redis, serves them. This
+/// node's own certificate needs no verification, only the check OpenSSL's
+/// `SSL_CTX_check_private_key` makes: that the key is the certificate's.
+/// (Peers' certificates are verified by webpki, strictly, v1 refused.)
+fn certified_key(
+    cert_file: &str,
+    key_file: &str,
+    key_file_pass: &str,
+    pass_option: &str,
+    provider: &rustls::crypto::CryptoProvider,
+) -> Result<rustls::sign::CertifiedKey, String> {
+    let (certs, key) = certificate_and_key(cert_file, key_file, key_file_pass, pass_option)?;
+    let signing_key = provider
+        .key_provider
+        .load_private_key(key)
+        .map_err(|e| format!("Failed to load private key {key_file}: {e}"))?;
+    let key_spki = signing_key.public_key().ok_or_else(|| {
+        format!("Failed to load private key {key_file}: no public key can be derived from it")
+    })?;
+    let cert_spki = subject_public_key_info(&certs[0]).ok_or_else(|| {
+        format!("Failed to load certificate {cert_file}: not an X.509 certificate")
+    })?;
+    if key_spki.as_ref() != cert_spki {
+        return Err(format!(
+            "Private key {key_file} does not match the certificate {cert_file}"
+        ));
+    }
+    Ok(rustls::sign::CertifiedKey::new(certs, signing_key))
+}
+
+/// The SubjectPublicKeyInfo of a DER certificate, whatever its version:
+/// Certificate ::= SEQUENCE { tbsCertificate SEQUENCE { [0] version
+/// OPTIONAL (absent in v1), serialNumber, signature, issuer, validity,
+/// subject, subjectPublicKeyInfo, ... }, ... } (RFC 5280, 4.1).
+fn subject_public_key_info(certificate: &[u8]) -> Option<&[u8]> {
+    let (_, certificate, _) = der_element(certificate)?;
+    let (_, mut tbs, _) = der_element(certificate)?;
+    let (tag, _, rest) = der_element(tbs)?;
+    if tag == 0xa0 {
+        tbs = rest;
+    }
+    for _ in 0..5 {
+        tbs = der_element(tbs)?.2;
+    }
+    let (_, content, rest) = der_element(tbs)?;
+    let header = tbs.len() - rest.len() - content.len();
+    Some(&tbs[..header + content.len()])
+}
+
+/// One DER element at the front of `bytes`: its tag, its contents and what
+/// follows it. Definite lengths only, as DER has.
+fn der_element(bytes: &[u8]) -> Option<(u8, &[u8], &[u8])> {
+    let tag = *bytes.first()?;
+    let first = *bytes.get(1)?;
+    let (length, header) = if first < 0x80 {
+        (first as usize, 2)
+    } else {
+        let count = (first & 0x7f) as usize;
+        if count == 0 || count > 4 {
+            return None;
+        }
+        let length = bytes
+            .get(2..2 + count)?
+            .iter()
+            .fold(0usize, |acc, &b| (acc << 8) | b as usize);
+        (length, 2 + count)
+    };
+    let end = header.checked_add(length)?;
+    Some((tag, bytes.get(header..end)?, &bytes[end..]))
+}
+
 /// The private key in a PEM file, decrypted with `password` when it is an
 /// encrypted PKCS#8 key.
 fn private_key(
@@ -322,13 +396,14 @@ fn build_with_client_auth(
     if settings.cert_file.is_empty() || settings.key_file.is_empty() {
         return Err("No tls-cert-file or tls-key-file configured".to_string());
     }
-    let (certs, key) = certificate_and_key(
+    let provider = provider(settings)?;
+    let certified = certified_key(
         &settings.cert_file,
         &settings.key_file,
         &settings.key_file_pass,
         "tls-key-file-pass",
+        &provider,
     )?;
-    let provider = provider(settings)?;
     let versions = protocol_versions(&settings.protocols)?;
     let builder = ServerConfig::builder_with_provider(Arc::new(provider))
         .with_protocol_versions(&versions)
@@ -351,9 +426,8 @@ fn build_with_client_auth(
             )
         }
     };
-    let mut config = builder
-        .with_single_cert(certs, key)
-        .map_err(|e| format!("Failed to use certificate and key: {e}"))?;
+    let mut config =
+        builder.with_cert_resolver(Arc::new(rustls::sign::SingleCertAndKey::from(certified)));
     config.ignore_client_order = settings.prefer_server_ciphers;
     config.session_storage = if settings.session_caching {
         rustls::server::ServerSessionMemoryCache::new(settings.session_cache_size.max(1) as usize)
@@ -387,20 +461,19 @@ fn build_client(settings: &TlsSettings) -> Result<ClientConfig, String> {
                 "tls-client-key-file-pass",
             )
         };
-    let (certs, key) = certificate_and_key(cert_file, key_file, pass, pass_option)?;
     let provider = Arc::new(provider(settings)?);
+    let certified = certified_key(cert_file, key_file, pass, pass_option, &provider)?;
     let versions = protocol_versions(&settings.protocols)?;
     let roots = Arc::new(ca_roots(settings)?);
     let verifier = WebPkiServerVerifier::builder_with_provider(roots, provider.clone())
         .build()
         .map_err(|e| format!("Failed to configure server verification: {e}"))?;
-    ClientConfig::builder_with_provider(provider)
+    Ok(ClientConfig::builder_with_provider(provider)
         .with_protocol_versions(&versions)
         .map_err(|e| format!("tls-protocols / ciphers: {e}"))?
         .dangerous()
         .with_custom_certificate_verifier(Arc::new(WithoutHostCheck(verifier)))
-        .with_client_auth_cert(certs, key)
-        .map_err(|e| format!("Failed to use client certificate and key: {e}"))
+        .with_client_cert_resolver(Arc::new(rustls::sign::SingleCertAndKey::from(certified))))
 }
 
 /// WebPKI's verification of a peer's chain, without its name check: a

@@ -122,3 +122,34 @@ fn rdb() {
 fn cluster_bus() {
     replay("cluster_bus", fuzzing::cluster_bus);
 }
+
+#[test]
+fn lua_libraries() {
+    replay("lua_libraries", fuzzing::lua_libraries);
+}
+
+/// The lua_libraries corpus keeps the crashes Redis fixed in its Lua as
+/// regressions; the tables that decode an input may grow, so check that
+/// each still describes the call it is named for.
+#[test]
+fn lua_libraries_regressions_still_make_their_calls() {
+    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../fuzz/corpus/lua_libraries");
+    for (file, call) in [
+        (
+            "regression-cve-2024-31449-bit-tohex",
+            "(bit.tohex)(...)} return #r end, 65535, -2147483648)",
+        ),
+        (
+            "regression-cve-2025-46817-unpack",
+            "(unpack)(...)} return #r end, T, -2, 2147483647)",
+        ),
+        (
+            "regression-cve-2025-46817-unpack-from-0",
+            "(unpack)(...)} return #r end, T, 0, 2147483647)",
+        ),
+    ] {
+        let data = std::fs::read(dir.join(file)).unwrap();
+        let script = fuzzing::lua_libraries_script(&data);
+        assert!(script.contains(call), "{file}: {script}");
+    }
+}

@@ -449,6 +449,50 @@ async fn one_write_larger_than_what_is_left_is_refused() {
     canary.check(&server).await;
 }
 
+/// Redis's Lua allocator never fails; tally's fails past lua-memory-limit,
+/// and Redis's cmsgpack wrote through the NULL it got: `cmsgpack.pack` of
+/// a value whose encoding passed the limit killed the process (found by
+/// the lua_libraries fuzz target; vendor/lua-src patch 0103). Now it is
+/// the limit's error, caught by pcall as Lua's own memory error, again and
+/// again, and the VM goes on encoding.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn cmsgpack_past_the_lua_memory_limit_is_a_memory_error() {
+    let server = TestServer::start_with(|c| c.lua_memory_limit = 8 * 1024 * 1024).await;
+    let canary = Canary::set(&server).await;
+    let mut conn = server.raw().await;
+    let pack = "local s = string.rep('x', 1024 * 1024) local t = {} \
+        for i = 1, 5 do t[i] = s end return #cmsgpack.pack(t, t, t)";
+    // The reply any script gets when it allocates past the limit.
+    let rep = "local s = string.rep('x', 1024 * 1024) return #string.rep(s, 20)";
+    let expected = |script: &str| {
+        format!(
+            "-ERR Error running script {}, not enough memory\r\n",
+            tally_server::scripting::vm::sha1(script.as_bytes())
+        )
+    };
+    assert_eq!(
+        String::from_utf8(conn.cmd(&eval(rep)).await).unwrap(),
+        expected(rep)
+    );
+    for _ in 0..20 {
+        let reply = String::from_utf8(conn.cmd(&eval(pack)).await).unwrap();
+        assert_eq!(reply, expected(pack));
+    }
+    let caught = "local s = string.rep('x', 1024 * 1024) local t = {} \
+        for i = 1, 5 do t[i] = s end \
+        local ok, e = pcall(cmsgpack.pack, t, t, t) return {tostring(ok), e}";
+    assert_eq!(
+        conn.cmd(&eval(caught)).await,
+        b"*2\r\n$5\r\nfalse\r\n$17\r\nnot enough memory\r\n"
+    );
+    assert_eq!(
+        conn.cmd(&eval("return cmsgpack.pack({1, 2, 3}, 'ab')"))
+            .await,
+        b"$7\r\n\x93\x01\x02\x03\xa2ab\r\n"
+    );
+    canary.check(&server).await;
+}
+
 // ------------------------------------------------------------ error texts
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

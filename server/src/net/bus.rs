@@ -205,8 +205,9 @@ pub async fn run(shared: Arc<Shared>, listener: TcpListener) {
 
 /// What one framed message on a link turned out to be.
 enum Incoming {
-    /// A message that decoded.
-    Message(Message),
+    /// A message that decoded (boxed: a message is a few hundred bytes,
+    /// and a refusal none).
+    Message(Box<Message>),
     /// A message whose contents Redis's checks refuse: another protocol
     /// version, a gossip count or extension running past its length (the
     /// shape of CVE-2026-21863), a hostname extension without its NUL
@@ -236,7 +237,7 @@ async fn read_message(
         cluster.bus_stats.received(message::kind_of(&bytes));
     }
     match message::decode(&bytes) {
-        Ok(message) => Some(Incoming::Message(message)),
+        Ok(message) => Some(Incoming::Message(Box::new(message))),
         Err(e) => {
             tracing::warn!("cluster bus: ignoring a message: {e}");
             Some(Incoming::Refused)
@@ -295,7 +296,7 @@ async fn serve_inbound(
             _ = state.closing.notified() => None,
         };
         let message = match incoming {
-            Some(Incoming::Message(message)) => message,
+            Some(Incoming::Message(message)) => *message,
             Some(Incoming::Refused) => continue,
             None => break,
         };
@@ -503,6 +504,7 @@ async fn serve_outbound(
                 let Incoming::Message(message) = incoming else {
                     continue;
                 };
+                let message = *message;
                 let Some(cluster) = shared.cluster.get() else {
                     return;
                 };

@@ -93,45 +93,41 @@ void memrevifle(void *ptr, size_t len) {
 typedef struct mp_buf {
     unsigned char *b;
     size_t len, free;
+    /* tally: the bytes are a Lua userdata held at this stack index, not a
+     * block from the allocator: see mp_buf_append. */
+    int slot;
 } mp_buf;
 
-void *mp_realloc(lua_State *L, void *target, size_t osize,size_t nsize) {
-    void *(*local_realloc) (void *, void *, size_t osize, size_t nsize) = NULL;
-    void *ud;
-
-    local_realloc = lua_getallocf(L, &ud);
-
-    return local_realloc(ud, target, osize, nsize);
-}
-
-mp_buf *mp_buf_new(lua_State *L) {
-    mp_buf *buf = NULL;
-
-    /* Old size = 0; new size = sizeof(*buf) */
-    buf = (mp_buf*)mp_realloc(L, NULL, 0, sizeof(*buf));
-
+/* tally: Redis's Lua allocator never fails (it aborts on out of memory);
+ * tally's fails past lua-memory-limit, and a NULL from it was written
+ * through here. The buffer now lives in userdata on the Lua stack: growing
+ * it past the limit raises Lua's own memory error, and whatever the
+ * encoding raises (a memory error, a stack overflow) leaves nothing to
+ * free by hand: the old and the new buffers are the collector's. */
+void mp_buf_init(lua_State *L, mp_buf *buf) {
+    lua_pushnil(L);
+    buf->slot = lua_gettop(L);
     buf->b = NULL;
     buf->len = buf->free = 0;
-    return buf;
 }
 
 void mp_buf_append(lua_State *L, mp_buf *buf, const unsigned char *s, size_t len) {
     if (buf->free < len) {
         size_t newsize = buf->len+len;
+        unsigned char *b;
         if (newsize < buf->len || newsize >= SIZE_MAX/2) abort();
         newsize *= 2;
 
-        buf->b = (unsigned char*)mp_realloc(L, buf->b, buf->len + buf->free, newsize);
+        luaL_checkstack(L, 1, "in function mp_buf_append");
+        b = (unsigned char*)lua_newuserdata(L, newsize);
+        if (buf->len) memcpy(b, buf->b, buf->len);
+        lua_replace(L, buf->slot);
+        buf->b = b;
         buf->free = newsize - buf->len;
     }
     memcpy(buf->b+buf->len,s,len);
     buf->len += len;
     buf->free -= len;
-}
-
-void mp_buf_free(lua_State *L, mp_buf *buf) {
-    mp_realloc(L, buf->b, buf->len + buf->free, 0); /* realloc to 0 = free */
-    mp_realloc(L, buf, sizeof(*buf), 0);
 }
 
 /* ---------------------------- String cursor ----------------------------------
@@ -515,15 +511,15 @@ void mp_encode_lua_type(lua_State *L, mp_buf *buf, int level) {
 int mp_pack(lua_State *L) {
     int nargs = lua_gettop(L);
     int i;
-    mp_buf *buf;
+    mp_buf storage, *buf = &storage;
 
     if (nargs == 0)
         return luaL_argerror(L, 0, "MessagePack pack needs input.");
 
-    if (!lua_checkstack(L, nargs))
+    if (!lua_checkstack(L, nargs + 1))
         return luaL_argerror(L, 0, "Too many arguments for MessagePack pack.");
 
-    buf = mp_buf_new(L);
+    mp_buf_init(L, buf);
     for(i = 1; i <= nargs; i++) {
         /* Copy argument i to top of stack for _encode processing;
          * the encode function pops it from the stack when complete. */
@@ -540,7 +536,6 @@ int mp_pack(lua_State *L) {
         buf->free += buf->len;
         buf->len = 0;
     }
-    mp_buf_free(L, buf);
 
     /* Concatenate all nargs buffers together */
     lua_concat(L, nargs);

@@ -9,6 +9,9 @@
 // A failed check is a panic: that is how a fuzzer reports it.
 #![allow(clippy::expect_used, clippy::unwrap_used)]
 
+mod lua_libraries;
+pub use lua_libraries::{lua_libraries, script_from as lua_libraries_script};
+
 use std::net::SocketAddr;
 use std::sync::Arc;
 

@@ -571,3 +571,145 @@ async fn cve_2025_21605_unauthenticated_clients_cannot_grow_their_output() {
         assert_eq!(tally_results, redis_results);
     }
 }
+
+// ------------------------------------- 2021–2023: fixed before 7.0.15
+
+/// CVE-2023-28425 (MSETNX of one key twice asserted), CVE-2023-28856
+/// (HINCRBYFLOAT made a field that crashed on access), CVE-2023-25155 and
+/// CVE-2023-22458 (SRANDMEMBER, ZRANDMEMBER, HRANDFIELD counts that
+/// overflow), CVE-2022-35977 (SETRANGE and APPEND past the size limit),
+/// CVE-2023-36824 (COMMAND GETKEYS on malformed arguments read past
+/// them). Redis 7.0.15 has these fixes; tally's own code is held to the
+/// same replies, from the same attacks.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn cves_2022_2023_in_commands_tally_has() {
+    let min = b"-9223372036854775808";
+    let max = b"9223372036854775807";
+    same_as_redis(vec![
+        // CVE-2023-28425
+        command(&[b"MSETNX", b"k", b"1", b"k", b"2"]),
+        command(&[b"GET", b"k"]),
+        // CVE-2023-28856
+        command(&[b"HSET", b"h", b"f", b"1"]),
+        command(&[b"HINCRBYFLOAT", b"h", b"f", b"10e10000000"]),
+        command(&[b"HINCRBYFLOAT", b"h", b"f", b"+inf"]),
+        command(&[b"HINCRBYFLOAT", b"h", b"f", b"nan"]),
+        command(&[b"HINCRBYFLOAT", b"h", b"f", b"1.7976931348623157e308"]),
+        command(&[b"HINCRBYFLOAT", b"h", b"f", b"1.7976931348623157e308"]),
+        command(&[b"HGETALL", b"h"]),
+        // CVE-2023-25155, CVE-2023-22458
+        command(&[b"SADD", b"s", b"a"]),
+        command(&[b"ZADD", b"z", b"1", b"a"]),
+        // (Counts Redis accepts and then spends hours on, such as
+        // -9223372036854775807, tally refuses past 16,777,216 picks: a
+        // deliberate difference, tested in tests/tests/types.rs.)
+        command(&[b"SRANDMEMBER", b"s", min]),
+        command(&[b"SRANDMEMBER", b"s", max]),
+        command(&[b"ZRANDMEMBER", b"z", min]),
+        command(&[b"ZRANDMEMBER", b"z", min, b"WITHSCORES"]),
+        command(&[b"ZRANDMEMBER", b"z", max, b"WITHSCORES"]),
+        command(&[b"HRANDFIELD", b"h", min]),
+        command(&[b"HRANDFIELD", b"h", min, b"WITHVALUES"]),
+        command(&[b"HRANDFIELD", b"h", max, b"WITHVALUES"]),
+        command(&[b"ZRANDMEMBER", b"z", b"4611686018427387904", b"WITHSCORES"]),
+        command(&[b"ZRANDMEMBER", b"z", b"4611686018427387903", b"WITHSCORES"]),
+        command(&[b"HRANDFIELD", b"h", b"-4611686018427387904", b"WITHVALUES"]),
+        command(&[
+            b"HRANDFIELD",
+            b"h",
+            b"4611686018427387904",
+            b"WITHVALUES",
+            b"x",
+        ]),
+        command(&[b"HRANDFIELD", b"h", b"x", b"WITHVALUES"]),
+        // CVE-2022-35977
+        command(&[b"SETRANGE", b"str", max, b"x"]),
+        command(&[b"SETRANGE", b"str", b"4294967295", b"x"]),
+        command(&[b"SETRANGE", b"str", b"536870911", b"xx"]),
+        command(&[b"SET", b"str", b"abc"]),
+        command(&[b"SETRANGE", b"str", b"536870912", b""]),
+        command(&[b"STRLEN", b"str"]),
+        // CVE-2023-36824
+        command(&[
+            b"COMMAND",
+            b"GETKEYS",
+            b"EVAL",
+            b"return 1",
+            b"5",
+            b"a",
+            b"b",
+        ]),
+        command(&[b"COMMAND", b"GETKEYS", b"EVAL", b"return 1", b"-1", b"a"]),
+        command(&[b"COMMAND", b"GETKEYS", b"EVAL", b"return 1", max, b"a"]),
+        command(&[b"COMMAND", b"GETKEYS", b"MSET", b"a"]),
+        command(&[b"COMMAND", b"GETKEYS", b"MSET", b"a", b"1", b"b"]),
+        command(&[b"COMMAND", b"GETKEYS", b"SET"]),
+        command(&[b"COMMAND", b"GETKEYS", b"LMOVE", b"a"]),
+    ])
+    .await;
+    let tally = TestServer::start().await;
+    let mut conn = tally.raw().await;
+    conn.line("SADD s a").await;
+    conn.line("ZADD z 1 a").await;
+    conn.line("HSET h f 1").await;
+    for line in [
+        "SRANDMEMBER s -9223372036854775807",
+        "ZRANDMEMBER z -4611686018427387903 WITHSCORES",
+        "HRANDFIELD h -4611686018427387903 WITHVALUES",
+        "SRANDMEMBER s -16777217",
+        "HRANDFIELD h -16777217",
+    ] {
+        assert_eq!(
+            conn.line(line).await,
+            "-ERR value is out of range: a negative count may ask for at most 16777216 elements\r\n",
+            "{line}"
+        );
+    }
+    assert_eq!(
+        conn.line("HRANDFIELD h -3").await,
+        "*3\r\n$1\r\nf\r\n$1\r\nf\r\n$1\r\nf\r\n"
+    );
+}
+
+/// CVE-2022-36021: patterns whose matching was exponential hung Redis;
+/// Redis's regression test, and one past it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn cve_2022_36021_exponential_glob_patterns() {
+    same_as_redis(vec![
+        command(&[b"SET", &[b'a'; 40], b"1"]),
+        command(&[b"KEYS", b"a*a*a*a*a*a*a*a*a*a*a*a*a*a*a*a*a*a*a*a*b"]),
+        command(&[b"KEYS", b"a*a*a*a*a*a*a*a*a*a*a*a*a*a*a*a*a*a*a*a*a"]),
+        command(&[
+            b"SCAN",
+            b"0",
+            b"MATCH",
+            b"*a*a*a*a*a*a*a*a*a*a*a*a*a*a*a*a*a*b",
+            b"COUNT",
+            b"10",
+        ]),
+    ])
+    .await;
+}
+
+/// CVE-2021-32626: replies with many elements overflowed the Lua stack in
+/// redis.call; CVE-2022-0543: Debian's Lua exposed `package` and so
+/// `loadlib`. Redis's regression tests.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn cve_2021_32626_and_cve_2022_0543_lua_stack_and_package() {
+    let mut push = vec![b"RPUSH".to_vec(), b"big".to_vec()];
+    push.extend((0..10_000).map(|i| i.to_string().into_bytes()));
+    same_as_redis(vec![
+        eval(
+            "local a = {} for i=1,7999 do a[i] = 1 end return redis.call('lpush', 'l', unpack(a))",
+        ),
+        push,
+        eval("return #redis.call('lrange', 'big', 0, -1)"),
+        eval("local t = redis.call('lrange', 'big', 0, -1) return {t[1], t[10000]}"),
+        eval("return type(package)"),
+        eval("return package.loadlib('/lib/x86_64-linux-gnu/libc.so.6', 'system')"),
+        eval("return type(loadlib)"),
+        eval("return type(require)"),
+        eval("return type(module)"),
+    ])
+    .await;
+}

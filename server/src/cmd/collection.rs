@@ -203,29 +203,35 @@ pub fn index_range(start: i64, stop: i64, len: usize) -> std::ops::Range<usize> 
 /// (docs/compatibility.md).
 const MAX_RANDOM_PICKS: u64 = 1 << 24;
 
-/// The count argument of HRANDFIELD, SRANDMEMBER and ZRANDMEMBER.
-pub fn random_count(arg: &[u8]) -> Result<i64, Reply> {
-    let count = int_arg(arg)?;
-    if count == i64::MIN {
-        return Err(Reply::error(error::COUNT_RANGE));
-    }
-    if count < 0 && count.unsigned_abs() > MAX_RANDOM_PICKS {
-        return Err(Reply::error(error::MUST_BE_POSITIVE_OR_SMALL));
-    }
-    Ok(count)
-}
-
 /// The arguments of HRANDFIELD, SRANDMEMBER and ZRANDMEMBER after the key:
 /// `[count [<with>]]` (SRANDMEMBER has no `with` word). Returns the count,
-/// if given, and whether `with` was.
+/// if given, and whether `with` was. Checked in Redis's order: the count's
+/// range, the syntax, then (with `with`) Redis's bound of ±LONG_MAX/2, its
+/// fix for CVE-2023-22458 (twice the count is the reply's length); then
+/// tally's own bound on repeated picks.
 pub fn random_pick_args(argv: &[&[u8]], with: Option<&str>) -> Result<(Option<i64>, bool), Reply> {
+    let count = match argv.get(2) {
+        Some(arg) => match int_arg(arg)? {
+            i64::MIN => return Err(Reply::error(error::COUNT_RANGE)),
+            count => Some(count),
+        },
+        None => None,
+    };
     let with_given = match (argv.len(), with) {
         (2 | 3, _) => false,
         (4, Some(word)) if is(argv[3], word) => true,
         _ => return Err(Reply::error(error::SYNTAX)),
     };
-    let count = argv.get(2).map(|c| random_count(c)).transpose()?;
-    Ok((count, with_given))
+    let Some(count) = count else {
+        return Ok((None, with_given));
+    };
+    if with_given && !(-(i64::MAX / 2)..=i64::MAX / 2).contains(&count) {
+        return Err(Reply::error(error::OUT_OF_RANGE));
+    }
+    if count < 0 && count.unsigned_abs() > MAX_RANDOM_PICKS {
+        return Err(Reply::error(error::MUST_BE_POSITIVE_OR_SMALL));
+    }
+    Ok((Some(count), with_given))
 }
 
 /// The reply of a random pick from a missing key: nil without a count, an

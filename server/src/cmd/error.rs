@@ -68,6 +68,9 @@ pub const MUST_BE_POSITIVE: &str = "ERR value is out of range, must be positive"
 /// HRANDFIELD/SRANDMEMBER/ZRANDMEMBER/LPOS with i64::MIN.
 pub const COUNT_RANGE: &str =
     "ERR value is out of range, value must between -9223372036854775807 and 9223372036854775807";
+/// ZRANDMEMBER WITHSCORES / HRANDFIELD WITHVALUES with a count past
+/// ±LONG_MAX/2 (Redis's fix for CVE-2023-22458).
+pub const OUT_OF_RANGE: &str = "ERR value is out of range";
 /// A negative random-pick count too large to answer (tally's own limit).
 pub const MUST_BE_POSITIVE_OR_SMALL: &str =
     "ERR value is out of range: a negative count may ask for at most 16777216 elements";

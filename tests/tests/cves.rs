@@ -713,3 +713,28 @@ async fn cve_2021_32626_and_cve_2022_0543_lua_stack_and_package() {
     ])
     .await;
 }
+
+/// CVE-2022-24834: cjson and cmsgpack computed buffer sizes in 32 bits and
+/// overflowed the heap on strings past 2 GB. Fixed in the 7.0.15 source
+/// tally vendors; Redis's large-memory test (3 GB through cjson.encode),
+/// run on request as the one above.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "large-memory: encodes a 3 GB string"]
+async fn cve_2022_24834_cjson_encodes_strings_past_2gb() {
+    let server = TestServer::start_with(|c| c.lua_memory_limit = 12 << 30).await;
+    let canary = Canary::set(&server).await;
+    let client = server.client();
+    let length = tokio::task::spawn_blocking(move || {
+        let mut conn = client.get_connection().unwrap();
+        redis::cmd("EVAL")
+            .arg("local s = string.rep('a', 1024 * 1024 * 1024) return #cjson.encode(s..s..s)")
+            .arg(0)
+            .query::<i64>(&mut conn)
+            .unwrap()
+    })
+    .await
+    .unwrap();
+    // The length includes the two double quotes.
+    assert_eq!(length, 3_221_225_474);
+    canary.check(&server).await;
+}

@@ -478,39 +478,27 @@ async fn cve_2024_31228_nested_glob_patterns() {
 /// key.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn cve_2024_31227_and_cve_2024_51741_malformed_key_permissions() {
-    same_as_redis(vec![
-        command(&[b"ACL", b"SETUSER", b"key-permission-RW", b"%~"]),
-        command(&[b"ACL", b"SETUSER", b"key-permission-RW", b"%"]),
-        command(&[b"ACL", b"SETUSER", b"key-permission-RW", b"%RR~x"]),
+    let mut commands = tally_tests::script(
+        "ACL SETUSER key-permission-RW %~
+         ACL SETUSER key-permission-RW %
+         ACL SETUSER key-permission-RW %RR~x
+         ACL SETUSER key-permission-RW on nopass %RW~ +@all
+         ACL GETUSER key-permission-RW
+         AUTH key-permission-RW password
+         SET x 5
+         AUTH default any
+         ACL SETUSER key-permission-RW on nopass %RW +@all
+         AUTH key-permission-RW password
+         SET x 5
+         AUTH default any
+         ACL LIST",
+    );
+    // A selector is one argument.
+    commands.insert(
+        3,
         command(&[b"ACL", b"SETUSER", b"key-permission-RW", b"(%~ +@all)"]),
-        command(&[
-            b"ACL",
-            b"SETUSER",
-            b"key-permission-RW",
-            b"on",
-            b"nopass",
-            b"%RW~",
-            b"+@all",
-        ]),
-        command(&[b"ACL", b"GETUSER", b"key-permission-RW"]),
-        command(&[b"AUTH", b"key-permission-RW", b"password"]),
-        command(&[b"SET", b"x", b"5"]),
-        command(&[b"AUTH", b"default", b"any"]),
-        command(&[
-            b"ACL",
-            b"SETUSER",
-            b"key-permission-RW",
-            b"on",
-            b"nopass",
-            b"%RW",
-            b"+@all",
-        ]),
-        command(&[b"AUTH", b"key-permission-RW", b"password"]),
-        command(&[b"SET", b"x", b"5"]),
-        command(&[b"AUTH", b"default", b"any"]),
-        command(&[b"ACL", b"LIST"]),
-    ])
-    .await;
+    );
+    same_as_redis(commands).await;
 }
 
 /// CVE-2025-21605: a client that has not authenticated could make the

@@ -562,18 +562,7 @@ impl TlsFiles {
         }
         let dir = scratch_dir();
         let path = |name: &str| format!("{dir}/{name}");
-        let run = |args: &[&str]| {
-            let out = Command::new("openssl")
-                .args(args)
-                .current_dir(&dir)
-                .output()
-                .expect("openssl runs");
-            assert!(
-                out.status.success(),
-                "openssl {args:?}: {}",
-                String::from_utf8_lossy(&out.stderr)
-            );
-        };
+        let run = |args: &[&str]| openssl(&dir, args);
         run(&[
             "req",
             "-x509",
@@ -635,6 +624,77 @@ impl TlsFiles {
             dir,
         })
     }
+}
+
+impl TlsFiles {
+    /// A set whose server and client certificates are X.509 v1, as
+    /// `openssl x509 -req` makes them without `-extfile` (the common way),
+    /// signed by the same CA as [`TlsFiles::generate`]'s.
+    pub fn generate_v1() -> Option<TlsFiles> {
+        let files = TlsFiles::generate()?;
+        let run = |args: &[&str]| openssl(&files.dir, args);
+        for name in ["server", "client"] {
+            let (key, csr, crt) = (
+                format!("{name}-v1.key"),
+                format!("{name}-v1.csr"),
+                format!("{name}-v1.crt"),
+            );
+            run(&["genrsa", "-out", &key, "2048"]);
+            run(&[
+                "req",
+                "-new",
+                "-key",
+                &key,
+                "-subj",
+                "/CN=127.0.0.1",
+                "-out",
+                &csr,
+            ]);
+            run(&[
+                "x509",
+                "-req",
+                "-in",
+                &csr,
+                "-CA",
+                "ca.crt",
+                "-CAkey",
+                "ca.key",
+                "-CAcreateserial",
+                "-days",
+                "2",
+                "-out",
+                &crt,
+            ]);
+        }
+        let text = Command::new("openssl")
+            .args(["x509", "-noout", "-text", "-in", "server-v1.crt"])
+            .current_dir(&files.dir)
+            .output()
+            .expect("openssl runs");
+        assert!(String::from_utf8_lossy(&text.stdout).contains("Version: 1 (0x0)"));
+        let path = |name: &str| format!("{}/{name}", files.dir);
+        Some(TlsFiles {
+            server_cert: path("server-v1.crt"),
+            server_key: path("server-v1.key"),
+            client_cert: path("client-v1.crt"),
+            client_key: path("client-v1.key"),
+            ..files
+        })
+    }
+}
+
+/// Runs `openssl` with `args` in `dir`, failing the test if it fails.
+fn openssl(dir: &str, args: &[&str]) {
+    let out = Command::new("openssl")
+        .args(args)
+        .current_dir(dir)
+        .output()
+        .expect("openssl runs");
+    assert!(
+        out.status.success(),
+        "openssl {args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
 }
 
 /// A free port on 127.0.0.1 (taken and released: another process may take

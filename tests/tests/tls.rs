@@ -26,6 +26,23 @@ fn redis_cli(port: u16, files: &TlsFiles, client_cert: bool, args: &[&str]) -> (
     )
 }
 
+/// The `redis` crate's client over rustls to `port`, trusting the test CA,
+/// with the client certificate or without.
+fn rustls_client(files: &TlsFiles, port: u16, client_cert: bool) -> redis::Client {
+    let client_tls = client_cert.then(|| redis::ClientTlsConfig {
+        client_cert: std::fs::read(&files.client_cert).expect("cert"),
+        client_key: std::fs::read(&files.client_key).expect("key"),
+    });
+    redis::Client::build_with_tls(
+        format!("rediss://localhost:{port}/"),
+        redis::TlsCertificates {
+            client_tls,
+            root_cert: Some(std::fs::read(&files.ca).expect("ca")),
+        },
+    )
+    .expect("a TLS client")
+}
+
 async fn start_tls(files: &TlsFiles, auth: &str) -> (TestServer, u16) {
     let port = free_local_port();
     let server = TestServer::start_with(|c| {
@@ -110,17 +127,7 @@ async fn the_redis_crate_connects_over_rustls() {
     };
     let _ = tokio_rustls::rustls::crypto::ring::default_provider().install_default();
     let (_server, port) = start_tls(&files, "yes").await;
-    let client = redis::Client::build_with_tls(
-        format!("rediss://localhost:{port}/"),
-        redis::TlsCertificates {
-            client_tls: Some(redis::ClientTlsConfig {
-                client_cert: std::fs::read(&files.client_cert).expect("cert"),
-                client_key: std::fs::read(&files.client_key).expect("key"),
-            }),
-            root_cert: Some(std::fs::read(&files.ca).expect("ca")),
-        },
-    )
-    .expect("a TLS client");
+    let client = rustls_client(&files, port, true);
     let mut conn = client
         .get_multiplexed_async_connection()
         .await
@@ -449,68 +456,6 @@ async fn redis_py_speaks_tls_as_a_user() {
     );
 }
 
-/// Certificates made the common way: `openssl x509 -req` with no
-/// extensions writes X.509 v1 certificates. A CA, a v1 server certificate
-/// and a v1 client certificate, all signed by it, in a fresh directory.
-fn v1_certificates() -> Option<TlsFiles> {
-    let files = TlsFiles::generate()?;
-    let run = |args: &[&str]| {
-        let out = Command::new("openssl")
-            .args(args)
-            .current_dir(&files.dir)
-            .output()
-            .expect("openssl runs");
-        assert!(
-            out.status.success(),
-            "openssl {args:?}: {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-    };
-    for name in ["server", "client"] {
-        run(&["genrsa", "-out", &format!("{name}-v1.key"), "2048"]);
-        let csr = format!("{name}-v1.csr");
-        run(&[
-            "req",
-            "-new",
-            "-key",
-            &format!("{name}-v1.key"),
-            "-subj",
-            "/CN=127.0.0.1",
-            "-out",
-            &csr,
-        ]);
-        run(&[
-            "x509",
-            "-req",
-            "-in",
-            &csr,
-            "-CA",
-            "ca.crt",
-            "-CAkey",
-            "ca.key",
-            "-CAcreateserial",
-            "-days",
-            "2",
-            "-out",
-            &format!("{name}-v1.crt"),
-        ]);
-    }
-    let text = Command::new("openssl")
-        .args(["x509", "-noout", "-text", "-in", "server-v1.crt"])
-        .current_dir(&files.dir)
-        .output()
-        .expect("openssl runs");
-    assert!(String::from_utf8_lossy(&text.stdout).contains("Version: 1 (0x0)"));
-    let path = |name: &str| format!("{}/{name}", files.dir);
-    Some(TlsFiles {
-        server_cert: path("server-v1.crt"),
-        server_key: path("server-v1.key"),
-        client_cert: path("client-v1.crt"),
-        client_key: path("client-v1.key"),
-        ..files
-    })
-}
-
 /// A v1 server certificate is served, as redis-server (OpenSSL) serves it:
 /// rustls's own loader refused it at start with "invalid peer certificate:
 /// UnsupportedCertVersion". Client certificates are still verified by
@@ -518,7 +463,7 @@ fn v1_certificates() -> Option<TlsFiles> {
 /// it (docs/security.md says so).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_v1_server_certificate_is_served_as_redis_serves_it() {
-    let Some(files) = v1_certificates() else {
+    let Some(files) = TlsFiles::generate_v1() else {
         return;
     };
     let (_server, port) = start_tls(&files, "no").await;
@@ -607,14 +552,7 @@ async fn cve_2026_81934_clients_killed_while_their_tls_data_is_pending() {
     };
     let _ = tokio_rustls::rustls::crypto::ring::default_provider().install_default();
     let (server, port) = start_tls(&files, "no").await;
-    let client = redis::Client::build_with_tls(
-        format!("rediss://localhost:{port}/"),
-        redis::TlsCertificates {
-            client_tls: None,
-            root_cert: Some(std::fs::read(&files.ca).expect("ca")),
-        },
-    )
-    .expect("a TLS client");
+    let client = rustls_client(&files, port, false);
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(3);
     let mut victims = Vec::new();
     for i in 0..6 {

@@ -22,6 +22,7 @@
 
 pub mod acl;
 pub mod allocator;
+pub mod catalog;
 pub mod cluster;
 pub mod cmd;
 pub mod config;
@@ -34,6 +35,7 @@ pub mod latency;
 pub mod metrics;
 pub mod monitor;
 pub mod net;
+pub mod number;
 pub mod pause;
 pub mod persistence;
 pub mod pubsub;
@@ -202,7 +204,8 @@ impl Server {
             shared.persistence.loading.store(true, Ordering::SeqCst);
             let loader = shared.clone();
             tokio::task::spawn_blocking(move || {
-                match persistence::aof::load_and_open(&loader, plan) {
+                let mut replay = cmd::persistence::aof_replayer(&loader);
+                match persistence::aof::load_and_open(&loader, plan, &mut replay) {
                     Ok(loaded) => tracing::info!(
                         base_keys = loaded.base_keys,
                         commands = loaded.commands,

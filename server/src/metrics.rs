@@ -17,7 +17,7 @@ use hyper::body::Incoming;
 use hyper::{Request, Response, StatusCode};
 use tokio::net::TcpListener;
 
-use crate::cmd::table::registry;
+use crate::catalog::registry;
 use crate::state::Shared;
 
 /// Serves `/metrics` on `listener` until shutdown.

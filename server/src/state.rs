@@ -10,7 +10,7 @@ use hashbrown::HashMap;
 use parking_lot::{Mutex, RwLock};
 use tokio::sync::Notify;
 
-use crate::cmd::table::registry;
+use crate::catalog::registry;
 use crate::config::Config;
 use crate::stats::Stats;
 use crate::store::{Clock, Store};

@@ -26,3 +26,9 @@ pub fn random_u64() -> u64 {
         x.wrapping_mul(0x2545_F491_4F6C_DD1D)
     })
 }
+
+/// Case-insensitive comparison of an argument with an ASCII keyword.
+#[inline]
+pub fn is(arg: &[u8], keyword: &str) -> bool {
+    arg.eq_ignore_ascii_case(keyword.as_bytes())
+}

@@ -374,7 +374,7 @@ async fn described_rules_and_categories_hold_redis_s_words() {
         ],
     ];
     // Every command and subcommand tally has.
-    let tally_commands: BTreeSet<String> = tally_server::cmd::table::registry()
+    let tally_commands: BTreeSet<String> = tally_server::catalog::registry()
         .all()
         .map(|c| c.name.to_string())
         .collect();

@@ -3,26 +3,16 @@
 //! them: a key the command reads (`access`) needs read permission, one it
 //! inserts, deletes or updates needs write permission.
 
-use crate::cmd::docs::{self, BeginSearch, FindKeys};
-use crate::cmd::table::Command;
+use crate::catalog::docs::{self, BeginSearch, FindKeys};
+use crate::catalog::Command;
 
 use super::selector::Selector;
 use super::user::{READ, WRITE};
 
-/// Each command's Redis docs (key specs), by registry index: looked up
-/// once, not per check.
+/// The docs (key specs) of the command at catalog `index`.
 fn doc_of(index: usize) -> Option<&'static docs::CommandDoc> {
-    static DOCS: std::sync::OnceLock<Vec<Option<&'static docs::CommandDoc>>> =
-        std::sync::OnceLock::new();
-    DOCS.get_or_init(|| {
-        crate::cmd::table::registry()
-            .all()
-            .map(|c| docs::lookup(c.name))
-            .collect()
-    })
-    .get(index)
-    .copied()
-    .flatten()
+    let registry = crate::catalog::registry();
+    (index < registry.len()).then(|| registry.command(index).doc)
 }
 
 /// The keys of one key spec in one call: arguments `first..=last`, every
@@ -160,11 +150,7 @@ fn first_walked_refused(
 fn plan(index: usize) -> Plan {
     static PLANS: std::sync::OnceLock<Vec<Plan>> = std::sync::OnceLock::new();
     PLANS
-        .get_or_init(|| {
-            (0..crate::cmd::table::registry().len())
-                .map(plan_of)
-                .collect()
-        })
+        .get_or_init(|| (0..crate::catalog::registry().len()).map(plan_of).collect())
         .get(index)
         .copied()
         .unwrap_or(Plan::Walk)
@@ -395,9 +381,9 @@ fn resolved_flags(index: usize) -> &'static [ResolvedFlags] {
     static RESOLVED: std::sync::OnceLock<Vec<Vec<ResolvedFlags>>> = std::sync::OnceLock::new();
     RESOLVED
         .get_or_init(|| {
-            (0..crate::cmd::table::registry().len())
+            (0..crate::catalog::registry().len())
                 .map(|i| {
-                    let is_set = crate::cmd::table::registry().command(i).name == "set";
+                    let is_set = crate::catalog::registry().command(i).name == "set";
                     doc_of(i)
                         .map(|doc| {
                             doc.key_specs
@@ -431,7 +417,7 @@ fn parse_numkeys(text: &[u8]) -> Option<i64> {
 /// (argument index, is a pattern) of every channel the call publishes or
 /// subscribes to (getChannelsFromCommand; unsubscribing is not checked).
 pub fn channels(command: &Command, argv: &[&[u8]]) -> Vec<(usize, bool)> {
-    if command.flags & crate::cmd::table::flags::PUBSUB == 0 {
+    if command.flags & crate::catalog::flags::PUBSUB == 0 {
         // Every command below is a pub/sub one: the rest leave after one
         // flag test instead of five name comparisons.
         return Vec::new();
@@ -447,7 +433,7 @@ pub fn channels(command: &Command, argv: &[&[u8]]) -> Vec<(usize, bool)> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::cmd::table::registry;
+    use crate::catalog::registry;
 
     fn plan_named(name: &str) -> Plan {
         plan(registry().index_of(name.as_bytes()).expect("a command"))

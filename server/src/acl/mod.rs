@@ -20,7 +20,7 @@ use std::sync::Arc;
 
 use parking_lot::{Mutex, RwLock};
 
-use crate::cmd::table::{registry, Command};
+use crate::catalog::{registry, Command};
 pub use user::{RuleError, Selector, User};
 
 /// Why a command was refused.
@@ -318,7 +318,7 @@ fn check_selector(
     argv: &[&[u8]],
     keys: &mut keys::CallKeys<'_>,
 ) -> Result<(), Denied> {
-    use crate::cmd::table::flags;
+    use crate::catalog::flags;
     if !selector.all_commands && command.flags & flags::NO_AUTH == 0 && !selector.allowed[index] {
         // A first argument allowed on its own (`+select|0`).
         let at = if command.name.contains('|') { 2 } else { 1 };

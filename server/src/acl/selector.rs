@@ -6,7 +6,7 @@
 use std::collections::BTreeMap;
 
 use super::user::RuleError;
-use crate::cmd::table::{registry, Command};
+use crate::catalog::{registry, Command};
 
 /// Key pattern permissions (`%R~`, `%W~`, `~` is both).
 pub const READ: u8 = 1;
@@ -15,30 +15,7 @@ pub const WRITE: u8 = 2;
 /// Both.
 pub const ALL: u8 = READ | WRITE;
 
-/// Redis's categories, in Redis's order (ACL CAT, describing rules).
-pub const CATEGORIES: &[&str] = &[
-    "keyspace",
-    "read",
-    "write",
-    "set",
-    "sortedset",
-    "list",
-    "hash",
-    "string",
-    "bitmap",
-    "hyperloglog",
-    "geo",
-    "stream",
-    "pubsub",
-    "admin",
-    "fast",
-    "slow",
-    "blocking",
-    "dangerous",
-    "connection",
-    "transaction",
-    "scripting",
-];
+pub use crate::catalog::ACL_CATEGORIES as CATEGORIES;
 
 /// Each command's category bits (bit i = `CATEGORIES[i]`), by registry index.
 pub fn category_bits() -> &'static [u32] {
@@ -47,7 +24,8 @@ pub fn category_bits() -> &'static [u32] {
         registry()
             .all()
             .map(|command| {
-                crate::cmd::command::acl_category_names(command)
+                command
+                    .acl_category_names()
                     .into_iter()
                     .filter_map(|name| CATEGORIES.iter().position(|c| *c == name))
                     .fold(0u32, |bits, i| bits | 1 << i)

@@ -3,8 +3,9 @@
 
 use super::args::parse_i64;
 use super::server::help_reply;
-use super::{error, table::registry, Ctx};
+use super::{error, Ctx};
 use crate::acl::user::{self, User, CATEGORIES};
+use crate::catalog::registry;
 use crate::resp::Reply;
 
 fn bulk(text: impl Into<Vec<u8>>) -> Reply {

@@ -108,7 +108,7 @@ pub(crate) fn describe(client: &ClientInfo, now_ms: u64, argv_mem: usize) -> Str
         .unwrap_or_default();
     let (lib_name, lib_ver) = client.lib.lock().clone();
     let last = client.last_interaction_ms.load(Ordering::Relaxed);
-    let command = super::table::registry()
+    let command = crate::catalog::registry()
         .name_of(client.last_command.load(Ordering::Relaxed))
         .unwrap_or("NULL");
     format!(

@@ -6,8 +6,8 @@ use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::Duration;
 
-use super::table::{registry, Command};
 use super::{multi, routing};
+use crate::catalog::{registry, Command};
 use crate::resp::Protocol;
 use crate::state::{ClientInfo, Shared};
 

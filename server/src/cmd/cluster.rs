@@ -44,7 +44,7 @@ macro_rules! node {
 /// cluster support is off: Redis answers "disabled" for every CLUSTER call.
 pub fn cluster_container(ctx: &mut Ctx<'_>, argv: &[&[u8]]) -> Reply {
     let _ = node!(ctx);
-    super::table::container_without_subcommand(ctx, argv)
+    super::handlers::container_without_subcommand(ctx, argv)
 }
 
 /// CLUSTER INFO

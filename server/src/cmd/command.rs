@@ -6,9 +6,8 @@
 use super::args::{glob_match, is};
 use super::error;
 use super::server::help_reply;
-use super::table::{flags, registry, Command};
 use super::Ctx;
-use crate::acl::selector::CATEGORIES as ACL_CATEGORIES;
+use crate::catalog::{flags, registry, Command};
 use crate::resp::Reply;
 
 fn flag_names(command: &Command) -> Vec<Reply> {
@@ -19,32 +18,9 @@ fn flag_names(command: &Command) -> Vec<Reply> {
         .collect()
 }
 
-/// A command's ACL categories, as Redis computes them: those its command
-/// file names, plus those its flags imply (setImplicitACLCategories).
-pub fn acl_category_names(command: &Command) -> Vec<&'static str> {
-    let named = super::docs::lookup(command.name).map_or(&[][..], |d| d.acl_categories);
-    let has = |flag: u32| command.flags & flag != 0;
-    let scripting = named.contains(&"scripting");
-    ACL_CATEGORIES
-        .iter()
-        .copied()
-        .filter(|&category| {
-            named.contains(&category)
-                || match category {
-                    "write" => has(flags::WRITE),
-                    "read" => has(flags::READONLY) && !scripting,
-                    "admin" | "dangerous" => has(flags::ADMIN),
-                    "pubsub" => has(flags::PUBSUB),
-                    "fast" => has(flags::FAST),
-                    "slow" => !has(flags::FAST) && !named.contains(&"fast"),
-                    _ => false,
-                }
-        })
-        .collect()
-}
-
 fn acl_categories(command: &Command) -> Vec<Reply> {
-    acl_category_names(command)
+    command
+        .acl_category_names()
         .into_iter()
         .map(|name| Reply::Status(format!("@{name}").into()))
         .collect()
@@ -60,8 +36,8 @@ fn command_info(command: &'static Command) -> Reply {
         Reply::Int(command.keys.last as i64),
         Reply::Int(command.keys.step as i64),
         Reply::Set(acl_categories(command)),
-        super::docs::tips(command.name),
-        super::docs::key_specs(command.name),
+        crate::catalog::docs::tips(command),
+        crate::catalog::docs::key_specs(command),
         Reply::Array(command.subcommands.iter().map(command_info).collect()),
     ])
 }
@@ -91,7 +67,7 @@ pub fn command_list(_ctx: &mut Ctx<'_>, argv: &[&[u8]]) -> Reply {
                 registry()
                     .top_level()
                     .filter(|c| {
-                        acl_category_names(c)
+                        c.acl_category_names()
                             .iter()
                             .any(|cat| cat.as_bytes().eq_ignore_ascii_case(value))
                     })
@@ -132,7 +108,7 @@ pub fn command_info_cmd(_ctx: &mut Ctx<'_>, argv: &[&[u8]]) -> Reply {
 /// COMMAND DOCS [command-name ...]
 pub fn command_docs(_ctx: &mut Ctx<'_>, argv: &[&[u8]]) -> Reply {
     if argv.len() == 2 {
-        return Reply::Map(super::docs::all());
+        return Reply::Map(crate::catalog::docs::all());
     }
     Reply::Map(
         argv[2..]
@@ -141,7 +117,7 @@ pub fn command_docs(_ctx: &mut Ctx<'_>, argv: &[&[u8]]) -> Reply {
             .map(|command| {
                 (
                     Reply::bulk(command.name.as_bytes()),
-                    super::docs::reply(command),
+                    crate::catalog::docs::reply(command),
                 )
             })
             .collect(),
@@ -156,14 +132,14 @@ pub fn command_getkeys(_ctx: &mut Ctx<'_>, argv: &[&[u8]]) -> Reply {
         Err(_) => return Reply::error("ERR Invalid command specified"),
     };
     // Redis's order: keys at all, then arity, then the keys of this call.
-    let counted = super::table::counted_keys(command.name);
+    let counted = crate::catalog::counted_keys(command.name);
     // Redis's doesCommandHaveKeys: shard channels are in key specs flagged
     // not_key, routed like keys but not keys.
-    let only_channels = super::docs::lookup(command.name).is_some_and(|doc| {
-        doc.key_specs
-            .iter()
-            .all(|spec| spec.flags.contains(&"not_key"))
-    });
+    let only_channels = command
+        .doc
+        .key_specs
+        .iter()
+        .all(|spec| spec.flags.contains(&"not_key"));
     if (command.keys.first <= 0 && counted.is_none()) || only_channels {
         return Reply::error("ERR The command has no key arguments");
     }
@@ -182,23 +158,6 @@ pub fn command_getkeys(_ctx: &mut Ctx<'_>, argv: &[&[u8]]) -> Reply {
             .map(|i| Reply::bulk(target[i]))
             .collect(),
     )
-}
-
-/// C's `atoi`: leading blanks, a sign, digits; 0 when there are none.
-pub(super) fn c_atoi(bytes: &[u8]) -> i64 {
-    let text = bytes.trim_ascii_start();
-    let (negative, digits) = match text.first() {
-        Some(b'-') => (true, &text[1..]),
-        Some(b'+') => (false, &text[1..]),
-        _ => (false, text),
-    };
-    let mut value: i64 = 0;
-    for &d in digits.iter().take_while(|d| d.is_ascii_digit()) {
-        value = value.saturating_mul(10).saturating_add((d - b'0') as i64);
-    }
-    let value = if negative { -value } else { value };
-    // atoi returns an int.
-    value.clamp(i32::MIN as i64, i32::MAX as i64)
 }
 
 /// COMMAND HELP

@@ -7,8 +7,8 @@
 use std::sync::atomic::Ordering;
 
 use super::connection::REDIS_VERSION;
-use super::table::registry;
 use super::Ctx;
+use crate::catalog::registry;
 use crate::config::MAXMEMORY_POLICY;
 use crate::resp::Reply;
 use crate::store::shard::LookupCounts;

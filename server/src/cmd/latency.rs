@@ -2,8 +2,8 @@
 //! Redis 7.0's replies; the measurements live in `crate::latency`.
 
 use super::server::help_reply;
-use super::table::{registry, Command};
 use super::Ctx;
+use crate::catalog::{registry, Command};
 use crate::latency::{self, DoctorSettings};
 use crate::resp::Reply;
 

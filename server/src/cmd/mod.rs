@@ -1,10 +1,12 @@
-//! Commands: the table, the dispatcher and one file per command family.
+//! Commands: the dispatcher, the handler bindings (`handlers.rs`) and one
+//! file per command family. What a command *is* (arity, flags, keys, docs)
+//! is the catalog's (`crate::catalog`); this module is how it runs.
 //!
 //! Handlers are plain synchronous functions `fn(&mut Ctx, &[&[u8]]) -> Reply`.
 //! They see the arguments (argv[0] is the command name) and the shared state,
 //! never a socket, so the connection loop, MULTI/EXEC and scripts can all run
 //! the same code. Arity, authentication and the maxmemory check happen once,
-//! in [`dispatch`], from the table; handlers never count their arguments
+//! in [`dispatch`], from the catalog; handlers never count their arguments
 //! against the arity.
 
 pub mod acl;
@@ -16,9 +18,8 @@ pub mod collection;
 pub mod command;
 pub mod config;
 pub mod connection;
-pub mod docs;
-mod docs_data;
 pub mod error;
+pub mod handlers;
 pub mod hash;
 pub mod info;
 pub mod keys;
@@ -28,25 +29,25 @@ pub mod memory;
 pub mod migrate;
 pub mod multi;
 pub mod persistence;
+pub mod propagate;
 pub mod pubsub;
 mod routing;
 pub mod scripting;
 pub mod server;
 pub mod set;
 pub mod string;
-pub mod subcommands;
-pub mod table;
 pub mod zset;
 
 use std::sync::atomic::Ordering;
 
+use crate::catalog::{flags, registry, Command};
 use crate::cluster::Access;
 use crate::resp::Reply;
 use crate::state::Shared;
 use crate::store::{Db, KeyRef, MultiLock, ShardGuard, ShardLender};
 pub use client_state::{error_code, BatchStats, ClientState, ErrorCounts};
+pub use handlers::Handler;
 use routing::{is_cluster_redirection, routed, slot_gate};
-use table::{flags, registry, Command};
 
 /// What a handler can reach.
 pub struct Ctx<'a> {
@@ -127,7 +128,7 @@ impl<'a> Ctx<'a> {
     }
 }
 
-/// Resolves argv to a table row and its stats index: the command, or its
+/// Resolves argv to a catalog row and its index: the command, or its
 /// subcommand for container commands such as CONFIG. Errors are the replies
 /// Redis gives.
 pub fn resolve(argv: &[&[u8]]) -> Result<&'static Command, Reply> {
@@ -457,12 +458,13 @@ fn over_maxmemory(ctx: &Ctx<'_>, argv: &[&[u8]]) -> bool {
 /// transaction or script, its change is kept for the enclosing run to
 /// append.
 #[inline]
-fn call(ctx: &mut Ctx<'_>, command: &'static Command, argv: &[&[u8]]) -> Reply {
+fn call(ctx: &mut Ctx<'_>, index: usize, command: &'static Command, argv: &[&[u8]]) -> Reply {
+    let handler = handlers::handler(index);
     if command.flags & flags::WRITE == 0 || !ctx.shared.store.feed().active() {
-        return (command.handler)(ctx, argv);
+        return handler(ctx, argv);
     }
-    if crate::persistence::aof::inside_run(ctx) {
-        let reply = (command.handler)(ctx, argv);
+    if propagate::inside_run(ctx) {
+        let reply = handler(ctx, argv);
         record_change(ctx, command, argv, &reply);
         return reply;
     }
@@ -483,7 +485,7 @@ fn call(ctx: &mut Ctx<'_>, command: &'static Command, argv: &[&[u8]]) -> Reply {
         now_ms: ctx.now_ms,
         held: Some(&held),
     };
-    let reply = (command.handler)(&mut inner, argv);
+    let reply = handler(&mut inner, argv);
     // The shards of a command's keys are all it touches (commands that
     // reach further take every shard above), so nothing can have gone to
     // a stand-in shard.
@@ -493,19 +495,19 @@ fn call(ctx: &mut Ctx<'_>, command: &'static Command, argv: &[&[u8]]) -> Reply {
         command.name
     );
     record_change(&mut inner, command, argv, &reply);
-    crate::persistence::aof::append_pending(&mut inner);
+    propagate::append_pending(&mut inner);
     drop(held);
     reply
 }
 
 /// Keeps what a write command that succeeded propagates (see
-/// `crate::persistence::aof::propagate`).
+/// `propagate.rs`).
 fn record_change(ctx: &mut Ctx<'_>, command: &Command, argv: &[&[u8]], reply: &Reply) {
     if reply.is_error() {
         return;
     }
     let db = ctx.client.db;
-    for change in crate::persistence::aof::propagate::propagated(command, argv, reply, ctx.now_ms) {
+    for change in propagate::propagated(command, argv, reply, ctx.now_ms) {
         ctx.client.propagated.push((db, change));
     }
 }
@@ -552,11 +554,11 @@ fn check_and_call(
         .then(|| crate::tracking::WriterGuard::enter(ctx.client.info.id));
     let reply;
     let usec = if ctx.held.is_some() {
-        reply = call(ctx, command, argv);
+        reply = call(ctx, index, command, argv);
         0
     } else {
         let started = crate::latency::monotonic_ns();
-        reply = call(ctx, command, argv);
+        reply = call(ctx, index, command, argv);
         let ns = crate::latency::monotonic_ns().saturating_sub(started);
         let stats = &ctx.shared.stats;
         if stats.latency_tracking.load(Ordering::Relaxed) {

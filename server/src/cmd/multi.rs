@@ -20,8 +20,8 @@
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
-use super::table::{flags, Command};
 use super::{dispatch, ClientState, Ctx};
+use crate::catalog::{flags, Command};
 use crate::resp::Reply;
 use crate::state::Shared;
 use crate::store::HeldShards;
@@ -254,7 +254,7 @@ pub fn exec(ctx: &mut Ctx<'_>, _argv: &[&[u8]]) -> Reply {
         replies.push(dispatch(&mut inner, argv));
     }
     // The transaction's changes reach the feed while its shards are held.
-    crate::persistence::aof::append_pending(ctx);
+    super::propagate::append_pending(ctx);
     drop(held);
     unwatch_all(ctx);
     Reply::Array(replies)

@@ -2,12 +2,14 @@
 //! RDB format (see `crate::persistence`).
 
 use std::sync::atomic::Ordering;
+use std::sync::Arc;
 
 use super::args::{is, parse_i64};
 use super::error;
-use super::Ctx;
+use super::{ClientState, Ctx};
 use crate::persistence::{self, snapshot};
 use crate::resp::Reply;
+use crate::state::{ClientInfo, Shared};
 
 /// The encodings DUMP and snapshots write: Redis 7.0's thresholds, LZF
 /// as `rdbcompression` says.
@@ -265,4 +267,28 @@ pub fn replconf(_ctx: &mut Ctx<'_>, argv: &[&[u8]]) -> Reply {
         }
     }
     Reply::Ok
+}
+/// The append-only file's replay client: each logged command goes
+/// straight to its handler, as Redis's loader calls `cmd->proc` (none of
+/// the checks meant for clients; the reply is dropped), at the replay
+/// clock, before every deadline. `Err` for a command tally does not have.
+pub fn aof_replayer(shared: &Shared) -> impl FnMut(&[&[u8]]) -> Result<(), ()> + '_ {
+    let info = Arc::new(ClientInfo::new(
+        u64::MAX,
+        ([0, 0, 0, 0], 0).into(),
+        ([0, 0, 0, 0], 0).into(),
+        0,
+    ));
+    let mut client = ClientState::new(info, true);
+    move |argv| {
+        let (index, _) = super::resolve_indexed(argv).map_err(|_| ())?;
+        let mut ctx = Ctx {
+            shared,
+            client: &mut client,
+            now_ms: persistence::aof::load::REPLAY_NOW_MS,
+            held: None,
+        };
+        let _ = super::handlers::handler(index)(&mut ctx, argv);
+        Ok(())
+    }
 }

@@ -14,7 +14,7 @@ use std::sync::Arc;
 
 use crate::store::snapshot::SnapshotMemory;
 
-use crate::cmd::table::{flags, registry};
+use crate::catalog::{flags, registry};
 use crate::stats::Stats;
 
 /// What INFO persistence and LASTSAVE report.

@@ -7,7 +7,7 @@ use mlua::{MultiValue, Value};
 
 use super::undo::UndoLog;
 use super::{convert, RunState};
-use crate::cmd::table::{flags, Command};
+use crate::catalog::{flags, Command};
 use crate::cmd::{self, ClientState, Ctx};
 use crate::state::Shared;
 use crate::store::ShardLender;

@@ -359,7 +359,7 @@ pub fn eval(
                 continue;
             }
             // The effects reach the feed while the script's shards are held.
-            crate::persistence::aof::append_pending(ctx);
+            crate::cmd::propagate::append_pending(ctx);
             break outcome;
         }
     };

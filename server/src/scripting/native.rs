@@ -106,8 +106,8 @@ fn propagate(ctx: &mut Ctx<'_>, changes: impl IntoIterator<Item = Argv>) {
     ctx.client
         .propagated
         .extend(changes.into_iter().map(|argv| (db, argv)));
-    if !crate::persistence::aof::inside_run(ctx) {
-        crate::persistence::aof::append_pending(ctx);
+    if !crate::cmd::propagate::inside_run(ctx) {
+        crate::cmd::propagate::append_pending(ctx);
     }
 }
 
@@ -312,7 +312,7 @@ impl LuaCalls {
     fn get() -> &'static LuaCalls {
         static CALLS: std::sync::OnceLock<LuaCalls> = std::sync::OnceLock::new();
         CALLS.get_or_init(|| {
-            let registry = crate::cmd::table::registry();
+            let registry = crate::catalog::registry();
             let index = |name: &str| registry.index_of(name.as_bytes()).unwrap_or(usize::MAX);
             LuaCalls {
                 get: index("get"),

@@ -10,14 +10,17 @@
 
 use std::path::{Path, PathBuf};
 use std::sync::atomic::Ordering;
-use std::sync::Arc;
 
 use super::manifest::{self, FileInfo, Kind, Manifest};
-use crate::cmd::{ClientState, Ctx};
-use crate::state::{ClientInfo, Shared};
+use crate::state::Shared;
 
 /// The clock a replay runs at: before every deadline.
 pub const REPLAY_NOW_MS: u64 = 0;
+
+/// How a logged command is run: the server's replay client behind a
+/// closure, so that the loader reads files and knows no command. `Err`
+/// for a command the server does not have.
+pub type Replay<'a> = dyn FnMut(&[&[u8]]) -> Result<(), ()> + 'a;
 
 /// What a load will read: the manifest (its files checked to exist).
 pub struct Plan {
@@ -119,7 +122,11 @@ enum Ending {
 
 /// Loads the planned files into the store; returns what was loaded and
 /// the manifest, for the log to be opened with.
-pub fn load(shared: &Shared, plan: Plan) -> Result<(Loaded, Manifest), String> {
+pub fn load(
+    shared: &Shared,
+    plan: Plan,
+    replay: &mut Replay<'_>,
+) -> Result<(Loaded, Manifest), String> {
     let state = &shared.persistence;
     state
         .loading_total_bytes
@@ -138,13 +145,6 @@ pub fn load(shared: &Shared, plan: Plan) -> Result<(Loaded, Manifest), String> {
     let files: Vec<FileInfo> = plan.manifest.files_to_load().into_iter().cloned().collect();
     let mut loaded = Loaded::default();
     let mut progress = 0u64;
-    let client_info = Arc::new(ClientInfo::new(
-        u64::MAX,
-        ([0, 0, 0, 0], 0).into(),
-        ([0, 0, 0, 0], 0).into(),
-        0,
-    ));
-    let mut client = ClientState::new(client_info, true);
     for (index, file) in files.iter().enumerate() {
         let last = index + 1 == files.len();
         let path = appenddir.join(&file.name);
@@ -176,9 +176,9 @@ pub fn load(shared: &Shared, plan: Plan) -> Result<(Loaded, Manifest), String> {
             loaded.base_keys += base.keys;
             start = end;
         }
-        let ending = replay(
+        let ending = replay_file(
             shared,
-            &mut client,
+            replay,
             &data[start..],
             &file.name,
             progress + start as u64,
@@ -306,9 +306,9 @@ fn atoi(text: &[u8]) -> i64 {
 /// in the replay client. A transaction runs at its EXEC; one the file
 /// ends inside is dropped and the file counted as truncated before its
 /// MULTI, as Redis reverts it.
-fn replay(
+fn replay_file(
     shared: &Shared,
-    client: &mut ClientState,
+    replay: &mut Replay<'_>,
     input: &[u8],
     name: &str,
     progress_base: u64,
@@ -342,13 +342,13 @@ fn replay(
             (b"exec", Some(_)) => {
                 let (_, queued) = transaction.take().unwrap_or_default();
                 for argv in &queued {
-                    run(shared, client, argv, name)?;
+                    run(replay, argv, name)?;
                 }
                 loaded.commands += queued.len() as u64;
             }
             (_, Some((_, queued))) => queued.push(argv),
             _ => {
-                run(shared, client, &argv, name)?;
+                run(replay, &argv, name)?;
                 loaded.commands += 1;
             }
         }
@@ -368,30 +368,17 @@ fn replay(
     }
 }
 
-/// Runs one logged command in the replay client, straight to its handler
-/// as Redis's loader calls `cmd->proc` (no checks meant for clients; the
-/// reply is dropped).
-fn run(
-    shared: &Shared,
-    client: &mut ClientState,
-    argv: &[Vec<u8>],
-    file: &str,
-) -> Result<(), String> {
+/// Runs one logged command through `replay` (the server's replay client:
+/// see `cmd::persistence::aof_replayer`); an unknown command stops the load,
+/// as in Redis.
+fn run(replay: &mut Replay<'_>, argv: &[Vec<u8>], file: &str) -> Result<(), String> {
     let args: Vec<&[u8]> = argv.iter().map(Vec::as_slice).collect();
-    let command = crate::cmd::resolve(&args).map_err(|_| {
+    replay(&args).map_err(|()| {
         format!(
             "Unknown command '{}' reading the append only file {file}",
             String::from_utf8_lossy(&argv[0])
         )
-    })?;
-    let mut ctx = Ctx {
-        shared,
-        client,
-        now_ms: REPLAY_NOW_MS,
-        held: None,
-    };
-    let _ = (command.handler)(&mut ctx, &args);
-    Ok(())
+    })
 }
 
 #[cfg(test)]

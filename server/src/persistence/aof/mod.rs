@@ -19,7 +19,6 @@
 
 pub(crate) mod load;
 pub mod manifest;
-pub mod propagate;
 mod rewrite;
 
 use std::fs::{File, OpenOptions};
@@ -30,7 +29,6 @@ use std::sync::Arc;
 
 use parking_lot::Mutex;
 
-use crate::cmd::Ctx;
 use crate::state::Shared;
 use manifest::Manifest;
 
@@ -194,27 +192,6 @@ fn strerror(e: &std::io::Error) -> String {
         Some(at) => text[..at].to_string(),
         None => text,
     }
-}
-
-/// Appends what the commands just run propagated (the client's pending
-/// list) to the change feed as one change. Called with the shard locks of
-/// those commands still held; the position is remembered so the replies
-/// wait for the file.
-pub fn append_pending(ctx: &mut Ctx<'_>) {
-    if ctx.client.propagated.is_empty() {
-        return;
-    }
-    let commands = std::mem::take(&mut ctx.client.propagated);
-    let feed = ctx.shared.store.feed();
-    if feed.active() {
-        ctx.client.aof_offset = feed.append(&commands);
-    }
-}
-
-/// True when a command's changes go to the feed from an enclosing run
-/// (EXEC, a script) rather than by itself.
-pub fn inside_run(ctx: &Ctx<'_>) -> bool {
-    ctx.held.is_some() || ctx.client.in_script
 }
 
 /// Makes what a client's batch changed reach the file before its replies
@@ -492,8 +469,12 @@ pub fn plan(shared: &Shared) -> Result<Option<Plan>, String> {
 
 /// Replays the planned files into the store, then opens the log for
 /// appending.
-pub fn load_and_open(shared: &Shared, plan: Plan) -> Result<load::Loaded, String> {
-    let (loaded, manifest) = load::load(shared, plan)?;
+pub fn load_and_open(
+    shared: &Shared,
+    plan: Plan,
+    replay: &mut load::Replay<'_>,
+) -> Result<load::Loaded, String> {
+    let (loaded, manifest) = load::load(shared, plan, replay)?;
     open_for_append(shared, manifest)?;
     Ok(loaded)
 }

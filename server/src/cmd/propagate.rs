@@ -1,4 +1,5 @@
-//! What a write command puts in the change feed: the command itself, or
+//! What a write command puts in the change feed (which the append-only
+//! file, and a replica's stream, are written from): the command itself, or
 //! the command Redis 7.0 propagates in its place, so that a replay is
 //! exact whenever it runs. Relative times become absolute (`SET ... PXAT`,
 //! `PEXPIREAT`, `RESTORE ... ABSTTL`), a deadline already past becomes
@@ -7,9 +8,31 @@
 //! that changed nothing is left out where its rewrite would not be a
 //! no-op. Everything else is deterministic and goes as it came.
 
-use crate::cmd::table::Command;
+use super::Ctx;
+use crate::catalog::Command;
 use crate::resp::Reply;
 use crate::store::feed::Argv;
+
+/// Appends what the commands just run propagated (the client's pending
+/// list) to the change feed as one change. Called with the shard locks of
+/// those commands still held; the position is remembered so the replies
+/// wait for the file.
+pub fn append_pending(ctx: &mut Ctx<'_>) {
+    if ctx.client.propagated.is_empty() {
+        return;
+    }
+    let commands = std::mem::take(&mut ctx.client.propagated);
+    let feed = ctx.shared.store.feed();
+    if feed.active() {
+        ctx.client.aof_offset = feed.append(&commands);
+    }
+}
+
+/// True when a command's changes go to the feed from an enclosing run
+/// (EXEC, a script) rather than by itself.
+pub fn inside_run(ctx: &Ctx<'_>) -> bool {
+    ctx.held.is_some() || ctx.client.in_script
+}
 
 /// The commands that stand for `argv`, whose reply was `reply` (not an
 /// error), run at `now_ms`.
@@ -238,7 +261,7 @@ fn bulks(reply: &Reply) -> Vec<Vec<u8>> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::cmd::table::registry;
+    use crate::catalog::registry;
 
     fn run(args: &[&str], reply: Reply) -> Vec<Vec<String>> {
         let argv: Vec<&[u8]> = args.iter().map(|a| a.as_bytes()).collect();

@@ -1,9 +1,9 @@
 //! COMMAND DOCS: each command's documentation as Redis 7.0 replies it
 //! (summary, since, group, complexity, doc flags, history, the argument
-//! tree), from Redis's own command files (`docs_data.rs`, generated). This
+//! tree), from Redis's own command files (in the generated catalog). This
 //! is what redis-cli reads to show argument hints while typing and HELP.
 
-use super::table::{registry, Command};
+use super::{registry, Command};
 use crate::resp::Reply;
 
 /// One command's documentation.
@@ -86,14 +86,13 @@ pub enum FindKeys {
 }
 
 /// COMMAND INFO's tips for a command.
-pub fn tips(name: &str) -> Reply {
-    let tips = lookup(name).map_or(&[][..], |doc| doc.tips);
-    Reply::Set(tips.iter().map(|t| bulk(t)).collect())
+pub fn tips(command: &Command) -> Reply {
+    Reply::Set(command.doc.tips.iter().map(|t| bulk(t)).collect())
 }
 
 /// COMMAND INFO's key specs for a command, in Redis's shape.
-pub fn key_specs(name: &str) -> Reply {
-    let specs = lookup(name).map_or(&[][..], |doc| doc.key_specs);
+pub fn key_specs(command: &Command) -> Reply {
+    let specs = command.doc.key_specs;
     let map = |pairs: Vec<(&str, Reply)>| {
         Reply::Map(pairs.into_iter().map(|(k, v)| (bulk(k), v)).collect())
     };
@@ -195,14 +194,6 @@ pub struct DocArg {
     pub arguments: &'static [DocArg],
 }
 
-/// The documentation of a command by full name (`get`, `config|get`).
-pub fn lookup(name: &str) -> Option<&'static CommandDoc> {
-    super::docs_data::DOCS
-        .binary_search_by(|(n, _)| n.cmp(&name))
-        .ok()
-        .map(|at| &super::docs_data::DOCS[at].1)
-}
-
 fn bulk(text: &str) -> Reply {
     Reply::Bulk(text.as_bytes().to_vec())
 }
@@ -210,54 +201,43 @@ fn bulk(text: &str) -> Reply {
 /// A command's COMMAND DOCS entry, its subcommands' included.
 pub fn reply(command: &'static Command) -> Reply {
     let mut map = Vec::new();
-    match lookup(command.name) {
-        Some(doc) => {
-            // Empty is absent, as in Redis's generated table.
-            if !doc.summary.is_empty() {
-                map.push((bulk("summary"), bulk(doc.summary)));
-            }
-            if !doc.since.is_empty() {
-                map.push((bulk("since"), bulk(doc.since)));
-            }
-            map.push((bulk("group"), bulk(doc.group)));
-            if let Some(complexity) = doc.complexity {
-                map.push((bulk("complexity"), bulk(complexity)));
-            }
-            if !doc.doc_flags.is_empty() {
-                map.push((
-                    bulk("doc_flags"),
-                    Reply::Set(doc.doc_flags.iter().map(|f| Reply::status(f)).collect()),
-                ));
-            }
-            if let Some(version) = doc.deprecated_since {
-                map.push((bulk("deprecated_since"), bulk(version)));
-            }
-            if let Some(replacement) = doc.replaced_by {
-                map.push((bulk("replaced_by"), bulk(replacement)));
-            }
-            if !doc.history.is_empty() {
-                map.push((
-                    bulk("history"),
-                    Reply::Set(
-                        doc.history
-                            .iter()
-                            .map(|(version, change)| {
-                                Reply::Array(vec![bulk(version), bulk(change)])
-                            })
-                            .collect(),
-                    ),
-                ));
-            }
-            if !doc.arguments.is_empty() {
-                map.push((bulk("arguments"), arguments(doc.arguments)));
-            }
-        }
-        // A command Redis 7.0 does not have (CLIENT SETINFO): the table's words.
-        None => {
-            map.push((bulk("summary"), bulk(command.summary)));
-            map.push((bulk("since"), bulk(command.since)));
-            map.push((bulk("group"), bulk(&command.group.replace('_', "-"))));
-        }
+    let doc = command.doc;
+    // Empty is absent, as in Redis's generated table.
+    if !doc.summary.is_empty() {
+        map.push((bulk("summary"), bulk(doc.summary)));
+    }
+    if !doc.since.is_empty() {
+        map.push((bulk("since"), bulk(doc.since)));
+    }
+    map.push((bulk("group"), bulk(doc.group)));
+    if let Some(complexity) = doc.complexity {
+        map.push((bulk("complexity"), bulk(complexity)));
+    }
+    if !doc.doc_flags.is_empty() {
+        map.push((
+            bulk("doc_flags"),
+            Reply::Set(doc.doc_flags.iter().map(|f| Reply::status(f)).collect()),
+        ));
+    }
+    if let Some(version) = doc.deprecated_since {
+        map.push((bulk("deprecated_since"), bulk(version)));
+    }
+    if let Some(replacement) = doc.replaced_by {
+        map.push((bulk("replaced_by"), bulk(replacement)));
+    }
+    if !doc.history.is_empty() {
+        map.push((
+            bulk("history"),
+            Reply::Set(
+                doc.history
+                    .iter()
+                    .map(|(version, change)| Reply::Array(vec![bulk(version), bulk(change)]))
+                    .collect(),
+            ),
+        ));
+    }
+    if !doc.arguments.is_empty() {
+        map.push((bulk("arguments"), arguments(doc.arguments)));
     }
     if !command.subcommands.is_empty() {
         map.push((
@@ -322,27 +302,4 @@ pub fn all() -> Vec<(Reply, Reply)> {
         .top_level()
         .map(|command| (bulk(command.name), reply(command)))
         .collect()
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn the_data_is_sorted_for_lookup_and_covers_the_table() {
-        let names: Vec<&str> = super::super::docs_data::DOCS
-            .iter()
-            .map(|(n, _)| *n)
-            .collect();
-        let mut sorted = names.clone();
-        sorted.sort_unstable();
-        assert_eq!(names, sorted);
-        for command in registry().all() {
-            assert!(
-                lookup(command.name).is_some() || command.name == "client|setinfo",
-                "{} has no docs: run tools/gen_command_docs.py",
-                command.name
-            );
-        }
-    }
 }

@@ -18,7 +18,7 @@ use indexmap::IndexSet;
 use parking_lot::RwLock;
 use tokio::sync::mpsc;
 
-use crate::cmd::args::glob_match;
+use crate::glob::glob_match;
 use crate::resp::Reply;
 use crate::state::ClientInfo;
 

@@ -157,7 +157,7 @@ fn logged_argv(argv: &[&[u8]]) -> Vec<Vec<u8>> {
 /// Arguments Redis replaces with `(redacted)` before logging: passwords of
 /// AUTH and HELLO ... AUTH, and the value of CONFIG SET requirepass.
 fn redacted_positions(argv: &[&[u8]]) -> Vec<usize> {
-    use crate::cmd::args::is;
+    use crate::util::is;
     let Some(name) = argv.first() else {
         return Vec::new();
     };

@@ -103,7 +103,7 @@ impl Stats {
     }
 
     /// Adds one batch's error replies.
-    pub fn add_errors(&self, errors: &mut crate::cmd::ErrorCounts) {
+    pub fn add_errors(&self, errors: &mut ErrorCounts) {
         self.total_error_replies
             .fetch_add(std::mem::take(&mut errors.total), Ordering::Relaxed);
         let mut table = self.errorstats.lock();
@@ -242,6 +242,48 @@ pub async fn run_sampler(shared: std::sync::Arc<crate::state::Shared>) {
     }
 }
 
+/// Error replies counted during one batch, by error code.
+#[derive(Default)]
+pub struct ErrorCounts {
+    /// Every error reply.
+    pub total: u64,
+    /// (code, count); a short list, since a batch rarely fails in many ways.
+    pub by_code: Vec<(Vec<u8>, u64)>,
+}
+
+impl ErrorCounts {
+    /// Counts one error reply (its text without the leading `-`).
+    pub fn count(&mut self, text: &[u8]) {
+        let code = error_code(text);
+        self.total += 1;
+        match self.by_code.iter_mut().find(|(c, _)| c == code) {
+            Some((_, n)) => *n += 1,
+            None => self.by_code.push((code.to_vec(), 1)),
+        }
+    }
+
+    /// Adds `other`'s counts.
+    pub fn merge(&mut self, other: ErrorCounts) {
+        self.total += other.total;
+        for (code, count) in other.by_code {
+            match self.by_code.iter_mut().find(|(c, _)| *c == code) {
+                Some((_, n)) => *n += count,
+                None => self.by_code.push((code, count)),
+            }
+        }
+    }
+}
+
+/// The error code INFO errorstats files an error under, as Redis's
+/// afterErrorReply finds it: the first word when a space ends it within
+/// the first 31 bytes, else `ERR`.
+pub fn error_code(text: &[u8]) -> &[u8] {
+    match text.iter().take(31).position(|&b| b == b' ') {
+        Some(end) => &text[..end],
+        None => b"ERR",
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -262,7 +304,7 @@ mod tests {
     #[test]
     fn error_codes_are_capped() {
         let stats = Stats::new(1);
-        let mut errors = crate::cmd::ErrorCounts::default();
+        let mut errors = ErrorCounts::default();
         for i in 0..ERRORSTATS_MAX_CODES + 5 {
             errors.count(format!("E{i} boom").as_bytes());
         }

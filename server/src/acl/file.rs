@@ -16,7 +16,7 @@ pub fn parse_user(words: &[Vec<u8>]) -> Result<User, String> {
     }
     let mut user = User::new(&name);
     let rules: Vec<&[u8]> = rules.iter().map(Vec::as_slice).collect();
-    crate::cmd::acl::apply_rules(&mut user, &rules)?;
+    super::user::apply_rules(&mut user, &rules)?;
     Ok(user)
 }
 

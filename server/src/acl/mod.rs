@@ -97,7 +97,8 @@ pub enum Context {
 }
 
 impl Context {
-    fn name(self) -> &'static str {
+    /// The name ACL LOG gives the context (`toplevel`, `multi`, `lua`).
+    pub fn name(self) -> &'static str {
         match self {
             Context::TopLevel => "toplevel",
             Context::Multi => "multi",
@@ -351,57 +352,6 @@ fn check_selector(
         }
     }
     Ok(())
-}
-
-/// Reads the client's user again after a change to the users; a user
-/// that was deleted leaves the client able to run nothing (ACL DELUSER
-/// also closes its connections).
-pub fn refresh_user(ctx: &mut crate::cmd::Ctx<'_>) {
-    let acl = &ctx.shared.acl;
-    let generation = acl.generation();
-    let name = ctx.client.user.name.clone();
-    ctx.client.user = acl
-        .user(&name)
-        .unwrap_or_else(|| Arc::new(User::new(&name)));
-    ctx.client.acl_generation = generation;
-}
-
-/// Logs a refused command in ACL LOG: the command's name, or the key or
-/// channel refused; a script's refusals name the client that ran it.
-pub fn log_denial(
-    ctx: &crate::cmd::Ctx<'_>,
-    user: &User,
-    command: &Command,
-    argv: &[&[u8]],
-    denied: Denied,
-    context: Context,
-) {
-    let (reason, object) = match denied {
-        Denied::Command => ("command", command.name.as_bytes().to_vec()),
-        Denied::Key(at) => ("key", argv[at].to_vec()),
-        Denied::Channel(at) => ("channel", argv[at].to_vec()),
-    };
-    log_event(ctx, &user.name, reason, object, context);
-}
-
-/// Adds an event to ACL LOG for the calling client.
-pub fn log_event(
-    ctx: &crate::cmd::Ctx<'_>,
-    username: &str,
-    reason: &'static str,
-    object: Vec<u8>,
-    context: Context,
-) {
-    let now_ms = ctx.shared.clock.now_ms();
-    ctx.shared.acl.log(LogEntry {
-        count: 1,
-        reason,
-        context: context.name(),
-        object,
-        username: username.to_string(),
-        created_ms: now_ms,
-        client_info: crate::cmd::client::describe(&ctx.client.info, now_ms, 0),
-    });
 }
 
 /// The user a new connection starts as (the default user) and the

@@ -281,6 +281,26 @@ pub fn merge_selector_arguments(args: &[&[u8]]) -> Result<Vec<Vec<u8>>, usize> {
     }
 }
 
+/// Applies `rules` (selectors may span arguments) with Redis's errors.
+pub fn apply_rules(user: &mut User, rules: &[&[u8]]) -> Result<(), String> {
+    let merged = merge_selector_arguments(rules).map_err(|at| {
+        format!(
+            "Unmatched parenthesis in acl selector starting at '{}'.",
+            String::from_utf8_lossy(rules[at])
+        )
+    })?;
+    for rule in &merged {
+        user.apply(rule).map_err(|e| {
+            format!(
+                "Error in ACL SETUSER modifier '{}': {}",
+                String::from_utf8_lossy(rule),
+                e.text()
+            )
+        })?;
+    }
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

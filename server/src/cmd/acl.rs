@@ -4,12 +4,66 @@
 use super::args::parse_i64;
 use super::server::help_reply;
 use super::{error, Ctx};
+use std::sync::Arc;
+
 use crate::acl::user::{self, User, CATEGORIES};
-use crate::catalog::registry;
+use crate::acl::{Context, Denied, LogEntry};
+use crate::catalog::{registry, Command};
 use crate::resp::Reply;
 
 fn bulk(text: impl Into<Vec<u8>>) -> Reply {
     Reply::Bulk(text.into())
+}
+
+/// Reads the client's user again after a change to the users; a user
+/// that was deleted leaves the client able to run nothing (ACL DELUSER
+/// also closes its connections).
+pub fn refresh_user(ctx: &mut Ctx<'_>) {
+    let acl = &ctx.shared.acl;
+    let generation = acl.generation();
+    let name = ctx.client.user.name.clone();
+    ctx.client.user = acl
+        .user(&name)
+        .unwrap_or_else(|| Arc::new(User::new(&name)));
+    ctx.client.acl_generation = generation;
+}
+
+/// Logs a refused command in ACL LOG: the command's name, or the key or
+/// channel refused; a script's refusals name the client that ran it.
+pub fn log_denial(
+    ctx: &Ctx<'_>,
+    user: &User,
+    command: &Command,
+    argv: &[&[u8]],
+    denied: Denied,
+    context: Context,
+) {
+    let (reason, object) = match denied {
+        Denied::Command => ("command", command.name.as_bytes().to_vec()),
+        Denied::Key(at) => ("key", argv[at].to_vec()),
+        Denied::Channel(at) => ("channel", argv[at].to_vec()),
+    };
+    log_event(ctx, &user.name, reason, object, context);
+}
+
+/// Adds an event to ACL LOG for the calling client.
+pub fn log_event(
+    ctx: &Ctx<'_>,
+    username: &str,
+    reason: &'static str,
+    object: Vec<u8>,
+    context: Context,
+) {
+    let now_ms = ctx.shared.clock.now_ms();
+    ctx.shared.acl.log(LogEntry {
+        count: 1,
+        reason,
+        context: context.name(),
+        object,
+        username: username.to_string(),
+        created_ms: now_ms,
+        client_info: super::client::describe(&ctx.client.info, now_ms, 0),
+    });
 }
 
 /// ACL SETUSER username [rule ...]: all rules or none, as Redis applies
@@ -34,7 +88,7 @@ pub fn set_user(ctx: &Ctx<'_>, name: &str, rules: &[&[u8]]) -> Result<(), String
         .user(name)
         .map(|u| (*u).clone())
         .unwrap_or_else(|| User::new(name));
-    apply_rules(&mut changed, rules)?;
+    user::apply_rules(&mut changed, rules)?;
     let before = acl.user(name);
     let channels_narrowed = before.is_some_and(|old| {
         let channels = |u: &User| {
@@ -58,26 +112,6 @@ pub fn set_user(ctx: &Ctx<'_>, name: &str, rules: &[&[u8]]) -> Result<(), String
                 client.kill();
             }
         }
-    }
-    Ok(())
-}
-
-/// Applies `rules` (selectors may span arguments) with Redis's errors.
-pub fn apply_rules(user: &mut User, rules: &[&[u8]]) -> Result<(), String> {
-    let merged = user::merge_selector_arguments(rules).map_err(|at| {
-        format!(
-            "Unmatched parenthesis in acl selector starting at '{}'.",
-            String::from_utf8_lossy(rules[at])
-        )
-    })?;
-    for rule in &merged {
-        user.apply(rule).map_err(|e| {
-            format!(
-                "Error in ACL SETUSER modifier '{}': {}",
-                String::from_utf8_lossy(rule),
-                e.text()
-            )
-        })?;
     }
     Ok(())
 }

@@ -10,6 +10,7 @@ use super::{multi, routing};
 use crate::catalog::{registry, Command};
 use crate::resp::Protocol;
 use crate::state::{ClientInfo, Shared};
+use crate::stats::ErrorCounts;
 
 /// A connection's own state, owned by its connection task.
 pub struct ClientState {
@@ -225,47 +226,5 @@ impl BatchStats {
                 .lua_runs
                 .fetch_add(std::mem::take(&mut self.lua_script_runs), Ordering::Relaxed);
         }
-    }
-}
-
-/// Error replies counted during one batch, by error code.
-#[derive(Default)]
-pub struct ErrorCounts {
-    /// Every error reply.
-    pub total: u64,
-    /// (code, count); a short list, since a batch rarely fails in many ways.
-    pub by_code: Vec<(Vec<u8>, u64)>,
-}
-
-impl ErrorCounts {
-    /// Counts one error reply (its text without the leading `-`).
-    pub fn count(&mut self, text: &[u8]) {
-        let code = error_code(text);
-        self.total += 1;
-        match self.by_code.iter_mut().find(|(c, _)| c == code) {
-            Some((_, n)) => *n += 1,
-            None => self.by_code.push((code.to_vec(), 1)),
-        }
-    }
-
-    /// Adds `other`'s counts.
-    pub fn merge(&mut self, other: ErrorCounts) {
-        self.total += other.total;
-        for (code, count) in other.by_code {
-            match self.by_code.iter_mut().find(|(c, _)| *c == code) {
-                Some((_, n)) => *n += count,
-                None => self.by_code.push((code, count)),
-            }
-        }
-    }
-}
-
-/// The error code INFO errorstats files an error under, as Redis's
-/// afterErrorReply finds it: the first word when a space ends it within
-/// the first 31 bytes, else `ERR`.
-pub fn error_code(text: &[u8]) -> &[u8] {
-    match text.iter().take(31).position(|&b| b == b' ') {
-        Some(end) => &text[..end],
-        None => b"ERR",
     }
 }

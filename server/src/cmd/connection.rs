@@ -7,10 +7,6 @@ use super::error;
 use super::Ctx;
 use crate::resp::{Protocol, Reply};
 
-/// The version string clients see (`HELLO`, `INFO server`): tally speaks the
-/// Redis 7.0 protocol and command set, so it reports the 7.0 line.
-pub const REDIS_VERSION: &str = "7.0.15";
-
 /// PING [message]
 pub fn ping(ctx: &mut Ctx<'_>, argv: &[&[u8]]) -> Reply {
     if argv.len() <= 2
@@ -98,7 +94,7 @@ fn authenticate(
             } else {
                 crate::acl::Context::TopLevel
             };
-            crate::acl::log_event(ctx, &name, "auth", command.to_vec(), context);
+            super::acl::log_event(ctx, &name, "auth", command.to_vec(), context);
             Err(Reply::error(error::WRONGPASS))
         }
     }
@@ -209,7 +205,7 @@ pub fn hello(ctx: &mut Ctx<'_>, argv: &[&[u8]]) -> Reply {
         (Reply::bulk(b"server"), Reply::bulk(b"redis")),
         (
             Reply::bulk(b"version"),
-            Reply::bulk(REDIS_VERSION.as_bytes()),
+            Reply::bulk(crate::catalog::REDIS_VERSION.as_bytes()),
         ),
         (Reply::bulk(b"proto"), Reply::Int(proto)),
         (Reply::bulk(b"id"), Reply::Int(ctx.client.info.id as i64)),

@@ -6,9 +6,9 @@
 
 use std::sync::atomic::Ordering;
 
-use super::connection::REDIS_VERSION;
 use super::Ctx;
 use crate::catalog::registry;
+use crate::catalog::REDIS_VERSION;
 use crate::config::MAXMEMORY_POLICY;
 use crate::resp::Reply;
 use crate::store::shard::LookupCounts;

@@ -44,8 +44,9 @@ use crate::catalog::{flags, registry, Command};
 use crate::cluster::Access;
 use crate::resp::Reply;
 use crate::state::Shared;
+pub use crate::stats::{error_code, ErrorCounts};
 use crate::store::{Db, KeyRef, MultiLock, ShardGuard, ShardLender};
-pub use client_state::{error_code, BatchStats, ClientState, ErrorCounts};
+pub use client_state::{BatchStats, ClientState};
 pub use handlers::Handler;
 use routing::{is_cluster_redirection, routed, slot_gate};
 
@@ -171,7 +172,7 @@ pub fn arity_ok(arity: i32, argc: usize) -> bool {
 /// check, then the handler, with statistics.
 pub fn dispatch(ctx: &mut Ctx<'_>, argv: &[&[u8]]) -> Reply {
     if ctx.client.acl_generation != ctx.shared.acl.generation() {
-        crate::acl::refresh_user(ctx);
+        acl::refresh_user(ctx);
     }
     let (index, command) = match resolve_indexed(argv) {
         Ok(found) => found,
@@ -343,7 +344,7 @@ fn permitted(
         } else {
             crate::acl::Context::TopLevel
         };
-        crate::acl::log_denial(ctx, user, command, argv, denied, context);
+        acl::log_denial(ctx, user, command, argv, denied, context);
         if ctx.held.is_some() {
             // Run by EXEC: the rules changed since it was queued.
             denied.exec_error()

@@ -1,20 +1,10 @@
 //! String and counter commands: GET SET and friends, the INCR family, ranges.
 
-use super::args::{int_arg, is, parse_i64};
+use super::args::{int_arg, is};
 use super::error;
 use super::Ctx;
 use crate::resp::Reply;
 use crate::store::{Entry, ShardData, ValueRef};
-
-/// The stored form of a string: Redis keeps a string that is the canonical
-/// form of a 64-bit integer as the integer, and so do we (INCR then never
-/// parses or formats text).
-pub fn stored(bytes: &[u8]) -> ValueRef<'_> {
-    match parse_i64(bytes) {
-        Some(n) => ValueRef::Int(n),
-        None => ValueRef::Str(bytes),
-    }
-}
 
 /// The reply for a stored string (WRONGTYPE for a collection).
 pub fn reply_value(value: ValueRef<'_>) -> Reply {
@@ -191,11 +181,11 @@ pub fn write_string(
         Deadline::Keep => shard.get(key, now_ms).map(|e| e.expire_at()).unwrap_or(0),
     };
     if let Some(mut entry) = shard.get_mut(key, now_ms) {
-        entry.set_value(stored(value));
+        entry.set_value(ValueRef::string(value));
         entry.set_expire_at(expire_at);
         return;
     }
-    shard.set(key, stored(value), expire_at, now_ms);
+    shard.set(key, ValueRef::string(value), expire_at, now_ms);
 }
 
 /// SET key value [NX | XX] [GET] [EX seconds | PX milliseconds |
@@ -252,7 +242,7 @@ pub fn setnx(ctx: &mut Ctx<'_>, argv: &[&[u8]]) -> Reply {
     if shard.contains(key, ctx.now_ms) {
         return Reply::Int(0);
     }
-    shard.set(key, stored(argv[2]), 0, ctx.now_ms);
+    shard.set(key, ValueRef::string(argv[2]), 0, ctx.now_ms);
     Reply::Int(1)
 }
 
@@ -486,7 +476,7 @@ pub fn append(ctx: &mut Ctx<'_>, argv: &[&[u8]]) -> Reply {
             Err(reply) => return reply,
         },
         None => {
-            shard.set(key, stored(argv[2]), 0, ctx.now_ms);
+            shard.set(key, ValueRef::string(argv[2]), 0, ctx.now_ms);
             return Reply::Int(argv[2].len() as i64);
         }
     };

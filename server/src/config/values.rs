@@ -71,7 +71,7 @@ pub(super) fn redis_number(text: &str, memory: bool, range: Range) -> Result<i12
     let raw: i64 = if memory {
         memtoull(text).ok_or("argument must be a memory value")? as i64
     } else {
-        crate::cmd::args::parse_i64(text.as_bytes())
+        crate::number::parse_i64(text.as_bytes())
             .ok_or("argument couldn't be parsed into an integer")?
     };
     match range {

@@ -28,7 +28,7 @@ pub fn to_rdb(value: ValueRef<'_>) -> Value {
 pub fn from_rdb(value: Value, limits: &Encodings) -> Option<OwnedValue> {
     let object = match value {
         // Integers are stored as numbers, as SET stores them.
-        Value::String(bytes) => return Some(OwnedValue::of(crate::cmd::string::stored(&bytes))),
+        Value::String(bytes) => return Some(OwnedValue::of(ValueRef::string(&bytes))),
         Value::List(items) => {
             let mut list = List::default();
             for item in &items {

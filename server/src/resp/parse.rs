@@ -89,7 +89,7 @@ fn find_cr(buf: &[u8], from: usize) -> Option<usize> {
 
 /// Parses a header integer strictly, as Redis's string2ll does.
 fn parse_header_int(bytes: &[u8]) -> Option<i64> {
-    crate::cmd::args::parse_i64(bytes)
+    crate::number::parse_i64(bytes)
 }
 
 /// Frames the command at the start of `buf`, resuming from `resume` (which

@@ -238,7 +238,7 @@ fn run_command(
                 held: None,
             };
             let user = ctx.client.user.clone();
-            crate::acl::log_denial(
+            crate::cmd::acl::log_denial(
                 &ctx,
                 &user,
                 command,

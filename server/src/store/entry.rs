@@ -61,6 +61,18 @@ pub enum ValueRef<'a> {
     Obj(&'a Object),
 }
 
+impl<'a> ValueRef<'a> {
+    /// A string as it is stored: Redis keeps a string that is the
+    /// canonical form of a 64-bit integer as the integer, and so do we
+    /// (INCR then never parses or formats text).
+    pub fn string(bytes: &'a [u8]) -> ValueRef<'a> {
+        match crate::number::parse_i64(bytes) {
+            Some(n) => ValueRef::Int(n),
+            None => ValueRef::Str(bytes),
+        }
+    }
+}
+
 impl PartialEq for ValueRef<'_> {
     fn eq(&self, other: &ValueRef<'_>) -> bool {
         match (self, other) {

@@ -6,7 +6,7 @@ use hashbrown::DefaultHashBuilder;
 use indexmap::IndexSet;
 
 use super::{element_bytes, Encodings};
-use crate::cmd::args::parse_i64;
+use crate::number::parse_i64;
 /// Per-member cost of the index set beyond the element: hash, index slot.
 const MEMBER_OVERHEAD: usize = 16;
 

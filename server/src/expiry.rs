@@ -71,7 +71,7 @@ pub async fn run(shared: Arc<Shared>) {
         }
         let started = std::time::Instant::now();
         sweep_once(&shared);
-        shared.store.tracking().flush_broadcasts();
+        shared.tracking.flush_broadcasts();
         let took_ms = started.elapsed().as_millis() as u64;
         let threshold_ms = shared
             .stats

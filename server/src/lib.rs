@@ -23,6 +23,7 @@
 pub mod acl;
 pub mod allocator;
 pub mod catalog;
+pub mod clients;
 pub mod cluster;
 pub mod cmd;
 pub mod config;

@@ -18,9 +18,9 @@ use indexmap::IndexSet;
 use parking_lot::RwLock;
 use tokio::sync::mpsc;
 
+use crate::clients::ClientInfo;
 use crate::glob::glob_match;
 use crate::resp::Reply;
-use crate::state::ClientInfo;
 
 /// One message on its way to a subscriber.
 #[derive(Debug, Clone)]

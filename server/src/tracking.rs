@@ -327,6 +327,19 @@ fn send(inner: &mut Inner, id: u64, keys: Option<Vec<Bytes>>) {
     }
 }
 
+/// The store tells tracking of every modified key, under the key's shard
+/// lock (see `store::KeyObserver`).
+impl crate::store::KeyObserver for Tracking {
+    #[inline]
+    fn active(&self) -> bool {
+        Tracking::active(self)
+    }
+
+    fn modified(&self, key: &[u8]) {
+        Tracking::modified(self, key)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

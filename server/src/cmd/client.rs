@@ -376,7 +376,7 @@ pub fn client_tracking(ctx: &mut Ctx<'_>, argv: &[&[u8]]) -> Reply {
         }
         j += 1;
     }
-    let tracking = ctx.shared.store.tracking();
+    let tracking = &ctx.shared.tracking;
     if is(argv[2], "off") {
         tracking.disable(ctx.client.info.id);
         ctx.client.tracking = None;
@@ -527,12 +527,7 @@ pub fn client_trackinginfo(ctx: &mut Ctx<'_>, _argv: &[&[u8]]) -> Reply {
             if mode.noloop {
                 flags.push(bulk("noloop"));
             }
-            if ctx
-                .shared
-                .store
-                .tracking()
-                .redirect_broken(ctx.client.info.id)
-            {
+            if ctx.shared.tracking.redirect_broken(ctx.client.info.id) {
                 flags.push(bulk("broken_redirect"));
             }
             let mut prefixes = mode.prefixes.clone();

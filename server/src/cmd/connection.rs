@@ -49,7 +49,7 @@ pub fn reset(ctx: &mut Ctx<'_>, _argv: &[&[u8]]) -> Reply {
     super::multi::unwatch_all(ctx);
     super::pubsub::unsubscribe_all(ctx);
     super::server::stop_monitor(ctx);
-    ctx.shared.store.tracking().disable(ctx.client.info.id);
+    ctx.shared.tracking.disable(ctx.client.info.id);
     ctx.client.tracking = None;
     ctx.client.caching = false;
     ctx.client.reply_off = false;

@@ -269,7 +269,7 @@ fn clients(ctx: &Ctx<'_>) -> Vec<String> {
         ),
         "client_recent_max_output_buffer:0".to_string(),
         "blocked_clients:0".to_string(),
-        format!("tracking_clients:{}", shared.store.tracking().counts().0),
+        format!("tracking_clients:{}", shared.tracking.counts().0),
         "clients_in_timeout_table:0".to_string(),
     ]
 }
@@ -522,7 +522,7 @@ fn stats(ctx: &Ctx<'_>, totals: &ShardTotals) -> Vec<String> {
     let stats = &shared.stats;
     let (input_kbps, output_kbps) = stats.instantaneous.kbps();
     let (channels, patterns) = shared.pubsub.counts();
-    let tracking = shared.store.tracking().counts();
+    let tracking = shared.tracking.counts();
     vec![
         format!(
             "total_connections_received:{}",

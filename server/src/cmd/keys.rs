@@ -575,7 +575,7 @@ pub fn flushdb(ctx: &mut Ctx<'_>, argv: &[&[u8]]) -> Reply {
         shard.clear();
     }
     // As Redis: every tracking client is told everything changed.
-    ctx.shared.store.tracking().flushed();
+    ctx.shared.tracking.flushed();
     Reply::Ok
 }
 
@@ -590,7 +590,7 @@ pub fn flushall(ctx: &mut Ctx<'_>, argv: &[&[u8]]) -> Reply {
             shard.clear();
         }
     }
-    ctx.shared.store.tracking().flushed();
+    ctx.shared.tracking.flushed();
     Reply::Ok
 }
 

@@ -413,10 +413,7 @@ fn track_reads(ctx: &mut Ctx<'_>, command: &Command, argv: &[&[u8]]) {
             .map(|i| argv[i])
             .collect();
         if !keys.is_empty() {
-            ctx.shared
-                .store
-                .tracking()
-                .remember(ctx.client.info.id, &keys);
+            ctx.shared.tracking.remember(ctx.client.info.id, &keys);
         }
     }
     if ctx.client.transaction.is_none() && !command.name.starts_with("client|") {
@@ -549,8 +546,7 @@ fn check_and_call(
     // to mark while nobody tracks.
     let _writer = ctx
         .shared
-        .store
-        .tracking()
+        .tracking
         .active()
         .then(|| crate::tracking::WriterGuard::enter(ctx.client.info.id));
     let reply;

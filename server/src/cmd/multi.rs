@@ -177,7 +177,7 @@ pub fn forget_client(shared: &Shared, client: &mut ClientState) {
     }
     super::pubsub::unsubscribe_all(&mut ctx);
     super::server::stop_monitor(&mut ctx);
-    ctx.shared.store.tracking().forget(ctx.client.info.id);
+    ctx.shared.tracking.forget(ctx.client.info.id);
 }
 
 /// Whether the shards a queued command touches are known from its keys.

@@ -54,8 +54,7 @@ pub fn subscriptions<'c>(ctx: &'c mut Ctx<'_>) -> &'c mut Subscriptions {
     ctx.client.pubsub.get_or_insert_with(|| {
         let subs = Subscriptions::new(info);
         shared
-            .store
-            .tracking()
+            .tracking
             .register_outbox(subs.subscriber.id(), subs.subscriber.clone());
         subs
     })

@@ -576,7 +576,7 @@ fn run_batch(
         client.aof_offset = 0;
     }
     client.batch.flush(shared, client.info.id);
-    shared.store.tracking().flush_broadcasts();
+    shared.tracking.flush_broadcasts();
     next
 }
 

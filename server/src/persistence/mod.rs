@@ -4,10 +4,9 @@
 //! module moves values between it and the store.
 
 pub mod aof;
-mod convert;
 pub mod snapshot;
 
-pub use convert::{from_rdb, to_rdb};
+pub use crate::store::rdb_value::{from_rdb, to_rdb};
 
 use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, Ordering};
 use std::sync::Arc;

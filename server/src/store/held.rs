@@ -189,7 +189,7 @@ mod tests {
 
     #[test]
     fn after_a_conflict_a_shard_freed_later_is_still_not_taken() {
-        let store = Store::new(1, 4);
+        let store = Store::new(1, 4, std::sync::Arc::new(crate::store::NoObserver));
         let held = HeldShards::empty(&store);
         let busy = store.db(0).lock_shard(2);
         assert!(matches!(held.shard(0, 2), ShardGuard::Scratch(_)));

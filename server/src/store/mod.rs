@@ -16,6 +16,7 @@ pub mod entry;
 pub mod feed;
 pub mod held;
 pub mod object;
+pub mod rdb_value;
 pub mod shard;
 pub mod slab;
 pub mod slot_index;
@@ -73,35 +74,50 @@ pub struct Db {
     lock_waits: Box<[AtomicU64]>,
 }
 
+/// Hears of every key a write modifies (set, deleted, expired, flushed
+/// one by one), at the moment of the write and under its shard's lock, so
+/// that nothing between the write and the news can be missed. CLIENT
+/// TRACKING's invalidation table is one; the store knows it only as this.
+pub trait KeyObserver: Send + Sync {
+    /// Whether it listens at all: checked before every notification, so
+    /// an idle observer costs the write path one call.
+    fn active(&self) -> bool;
+    /// `key` was modified.
+    fn modified(&self, key: &[u8]);
+}
+
+/// An observer that hears nothing (a scratch shard's, a store's in tests).
+pub struct NoObserver;
+
+impl KeyObserver for NoObserver {
+    fn active(&self) -> bool {
+        false
+    }
+
+    fn modified(&self, _key: &[u8]) {}
+}
+
 /// Every database of the server.
 pub struct Store {
     dbs: Box<[Db]>,
     hasher: DefaultHashBuilder,
     used_memory: Arc<AtomicIsize>,
-    /// CLIENT TRACKING's table: every shard tells it of modified keys.
-    tracking: Arc<crate::tracking::Tracking>,
     /// The change feed the append-only file is written from.
     feed: Arc<feed::Feed>,
 }
 
 impl Store {
-    /// CLIENT TRACKING's table.
-    pub fn tracking(&self) -> &crate::tracking::Tracking {
-        &self.tracking
-    }
-
     /// The change feed (see [`feed`]).
     pub fn feed(&self) -> &feed::Feed {
         &self.feed
     }
 
     /// A store of `databases` databases with `shards` shards each (rounded up to
-    /// a power of two).
-    pub fn new(databases: usize, shards: usize) -> Store {
+    /// a power of two), whose shards tell `observer` of every modified key.
+    pub fn new(databases: usize, shards: usize, observer: Arc<dyn KeyObserver>) -> Store {
         let shards = shards.max(1).next_power_of_two();
         let hasher = DefaultHashBuilder::default();
         let used_memory = Arc::new(AtomicIsize::new(0));
-        let tracking = Arc::new(crate::tracking::Tracking::default());
         let feed = Arc::new(feed::Feed::default());
         let dbs = (0..databases.max(1))
             .map(|db| Db {
@@ -110,7 +126,7 @@ impl Store {
                         Mutex::new(ShardData::new(
                             hasher.clone(),
                             used_memory.clone(),
-                            tracking.clone(),
+                            observer.clone(),
                             feed.clone(),
                             db,
                         ))
@@ -124,7 +140,6 @@ impl Store {
             dbs,
             hasher,
             used_memory,
-            tracking,
             feed,
         }
     }
@@ -169,7 +184,7 @@ impl Store {
         ShardData::new(
             self.hasher.clone(),
             Arc::new(AtomicIsize::new(0)),
-            Arc::new(crate::tracking::Tracking::default()),
+            Arc::new(NoObserver),
             Arc::new(feed::Feed::default()),
             0,
         )

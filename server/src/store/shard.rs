@@ -35,10 +35,10 @@ pub struct KeyRef<'a> {
 type Watchers = HashMap<Box<[u8]>, Vec<Arc<AtomicBool>>>;
 
 /// Who hears of a shard's modified keys: WATCHing clients (by key) and
-/// CLIENT TRACKING (server-wide).
+/// the store's observer (server-wide: CLIENT TRACKING).
 pub(crate) struct KeyObservers {
     watchers: Option<Box<Watchers>>,
-    tracking: Arc<crate::tracking::Tracking>,
+    observer: Arc<dyn super::KeyObserver>,
     /// The change feed, told of every key that expires here.
     feed: Arc<super::feed::Feed>,
     /// The database this shard belongs to (for the feed's SELECT).
@@ -55,11 +55,11 @@ fn feed_expired(observers: &KeyObservers, key: &[u8]) {
     }
 }
 
-/// Marks the watchers of `key`, if any, and tells tracking.
+/// Marks the watchers of `key`, if any, and tells the observer.
 #[inline]
 fn touch(observers: &KeyObservers, key: &[u8]) {
-    if observers.tracking.active() {
-        observers.tracking.modified(key);
+    if observers.observer.active() {
+        observers.observer.modified(key);
     }
     if let Some(watchers) = &observers.watchers {
         if let Some(flags) = watchers.get(key) {
@@ -98,7 +98,7 @@ pub struct ShardData {
     /// collected the count for INFO's expired_keys.
     expired_uncounted: u64,
     /// WATCHed keys of this shard (`None`, one branch per write, when
-    /// none) and the server's tracking table.
+    /// none) and the store's key observer.
     observers: KeyObservers,
     /// Read lookups that found their key / found nothing (INFO keyspace_hits
     /// and keyspace_misses), counted under the lock the lookup holds anyway.
@@ -221,7 +221,7 @@ impl ShardData {
     pub(crate) fn new(
         hasher: DefaultHashBuilder,
         used_memory: Arc<AtomicIsize>,
-        tracking: Arc<crate::tracking::Tracking>,
+        observer: Arc<dyn super::KeyObserver>,
         feed: Arc<super::feed::Feed>,
         db: usize,
     ) -> ShardData {
@@ -237,7 +237,7 @@ impl ShardData {
             expired_uncounted: 0,
             observers: KeyObservers {
                 watchers: None,
-                tracking,
+                observer,
                 feed,
                 db,
             },

@@ -117,7 +117,7 @@ impl ShardSnapshot {
         out.push(tally_rdb::Entry {
             db: 0,
             key: entry.key().to_vec(),
-            value: crate::persistence::to_rdb(entry.value()),
+            value: super::rdb_value::to_rdb(entry.value()),
             expire_at_ms: (entry.expire_at() != 0).then(|| entry.expire_at()),
         });
     }
@@ -133,7 +133,7 @@ impl ShardSnapshot {
             tally_rdb::encode_entry(
                 out,
                 entry.key(),
-                &crate::persistence::to_rdb(entry.value()),
+                &super::rdb_value::to_rdb(entry.value()),
                 expire,
                 &self.encodings,
             );

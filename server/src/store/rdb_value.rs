@@ -1,10 +1,12 @@
 //! Values between the store ([`ValueRef`] / [`OwnedValue`]) and RDB
-//! ([`tally_rdb::Value`]).
+//! ([`tally_rdb::Value`]): how an entry is encoded in a snapshot, a DUMP
+//! payload or an AOF base, kept beside the entries it encodes so that the
+//! store's own snapshots need nothing above it.
 
 use tally_rdb::Value;
 
-use crate::store::object::{Encodings, Hash, List, Set, ZSet};
-use crate::store::{Object, OwnedValue, ValueRef};
+use super::object::{Encodings, Hash, List, Set, ZSet};
+use super::{Object, OwnedValue, ValueRef};
 
 /// A stored value as RDB holds it.
 pub fn to_rdb(value: ValueRef<'_>) -> Value {

@@ -17,7 +17,8 @@ use bytes::Bytes;
 use parking_lot::{Mutex, RwLock};
 use tokio::sync::mpsc;
 
-use crate::pubsub::{OutputBudget, OutputLimit};
+use crate::config::OutputLimit;
+use crate::pubsub::OutputBudget;
 use crate::state::ClientInfo;
 
 /// One MONITOR client's queue.

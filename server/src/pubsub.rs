@@ -19,6 +19,7 @@ use parking_lot::RwLock;
 use tokio::sync::mpsc;
 
 use crate::clients::ClientInfo;
+use crate::config::OutputLimit;
 use crate::glob::glob_match;
 use crate::resp::Reply;
 
@@ -154,33 +155,6 @@ impl Message {
         };
         (parts + 40) as u64
     }
-}
-
-/// The output-buffer limit of subscribers (`client-output-buffer-limit pubsub`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct OutputLimit {
-    /// Disconnect at once past this many bytes (0 = no limit).
-    pub hard: u64,
-    /// Disconnect when above this for `soft_seconds` (0 = no limit).
-    pub soft: u64,
-    /// How long the soft limit may be exceeded.
-    pub soft_seconds: u64,
-}
-
-impl OutputLimit {
-    /// Redis's default for replicas (and so monitors): 256mb 64mb 60.
-    pub const REPLICA_DEFAULT: OutputLimit = OutputLimit {
-        hard: 256 * 1024 * 1024,
-        soft: 64 * 1024 * 1024,
-        soft_seconds: 60,
-    };
-
-    /// Redis's default for pub/sub clients: 32mb 8mb 60.
-    pub const PUBSUB_DEFAULT: OutputLimit = OutputLimit {
-        hard: 32 * 1024 * 1024,
-        soft: 8 * 1024 * 1024,
-        soft_seconds: 60,
-    };
 }
 
 /// The bytes queued for one connection and not yet written to its socket,

@@ -23,7 +23,8 @@ use bytes::Bytes;
 use hashbrown::HashMap;
 use parking_lot::Mutex;
 
-use crate::pubsub::{Message, OutputLimit, Subscriber};
+use crate::config::OutputLimit;
+use crate::pubsub::{Message, Subscriber};
 
 /// The channel RESP2 clients subscribe to for redirected invalidations.
 pub const INVALIDATE_CHANNEL: &[u8] = b"__redis__:invalidate";

@@ -537,7 +537,7 @@ async fn an_unlogged_write_is_not_acknowledged_under_always() {
     let dir = scratch_dir();
     let server = start_logging(&dir, |c| {
         c.appendonly = false;
-        c.appendfsync = tally_server::persistence::aof::Fsync::Always;
+        c.appendfsync = tally_server::config::Fsync::Always;
     })
     .await;
     let log = appenddir(&dir);

@@ -692,7 +692,7 @@ async fn tally_and_redis_form_a_tls_cluster() {
         port: tally_plain,
         cluster_port: cport,
         cluster_node_timeout: 2000,
-        tls: tally_server::net::tls::TlsSettings {
+        tls: tally_server::config::TlsSettings {
             port: tally_tls,
             cert_file: files.server_cert.clone(),
             key_file: files.server_key.clone(),

@@ -53,7 +53,7 @@ async fn start_tls(files: &TlsFiles, auth: &str) -> (TestServer, u16) {
         c.tls.cert_file = files.server_cert.clone();
         c.tls.key_file = files.server_key.clone();
         c.tls.ca_cert_file = files.ca.clone();
-        c.tls.auth_clients = tally_server::net::tls::ClientAuth::parse(auth).expect("auth");
+        c.tls.auth_clients = tally_server::config::ClientAuth::parse(auth).expect("auth");
     })
     .await;
     (server, port)
@@ -299,11 +299,11 @@ async fn encrypted_keys_are_read_with_their_password() {
             String::from_utf8_lossy(&out.stderr)
         );
     }
-    let settings = |key: &str, pass: &str| tally_server::net::tls::TlsSettings {
+    let settings = |key: &str, pass: &str| tally_server::config::TlsSettings {
         cert_file: files.server_cert.clone(),
         key_file: key.to_string(),
         key_file_pass: pass.to_string(),
-        auth_clients: tally_server::net::tls::ClientAuth::parse("no").expect("auth"),
+        auth_clients: tally_server::config::ClientAuth::parse("no").expect("auth"),
         ..Default::default()
     };
     let build = |key: &str, pass: &str| tally_server::net::tls::build(&settings(key, pass));
@@ -336,7 +336,7 @@ async fn encrypted_keys_are_read_with_their_password() {
         c.tls.cert_file = files.server_cert.clone();
         c.tls.key_file = encrypted.clone();
         c.tls.key_file_pass = "s3cret".into();
-        c.tls.auth_clients = tally_server::net::tls::ClientAuth::parse("no").expect("auth");
+        c.tls.auth_clients = tally_server::config::ClientAuth::parse("no").expect("auth");
     })
     .await;
     assert_eq!(redis_cli(port, &files, false, &["PING"]).1, "PONG");
@@ -367,7 +367,7 @@ fn unsupported_tls_settings_are_refused() {
         ),
         ("SSLv3", "Invalid tls-protocols specified: SSLv3"),
     ] {
-        let settings = tally_server::net::tls::TlsSettings {
+        let settings = tally_server::config::TlsSettings {
             cert_file: files.server_cert.clone(),
             key_file: files.server_key.clone(),
             ca_cert_file: files.ca.clone(),
@@ -499,7 +499,7 @@ fn certificate_errors_name_the_file_and_the_reason() {
     let Some(files) = TlsFiles::generate() else {
         return;
     };
-    let settings = |cert: &str, key: &str| tally_server::net::tls::TlsSettings {
+    let settings = |cert: &str, key: &str| tally_server::config::TlsSettings {
         cert_file: cert.into(),
         key_file: key.into(),
         ca_cert_file: files.ca.clone(),

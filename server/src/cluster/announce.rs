@@ -7,6 +7,7 @@ use std::sync::atomic::Ordering;
 use tally_cluster::node::Node;
 
 use super::Cluster;
+use crate::config::EndpointType;
 
 /// What this node tells the others (and clients) its address is: the
 /// `cluster-announce-*` options applied to its real ports, with
@@ -20,42 +21,7 @@ pub(super) struct Announced {
     hostname: Vec<u8>,
 }
 
-/// `cluster-preferred-endpoint-type`: how MOVED and ASK, CLUSTER SLOTS and
-/// CLUSTER SHARDS name a node (Redis's getPreferredEndpoint).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub enum EndpointType {
-    /// By its IP.
-    #[default]
-    Ip,
-    /// By the hostname it announces (`?` when it announces none).
-    Hostname,
-    /// By nothing: clients reach the slot on the address they asked.
-    UnknownEndpoint,
-}
-
 impl EndpointType {
-    const ALL: [EndpointType; 3] = [
-        EndpointType::Ip,
-        EndpointType::Hostname,
-        EndpointType::UnknownEndpoint,
-    ];
-
-    /// The setting's value.
-    pub fn name(self) -> &'static str {
-        match self {
-            EndpointType::Ip => "ip",
-            EndpointType::Hostname => "hostname",
-            EndpointType::UnknownEndpoint => "unknown-endpoint",
-        }
-    }
-
-    /// Parses the setting's value (case-insensitive, as Redis's enums).
-    pub fn parse(value: &str) -> Option<EndpointType> {
-        Self::ALL
-            .into_iter()
-            .find(|t| t.name().eq_ignore_ascii_case(value))
-    }
-
     pub(super) fn code(self) -> u8 {
         self as u8
     }

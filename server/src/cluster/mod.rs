@@ -24,7 +24,7 @@ use tally_cluster::node::{Node, Output};
 use tally_cluster::nodes_conf::{Moving, NodesConf};
 use tally_cluster::{NodeName, SLOTS};
 
-pub use announce::EndpointType;
+pub use crate::config::EndpointType;
 use announce::{apply_announced, Announced};
 pub use bus_stats::BusStats;
 pub use routing::{Access, KeysHere, Redirect, Route};

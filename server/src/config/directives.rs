@@ -118,7 +118,7 @@ impl Config {
                     return Err("wrong number of arguments".to_string());
                 }
                 for group in words.chunks_exact(4) {
-                    let limit = crate::pubsub::OutputLimit {
+                    let limit = crate::config::OutputLimit {
                         hard: memory(&group[1])?,
                         soft: memory(&group[2])?,
                         soft_seconds: number(&group[3])?,
@@ -185,11 +185,11 @@ impl Config {
                 self.cluster_announce_hostname = hostname.to_string();
             }
             "cluster-preferred-endpoint-type" => {
-                self.cluster_preferred_endpoint_type = crate::cluster::EndpointType::parse(one()?)
+                self.cluster_preferred_endpoint_type = crate::config::EndpointType::parse(one()?)
                     .ok_or_else(|| {
-                    "argument(s) must be one of the following: ip, hostname, unknown-endpoint"
-                        .to_string()
-                })?
+                        "argument(s) must be one of the following: ip, hostname, unknown-endpoint"
+                            .to_string()
+                    })?
             }
             "cluster-announce-tls-port" => {
                 self.cluster_announce_tls_port = redis(false, Range::Signed(0, 65535))? as u16
@@ -219,7 +219,7 @@ impl Config {
             "tls-ca-cert-dir" => self.tls.ca_cert_dir = one()?.to_string(),
             "tls-auth-clients" => {
                 self.tls.auth_clients =
-                    crate::net::tls::ClientAuth::parse(one()?).ok_or_else(|| {
+                    crate::config::ClientAuth::parse(one()?).ok_or_else(|| {
                         "argument(s) must be one of the following: no, yes, optional".to_string()
                     })?
             }
@@ -356,10 +356,9 @@ impl Config {
                 self.appenddirname = name.to_string()
             }
             "appendfsync" => {
-                self.appendfsync =
-                    crate::persistence::aof::Fsync::parse(one()?).ok_or_else(|| {
-                        "argument(s) must be one of the following: always, everysec, no".to_string()
-                    })?
+                self.appendfsync = crate::config::Fsync::parse(one()?).ok_or_else(|| {
+                    "argument(s) must be one of the following: always, everysec, no".to_string()
+                })?
             }
             "aof-load-truncated" => {
                 self.aof_load_truncated = parse_yes_no(one()?)

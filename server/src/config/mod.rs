@@ -9,8 +9,10 @@
 //! memory and yes/no readers Redis's parameters share in `values`.
 
 mod directives;
+pub mod settings;
 mod values;
 
+pub use settings::{ClientAuth, EndpointType, Fsync, OutputLimit, TlsSettings};
 pub use values::parse_memory;
 
 use std::fmt;
@@ -85,7 +87,7 @@ pub struct Config {
     /// it holds a stream or a function library.
     pub rdb_skip_unsupported: bool,
     /// The `tls-*` options.
-    pub tls: crate::net::tls::TlsSettings,
+    pub tls: crate::config::TlsSettings,
     /// `cluster-enabled`: run as a Redis Cluster node.
     pub cluster_enabled: bool,
     /// `cluster-config-file`: the node's nodes.conf, in `dir`.
@@ -117,7 +119,7 @@ pub struct Config {
     pub cluster_announce_hostname: String,
     /// `cluster-preferred-endpoint-type`: how redirects and CLUSTER SLOTS
     /// name a node.
-    pub cluster_preferred_endpoint_type: crate::cluster::EndpointType,
+    pub cluster_preferred_endpoint_type: crate::config::EndpointType,
     /// `protected-mode`: with no password on the default user, refuse
     /// clients from outside the loopback interface.
     pub protected_mode: bool,
@@ -134,7 +136,7 @@ pub struct Config {
     /// `appenddirname`: the log's directory, inside `dir`.
     pub appenddirname: String,
     /// `appendfsync`: when the log is fsynced.
-    pub appendfsync: crate::persistence::aof::Fsync,
+    pub appendfsync: crate::config::Fsync,
     /// `aof-load-truncated`: a log cut short at its end loads up to its
     /// last whole command.
     pub aof_load_truncated: bool,
@@ -170,9 +172,9 @@ pub struct Config {
     /// `latency-tracking-info-percentiles`: what INFO latencystats reports.
     pub latency_tracking_info_percentiles: Vec<f64>,
     /// `client-output-buffer-limit pubsub <hard> <soft> <seconds>`.
-    pub pubsub_output_limit: crate::pubsub::OutputLimit,
+    pub pubsub_output_limit: crate::config::OutputLimit,
     /// `client-output-buffer-limit replica`: MONITOR clients' limit.
-    pub replica_output_limit: crate::pubsub::OutputLimit,
+    pub replica_output_limit: crate::config::OutputLimit,
 }
 
 impl fmt::Debug for Config {
@@ -234,7 +236,7 @@ impl Default for Config {
             rdbcompression: true,
             rdbchecksum: true,
             rdb_skip_unsupported: false,
-            tls: crate::net::tls::TlsSettings::default(),
+            tls: crate::config::TlsSettings::default(),
             protected_mode: true,
             cluster_enabled: false,
             cluster_config_file: "nodes.conf".to_string(),
@@ -248,14 +250,14 @@ impl Default for Config {
             cluster_announce_bus_port: 0,
             cluster_announce_tls_port: 0,
             cluster_announce_hostname: String::new(),
-            cluster_preferred_endpoint_type: crate::cluster::EndpointType::Ip,
+            cluster_preferred_endpoint_type: crate::config::EndpointType::Ip,
             users: Vec::new(),
             aclfile: String::new(),
             acllog_max_len: 128,
             appendonly: false,
             appendfilename: "appendonly.aof".to_string(),
             appenddirname: "appendonlydir".to_string(),
-            appendfsync: crate::persistence::aof::Fsync::EverySec,
+            appendfsync: crate::config::Fsync::EverySec,
             aof_load_truncated: true,
             auto_aof_rewrite_percentage: 100,
             auto_aof_rewrite_min_size: 64 * 1024 * 1024,
@@ -263,8 +265,8 @@ impl Default for Config {
             aof_rewrite_incremental_fsync: true,
             latency_tracking: true,
             latency_tracking_info_percentiles: vec![50.0, 99.0, 99.9],
-            pubsub_output_limit: crate::pubsub::OutputLimit::PUBSUB_DEFAULT,
-            replica_output_limit: crate::pubsub::OutputLimit::REPLICA_DEFAULT,
+            pubsub_output_limit: crate::config::OutputLimit::PUBSUB_DEFAULT,
+            replica_output_limit: crate::config::OutputLimit::REPLICA_DEFAULT,
         }
     }
 }

@@ -29,43 +29,12 @@ use std::sync::Arc;
 
 use parking_lot::Mutex;
 
+use crate::config::Fsync;
 use crate::state::Shared;
 use manifest::Manifest;
 
 pub use load::Plan;
 pub use rewrite::{bgrewriteaof, start_scheduled_rewrite, RewriteStart};
-
-/// `appendfsync`: when the file is fsynced.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Fsync {
-    /// Before the replies of every batch that wrote are sent.
-    Always,
-    /// Once a second, in the background.
-    EverySec,
-    /// When the kernel decides.
-    No,
-}
-
-impl Fsync {
-    /// The setting's name.
-    pub fn name(self) -> &'static str {
-        match self {
-            Fsync::Always => "always",
-            Fsync::EverySec => "everysec",
-            Fsync::No => "no",
-        }
-    }
-
-    /// Parses the setting's value.
-    pub fn parse(value: &str) -> Option<Fsync> {
-        match value.to_ascii_lowercase().as_str() {
-            "always" => Some(Fsync::Always),
-            "everysec" => Some(Fsync::EverySec),
-            "no" => Some(Fsync::No),
-            _ => None,
-        }
-    }
-}
 
 /// The append-only file's state (one per server).
 pub struct Aof {

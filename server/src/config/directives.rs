@@ -1,435 +1,673 @@
-//! Every directive tally reads, from a file, the command line or CONFIG
-//! SET: [`Config::apply`] is the one table of them.
+//! Every directive tally reads, as one table ([`DIRECTIVES`]): each row is
+//! a parameter's name and aliases, how its value is read (with Redis's
+//! range and error text), how CONFIG GET shows it, whether CONFIG SET may
+//! change it while the server runs, and its `--help` line. Config files,
+//! the command line, CONFIG GET and CONFIG SET all read this table, as
+//! Redis's `standardConfig` array serves its config file, CONFIG and
+//! REWRITE; a new directive is one row.
 
 use std::path::Path;
 
+use super::settings::{ClientAuth, EndpointType, Fsync, OutputLimit};
 use super::values::{parse_memory, parse_yes_no, redis_number, Range};
 use super::{Config, ConfigError, MAXMEMORY_POLICY};
+
+/// When a change to a directive takes effect.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Change {
+    /// At once: CONFIG SET may change it.
+    Live,
+    /// Only at start (Redis's IMMUTABLE_CONFIG): CONFIG SET refuses it.
+    AtStart,
+}
+
+/// Reads a directive's values into the configuration; the error names
+/// what is wrong with them (callers add where they came from).
+type Setter = fn(&mut Config, &[String]) -> Result<(), String>;
+/// The value CONFIG GET shows.
+type Getter = fn(&Config) -> String;
+
+/// One directive.
+pub struct Directive {
+    /// Its name, lower-case, as in redis.conf and CONFIG.
+    pub name: &'static str,
+    /// Older names it answers to; CONFIG GET lists each beside it, as
+    /// Redis 7.0 does.
+    pub aliases: &'static [&'static str],
+    /// When a change takes effect.
+    pub change: Change,
+    set: Setter,
+    /// `None` for a directive that is not a CONFIG parameter (a file's
+    /// `user` lines).
+    get: Option<Getter>,
+    /// What it does, for `--help` (the binary adds the default).
+    pub help: &'static str,
+}
+
+impl Directive {
+    const fn new(name: &'static str, change: Change, set: Setter, get: Getter) -> Directive {
+        Directive {
+            name,
+            aliases: &[],
+            change,
+            set,
+            get: Some(get),
+            help: "",
+        }
+    }
+
+    /// The same directive, answering to `aliases` too.
+    const fn aliases(self, aliases: &'static [&'static str]) -> Directive {
+        Directive { aliases, ..self }
+    }
+
+    /// The same directive, with its `--help` line.
+    const fn help(self, help: &'static str) -> Directive {
+        Directive { help, ..self }
+    }
+
+    /// Applies `values` to `config`.
+    pub fn set(&self, config: &mut Config, values: &[String]) -> Result<(), String> {
+        (self.set)(config, values)
+    }
+
+    /// What CONFIG GET shows; `None` when CONFIG does not know the directive.
+    pub fn get(&self, config: &Config) -> Option<String> {
+        self.get.map(|get| get(config))
+    }
+
+    /// Whether CONFIG GET and SET know it.
+    pub fn is_parameter(&self) -> bool {
+        self.get.is_some()
+    }
+
+    /// Whether it takes several values (`bind`, `save`, ...); the others
+    /// take exactly one.
+    pub fn takes_a_list(&self) -> bool {
+        LISTS.contains(&self.name)
+    }
+
+    /// Its name, then its aliases.
+    pub fn names(&self) -> impl Iterator<Item = &'static str> {
+        std::iter::once(self.name).chain(self.aliases.iter().copied())
+    }
+}
+
+/// The directives whose values are a list of words.
+const LISTS: &[&str] = &[
+    "bind",
+    "save",
+    "client-output-buffer-limit",
+    "latency-tracking-info-percentiles",
+    "tls-protocols",
+    "user",
+];
+
+/// The directive called `name` (lower-case), by its name or an alias.
+pub fn lookup(name: &str) -> Option<&'static Directive> {
+    DIRECTIVES
+        .iter()
+        .find(|directive| directive.names().any(|n| n == name))
+}
+
+/// The one value of a single-valued directive.
+fn one(values: &[String]) -> Result<&str, String> {
+    match values {
+        [value] => Ok(value.as_str()),
+        _ => Err("wrong number of arguments".to_string()),
+    }
+}
+
+/// A plain count (tally's own directives).
+fn count(value: &str) -> Result<u64, String> {
+    value
+        .parse::<u64>()
+        .map_err(|_| format!("argument must be a number, got '{value}'"))
+}
+
+/// A memory amount (tally's own directives and output limits).
+fn memory(value: &str) -> Result<u64, String> {
+    parse_memory(value).ok_or_else(|| format!("argument must be a memory value, got '{value}'"))
+}
+
+/// yes or no, with Redis's error text.
+fn yes_no(values: &[String]) -> Result<bool, String> {
+    parse_yes_no(one(values)?).ok_or_else(|| "argument must be 'yes' or 'no'".to_string())
+}
+
+fn shown(flag: bool) -> String {
+    if flag { "yes" } else { "no" }.to_string()
+}
+
+/// A number in `range` as Redis's numeric parameters read it.
+fn int(values: &[String], range: Range) -> Result<i128, String> {
+    redis_number(one(values)?, false, range)
+}
+
+/// A memory value in `range` as Redis's memory parameters read it.
+fn bytes(values: &[String], range: Range) -> Result<i128, String> {
+    redis_number(one(values)?, true, range)
+}
+
+const INT_MAX: i64 = i32::MAX as i64;
+const PORT: Range = Range::Signed(0, 65535);
+const LONG: Range = Range::Signed(0, i64::MAX);
+const ULONG: Range = Range::Unsigned(0, i64::MAX as u64);
+const INT: Range = Range::Signed(0, INT_MAX);
+
+/// A yes/no directive on a `bool` field.
+macro_rules! flag {
+    ($name:literal, $change:ident, $($field:ident).+) => {
+        Directive::new(
+            $name,
+            Change::$change,
+            |c, v| {
+                c.$($field).+ = yes_no(v)?;
+                Ok(())
+            },
+            |c| shown(c.$($field).+),
+        )
+    };
+}
+
+/// A free-text directive on a `String` field.
+macro_rules! text {
+    ($name:literal, $change:ident, $($field:ident).+) => {
+        Directive::new(
+            $name,
+            Change::$change,
+            |c, v| {
+                c.$($field).+ = one(v)?.to_string();
+                Ok(())
+            },
+            |c| c.$($field).+.clone(),
+        )
+    };
+}
+
+/// A numeric directive read as Redis reads its own (`int` or `bytes`,
+/// within a range) into a field of type `$ty`.
+macro_rules! number {
+    ($name:literal, $change:ident, $($field:ident).+, $read:ident($range:expr) as $ty:ty) => {
+        Directive::new(
+            $name,
+            Change::$change,
+            |c, v| {
+                c.$($field).+ = $read(v, $range)? as $ty;
+                Ok(())
+            },
+            |c| c.$($field).+.to_string(),
+        )
+    };
+}
+
+/// Every directive, in the order CONFIG GET lists them.
+pub static DIRECTIVES: &[Directive] = &[
+    Directive::new(
+        "bind",
+        Change::AtStart,
+        |c, v| {
+            if v.is_empty() {
+                return Err("wrong number of arguments".to_string());
+            }
+            c.bind = v.to_vec();
+            Ok(())
+        },
+        |c| c.bind.join(" "),
+    ).help("Addresses to listen on."),
+    number!("port", AtStart, port, int(PORT) as u16).help("TCP port to listen on (0 picks a free port; with --tls-port, no plain port)."),
+    number!("maxmemory", Live, maxmemory, bytes(Range::Unsigned(0, u64::MAX)) as u64).help("Memory limit for data, e.g. 100mb or 1gb (0 = none). Past it, writes get an OOM error; nothing is evicted."),
+    Directive::new(
+        "maxmemory-policy",
+        Change::Live,
+        |_, v| {
+            let policy = one(v)?.to_ascii_lowercase();
+            if policy != MAXMEMORY_POLICY {
+                return Err(format!(
+                    "maxmemory-policy '{policy}' is not supported: tally only runs noeviction, \
+                     because evicting a rate-limit counter silently resets a client's window; \
+                     writes past maxmemory get an OOM error instead and nothing is lost"
+                ));
+            }
+            Ok(())
+        },
+        |_| MAXMEMORY_POLICY.to_string(),
+    ).help("Eviction policy. Only `noeviction` is accepted: an evicted rate-limit counter would silently reset a client's window."),
+    Directive::new(
+        "requirepass",
+        Change::Live,
+        |c, v| {
+            let pass = one(v)?;
+            c.requirepass = (!pass.is_empty()).then(|| pass.to_string());
+            Ok(())
+        },
+        |c| c.requirepass.clone().unwrap_or_default(),
+    ).help("Password clients must AUTH with."),
+    Directive::new(
+        "databases",
+        Change::AtStart,
+        |c, v| {
+            let n = count(one(v)?)?;
+            if n == 0 || n > 1_000_000 {
+                return Err("Invalid number of databases".to_string());
+            }
+            c.databases = n as usize;
+            Ok(())
+        },
+        |c| c.databases.to_string(),
+    ).help("Number of databases."),
+    number!("maxclients", Live, maxclients, int(Range::Unsigned(1, u32::MAX as u64)) as usize).help("Maximum simultaneous clients."),
+    number!("timeout", Live, timeout_secs, int(Range::Unsigned(0, INT_MAX as u64)) as u64).help("Close clients idle for this many seconds (0 = never)."),
+    number!("proto-max-bulk-len", Live, proto_max_bulk_len, bytes(Range::Signed(1024 * 1024, i64::MAX)) as u64).help("Largest bulk string a client may send, e.g. 512mb."),
+    number!("client-query-buffer-limit", Live, client_query_buffer_limit, bytes(Range::Signed(1024 * 1024, i64::MAX)) as u64).help("Largest unprocessed input kept for one client, e.g. 1gb."),
+    Directive::new(
+        "loglevel",
+        Change::Live,
+        |c, v| {
+            let level = one(v)?.to_ascii_lowercase();
+            if !["debug", "verbose", "notice", "warning", "nothing"].contains(&level.as_str()) {
+                return Err(format!("Invalid log level '{level}'"));
+            }
+            c.loglevel = level;
+            Ok(())
+        },
+        |c| c.loglevel.clone(),
+    ).help("debug, verbose, notice, warning or nothing."),
+    Directive::new(
+        "hz",
+        Change::Live,
+        |c, v| {
+            // Accepted in 0..INT_MAX and used within 1..500, as Redis does.
+            c.hz = int(v, INT)?.clamp(1, 500) as u32;
+            Ok(())
+        },
+        |c| c.hz.to_string(),
+    ).help("Background tasks (active expiry, timeouts) per second, within 1..500."),
+    // Redis 7.0: the entry counts are integers, the value lengths memory
+    // values, all in 0..LONG_MAX.
+    number!("set-max-intset-entries", Live, encodings.set_max_intset_entries, int(ULONG) as usize).help("Largest set of integers kept as an intset."),
+    number!("hash-max-listpack-entries", Live, encodings.hash_max_listpack_entries, int(ULONG) as usize)
+        .aliases(&["hash-max-ziplist-entries"]).help("Largest hash kept as a listpack, in fields."),
+    number!("hash-max-listpack-value", Live, encodings.hash_max_listpack_value, bytes(ULONG) as usize)
+        .aliases(&["hash-max-ziplist-value"]).help("Longest field or value of a hash kept as a listpack."),
+    number!("zset-max-listpack-entries", Live, encodings.zset_max_listpack_entries, int(ULONG) as usize)
+        .aliases(&["zset-max-ziplist-entries"]).help("Largest sorted set kept as a listpack, in members."),
+    number!("zset-max-listpack-value", Live, encodings.zset_max_listpack_value, bytes(ULONG) as usize)
+        .aliases(&["zset-max-ziplist-value"]).help("Longest member of a sorted set kept as a listpack."),
+    number!("list-max-listpack-size", Live, list_max_listpack_size, int(Range::Signed(i32::MIN as i64, INT_MAX)) as i32)
+        .aliases(&["list-max-ziplist-size"]).help("Size of a list's quicklist nodes (negative: in kilobytes, -1 = 4kb ... -5 = 64kb)."),
+    number!("list-compress-depth", Live, list_compress_depth, int(INT) as i32).help("Quicklist nodes at each end of a list left uncompressed (shown; lists are not compressed)."),
+    Directive::new(
+        "shards",
+        Change::AtStart,
+        |c, v| {
+            let n = count(one(v)?)?;
+            if n == 0 || n > 65536 {
+                return Err("shards must be between 1 and 65536".to_string());
+            }
+            c.shards = n as usize;
+            Ok(())
+        },
+        |c| c.shards.to_string(),
+    ).help("Shards per database (rounded up to a power of two)."),
+    Directive::new(
+        "io-threads",
+        Change::AtStart,
+        |c, v| {
+            c.io_threads = count(one(v)?)? as usize;
+            Ok(())
+        },
+        // 0 (one per core) shows as Redis's smallest value.
+        |c| c.io_threads.max(1).to_string(),
+    ).help("Worker threads (0 = one per core)."),
+    number!("busy-reply-threshold", Live, busy_reply_threshold_ms, int(LONG) as u64)
+        .aliases(&["lua-time-limit"]).help("Milliseconds a script may run before other clients get BUSY."),
+    Directive::new(
+        "lua-memory-limit",
+        Change::Live,
+        |c, v| {
+            let n = memory(one(v)?)?;
+            if n < 1024 * 1024 {
+                return Err("lua-memory-limit must be at least 1mb".to_string());
+            }
+            c.lua_memory_limit = n;
+            Ok(())
+        },
+        |c| c.lua_memory_limit.to_string(),
+    ).help("Memory one worker's Lua VM may use; a script that needs more fails with an error."),
+    number!("slowlog-max-len", Live, slowlog_max_len, int(ULONG) as u64).help("Entries SLOWLOG keeps."),
+    number!("slowlog-log-slower-than", Live, slowlog_log_slower_than, int(Range::Signed(-1, i64::MAX)) as i64).help("Microseconds past which a command is logged in SLOWLOG (negative: off)."),
+    number!("metrics-port", AtStart, metrics_port, int(PORT) as u16).help("Serve Prometheus metrics on this port, on the first bind address (0 = off)."),
+    number!("latency-monitor-threshold", Live, latency_monitor_threshold_ms, int(LONG) as u64).help("Milliseconds past which an event is kept by LATENCY (0 = off)."),
+    flag!("latency-tracking", Live, latency_tracking).help("Keep per-command latency histograms for INFO latencystats (yes/no)."),
+    number!("tracking-table-max-keys", Live, tracking_table_max_keys, int(ULONG) as u64).help("Keys CLIENT TRACKING remembers before it invalidates the oldest (0 = no limit)."),
+    Directive::new(
+        "latency-tracking-info-percentiles",
+        Change::Live,
+        |c, v| {
+            // CONFIG SET passes the list as one string; a file as words.
+            let mut percentiles = Vec::new();
+            for word in v.iter().flat_map(|v| v.split_whitespace()) {
+                let p = crate::float::string2d(word.as_bytes()).ok_or_else(|| {
+                    "Invalid latency-tracking-info-percentiles parameters".to_string()
+                })?;
+                if !(0.0..=100.0).contains(&p) {
+                    return Err("latency-tracking-info-percentiles parameters should sit between [0.0,100.0]".to_string());
+                }
+                percentiles.push(p);
+            }
+            c.latency_tracking_info_percentiles = percentiles;
+            Ok(())
+        },
+        |c| {
+            c.latency_tracking_info_percentiles
+                .iter()
+                .map(|p| crate::float::trim_double(*p))
+                .collect::<Vec<_>>()
+                .join(" ")
+        },
+    ).help("Percentiles INFO latencystats shows, \"50 99 99.9\"."),
+    Directive::new(
+        "client-output-buffer-limit",
+        Change::Live,
+        |c, v| {
+            // Groups of <class> <hard> <soft> <seconds>. Only subscribers
+            // and replicas (monitors) have a limit here: normal clients
+            // have none (Redis's default too). CONFIG SET passes the
+            // groups as one string.
+            let words: Vec<&str> = v.iter().flat_map(|v| v.split_whitespace()).collect();
+            if words.is_empty() || words.len() % 4 != 0 {
+                return Err("wrong number of arguments".to_string());
+            }
+            for group in words.chunks_exact(4) {
+                let limit = OutputLimit {
+                    hard: memory(group[1])?,
+                    soft: memory(group[2])?,
+                    soft_seconds: count(group[3])?,
+                };
+                match group[0].to_ascii_lowercase().as_str() {
+                    "pubsub" => c.pubsub_output_limit = limit,
+                    "normal" if limit.hard == 0 && limit.soft == 0 => {}
+                    "normal" => {
+                        return Err("tally has no output-buffer limit for normal clients: only \
+                                    `normal 0 0 0` is accepted"
+                            .to_string())
+                    }
+                    "replica" | "slave" => c.replica_output_limit = limit,
+                    other => {
+                        return Err(format!(
+                            "Invalid client class specified in buffer limit configuration: '{other}'"
+                        ))
+                    }
+                }
+            }
+            Ok(())
+        },
+        |c| {
+            let (replica, pubsub) = (c.replica_output_limit, c.pubsub_output_limit);
+            format!(
+                "normal 0 0 0 slave {} {} {} pubsub {} {} {}",
+                replica.hard,
+                replica.soft,
+                replica.soft_seconds,
+                pubsub.hard,
+                pubsub.soft,
+                pubsub.soft_seconds
+            )
+        },
+    ).help("Output limits, \"<class> <hard> <soft> <seconds> ...\" for pubsub and replica (monitors); normal clients have none."),
+    flag!("lua-native-scripts", Live, lua_native_scripts).help("Run the known limiter scripts natively, with replies identical to Lua's (yes/no)."),
+    Directive::new(
+        "save",
+        Change::Live,
+        |c, v| {
+            // CONFIG SET passes the pairs as one string, a file as words;
+            // `save ""` (or nothing) turns snapshots off. A file's lines
+            // add up (see `apply_text`).
+            let words: Vec<&str> = v.iter().flat_map(|v| v.split_whitespace()).collect();
+            if words.len() % 2 != 0 {
+                return Err("Invalid save parameters".to_string());
+            }
+            let mut points = Vec::new();
+            for pair in words.chunks(2) {
+                match (pair[0].parse::<u64>(), pair[1].parse::<u64>()) {
+                    (Ok(seconds), Ok(changes)) if seconds >= 1 => points.push((seconds, changes)),
+                    _ => return Err("Invalid save parameters".to_string()),
+                }
+            }
+            c.save_points = points;
+            Ok(())
+        },
+        |c| {
+            c.save_points
+                .iter()
+                .map(|(seconds, changes)| format!("{seconds} {changes}"))
+                .collect::<Vec<_>>()
+                .join(" ")
+        },
+    ).help("Snapshot points, \"<seconds> <changes> ...\" (\"\" for none)."),
+    flag!("stop-writes-on-bgsave-error", Live, stop_writes_on_bgsave_error).help("Refuse writes (MISCONF) while the last background save failed (yes/no)."),
+    flag!("protected-mode", Live, protected_mode).help("Refuse clients outside the loopback interface while the default user has no password (yes/no)."),
+    flag!("cluster-enabled", AtStart, cluster_enabled).help("Run as a Redis Cluster node (yes/no)."),
+    text!("cluster-config-file", AtStart, cluster_config_file).help("The node's nodes.conf, in --dir."),
+    flag!("cluster-require-full-coverage", Live, cluster_require_full_coverage).help("Stop serving when some slot has no node (yes/no)."),
+    flag!("cluster-allow-reads-when-down", Live, cluster_allow_reads_when_down).help("Serve reads while the cluster is down (yes/no)."),
+    flag!("cluster-allow-pubsubshard-when-down", Live, cluster_allow_pubsubshard_when_down).help("Serve shard channels while the cluster is down (yes/no)."),
+    number!("cluster-node-timeout", Live, cluster_node_timeout, int(LONG) as u64).help("Milliseconds without an answer before a node is suspected failing."),
+    number!("cluster-port", AtStart, cluster_port, int(PORT) as u16).help("The cluster bus port (0 = the port + 10000)."),
+    text!("cluster-announce-ip", Live, cluster_announce_ip).help("The IP other cluster nodes are told to reach this one at (behind NAT, in containers; empty = the one they see)."),
+    Directive::new(
+        "cluster-announce-hostname",
+        Change::Live,
+        |c, v| {
+            let hostname = one(v)?;
+            // Redis's isValidAuxString check for hostnames.
+            if hostname.len() >= 256 {
+                return Err("Hostnames must be less than 256 characters".to_string());
+            }
+            if !hostname
+                .bytes()
+                .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'.')
+            {
+                return Err(
+                    "Hostnames may only contain alphanumeric characters, hyphens or dots"
+                        .to_string(),
+                );
+            }
+            c.cluster_announce_hostname = hostname.to_string();
+            Ok(())
+        },
+        |c| c.cluster_announce_hostname.clone(),
+    ).help("A hostname other nodes and clients are told (CLUSTER NODES, SLOTS, SHARDS)."),
+    number!("cluster-announce-port", Live, cluster_announce_port, int(PORT) as u16).help("The client port other nodes and clients are told (0 = --port)."),
+    Directive::new(
+        "cluster-preferred-endpoint-type",
+        Change::Live,
+        |c, v| {
+            c.cluster_preferred_endpoint_type = EndpointType::parse(one(v)?).ok_or_else(|| {
+                "argument(s) must be one of the following: ip, hostname, unknown-endpoint"
+                    .to_string()
+            })?;
+            Ok(())
+        },
+        |c| c.cluster_preferred_endpoint_type.name().to_string(),
+    ).help("How redirects, CLUSTER SLOTS and SHARDS name a node: ip, hostname or unknown-endpoint."),
+    number!("cluster-announce-bus-port", Live, cluster_announce_bus_port, int(PORT) as u16).help("The bus port other nodes are told (0 = --cluster-port)."),
+    number!("cluster-announce-tls-port", Live, cluster_announce_tls_port, int(PORT) as u16).help("With --tls-cluster, the TLS port other nodes are told (0 = --tls-port)."),
+    number!("tls-port", AtStart, tls.port, int(PORT) as u16).help("Port for TLS connections, beside the plain port (0 = none)."),
+    text!("tls-cert-file", Live, tls.cert_file).help("The server's certificate chain (PEM)."),
+    text!("tls-key-file", Live, tls.key_file).help("The server's private key (PEM; encrypted PKCS#8 with --tls-key-file-pass)."),
+    text!("tls-key-file-pass", Live, tls.key_file_pass).help("The password of an encrypted --tls-key-file."),
+    text!("tls-client-cert-file", Live, tls.client_cert_file).help("The certificate shown to other nodes (PEM; empty = --tls-cert-file)."),
+    text!("tls-client-key-file", Live, tls.client_key_file).help("Its private key (PEM; empty = --tls-key-file)."),
+    text!("tls-client-key-file-pass", Live, tls.client_key_file_pass).help("The password of an encrypted --tls-client-key-file."),
+    flag!("tls-cluster", Live, tls.cluster).help("The cluster bus and MIGRATE between nodes over TLS (yes/no)."),
+    text!("tls-ca-cert-file", Live, tls.ca_cert_file).help("CA certificates clients are verified against (PEM)."),
+    text!("tls-ca-cert-dir", Live, tls.ca_cert_dir).help("A directory of CA certificates clients are verified against."),
+    Directive::new(
+        "tls-auth-clients",
+        Change::Live,
+        |c, v| {
+            c.tls.auth_clients = ClientAuth::parse(one(v)?).ok_or_else(|| {
+                "argument(s) must be one of the following: no, yes, optional".to_string()
+            })?;
+            Ok(())
+        },
+        |c| c.tls.auth_clients.name().to_string(),
+    ).help("Client certificates: yes (required), optional or no."),
+    Directive::new(
+        "tls-protocols",
+        Change::Live,
+        |c, v| {
+            c.tls.protocols = v.join(" ");
+            Ok(())
+        },
+        |c| c.tls.protocols.clone(),
+    ).help("TLS versions accepted, \"TLSv1.2 TLSv1.3\" (empty = both)."),
+    text!("tls-ciphersuites", Live, tls.ciphersuites).help("TLS 1.3 suites, colon-separated (empty = all)."),
+    text!("tls-ciphers", Live, tls.ciphers).help("TLS 1.2 ciphers in OpenSSL's names (empty = all)."),
+    flag!("tls-prefer-server-ciphers", Live, tls.prefer_server_ciphers).help("Choose the cipher by the server's order (yes/no)."),
+    flag!("tls-session-caching", Live, tls.session_caching).help("Resume TLS sessions (yes/no)."),
+    number!("tls-session-cache-size", Live, tls.session_cache_size, int(INT) as u64).help("TLS sessions kept for resumption."),
+    number!("tls-session-cache-timeout", Live, tls.session_cache_timeout, int(INT) as u64).help("Seconds a TLS session is kept (accepted and shown)."),
+    text!("aclfile", AtStart, aclfile).help("The ACL file users are loaded from and ACL SAVE writes."),
+    number!("acllog-max-len", Live, acllog_max_len, int(LONG) as u64).help("Entries ACL LOG keeps."),
+    flag!("appendonly", Live, appendonly).help("Keep the append-only file (yes/no); when on, it is loaded at start instead of the snapshot."),
+    Directive::new(
+        "appendfilename",
+        Change::AtStart,
+        |c, v| {
+            let name = one(v)?;
+            if name.is_empty() {
+                return Err("appendfilename can't be empty".to_string());
+            }
+            if name.contains('/') {
+                return Err("appendfilename can't be a path, just a filename".to_string());
+            }
+            c.appendfilename = name.to_string();
+            Ok(())
+        },
+        |c| c.appendfilename.clone(),
+    ).help("Base name of the append-only file's parts."),
+    Directive::new(
+        "appenddirname",
+        Change::AtStart,
+        |c, v| {
+            let name = one(v)?;
+            if name.is_empty() {
+                return Err("appenddirname can't be empty".to_string());
+            }
+            if name.contains('/') {
+                return Err("appenddirname can't be a path, just a dirname".to_string());
+            }
+            c.appenddirname = name.to_string();
+            Ok(())
+        },
+        |c| c.appenddirname.clone(),
+    ).help("Directory of the append-only file, inside --dir."),
+    Directive::new(
+        "appendfsync",
+        Change::Live,
+        |c, v| {
+            c.appendfsync = Fsync::parse(one(v)?).ok_or_else(|| {
+                "argument(s) must be one of the following: always, everysec, no".to_string()
+            })?;
+            Ok(())
+        },
+        |c| c.appendfsync.name().to_string(),
+    ).help("When the append-only file is fsynced: always, everysec or no."),
+    flag!("aof-load-truncated", Live, aof_load_truncated).help("Load an append-only file cut short at its end up to its last whole command (yes/no)."),
+    Directive::new(
+        "aof-use-rdb-preamble",
+        Change::Live,
+        |_, v| {
+            if yes_no(v)? {
+                Ok(())
+            } else {
+                Err("tally writes the append-only file's base as RDB: only \
+                     `aof-use-rdb-preamble yes` is accepted"
+                    .to_string())
+            }
+        },
+        |_| "yes".to_string(),
+    ).help("Write the append-only file's base as RDB; only yes is accepted."),
+    number!("auto-aof-rewrite-percentage", Live, auto_aof_rewrite_percentage, int(INT) as u64).help("Rewrite the append-only file when it grew by this percentage since the last rewrite (0 = never)."),
+    number!("auto-aof-rewrite-min-size", Live, auto_aof_rewrite_min_size, bytes(ULONG) as u64).help("Smallest append-only file rewritten automatically."),
+    flag!("no-appendfsync-on-rewrite", Live, no_appendfsync_on_rewrite).help("Skip fsyncs while a rewrite or snapshot runs (yes/no)."),
+    flag!("aof-rewrite-incremental-fsync", Live, aof_rewrite_incremental_fsync).help("Fsync a rewrite's file every 4mb as it is written (yes/no)."),
+    Directive::new(
+        "dir",
+        Change::Live,
+        |c, v| {
+            let dir = one(v)?;
+            // Redis chdirs there: a directory that is not there is refused.
+            if !Path::new(dir).is_dir() {
+                return Err("No such file or directory".to_string());
+            }
+            c.dir = dir.to_string();
+            Ok(())
+        },
+        |c| c.dir.clone(),
+    ).help("Directory of the snapshot and the append-only file."),
+    Directive::new(
+        "dbfilename",
+        Change::Live,
+        |c, v| {
+            let name = one(v)?;
+            // Redis refuses a path: the file lives in `dir`.
+            if name.contains('/') {
+                return Err("dbfilename can't be a path, just a filename".to_string());
+            }
+            c.dbfilename = name.to_string();
+            Ok(())
+        },
+        |c| c.dbfilename.clone(),
+    ).help("Snapshot file name, loaded at start and written by SAVE."),
+    flag!("rdbcompression", Live, rdbcompression).help("LZF-compress long strings in snapshots and DUMP (yes/no)."),
+    flag!("rdbchecksum", Live, rdbchecksum).help("Stamp snapshots with a CRC64 (yes/no)."),
+    flag!("rdb-skip-unsupported", Live, rdb_skip_unsupported).help("Load a snapshot's other keys when it holds streams or functions, which tally does not (yes/no); each skipped key is logged."),
+    Directive::new(
+        "daemonize",
+        Change::AtStart,
+        |_, v| {
+            if parse_yes_no(one(v)?) != Some(false) {
+                return Err("tally does not daemonize: run it under a supervisor".to_string());
+            }
+            Ok(())
+        },
+        |_| "no".to_string(),
+    ).help("Only no is accepted: run tally under a supervisor."),
+    // A config file's users (`user <name> <rules...>`, as in an ACL file);
+    // not a CONFIG parameter.
+    Directive {
+        name: "user",
+        aliases: &[],
+        change: Change::AtStart,
+        set: |c, v| {
+            let words: Vec<Vec<u8>> = v.iter().map(|v| v.as_bytes().to_vec()).collect();
+            let user = crate::acl::file::parse_user(&words)?;
+            if c.users
+                .iter()
+                .any(|u| u.first().map(|n| n.as_slice()) == Some(user.name.as_bytes()))
+            {
+                return Err(format!("Duplicate user '{}' found", user.name));
+            }
+            c.users.push(words);
+            Ok(())
+        },
+        get: None,
+        help: "A user and its ACL rules, \"<name> <rule> ...\", as in an ACL file.",
+    },
+];
 
 impl Config {
     /// Applies one directive (`name` lower-case, as in redis.conf or CONFIG SET).
     /// The error names what is wrong with the value; callers add where it came from.
     pub fn apply(&mut self, name: &str, values: &[String]) -> Result<(), String> {
-        let one = || -> Result<&str, String> {
-            match values {
-                [v] => Ok(v.as_str()),
-                _ => Err("wrong number of arguments".to_string()),
-            }
-        };
-        let number = |v: &str| -> Result<u64, String> {
-            v.parse::<u64>()
-                .map_err(|_| format!("argument must be a number, got '{v}'"))
-        };
-        let memory = |v: &str| -> Result<u64, String> {
-            parse_memory(v).ok_or_else(|| format!("argument must be a memory value, got '{v}'"))
-        };
-        // Redis's own parameters: Redis's parsing, bounds and error texts.
-        let redis = |memory: bool, range: Range| -> Result<i128, String> {
-            redis_number(one()?, memory, range)
-        };
-        const INT_MAX: i64 = i32::MAX as i64;
-        match name {
-            "port" => self.port = redis(false, Range::Signed(0, 65535))? as u16,
-            "bind" => {
-                if values.is_empty() {
-                    return Err("wrong number of arguments".to_string());
-                }
-                self.bind = values.to_vec();
-            }
-            "maxmemory" => self.maxmemory = redis(true, Range::Unsigned(0, u64::MAX))? as u64,
-            "maxmemory-policy" => {
-                let policy = one()?.to_ascii_lowercase();
-                if policy != MAXMEMORY_POLICY {
-                    return Err(format!(
-                        "maxmemory-policy '{policy}' is not supported: tally only runs noeviction, \
-                         because evicting a rate-limit counter silently resets a client's window; \
-                         writes past maxmemory get an OOM error instead and nothing is lost"
-                    ));
-                }
-            }
-            "requirepass" => {
-                let pass = one()?;
-                self.requirepass = if pass.is_empty() {
-                    None
-                } else {
-                    Some(pass.to_string())
-                };
-            }
-            "databases" => {
-                let n = number(one()?)?;
-                if n == 0 || n > 1_000_000 {
-                    return Err("Invalid number of databases".to_string());
-                }
-                self.databases = n as usize;
-            }
-            "maxclients" => {
-                self.maxclients = redis(false, Range::Unsigned(1, u32::MAX as u64))? as usize
-            }
-            "timeout" => {
-                self.timeout_secs = redis(false, Range::Unsigned(0, INT_MAX as u64))? as u64
-            }
-            "proto-max-bulk-len" => {
-                self.proto_max_bulk_len = redis(true, Range::Signed(1024 * 1024, i64::MAX))? as u64
-            }
-            "client-query-buffer-limit" => {
-                self.client_query_buffer_limit =
-                    redis(true, Range::Signed(1024 * 1024, i64::MAX))? as u64
-            }
-            "loglevel" => {
-                let level = one()?.to_ascii_lowercase();
-                if !["debug", "verbose", "notice", "warning", "nothing"].contains(&level.as_str()) {
-                    return Err(format!("Invalid log level '{level}'"));
-                }
-                self.loglevel = level;
-            }
-            "shards" => {
-                let n = number(one()?)?;
-                if n == 0 || n > 65536 {
-                    return Err("shards must be between 1 and 65536".to_string());
-                }
-                self.shards = n as usize;
-            }
-            "hz" => {
-                // Accepted in 0..INT_MAX and used within 1..500, as Redis does.
-                self.hz = redis(false, Range::Signed(0, INT_MAX))?.clamp(1, 500) as u32;
-            }
-            "io-threads" => self.io_threads = number(one()?)? as usize,
-            "lua-native-scripts" => {
-                self.lua_native_scripts = parse_yes_no(one()?)
-                    .ok_or_else(|| "argument must be 'yes' or 'no'".to_string())?
-            }
-            "lua-memory-limit" => {
-                let n = memory(one()?)?;
-                if n < 1024 * 1024 {
-                    return Err("lua-memory-limit must be at least 1mb".to_string());
-                }
-                self.lua_memory_limit = n;
-            }
-            "client-output-buffer-limit" => {
-                // Groups of <class> <hard> <soft> <seconds>. Only subscribers
-                // have a limit here: normal clients have none (Redis's
-                // default too) and there are no replicas.
-                // CONFIG SET passes the groups as one string.
-                let words: Vec<String> = values
-                    .iter()
-                    .flat_map(|v| v.split_whitespace().map(str::to_string))
-                    .collect();
-                if words.is_empty() || words.len() % 4 != 0 {
-                    return Err("wrong number of arguments".to_string());
-                }
-                for group in words.chunks_exact(4) {
-                    let limit = crate::config::OutputLimit {
-                        hard: memory(&group[1])?,
-                        soft: memory(&group[2])?,
-                        soft_seconds: number(&group[3])?,
-                    };
-                    match group[0].to_ascii_lowercase().as_str() {
-                        "pubsub" => self.pubsub_output_limit = limit,
-                        "normal" if limit.hard == 0 && limit.soft == 0 => {}
-                        "normal" => {
-                            return Err(
-                                "tally has no output-buffer limit for normal clients: only \
-                                 `normal 0 0 0` is accepted"
-                                    .to_string(),
-                            )
-                        }
-                        "replica" | "slave" => self.replica_output_limit = limit,
-                        other => return Err(format!("Invalid client class specified in buffer limit configuration: '{other}'")),
-                    }
-                }
-            }
-            "slowlog-log-slower-than" => {
-                self.slowlog_log_slower_than = redis(false, Range::Signed(-1, i64::MAX))? as i64
-            }
-            "slowlog-max-len" => {
-                self.slowlog_max_len = redis(false, Range::Unsigned(0, i64::MAX as u64))? as u64
-            }
-            "metrics-port" => self.metrics_port = redis(false, Range::Signed(0, 65535))? as u16,
-            "cluster-enabled" => {
-                self.cluster_enabled = parse_yes_no(one()?)
-                    .ok_or_else(|| "argument must be 'yes' or 'no'".to_string())?
-            }
-            "cluster-config-file" => self.cluster_config_file = one()?.to_string(),
-            "cluster-require-full-coverage" => {
-                self.cluster_require_full_coverage = parse_yes_no(one()?)
-                    .ok_or_else(|| "argument must be 'yes' or 'no'".to_string())?
-            }
-            "cluster-allow-reads-when-down" => {
-                self.cluster_allow_reads_when_down = parse_yes_no(one()?)
-                    .ok_or_else(|| "argument must be 'yes' or 'no'".to_string())?
-            }
-            "cluster-allow-pubsubshard-when-down" => {
-                self.cluster_allow_pubsubshard_when_down = parse_yes_no(one()?)
-                    .ok_or_else(|| "argument must be 'yes' or 'no'".to_string())?
-            }
-            "cluster-port" => self.cluster_port = redis(false, Range::Signed(0, 65535))? as u16,
-            "cluster-announce-ip" => self.cluster_announce_ip = one()?.to_string(),
-            "cluster-announce-port" => {
-                self.cluster_announce_port = redis(false, Range::Signed(0, 65535))? as u16
-            }
-            "cluster-announce-hostname" => {
-                let hostname = one()?;
-                // Redis's isValidAuxString check for hostnames.
-                if hostname.len() >= 256 {
-                    return Err("Hostnames must be less than 256 characters".to_string());
-                }
-                if !hostname
-                    .bytes()
-                    .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'.')
-                {
-                    return Err(
-                        "Hostnames may only contain alphanumeric characters, hyphens or dots"
-                            .to_string(),
-                    );
-                }
-                self.cluster_announce_hostname = hostname.to_string();
-            }
-            "cluster-preferred-endpoint-type" => {
-                self.cluster_preferred_endpoint_type = crate::config::EndpointType::parse(one()?)
-                    .ok_or_else(|| {
-                        "argument(s) must be one of the following: ip, hostname, unknown-endpoint"
-                            .to_string()
-                    })?
-            }
-            "cluster-announce-tls-port" => {
-                self.cluster_announce_tls_port = redis(false, Range::Signed(0, 65535))? as u16
-            }
-            "cluster-announce-bus-port" => {
-                self.cluster_announce_bus_port = redis(false, Range::Signed(0, 65535))? as u16
-            }
-            "cluster-node-timeout" => {
-                self.cluster_node_timeout = redis(false, Range::Signed(0, i64::MAX))? as u64
-            }
-            "protected-mode" => {
-                self.protected_mode = parse_yes_no(one()?)
-                    .ok_or_else(|| "argument must be 'yes' or 'no'".to_string())?
-            }
-            "tls-port" => self.tls.port = redis(false, Range::Signed(0, 65535))? as u16,
-            "tls-cert-file" => self.tls.cert_file = one()?.to_string(),
-            "tls-key-file" => self.tls.key_file = one()?.to_string(),
-            "tls-key-file-pass" => self.tls.key_file_pass = one()?.to_string(),
-            "tls-client-cert-file" => self.tls.client_cert_file = one()?.to_string(),
-            "tls-client-key-file" => self.tls.client_key_file = one()?.to_string(),
-            "tls-client-key-file-pass" => self.tls.client_key_file_pass = one()?.to_string(),
-            "tls-cluster" => {
-                self.tls.cluster = parse_yes_no(one()?)
-                    .ok_or_else(|| "argument must be 'yes' or 'no'".to_string())?
-            }
-            "tls-ca-cert-file" => self.tls.ca_cert_file = one()?.to_string(),
-            "tls-ca-cert-dir" => self.tls.ca_cert_dir = one()?.to_string(),
-            "tls-auth-clients" => {
-                self.tls.auth_clients =
-                    crate::config::ClientAuth::parse(one()?).ok_or_else(|| {
-                        "argument(s) must be one of the following: no, yes, optional".to_string()
-                    })?
-            }
-            "tls-protocols" => self.tls.protocols = values.join(" "),
-            "tls-ciphersuites" => self.tls.ciphersuites = one()?.to_string(),
-            "tls-ciphers" => self.tls.ciphers = one()?.to_string(),
-            "tls-prefer-server-ciphers" => {
-                self.tls.prefer_server_ciphers = parse_yes_no(one()?)
-                    .ok_or_else(|| "argument must be 'yes' or 'no'".to_string())?
-            }
-            "tls-session-caching" => {
-                self.tls.session_caching = parse_yes_no(one()?)
-                    .ok_or_else(|| "argument must be 'yes' or 'no'".to_string())?
-            }
-            "tls-session-cache-size" => {
-                self.tls.session_cache_size = redis(false, Range::Signed(0, INT_MAX))? as u64
-            }
-            "tls-session-cache-timeout" => {
-                self.tls.session_cache_timeout = redis(false, Range::Signed(0, INT_MAX))? as u64
-            }
-            // Redis 7.0: the entry counts are integers, the value lengths
-            // memory values, all in 0..LONG_MAX.
-            "set-max-intset-entries" => {
-                self.encodings.set_max_intset_entries =
-                    redis(false, Range::Unsigned(0, i64::MAX as u64))? as usize
-            }
-            "hash-max-listpack-entries" | "hash-max-ziplist-entries" => {
-                self.encodings.hash_max_listpack_entries =
-                    redis(false, Range::Unsigned(0, i64::MAX as u64))? as usize
-            }
-            "hash-max-listpack-value" | "hash-max-ziplist-value" => {
-                self.encodings.hash_max_listpack_value =
-                    redis(true, Range::Unsigned(0, i64::MAX as u64))? as usize
-            }
-            "zset-max-listpack-entries" | "zset-max-ziplist-entries" => {
-                self.encodings.zset_max_listpack_entries =
-                    redis(false, Range::Unsigned(0, i64::MAX as u64))? as usize
-            }
-            "zset-max-listpack-value" | "zset-max-ziplist-value" => {
-                self.encodings.zset_max_listpack_value =
-                    redis(true, Range::Unsigned(0, i64::MAX as u64))? as usize
-            }
-            "list-max-listpack-size" | "list-max-ziplist-size" => {
-                self.list_max_listpack_size =
-                    redis(false, Range::Signed(i32::MIN as i64, INT_MAX))? as i32
-            }
-            "list-compress-depth" => {
-                self.list_compress_depth = redis(false, Range::Signed(0, INT_MAX))? as i32
-            }
-            "tracking-table-max-keys" => {
-                self.tracking_table_max_keys =
-                    redis(false, Range::Unsigned(0, i64::MAX as u64))? as u64
-            }
-            "latency-monitor-threshold" => {
-                self.latency_monitor_threshold_ms = redis(false, Range::Signed(0, i64::MAX))? as u64
-            }
-            "latency-tracking" => {
-                self.latency_tracking = parse_yes_no(one()?)
-                    .ok_or_else(|| "argument must be 'yes' or 'no'".to_string())?
-            }
-            "latency-tracking-info-percentiles" => {
-                // CONFIG SET passes the list as one string; a file as words.
-                let mut percentiles = Vec::new();
-                for word in values.iter().flat_map(|v| v.split_whitespace()) {
-                    let p = crate::float::string2d(word.as_bytes()).ok_or_else(|| {
-                        "Invalid latency-tracking-info-percentiles parameters".to_string()
-                    })?;
-                    if !(0.0..=100.0).contains(&p) {
-                        return Err("latency-tracking-info-percentiles parameters should sit between [0.0,100.0]".to_string());
-                    }
-                    percentiles.push(p);
-                }
-                self.latency_tracking_info_percentiles = percentiles;
-            }
-            "busy-reply-threshold" | "lua-time-limit" => {
-                self.busy_reply_threshold_ms = redis(false, Range::Signed(0, i64::MAX))? as u64
-            }
-            "save" => {
-                // CONFIG SET passes the pairs as one string, a file as
-                // words; `save ""` (or nothing) turns snapshots off.
-                let words: Vec<&str> = values.iter().flat_map(|v| v.split_whitespace()).collect();
-                if words.len() % 2 != 0 {
-                    return Err("Invalid save parameters".to_string());
-                }
-                let mut points = Vec::new();
-                for pair in words.chunks(2) {
-                    match (pair[0].parse::<u64>(), pair[1].parse::<u64>()) {
-                        (Ok(seconds), Ok(changes)) if seconds >= 1 => {
-                            points.push((seconds, changes))
-                        }
-                        _ => return Err("Invalid save parameters".to_string()),
-                    }
-                }
-                self.save_points = points;
-            }
-            "user" => {
-                let words: Vec<Vec<u8>> = values.iter().map(|v| v.as_bytes().to_vec()).collect();
-                let user = crate::acl::file::parse_user(&words)?;
-                if self
-                    .users
-                    .iter()
-                    .any(|u| u.first().map(|n| n.as_slice()) == Some(user.name.as_bytes()))
-                {
-                    return Err(format!("Duplicate user '{}' found", user.name));
-                }
-                self.users.push(words);
-            }
-            "aclfile" => self.aclfile = one()?.to_string(),
-            "acllog-max-len" => {
-                self.acllog_max_len = redis(false, Range::Signed(0, i64::MAX))? as u64
-            }
-            "appendonly" => {
-                self.appendonly = parse_yes_no(one()?)
-                    .ok_or_else(|| "argument must be 'yes' or 'no'".to_string())?
-            }
-            "appendfilename" => {
-                let name = one()?;
-                if name.is_empty() {
-                    return Err("appendfilename can't be empty".to_string());
-                }
-                if name.contains('/') {
-                    return Err("appendfilename can't be a path, just a filename".to_string());
-                }
-                self.appendfilename = name.to_string()
-            }
-            "appenddirname" => {
-                let name = one()?;
-                if name.is_empty() {
-                    return Err("appenddirname can't be empty".to_string());
-                }
-                if name.contains('/') {
-                    return Err("appenddirname can't be a path, just a dirname".to_string());
-                }
-                self.appenddirname = name.to_string()
-            }
-            "appendfsync" => {
-                self.appendfsync = crate::config::Fsync::parse(one()?).ok_or_else(|| {
-                    "argument(s) must be one of the following: always, everysec, no".to_string()
-                })?
-            }
-            "aof-load-truncated" => {
-                self.aof_load_truncated = parse_yes_no(one()?)
-                    .ok_or_else(|| "argument must be 'yes' or 'no'".to_string())?
-            }
-            "aof-use-rdb-preamble" => {
-                if parse_yes_no(one()?)
-                    .ok_or_else(|| "argument must be 'yes' or 'no'".to_string())?
-                {
-                } else {
-                    return Err(
-                        "tally writes the append-only file's base as RDB: only `aof-use-rdb-preamble yes` is accepted"
-                            .to_string(),
-                    );
-                }
-            }
-            "auto-aof-rewrite-percentage" => {
-                self.auto_aof_rewrite_percentage = redis(false, Range::Signed(0, INT_MAX))? as u64
-            }
-            "auto-aof-rewrite-min-size" => {
-                self.auto_aof_rewrite_min_size =
-                    redis(true, Range::Unsigned(0, i64::MAX as u64))? as u64
-            }
-            "no-appendfsync-on-rewrite" => {
-                self.no_appendfsync_on_rewrite = parse_yes_no(one()?)
-                    .ok_or_else(|| "argument must be 'yes' or 'no'".to_string())?
-            }
-            "aof-rewrite-incremental-fsync" => {
-                self.aof_rewrite_incremental_fsync = parse_yes_no(one()?)
-                    .ok_or_else(|| "argument must be 'yes' or 'no'".to_string())?
-            }
-            "dir" => {
-                let dir = one()?;
-                // Redis chdirs there: a directory that is not there is refused.
-                if !std::path::Path::new(dir).is_dir() {
-                    return Err("No such file or directory".to_string());
-                }
-                self.dir = dir.to_string()
-            }
-            "dbfilename" => {
-                let name = one()?;
-                // Redis refuses a path: the file lives in `dir`.
-                if name.contains('/') {
-                    return Err("dbfilename can't be a path, just a filename".to_string());
-                }
-                self.dbfilename = name.to_string()
-            }
-            "stop-writes-on-bgsave-error" => {
-                self.stop_writes_on_bgsave_error = parse_yes_no(one()?)
-                    .ok_or_else(|| "argument must be 'yes' or 'no'".to_string())?
-            }
-            "rdbcompression" => {
-                self.rdbcompression = parse_yes_no(one()?)
-                    .ok_or_else(|| "argument must be 'yes' or 'no'".to_string())?
-            }
-            "rdbchecksum" => {
-                self.rdbchecksum = parse_yes_no(one()?)
-                    .ok_or_else(|| "argument must be 'yes' or 'no'".to_string())?
-            }
-            "rdb-skip-unsupported" => {
-                self.rdb_skip_unsupported = parse_yes_no(one()?)
-                    .ok_or_else(|| "argument must be 'yes' or 'no'".to_string())?
-            }
-            "daemonize" => {
-                if parse_yes_no(one()?) != Some(false) {
-                    return Err("tally does not daemonize: run it under a supervisor".to_string());
-                }
-            }
-            _ => return Err(format!("unsupported directive '{name}'")),
+        match lookup(name) {
+            Some(directive) => directive.set(self, values),
+            None => Err(format!("unsupported directive '{name}'")),
         }
-        Ok(())
     }
 
     /// Applies a redis.conf-style file: one directive per line, `#` comments,

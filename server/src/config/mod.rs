@@ -8,7 +8,7 @@
 //! The directives and how each is read are in `directives`; the number,
 //! memory and yes/no readers Redis's parameters share in `values`.
 
-mod directives;
+pub mod directives;
 pub mod settings;
 mod values;
 

@@ -5,318 +5,87 @@
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use clap::Parser;
+use clap::{Arg, ArgAction, ArgMatches};
+use tally_server::config::directives::DIRECTIVES;
 use tally_server::{Config, Server};
 
-/// A Redis-protocol counter store for API rate limiting.
-///
-/// Options are named as redis-server's. A redis.conf-style file may be given
-/// first; options on the command line override it.
-#[derive(Parser, Debug)]
-#[command(name = "tally-server", version, about, long_about = None)]
-struct Cli {
-    /// redis.conf-style configuration file (one `directive value` per line).
-    config_file: Option<PathBuf>,
-
-    /// TCP port to listen on (0 picks a free port). [default: 6379]
-    #[arg(long)]
-    port: Option<u16>,
-
-    /// Addresses to listen on. [default: 127.0.0.1]
-    #[arg(long, num_args = 1..)]
-    bind: Option<Vec<String>>,
-
-    /// Memory limit for data, e.g. 100mb or 1gb (0 = none). Past it, writes get
-    /// an OOM error; nothing is evicted.
-    #[arg(long)]
-    maxmemory: Option<String>,
-
-    /// Eviction policy. Only `noeviction` is accepted: an evicted rate-limit
-    /// counter would silently reset a client's window.
-    #[arg(long)]
-    maxmemory_policy: Option<String>,
-
-    /// Password clients must AUTH with.
-    #[arg(long)]
-    requirepass: Option<String>,
-
-    /// Number of databases. [default: 16]
-    #[arg(long)]
-    databases: Option<u64>,
-
-    /// Maximum simultaneous clients. [default: 10000]
-    #[arg(long)]
-    maxclients: Option<u64>,
-
-    /// Close clients idle for this many seconds (0 = never). [default: 0]
-    #[arg(long)]
-    timeout: Option<u64>,
-
-    /// Largest bulk string a client may send, e.g. 512mb. [default: 512mb]
-    #[arg(long)]
-    proto_max_bulk_len: Option<String>,
-
-    /// Largest unprocessed input kept for one client, e.g. 1gb. [default: 1gb]
-    #[arg(long)]
-    client_query_buffer_limit: Option<String>,
-
-    /// debug, verbose, notice, warning or nothing. [default: notice]
-    #[arg(long)]
-    loglevel: Option<String>,
-
-    /// Shards per database (a power of two). [default: 8 per core]
-    #[arg(long)]
-    shards: Option<u64>,
-
-    /// Worker threads. [default: one per core]
-    #[arg(long)]
-    io_threads: Option<u64>,
-
-    /// Serve Prometheus metrics on this port (on the first bind address).
-    /// [default: off]
-    #[arg(long)]
-    metrics_port: Option<u16>,
-
-    /// Snapshot points, "<seconds> <changes> ..." ("" for none).
-    /// [default: 3600 1 300 100 60 10000]
-    #[arg(long, allow_hyphen_values = true)]
-    save: Option<String>,
-
-    /// Directory of the snapshot file. [default: .]
-    #[arg(long)]
-    dir: Option<String>,
-
-    /// Snapshot file name, loaded at start and written by SAVE.
-    /// [default: dump.rdb]
-    #[arg(long)]
-    dbfilename: Option<String>,
-
-    /// LZF-compress long strings in snapshots and DUMP (yes/no). [default: yes]
-    #[arg(long)]
-    rdbcompression: Option<String>,
-
-    /// Stamp snapshots with a CRC64 (yes/no). [default: yes]
-    #[arg(long)]
-    rdbchecksum: Option<String>,
-
-    /// Load a snapshot's other keys when it holds streams or functions,
-    /// which tally does not (yes/no); each skipped key is logged.
-    /// [default: no]
-    #[arg(long)]
-    rdb_skip_unsupported: Option<String>,
-
-    /// Keep the append-only file (yes/no); when on, it is loaded at start
-    /// instead of the snapshot. [default: no]
-    #[arg(long)]
-    appendonly: Option<String>,
-
-    /// When the append-only file is fsynced: always, everysec or no.
-    /// [default: everysec]
-    #[arg(long)]
-    appendfsync: Option<String>,
-
-    /// Directory of the append-only file, inside --dir. [default: appendonlydir]
-    #[arg(long)]
-    appenddirname: Option<String>,
-
-    /// Base name of the append-only file's parts. [default: appendonly.aof]
-    #[arg(long)]
-    appendfilename: Option<String>,
-
-    /// Load an append-only file cut short at its end up to its last whole
-    /// command (yes/no). [default: yes]
-    #[arg(long)]
-    aof_load_truncated: Option<String>,
-
-    /// Port for TLS connections, beside the plain port (0: none). [default: 0]
-    #[arg(long)]
-    tls_port: Option<u16>,
-
-    /// The server's certificate chain (PEM).
-    #[arg(long)]
-    tls_cert_file: Option<String>,
-
-    /// The server's private key (PEM; encrypted PKCS#8 with
-    /// --tls-key-file-pass).
-    #[arg(long)]
-    tls_key_file: Option<String>,
-
-    /// The password of an encrypted --tls-key-file.
-    #[arg(long)]
-    tls_key_file_pass: Option<String>,
-
-    /// CA certificates clients are verified against (PEM).
-    #[arg(long)]
-    tls_ca_cert_file: Option<String>,
-
-    /// Client certificates: yes (required), optional or no. [default: yes]
-    #[arg(long)]
-    tls_auth_clients: Option<String>,
-
-    /// The cluster bus and MIGRATE between nodes over TLS (yes/no).
-    /// [default: no]
-    #[arg(long)]
-    tls_cluster: Option<String>,
-
-    /// The certificate shown to other nodes (PEM). [default: --tls-cert-file]
-    #[arg(long)]
-    tls_client_cert_file: Option<String>,
-
-    /// Its private key (PEM). [default: --tls-key-file]
-    #[arg(long)]
-    tls_client_key_file: Option<String>,
-
-    /// The password of an encrypted --tls-client-key-file.
-    #[arg(long)]
-    tls_client_key_file_pass: Option<String>,
-
-    /// Refuse clients outside the loopback interface while the default
-    /// user has no password (yes/no). [default: yes]
-    #[arg(long)]
-    protected_mode: Option<String>,
-
-    /// Run as a Redis Cluster node (yes/no). [default: no]
-    #[arg(long)]
-    cluster_enabled: Option<String>,
-
-    /// The cluster bus port. [default: the port + 10000]
-    #[arg(long)]
-    cluster_port: Option<u16>,
-
-    /// The IP other cluster nodes are told to reach this one at (behind
-    /// NAT, in containers). [default: the one they see]
-    #[arg(long)]
-    cluster_announce_ip: Option<String>,
-
-    /// The client port other nodes and clients are told. [default: --port]
-    #[arg(long)]
-    cluster_announce_port: Option<u16>,
-
-    /// The bus port other nodes are told. [default: --cluster-port]
-    #[arg(long)]
-    cluster_announce_bus_port: Option<u16>,
-
-    /// With --tls-cluster, the TLS port other nodes are told.
-    /// [default: --tls-port]
-    #[arg(long)]
-    cluster_announce_tls_port: Option<u16>,
-
-    /// A hostname other nodes and clients are told (CLUSTER NODES, SLOTS,
-    /// SHARDS). [default: none]
-    #[arg(long)]
-    cluster_announce_hostname: Option<String>,
-
-    /// How redirects, CLUSTER SLOTS and SHARDS name a node: ip, hostname
-    /// or unknown-endpoint. [default: ip]
-    #[arg(long)]
-    cluster_preferred_endpoint_type: Option<String>,
-
-    /// Milliseconds without an answer before a node is suspected failing.
-    /// [default: 15000]
-    #[arg(long)]
-    cluster_node_timeout: Option<u64>,
-
-    /// The node's nodes.conf, in --dir. [default: nodes.conf]
-    #[arg(long)]
-    cluster_config_file: Option<String>,
+/// The command line: a redis.conf-style file first, then any directive as
+/// `--<directive> <value>...`, as redis-server takes them. The options
+/// are made from the directive table (`config::directives`), so every
+/// directive a file takes is an option too, with the same reading and
+/// errors; they apply after the file, in the order given.
+fn command_line() -> clap::Command {
+    let defaults = Config::default();
+    let mut command = clap::Command::new("tally-server")
+        .version(env!("CARGO_PKG_VERSION"))
+        .about(
+            "A Redis-protocol counter store for API rate limiting.\n\n\
+             Options are redis-server's directives. A redis.conf-style file may \
+             be given first; options on the command line override it.",
+        )
+        .arg(
+            Arg::new(CONFIG_FILE)
+                .value_name("CONFIG_FILE")
+                .value_parser(clap::value_parser!(PathBuf))
+                .help("redis.conf-style configuration file (one `directive value` per line)"),
+        );
+    for directive in DIRECTIVES {
+        let help = match directive.get(&defaults).filter(|value| !value.is_empty()) {
+            Some(default) => format!("{} [default: {default}]", directive.help),
+            None => directive.help.to_string(),
+        };
+        let arg = Arg::new(directive.name)
+            .long(directive.name)
+            .aliases(directive.aliases)
+            .value_name("VALUE")
+            .help(help)
+            .action(ArgAction::Append);
+        command = command.arg(if directive.takes_a_list() {
+            arg.num_args(1..)
+        } else {
+            // A single value may start with a dash (`-1`).
+            arg.num_args(1).allow_hyphen_values(true)
+        });
+    }
+    command
 }
 
-impl Cli {
-    /// The command-line options as (directive, values) pairs, applied after the file.
-    fn overrides(&self) -> Vec<(&'static str, Vec<String>)> {
-        let mut out = Vec::new();
-        let mut one = |name: &'static str, value: Option<String>| {
-            if let Some(value) = value {
-                out.push((name, vec![value]));
-            }
-        };
-        one("port", self.port.map(|v| v.to_string()));
-        one("maxmemory", self.maxmemory.clone());
-        one("maxmemory-policy", self.maxmemory_policy.clone());
-        one("requirepass", self.requirepass.clone());
-        one("databases", self.databases.map(|v| v.to_string()));
-        one("maxclients", self.maxclients.map(|v| v.to_string()));
-        one("timeout", self.timeout.map(|v| v.to_string()));
-        one("proto-max-bulk-len", self.proto_max_bulk_len.clone());
-        one(
-            "client-query-buffer-limit",
-            self.client_query_buffer_limit.clone(),
-        );
-        one("loglevel", self.loglevel.clone());
-        one("shards", self.shards.map(|v| v.to_string()));
-        one("io-threads", self.io_threads.map(|v| v.to_string()));
-        one("metrics-port", self.metrics_port.map(|v| v.to_string()));
-        one("save", self.save.clone());
-        one("dir", self.dir.clone());
-        one("dbfilename", self.dbfilename.clone());
-        one("rdbcompression", self.rdbcompression.clone());
-        one("rdbchecksum", self.rdbchecksum.clone());
-        one("rdb-skip-unsupported", self.rdb_skip_unsupported.clone());
-        one("appendonly", self.appendonly.clone());
-        one("appendfsync", self.appendfsync.clone());
-        one("appenddirname", self.appenddirname.clone());
-        one("appendfilename", self.appendfilename.clone());
-        one("aof-load-truncated", self.aof_load_truncated.clone());
-        one("tls-port", self.tls_port.map(|v| v.to_string()));
-        one("tls-cert-file", self.tls_cert_file.clone());
-        one("tls-key-file", self.tls_key_file.clone());
-        one("tls-key-file-pass", self.tls_key_file_pass.clone());
-        one("tls-ca-cert-file", self.tls_ca_cert_file.clone());
-        one("tls-auth-clients", self.tls_auth_clients.clone());
-        one("tls-cluster", self.tls_cluster.clone());
-        one("tls-client-cert-file", self.tls_client_cert_file.clone());
-        one("tls-client-key-file", self.tls_client_key_file.clone());
-        one(
-            "tls-client-key-file-pass",
-            self.tls_client_key_file_pass.clone(),
-        );
-        one("protected-mode", self.protected_mode.clone());
-        one("cluster-enabled", self.cluster_enabled.clone());
-        one("cluster-config-file", self.cluster_config_file.clone());
-        one("cluster-port", self.cluster_port.map(|v| v.to_string()));
-        one("cluster-announce-ip", self.cluster_announce_ip.clone());
-        one(
-            "cluster-announce-hostname",
-            self.cluster_announce_hostname.clone(),
-        );
-        one(
-            "cluster-preferred-endpoint-type",
-            self.cluster_preferred_endpoint_type.clone(),
-        );
-        one(
-            "cluster-announce-port",
-            self.cluster_announce_port.map(|v| v.to_string()),
-        );
-        one(
-            "cluster-announce-bus-port",
-            self.cluster_announce_bus_port.map(|v| v.to_string()),
-        );
-        one(
-            "cluster-announce-tls-port",
-            self.cluster_announce_tls_port.map(|v| v.to_string()),
-        );
-        one(
-            "cluster-node-timeout",
-            self.cluster_node_timeout.map(|v| v.to_string()),
-        );
-        if let Some(bind) = &self.bind {
-            out.push(("bind", bind.clone()));
-        }
-        out
-    }
+/// The positional argument naming the config file.
+const CONFIG_FILE: &str = "config-file";
 
-    fn into_config(self) -> Result<Config, String> {
-        let mut config = Config::default();
-        if let Some(path) = &self.config_file {
-            config.apply_file(path).map_err(|e| e.to_string())?;
-        }
-        for (name, values) in self.overrides() {
-            config
-                .apply(name, &values)
-                .map_err(|why| format!("--{name}: {why}"))?;
-        }
-        Ok(config)
+/// The configuration the command line asks for: defaults, then the file,
+/// then each option in the order given.
+fn config_from(matches: &ArgMatches) -> Result<Config, String> {
+    let mut config = Config::default();
+    if let Some(path) = matches.get_one::<PathBuf>(CONFIG_FILE) {
+        config.apply_file(path).map_err(|e| e.to_string())?;
     }
+    let mut given: Vec<(usize, &str, Vec<String>)> = Vec::new();
+    for directive in DIRECTIVES {
+        let (Some(occurrences), Some(indices)) = (
+            matches.get_occurrences::<String>(directive.name),
+            matches.indices_of(directive.name),
+        ) else {
+            continue;
+        };
+        let mut indices = indices;
+        for values in occurrences {
+            let values: Vec<String> = values.cloned().collect();
+            // An occurrence's place is that of its first value.
+            let at = indices.next().unwrap_or(0);
+            for _ in 1..values.len() {
+                indices.next();
+            }
+            given.push((at, directive.name, values));
+        }
+    }
+    given.sort_by_key(|(at, _, _)| *at);
+    for (_, name, values) in given {
+        config
+            .apply(name, &values)
+            .map_err(|why| format!("--{name}: {why}"))?;
+    }
+    Ok(config)
 }
 
 fn init_logging(level: &str) {
@@ -368,7 +137,7 @@ const JEMALLOC_OPTIONS: &[u8; 60] =
     b"background_thread:true,dirty_decay_ms:1000,muzzy_decay_ms:0\0";
 
 fn main() -> ExitCode {
-    let config = match Cli::parse().into_config() {
+    let config = match config_from(&command_line().get_matches()) {
         Ok(config) => config,
         Err(message) => {
             eprintln!("tally-server: configuration error: {message}");

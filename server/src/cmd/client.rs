@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 use super::args::{int_arg, is, parse_i64};
 use super::connection::{set_name, valid_client_name};
 use super::error;
-use super::Ctx;
+use super::{After, Ctx, ReplyMode};
 use crate::pause::PauseKind;
 use crate::resp::Reply;
 use crate::state::ClientInfo;
@@ -205,7 +205,7 @@ pub fn client_kill(ctx: &mut Ctx<'_>, argv: &[&[u8]]) -> Reply {
         return match clients.iter().find(|c| c.addr.to_string() == addr) {
             Some(client) => {
                 if client.id == me {
-                    ctx.client.close_after_reply = true;
+                    ctx.client.then(After::Close);
                 }
                 client.kill();
                 Reply::Ok
@@ -261,7 +261,7 @@ pub fn client_kill(ctx: &mut Ctx<'_>, argv: &[&[u8]]) -> Reply {
             continue;
         }
         if client.id == me {
-            ctx.client.close_after_reply = true;
+            ctx.client.then(After::Close);
         }
         client.kill();
         killed += 1;
@@ -274,16 +274,14 @@ pub fn client_reply(ctx: &mut Ctx<'_>, argv: &[&[u8]]) -> Reply {
     let client = &mut *ctx.client;
     if is(argv[2], "on") {
         // As Redis: ON clears a SKIP already in force, so its own OK is sent.
-        client.reply_off = false;
-        client.skip_next_reply = false;
-        client.skip_this_reply = false;
+        client.replies = ReplyMode::On;
         Reply::Ok
     } else if is(argv[2], "off") {
-        client.reply_off = true;
+        client.replies = ReplyMode::Off;
         Reply::Nothing
     } else if is(argv[2], "skip") {
-        if !client.reply_off {
-            client.skip_next_reply = true;
+        if client.replies != ReplyMode::Off {
+            client.replies = ReplyMode::SkipNext;
         }
         Reply::Nothing
     } else {

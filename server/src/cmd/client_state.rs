@@ -22,10 +22,11 @@ pub struct ClientState {
     pub proto: Protocol,
     /// True once AUTH succeeded, or when no password is required.
     pub authenticated: bool,
-    /// QUIT: close once this reply is written.
-    pub close_after_reply: bool,
-    /// DEBUG SLEEP: pause this connection before reading further.
-    pub sleep: Option<Duration>,
+    /// What the connection must do after the command just run, beyond
+    /// sending its reply (see [`After`]); taken by the connection loop.
+    pub after: After,
+    /// Whether replies are sent (CLIENT REPLY).
+    pub replies: ReplyMode,
     /// Statistics gathered during one read batch, flushed once per batch so
     /// that workers do not contend on shared counters for every command.
     pub batch: BatchStats,
@@ -48,29 +49,14 @@ pub struct ClientState {
     pub script_read: bool,
     /// MONITOR: the lines of the commands the server runs, once asked for.
     pub monitor: Option<crate::monitor::MonitorMode>,
-    /// CLIENT REPLY OFF: no replies until CLIENT REPLY ON.
-    pub reply_off: bool,
-    /// CLIENT REPLY SKIP: the next command's reply is not sent.
-    pub skip_next_reply: bool,
-    /// The reply being produced is not sent (the command after a SKIP).
-    pub skip_this_reply: bool,
     /// CLIENT NO-EVICT ON (shown in CLIENT LIST; tally never evicts clients).
     pub no_evict: bool,
-    /// Set when CLIENT PAUSE holds the command just dispatched: it did not
-    /// run, and the connection runs it again when the pause ends.
-    pub postponed: bool,
-    /// Set when a key of the command just dispatched is in the middle of a
-    /// MIGRATE: it did not run, and runs again once the key is moved.
-    pub awaits_migration: bool,
     /// The slots of the command's keys, computed once by the slot gate
     /// and taken by routing.
     pub gate_slots: routing::GateSlots,
     /// ASKING was sent: the next command may use a slot being imported
     /// (kept until EXEC inside a transaction, as Redis).
     pub asking: bool,
-    /// MIGRATE's network part, left for the connection to carry out
-    /// before it replies (handlers never touch sockets).
-    pub migration: Option<Box<crate::net::migrate::Migration>>,
     /// Set by a handler that counted the errors of its reply itself (a
     /// script's, whose errors from redis.call were counted when they
     /// happened); the dispatcher then does not count them again.
@@ -96,31 +82,99 @@ impl ClientState {
             db: 0,
             proto: Protocol::Resp2,
             authenticated,
-            close_after_reply: false,
-            sleep: None,
+            after: After::Continue,
+            replies: ReplyMode::On,
             batch: BatchStats::default(),
             transaction: None,
             watches: multi::Watches::default(),
             pubsub: None,
             in_script: false,
             reply_errors_counted: false,
-            postponed: false,
-            awaits_migration: false,
             gate_slots: routing::GateSlots::Unknown,
             asking: false,
-            migration: None,
             tracking: None,
             caching: false,
             script_read: false,
             monitor: None,
-            reply_off: false,
-            skip_next_reply: false,
-            skip_this_reply: false,
             no_evict: false,
             propagated: Vec::new(),
             aof_offset: 0,
             user: Arc::new(crate::acl::User::default_user()),
             acl_generation: 0,
+        }
+    }
+}
+
+impl ClientState {
+    /// Asks the connection to do `after` once this command's reply is
+    /// produced. A close already asked for stands: nothing a later command
+    /// of the same EXEC asks for undoes it.
+    pub fn then(&mut self, after: After) {
+        if !matches!(self.after, After::Close) {
+            self.after = after;
+        }
+    }
+}
+
+/// What a command leaves for its connection to do, beyond sending its
+/// reply: handlers never touch the socket, so a command that must close
+/// the connection, pause it or wait says so here, and the connection loop
+/// matches on it after the command. A new blocking command (BLPOP, WAIT, a
+/// failover pause) is a new variant.
+#[derive(Default)]
+pub enum After {
+    /// Go on with the next command.
+    #[default]
+    Continue,
+    /// Send the reply, then close (QUIT, CLIENT KILL of itself, SYNC, a
+    /// command that panicked).
+    Close,
+    /// Send what is owed, sleep this long, then go on (DEBUG SLEEP).
+    Sleep(Duration),
+    /// CLIENT PAUSE holds the command: it did not run, and runs again,
+    /// framed afresh, when the pause ends.
+    WaitForPause,
+    /// A key of the command is in the middle of a MIGRATE: it did not run,
+    /// and runs again shortly (by then the key is gone: ASK).
+    WaitForMigration,
+    /// MIGRATE's network half, for the connection to carry out; its reply
+    /// comes from there, and the commands after it wait for it.
+    Migrate(Box<crate::net::migrate::Migration>),
+}
+
+impl After {
+    /// True when the command did not run and must run again later.
+    pub fn retries(&self) -> bool {
+        matches!(self, After::WaitForPause | After::WaitForMigration)
+    }
+}
+
+/// CLIENT REPLY: whether the connection sends replies.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ReplyMode {
+    /// Every reply is sent.
+    On,
+    /// No reply is sent until CLIENT REPLY ON.
+    Off,
+    /// CLIENT REPLY SKIP was just run: its own reply is sent (none, as
+    /// Redis), the next command's is not.
+    SkipNext,
+    /// This command's reply is not sent; the next one's is.
+    Skipping,
+}
+
+impl ReplyMode {
+    /// Whether the reply being produced is sent.
+    pub fn sends(self) -> bool {
+        matches!(self, ReplyMode::On | ReplyMode::SkipNext)
+    }
+
+    /// The mode for the next command, once a reply was produced.
+    pub fn after_reply(self) -> ReplyMode {
+        match self {
+            ReplyMode::SkipNext => ReplyMode::Skipping,
+            ReplyMode::Skipping => ReplyMode::On,
+            mode => mode,
         }
     }
 }

@@ -4,7 +4,7 @@ use std::sync::atomic::Ordering;
 
 use super::args::{is, parse_i64};
 use super::error;
-use super::Ctx;
+use super::{After, Ctx, ReplyMode};
 use crate::resp::{Protocol, Reply};
 
 /// PING [message]
@@ -33,7 +33,7 @@ pub fn echo(_ctx: &mut Ctx<'_>, argv: &[&[u8]]) -> Reply {
 
 /// QUIT: reply +OK, then close.
 pub fn quit(ctx: &mut Ctx<'_>, _argv: &[&[u8]]) -> Reply {
-    ctx.client.close_after_reply = true;
+    ctx.client.then(After::Close);
     Reply::Ok
 }
 
@@ -52,8 +52,7 @@ pub fn reset(ctx: &mut Ctx<'_>, _argv: &[&[u8]]) -> Reply {
     ctx.shared.tracking.disable(ctx.client.info.id);
     ctx.client.tracking = None;
     ctx.client.caching = false;
-    ctx.client.reply_off = false;
-    ctx.client.skip_next_reply = false;
+    ctx.client.replies = ReplyMode::On;
     ctx.client.db = 0;
     ctx.client.info.db.store(0, Ordering::Relaxed);
     ctx.client.proto = Protocol::Resp2;

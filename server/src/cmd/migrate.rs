@@ -122,7 +122,7 @@ pub fn migrate(ctx: &mut Ctx<'_>, argv: &[&[u8]]) -> Reply {
     if let Some(set) = in_flight.as_mut() {
         set.extend(moving.iter().map(|m| m.key.clone()));
     }
-    ctx.client.migration = Some(Box::new(Migration {
+    ctx.client.then(super::After::Migrate(Box::new(Migration {
         host: String::from_utf8_lossy(argv[1]).into_owned(),
         port,
         db: db as usize,
@@ -134,7 +134,7 @@ pub fn migrate(ctx: &mut Ctx<'_>, argv: &[&[u8]]) -> Reply {
         cluster: cluster.is_some(),
         slots,
         keys: moving,
-    }));
+    })));
     Reply::Nothing
 }
 

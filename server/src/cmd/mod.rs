@@ -46,7 +46,7 @@ use crate::resp::Reply;
 use crate::state::Shared;
 pub use crate::stats::{error_code, ErrorCounts};
 use crate::store::{Db, KeyRef, MultiLock, ShardGuard, ShardLender};
-pub use client_state::{BatchStats, ClientState};
+pub use client_state::{After, BatchStats, ClientState, ReplyMode};
 pub use handlers::Handler;
 use routing::{is_cluster_redirection, routed, slot_gate};
 
@@ -213,7 +213,7 @@ fn dispatch_resolved(
     }
     if multi::queues(ctx, command) {
         return match rejection(ctx, index, command, argv) {
-            Some(_) if ctx.client.awaits_migration => Reply::Nothing,
+            Some(_) if ctx.client.after.retries() => Reply::Nothing,
             Some(reply) => {
                 ctx.client.batch.slot(index).4 += 1;
                 count_errors(ctx, &reply);
@@ -258,7 +258,7 @@ fn held_by_pause(
     if !ctx.shared.pause.holds(may_write) || rejection(ctx, index, command, argv).is_some() {
         return false;
     }
-    ctx.client.postponed = true;
+    ctx.client.then(After::WaitForPause);
     true
 }
 
@@ -520,7 +520,7 @@ fn check_and_call(
     let rejected = rejection(ctx, index, command, argv);
     ctx.client.gate_slots = routing::GateSlots::Unknown;
     if let Some(reply) = rejected {
-        if ctx.client.awaits_migration {
+        if ctx.client.after.retries() {
             // Not refused: it runs again once its keys are moved.
             return Reply::Nothing;
         }

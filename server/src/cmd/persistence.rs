@@ -219,7 +219,7 @@ pub fn sync(ctx: &mut Ctx<'_>, _argv: &[&[u8]]) -> Reply {
         Ok(file) => {
             let mut out = format!("${}\r\n", file.len()).into_bytes();
             out.extend_from_slice(&file);
-            ctx.client.close_after_reply = true;
+            ctx.client.then(super::After::Close);
             Reply::Raw(out)
         }
         Err(e) => Reply::error_bytes(format!("ERR {e}").into_bytes()),

@@ -203,7 +203,7 @@ pub(super) fn route_open(
     if command.name != "migrate" {
         let in_flight = cluster.in_flight.lock();
         if keys.iter().any(|k| in_flight.contains(k)) {
-            ctx.client.awaits_migration = true;
+            ctx.client.then(super::After::WaitForMigration);
             return None;
         }
     }

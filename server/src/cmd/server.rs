@@ -63,7 +63,7 @@ pub fn shutdown(ctx: &mut Ctx<'_>, argv: &[&[u8]]) -> Reply {
     if save && super::persistence::save_now(ctx.shared).is_err() && !force {
         return Reply::error("ERR Errors trying to SHUTDOWN. Check logs.");
     }
-    ctx.client.close_after_reply = true;
+    ctx.client.then(super::After::Close);
     ctx.shared.begin_shutdown();
     Reply::Nothing
 }
@@ -79,7 +79,8 @@ pub fn debug(ctx: &mut Ctx<'_>, argv: &[&[u8]]) -> Reply {
         // once. Sleep the same, without Duration's panic on overflow.
         let micros = seconds * 1e6;
         if micros < i64::MAX as f64 {
-            ctx.client.sleep = Some(Duration::from_micros(micros as u64));
+            ctx.client
+                .then(super::After::Sleep(Duration::from_micros(micros as u64)));
         }
         return Reply::Ok;
     }

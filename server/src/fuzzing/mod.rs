@@ -243,7 +243,7 @@ pub fn dispatch(data: &[u8]) {
         };
         let reply = cmd::dispatch(&mut ctx, &argv);
         assert_well_formed(&reply);
-        if client.close_after_reply {
+        if matches!(client.after, cmd::After::Close) {
             break;
         }
     }

@@ -14,7 +14,7 @@ use bytes::{Buf, BytesMut};
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::net::TcpStream;
 
-use crate::cmd::{self, ClientState, Ctx};
+use crate::cmd::{self, After, ClientState, Ctx, ReplyMode};
 use crate::resp::{parse_frame, Frame, FrameLimits, Reply, Resume};
 use crate::state::{ClientInfo, Shared};
 
@@ -165,23 +165,27 @@ pub async fn serve_stream<S: ClientStream>(
             }
         }
         let next = run_batch(&shared, client, &mut input, &mut resume, &mut output);
-        if let Some(migration) = client.migration.take() {
-            // MIGRATE's network half; the commands after it wait, as
-            // Redis's client does.
-            let (reply, offset) = crate::net::migrate::carry_out(&shared, *migration).await;
-            if let Reply::Error(text) = &reply {
-                client.batch.errors.count(text);
+        let after = match std::mem::take(&mut client.after) {
+            After::Migrate(migration) => {
+                // MIGRATE's network half; the commands after it wait, as
+                // Redis's client does.
+                let (reply, offset) = crate::net::migrate::carry_out(&shared, *migration).await;
+                if let Reply::Error(text) = &reply {
+                    client.batch.errors.count(text);
+                }
+                if client.replies != ReplyMode::Off {
+                    reply.encode(client.proto, &mut output);
+                }
+                // The keys it dropped are in the append-only file before the
+                // reply goes (under `always`, synced: waited for below).
+                if offset != 0 && !crate::persistence::aof::before_reply(&shared, offset) {
+                    client.aof_offset = client.aof_offset.max(offset);
+                }
+                resume_buffered = !input.is_empty();
+                After::Continue
             }
-            if !client.reply_off {
-                reply.encode(client.proto, &mut output);
-            }
-            // The keys it dropped are in the append-only file before the
-            // reply goes (under `always`, synced: waited for below).
-            if offset != 0 && !crate::persistence::aof::before_reply(&shared, offset) {
-                client.aof_offset = client.aof_offset.max(offset);
-            }
-            resume_buffered = !input.is_empty();
-        }
+            after => after,
+        };
         publish_state(client, &input, &output);
         if input.len() as u64 > shared.client_query_buffer_limit.load(Ordering::Relaxed) {
             // Redis closes a client whose unprocessed input passes the limit.
@@ -224,27 +228,31 @@ pub async fn serve_stream<S: ClientStream>(
         if output.capacity() > IDLE_BUFFER_MAX {
             output = BytesMut::with_capacity(READ_CHUNK);
         }
-        if let Some(pause) = client.sleep.take() {
-            tokio::time::sleep(pause).await;
-            resume_buffered = !input.is_empty();
-        }
-        if std::mem::take(&mut client.awaits_migration) {
-            // Its key is on its way to another node: look again shortly
-            // (it will be gone, and the command answered with ASK).
-            tokio::select! {
-                biased;
-                _ = killed.as_mut() => break,
-                _ = tokio::time::sleep(std::time::Duration::from_millis(1)) => {}
+        match after {
+            After::Sleep(pause) => {
+                tokio::time::sleep(pause).await;
+                resume_buffered = !input.is_empty();
             }
-            resume_buffered = true;
-        }
-        if std::mem::take(&mut client.postponed) {
-            tokio::select! {
-                biased;
-                _ = killed.as_mut() => break,
-                _ = shared.pause.wait() => {}
+            After::WaitForMigration => {
+                // Its key is on its way to another node: look again shortly
+                // (it will be gone, and the command answered with ASK).
+                tokio::select! {
+                    biased;
+                    _ = killed.as_mut() => break,
+                    _ = tokio::time::sleep(std::time::Duration::from_millis(1)) => {}
+                }
+                resume_buffered = true;
             }
-            resume_buffered = true;
+            After::WaitForPause => {
+                tokio::select! {
+                    biased;
+                    _ = killed.as_mut() => break,
+                    _ = shared.pause.wait() => {}
+                }
+                resume_buffered = true;
+            }
+            // Closing is `next`'s; a migration was carried out above.
+            After::Continue | After::Close | After::Migrate(_) => {}
         }
     }
     // Forgotten before the socket closes, so that a peer who sees the close
@@ -533,7 +541,7 @@ fn run_batch(
                 reply
             }
         };
-        if client.postponed || client.awaits_migration {
+        if client.after.retries() {
             // CLIENT PAUSE holds this command, or a MIGRATE holds its key:
             // it stays in the buffer and runs, framed afresh, once that ends.
             pos = start;
@@ -541,10 +549,10 @@ fn run_batch(
             break;
         }
         // CLIENT REPLY OFF / SKIP silence replies, as Redis does.
-        if !(client.reply_off || client.skip_this_reply) {
+        if client.replies.sends() {
             reply.encode(client.proto, output);
         }
-        client.skip_this_reply = std::mem::take(&mut client.skip_next_reply);
+        client.replies = client.replies.after_reply();
         if !client.authenticated && output.len() > UNAUTHENTICATED_OUTPUT_MAX {
             // A client that has not authenticated may not make the server
             // hold replies for it (Redis's fix for CVE-2025-21605): past
@@ -558,11 +566,11 @@ fn run_batch(
             next = Next::Close;
             break;
         }
-        if matches!(frame, Frame::Error(_)) || client.close_after_reply {
+        if matches!(frame, Frame::Error(_)) || matches!(client.after, After::Close) {
             next = Next::Close;
             break;
         }
-        if client.sleep.is_some() || client.migration.is_some() {
+        if matches!(client.after, After::Sleep(_) | After::Migrate(_)) {
             // DEBUG SLEEP: send what is owed, pause, then carry on with the
             // rest. MIGRATE: its reply comes once the target answered.
             break;
@@ -604,7 +612,7 @@ fn run_one(shared: &Shared, client: &mut ClientState, argv: &[&[u8]], now_ms: u6
         let command = String::from_utf8_lossy(argv.first().copied().unwrap_or_default());
         tracing::error!(client = client.info.id, %command, "command panicked: {what}");
         shared.stats.panics.fetch_add(1, Ordering::Relaxed);
-        client.close_after_reply = true;
+        client.then(After::Close);
         Reply::error(crate::cmd::error::INTERNAL)
     })
 }

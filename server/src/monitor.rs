@@ -17,9 +17,9 @@ use bytes::Bytes;
 use parking_lot::{Mutex, RwLock};
 use tokio::sync::mpsc;
 
+use crate::clients::ClientInfo;
 use crate::config::OutputLimit;
 use crate::pubsub::OutputBudget;
-use crate::state::ClientInfo;
 
 /// One MONITOR client's queue.
 pub struct MonitorSink {

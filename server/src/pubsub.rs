@@ -23,6 +23,9 @@ use crate::config::OutputLimit;
 use crate::glob::glob_match;
 use crate::resp::Reply;
 
+/// The channel RESP2 clients subscribe to for redirected invalidations.
+pub const INVALIDATE_CHANNEL: &[u8] = b"__redis__:invalidate";
+
 /// One message on its way to a subscriber.
 #[derive(Debug, Clone)]
 pub enum Message {
@@ -86,7 +89,7 @@ impl Message {
                 } else if *redirected && invalidate_subscribed {
                     Some(Reply::Push(vec![
                         Reply::BulkStatic(b"message"),
-                        Reply::BulkStatic(crate::tracking::INVALIDATE_CHANNEL),
+                        Reply::BulkStatic(INVALIDATE_CHANNEL),
                         keys,
                     ]))
                 } else {

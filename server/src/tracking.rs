@@ -26,8 +26,7 @@ use parking_lot::Mutex;
 use crate::config::OutputLimit;
 use crate::pubsub::{Message, Subscriber};
 
-/// The channel RESP2 clients subscribe to for redirected invalidations.
-pub const INVALIDATE_CHANNEL: &[u8] = b"__redis__:invalidate";
+pub use crate::pubsub::INVALIDATE_CHANNEL;
 
 /// A client's tracking settings (CLIENT TRACKING ON ...).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]

@@ -139,7 +139,7 @@ pub enum After {
     WaitForMigration,
     /// MIGRATE's network half, for the connection to carry out; its reply
     /// comes from there, and the commands after it wait for it.
-    Migrate(Box<crate::net::migrate::Migration>),
+    Migrate(Box<super::migrate::Migration>),
 }
 
 impl After {

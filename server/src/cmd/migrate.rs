@@ -10,8 +10,45 @@
 use super::args::{is, parse_i64};
 use super::error;
 use super::Ctx;
-use crate::net::migrate::{Migration, Moving};
 use crate::resp::Reply;
+
+/// One key on its way out.
+#[derive(Debug)]
+pub struct Moving {
+    /// The key.
+    pub key: Vec<u8>,
+    /// Its TTL in ms (0: none), as RESTORE takes it.
+    pub ttl_ms: u64,
+    /// Its DUMP payload.
+    pub payload: Vec<u8>,
+}
+
+/// A MIGRATE waiting for its network part.
+#[derive(Debug)]
+pub struct Migration {
+    /// The target's host.
+    pub host: String,
+    /// The target's port.
+    pub port: u16,
+    /// The target's database.
+    pub db: usize,
+    /// The database the keys come from.
+    pub source_db: usize,
+    /// For connecting, each write and each reply (Redis's timeout).
+    pub timeout_ms: u64,
+    /// COPY: keep the keys here.
+    pub copy: bool,
+    /// REPLACE: overwrite the target's keys.
+    pub replace: bool,
+    /// AUTH (`None` user) or AUTH2.
+    pub auth: Option<(Option<Vec<u8>>, Vec<u8>)>,
+    /// This node is a cluster node: RESTORE-ASKING, not RESTORE.
+    pub cluster: bool,
+    /// The keys' slots, open while the keys move (cluster mode).
+    pub slots: Vec<u16>,
+    /// The keys, copied out.
+    pub keys: Vec<Moving>,
+}
 
 /// MIGRATE host port key|"" destination-db timeout [COPY] [REPLACE]
 /// [AUTH password | AUTH2 username password] [KEYS key ...]

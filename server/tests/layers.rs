@@ -3,8 +3,9 @@
 //! imports the table below allows by name with its reason.
 //! docs/architecture.md draws the same table.
 //!
-//! Code under `#[cfg(test)] mod tests` is not held to it (a test may
-//! build what it needs from anywhere), nor are comments.
+//! Code under `#[cfg(test)] mod tests { ... }` or in a `tests/` directory
+//! is not held to it (a test may build what it needs from anywhere), nor
+//! are comments.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
@@ -97,7 +98,7 @@ fn module_of(relative: &Path) -> String {
 
 /// The source without comments and without its trailing test module.
 fn code_of(source: &str) -> String {
-    let source = match source.find("#[cfg(test)]\nmod tests") {
+    let source = match source.find("#[cfg(test)]\nmod tests {") {
         Some(at) => &source[..at],
         None => source,
     };
@@ -161,6 +162,10 @@ fn rust_files(dir: &Path, out: &mut Vec<std::path::PathBuf>) {
     for entry in std::fs::read_dir(dir).expect("read src") {
         let path = entry.expect("entry").path();
         if path.is_dir() {
+            // A family's unit tests (cmd/tests/) are tests too.
+            if path.file_name().is_some_and(|n| n == "tests") {
+                continue;
+            }
             rust_files(&path, out);
         } else if path.extension().is_some_and(|e| e == "rs") {
             out.push(path);

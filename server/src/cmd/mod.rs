@@ -20,6 +20,8 @@ pub mod config;
 pub mod connection;
 pub mod error;
 pub mod handlers;
+#[cfg(any(test, feature = "fuzzing"))]
+pub mod harness;
 pub mod hash;
 pub mod info;
 pub mod keys;
@@ -36,6 +38,8 @@ pub mod scripting;
 pub mod server;
 pub mod set;
 pub mod string;
+#[cfg(test)]
+mod tests;
 pub mod zset;
 
 use std::sync::atomic::Ordering;

@@ -12,15 +12,11 @@
 mod lua_libraries;
 pub use lua_libraries::{lua_libraries, script_from as lua_libraries_script};
 
-use std::net::SocketAddr;
-use std::sync::Arc;
-
 use bytes::BytesMut;
 
-use crate::cmd::{self, ClientState, Ctx};
+use crate::cmd;
 use crate::config::Config;
 use crate::resp::{parse_frame, Frame, FrameLimits, Protocol, Reply, Resume};
-use crate::state::{ClientInfo, Shared};
 
 /// The reply encodes as exactly one well-formed frame in `proto`.
 fn assert_encodes_whole(reply: &Reply, proto: Protocol) {
@@ -201,8 +197,8 @@ const NOT_FUZZED: &[&str] = &[
 
 /// A server for one input: small limits, so that what a request may make
 /// the server allocate is bounded and quickly found.
-fn fuzz_server() -> Arc<Shared> {
-    let config = Config {
+fn fuzz_config() -> Config {
+    Config {
         port: 0,
         shards: 2,
         databases: 4,
@@ -210,17 +206,13 @@ fn fuzz_server() -> Arc<Shared> {
         proto_max_bulk_len: 1024 * 1024,
         save_points: Vec::new(),
         ..Config::default()
-    };
-    Arc::new(Shared::new(config))
+    }
 }
 
 /// Whole dispatch: lines of space-separated arguments run as one client's
 /// commands. No command panics, and every reply is well-formed RESP.
 pub fn dispatch(data: &[u8]) {
-    let shared = fuzz_server();
-    let addr = SocketAddr::from(([127, 0, 0, 1], 1));
-    let info = Arc::new(ClientInfo::new(1, addr, addr, 0));
-    let mut client = ClientState::new(info, true);
+    let mut harness = cmd::harness::Harness::with_config(fuzz_config());
     for line in data.split(|&b| b == b'\n').take(64) {
         let argv: Vec<&[u8]> = line
             .split(|&b| b == b' ')
@@ -235,19 +227,12 @@ pub fn dispatch(data: &[u8]) {
         {
             continue;
         }
-        let mut ctx = Ctx {
-            shared: &shared,
-            client: &mut client,
-            now_ms: 1_720_000_000_000,
-            held: None,
-        };
-        let reply = cmd::dispatch(&mut ctx, &argv);
+        let reply = harness.run_bytes(&argv);
         assert_well_formed(&reply);
-        if matches!(client.after, cmd::After::Close) {
+        if matches!(harness.client.after, cmd::After::Close) {
             break;
         }
     }
-    cmd::multi::forget_client(&shared, &mut client);
 }
 
 /// Config files and CONFIG SET values: any text is applied or refused with

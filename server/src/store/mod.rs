@@ -21,6 +21,8 @@ pub mod shard;
 pub mod slab;
 pub mod slot_index;
 pub mod snapshot;
+#[cfg(test)]
+mod tests;
 
 use std::hash::BuildHasher;
 use std::sync::atomic::{AtomicIsize, AtomicU64, Ordering};

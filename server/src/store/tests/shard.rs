@@ -1,0 +1,151 @@
+//! One shard: set, read, replace, remove, lazy and active expiry, SCAN,
+//! memory accounting, WATCH flags and the key observer.
+
+use std::collections::BTreeSet;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+
+use super::{store_with, Recorder};
+use crate::store::ValueRef;
+
+const NOW: u64 = 1_000_000;
+
+#[test]
+fn a_set_key_reads_back_and_a_replace_says_so() {
+    let store = store_with(1, &Arc::default());
+    let mut shard = store.db(0).lock_shard(0);
+    let key = store.key(b"k");
+    assert!(!shard.set(key, ValueRef::string(b"12"), 0, NOW));
+    assert_eq!(
+        shard.get(key, NOW).map(|e| e.value()),
+        Some(ValueRef::Int(12))
+    );
+    assert!(shard.set(key, ValueRef::string(b"v"), 0, NOW));
+    assert_eq!(
+        shard.get(key, NOW).map(|e| e.value()),
+        Some(ValueRef::Str(b"v"))
+    );
+    assert_eq!(shard.len(), 1);
+    assert!(shard.remove(key, NOW));
+    assert!(!shard.remove(key, NOW));
+    assert!(shard.is_empty());
+}
+
+#[test]
+fn an_expired_key_is_absent_and_counted_once_when_found() {
+    let store = store_with(1, &Arc::default());
+    let mut shard = store.db(0).lock_shard(0);
+    let key = store.key(b"k");
+    shard.set(key, ValueRef::Str(b"v"), NOW + 10, NOW);
+    assert_eq!(shard.volatile_len(), 1);
+    assert!(shard.contains(key, NOW + 9));
+    assert!(!shard.contains(key, NOW + 10));
+    assert!(shard.get(key, NOW + 10).is_none());
+    assert_eq!(shard.take_expired_count(), 1);
+    assert_eq!(shard.take_expired_count(), 0);
+    assert_eq!((shard.len(), shard.volatile_len()), (0, 0));
+}
+
+#[test]
+fn the_sweep_removes_what_expired_and_nothing_else() {
+    let store = store_with(1, &Arc::default());
+    let mut shard = store.db(0).lock_shard(0);
+    for i in 0..100u32 {
+        let name = format!("k{i}");
+        let deadline = if i % 4 == 0 { NOW + 5 } else { 0 };
+        shard.set(
+            store.key(name.as_bytes()),
+            ValueRef::Int(i as i64),
+            deadline,
+            NOW,
+        );
+    }
+    let buckets = shard.num_buckets();
+    let (examined, removed) = shard.sweep(NOW + 5, buckets);
+    assert_eq!((examined, removed), (100, 25));
+    assert_eq!(shard.len(), 75);
+    assert_eq!(shard.volatile_len(), 0);
+    assert_eq!(shard.take_expired_count(), 25);
+}
+
+#[test]
+fn a_scan_without_resizes_returns_every_live_key_once() {
+    let store = store_with(1, &Arc::default());
+    let mut shard = store.db(0).lock_shard(0);
+    let mut expected = BTreeSet::new();
+    for i in 0..500u32 {
+        let name = format!("key:{i}");
+        let deadline = if i % 10 == 0 { NOW - 1 } else { 0 };
+        shard.set(
+            store.key(name.as_bytes()),
+            ValueRef::Int(1),
+            deadline,
+            NOW - 2,
+        );
+        if deadline == 0 {
+            expected.insert(name.into_bytes());
+        }
+    }
+    let (mut position, mut epoch) = (0, 0);
+    let mut seen = Vec::new();
+    loop {
+        let (next, at) = shard.scan(position, epoch, 10, NOW, |_| true, &mut seen);
+        epoch = at;
+        match next {
+            Some(next) => position = next,
+            None => break,
+        }
+    }
+    assert_eq!(seen.len(), expected.len(), "no key twice");
+    assert_eq!(seen.into_iter().collect::<BTreeSet<_>>(), expected);
+}
+
+#[test]
+fn a_keys_memory_is_accounted_and_given_back_the_table_stays() {
+    let store = store_with(1, &Arc::default());
+    let mut shard = store.db(0).lock_shard(0);
+    let before = shard.bytes();
+    let long = vec![b'x'; 1000];
+    shard.set(store.key(b"k"), ValueRef::Str(&long), 0, NOW);
+    let with_key = shard.bytes();
+    assert!(with_key >= before + 1000, "{before} -> {with_key}");
+    assert_eq!(store.used_memory(), with_key);
+    shard.remove(store.key(b"k"), NOW);
+    // What stays is the table's bucket array, which keeps its size.
+    assert_eq!(shard.bytes(), shard.table_bytes());
+    assert_eq!(store.used_memory(), shard.bytes());
+}
+
+#[test]
+fn a_write_raises_the_watch_flag_of_its_key_only() {
+    let store = store_with(1, &Arc::default());
+    let mut shard = store.db(0).lock_shard(0);
+    let (watched, other) = (
+        Arc::new(AtomicBool::new(false)),
+        Arc::new(AtomicBool::new(false)),
+    );
+    shard.watch(b"a", &watched);
+    shard.watch(b"b", &other);
+    shard.set(store.key(b"a"), ValueRef::Int(1), 0, NOW);
+    assert!(watched.load(Ordering::Acquire));
+    assert!(!other.load(Ordering::Acquire));
+    shard.unwatch(b"b", &other);
+    shard.set(store.key(b"b"), ValueRef::Int(1), 0, NOW);
+    assert!(!other.load(Ordering::Acquire));
+}
+
+#[test]
+fn the_observer_hears_of_writes_removals_and_expiries() {
+    let recorder = Arc::new(Recorder::default());
+    let store = store_with(1, &recorder);
+    let mut shard = store.db(0).lock_shard(0);
+    shard.set(store.key(b"set"), ValueRef::Int(1), 0, NOW);
+    shard.set(store.key(b"gone"), ValueRef::Int(1), 0, NOW);
+    shard.remove(store.key(b"gone"), NOW);
+    shard.set(store.key(b"expires"), ValueRef::Int(1), NOW + 1, NOW);
+    assert!(shard.get(store.key(b"expires"), NOW + 1).is_none());
+    // A read of a live key tells nothing.
+    shard.get(store.key(b"set"), NOW);
+    let heard: Vec<&[u8]> = vec![b"set", b"gone", b"gone", b"expires", b"expires"];
+    assert_eq!(*recorder.keys.lock(), heard);
+}

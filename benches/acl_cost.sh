@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # What the ACL check costs the native limiter path, counted rather than
 # timed (issue #13's budget: at most 3%): one tally under valgrind's
-# callgrind serves the seed's sliding-window EVALSHA (-P 16) first as the
+# callgrind serves the sliding-window limiter (lua/scripts/sliding_window.lua) through EVALSHA (-P 16) first as the
 # default user (unrestricted: the check is one flag test) and then as a
 # gateway user that may run only the limiter on `rl:*` keys; the
 # user-space instructions each run executed give instructions per request
@@ -77,7 +77,7 @@ import statistics, sys
 n, user, system = map(int, sys.argv[1:4])
 runs = list(map(int, sys.argv[4:]))
 default, gateway = runs[:len(runs) // 2], runs[len(runs) // 2:]
-print(f"Seed EVALSHA, -P 16, {n:,} requests per run, user-space instructions per request (callgrind)")
+print(f"Sliding-window EVALSHA, -P 16, {n:,} requests per run, user-space instructions per request (callgrind)")
 print()
 print("| run | default user | gateway user | gateway/default |")
 print("|---|---|---|---|")

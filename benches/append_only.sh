@@ -3,7 +3,7 @@
 # with `appendonly yes`, in one run.
 #
 #   1. SET and INCR (redis-benchmark -c 50 -r 100000) at P=1 and P=16, and
-#      the seed's sliding-window script through EVALSHA at P=16, under
+#      the sliding-window limiter (lua/scripts/sliding_window.lua) through EVALSHA at P=16, under
 #      appendfsync everysec and always; tally without the log as well, so
 #      its own cost shows;
 #   2. INCR -P 16 throughput while BGREWRITEAOF runs back to back, against

@@ -3,11 +3,11 @@
 #
 # 1. One tally node with `cluster-enabled yes` owning all 16384 slots beside
 #    one tally without cluster mode: redis-benchmark -P 16 SET/GET/INCR and
-#    the seed's sliding-window EVALSHA; requests/s and the server's CPU time
+#    the sliding-window limiter's EVALSHA (lua/scripts/sliding_window.lua); requests/s and the server's CPU time
 #    per million requests (from /proc), as ratios cluster/plain.
 # 2. Three tally nodes and three redis-server nodes, each trio created with
 #    `redis-cli --cluster create`: `redis-benchmark --cluster -P 16` SET/GET/
-#    INCR and the seed EVALSHA on `{tag}`-tagged keys; tally/Redis ratios.
+#    INCR and the sliding-window EVALSHA on `{tag}`-tagged keys; tally/Redis ratios.
 #
 # Usage: [ONE_NODE_ONLY=1] benches/cluster.sh [requests] [rounds]   (defaults 1000000, 3; CPU
 # time is read in 10 ms ticks, so fewer requests blur the CPU ratios)

@@ -53,7 +53,7 @@ wait_up "$P_PORT"; wait_up "$C_PORT"
 redis-cli -p "$C_PORT" CLUSTER ADDSLOTSRANGE 0 16383 >/dev/null
 until redis-cli -p "$C_PORT" CLUSTER INFO | grep -q cluster_state:ok; do sleep 0.2; done
 P_SHA=$(redis-cli -p "$P_PORT" SCRIPT LOAD "$(cat $SRC)")
-# The seed's sliding window, two {u}-tagged keys; @SHA@ is each server's.
+# The sliding-window limiter (lua/scripts/sliding_window.lua), two {u}-tagged keys; @SHA@ is each server's.
 EVALSHA_ARGS=(EVALSHA @SHA@ 2 'rl:{u}:__rand_int__:c' 'rl:{u}:__rand_int__:p' 1000 60 1720000030 1)
 C_SHA=$(redis-cli -p "$C_PORT" SCRIPT LOAD "$(cat $SRC)")
 

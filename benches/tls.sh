@@ -2,7 +2,7 @@
 # TLS side by side: redis-server (Debian's build, OpenSSL) and tally-server
 # (rustls), each with a TLS port and `tls-auth-clients no`, the same
 # certificates, in one run; redis-benchmark --tls SET/GET/INCR and the
-# seed's sliding-window EVALSHA at P=1 and P=16, ROUNDS alternating rounds,
+# sliding-window limiter's EVALSHA (lua/scripts/sliding_window.lua) at P=1 and P=16, ROUNDS alternating rounds,
 # medians. tally runs twice: with its default worker threads (one per core)
 # and with `--io-threads 1`, the one thread Redis serves commands on; on a
 # two-core box redis-benchmark needs the other core, and a second server

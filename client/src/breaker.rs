@@ -1,4 +1,6 @@
-//! A circuit breaker per server node (the seed's Refinement 4).
+//! A circuit breaker per server node (docs/client.md): a node that keeps
+//! failing is left alone for a while, so a check does not wait on it every
+//! time.
 //!
 //! Closed: calls go through; a timeout or error is recorded. `failures`
 //! failures within `window` open the breaker. Open: calls fail at once
@@ -23,7 +25,7 @@ pub struct BreakerConfig {
 }
 
 impl Default for BreakerConfig {
-    /// The seed's: 5 failures in 10 s, a probe every 30 s.
+    /// 5 failures in 10 s open it; a probe every 30 s tries again.
     fn default() -> BreakerConfig {
         BreakerConfig {
             failures: 5,

@@ -103,7 +103,7 @@ impl Decision {
     }
 
     /// The response headers, in order: `X-RateLimit-Limit`,
-    /// `X-RateLimit-Remaining`, `X-RateLimit-Reset` (the seed's), `Retry-After`
+    /// `X-RateLimit-Remaining`, `X-RateLimit-Reset` (the de facto trio), `Retry-After`
     /// when denied, and the IETF draft's `RateLimit-Policy` and `RateLimit`
     /// (draft-ietf-httpapi-ratelimit-headers-09: structured fields,
     /// `"<policy>";q=<quota>;w=<window>` and `"<policy>";r=<remaining>;t=<seconds to reset>`).
@@ -147,7 +147,7 @@ impl Decision {
         headers
     }
 
-    /// The seed's 429 body: `{"error":"rate_limit_exceeded","retry_after_seconds":N}`.
+    /// The 429 body (docs/client.md): `{"error":"rate_limit_exceeded","retry_after_seconds":N}`.
     pub fn body(&self) -> Option<String> {
         (!self.allowed).then(|| {
             format!(

@@ -1,9 +1,9 @@
 //! The key schema: `rl:{<scope>:<identifier>}:<endpoint_hash>:<window_start>`.
 //!
-//! The seed's schema with the identity in a hash tag, so that every key of
-//! one identity (global and per-endpoint, current and previous window) lands
-//! in one Redis Cluster slot and one multi-limit script call can touch them
-//! all. The global limit uses `*` for the endpoint hash.
+//! The usual `rl:<scope>:<id>:<endpoint>:<window>` schema with the identity
+//! in a hash tag, so that every key of one identity (global and
+//! per-endpoint, current and previous window) lands in one Redis Cluster
+//! slot and one multi-limit script call can touch them all. The global limit uses `*` for the endpoint hash.
 
 /// Who a request is counted against.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]

@@ -13,7 +13,7 @@
 //!   seed nodes, each identity's checks go to the node serving its hash
 //!   slot, and MOVED/ASK are followed as resharding moves slots.
 //! - A circuit breaker per node with fail-open, fail-closed or hybrid
-//!   policies; ready 429 responses with the seed's headers, the IETF draft's
+//!   policies; ready 429 responses with the X-RateLimit-* headers, the IETF draft's
 //!   `RateLimit-Policy`/`RateLimit`, and (feature `tower`) a tower Layer.
 //!
 //! ```no_run

@@ -31,8 +31,8 @@ pub struct Limit {
     pub limit: u64,
     /// Window length in seconds.
     pub window_seconds: u64,
-    /// Multiplies `limit` into the ceiling actually enforced (the seed's
-    /// approximation of token-bucket bursts): 1.5 lets 1000/min reach 1500.
+    /// Multiplies `limit` into the ceiling actually enforced (a sliding
+    /// window's stand-in for a token bucket's burst): 1.5 lets 1000/min reach 1500.
     #[serde(default = "one")]
     pub burst_factor: f64,
 }

@@ -58,7 +58,7 @@ pub struct RateLimit<S, F> {
 }
 
 /// The 429 response for a denial: the decision's headers, JSON content type
-/// and the seed's body.
+/// and the JSON body docs/client.md gives.
 pub fn too_many_requests<B: From<Bytes>>(decision: &Decision) -> Response<B> {
     let body = decision.body().unwrap_or_default();
     let mut response = Response::new(B::from(Bytes::from(body)));

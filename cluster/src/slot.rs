@@ -501,6 +501,10 @@ static KEY_SLOT: std::sync::atomic::AtomicPtr<()> =
     std::sync::atomic::AtomicPtr::new(choose_key_slot as KeySlot as *mut ());
 
 /// Picks [`key_slot`]'s implementation, keeps it, and runs it.
+///
+/// # Safety
+/// None beyond the type's: it is `unsafe` only to share [`KeySlot`]'s
+/// signature with the implementation that needs CPU features.
 #[cfg(target_arch = "x86_64")]
 unsafe fn choose_key_slot(key: &[u8]) -> u16 {
     let chosen: KeySlot = if clmul_supported() {
@@ -515,6 +519,9 @@ unsafe fn choose_key_slot(key: &[u8]) -> u16 {
 
 /// [`key_slot`] where the CPU has carry-less multiplication: keys of 8
 /// to 32 bytes (most limiter and benchmark keys) in vector registers.
+///
+/// # Safety
+/// The CPU has `pclmulqdq` and `ssse3` (checked by [`choose_key_slot`]).
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "pclmulqdq,ssse3")]
 unsafe fn carry_less_key_slot(key: &[u8]) -> u16 {
@@ -526,6 +533,9 @@ unsafe fn carry_less_key_slot(key: &[u8]) -> u16 {
 }
 
 /// [`key_slot`] on other CPUs.
+///
+/// # Safety
+/// None: `unsafe` only to share [`KeySlot`]'s signature.
 #[cfg(target_arch = "x86_64")]
 unsafe fn portable_key_slot(key: &[u8]) -> u16 {
     other_key_slot(key)

@@ -11,7 +11,7 @@
 -- or leased. Time comes from redis.call('TIME').
 -- Returns: { allowed (0|1), { remaining_i }, { reset_i }, retry_after,
 --            { granted_i }, server_time_ms, free_in_ms }
--- retry_after is the seed's (seconds to the end of the window of the
+-- retry_after is sliding_window.lua's (seconds to the end of the window of the
 -- longest exceeded limit); free_in_ms is when the sliding estimate will
 -- have decayed enough to admit the cost again (at most the same), which
 -- the node uses for its deny cache.

@@ -1,4 +1,4 @@
--- Batched multi-limit sliding window check (the seed's Refinement 5)
+-- Batched multi-limit sliding window check: every limit of a request at once
 -- Every limit that applies to a request, checked in one atomic call.
 -- For limit i (1-based):
 --   KEYS[2i-1] = current window key, KEYS[2i] = previous window key

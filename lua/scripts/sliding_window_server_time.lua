@@ -1,4 +1,4 @@
--- Sliding Window Counter — the seed's script reading the server's clock
+-- Sliding Window Counter — sliding_window.lua reading the server's clock
 -- KEYS[1] = current window key
 -- KEYS[2] = previous window key
 -- ARGV[1] = limit          (int)

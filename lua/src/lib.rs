@@ -30,11 +30,11 @@ pub struct KnownScript {
 /// The native implementations.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Twin {
-    /// [`sliding_window`], the seed's script with the caller's clock.
+    /// [`sliding_window`], the sliding-window limiter with the caller's clock.
     SlidingWindow,
     /// [`sliding_window::run_server_time`], the same reading TIME.
     SlidingWindowServerTime,
-    /// [`multi_limit`], Refinement 5's batched check.
+    /// [`multi_limit`], every limit of a request in one check.
     MultiLimit,
     /// [`lease`], tally-client's cached-mode sync.
     Lease,

@@ -1,5 +1,7 @@
-//! Native twin of `scripts/multi_limit.lua` (the seed's Refinement 5): every
-//! limit of a request in one atomic, all-or-nothing check on server time.
+//! Native twin of `scripts/multi_limit.lua`: every limit of a request (per
+//! user, per endpoint, global) in one atomic, all-or-nothing check on
+//! server time, so a request refused by one limit spends none of the others
+//! and costs one round trip however many limits apply.
 
 use crate::window::{estimate, stored_count, time_seconds, window_seconds, Estimate};
 use crate::{lua_number_to_integer, plain_number, Fallback, EXACT_INTEGER};

@@ -1,4 +1,6 @@
-//! Native twins of `scripts/sliding_window.lua` (the seed's Refinement 2) and
+//! Native twins of `scripts/sliding_window.lua` (the sliding-window
+//! counter: the previous window's count weighted by how much of it still
+//! overlaps, plus the current one's) and
 //! `scripts/sliding_window_server_time.lua` (the same reading TIME).
 //!
 //! Follows the script line by line in `f64`, as Lua 5.1 computes, so floor,

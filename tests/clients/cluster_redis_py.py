@@ -1,6 +1,6 @@
 """redis-py's RedisCluster, unmodified, against the cluster whose first node
 is at 127.0.0.1:<port> (argv[1]): it discovers the slots, routes keys to
-every node, follows MOVED, runs the seed's limiter (the script file given
+every node, follows MOVED, runs the sliding-window limiter (the script file given
 as argv[2]) through EVALSHA with hash-tagged keys, and pipelines across
 nodes. Prints OK or raises."""
 

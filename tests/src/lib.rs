@@ -21,7 +21,7 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 
 /// A fixed start time for manual clocks: 2024-07-03T09:46:40Z (1720000000 s),
-/// the epoch the seed's key examples use.
+/// the window start of the key examples in README.md and docs/client.md.
 pub const T0_MS: u64 = 1_720_000_000_000;
 
 /// An in-process tally-server.

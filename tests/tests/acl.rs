@@ -442,15 +442,15 @@ async fn described_rules_and_categories_hold_redis_s_words() {
     }
 }
 
-/// The least-privilege gateway user of docs/security.md runs the seed's
-/// limiter script on `rl:*` (natively), and nothing else.
+/// The least-privilege gateway user of docs/security.md runs the
+/// sliding-window limiter script on `rl:*` (natively), and nothing else.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_gateway_user_runs_the_limiter_and_nothing_else() {
     let tally = TestServer::start_real_clock().await;
     let script = tally_lua::SCRIPTS
         .iter()
         .find(|s| s.name == "sliding_window")
-        .expect("the seed script");
+        .expect("the sliding-window script");
     let mut admin = RawConn::connect(tally.addr()).await;
     assert_eq!(
         admin

@@ -234,7 +234,7 @@ async fn scripts_are_logged_by_their_effects() {
     let script = tally_lua::SCRIPTS
         .iter()
         .find(|s| s.name == "sliding_window")
-        .expect("the seed script");
+        .expect("the sliding-window script");
     let mut logs = Vec::new();
     for native in [true, false] {
         let dir = scratch_dir();

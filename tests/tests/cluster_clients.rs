@@ -1,7 +1,7 @@
 //! Unmodified cluster clients of other languages against three tally nodes
 //! created with `redis-cli --cluster create`: redis-py's `RedisCluster`
 //! and ioredis's `Cluster` (tests/clients/), each discovering the slots,
-//! routing keys to every node, running the seed's limiter through EVALSHA
+//! routing keys to every node, running the sliding-window limiter through EVALSHA
 //! and pipelining. Skipped where the client is not installed, except in CI
 //! (`.ci/run` installs both), where a missing client is a failure.
 
@@ -44,7 +44,7 @@ async fn redis_py_and_ioredis_cluster_clients_work_unmodified() {
     let addresses: Vec<String> = nodes.iter().map(address).collect();
     create(&addresses).await;
     let port = port_of(&addresses[0]);
-    // The seed's own script file: the server runs it natively by its SHA.
+    // lua/scripts/sliding_window.lua as shipped: the server runs it natively by its SHA.
     let seed = Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("../lua/scripts/sliding_window.lua")
         .display()

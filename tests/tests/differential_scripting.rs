@@ -1,10 +1,10 @@
 //! Scripting compared with redis-server byte for byte: EVAL/EVALSHA/SCRIPT,
-//! conversions in both directions, error formats, the sandbox, and the seed's
+//! conversions in both directions, error formats, the sandbox, and the
 //! sliding-window limiter script.
 
 use tally_tests::{assert_no_mismatch, compare_streams, RedisServer, TestServer};
 
-/// The seed's sliding-window script without its header comments: the same
+/// lua/scripts/sliding_window.lua without its header comments: the same
 /// logic in a text tally does not recognise, so tally runs it through Lua.
 fn sliding_window_as_plain_lua() -> String {
     tally_lua::SCRIPTS[0]

@@ -46,7 +46,7 @@ async fn ttl_rounds_and_absolute_deadlines_follow_the_server_clock() {
 
 #[tokio::test]
 async fn incr_keeps_the_ttl_and_a_rolled_window_starts_from_zero() {
-    // The seed's counter pattern: INCR then EXPIRE window*2; after the
+    // The fixed-window counter pattern: INCR then EXPIRE window*2; after the
     // deadline the counter starts again from nothing.
     let server = TestServer::start().await;
     let mut conn = server.raw().await;

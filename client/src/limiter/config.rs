@@ -106,7 +106,7 @@ pub struct LimiterConfig {
     /// Exact or cached.
     pub mode: Mode,
     /// Longest a check waits for the server before the policy decides:
-    /// within the seed's 1 ms budget plus a LAN round trip.
+    /// a gateway's 1 ms budget for the check plus a LAN round trip.
     pub call_timeout: Duration,
     /// Longest a sync round trip may take.
     pub sync_timeout: Duration,

@@ -179,10 +179,27 @@ impl ReplyMode {
     }
 }
 
-/// Per-command counters of one batch: (command index, calls, usec, failed, rejected).
+/// One command's counters within a batch (INFO commandstats).
+#[derive(Default, Clone, Copy)]
+pub struct CommandCounts {
+    /// The command's catalog index.
+    pub index: usize,
+    /// Calls that ran.
+    pub calls: u64,
+    /// Microseconds they took.
+    pub usec: u64,
+    /// Calls whose reply was, or held, an error (failed_calls).
+    pub failed: u64,
+    /// Calls refused before they ran (rejected_calls).
+    pub rejected: u64,
+}
+
+/// The statistics one batch of commands gathers before they reach the
+/// server's shared counters.
 #[derive(Default)]
 pub struct BatchStats {
-    commands: Vec<(usize, u64, u64, u64, u64)>,
+    /// Per command run in the batch; a short list, searched linearly.
+    commands: Vec<CommandCounts>,
     /// Error replies, by error code (INFO errorstats).
     pub errors: ErrorCounts,
     /// Native runs per known limiter script (`tally_lua::SCRIPTS` order).
@@ -198,11 +215,15 @@ pub struct BatchStats {
 }
 
 impl BatchStats {
-    pub(super) fn slot(&mut self, index: usize) -> &mut (usize, u64, u64, u64, u64) {
-        let at = match self.commands.iter().position(|c| c.0 == index) {
+    /// The counters of the command at catalog `index` in this batch.
+    pub(super) fn counts(&mut self, index: usize) -> &mut CommandCounts {
+        let at = match self.commands.iter().position(|c| c.index == index) {
             Some(at) => at,
             None => {
-                self.commands.push((index, 0, 0, 0, 0));
+                self.commands.push(CommandCounts {
+                    index,
+                    ..CommandCounts::default()
+                });
                 self.commands.len() - 1
             }
         };
@@ -212,7 +233,7 @@ impl BatchStats {
     /// Counts a call of `command` refused before it ran (rejected_calls).
     pub fn count_rejected(&mut self, command: &Command) {
         if let Some(index) = registry().index_of(command.name.as_bytes()) {
-            self.slot(index).4 += 1;
+            self.counts(index).rejected += 1;
         }
     }
 
@@ -225,7 +246,14 @@ impl BatchStats {
             self.durations.clear();
         }
         let mut processed = 0;
-        for (index, calls, usec, failed, rejected) in self.commands.drain(..) {
+        for CommandCounts {
+            index,
+            calls,
+            usec,
+            failed,
+            rejected,
+        } in self.commands.drain(..)
+        {
             let c = &stats.commands[index];
             if calls != 0 {
                 c.calls.fetch_add(calls, Ordering::Relaxed);

@@ -219,7 +219,7 @@ fn dispatch_resolved(
         return match rejection(ctx, index, command, argv) {
             Some(_) if ctx.client.after.retries() => Reply::Nothing,
             Some(reply) => {
-                ctx.client.batch.slot(index).4 += 1;
+                ctx.client.batch.counts(index).rejected += 1;
                 count_errors(ctx, &reply);
                 multi::flag_failed(ctx);
                 reply
@@ -528,7 +528,7 @@ fn check_and_call(
             // Not refused: it runs again once its keys are moved.
             return Reply::Nothing;
         }
-        ctx.client.batch.slot(index).4 += 1;
+        ctx.client.batch.counts(index).rejected += 1;
         if command.name == "exec" {
             if is_cluster_redirection(&reply) {
                 // Redis discards the transaction and redirects the client
@@ -583,11 +583,11 @@ fn check_and_call(
     // Failed, as Redis counts it: the reply is an error, or holds one (a
     // script's result may).
     let failed = reply.is_error() || ctx.client.batch.errors.total != errors_before;
-    let slot = ctx.client.batch.slot(index);
-    slot.1 += 1;
-    slot.2 += usec;
+    let counts = ctx.client.batch.counts(index);
+    counts.calls += 1;
+    counts.usec += usec;
     if failed {
-        slot.3 += 1;
+        counts.failed += 1;
     }
     ctx.client.info.last_command.store(index, Ordering::Relaxed);
     reply

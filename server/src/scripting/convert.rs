@@ -275,6 +275,10 @@ fn convert(lua: &Lua, value: Value, walk: &mut Walk) -> Reply {
 
 /// The string at `index` (which must be a string or a number: a number is
 /// converted in place, so never call this on a key `lua_next` still needs).
+///
+/// # Safety
+/// `state` is a live Lua state inside a protected call, and `index` is a
+/// valid stack index holding a string or a number.
 unsafe fn bytes_at(state: *mut ffi::lua_State, index: c_int) -> Vec<u8> {
     let mut len = 0usize;
     // SAFETY: the caller guarantees a string or number at `index`; Lua keeps
@@ -289,6 +293,11 @@ unsafe fn bytes_at(state: *mut ffi::lua_State, index: c_int) -> Vec<u8> {
 }
 
 /// Converts the value on top of the stack and pops it.
+///
+/// # Safety
+/// `state` is a live Lua state inside a protected call (a Lua error in
+/// here must unwind to it), with the value to convert on top and a free
+/// stack slot for each level of nesting `walk` allows.
 unsafe fn convert_top(state: *mut ffi::lua_State, walk: &mut Walk) -> Reply {
     // SAFETY: every call keeps the stack balanced (one value in, none out).
     unsafe {
@@ -344,6 +353,10 @@ unsafe fn convert_top(state: *mut ffi::lua_State, walk: &mut Walk) -> Reply {
 
 /// After a `lua_next` loop: one stopped by a limit left its key on the stack
 /// (the loop tests the limit before calling lua_next, which would pop it).
+///
+/// # Safety
+/// `state` is a live Lua state and, when `walk.exceeded`, the stopped
+/// loop's key is on top of its stack.
 unsafe fn stop_iteration(state: *mut ffi::lua_State, walk: &Walk) {
     if walk.exceeded {
         // SAFETY: the key the loop left is on top.
@@ -352,6 +365,10 @@ unsafe fn stop_iteration(state: *mut ffi::lua_State, walk: &Walk) {
 }
 
 /// Pushes `table[name]` (raw) for the table on top and returns its type.
+///
+/// # Safety
+/// `state` is a live Lua state inside a protected call, with a table on
+/// top of its stack and room for one more value.
 unsafe fn push_field(state: *mut ffi::lua_State, name: &'static std::ffi::CStr) -> c_int {
     // SAFETY: a table is on top; pushes exactly one value.
     unsafe {
@@ -362,6 +379,9 @@ unsafe fn push_field(state: *mut ffi::lua_State, name: &'static std::ffi::CStr) 
 
 /// Converts the table on top of the stack (left there), in Redis's order of
 /// checks: err, ok, double, map, set, then an array up to the first nil.
+///
+/// # Safety
+/// As [`convert_top`], with a table on top of the stack.
 unsafe fn convert_table_top(state: *mut ffi::lua_State, walk: &mut Walk) -> Reply {
     // SAFETY: each branch pops what it pushed; the table stays on top.
     unsafe {

@@ -181,6 +181,9 @@ mod readonly {
     }
 
     /// `set_readonly(table, flag)`.
+    ///
+    /// # Safety
+    /// Called by Lua only, as a C function registered on the VM.
     pub unsafe extern "C-unwind" fn set(state: *mut lua_State) -> c_int {
         // SAFETY: called by Lua with its own state; the arguments are checked
         // before the flag is touched.
@@ -193,6 +196,9 @@ mod readonly {
     }
 
     /// `is_readonly(table) -> boolean`.
+    ///
+    /// # Safety
+    /// Called by Lua only, as a C function registered on the VM.
     pub unsafe extern "C-unwind" fn get(state: *mut lua_State) -> c_int {
         // SAFETY: as above.
         unsafe {
@@ -206,6 +212,9 @@ mod readonly {
     /// `set_run_globals(keys, argv)`: KEYS and ARGV are the only globals a
     /// run changes; the globals are writable for exactly these two stores,
     /// as Redis's `luaCallFunction` does it.
+    ///
+    /// # Safety
+    /// Called by Lua only, as a C function registered on the VM.
     pub unsafe extern "C-unwind" fn set_run_globals(state: *mut lua_State) -> c_int {
         // SAFETY: as above; lua_setfield on the globals cannot reach a
         // metamethod that runs script code (the metatable has only __index).

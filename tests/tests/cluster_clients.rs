@@ -1,19 +1,20 @@
 //! Unmodified cluster clients of other languages against three tally nodes
 //! created with `redis-cli --cluster create`: redis-py's `RedisCluster`
 //! and ioredis's `Cluster` (tests/clients/), each discovering the slots,
-//! routing keys to every node, running the sliding-window limiter through EVALSHA
-//! and pipelining. Skipped where the client is not installed, except in CI
-//! (`.ci/run` installs both), where a missing client is a failure.
+//! routing keys to every node, running the sliding-window limiter through
+//! EVALSHA and pipelining. A client that is not installed fails the test
+//! (tests/run.sh installs both), unless skipping was asked for
+//! (`tally_tests::tool_missing`).
 
 use std::path::Path;
 use std::process::Command;
 
 use tally_tests::cluster::{address, create, node_on_free_ports, port_of, run_program};
 
-/// Whether a client can run here; in CI it must.
+/// Whether a client can run here (see `tally_tests::tool_missing`).
 fn available(what: &str, ready: bool) -> bool {
-    if !ready && std::env::var_os("CI").is_some() {
-        panic!("{what} is required for the cluster client tests in CI");
+    if !ready {
+        tally_tests::tool_missing(what);
     }
     ready
 }

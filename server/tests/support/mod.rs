@@ -10,6 +10,22 @@ use std::time::{Duration, Instant};
 
 pub const BIN: &str = env!("CARGO_BIN_EXE_tally-server");
 
+/// A tool a test needs is not installed. The test fails and says how to
+/// get it, unless skipping was asked for (`TALLY_SKIP_MISSING_TOOLS=1`,
+/// never honoured in CI): a green run must not hide tests that did not
+/// run. When skipping, the caller returns after this.
+pub fn tool_missing(what: &str) {
+    let skip = std::env::var_os("TALLY_SKIP_MISSING_TOOLS").is_some_and(|v| v == "1")
+        && std::env::var_os("CI").is_none();
+    if !skip {
+        panic!(
+            "{what} is not installed: tests/run.sh installs what the tests need \
+             (or set TALLY_SKIP_MISSING_TOOLS=1 to skip the tests that need it)"
+        );
+    }
+    eprintln!("SKIPPED: {what} is not installed (TALLY_SKIP_MISSING_TOOLS=1)");
+}
+
 /// A port free on 127.0.0.1 a moment ago.
 pub fn free_port() -> u16 {
     std::net::TcpListener::bind("127.0.0.1:0")

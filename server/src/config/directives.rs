@@ -149,6 +149,19 @@ fn bytes(values: &[String], range: Range) -> Result<i128, String> {
     redis_number(one(values)?, true, range)
 }
 
+/// A name inside `dir` (the append-only file's and its folder's): not
+/// empty and not a path, with Redis's error texts.
+fn bare_name(directive: &str, what: &str, values: &[String]) -> Result<String, String> {
+    let name = one(values)?;
+    if name.is_empty() {
+        return Err(format!("{directive} can't be empty"));
+    }
+    if name.contains('/') {
+        return Err(format!("{directive} can't be a path, just {what}"));
+    }
+    Ok(name.to_string())
+}
+
 const INT_MAX: i64 = i32::MAX as i64;
 const PORT: Range = Range::Signed(0, 65535);
 const LONG: Range = Range::Signed(0, i64::MAX);
@@ -537,14 +550,7 @@ pub static DIRECTIVES: &[Directive] = &[
         "appendfilename",
         Change::AtStart,
         |c, v| {
-            let name = one(v)?;
-            if name.is_empty() {
-                return Err("appendfilename can't be empty".to_string());
-            }
-            if name.contains('/') {
-                return Err("appendfilename can't be a path, just a filename".to_string());
-            }
-            c.appendfilename = name.to_string();
+            c.appendfilename = bare_name("appendfilename", "a filename", v)?;
             Ok(())
         },
         |c| c.appendfilename.clone(),
@@ -553,14 +559,7 @@ pub static DIRECTIVES: &[Directive] = &[
         "appenddirname",
         Change::AtStart,
         |c, v| {
-            let name = one(v)?;
-            if name.is_empty() {
-                return Err("appenddirname can't be empty".to_string());
-            }
-            if name.contains('/') {
-                return Err("appenddirname can't be a path, just a dirname".to_string());
-            }
-            c.appenddirname = name.to_string();
+            c.appenddirname = bare_name("appenddirname", "a dirname", v)?;
             Ok(())
         },
         |c| c.appenddirname.clone(),
@@ -715,6 +714,68 @@ impl Config {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn every_parameter_reads_back_what_config_get_shows() {
+        let defaults = Config::default();
+        for directive in DIRECTIVES.iter().filter(|d| d.is_parameter()) {
+            let shown = directive.get(&defaults).expect("a parameter");
+            for name in directive.names() {
+                let mut config = Config::default();
+                config
+                    .apply(name, &[shown.clone()])
+                    .unwrap_or_else(|e| panic!("{name} {shown:?}: {e}"));
+                assert_eq!(
+                    directive.get(&config).as_deref(),
+                    Some(shown.as_str()),
+                    "{name}"
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn names_are_unique_lower_case_and_only_start_up_directives_are_at_start() {
+        let mut names: Vec<&str> = DIRECTIVES.iter().flat_map(|d| d.names()).collect();
+        assert!(names.iter().all(|n| *n == n.to_ascii_lowercase()));
+        let count = names.len();
+        names.sort_unstable();
+        names.dedup();
+        assert_eq!(names.len(), count, "a name used twice");
+        let mut at_start: Vec<&str> = DIRECTIVES
+            .iter()
+            .filter(|d| d.change == Change::AtStart && d.is_parameter())
+            .map(|d| d.name)
+            .collect();
+        at_start.sort_unstable();
+        // Redis 7.0's IMMUTABLE_CONFIG ones, and those tally reads only at
+        // start where Redis rebinds (bind, port, tls-port) or has no such
+        // directive (shards, metrics-port): docs/compatibility.md.
+        assert_eq!(
+            at_start,
+            [
+                "aclfile",
+                "appenddirname",
+                "appendfilename",
+                "bind",
+                "cluster-config-file",
+                "cluster-enabled",
+                "cluster-port",
+                "daemonize",
+                "databases",
+                "io-threads",
+                "metrics-port",
+                "port",
+                "shards",
+                "tls-port"
+            ]
+        );
+        assert!(lookup("user").is_some_and(|d| !d.is_parameter()));
+        assert!(std::ptr::eq(
+            lookup("hash-max-ziplist-entries").unwrap(),
+            lookup("hash-max-listpack-entries").unwrap()
+        ));
+    }
 
     #[test]
     fn save_lines_of_a_file_add_up_and_config_set_replaces() {

@@ -723,7 +723,7 @@ mod tests {
             for name in directive.names() {
                 let mut config = Config::default();
                 config
-                    .apply(name, &[shown.clone()])
+                    .apply(name, std::slice::from_ref(&shown))
                     .unwrap_or_else(|e| panic!("{name} {shown:?}: {e}"));
                 assert_eq!(
                     directive.get(&config).as_deref(),

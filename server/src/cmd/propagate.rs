@@ -28,6 +28,35 @@ pub fn append_pending(ctx: &mut Ctx<'_>) {
     }
 }
 
+/// A script a client loaded (SCRIPT LOAD, or EVAL of a body new to the
+/// cache) goes to the change feed as `SCRIPT LOAD <source>`, so that a
+/// replay of the append-only file has it again (`lua-persist-scripts`;
+/// Redis 7 logs nothing, and replays such a line as the command it is).
+/// The known limiter scripts are always loaded and are not logged.
+pub fn script_loaded(ctx: &mut Ctx<'_>, script: &crate::scripting::Script) {
+    if script.native.is_none() {
+        persist_script_change(
+            ctx,
+            vec![b"SCRIPT".to_vec(), b"LOAD".to_vec(), script.source.clone()],
+        );
+    }
+}
+
+/// SCRIPT FLUSH goes to the change feed too, when scripts are kept.
+pub fn scripts_flushed(ctx: &mut Ctx<'_>) {
+    persist_script_change(ctx, vec![b"SCRIPT".to_vec(), b"FLUSH".to_vec()]);
+}
+
+fn persist_script_change(ctx: &mut Ctx<'_>, argv: crate::store::feed::Argv) {
+    if !ctx.shared.store.feed().active() || !ctx.shared.config.read().lua_persist_scripts {
+        return;
+    }
+    ctx.client.propagated.push((ctx.client.db, argv));
+    if !inside_run(ctx) {
+        append_pending(ctx);
+    }
+}
+
 /// True when a command's changes go to the feed from an enclosing run
 /// (EXEC, a script) rather than by itself.
 pub fn inside_run(ctx: &Ctx<'_>) -> bool {

@@ -38,18 +38,28 @@ fn eval_generic(ctx: &mut Ctx<'_>, argv: &[&[u8]], by_sha: bool, read_only: bool
             return scripting::eval(ctx, known, keys, args, read_only);
         }
     }
-    let script = if by_sha {
+    let (script, new) = if by_sha {
         match ctx.shared.scripts.cached(argv[1]) {
-            Some(script) => script,
+            Some(script) => (script, false),
             None => return Reply::error("NOSCRIPT No matching script. Please use EVAL."),
         }
     } else {
-        match ctx.shared.scripts.load(argv[1]) {
-            Ok(script) => script,
+        match ctx.shared.scripts.load_telling(argv[1]) {
+            Ok(loaded) => loaded,
             Err(message) => return Reply::error(message),
         }
     };
-    scripting::eval(ctx, &script, keys, args, read_only)
+    let reply = scripting::eval(ctx, &script, keys, args, read_only);
+    // A new body that compiles is kept (the run compiled it already: this
+    // finds it in the worker's VM); one that does not leaves the cache, as
+    // in Redis (SCRIPT EXISTS then says 0).
+    if new {
+        match scripting::vm::with_vm(|vm| vm.function(&script.sha, &script.body).map(|_| ())) {
+            Ok(()) => super::propagate::script_loaded(ctx, &script),
+            Err(_) => ctx.shared.scripts.forget(&script.sha),
+        }
+    }
+    reply
 }
 
 /// EVAL script numkeys [key ...] [arg ...]
@@ -74,14 +84,19 @@ pub fn evalsha_ro(ctx: &mut Ctx<'_>, argv: &[&[u8]]) -> Reply {
 
 /// SCRIPT LOAD script
 pub fn script_load(ctx: &mut Ctx<'_>, argv: &[&[u8]]) -> Reply {
-    let script = match ctx.shared.scripts.load(argv[2]) {
-        Ok(script) => script,
+    let (script, new) = match ctx.shared.scripts.load_telling(argv[2]) {
+        Ok(loaded) => loaded,
         Err(message) => return Reply::error(message),
     };
     // Compile now so a syntax error is reported by LOAD, as in Redis.
     let compiled = scripting::vm::with_vm(|vm| vm.function(&script.sha, &script.body).map(|_| ()));
     match compiled {
-        Ok(()) => Reply::Bulk(script.sha.clone().into_bytes()),
+        Ok(()) => {
+            if new {
+                super::propagate::script_loaded(ctx, &script);
+            }
+            Reply::Bulk(script.sha.clone().into_bytes())
+        }
         Err(message) => {
             ctx.shared.scripts.forget(&script.sha);
             Reply::error(message)
@@ -107,6 +122,7 @@ pub fn script_flush(ctx: &mut Ctx<'_>, argv: &[&[u8]]) -> Reply {
         _ => return Reply::error("ERR SCRIPT FLUSH only support SYNC|ASYNC option"),
     }
     ctx.shared.scripts.flush();
+    super::propagate::scripts_flushed(ctx);
     Reply::Ok
 }
 

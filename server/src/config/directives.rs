@@ -430,6 +430,9 @@ pub static DIRECTIVES: &[Directive] = &[
         },
     ).help("Output limits, \"<class> <hard> <soft> <seconds> ...\" for pubsub and replica (monitors); normal clients have none."),
     flag!("lua-native-scripts", Live, lua_native_scripts).help("Run the known limiter scripts natively, with replies identical to Lua's (yes/no)."),
+    flag!("lua-persist-scripts", Live, lua_persist_scripts).help(
+        "Keep the scripts SCRIPT LOAD and EVAL cached in snapshots and the append-only file, so EVALSHA works after a restart (yes/no; Redis 7 keeps none).",
+    ),
     Directive::new(
         "save",
         Change::Live,

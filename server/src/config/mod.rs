@@ -60,6 +60,10 @@ pub struct Config {
     pub busy_reply_threshold_ms: u64,
     /// Run the known limiter scripts natively (`lua-native-scripts`).
     pub lua_native_scripts: bool,
+    /// Keep the scripts SCRIPT LOAD and EVAL cached in snapshots and the
+    /// append-only file, so that EVALSHA works after a restart
+    /// (`lua-persist-scripts`; Redis 7 keeps none).
+    pub lua_persist_scripts: bool,
     /// Memory one worker's Lua VM may use (`lua-memory-limit`); a script
     /// that needs more fails with an error instead of growing the server.
     pub lua_memory_limit: u64,
@@ -220,6 +224,7 @@ impl Default for Config {
             io_threads: 0,
             busy_reply_threshold_ms: 5000,
             lua_native_scripts: true,
+            lua_persist_scripts: true,
             lua_memory_limit: 256 * 1024 * 1024,
             slowlog_log_slower_than: 10_000,
             slowlog_max_len: 128,

@@ -99,7 +99,25 @@ fn start_file(shared: &Shared, now_ms: u64, aof_base: bool) -> Writer {
         shared.store.used_memory().to_string().as_bytes(),
     );
     writer.aux("aof-base", if aof_base { b"1" } else { b"0" });
+    // The scripts clients loaded, as Redis 6 kept them (a `lua` AUX field
+    // each): tally loads them back, Redis 7 skips the field.
+    if shared.config.read().lua_persist_scripts {
+        for script in shared.scripts.loaded_by_clients() {
+            writer.aux("lua", &script.source);
+        }
+    }
     writer
+}
+
+/// A script a file kept (`lua` AUX field) back in the cache. It compiled
+/// when it was cached; each worker compiles it again at its first run.
+fn load_script(shared: &Shared, source: &[u8]) {
+    if !shared.config.read().lua_persist_scripts {
+        return;
+    }
+    if let Err(message) = shared.scripts.load(source) {
+        tracing::warn!("a script kept in the file was not loaded: {message}");
+    }
 }
 
 /// SYNC: the whole keyspace, as of now, as a file's bytes in memory.
@@ -476,6 +494,7 @@ pub(crate) fn load_entries(
                 tracing::warn!(key = %name, db, kind, "skipped while loading the snapshot: tally does not hold this type");
                 loaded.skipped += 1;
             }
+            Item::Aux(field, source) if field == b"lua" => load_script(shared, &source),
             Item::Aux(..) | Item::ResizeDb { .. } => {}
         }
     }

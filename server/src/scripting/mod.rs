@@ -54,6 +54,9 @@ pub struct ScriptFlags {
 pub struct Script {
     /// SHA1 of the body, lower-case hex.
     pub sha: String,
+    /// The script as the client sent it (its SHA1 is `sha`): what a
+    /// snapshot or the append-only file keeps (`lua-persist-scripts`).
+    pub source: Vec<u8>,
     /// The body as compiled (a shebang line turned into a Lua comment so line
     /// numbers stay those of the source).
     pub body: Vec<u8>,
@@ -154,6 +157,7 @@ impl Default for Scripts {
                             .expect("known scripts have no shebang errors");
                         Arc::new(Script {
                             sha: vm::sha1(text.as_bytes()),
+                            source: text.as_bytes().to_vec(),
                             body,
                             flags,
                             native: Some(index),
@@ -193,9 +197,14 @@ impl Scripts {
     /// Compiles-checks nothing: stores the script by its SHA1 and returns it.
     /// Shebang errors are returned as Redis words them.
     pub fn load(&self, source: &[u8]) -> Result<Arc<Script>, String> {
+        self.load_telling(source).map(|(script, _)| script)
+    }
+
+    /// [`Scripts::load`], telling whether the script was new to the cache.
+    pub fn load_telling(&self, source: &[u8]) -> Result<(Arc<Script>, bool), String> {
         let sha = vm::sha1(source);
         if let Some(script) = self.cache.read().get(&sha) {
-            return Ok(script.clone());
+            return Ok((script.clone(), false));
         }
         let (flags, body) = parse_shebang(source)?;
         // Trailing whitespace does not change what a script does, and shells
@@ -206,13 +215,14 @@ impl Scripts {
             .position(|known| known.source.trim_end().as_bytes() == trimmed);
         let script = Arc::new(Script {
             sha: sha.clone(),
+            source: source.to_vec(),
             body,
             flags,
             native,
             needs_everything: AtomicBool::new(false),
         });
         self.cache.write().insert(sha, script.clone());
-        Ok(script)
+        Ok((script, true))
     }
 
     /// A loaded script by SHA1 (any case): a known one or one in the cache.
@@ -260,6 +270,21 @@ impl Scripts {
         let cache = self.cache.read();
         let bytes = cache.values().map(|s| s.body.len() + s.sha.len()).sum();
         (cache.len(), bytes)
+    }
+
+    /// The scripts SCRIPT LOAD or EVAL cached, without the known limiter
+    /// scripts (always loaded): what a snapshot keeps of the cache.
+    pub fn loaded_by_clients(&self) -> Vec<Arc<Script>> {
+        let mut scripts: Vec<Arc<Script>> = self
+            .cache
+            .read()
+            .values()
+            .filter(|script| script.native.is_none())
+            .cloned()
+            .collect();
+        // A stable order, so that two snapshots of one cache are equal.
+        scripts.sort_by(|a, b| a.sha.cmp(&b.sha));
+        scripts
     }
 
     /// SCRIPT FLUSH. The known limiter scripts are loaded again at once: a

@@ -7,6 +7,7 @@ mod hash;
 mod keys;
 mod list;
 mod multi;
+mod scripting;
 mod set;
 mod string;
 mod zset;

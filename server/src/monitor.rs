@@ -26,6 +26,25 @@ pub struct MonitorSink {
     /// What it has queued, against the replica limit.
     pub budget: OutputBudget,
     sender: mpsc::UnboundedSender<Bytes>,
+    /// A replica's limit, fixed when it attached (a monitor's is read
+    /// from [`Monitors`] at each line).
+    limit: Option<OutputLimit>,
+}
+
+/// A replica's queue takes the replication stream.
+impl crate::store::feed::StreamSink for MonitorSink {
+    fn push(&self, bytes: &Bytes) -> bool {
+        let limit = self.limit.unwrap_or(OutputLimit::REPLICA_DEFAULT);
+        let now_ms = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_millis() as u64);
+        self.budget.admit(bytes.len() as u64, limit, now_ms)
+            && self.sender.send(bytes.clone()).is_ok()
+    }
+
+    fn alive(&self) -> bool {
+        !self.sender.is_closed()
+    }
 }
 
 /// A connection's own side of MONITOR: the lines to write.
@@ -67,10 +86,24 @@ impl Monitors {
         let sink = Arc::new(MonitorSink {
             budget: OutputBudget::new(info, "replica"),
             sender,
+            limit: None,
         });
         let mut sinks = self.sinks.write();
         sinks.push(sink.clone());
         self.count.store(sinks.len(), Ordering::Relaxed);
+        MonitorMode { sink, receiver }
+    }
+
+    /// An output queue like a monitor's, not registered as one: a
+    /// replica's, which the replication stream fills (see
+    /// `store::feed::StreamSink`), against the same `replica` limit.
+    pub fn replica_queue(&self, info: Arc<ClientInfo>) -> MonitorMode {
+        let (sender, receiver) = mpsc::unbounded_channel();
+        let sink = Arc::new(MonitorSink {
+            budget: OutputBudget::new(info, "replica"),
+            sender,
+            limit: Some(self.limit()),
+        });
         MonitorMode { sink, receiver }
     }
 

@@ -236,6 +236,11 @@ pub async fn run_sampler(shared: std::sync::Arc<crate::state::Shared>) {
         // Idle clients are looked at once a second, on the server's clock
         // (the one `last_interaction_ms` is read from).
         sampled += 1;
+        // Replicas hear from an idle master every 10 s (Redis's
+        // repl-ping-replica-period), so they do not time it out.
+        if sampled % 100 == 0 {
+            shared.store.feed().ping_replicas();
+        }
         if sampled % 10 == 0 {
             shared.clients.release_idle_buffers(shared.clock.now_ms());
         }

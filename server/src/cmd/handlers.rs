@@ -195,6 +195,7 @@ static BINDINGS: &[(&str, Handler)] = &[
     ("save", persistence::save),
     ("replconf", persistence::replconf),
     ("sync", persistence::sync),
+    ("psync", persistence::psync),
     ("bgrewriteaof", persistence::bgrewriteaof),
     ("bgsave", persistence::bgsave),
     ("slowlog", container_without_subcommand),

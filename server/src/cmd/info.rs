@@ -590,11 +590,14 @@ fn stats(ctx: &Ctx<'_>, totals: &ShardTotals) -> Vec<String> {
 fn replication(ctx: &Ctx<'_>) -> Vec<String> {
     vec![
         "role:master".to_string(),
-        "connected_slaves:0".to_string(),
+        format!("connected_slaves:{}", ctx.shared.store.feed().replicas()),
         "master_failover_state:no-failover".to_string(),
         format!("master_replid:{}", ctx.shared.run_id),
         "master_replid2:0000000000000000000000000000000000000000".to_string(),
-        "master_repl_offset:0".to_string(),
+        format!(
+            "master_repl_offset:{}",
+            ctx.shared.store.feed().replication_offset()
+        ),
         "second_repl_offset:-1".to_string(),
         "repl_backlog_active:0".to_string(),
         "repl_backlog_size:1048576".to_string(),

@@ -226,6 +226,37 @@ pub fn sync(ctx: &mut Ctx<'_>, _argv: &[&[u8]]) -> Reply {
     }
 }
 
+/// PSYNC replicationid offset: a replica asks for the replication stream.
+/// tally answers every request with a full resynchronization, as Redis
+/// does when it cannot continue from its backlog: `+FULLRESYNC <replid>
+/// <offset>`, the snapshot of that moment (every shard held, so the
+/// stream that follows starts exactly after it), then the replication
+/// stream, written as the connection's output like a monitor's lines and
+/// cut at `client-output-buffer-limit replica`. The replica's REPLCONF ACKs
+/// are read and get no reply.
+pub fn psync(ctx: &mut Ctx<'_>, _argv: &[&[u8]]) -> Reply {
+    if ctx.client.monitor.is_some() {
+        return Reply::error("ERR PSYNC on a connection that already streams");
+    }
+    let mode = ctx.shared.monitors.replica_queue(ctx.client.info.clone());
+    let sink: Arc<dyn crate::store::feed::StreamSink> = mode.sink.clone();
+    let feed = ctx.shared.store.feed();
+    match snapshot::snapshot_bytes_with(ctx.shared, || feed.attach(sink)) {
+        Ok((file, offset)) => {
+            let mut out = format!(
+                "+FULLRESYNC {} {offset}\r\n${}\r\n",
+                ctx.shared.run_id,
+                file.len()
+            )
+            .into_bytes();
+            out.extend_from_slice(&file);
+            ctx.client.monitor = Some(mode);
+            Reply::Raw(out)
+        }
+        Err(e) => Reply::error_bytes(format!("ERR {e}").into_bytes()),
+    }
+}
+
 /// REPLCONF option value ...: what a replica (or `redis-cli --rdb`) says
 /// before SYNC. The options are checked as Redis checks them and have
 /// nothing to set yet: SYNC sends the snapshot and closes either way.

@@ -127,6 +127,23 @@ pub fn snapshot_bytes(shared: &Shared) -> std::io::Result<Vec<u8>> {
     Ok(bytes)
 }
 
+/// A full resynchronization's snapshot: the keyspace as a file's bytes,
+/// and what `at_the_moment` returned when it ran at the snapshot's moment
+/// (every shard held: a replica attached then misses no change and gets
+/// none twice).
+pub fn snapshot_bytes_with<T>(
+    shared: &Shared,
+    at_the_moment: impl FnOnce() -> T,
+) -> std::io::Result<(Vec<u8>, T)> {
+    let mut bytes = Vec::new();
+    let mut result = None;
+    write_rdb(shared, &mut bytes, false, || result = Some(at_the_moment()))?;
+    match result {
+        Some(result) => Ok((bytes, result)),
+        None => Err(std::io::Error::other("the snapshot was not taken")),
+    }
+}
+
 /// Every shard of every database, per database, locked in the order every
 /// multi-shard lock takes them: while the guards live, nothing changes.
 pub(crate) fn lock_every_shard(store: &Store) -> Vec<Vec<MutexGuard<'_, ShardData>>> {
@@ -143,18 +160,26 @@ pub(crate) fn lock_every_shard(store: &Store) -> Vec<Vec<MutexGuard<'_, ShardDat
 /// An append-only file's base of the whole keyspace as of now (every shard
 /// held meanwhile), into `file`.
 pub(crate) fn write_base_bytes(shared: &Shared, file: &mut impl Write) -> std::io::Result<Saved> {
-    write_rdb(shared, file, true)
+    write_rdb(shared, file, true, || ())
 }
 
 fn write_file(shared: &Shared, file: &mut impl Write) -> std::io::Result<Saved> {
-    write_rdb(shared, file, false)
+    write_rdb(shared, file, false, || ())
 }
 
-fn write_rdb(shared: &Shared, file: &mut impl Write, aof_base: bool) -> std::io::Result<Saved> {
+/// Writes the whole keyspace as of one moment; `at_the_moment` runs at
+/// that moment, with every shard held.
+fn write_rdb(
+    shared: &Shared,
+    file: &mut impl Write,
+    aof_base: bool,
+    at_the_moment: impl FnOnce(),
+) -> std::io::Result<Saved> {
     let now_ms = shared.clock.now_ms();
     let mut writer = start_file(shared, now_ms, aof_base);
     let store = &shared.store;
     let guards = lock_every_shard(store);
+    at_the_moment();
     let mut keys = 0u64;
     let mut bytes = 0u64;
     for (db, shards) in guards.iter().enumerate() {

@@ -1,6 +1,7 @@
 //! The change feed: every change to the dataset, as the commands that make
 //! it, in RESP, in the order the changes happened. The append-only file is
-//! written from it (and replication will read it).
+//! written from it, and replicas are sent it (the replication stream,
+//! whose byte count is the replication offset).
 //!
 //! Order is the whole point. A command's changes are appended while the
 //! shard locks it changed things under are still held (see
@@ -12,11 +13,44 @@
 //! server: nothing is locked while it is held.
 
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
 
+use bytes::Bytes;
 use parking_lot::Mutex;
 
 /// A command as propagated: its arguments, the name first.
 pub type Argv = Vec<Vec<u8>>;
+
+/// Where the replication stream goes: one replica's output queue.
+pub trait StreamSink: Send + Sync {
+    /// Queues `bytes` for the replica; false once it is gone (its
+    /// connection closed, or cut at its output-buffer limit), and it is
+    /// then dropped from the stream.
+    fn push(&self, bytes: &Bytes) -> bool;
+    /// False once the replica is gone.
+    fn alive(&self) -> bool;
+}
+
+/// The replication stream: what every attached replica is sent.
+#[derive(Default)]
+struct Replication {
+    /// The database the stream has SELECTed (`None` right after a replica
+    /// attached: it starts from a snapshot, in database 0).
+    selected: Option<usize>,
+    /// Bytes sent since the server started: the master replication offset.
+    offset: u64,
+    /// The attached replicas.
+    sinks: Vec<Arc<dyn StreamSink>>,
+}
+
+impl Replication {
+    /// Sends `bytes` to every replica, dropping those that are gone.
+    fn send(&mut self, bytes: Vec<u8>) {
+        self.offset += bytes.len() as u64;
+        let bytes = Bytes::from(bytes);
+        self.sinks.retain(|sink| sink.push(&bytes));
+    }
+}
 
 /// The feed's bytes not yet taken by the writer.
 #[derive(Default)]
@@ -29,63 +63,139 @@ struct Pending {
     /// stream position after everything appended (the writer counts how
     /// far it has written in the same unit).
     taken: u64,
+    /// The replication stream, under the same lock so that replicas see
+    /// changes in the order the log does.
+    replication: Replication,
 }
 
 impl Pending {
     fn end(&self) -> u64 {
         self.taken + self.bytes.len() as u64
     }
+}
 
-    /// SELECTs `db` in the stream unless it is selected already.
-    fn select(&mut self, db: usize) {
-        if self.selected != Some(db) {
+/// Encodes one change into a stream whose SELECTed database is `selected`.
+fn encode_change(out: &mut Vec<u8>, selected: &mut Option<usize>, commands: &[(usize, Argv)]) {
+    let mut select = |out: &mut Vec<u8>, db: usize| {
+        if *selected != Some(db) {
             let number = db.to_string();
-            encode(&mut self.bytes, &[b"SELECT", number.as_bytes()]);
-            self.selected = Some(db);
+            encode(out, &[b"SELECT", number.as_bytes()]);
+            *selected = Some(db);
         }
+    };
+    let wrap = commands.len() > 1;
+    if wrap {
+        // As Redis: MULTI goes to the first command's database, so its
+        // SELECT comes before the MULTI.
+        select(out, commands[0].0);
+        encode(out, &[b"MULTI"]);
+    }
+    for (db, argv) in commands {
+        select(out, *db);
+        encode(out, argv);
+    }
+    if wrap {
+        encode(out, &[b"EXEC"]);
     }
 }
 
 /// The change feed (one per store).
 #[derive(Default)]
 pub struct Feed {
-    active: AtomicBool,
+    /// Recording for the append-only file (`appendonly yes`).
+    logging: AtomicBool,
+    /// Recording for replicas (one attached since the server started).
+    replicating: AtomicBool,
     pending: Mutex<Pending>,
 }
 
 impl Feed {
-    /// True while changes are recorded (`appendonly yes`).
+    /// True while changes are recorded, for the log or for replicas.
     #[inline]
     pub fn active(&self) -> bool {
-        self.active.load(Ordering::Acquire)
+        self.logging.load(Ordering::Acquire) || self.replicating.load(Ordering::Acquire)
     }
 
-    /// Starts or stops recording. Callers switch it with every shard locked,
-    /// so that the switch falls between two changes.
+    /// True while changes are recorded for the append-only file.
+    pub fn logging(&self) -> bool {
+        self.logging.load(Ordering::Acquire)
+    }
+
+    /// Starts or stops recording for the append-only file. Callers switch
+    /// it with every shard locked, so that the switch falls between two
+    /// changes.
     pub fn set_active(&self, on: bool) {
-        self.active.store(on, Ordering::Release);
+        self.logging.store(on, Ordering::Release);
+    }
+
+    /// Attaches a replica to the replication stream and returns the
+    /// replication offset it starts at. The caller holds every shard, so
+    /// that the snapshot it sends holds exactly the changes before that
+    /// offset; the stream then SELECTs afresh, as the replica starts in
+    /// database 0.
+    pub fn attach(&self, sink: Arc<dyn StreamSink>) -> u64 {
+        let mut pending = self.pending.lock();
+        let replication = &mut pending.replication;
+        replication.sinks.push(sink);
+        replication.selected = None;
+        self.replicating.store(true, Ordering::Release);
+        replication.offset
+    }
+
+    /// The master replication offset: bytes of the replication stream so far.
+    pub fn replication_offset(&self) -> u64 {
+        self.pending.lock().replication.offset
+    }
+
+    /// Replicas attached (those gone are dropped first).
+    pub fn replicas(&self) -> usize {
+        let mut pending = self.pending.lock();
+        pending.replication.sinks.retain(|sink| sink.alive());
+        self.stop_replicating_if_alone(&pending);
+        pending.replication.sinks.len()
+    }
+
+    /// With no replica left, changes are no longer recorded for them (the
+    /// next replica attaches with every shard held, and turns it on again).
+    fn stop_replicating_if_alone(&self, pending: &Pending) {
+        if pending.replication.sinks.is_empty() {
+            self.replicating.store(false, Ordering::Release);
+        }
+    }
+
+    /// Sends the replicas a PING, as a master does every
+    /// `repl-ping-replica-period`, so that an idle stream does not look
+    /// dead to them. Not a change: the log does not get it.
+    pub fn ping_replicas(&self) {
+        let mut pending = self.pending.lock();
+        if !pending.replication.sinks.is_empty() {
+            let mut bytes = Vec::new();
+            encode(&mut bytes, &[b"PING"]);
+            pending.replication.send(bytes);
+        }
     }
 
     /// Appends one change made of `commands` in database `db` and returns
-    /// the stream position after it. Several commands are one atomic change
-    /// (a transaction's, a script's effects) and are wrapped in MULTI/EXEC,
-    /// as Redis 7.0 propagates them; one command is not.
+    /// the log's position after it (0 when the log is off: nothing to wait
+    /// for). Several commands are one atomic change (a transaction's, a
+    /// script's effects) and are wrapped in MULTI/EXEC, as Redis 7.0
+    /// propagates them; one command is not.
     pub fn append(&self, commands: &[(usize, Argv)]) -> u64 {
         let mut pending = self.pending.lock();
-        let wrap = commands.len() > 1;
-        if wrap {
-            // As Redis: MULTI goes to the first command's database, so its
-            // SELECT comes before the MULTI.
-            pending.select(commands[0].0);
-            encode(&mut pending.bytes, &[b"MULTI"]);
+        if self.replicating.load(Ordering::Acquire) && !pending.replication.sinks.is_empty() {
+            let replication = &mut pending.replication;
+            let mut bytes = Vec::new();
+            encode_change(&mut bytes, &mut replication.selected, commands);
+            replication.send(bytes);
+            self.stop_replicating_if_alone(&pending);
         }
-        for (db, argv) in commands {
-            pending.select(*db);
-            encode(&mut pending.bytes, argv);
+        if !self.logging.load(Ordering::Acquire) {
+            return 0;
         }
-        if wrap {
-            encode(&mut pending.bytes, &[b"EXEC"]);
-        }
+        let Pending {
+            bytes, selected, ..
+        } = &mut *pending;
+        encode_change(bytes, selected, commands);
         pending.end()
     }
 

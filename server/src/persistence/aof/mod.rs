@@ -195,7 +195,7 @@ pub async fn until_synced(shared: &Shared, offset: u64) -> bool {
         .wait_for(|&at| {
             at >= offset
                 || aof.write_failed.load(Ordering::Relaxed)
-                || !shared.store.feed().active()
+                || !shared.store.feed().logging()
         })
         .await;
     matches!(ended, Ok(at) if *at >= offset)
@@ -361,7 +361,7 @@ pub async fn run(shared: Arc<Shared>) {
             _ = shared.aof.sync_requested.notified() => {}
             _ = stopping.wait_for(|&stop| stop) => return,
         }
-        if !shared.store.feed().active() {
+        if !shared.store.feed().logging() {
             continue;
         }
         let worker = shared.clone();
@@ -402,7 +402,7 @@ fn tick(shared: &Arc<Shared>) {
 
 /// At shutdown: everything the feed holds written and fsynced.
 pub fn shutdown(shared: &Shared) {
-    if shared.store.feed().active() {
+    if shared.store.feed().logging() {
         flush(shared, true);
     }
 }

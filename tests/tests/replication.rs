@@ -1,0 +1,250 @@
+//! Replication on Redis 7.0's protocol, tally as the master and Debian's
+//! redis-server as the replica (`--replicaof`): the replica's handshake,
+//! PSYNC answered with a full resynchronization (the snapshot of one
+//! moment), then the replication stream (every change as Redis 7.0
+//! propagates it: scripts by their effects, deadlines absolute, expiries
+//! as DEL, SELECT when the database changes, MULTI/EXEC around
+//! transactions, a PING every 10 s). After any mix of writes both servers
+//! hold the same data, compared key by key.
+
+use std::net::SocketAddr;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use redis::AsyncCommands;
+use tally_tests::keyspace::{all_contents, connect, fill, run};
+use tally_tests::{words, RedisServer, TestServer};
+
+/// A field of INFO replication.
+async fn replication_field(addr: SocketAddr, field: &str) -> Option<String> {
+    let mut conn = connect(addr).await;
+    let info: String = redis::cmd("INFO")
+        .arg("replication")
+        .query_async(&mut conn)
+        .await
+        .expect("INFO");
+    info.lines()
+        .find_map(|line| line.strip_prefix(&format!("{field}:")))
+        .map(str::to_string)
+}
+
+/// Waits until the replica's link is up and it has processed everything
+/// the master has sent.
+async fn wait_in_sync(master: SocketAddr, replica: SocketAddr) {
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        let up = replication_field(replica, "master_link_status")
+            .await
+            .as_deref()
+            == Some("up");
+        let sent = replication_field(master, "master_repl_offset").await;
+        let done = replication_field(replica, "master_repl_offset").await;
+        if up && sent.is_some() && sent == done {
+            return;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "replica not in sync: link up {up}, master at {sent:?}, replica at {done:?}"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+/// A redis-server replicating from `master`.
+fn replica_of(master: SocketAddr) -> Option<RedisServer> {
+    RedisServer::start_with(&["--replicaof", "127.0.0.1", &master.port().to_string()])
+}
+
+async fn run_lines(addr: SocketAddr, lines: &[&str]) {
+    let mut conn = connect(addr).await;
+    for line in lines {
+        run(&mut conn, &words(line)).await;
+    }
+}
+
+/// Every database's contents on both servers are the same.
+async fn assert_same_data(master: SocketAddr, replica: SocketAddr) {
+    for db in 0..16 {
+        assert_eq!(
+            all_contents(replica, db).await,
+            all_contents(master, db).await,
+            "db {db}"
+        );
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_redis_replica_of_tally_holds_the_same_data_after_every_kind_of_write() {
+    let tally = TestServer::start_real_clock().await;
+    let master = tally.addr();
+    // In the snapshot of the full sync.
+    fill(master).await;
+    run_lines(master, &["SELECT 3", "SET in-three 1 EX 1000"]).await;
+    let Some(redis) = replica_of(master) else {
+        return;
+    };
+    wait_in_sync(master, redis.addr).await;
+    assert_eq!(
+        replication_field(master, "connected_slaves")
+            .await
+            .as_deref(),
+        Some("1")
+    );
+    assert_same_data(master, redis.addr).await;
+
+    // In the stream.
+    let sliding_window = tally_lua::SCRIPTS
+        .iter()
+        .find(|s| s.name == "sliding_window")
+        .expect("the sliding-window script");
+    let mut conn = connect(master).await;
+    for i in 0..20u64 {
+        // Natively run: its effects go to the replica as commands.
+        let _: Vec<i64> = redis::cmd("EVAL")
+            .arg(sliding_window.source)
+            .arg(2)
+            .arg("rl:u:1720000000")
+            .arg("rl:u:1719999940")
+            .arg(10)
+            .arg(60)
+            .arg(1_720_000_000u64 + i)
+            .arg(1)
+            .query_async(&mut conn)
+            .await
+            .expect("EVAL");
+    }
+    run_lines(
+        master,
+        &[
+            "INCR counter",
+            "INCRBYFLOAT float 1.5",
+            "MULTI",
+            "HSET hash f9 v9",
+            "ZINCRBY zset 2 a",
+            "SADD ints 42",
+            "EXEC",
+            "SET short v PX 100",
+            "SELECT 5",
+            "SET gone 1",
+            "FLUSHDB",
+            "SET kept 1",
+            "SELECT 6",
+            "SET six 6",
+            "SWAPDB 6 7",
+            "SPOP ints",
+            "RPOP list",
+        ],
+    )
+    .await;
+    let _: i64 = redis::cmd("EVAL")
+        .arg("redis.call('incr', KEYS[1]); return redis.call('pexpire', KEYS[1], 600000)")
+        .arg(1)
+        .arg("lua-counter")
+        .query_async(&mut conn)
+        .await
+        .expect("EVAL");
+    // The short key expires on the master, which tells the replica.
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    let gone: Option<String> = conn.get("short").await.expect("GET");
+    assert_eq!(gone, None);
+    wait_in_sync(master, redis.addr).await;
+    assert_same_data(master, redis.addr).await;
+    // Deadlines arrive absolute, to the millisecond.
+    for key in ["vol", "lua-counter"] {
+        let on_master: i64 = redis::cmd("PEXPIRETIME")
+            .arg(key)
+            .query_async(&mut conn)
+            .await
+            .expect("PEXPIRETIME");
+        let mut replica = connect(redis.addr).await;
+        let on_replica: i64 = redis::cmd("PEXPIRETIME")
+            .arg(key)
+            .query_async(&mut replica)
+            .await
+            .expect("PEXPIRETIME");
+        assert!(on_master > 0, "{key}");
+        assert_eq!(on_replica, on_master, "{key}");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_full_sync_during_writes_loses_none_of_them() {
+    let tally = TestServer::start_real_clock().await;
+    let master = tally.addr();
+    let stop = Arc::new(AtomicBool::new(false));
+    let acknowledged = Arc::new(AtomicU64::new(0));
+    let mut writers = Vec::new();
+    for writer in 0..4u64 {
+        let (stop, acknowledged) = (stop.clone(), acknowledged.clone());
+        writers.push(tokio::spawn(async move {
+            let mut conn = connect(master).await;
+            let mut i = 0u64;
+            while !stop.load(Ordering::Relaxed) {
+                let key = format!("k{}", (i * 7 + writer) % 200);
+                let _: i64 = conn.incr(&key, 1).await.expect("INCR");
+                acknowledged.fetch_add(1, Ordering::Relaxed);
+                i += 1;
+            }
+        }));
+    }
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let Some(redis) = replica_of(master) else {
+        stop.store(true, Ordering::Relaxed);
+        return;
+    };
+    tokio::time::sleep(Duration::from_millis(700)).await;
+    stop.store(true, Ordering::Relaxed);
+    for writer in writers {
+        writer.await.expect("writer");
+    }
+    wait_in_sync(master, redis.addr).await;
+    let mut on_master = connect(master).await;
+    let mut on_replica = connect(redis.addr).await;
+    let mut total = 0i64;
+    for k in 0..200 {
+        let key = format!("k{k}");
+        let m: Option<i64> = on_master.get(&key).await.expect("GET");
+        let r: Option<i64> = on_replica.get(&key).await.expect("GET");
+        assert_eq!(r, m, "{key}");
+        total += m.unwrap_or(0);
+    }
+    assert_eq!(total as u64, acknowledged.load(Ordering::Relaxed));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_replica_that_goes_away_is_dropped_and_the_next_one_syncs_afresh() {
+    let tally = TestServer::start_real_clock().await;
+    let master = tally.addr();
+    run_lines(master, &["SET before 1", "SELECT 2", "SET two 2"]).await;
+    let Some(first) = replica_of(master) else {
+        return;
+    };
+    wait_in_sync(master, first.addr).await;
+    drop(first);
+    // The stream goes on without it, in another database than the
+    // next replica starts in: it must SELECT afresh.
+    run_lines(master, &["SELECT 2", "SET after 1"]).await;
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while replication_field(master, "connected_slaves")
+        .await
+        .as_deref()
+        != Some("0")
+    {
+        assert!(
+            Instant::now() < deadline,
+            "the gone replica is still counted"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let Some(second) = replica_of(master) else {
+        return;
+    };
+    wait_in_sync(master, second.addr).await;
+    // First in the database the stream last selected: the replica, which
+    // starts in database 0, must be told.
+    run_lines(master, &["SELECT 2", "SET db2-after-attach 1"]).await;
+    run_lines(master, &["SET db0-after-attach 1"]).await;
+    wait_in_sync(master, second.addr).await;
+    assert_same_data(master, second.addr).await;
+}

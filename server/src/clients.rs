@@ -13,6 +13,21 @@ use hashbrown::HashMap;
 use parking_lot::Mutex;
 use tokio::sync::Notify;
 
+/// What a replica's connection has said of itself (REPLCONF) and how
+/// far it has acknowledged the stream (INFO's `slave<n>` lines, ROLE).
+#[derive(Default)]
+pub struct ReplicaLink {
+    /// Set by PSYNC: this connection is a replica (CLIENT LIST flag `S`,
+    /// CLIENT KILL TYPE replica).
+    pub is_replica: AtomicBool,
+    /// REPLCONF listening-port: the port the replica serves clients on.
+    pub listening_port: AtomicU64,
+    /// REPLCONF ACK: the stream offset the replica has processed.
+    pub ack_offset: AtomicU64,
+    /// When the last ACK came (unix ms).
+    pub ack_ms: AtomicU64,
+}
+
 /// What other connections may read or ask of a client (CLIENT LIST / KILL).
 pub struct ClientInfo {
     /// CLIENT ID.
@@ -53,6 +68,8 @@ pub struct ClientInfo {
     pub no_evict: AtomicBool,
     /// In MONITOR mode.
     pub monitoring: AtomicBool,
+    /// Set once the connection is a replica (PSYNC).
+    pub replica: ReplicaLink,
     /// CLIENT TRACKING: -1 off, else the redirect id (0: none), for CLIENT LIST.
     pub tracking_redirect: AtomicI64,
     /// CLIENT TRACKING in BCAST mode.
@@ -147,6 +164,7 @@ impl ClientInfo {
             io: ClientIo::default(),
             no_evict: AtomicBool::new(false),
             monitoring: AtomicBool::new(false),
+            replica: ReplicaLink::default(),
             tracking_redirect: AtomicI64::new(-1),
             tracking_bcast: AtomicBool::new(false),
         }

@@ -52,6 +52,8 @@ pub struct Stats {
     /// Commands that panicked and were contained (INFO `tally_contained_panics`);
     /// any value but 0 is a bug to report.
     pub panics: AtomicU64,
+    /// Full resynchronizations served to replicas (INFO `sync_full`).
+    pub sync_full: AtomicU64,
     /// Per command, indexed like the command table.
     pub commands: Box<[CommandStats]>,
     /// Per-second rates (INFO instantaneous_*).
@@ -75,6 +77,7 @@ impl Stats {
             connections_received: AtomicU64::new(0),
             rejected_connections: AtomicU64::new(0),
             panics: AtomicU64::new(0),
+            sync_full: AtomicU64::new(0),
             commands_processed: AtomicU64::new(0),
             net_input_bytes: AtomicU64::new(0),
             net_output_bytes: AtomicU64::new(0),
@@ -134,6 +137,7 @@ impl Stats {
             &self.total_error_replies,
             &self.reads_processed,
             &self.writes_processed,
+            &self.sync_full,
         ] {
             counter.store(0, Ordering::Relaxed);
         }

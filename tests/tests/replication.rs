@@ -74,6 +74,59 @@ async fn assert_same_data(master: SocketAddr, replica: SocketAddr) {
     }
 }
 
+/// INFO replication, ROLE, CLIENT LIST and INFO stats show the replica as
+/// Redis shows one, once it has acknowledged everything (it ACKs every
+/// second).
+async fn assert_replica_listed(master: SocketAddr, replica: SocketAddr) {
+    let offset = replication_field(master, "master_repl_offset")
+        .await
+        .expect("master_repl_offset");
+    let port = replica.port().to_string();
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let expected = format!("ip=127.0.0.1,port={port},state=online,offset={offset},lag=");
+    loop {
+        let line = replication_field(master, "slave0")
+            .await
+            .unwrap_or_default();
+        if line.starts_with(&expected) {
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "slave0:{line}, waiting for {expected}"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    let mut conn = connect(master).await;
+    let role: (String, i64, Vec<(String, String, String)>) = redis::cmd("ROLE")
+        .query_async(&mut conn)
+        .await
+        .expect("ROLE");
+    assert_eq!(
+        role,
+        (
+            "master".to_string(),
+            offset.parse().expect("an offset"),
+            vec![("127.0.0.1".to_string(), port, offset.clone())]
+        )
+    );
+    let listed: String = redis::cmd("CLIENT")
+        .arg("LIST")
+        .arg("TYPE")
+        .arg("replica")
+        .query_async(&mut conn)
+        .await
+        .expect("CLIENT LIST");
+    assert_eq!(listed.lines().count(), 1, "{listed}");
+    assert!(listed.contains(" flags=S "), "{listed}");
+    let stats: String = redis::cmd("INFO")
+        .arg("stats")
+        .query_async(&mut conn)
+        .await
+        .expect("INFO");
+    assert!(stats.contains("\r\nsync_full:1\r\n"), "{stats}");
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_redis_replica_of_tally_holds_the_same_data_after_every_kind_of_write() {
     let tally = TestServer::start_real_clock().await;
@@ -92,6 +145,7 @@ async fn a_redis_replica_of_tally_holds_the_same_data_after_every_kind_of_write(
         Some("1")
     );
     assert_same_data(master, redis.addr).await;
+    assert_replica_listed(master, redis.addr).await;
 
     // In the stream.
     let sliding_window = tally_lua::SCRIPTS

@@ -78,6 +78,8 @@ pub(crate) fn describe(client: &ClientInfo, now_ms: u64, argv_mem: usize) -> Str
     let mut flags = String::new();
     if client.monitoring.load(Ordering::Relaxed) {
         flags.push('O');
+    } else if client.replica.is_replica.load(Ordering::Relaxed) {
+        flags.push('S');
     }
     if sub + psub + ssub > 0 {
         flags.push('P');
@@ -135,6 +137,8 @@ pub(crate) fn describe(client: &ClientInfo, now_ms: u64, argv_mem: usize) -> Str
 /// CLIENT LIST [TYPE NORMAL] [ID client-id ...]
 pub fn client_list(ctx: &mut Ctx<'_>, argv: &[&[u8]]) -> Reply {
     let mut ids: Option<Vec<u64>> = None;
+    // TYPE replica: the replicas only; the other kinds as before.
+    let mut replicas_only = false;
     let mut i = 2;
     while i < argv.len() {
         if is(argv[i], "type") && i + 1 < argv.len() {
@@ -148,7 +152,9 @@ pub fn client_list(ctx: &mut Ctx<'_>, argv: &[&[u8]]) -> Reply {
                     String::from_utf8_lossy(kind)
                 ));
             }
-            if !is(kind, "normal") {
+            if is(kind, "replica") || is(kind, "slave") {
+                replicas_only = true;
+            } else if !is(kind, "normal") {
                 ids = Some(Vec::new());
             }
             i += 2;
@@ -169,7 +175,9 @@ pub fn client_list(ctx: &mut Ctx<'_>, argv: &[&[u8]]) -> Reply {
     let now = ctx.now_ms;
     let mut text = String::new();
     for client in ctx.shared.clients.snapshot() {
-        if ids.as_ref().is_some_and(|ids| !ids.contains(&client.id)) {
+        if ids.as_ref().is_some_and(|ids| !ids.contains(&client.id))
+            || (replicas_only && !client.replica.is_replica.load(Ordering::Relaxed))
+        {
             continue;
         }
         let argv_mem = if client.id == ctx.client.info.id {
@@ -241,8 +249,14 @@ pub fn client_kill(ctx: &mut Ctx<'_>, argv: &[&[u8]]) -> Reply {
             {
                 return Reply::error(format!("ERR Unknown client type '{text}'"));
             }
-            let normal = is(value, "normal");
-            filters.push(Box::new(move |_| normal));
+            if is(value, "replica") || is(value, "slave") {
+                filters.push(Box::new(|c| c.replica.is_replica.load(Ordering::Relaxed)));
+            } else {
+                let normal = is(value, "normal");
+                filters.push(Box::new(move |c| {
+                    normal && !c.replica.is_replica.load(Ordering::Relaxed)
+                }));
+            }
         } else if is(name, "skipme") {
             if is(value, "yes") {
                 skip_me = true;

@@ -8,7 +8,8 @@ use std::sync::OnceLock;
 
 use super::{
     acl, client, cluster, command, config, connection as conn, hash, info, keys, latency, list,
-    memory, migrate, multi, persistence, pubsub, scripting, server, set, string, zset, Ctx,
+    memory, migrate, multi, persistence, pubsub, replication, scripting, server, set, string, zset,
+    Ctx,
 };
 use crate::catalog::registry;
 use crate::resp::Reply;
@@ -193,9 +194,10 @@ static BINDINGS: &[(&str, Handler)] = &[
     ("wait", server::wait),
     ("lastsave", persistence::lastsave),
     ("save", persistence::save),
-    ("replconf", persistence::replconf),
-    ("sync", persistence::sync),
-    ("psync", persistence::psync),
+    ("replconf", replication::replconf),
+    ("sync", replication::sync),
+    ("psync", replication::psync),
+    ("role", replication::role),
     ("bgrewriteaof", persistence::bgrewriteaof),
     ("bgsave", persistence::bgsave),
     ("slowlog", container_without_subcommand),

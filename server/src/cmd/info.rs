@@ -545,7 +545,7 @@ fn stats(ctx: &Ctx<'_>, totals: &ShardTotals) -> Vec<String> {
         "instantaneous_input_repl_kbps:0.00".to_string(),
         "instantaneous_output_repl_kbps:0.00".to_string(),
         format!("rejected_connections:{}", load(&stats.rejected_connections)),
-        "sync_full:0".to_string(),
+        format!("sync_full:{}", load(&ctx.shared.stats.sync_full)),
         "sync_partial_ok:0".to_string(),
         "sync_partial_err:0".to_string(),
         format!("expired_keys:{}", load(&stats.expired_keys)),
@@ -588,9 +588,13 @@ fn stats(ctx: &Ctx<'_>, totals: &ShardTotals) -> Vec<String> {
 }
 
 fn replication(ctx: &Ctx<'_>) -> Vec<String> {
-    vec![
+    let replicas = super::replication::replica_lines(ctx.shared, ctx.now_ms);
+    let mut lines = vec![
         "role:master".to_string(),
-        format!("connected_slaves:{}", ctx.shared.store.feed().replicas()),
+        format!("connected_slaves:{}", replicas.len()),
+    ];
+    lines.extend(replicas);
+    lines.extend([
         "master_failover_state:no-failover".to_string(),
         format!("master_replid:{}", ctx.shared.run_id),
         "master_replid2:0000000000000000000000000000000000000000".to_string(),
@@ -603,7 +607,8 @@ fn replication(ctx: &Ctx<'_>) -> Vec<String> {
         "repl_backlog_size:1048576".to_string(),
         "repl_backlog_first_byte_offset:0".to_string(),
         "repl_backlog_histlen:0".to_string(),
-    ]
+    ]);
+    lines
 }
 
 fn cpu() -> Vec<String> {

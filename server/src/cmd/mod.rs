@@ -33,6 +33,7 @@ pub mod multi;
 pub mod persistence;
 pub mod propagate;
 pub mod pubsub;
+pub mod replication;
 mod routing;
 pub mod scripting;
 pub mod server;

@@ -1,0 +1,191 @@
+//! Replication, the master's side: SYNC and PSYNC (a full
+//! resynchronization, then the replication stream), REPLCONF, ROLE, and
+//! the replicas INFO lists. The stream itself is the change feed's
+//! (`store::feed`); see docs/architecture.md.
+
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+
+use super::args::{is, parse_i64};
+use super::{error, After, Ctx};
+use crate::clients::ClientInfo;
+use crate::persistence::snapshot;
+use crate::resp::Reply;
+use crate::state::Shared;
+
+/// SYNC: the old form of the first step, as `redis-cli --rdb` uses it:
+/// the snapshot of this moment as `$<len>\r\n` and the file, then the
+/// connection closes (Redis 7.0's replicas all send PSYNC). Taken as SAVE
+/// takes it (every shard held meanwhile).
+pub fn sync(ctx: &mut Ctx<'_>, _argv: &[&[u8]]) -> Reply {
+    match snapshot::snapshot_bytes(ctx.shared) {
+        Ok(file) => {
+            let mut out = format!("${}\r\n", file.len()).into_bytes();
+            out.extend_from_slice(&file);
+            ctx.client.then(After::Close);
+            Reply::Raw(out)
+        }
+        Err(e) => Reply::error_bytes(format!("ERR {e}").into_bytes()),
+    }
+}
+
+/// PSYNC replicationid offset: a replica asks for the replication stream.
+/// tally answers every request with a full resynchronization, as Redis
+/// does when it cannot continue from its backlog: `+FULLRESYNC <replid>
+/// <offset>`, the snapshot of that moment (every shard held, so the
+/// stream that follows starts exactly after it), then the replication
+/// stream, written as the connection's output like a monitor's lines and
+/// cut at `client-output-buffer-limit replica`. The replica's REPLCONF ACKs
+/// are read and get no reply.
+pub fn psync(ctx: &mut Ctx<'_>, _argv: &[&[u8]]) -> Reply {
+    if ctx.client.monitor.is_some() {
+        return Reply::error("ERR PSYNC on a connection that already streams");
+    }
+    let mode = ctx.shared.monitors.replica_queue(ctx.client.info.clone());
+    let sink: Arc<dyn crate::store::feed::StreamSink> = mode.sink.clone();
+    let feed = ctx.shared.store.feed();
+    match snapshot::snapshot_bytes_with(ctx.shared, || feed.attach(sink)) {
+        Ok((file, offset)) => {
+            let mut out = format!(
+                "+FULLRESYNC {} {offset}\r\n${}\r\n",
+                ctx.shared.run_id,
+                file.len()
+            )
+            .into_bytes();
+            out.extend_from_slice(&file);
+            ctx.client.monitor = Some(mode);
+            ctx.client
+                .info
+                .replica
+                .is_replica
+                .store(true, Ordering::Relaxed);
+            ctx.shared.stats.sync_full.fetch_add(1, Ordering::Relaxed);
+            Reply::Raw(out)
+        }
+        Err(e) => Reply::error_bytes(format!("ERR {e}").into_bytes()),
+    }
+}
+
+/// REPLCONF option value ...: what a replica (or `redis-cli --rdb`) says
+/// of itself before PSYNC (its listening port, shown by INFO and ROLE;
+/// its capabilities, which need nothing here), and, once it streams, how
+/// far it got (ACK, answered with nothing, as in Redis).
+pub fn replconf(ctx: &mut Ctx<'_>, argv: &[&[u8]]) -> Reply {
+    if argv.len() % 2 == 0 {
+        return Reply::error(error::SYNTAX);
+    }
+    for pair in argv[1..].chunks(2) {
+        let (option, value) = (pair[0], pair[1]);
+        if is(option, "listening-port") {
+            let Some(port) = parse_i64(value) else {
+                return Reply::error(error::NOT_INTEGER);
+            };
+            let link = &ctx.client.info.replica;
+            link.listening_port
+                .store(port.max(0) as u64, Ordering::Relaxed);
+        } else if is(option, "ip-address") {
+            // NET_HOST_STR_LEN
+            if value.len() >= 256 {
+                return Reply::error_bytes(
+                    format!(
+                        "ERR REPLCONF ip-address provided by replica instance is too long: {} bytes",
+                        value.len()
+                    )
+                    .into_bytes(),
+                );
+            }
+        } else if is(option, "ack") {
+            let link = &ctx.client.info.replica;
+            if link.is_replica.load(Ordering::Relaxed) {
+                if let Some(offset) = parse_i64(value).filter(|o| *o >= 0) {
+                    link.ack_offset.fetch_max(offset as u64, Ordering::Relaxed);
+                    link.ack_ms.store(ctx.now_ms, Ordering::Relaxed);
+                }
+            }
+            return Reply::Nothing;
+        } else if is(option, "getack") {
+            return Reply::Nothing;
+        } else if is(option, "rdb-only") {
+            if !matches!(parse_i64(value), Some(0 | 1)) {
+                return Reply::error(match parse_i64(value) {
+                    Some(_) => "ERR value is out of range, value must between 0 and 1",
+                    None => error::NOT_INTEGER,
+                });
+            }
+        } else if !is(option, "capa") && !is(option, "rdb-filter-only") {
+            let mut message = b"ERR Unrecognized REPLCONF option: ".to_vec();
+            message.extend_from_slice(option);
+            return Reply::error_bytes(message);
+        }
+    }
+    Reply::Ok
+}
+
+/// ROLE: `master`, the replication offset, and each replica's address,
+/// listening port and acknowledged offset, as Redis replies.
+pub fn role(ctx: &mut Ctx<'_>, _argv: &[&[u8]]) -> Reply {
+    let offset = ctx.shared.store.feed().replication_offset();
+    let replicas = replicas(ctx.shared)
+        .iter()
+        .map(|replica| {
+            let link = &replica.replica;
+            Reply::Array(vec![
+                Reply::bulk(replica.addr.ip().to_string().as_bytes()),
+                Reply::bulk(
+                    link.listening_port
+                        .load(Ordering::Relaxed)
+                        .to_string()
+                        .as_bytes(),
+                ),
+                Reply::bulk(
+                    link.ack_offset
+                        .load(Ordering::Relaxed)
+                        .to_string()
+                        .as_bytes(),
+                ),
+            ])
+        })
+        .collect();
+    Reply::Array(vec![
+        Reply::bulk(b"master"),
+        Reply::Int(offset as i64),
+        Reply::Array(replicas),
+    ])
+}
+
+/// The connections that are replicas, oldest first.
+pub fn replicas(shared: &Shared) -> Vec<Arc<ClientInfo>> {
+    let mut replicas: Vec<Arc<ClientInfo>> = shared
+        .clients
+        .snapshot()
+        .into_iter()
+        .filter(|c| {
+            c.replica.is_replica.load(Ordering::Relaxed) && !c.killed.load(Ordering::Relaxed)
+        })
+        .collect();
+    replicas.sort_by_key(|c| c.id);
+    replicas
+}
+
+/// INFO replication's `slave<n>` lines, as Redis writes them.
+pub fn replica_lines(shared: &Shared, now_ms: u64) -> Vec<String> {
+    replicas(shared)
+        .iter()
+        .enumerate()
+        .map(|(n, replica)| {
+            let link = &replica.replica;
+            let ack_ms = link.ack_ms.load(Ordering::Relaxed);
+            let lag = if ack_ms == 0 {
+                0
+            } else {
+                now_ms.saturating_sub(ack_ms) / 1000
+            };
+            format!(
+                "slave{n}:ip={},port={},state=online,offset={},lag={lag}",
+                replica.addr.ip(),
+                link.listening_port.load(Ordering::Relaxed),
+                link.ack_offset.load(Ordering::Relaxed),
+            )
+        })
+        .collect()
+}

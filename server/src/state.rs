@@ -156,6 +156,8 @@ impl Shared {
         shared.install_latency_settings(&shared.config.read());
         shared.scripts.preload_known();
         shared.install_users();
+        let backlog_size = shared.config.read().repl_backlog_size;
+        shared.store.feed().set_backlog_size(backlog_size);
         shared
     }
 
@@ -179,6 +181,7 @@ impl Shared {
     /// values that are read without the lock.
     pub fn install_config(&self, config: Config) {
         self.maxmemory.store(config.maxmemory, Ordering::Relaxed);
+        self.store.feed().set_backlog_size(config.repl_backlog_size);
         self.encodings.set(config.encodings);
         self.idle_timeout_secs
             .store(config.timeout_secs, Ordering::Relaxed);

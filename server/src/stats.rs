@@ -54,6 +54,10 @@ pub struct Stats {
     pub panics: AtomicU64,
     /// Full resynchronizations served to replicas (INFO `sync_full`).
     pub sync_full: AtomicU64,
+    /// Replicas that continued from the backlog (INFO `sync_partial_ok`).
+    pub sync_partial_ok: AtomicU64,
+    /// Replicas that asked to continue and could not (`sync_partial_err`).
+    pub sync_partial_err: AtomicU64,
     /// Per command, indexed like the command table.
     pub commands: Box<[CommandStats]>,
     /// Per-second rates (INFO instantaneous_*).
@@ -78,6 +82,8 @@ impl Stats {
             rejected_connections: AtomicU64::new(0),
             panics: AtomicU64::new(0),
             sync_full: AtomicU64::new(0),
+            sync_partial_ok: AtomicU64::new(0),
+            sync_partial_err: AtomicU64::new(0),
             commands_processed: AtomicU64::new(0),
             net_input_bytes: AtomicU64::new(0),
             net_output_bytes: AtomicU64::new(0),
@@ -138,6 +144,8 @@ impl Stats {
             &self.reads_processed,
             &self.writes_processed,
             &self.sync_full,
+            &self.sync_partial_ok,
+            &self.sync_partial_err,
         ] {
             counter.store(0, Ordering::Relaxed);
         }
@@ -243,7 +251,11 @@ pub async fn run_sampler(shared: std::sync::Arc<crate::state::Shared>) {
         // Replicas hear from an idle master every 10 s (Redis's
         // repl-ping-replica-period), so they do not time it out.
         if sampled % 100 == 0 {
-            shared.store.feed().ping_replicas();
+            let ttl = shared.config.read().repl_backlog_ttl;
+            shared
+                .store
+                .feed()
+                .replication_tick(shared.clock.now_ms(), ttl);
         }
         if sampled % 10 == 0 {
             shared.clients.release_idle_buffers(shared.clock.now_ms());

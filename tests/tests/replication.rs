@@ -302,3 +302,111 @@ async fn a_replica_that_goes_away_is_dropped_and_the_next_one_syncs_afresh() {
     wait_in_sync(master, second.addr).await;
     assert_same_data(master, second.addr).await;
 }
+
+/// An INFO stats field of `addr`.
+async fn stats_field(addr: SocketAddr, field: &str) -> String {
+    let mut conn = connect(addr).await;
+    let info: String = redis::cmd("INFO")
+        .arg("stats")
+        .query_async(&mut conn)
+        .await
+        .expect("INFO");
+    info.lines()
+        .find_map(|line| line.strip_prefix(&format!("{field}:")))
+        .unwrap_or_default()
+        .to_string()
+}
+
+/// PSYNCs served so far, full or continued.
+async fn syncs_served(master: SocketAddr) -> u64 {
+    let count = |text: String| text.parse::<u64>().expect("a count");
+    count(stats_field(master, "sync_full").await)
+        + count(stats_field(master, "sync_partial_ok").await)
+}
+
+/// Cuts every replica's link while the replica is stopped (SIGSTOP, so
+/// that it cannot reconnect before `writes_meanwhile` are made), resumes
+/// it, and waits until its new PSYNC was served and it has caught up.
+async fn cut_and_rejoin(master: SocketAddr, replica: SocketAddr, writes_meanwhile: &[&str]) {
+    let served = syncs_served(master).await;
+    let mut on_replica = connect(replica).await;
+    let server: String = redis::cmd("INFO")
+        .arg("server")
+        .query_async(&mut on_replica)
+        .await
+        .expect("INFO");
+    let pid = server
+        .lines()
+        .find_map(|l| l.strip_prefix("process_id:"))
+        .expect("process_id")
+        .to_string();
+    let signal = |which: &str| {
+        let status = std::process::Command::new("kill")
+            .args([which, &pid])
+            .status()
+            .expect("kill");
+        assert!(status.success(), "kill {which} {pid}");
+    };
+    signal("-STOP");
+    let mut conn = connect(master).await;
+    let killed: i64 = redis::cmd("CLIENT")
+        .arg("KILL")
+        .arg("TYPE")
+        .arg("replica")
+        .query_async(&mut conn)
+        .await
+        .expect("CLIENT KILL");
+    assert_eq!(killed, 1);
+    run_lines(master, writes_meanwhile).await;
+    signal("-CONT");
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while syncs_served(master).await == served {
+        assert!(Instant::now() < deadline, "the replica did not come back");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    wait_in_sync(master, replica).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_replica_that_lost_its_link_continues_from_the_backlog() {
+    let tally = TestServer::start_real_clock().await;
+    let master = tally.addr();
+    run_lines(master, &["SET before 1"]).await;
+    let Some(redis) = replica_of(master) else {
+        return;
+    };
+    wait_in_sync(master, redis.addr).await;
+    cut_and_rejoin(
+        master,
+        redis.addr,
+        &["INCR before", "SELECT 4", "SET while-away 1"],
+    )
+    .await;
+    assert_eq!(stats_field(master, "sync_full").await, "1");
+    assert_eq!(stats_field(master, "sync_partial_ok").await, "1");
+    assert_eq!(stats_field(master, "sync_partial_err").await, "0");
+    assert_same_data(master, redis.addr).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_replica_that_missed_more_than_the_backlog_holds_syncs_in_full() {
+    let tally = TestServer::start_real_clock().await;
+    let master = tally.addr();
+    run_lines(master, &["CONFIG SET repl-backlog-size 16kb"]).await;
+    let Some(redis) = replica_of(master) else {
+        return;
+    };
+    wait_in_sync(master, redis.addr).await;
+    let big = format!("SET big {}", "x".repeat(20_000));
+    cut_and_rejoin(master, redis.addr, &[&big, "SET small 1"]).await;
+    assert_eq!(stats_field(master, "sync_full").await, "2");
+    assert_eq!(stats_field(master, "sync_partial_ok").await, "0");
+    assert_eq!(stats_field(master, "sync_partial_err").await, "1");
+    assert_eq!(
+        replication_field(master, "repl_backlog_histlen")
+            .await
+            .as_deref(),
+        Some("16384")
+    );
+    assert_same_data(master, redis.addr).await;
+}

@@ -546,8 +546,14 @@ fn stats(ctx: &Ctx<'_>, totals: &ShardTotals) -> Vec<String> {
         "instantaneous_output_repl_kbps:0.00".to_string(),
         format!("rejected_connections:{}", load(&stats.rejected_connections)),
         format!("sync_full:{}", load(&ctx.shared.stats.sync_full)),
-        "sync_partial_ok:0".to_string(),
-        "sync_partial_err:0".to_string(),
+        format!(
+            "sync_partial_ok:{}",
+            load(&ctx.shared.stats.sync_partial_ok)
+        ),
+        format!(
+            "sync_partial_err:{}",
+            load(&ctx.shared.stats.sync_partial_err)
+        ),
         format!("expired_keys:{}", load(&stats.expired_keys)),
         "expired_stale_perc:0.00".to_string(),
         "expired_time_cap_reached_count:0".to_string(),
@@ -589,6 +595,7 @@ fn stats(ctx: &Ctx<'_>, totals: &ShardTotals) -> Vec<String> {
 
 fn replication(ctx: &Ctx<'_>) -> Vec<String> {
     let replicas = super::replication::replica_lines(ctx.shared, ctx.now_ms);
+    let backlog = ctx.shared.store.feed().backlog_info();
     let mut lines = vec![
         "role:master".to_string(),
         format!("connected_slaves:{}", replicas.len()),
@@ -603,10 +610,13 @@ fn replication(ctx: &Ctx<'_>) -> Vec<String> {
             ctx.shared.store.feed().replication_offset()
         ),
         "second_repl_offset:-1".to_string(),
-        "repl_backlog_active:0".to_string(),
-        "repl_backlog_size:1048576".to_string(),
-        "repl_backlog_first_byte_offset:0".to_string(),
-        "repl_backlog_histlen:0".to_string(),
+        format!("repl_backlog_active:{}", u8::from(backlog.active)),
+        format!("repl_backlog_size:{}", backlog.size),
+        format!(
+            "repl_backlog_first_byte_offset:{}",
+            backlog.first_byte_offset
+        ),
+        format!("repl_backlog_histlen:{}", backlog.histlen),
     ]);
     lines
 }

@@ -463,12 +463,20 @@ fn over_maxmemory(ctx: &Ctx<'_>, argv: &[&[u8]]) -> bool {
 #[inline]
 fn call(ctx: &mut Ctx<'_>, index: usize, command: &'static Command, argv: &[&[u8]]) -> Reply {
     let handler = handlers::handler(index);
-    if command.flags & flags::WRITE == 0 || !ctx.shared.store.feed().active() {
+    if command.flags & flags::WRITE == 0 {
         return handler(ctx, argv);
     }
     if propagate::inside_run(ctx) {
+        // The enclosing run holds the shards: the feed cannot switch on
+        // between this test and the change.
         let reply = handler(ctx, argv);
-        record_change(ctx, command, argv, &reply);
+        if ctx.shared.store.feed().active() {
+            record_change(ctx, command, argv, &reply);
+        }
+        return reply;
+    }
+    let feed = ctx.shared.store.feed();
+    if let Some(reply) = feed.unrecorded(|| handler(ctx, argv)) {
         return reply;
     }
     let store = &ctx.shared.store;

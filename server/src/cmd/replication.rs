@@ -30,40 +30,66 @@ pub fn sync(ctx: &mut Ctx<'_>, _argv: &[&[u8]]) -> Reply {
 }
 
 /// PSYNC replicationid offset: a replica asks for the replication stream.
-/// tally answers every request with a full resynchronization, as Redis
-/// does when it cannot continue from its backlog: `+FULLRESYNC <replid>
-/// <offset>`, the snapshot of that moment (every shard held, so the
-/// stream that follows starts exactly after it), then the replication
-/// stream, written as the connection's output like a monitor's lines and
-/// cut at `client-output-buffer-limit replica`. The replica's REPLCONF ACKs
-/// are read and get no reply.
-pub fn psync(ctx: &mut Ctx<'_>, _argv: &[&[u8]]) -> Reply {
+/// One that was streaming from this server (its replication id) and lacks
+/// only what the backlog still holds continues: `+CONTINUE <replid>`,
+/// then those bytes and the stream. Any other gets a full
+/// resynchronization: `+FULLRESYNC <replid> <offset>`, the snapshot of
+/// that moment (every shard held, so the stream that follows starts
+/// exactly after it), then the stream. The stream is written as the
+/// connection's output like a monitor's lines, cut at
+/// `client-output-buffer-limit replica`; the replica's REPLCONF ACKs are
+/// read and get no reply.
+pub fn psync(ctx: &mut Ctx<'_>, argv: &[&[u8]]) -> Reply {
     if ctx.client.monitor.is_some() {
         return Reply::error("ERR PSYNC on a connection that already streams");
     }
     let mode = ctx.shared.monitors.replica_queue(ctx.client.info.clone());
     let sink: Arc<dyn crate::store::feed::StreamSink> = mode.sink.clone();
     let feed = ctx.shared.store.feed();
+    let replid = &ctx.shared.run_id;
+    let asked = argv[1] != b"?";
+    if argv[1] == replid.as_bytes() {
+        if let Some(from) = parse_i64(argv[2]).filter(|o| *o >= 0) {
+            if let Some(backlog) = feed.continue_from(sink.clone(), from as u64) {
+                let mut out = format!("+CONTINUE {replid}\r\n").into_bytes();
+                out.extend_from_slice(&backlog);
+                become_replica(ctx, mode);
+                ctx.shared
+                    .stats
+                    .sync_partial_ok
+                    .fetch_add(1, Ordering::Relaxed);
+                return Reply::Raw(out);
+            }
+        }
+    }
+    if asked {
+        ctx.shared
+            .stats
+            .sync_partial_err
+            .fetch_add(1, Ordering::Relaxed);
+    }
+    feed.start_replicating();
     match snapshot::snapshot_bytes_with(ctx.shared, || feed.attach(sink)) {
         Ok((file, offset)) => {
-            let mut out = format!(
-                "+FULLRESYNC {} {offset}\r\n${}\r\n",
-                ctx.shared.run_id,
-                file.len()
-            )
-            .into_bytes();
+            let mut out =
+                format!("+FULLRESYNC {replid} {offset}\r\n${}\r\n", file.len()).into_bytes();
             out.extend_from_slice(&file);
-            ctx.client.monitor = Some(mode);
-            ctx.client
-                .info
-                .replica
-                .is_replica
-                .store(true, Ordering::Relaxed);
+            become_replica(ctx, mode);
             ctx.shared.stats.sync_full.fetch_add(1, Ordering::Relaxed);
             Reply::Raw(out)
         }
         Err(e) => Reply::error_bytes(format!("ERR {e}").into_bytes()),
     }
+}
+
+/// The connection streams from now on.
+fn become_replica(ctx: &mut Ctx<'_>, mode: crate::monitor::MonitorMode) {
+    ctx.client.monitor = Some(mode);
+    ctx.client
+        .info
+        .replica
+        .is_replica
+        .store(true, Ordering::Relaxed);
 }
 
 /// REPLCONF option value ...: what a replica (or `redis-cli --rdb`) says

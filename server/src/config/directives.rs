@@ -429,6 +429,10 @@ pub static DIRECTIVES: &[Directive] = &[
             )
         },
     ).help("Output limits, \"<class> <hard> <soft> <seconds> ...\" for pubsub and replica (monitors); normal clients have none."),
+    number!("repl-backlog-size", Live, repl_backlog_size, bytes(Range::Signed(1, i64::MAX)) as u64)
+        .help("The replication stream's last bytes kept, so that a replica that lost its link continues from them (at least 16kb is kept)."),
+    number!("repl-backlog-ttl", Live, repl_backlog_ttl, int(LONG) as u64)
+        .help("Seconds without any replica before the backlog is freed (0 = never)."),
     flag!("lua-native-scripts", Live, lua_native_scripts).help("Run the known limiter scripts natively, with replies identical to Lua's (yes/no)."),
     flag!("lua-persist-scripts", Live, lua_persist_scripts).help(
         "Keep the scripts SCRIPT LOAD and EVAL cached in snapshots and the append-only file, so EVALSHA works after a restart (yes/no; Redis 7 keeps none).",

@@ -64,6 +64,12 @@ pub struct Config {
     /// append-only file, so that EVALSHA works after a restart
     /// (`lua-persist-scripts`; Redis 7 keeps none).
     pub lua_persist_scripts: bool,
+    /// `repl-backlog-size`: the replication stream's last bytes kept for
+    /// replicas that reconnect (PSYNC `+CONTINUE`).
+    pub repl_backlog_size: u64,
+    /// `repl-backlog-ttl`: seconds without a replica before the backlog is
+    /// freed (0: never).
+    pub repl_backlog_ttl: u64,
     /// Memory one worker's Lua VM may use (`lua-memory-limit`); a script
     /// that needs more fails with an error instead of growing the server.
     pub lua_memory_limit: u64,
@@ -225,6 +231,8 @@ impl Default for Config {
             busy_reply_threshold_ms: 5000,
             lua_native_scripts: true,
             lua_persist_scripts: true,
+            repl_backlog_size: 1024 * 1024,
+            repl_backlog_ttl: 3600,
             lua_memory_limit: 256 * 1024 * 1024,
             slowlog_log_slower_than: 10_000,
             slowlog_max_len: 128,

@@ -12,14 +12,35 @@
 //! a replay produces. The feed's own mutex is the innermost lock of the
 //! server: nothing is locked while it is held.
 
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Arc;
+use std::collections::VecDeque;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::{Arc, Weak};
 
 use bytes::Bytes;
 use parking_lot::Mutex;
 
 /// A command as propagated: its arguments, the name first.
 pub type Argv = Vec<Vec<u8>>;
+
+/// Each thread's count of changes it is making unrecorded (see
+/// [`Feed::unrecorded`]): one padded slot per thread, so that marking a
+/// change costs no contention between workers.
+#[repr(align(64))]
+#[derive(Default)]
+struct Slot(AtomicUsize);
+
+/// Every live thread's slot (a thread's goes with it).
+static SLOTS: Mutex<Vec<Weak<Slot>>> = Mutex::new(Vec::new());
+
+thread_local! {
+    static SLOT: Arc<Slot> = {
+        let slot = Arc::new(Slot::default());
+        let mut slots = SLOTS.lock();
+        slots.retain(|s| s.strong_count() > 0);
+        slots.push(Arc::downgrade(&slot));
+        slot
+    };
+}
 
 /// Where the replication stream goes: one replica's output queue.
 pub trait StreamSink: Send + Sync {
@@ -31,8 +52,9 @@ pub trait StreamSink: Send + Sync {
     fn alive(&self) -> bool;
 }
 
-/// The replication stream: what every attached replica is sent.
-#[derive(Default)]
+/// The replication stream: what every attached replica is sent, and the
+/// backlog of its last bytes that a replica which lost its link for a
+/// moment continues from (PSYNC's `+CONTINUE`).
 struct Replication {
     /// The database the stream has SELECTed (`None` right after a replica
     /// attached: it starts from a snapshot, in database 0).
@@ -41,15 +63,63 @@ struct Replication {
     offset: u64,
     /// The attached replicas.
     sinks: Vec<Arc<dyn StreamSink>>,
+    /// The stream's last bytes, up to `backlog_size`, once a replica has
+    /// attached (`None` before, and after `repl-backlog-ttl` without one).
+    backlog: Option<VecDeque<u8>>,
+    /// `repl-backlog-size`.
+    backlog_size: usize,
+    /// When the last replica went (unix ms), 0 while one is attached.
+    alone_since_ms: u64,
 }
 
+impl Default for Replication {
+    fn default() -> Replication {
+        Replication {
+            selected: None,
+            offset: 0,
+            sinks: Vec::new(),
+            backlog: None,
+            backlog_size: 1024 * 1024,
+            alone_since_ms: 0,
+        }
+    }
+}
+
+/// The smallest backlog Redis keeps, whatever `repl-backlog-size` says.
+const BACKLOG_MIN: usize = 16 * 1024;
+
 impl Replication {
-    /// Sends `bytes` to every replica, dropping those that are gone.
+    /// Sends `bytes` to every replica, dropping those that are gone, and
+    /// keeps them in the backlog.
     fn send(&mut self, bytes: Vec<u8>) {
         self.offset += bytes.len() as u64;
+        if let Some(backlog) = &mut self.backlog {
+            backlog.extend(&bytes);
+            let excess = backlog.len().saturating_sub(self.backlog_size);
+            backlog.drain(..excess);
+        }
         let bytes = Bytes::from(bytes);
         self.sinks.retain(|sink| sink.push(&bytes));
     }
+
+    /// The offset of the backlog's first byte (1 for the stream's first).
+    fn first_byte_offset(&self) -> u64 {
+        let held = self.backlog.as_ref().map_or(0, |b| b.len()) as u64;
+        self.offset + 1 - held
+    }
+}
+
+/// What INFO replication shows of the backlog.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct BacklogInfo {
+    /// `repl_backlog_active`.
+    pub active: bool,
+    /// `repl_backlog_size`.
+    pub size: u64,
+    /// `repl_backlog_first_byte_offset`.
+    pub first_byte_offset: u64,
+    /// `repl_backlog_histlen`.
+    pub histlen: u64,
 }
 
 /// The feed's bytes not yet taken by the writer.
@@ -128,6 +198,41 @@ impl Feed {
         self.logging.store(on, Ordering::Release);
     }
 
+    /// Runs `change` (a command that locks its own shards) unrecorded when
+    /// nothing records changes now; `None`, without running it, when the
+    /// feed is active (the caller then records it). A change that began
+    /// unrecorded has finished before [`Feed::start_replicating`] returns,
+    /// so none can slip past a replica's snapshot after it was taken.
+    #[inline]
+    pub fn unrecorded<R>(&self, change: impl FnOnce() -> R) -> Option<R> {
+        SLOT.with(|slot| {
+            // SeqCst on both sides: either this thread sees the feed
+            // active, or start_replicating sees this slot taken.
+            slot.0.fetch_add(1, Ordering::SeqCst);
+            if self.logging.load(Ordering::SeqCst) || self.replicating.load(Ordering::SeqCst) {
+                slot.0.fetch_sub(1, Ordering::Release);
+                return None;
+            }
+            let result = change();
+            slot.0.fetch_sub(1, Ordering::Release);
+            Some(result)
+        })
+    }
+
+    /// Turns recording for replicas on, then waits until every change that
+    /// began unrecorded has finished: from then on every change is
+    /// recorded, so a snapshot taken after this misses none of them. Call
+    /// before taking the shards for a replica's snapshot, holding none.
+    pub fn start_replicating(&self) {
+        self.replicating.store(true, Ordering::SeqCst);
+        let slots: Vec<Arc<Slot>> = SLOTS.lock().iter().filter_map(Weak::upgrade).collect();
+        for slot in slots {
+            while slot.0.load(Ordering::SeqCst) != 0 {
+                std::thread::yield_now();
+            }
+        }
+    }
+
     /// Attaches a replica to the replication stream and returns the
     /// replication offset it starts at. The caller holds every shard, so
     /// that the snapshot it sends holds exactly the changes before that
@@ -138,8 +243,57 @@ impl Feed {
         let replication = &mut pending.replication;
         replication.sinks.push(sink);
         replication.selected = None;
+        replication.alone_since_ms = 0;
+        if replication.backlog.is_none() {
+            replication.backlog = Some(VecDeque::new());
+        }
         self.replicating.store(true, Ordering::Release);
         replication.offset
+    }
+
+    /// Attaches a replica that asks to continue from stream offset `from`
+    /// (the first byte it lacks): the backlog's bytes from there, which
+    /// the caller sends before anything the sink gets, or `None` when the
+    /// backlog no longer holds them (a full resynchronization then).
+    pub fn continue_from(&self, sink: Arc<dyn StreamSink>, from: u64) -> Option<Vec<u8>> {
+        let mut pending = self.pending.lock();
+        let replication = &mut pending.replication;
+        let first = replication.first_byte_offset();
+        let backlog = replication.backlog.as_ref()?;
+        if from < first || from > replication.offset + 1 {
+            return None;
+        }
+        let bytes: Vec<u8> = backlog.range((from - first) as usize..).copied().collect();
+        replication.sinks.push(sink);
+        replication.alone_since_ms = 0;
+        Some(bytes)
+    }
+
+    /// `repl-backlog-size` (Redis keeps at least 16 KiB).
+    pub fn set_backlog_size(&self, size: u64) {
+        let mut pending = self.pending.lock();
+        let replication = &mut pending.replication;
+        replication.backlog_size = (size.min(usize::MAX as u64) as usize).max(BACKLOG_MIN);
+        let limit = replication.backlog_size;
+        if let Some(backlog) = &mut replication.backlog {
+            let excess = backlog.len().saturating_sub(limit);
+            backlog.drain(..excess);
+        }
+    }
+
+    /// The backlog as INFO replication shows it.
+    pub fn backlog_info(&self) -> BacklogInfo {
+        let pending = self.pending.lock();
+        let replication = &pending.replication;
+        BacklogInfo {
+            active: replication.backlog.is_some(),
+            size: replication.backlog_size as u64,
+            first_byte_offset: match &replication.backlog {
+                Some(_) => replication.first_byte_offset(),
+                None => 0,
+            },
+            histlen: replication.backlog.as_ref().map_or(0, |b| b.len()) as u64,
+        }
     }
 
     /// The master replication offset: bytes of the replication stream so far.
@@ -151,27 +305,36 @@ impl Feed {
     pub fn replicas(&self) -> usize {
         let mut pending = self.pending.lock();
         pending.replication.sinks.retain(|sink| sink.alive());
-        self.stop_replicating_if_alone(&pending);
         pending.replication.sinks.len()
     }
 
-    /// With no replica left, changes are no longer recorded for them (the
-    /// next replica attaches with every shard held, and turns it on again).
-    fn stop_replicating_if_alone(&self, pending: &Pending) {
-        if pending.replication.sinks.is_empty() {
-            self.replicating.store(false, Ordering::Release);
-        }
-    }
-
-    /// Sends the replicas a PING, as a master does every
-    /// `repl-ping-replica-period`, so that an idle stream does not look
-    /// dead to them. Not a change: the log does not get it.
-    pub fn ping_replicas(&self) {
+    /// Every 10 s (Redis's `repl-ping-replica-period`): a PING to the
+    /// replicas, so that an idle stream does not look dead to them (not a
+    /// change: the log does not get it); and, once no replica has been
+    /// attached for `ttl_secs` (`repl-backlog-ttl`, 0: never), the backlog
+    /// is freed and changes are no longer recorded for replicas (the next
+    /// one attaches with every shard held and turns that on again).
+    pub fn replication_tick(&self, now_ms: u64, ttl_secs: u64) {
         let mut pending = self.pending.lock();
-        if !pending.replication.sinks.is_empty() {
+        let replication = &mut pending.replication;
+        replication.sinks.retain(|sink| sink.alive());
+        if !replication.sinks.is_empty() {
             let mut bytes = Vec::new();
             encode(&mut bytes, &[b"PING"]);
-            pending.replication.send(bytes);
+            replication.send(bytes);
+            return;
+        }
+        if replication.backlog.is_none() {
+            return;
+        }
+        if replication.alone_since_ms == 0 {
+            replication.alone_since_ms = now_ms.max(1);
+        } else if ttl_secs > 0
+            && now_ms.saturating_sub(replication.alone_since_ms) >= ttl_secs.saturating_mul(1000)
+        {
+            replication.backlog = None;
+            replication.alone_since_ms = 0;
+            self.replicating.store(false, Ordering::Release);
         }
     }
 
@@ -182,12 +345,11 @@ impl Feed {
     /// propagates them; one command is not.
     pub fn append(&self, commands: &[(usize, Argv)]) -> u64 {
         let mut pending = self.pending.lock();
-        if self.replicating.load(Ordering::Acquire) && !pending.replication.sinks.is_empty() {
+        if self.replicating.load(Ordering::Acquire) {
             let replication = &mut pending.replication;
             let mut bytes = Vec::new();
             encode_change(&mut bytes, &mut replication.selected, commands);
             replication.send(bytes);
-            self.stop_replicating_if_alone(&pending);
         }
         if !self.logging.load(Ordering::Acquire) {
             return 0;

@@ -7,6 +7,7 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use parking_lot::{Mutex, RwLock};
+use tokio::sync::Notify;
 
 use crate::catalog::registry;
 pub use crate::clients::{ClientInfo, ClientIo, ClientRegistry};
@@ -76,6 +77,9 @@ pub struct Shared {
     pub monitors: crate::monitor::Monitors,
     /// CLIENT TRACKING's table; the store tells it of every modified key.
     pub tracking: Arc<crate::tracking::Tracking>,
+    /// Notified when a replica acknowledges an offset (REPLCONF ACK), for
+    /// the clients in WAIT.
+    pub replica_acks: Notify,
 }
 
 impl Shared {
@@ -129,6 +133,7 @@ impl Shared {
             pubsub: crate::pubsub::PubSub::default(),
             pause: crate::pause::ClientPause::default(),
             monitors: crate::monitor::Monitors::default(),
+            replica_acks: Notify::new(),
             persistence: crate::persistence::PersistenceState::new(started_unix),
             aof: crate::persistence::aof::Aof::default(),
             acl: crate::acl::Acl::default(),

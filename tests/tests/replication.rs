@@ -410,3 +410,49 @@ async fn a_replica_that_missed_more_than_the_backlog_holds_syncs_in_full() {
     );
     assert_same_data(master, redis.addr).await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn wait_counts_the_replicas_that_have_every_write() {
+    let tally = TestServer::start_real_clock().await;
+    let master = tally.addr();
+    let mut conn = connect(master).await;
+    let wait = |replicas: i64, timeout_ms: i64| {
+        let mut cmd = redis::cmd("WAIT");
+        cmd.arg(replicas).arg(timeout_ms);
+        cmd
+    };
+    // No replica: the timeout passes and none is counted.
+    let started = Instant::now();
+    let none: i64 = wait(1, 100).query_async(&mut conn).await.expect("WAIT");
+    assert_eq!(none, 0);
+    assert!(started.elapsed() >= Duration::from_millis(100));
+    let Some(redis) = replica_of(master) else {
+        return;
+    };
+    wait_in_sync(master, redis.addr).await;
+    for i in 0..50 {
+        let _: () = conn.set(format!("w{i}"), i).await.expect("SET");
+        // The replica is asked for its offset at once: no waiting for its
+        // once-a-second acknowledgement, let alone the 10 s timeout.
+        let started = Instant::now();
+        let acked: i64 = wait(1, 10_000).query_async(&mut conn).await.expect("WAIT");
+        assert_eq!(acked, 1);
+        assert!(
+            started.elapsed() < Duration::from_secs(5),
+            "WAIT took {:?}",
+            started.elapsed()
+        );
+    }
+    // More than there are: the count there is, at the timeout.
+    let one: i64 = wait(2, 200).query_async(&mut conn).await.expect("WAIT");
+    assert_eq!(one, 1);
+    // In a transaction WAIT answers at once.
+    let (_, in_multi): ((), i64) = redis::pipe()
+        .atomic()
+        .set("in-multi", 1)
+        .add_command(wait(5, 0))
+        .query_async(&mut conn)
+        .await
+        .expect("MULTI");
+    assert!(in_multi <= 1);
+}

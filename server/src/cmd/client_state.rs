@@ -140,6 +140,17 @@ pub enum After {
     /// MIGRATE's network half, for the connection to carry out; its reply
     /// comes from there, and the commands after it wait for it.
     Migrate(Box<super::migrate::Migration>),
+    /// WAIT: the reply is the number of replicas that acknowledged
+    /// `offset`, once `wanted` have or `timeout_ms` passed (0: no limit);
+    /// the commands after it wait for it.
+    WaitForReplicas {
+        /// Replicas asked for.
+        wanted: usize,
+        /// The replication offset they must reach.
+        offset: u64,
+        /// How long to wait at most, in real time (0: no limit).
+        timeout_ms: u64,
+    },
 }
 
 impl After {

@@ -191,7 +191,7 @@ static BINDINGS: &[(&str, Handler)] = &[
     ("config", container_without_subcommand),
     ("command", command::command),
     ("shutdown", server::shutdown),
-    ("wait", server::wait),
+    ("wait", replication::wait),
     ("lastsave", persistence::lastsave),
     ("save", persistence::save),
     ("replconf", replication::replconf),

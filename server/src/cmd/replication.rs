@@ -6,7 +6,7 @@
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
-use super::args::{is, parse_i64};
+use super::args::{int_arg, is, parse_i64};
 use super::{error, After, Ctx};
 use crate::clients::ClientInfo;
 use crate::persistence::snapshot;
@@ -126,6 +126,7 @@ pub fn replconf(ctx: &mut Ctx<'_>, argv: &[&[u8]]) -> Reply {
                 if let Some(offset) = parse_i64(value).filter(|o| *o >= 0) {
                     link.ack_offset.fetch_max(offset as u64, Ordering::Relaxed);
                     link.ack_ms.store(ctx.now_ms, Ordering::Relaxed);
+                    ctx.shared.replica_acks.notify_waiters();
                 }
             }
             return Reply::Nothing;
@@ -145,6 +146,44 @@ pub fn replconf(ctx: &mut Ctx<'_>, argv: &[&[u8]]) -> Reply {
         }
     }
     Reply::Ok
+}
+
+/// WAIT numreplicas timeout: how many replicas have everything this server
+/// streamed so far (its whole offset, which covers this client's writes),
+/// as soon as `numreplicas` have or `timeout` ms have passed (0: no
+/// limit). The replicas are asked for their offsets at once. Inside MULTI
+/// or a script it answers at once, as Redis does.
+pub fn wait(ctx: &mut Ctx<'_>, argv: &[&[u8]]) -> Reply {
+    let wanted = match int_arg(argv[1]) {
+        Ok(n) => n,
+        Err(reply) => return reply,
+    };
+    let timeout = match int_arg(argv[2]) {
+        Ok(t) if t < 0 => return Reply::error(error::TIMEOUT_NEGATIVE),
+        Ok(t) => t as u64,
+        Err(reply) => return reply,
+    };
+    let feed = ctx.shared.store.feed();
+    let offset = feed.replication_offset();
+    let acked = acknowledged(ctx.shared, offset);
+    if wanted <= acked as i64 || ctx.held.is_some() || ctx.client.in_script {
+        return Reply::Int(acked as i64);
+    }
+    feed.request_acks();
+    ctx.client.then(After::WaitForReplicas {
+        wanted: wanted as usize,
+        offset,
+        timeout_ms: timeout,
+    });
+    Reply::Nothing
+}
+
+/// Replicas that acknowledged `offset` or more.
+pub fn acknowledged(shared: &Shared, offset: u64) -> usize {
+    replicas(shared)
+        .iter()
+        .filter(|r| r.replica.ack_offset.load(Ordering::Relaxed) >= offset)
+        .count()
 }
 
 /// ROLE: `master`, the replication offset, and each replica's address,

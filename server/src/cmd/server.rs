@@ -3,7 +3,7 @@
 
 use std::time::Duration;
 
-use super::args::{int_arg, is, parse_f64};
+use super::args::{is, parse_f64};
 use super::error;
 use super::Ctx;
 use crate::resp::Reply;
@@ -27,18 +27,6 @@ pub fn time(ctx: &mut Ctx<'_>, _argv: &[&[u8]]) -> Reply {
         Reply::Bulk((us / 1_000_000).to_string().into_bytes()),
         Reply::Bulk((us % 1_000_000).to_string().into_bytes()),
     ])
-}
-
-/// WAIT numreplicas timeout: there are no replicas, so 0 at once.
-pub fn wait(_ctx: &mut Ctx<'_>, argv: &[&[u8]]) -> Reply {
-    if let Err(reply) = int_arg(argv[1]) {
-        return reply;
-    }
-    match int_arg(argv[2]) {
-        Ok(t) if t < 0 => Reply::error(error::TIMEOUT_NEGATIVE),
-        Ok(_) => Reply::Int(0),
-        Err(reply) => reply,
-    }
 }
 
 /// SHUTDOWN [NOSAVE | SAVE] [NOW] [FORCE] [ABORT]: SAVE first saves the

@@ -184,6 +184,22 @@ pub async fn serve_stream<S: ClientStream>(
                 resume_buffered = !input.is_empty();
                 After::Continue
             }
+            After::WaitForReplicas {
+                wanted,
+                offset,
+                timeout_ms,
+            } => {
+                let Some(count) =
+                    wait_for_replicas(&shared, wanted, offset, timeout_ms, killed.as_mut()).await
+                else {
+                    break;
+                };
+                if client.replies != ReplyMode::Off {
+                    Reply::Int(count as i64).encode(client.proto, &mut output);
+                }
+                resume_buffered = !input.is_empty();
+                After::Continue
+            }
             after => after,
         };
         publish_state(client, &input, &output);
@@ -251,14 +267,47 @@ pub async fn serve_stream<S: ClientStream>(
                 }
                 resume_buffered = true;
             }
-            // Closing is `next`'s; a migration was carried out above.
-            After::Continue | After::Close | After::Migrate(_) => {}
+            // Closing is `next`'s; a migration or a WAIT was carried out above.
+            After::Continue | After::Close | After::Migrate(_) | After::WaitForReplicas { .. } => {}
         }
     }
     // Forgotten before the socket closes, so that a peer who sees the close
     // also sees the client gone (CLIENT LIST, PUBSUB NUMSUB).
     drop(registration);
     let _ = stream.shutdown().await;
+}
+
+/// WAIT's wait: the number of replicas that acknowledged `offset`, once
+/// `wanted` have or `timeout_ms` passed (0: no limit); `None` when the
+/// client was killed meanwhile. Rechecked at each acknowledgement, and
+/// every second, when the replicas are asked again.
+async fn wait_for_replicas(
+    shared: &Shared,
+    wanted: usize,
+    offset: u64,
+    timeout_ms: u64,
+    mut killed: std::pin::Pin<&mut tokio::sync::futures::Notified<'_>>,
+) -> Option<usize> {
+    let deadline = (timeout_ms != 0)
+        .then(|| tokio::time::Instant::now() + std::time::Duration::from_millis(timeout_ms));
+    loop {
+        let acked = shared.replica_acks.notified();
+        tokio::pin!(acked);
+        acked.as_mut().enable();
+        let count = cmd::replication::acknowledged(shared, offset);
+        let now = tokio::time::Instant::now();
+        if count >= wanted || deadline.is_some_and(|d| now >= d) {
+            return Some(count);
+        }
+        let second = now + std::time::Duration::from_secs(1);
+        let wake = deadline.map_or(second, |d| d.min(second));
+        tokio::select! {
+            biased;
+            _ = killed.as_mut() => return None,
+            _ = acked => {}
+            _ = tokio::time::sleep_until(wake) => shared.store.feed().request_acks(),
+        }
+    }
 }
 
 /// A connected client's place in the server: its slot under `maxclients`,
@@ -570,7 +619,10 @@ fn run_batch(
             next = Next::Close;
             break;
         }
-        if matches!(client.after, After::Sleep(_) | After::Migrate(_)) {
+        if matches!(
+            client.after,
+            After::Sleep(_) | After::Migrate(_) | After::WaitForReplicas { .. }
+        ) {
             // DEBUG SLEEP: send what is owed, pause, then carry on with the
             // rest. MIGRATE: its reply comes once the target answered.
             break;

@@ -308,6 +308,18 @@ impl Feed {
         pending.replication.sinks.len()
     }
 
+    /// Asks every replica for its offset (`REPLCONF GETACK *` in the
+    /// stream, as Redis sends it for WAIT: part of the stream, so counted
+    /// in the offset). Not a change: the log does not get it.
+    pub fn request_acks(&self) {
+        let mut pending = self.pending.lock();
+        if !pending.replication.sinks.is_empty() {
+            let mut bytes = Vec::new();
+            encode(&mut bytes, &[&b"REPLCONF"[..], b"GETACK", b"*"]);
+            pending.replication.send(bytes);
+        }
+    }
+
     /// Every 10 s (Redis's `repl-ping-replica-period`): a PING to the
     /// replicas, so that an idle stream does not look dead to them (not a
     /// change: the log does not get it); and, once no replica has been

@@ -80,6 +80,9 @@ pub struct Shared {
     /// Notified when a replica acknowledges an offset (REPLCONF ACK), for
     /// the clients in WAIT.
     pub replica_acks: Notify,
+    /// `min-replicas-to-write` and `min-replicas-max-lag`, read by every
+    /// write command without the config lock.
+    pub min_replicas: (AtomicU64, AtomicU64),
 }
 
 impl Shared {
@@ -134,6 +137,7 @@ impl Shared {
             pause: crate::pause::ClientPause::default(),
             monitors: crate::monitor::Monitors::default(),
             replica_acks: Notify::new(),
+            min_replicas: (AtomicU64::new(0), AtomicU64::new(0)),
             persistence: crate::persistence::PersistenceState::new(started_unix),
             aof: crate::persistence::aof::Aof::default(),
             acl: crate::acl::Acl::default(),
@@ -163,6 +167,7 @@ impl Shared {
         shared.install_users();
         let backlog_size = shared.config.read().repl_backlog_size;
         shared.store.feed().set_backlog_size(backlog_size);
+        shared.install_min_replicas(&shared.config.read());
         shared
     }
 
@@ -184,9 +189,20 @@ impl Shared {
 
     /// Installs a new configuration (CONFIG SET), including the copies of hot
     /// values that are read without the lock.
+    fn install_min_replicas(&self, config: &Config) {
+        self.min_replicas
+            .0
+            .store(config.min_replicas_to_write, Ordering::Relaxed);
+        self.min_replicas
+            .1
+            .store(config.min_replicas_max_lag, Ordering::Relaxed);
+    }
+
+    /// Installs a changed configuration (CONFIG SET).
     pub fn install_config(&self, config: Config) {
         self.maxmemory.store(config.maxmemory, Ordering::Relaxed);
         self.store.feed().set_backlog_size(config.repl_backlog_size);
+        self.install_min_replicas(&config);
         self.encodings.set(config.encodings);
         self.idle_timeout_secs
             .store(config.timeout_secs, Ordering::Relaxed);

@@ -456,3 +456,55 @@ async fn wait_counts_the_replicas_that_have_every_write() {
         .expect("MULTI");
     assert!(in_multi <= 1);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn min_replicas_to_write_refuses_writes_until_a_replica_acknowledges() {
+    let tally = TestServer::start_real_clock().await;
+    let master = tally.addr();
+    let mut conn = connect(master).await;
+    let () = redis::cmd("CONFIG")
+        .arg("SET")
+        .arg("min-replicas-to-write")
+        .arg(1)
+        .query_async(&mut conn)
+        .await
+        .expect("CONFIG SET");
+    let refused = conn.set::<_, _, ()>("k", 1).await.expect_err("NOREPLICAS");
+    assert_eq!(refused.code(), Some("NOREPLICAS"));
+    assert_eq!(refused.detail(), Some("Not enough good replicas to write."));
+    // Reads are served.
+    let nothing: Option<i64> = conn.get("k").await.expect("GET");
+    assert_eq!(nothing, None);
+    assert_eq!(
+        replication_field(master, "min_slaves_good_slaves")
+            .await
+            .as_deref(),
+        Some("0")
+    );
+    let Some(redis) = replica_of(master) else {
+        return;
+    };
+    wait_in_sync(master, redis.addr).await;
+    // Good once its first acknowledgement is in (it sends one a second).
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while replication_field(master, "min_slaves_good_slaves")
+        .await
+        .as_deref()
+        != Some("1")
+    {
+        assert!(
+            Instant::now() < deadline,
+            "the replica never counted as good"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let () = conn.set("k", 1).await.expect("SET with a good replica");
+    // The alias Redis 7.0 keeps names the same setting.
+    let alias: Vec<String> = redis::cmd("CONFIG")
+        .arg("GET")
+        .arg("min-slaves-to-write")
+        .query_async(&mut conn)
+        .await
+        .expect("CONFIG GET");
+    assert_eq!(alias, ["min-slaves-to-write", "1"]);
+}

@@ -23,6 +23,8 @@ pub const NO_SUCH_KEY: &str = "ERR no such key";
 /// SELECT / MOVE / SWAPDB / COPY DB outside 0..databases.
 pub const DB_INDEX_OUT_OF_RANGE: &str = "ERR DB index is out of range";
 /// noeviction refusal.
+/// `min-replicas-to-write` not met.
+pub const NOREPLICAS: &str = "NOREPLICAS Not enough good replicas to write.";
 /// A write while the last background save failed (stop-writes-on-bgsave-error).
 pub const MISCONF: &str = "MISCONF Redis is configured to save RDB snapshots, but it's currently unable to persist to disk. Commands that may modify the data set are disabled, because this instance is configured to report errors during writes if RDB snapshotting fails (stop-writes-on-bgsave-error option). Please check the Redis logs for details about the RDB error.";
 /// A command that must wait for the snapshot to load.

@@ -600,6 +600,9 @@ fn replication(ctx: &Ctx<'_>) -> Vec<String> {
         "role:master".to_string(),
         format!("connected_slaves:{}", replicas.len()),
     ];
+    lines.extend(super::replication::good_replicas_line(
+        ctx.shared, ctx.now_ms,
+    ));
     lines.extend(replicas);
     lines.extend([
         "master_failover_state:no-failover".to_string(),

@@ -317,6 +317,10 @@ fn rejection(
             .aof
             .write_refusal()
             .map(|text| Reply::error_bytes(text.into_bytes()))
+    } else if command.flags & flags::WRITE != 0
+        && !replication::enough_good_replicas(ctx.shared, ctx.now_ms)
+    {
+        Some(Reply::error(error::NOREPLICAS))
     } else if command.flags & flags::LOADING == 0
         && ctx.shared.persistence.loading.load(Ordering::Relaxed)
     {

@@ -178,6 +178,43 @@ pub fn wait(ctx: &mut Ctx<'_>, argv: &[&[u8]]) -> Reply {
     Reply::Nothing
 }
 
+/// `min-replicas-to-write`: false when it is set and fewer replicas than
+/// it asks for acknowledged within `min-replicas-max-lag` seconds (Redis's
+/// checkGoodReplicasStatus; a replica's lag is whole seconds since its
+/// last REPLCONF ACK).
+pub fn enough_good_replicas(shared: &Shared, now_ms: u64) -> bool {
+    let wanted = shared.min_replicas.0.load(Ordering::Relaxed);
+    let max_lag = shared.min_replicas.1.load(Ordering::Relaxed);
+    if wanted == 0 || max_lag == 0 {
+        return true;
+    }
+    good_replicas(shared, now_ms, max_lag) as u64 >= wanted
+}
+
+/// Replicas whose last acknowledgement is at most `max_lag` seconds old.
+fn good_replicas(shared: &Shared, now_ms: u64, max_lag: u64) -> usize {
+    replicas(shared)
+        .iter()
+        .filter(|r| {
+            let ack_ms = r.replica.ack_ms.load(Ordering::Relaxed);
+            ack_ms != 0 && now_ms.saturating_sub(ack_ms) / 1000 <= max_lag
+        })
+        .count()
+}
+
+/// INFO replication's `min_slaves_good_slaves`, shown while
+/// `min-replicas-to-write` is on.
+pub fn good_replicas_line(shared: &Shared, now_ms: u64) -> Option<String> {
+    let wanted = shared.min_replicas.0.load(Ordering::Relaxed);
+    let max_lag = shared.min_replicas.1.load(Ordering::Relaxed);
+    (wanted != 0 && max_lag != 0).then(|| {
+        format!(
+            "min_slaves_good_slaves:{}",
+            good_replicas(shared, now_ms, max_lag)
+        )
+    })
+}
+
 /// Replicas that acknowledged `offset` or more.
 pub fn acknowledged(shared: &Shared, offset: u64) -> usize {
     replicas(shared)

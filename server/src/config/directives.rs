@@ -429,6 +429,12 @@ pub static DIRECTIVES: &[Directive] = &[
             )
         },
     ).help("Output limits, \"<class> <hard> <soft> <seconds> ...\" for pubsub and replica (monitors); normal clients have none."),
+    number!("min-replicas-to-write", Live, min_replicas_to_write, int(INT) as u64)
+        .aliases(&["min-slaves-to-write"])
+        .help("Refuse writes (NOREPLICAS) unless this many replicas acknowledged within min-replicas-max-lag seconds (0 = no check)."),
+    number!("min-replicas-max-lag", Live, min_replicas_max_lag, int(INT) as u64)
+        .aliases(&["min-slaves-max-lag"])
+        .help("Seconds since its last acknowledgement within which a replica counts for min-replicas-to-write (0 = no check)."),
     number!("repl-backlog-size", Live, repl_backlog_size, bytes(Range::Signed(1, i64::MAX)) as u64)
         .help("The replication stream's last bytes kept, so that a replica that lost its link continues from them (at least 16kb is kept)."),
     number!("repl-backlog-ttl", Live, repl_backlog_ttl, int(LONG) as u64)

@@ -70,6 +70,12 @@ pub struct Config {
     /// `repl-backlog-ttl`: seconds without a replica before the backlog is
     /// freed (0: never).
     pub repl_backlog_ttl: u64,
+    /// `min-replicas-to-write`: writes are refused (NOREPLICAS) unless this
+    /// many replicas acknowledged within `min-replicas-max-lag` seconds
+    /// (0: no such check).
+    pub min_replicas_to_write: u64,
+    /// `min-replicas-max-lag`, in seconds (0: no such check).
+    pub min_replicas_max_lag: u64,
     /// Memory one worker's Lua VM may use (`lua-memory-limit`); a script
     /// that needs more fails with an error instead of growing the server.
     pub lua_memory_limit: u64,
@@ -233,6 +239,8 @@ impl Default for Config {
             lua_persist_scripts: true,
             repl_backlog_size: 1024 * 1024,
             repl_backlog_ttl: 3600,
+            min_replicas_to_write: 0,
+            min_replicas_max_lag: 10,
             lua_memory_limit: 256 * 1024 * 1024,
             slowlog_log_slower_than: 10_000,
             slowlog_max_len: 128,

@@ -193,7 +193,7 @@ pub fn enough_good_replicas(shared: &Shared, now_ms: u64) -> bool {
 
 /// Replicas whose last acknowledgement is at most `max_lag` seconds old.
 fn good_replicas(shared: &Shared, now_ms: u64, max_lag: u64) -> usize {
-    replicas(shared)
+    live_replicas(shared)
         .iter()
         .filter(|r| {
             let ack_ms = r.replica.ack_ms.load(Ordering::Relaxed);
@@ -217,7 +217,7 @@ pub fn good_replicas_line(shared: &Shared, now_ms: u64) -> Option<String> {
 
 /// Replicas that acknowledged `offset` or more.
 pub fn acknowledged(shared: &Shared, offset: u64) -> usize {
-    replicas(shared)
+    live_replicas(shared)
         .iter()
         .filter(|r| r.replica.ack_offset.load(Ordering::Relaxed) >= offset)
         .count()
@@ -255,18 +255,24 @@ pub fn role(ctx: &mut Ctx<'_>, _argv: &[&[u8]]) -> Reply {
     ])
 }
 
-/// The connections that are replicas, oldest first.
+/// The connections that are replicas, oldest first (for listing).
 pub fn replicas(shared: &Shared) -> Vec<Arc<ClientInfo>> {
-    let mut replicas: Vec<Arc<ClientInfo>> = shared
+    let mut replicas = live_replicas(shared);
+    replicas.sort_by_key(|c| c.id);
+    replicas
+}
+
+/// The connections that are replicas, in no order (for counting: WAIT
+/// and `min-replicas-to-write` count on every check).
+fn live_replicas(shared: &Shared) -> Vec<Arc<ClientInfo>> {
+    shared
         .clients
         .snapshot()
         .into_iter()
         .filter(|c| {
             c.replica.is_replica.load(Ordering::Relaxed) && !c.killed.load(Ordering::Relaxed)
         })
-        .collect();
-    replicas.sort_by_key(|c| c.id);
-    replicas
+        .collect()
 }
 
 /// INFO replication's `slave<n>` lines, as Redis writes them.

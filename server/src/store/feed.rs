@@ -95,11 +95,28 @@ impl Replication {
         self.offset += bytes.len() as u64;
         if let Some(backlog) = &mut self.backlog {
             backlog.extend(&bytes);
+        }
+        self.trim_backlog();
+        let bytes = Bytes::from(bytes);
+        self.sinks.retain(|sink| sink.push(&bytes));
+    }
+
+    /// Sends one command that is not a change (PING, REPLCONF GETACK) to
+    /// the replicas, if there are any.
+    fn send_command(&mut self, argv: &[&[u8]]) {
+        if !self.sinks.is_empty() {
+            let mut bytes = Vec::new();
+            encode(&mut bytes, argv);
+            self.send(bytes);
+        }
+    }
+
+    /// Drops the backlog's oldest bytes past `backlog_size`.
+    fn trim_backlog(&mut self) {
+        if let Some(backlog) = &mut self.backlog {
             let excess = backlog.len().saturating_sub(self.backlog_size);
             backlog.drain(..excess);
         }
-        let bytes = Bytes::from(bytes);
-        self.sinks.retain(|sink| sink.push(&bytes));
     }
 
     /// The offset of the backlog's first byte (1 for the stream's first).
@@ -274,11 +291,7 @@ impl Feed {
         let mut pending = self.pending.lock();
         let replication = &mut pending.replication;
         replication.backlog_size = (size.min(usize::MAX as u64) as usize).max(BACKLOG_MIN);
-        let limit = replication.backlog_size;
-        if let Some(backlog) = &mut replication.backlog {
-            let excess = backlog.len().saturating_sub(limit);
-            backlog.drain(..excess);
-        }
+        replication.trim_backlog();
     }
 
     /// The backlog as INFO replication shows it.
@@ -301,23 +314,14 @@ impl Feed {
         self.pending.lock().replication.offset
     }
 
-    /// Replicas attached (those gone are dropped first).
-    pub fn replicas(&self) -> usize {
-        let mut pending = self.pending.lock();
-        pending.replication.sinks.retain(|sink| sink.alive());
-        pending.replication.sinks.len()
-    }
-
     /// Asks every replica for its offset (`REPLCONF GETACK *` in the
     /// stream, as Redis sends it for WAIT: part of the stream, so counted
     /// in the offset). Not a change: the log does not get it.
     pub fn request_acks(&self) {
         let mut pending = self.pending.lock();
-        if !pending.replication.sinks.is_empty() {
-            let mut bytes = Vec::new();
-            encode(&mut bytes, &[&b"REPLCONF"[..], b"GETACK", b"*"]);
-            pending.replication.send(bytes);
-        }
+        pending
+            .replication
+            .send_command(&[b"REPLCONF", b"GETACK", b"*"]);
     }
 
     /// Every 10 s (Redis's `repl-ping-replica-period`): a PING to the
@@ -331,9 +335,7 @@ impl Feed {
         let replication = &mut pending.replication;
         replication.sinks.retain(|sink| sink.alive());
         if !replication.sinks.is_empty() {
-            let mut bytes = Vec::new();
-            encode(&mut bytes, &[b"PING"]);
-            replication.send(bytes);
+            replication.send_command(&[b"PING"]);
             return;
         }
         if replication.backlog.is_none() {

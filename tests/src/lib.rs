@@ -48,6 +48,18 @@ pub struct TestServer {
     pub clock: Arc<ManualClock>,
     /// Its scratch `dir`, removed when the server is dropped.
     _scratch: ScratchDir,
+    _stop_scripts: StopScriptsOnDrop,
+}
+
+/// Stops the server's scripts when dropped. A test that fails while a
+/// script of its own runs forever would otherwise hang: the runtime's
+/// shutdown waits for the thread running the script.
+struct StopScriptsOnDrop(Arc<tally_server::Shared>);
+
+impl Drop for StopScriptsOnDrop {
+    fn drop(&mut self) {
+        self.0.scripts.stop_all();
+    }
 }
 
 /// A directory removed when dropped.
@@ -84,6 +96,7 @@ impl TestServer {
             .await
             .expect("tally-server starts");
         TestServer {
+            _stop_scripts: StopScriptsOnDrop(handle.shared().clone()),
             handle,
             clock,
             _scratch: scratch,
@@ -107,6 +120,7 @@ impl TestServer {
         .await
         .expect("tally-server starts");
         TestServer {
+            _stop_scripts: StopScriptsOnDrop(handle.shared().clone()),
             handle,
             clock,
             _scratch: scratch,

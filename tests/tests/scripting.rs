@@ -30,6 +30,19 @@ async fn until_busy(conn: &mut RawConn) {
     panic!("the script never became busy");
 }
 
+/// Waits until `n` scripts run: a script sent on one connection may not have
+/// started when a command sent later on another one arrives.
+async fn until_running(server: &TestServer, n: usize) {
+    let scripts = &server.handle.shared().scripts;
+    for _ in 0..500 {
+        if scripts.running() == n {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    panic!("{} scripts run, not {n}", scripts.running());
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_running_script_blocks_only_its_own_shards_until_killed() {
     let server = TestServer::start_with(|c| c.busy_reply_threshold_ms = 60_000).await;
@@ -44,6 +57,9 @@ async fn a_running_script_blocks_only_its_own_shards_until_killed() {
         ]))
         .await;
     let mut client = server.raw().await;
+    // The EVAL went on another connection: wait until the script runs, or
+    // the SCRIPT KILL below could arrive first and find nothing to kill.
+    until_running(&server, 1).await;
     // The script never ends on its own, yet a key on another shard answers.
     for _ in 0..5 {
         assert_eq!(client.line(&format!("SET {other} v")).await, "+OK\r\n");
@@ -100,7 +116,7 @@ async fn an_undeclared_key_on_a_busy_shard_rolls_back_and_reruns_holding_everyth
             &undeclared,
         ]))
         .await;
-    tokio::time::sleep(Duration::from_millis(100)).await;
+    until_running(&server, 1).await;
     // This script writes its declared key, then needs the busy shard: its
     // first run is undone and it runs again once it can hold every shard.
     let script = format!(

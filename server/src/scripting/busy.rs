@@ -45,6 +45,11 @@ impl Scripts {
         self.busy.load(Ordering::Relaxed) != 0
     }
 
+    /// How many Lua scripts are running now, busy or not.
+    pub fn running(&self) -> usize {
+        self.lua_running.load(Ordering::SeqCst)
+    }
+
     /// Stops every running script at its next hook, writes or not: the
     /// server is shutting down.
     pub fn stop_all(&self) {

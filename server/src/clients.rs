@@ -20,6 +20,9 @@ pub struct ReplicaLink {
     /// Set by PSYNC: this connection is a replica (CLIENT LIST flag `S`,
     /// CLIENT KILL TYPE replica).
     pub is_replica: AtomicBool,
+    /// This connection is the link to the master this server replicates
+    /// (CLIENT LIST flag `M`, CLIENT KILL TYPE master).
+    pub is_master: AtomicBool,
     /// REPLCONF listening-port: the port the replica serves clients on.
     pub listening_port: AtomicU64,
     /// REPLCONF ACK: the stream offset the replica has processed.

@@ -20,6 +20,10 @@ const MIN_BUCKETS_PER_TICK: usize = 256;
 
 /// One sweep over a slice of every shard; returns the number of keys reclaimed.
 pub fn sweep_once(shared: &Shared) -> u64 {
+    // A replica expires nothing itself: its master sends the DELs.
+    if shared.store.feed().following() {
+        return 0;
+    }
     let now = shared.clock.now_ms();
     let mut reclaimed = 0;
     let mut expired = 0;

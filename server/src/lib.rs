@@ -33,6 +33,7 @@ pub mod float;
 pub mod fuzzing;
 pub mod glob;
 pub mod latency;
+pub mod master_link;
 pub mod metrics;
 pub mod monitor;
 pub mod net;
@@ -249,6 +250,7 @@ impl Server {
         let sampler = tokio::spawn(stats::run_sampler(shared.clone()));
         let save_schedule = tokio::spawn(persistence::run_schedule(shared.clone()));
         let aof_writer = tokio::spawn(persistence::aof::run(shared.clone()));
+        let master_link = tokio::spawn(net::replica::run(shared.clone()));
         let bus =
             bus_listener.map(|listener| tokio::spawn(net::bus::run(shared.clone(), listener)));
         let metrics =
@@ -262,6 +264,7 @@ impl Server {
             sampler.abort();
             save_schedule.abort();
             aof_writer.abort();
+            master_link.abort();
             // The bus and the metrics endpoint stop on the shutdown signal
             // and close their listeners before the handle's shutdown returns.
             for task in bus.into_iter().chain(metrics) {

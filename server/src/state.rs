@@ -83,6 +83,8 @@ pub struct Shared {
     /// `min-replicas-to-write` and `min-replicas-max-lag`, read by every
     /// write command without the config lock.
     pub min_replicas: (AtomicU64, AtomicU64),
+    /// The master this server replicates, if any (REPLICAOF).
+    pub master_link: crate::master_link::MasterLink,
 }
 
 impl Shared {
@@ -92,19 +94,7 @@ impl Shared {
         let tracking = Arc::new(crate::tracking::Tracking::default());
         let store = Store::new(config.databases, config.shards, tracking.clone());
         let started_unix = clock.now_ms() / 1000;
-        let run_id = {
-            // 40 hex characters, as Redis's run_id; uniqueness is all that matters.
-            use std::hash::{BuildHasher, Hasher};
-            let mut out = String::with_capacity(40);
-            let state = hashbrown::DefaultHashBuilder::default();
-            for i in 0..3u64 {
-                let mut h = state.build_hasher();
-                h.write_u64(i ^ clock.now_us());
-                out.push_str(&format!("{:016x}", h.finish()));
-            }
-            out.truncate(40);
-            out
-        };
+        let run_id = crate::util::random_hex_id();
         let busy_threshold = config.busy_reply_threshold_ms;
         let pubsub_limit = config.pubsub_output_limit;
         let native_scripts = config.lua_native_scripts;
@@ -138,6 +128,7 @@ impl Shared {
             monitors: crate::monitor::Monitors::default(),
             replica_acks: Notify::new(),
             min_replicas: (AtomicU64::new(0), AtomicU64::new(0)),
+            master_link: crate::master_link::MasterLink::default(),
             persistence: crate::persistence::PersistenceState::new(started_unix),
             aof: crate::persistence::aof::Aof::default(),
             acl: crate::acl::Acl::default(),
@@ -168,6 +159,14 @@ impl Shared {
         let backlog_size = shared.config.read().repl_backlog_size;
         shared.store.feed().set_backlog_size(backlog_size);
         shared.install_min_replicas(&shared.config.read());
+        shared.install_replica_settings(&shared.config.read());
+        let replicaof = shared.config.read().replicaof.clone();
+        if let Some((host, port)) = replicaof {
+            shared
+                .master_link
+                .set_target(Some(crate::master_link::Target { host, port }));
+            shared.store.feed().start_following();
+        }
         shared
     }
 
@@ -198,8 +197,18 @@ impl Shared {
             .store(config.min_replicas_max_lag, Ordering::Relaxed);
     }
 
+    /// The replica settings commands read without the config lock.
+    fn install_replica_settings(&self, config: &Config) {
+        let link = &self.master_link;
+        link.read_only
+            .store(config.replica_read_only, Ordering::Relaxed);
+        link.serve_stale
+            .store(config.replica_serve_stale_data, Ordering::Relaxed);
+    }
+
     /// Installs a changed configuration (CONFIG SET).
     pub fn install_config(&self, config: Config) {
+        self.install_replica_settings(&config);
         self.maxmemory.store(config.maxmemory, Ordering::Relaxed);
         self.store.feed().set_backlog_size(config.repl_backlog_size);
         self.install_min_replicas(&config);

@@ -248,10 +248,16 @@ pub async fn run_sampler(shared: std::sync::Arc<crate::state::Shared>) {
         // Idle clients are looked at once a second, on the server's clock
         // (the one `last_interaction_ms` is read from).
         sampled += 1;
-        // Replicas hear from an idle master every 10 s (Redis's
-        // repl-ping-replica-period), so they do not time it out.
-        if sampled % 100 == 0 {
-            let ttl = shared.config.read().repl_backlog_ttl;
+        // Replicas hear from an idle master every
+        // `repl-ping-replica-period` seconds, so they do not time it out.
+        let (ping_period, ttl) = {
+            let config = shared.config.read();
+            (
+                config.repl_ping_replica_period.max(1),
+                config.repl_backlog_ttl,
+            )
+        };
+        if sampled % (ping_period * 10) == 0 {
             shared
                 .store
                 .feed()

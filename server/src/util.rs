@@ -27,6 +27,26 @@ pub fn random_u64() -> u64 {
     })
 }
 
+/// A fresh 40-hex-character id, the form of Redis's run ids and
+/// replication ids. Only uniqueness matters: a random hasher state (seeded
+/// from the OS) hashes the time and a counter.
+pub fn random_hex_id() -> String {
+    use std::hash::{BuildHasher, Hasher};
+    let time = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_nanos() as u64)
+        .unwrap_or(0);
+    let state = hashbrown::DefaultHashBuilder::default();
+    let mut out = String::with_capacity(48);
+    for i in 0..3u64 {
+        let mut h = state.build_hasher();
+        h.write_u64(i ^ time ^ random_u64());
+        out.push_str(&format!("{:016x}", h.finish()));
+    }
+    out.truncate(40);
+    out
+}
+
 /// Case-insensitive comparison of an argument with an ASCII keyword.
 #[inline]
 pub fn is(arg: &[u8], keyword: &str) -> bool {

@@ -29,6 +29,7 @@ const LAYERS: &[(&str, &[&str])] = &[
             "slowlog",
             "pause",
             "slot_gate",
+            "master_link",
         ],
     ),
     ("the configuration", &["config"]),

@@ -10,6 +10,7 @@
 
 pub mod cluster;
 pub mod keyspace;
+pub mod replication;
 
 use std::net::SocketAddr;
 use std::process::{Child, Command, Stdio};
@@ -313,6 +314,10 @@ pub struct RedisServer {
     child: Child,
     /// Where it listens.
     pub addr: SocketAddr,
+    /// Its own `dir` (unless the test gave one): a redis-server replica
+    /// writes the snapshot its master sent there as dump.rdb, and any
+    /// redis-server started later in the same directory would load it.
+    _scratch: ScratchDir,
 }
 
 /// A new empty directory for one server's files (`dir`), so that no test
@@ -365,7 +370,10 @@ impl RedisServer {
     }
 
     fn try_start(port: u16, extra: &[&str]) -> Option<RedisServer> {
+        let scratch = ScratchDir(scratch_dir());
         let mut args: Vec<String> = [
+            "--dir",
+            &scratch.0,
             "--port",
             &port.to_string(),
             "--bind",
@@ -390,6 +398,7 @@ impl RedisServer {
         let mut server = RedisServer {
             addr: format!("127.0.0.1:{port}").parse().expect("addr"),
             child,
+            _scratch: scratch,
         };
         let deadline = Instant::now() + Duration::from_secs(10);
         loop {

@@ -13,65 +13,15 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use redis::AsyncCommands;
-use tally_tests::keyspace::{all_contents, connect, fill, run};
-use tally_tests::{words, RedisServer, TestServer};
-
-/// A field of INFO replication.
-async fn replication_field(addr: SocketAddr, field: &str) -> Option<String> {
-    let mut conn = connect(addr).await;
-    let info: String = redis::cmd("INFO")
-        .arg("replication")
-        .query_async(&mut conn)
-        .await
-        .expect("INFO");
-    info.lines()
-        .find_map(|line| line.strip_prefix(&format!("{field}:")))
-        .map(str::to_string)
-}
-
-/// Waits until the replica's link is up and it has processed everything
-/// the master has sent.
-async fn wait_in_sync(master: SocketAddr, replica: SocketAddr) {
-    let deadline = Instant::now() + Duration::from_secs(30);
-    loop {
-        let up = replication_field(replica, "master_link_status")
-            .await
-            .as_deref()
-            == Some("up");
-        let sent = replication_field(master, "master_repl_offset").await;
-        let done = replication_field(replica, "master_repl_offset").await;
-        if up && sent.is_some() && sent == done {
-            return;
-        }
-        assert!(
-            Instant::now() < deadline,
-            "replica not in sync: link up {up}, master at {sent:?}, replica at {done:?}"
-        );
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-}
+use tally_tests::keyspace::{connect, fill};
+use tally_tests::replication::{
+    assert_same_data, replication_field, run_lines, stats_field, syncs_served, wait_in_sync,
+};
+use tally_tests::{RedisServer, TestServer};
 
 /// A redis-server replicating from `master`.
 fn replica_of(master: SocketAddr) -> Option<RedisServer> {
     RedisServer::start_with(&["--replicaof", "127.0.0.1", &master.port().to_string()])
-}
-
-async fn run_lines(addr: SocketAddr, lines: &[&str]) {
-    let mut conn = connect(addr).await;
-    for line in lines {
-        run(&mut conn, &words(line)).await;
-    }
-}
-
-/// Every database's contents on both servers are the same.
-async fn assert_same_data(master: SocketAddr, replica: SocketAddr) {
-    for db in 0..16 {
-        assert_eq!(
-            all_contents(replica, db).await,
-            all_contents(master, db).await,
-            "db {db}"
-        );
-    }
 }
 
 /// INFO replication, ROLE, CLIENT LIST and INFO stats show the replica as
@@ -301,27 +251,6 @@ async fn a_replica_that_goes_away_is_dropped_and_the_next_one_syncs_afresh() {
     run_lines(master, &["SET db0-after-attach 1"]).await;
     wait_in_sync(master, second.addr).await;
     assert_same_data(master, second.addr).await;
-}
-
-/// An INFO stats field of `addr`.
-async fn stats_field(addr: SocketAddr, field: &str) -> String {
-    let mut conn = connect(addr).await;
-    let info: String = redis::cmd("INFO")
-        .arg("stats")
-        .query_async(&mut conn)
-        .await
-        .expect("INFO");
-    info.lines()
-        .find_map(|line| line.strip_prefix(&format!("{field}:")))
-        .unwrap_or_default()
-        .to_string()
-}
-
-/// PSYNCs served so far, full or continued.
-async fn syncs_served(master: SocketAddr) -> u64 {
-    let count = |text: String| text.parse::<u64>().expect("a count");
-    count(stats_field(master, "sync_full").await)
-        + count(stats_field(master, "sync_partial_ok").await)
 }
 
 /// Cuts every replica's link while the replica is stopped (SIGSTOP, so

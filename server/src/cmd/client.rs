@@ -80,6 +80,8 @@ pub(crate) fn describe(client: &ClientInfo, now_ms: u64, argv_mem: usize) -> Str
         flags.push('O');
     } else if client.replica.is_replica.load(Ordering::Relaxed) {
         flags.push('S');
+    } else if client.replica.is_master.load(Ordering::Relaxed) {
+        flags.push('M');
     }
     if sub + psub + ssub > 0 {
         flags.push('P');
@@ -134,29 +136,20 @@ pub(crate) fn describe(client: &ClientInfo, now_ms: u64, argv_mem: usize) -> Str
     )
 }
 
-/// CLIENT LIST [TYPE NORMAL] [ID client-id ...]
+/// CLIENT LIST [TYPE normal|master|replica|pubsub] [ID client-id ...]
 pub fn client_list(ctx: &mut Ctx<'_>, argv: &[&[u8]]) -> Reply {
     let mut ids: Option<Vec<u64>> = None;
-    // TYPE replica: the replicas only; the other kinds as before.
-    let mut replicas_only = false;
+    let mut kind: Option<ClientKind> = None;
     let mut i = 2;
     while i < argv.len() {
         if is(argv[i], "type") && i + 1 < argv.len() {
-            let kind = argv[i + 1];
-            if !["normal", "master", "replica", "slave", "pubsub"]
-                .iter()
-                .any(|k| is(kind, k))
-            {
+            let Some(wanted) = ClientKind::named(argv[i + 1]) else {
                 return Reply::error(format!(
                     "ERR Unknown client type '{}'",
-                    String::from_utf8_lossy(kind)
+                    String::from_utf8_lossy(argv[i + 1])
                 ));
-            }
-            if is(kind, "replica") || is(kind, "slave") {
-                replicas_only = true;
-            } else if !is(kind, "normal") {
-                ids = Some(Vec::new());
-            }
+            };
+            kind = Some(wanted);
             i += 2;
         } else if is(argv[i], "id") && i + 1 < argv.len() {
             let mut wanted = Vec::new();
@@ -176,7 +169,7 @@ pub fn client_list(ctx: &mut Ctx<'_>, argv: &[&[u8]]) -> Reply {
     let mut text = String::new();
     for client in ctx.shared.clients.snapshot() {
         if ids.as_ref().is_some_and(|ids| !ids.contains(&client.id))
-            || (replicas_only && !client.replica.is_replica.load(Ordering::Relaxed))
+            || kind.is_some_and(|kind| ClientKind::of(&client) != kind)
         {
             continue;
         }
@@ -189,6 +182,52 @@ pub fn client_list(ctx: &mut Ctx<'_>, argv: &[&[u8]]) -> Reply {
         text.push('\n');
     }
     Reply::Verbatim(text.into_bytes())
+}
+
+/// A client's type, as CLIENT LIST and CLIENT KILL TYPE name it (Redis's
+/// getClientType: a replica or the master first, then a subscriber).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum ClientKind {
+    Normal,
+    Replica,
+    Master,
+    PubSub,
+}
+
+impl ClientKind {
+    fn named(name: &[u8]) -> Option<ClientKind> {
+        if is(name, "normal") {
+            Some(ClientKind::Normal)
+        } else if is(name, "replica") || is(name, "slave") {
+            Some(ClientKind::Replica)
+        } else if is(name, "master") {
+            Some(ClientKind::Master)
+        } else if is(name, "pubsub") {
+            Some(ClientKind::PubSub)
+        } else {
+            None
+        }
+    }
+
+    fn of(client: &ClientInfo) -> ClientKind {
+        let io = &client.io;
+        let subscriptions = [&io.sub, &io.psub, &io.ssub]
+            .iter()
+            .map(|count| count.load(Ordering::Relaxed))
+            .sum::<usize>();
+        if client.replica.is_master.load(Ordering::Relaxed) {
+            ClientKind::Master
+        } else if client.replica.is_replica.load(Ordering::Relaxed)
+            || client.monitoring.load(Ordering::Relaxed)
+        {
+            // Redis counts a MONITOR client as a replica.
+            ClientKind::Replica
+        } else if subscriptions > 0 {
+            ClientKind::PubSub
+        } else {
+            ClientKind::Normal
+        }
+    }
 }
 
 /// CLIENT INFO
@@ -243,20 +282,10 @@ pub fn client_kill(ctx: &mut Ctx<'_>, argv: &[&[u8]]) -> Reply {
                 return Reply::error(format!("ERR No such user '{text}'"));
             }
         } else if is(name, "type") {
-            if !["normal", "master", "replica", "slave", "pubsub"]
-                .iter()
-                .any(|k| is(value, k))
-            {
+            let Some(kind) = ClientKind::named(value) else {
                 return Reply::error(format!("ERR Unknown client type '{text}'"));
-            }
-            if is(value, "replica") || is(value, "slave") {
-                filters.push(Box::new(|c| c.replica.is_replica.load(Ordering::Relaxed)));
-            } else {
-                let normal = is(value, "normal");
-                filters.push(Box::new(move |c| {
-                    normal && !c.replica.is_replica.load(Ordering::Relaxed)
-                }));
-            }
+            };
+            filters.push(Box::new(move |c| ClientKind::of(c) == kind));
         } else if is(name, "skipme") {
             if is(value, "yes") {
                 skip_me = true;

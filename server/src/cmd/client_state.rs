@@ -49,6 +49,10 @@ pub struct ClientState {
     pub script_read: bool,
     /// MONITOR: the lines of the commands the server runs, once asked for.
     pub monitor: Option<crate::monitor::MonitorMode>,
+    /// The master this server replicates: its commands are obeyed, not
+    /// checked (read-only replica, ACL, memory, pause), as Redis's
+    /// mustObeyClient; nothing is sent back but REPLCONF ACK.
+    pub master: bool,
     /// CLIENT NO-EVICT ON (shown in CLIENT LIST; tally never evicts clients).
     pub no_evict: bool,
     /// The slots of the command's keys, computed once by the slot gate
@@ -96,6 +100,7 @@ impl ClientState {
             caching: false,
             script_read: false,
             monitor: None,
+            master: false,
             no_evict: false,
             propagated: Vec::new(),
             aof_offset: 0,

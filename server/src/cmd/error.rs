@@ -25,6 +25,12 @@ pub const DB_INDEX_OUT_OF_RANGE: &str = "ERR DB index is out of range";
 /// noeviction refusal.
 /// `min-replicas-to-write` not met.
 pub const NOREPLICAS: &str = "NOREPLICAS Not enough good replicas to write.";
+/// A client's write on a replica with `replica-read-only yes`.
+pub const READONLY_REPLICA: &str = "READONLY You can't write against a read only replica.";
+/// A command that needs fresh data on a replica whose link is down, with
+/// `replica-serve-stale-data no`.
+pub const MASTERDOWN: &str =
+    "MASTERDOWN Link with MASTER is down and replica-serve-stale-data is set to 'no'.";
 /// A write while the last background save failed (stop-writes-on-bgsave-error).
 pub const MISCONF: &str = "MISCONF Redis is configured to save RDB snapshots, but it's currently unable to persist to disk. Commands that may modify the data set are disabled, because this instance is configured to report errors during writes if RDB snapshotting fails (stop-writes-on-bgsave-error option). Please check the Redis logs for details about the RDB error.";
 /// A command that must wait for the snapshot to load.

@@ -198,6 +198,8 @@ static BINDINGS: &[(&str, Handler)] = &[
     ("sync", replication::sync),
     ("psync", replication::psync),
     ("role", replication::role),
+    ("replicaof", replication::replicaof),
+    ("slaveof", replication::replicaof),
     ("bgrewriteaof", persistence::bgrewriteaof),
     ("bgsave", persistence::bgsave),
     ("slowlog", container_without_subcommand),

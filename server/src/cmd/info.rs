@@ -595,24 +595,24 @@ fn stats(ctx: &Ctx<'_>, totals: &ShardTotals) -> Vec<String> {
 
 fn replication(ctx: &Ctx<'_>) -> Vec<String> {
     let replicas = super::replication::replica_lines(ctx.shared, ctx.now_ms);
-    let backlog = ctx.shared.store.feed().backlog_info();
-    let mut lines = vec![
-        "role:master".to_string(),
-        format!("connected_slaves:{}", replicas.len()),
-    ];
+    let feed = ctx.shared.store.feed();
+    let backlog = feed.backlog_info();
+    let history = feed.history();
+    let mut lines = match ctx.shared.master_link.target() {
+        Some(target) => replica_lines(ctx, &target, history.offset),
+        None => vec!["role:master".to_string()],
+    };
+    lines.push(format!("connected_slaves:{}", replicas.len()));
     lines.extend(super::replication::good_replicas_line(
         ctx.shared, ctx.now_ms,
     ));
     lines.extend(replicas);
     lines.extend([
         "master_failover_state:no-failover".to_string(),
-        format!("master_replid:{}", ctx.shared.run_id),
-        "master_replid2:0000000000000000000000000000000000000000".to_string(),
-        format!(
-            "master_repl_offset:{}",
-            ctx.shared.store.feed().replication_offset()
-        ),
-        "second_repl_offset:-1".to_string(),
+        format!("master_replid:{}", history.replid),
+        format!("master_replid2:{}", history.replid2),
+        format!("master_repl_offset:{}", history.offset),
+        format!("second_repl_offset:{}", history.second_offset),
         format!("repl_backlog_active:{}", u8::from(backlog.active)),
         format!("repl_backlog_size:{}", backlog.size),
         format!(
@@ -620,6 +620,91 @@ fn replication(ctx: &Ctx<'_>) -> Vec<String> {
             backlog.first_byte_offset
         ),
         format!("repl_backlog_histlen:{}", backlog.histlen),
+    ]);
+    lines
+}
+
+/// INFO replication's lines of a replica, in Redis 7.0's order: the
+/// master, the link, the transfer while one runs, how long the link has
+/// been down while it is.
+fn replica_lines(ctx: &Ctx<'_>, target: &crate::master_link::Target, offset: u64) -> Vec<String> {
+    use crate::master_link::LinkState;
+    let link = &ctx.shared.master_link;
+    let now_secs = ctx.now_ms / 1000;
+    let seconds_since = |ms: u64| now_secs.saturating_sub(ms / 1000) as i64;
+    let state = link.state();
+    let linked = link.applied_offset.load(Ordering::Relaxed) >= 0;
+    // Without a link, the offsets are those of the history held.
+    let (read, applied) = if linked {
+        (
+            link.read_offset.load(Ordering::Relaxed),
+            link.applied_offset.load(Ordering::Relaxed),
+        )
+    } else {
+        (offset as i64, offset as i64)
+    };
+    let mut lines = vec![
+        "role:slave".to_string(),
+        format!("master_host:{}", target.host),
+        format!("master_port:{}", target.port),
+        format!(
+            "master_link_status:{}",
+            if state == LinkState::Connected {
+                "up"
+            } else {
+                "down"
+            }
+        ),
+        format!(
+            "master_last_io_seconds_ago:{}",
+            if linked {
+                seconds_since(link.last_io_ms.load(Ordering::Relaxed))
+            } else {
+                -1
+            }
+        ),
+        format!(
+            "master_sync_in_progress:{}",
+            u8::from(state == LinkState::Sync)
+        ),
+        format!("slave_read_repl_offset:{read}"),
+        format!("slave_repl_offset:{applied}"),
+    ];
+    if state == LinkState::Sync {
+        let total = link.sync_total_bytes.load(Ordering::Relaxed);
+        let read = link.sync_read_bytes.load(Ordering::Relaxed) as i64;
+        let perc = if total > 0 {
+            read as f64 / total as f64 * 100.0
+        } else {
+            0.0
+        };
+        lines.extend([
+            format!("master_sync_total_bytes:{total}"),
+            format!("master_sync_read_bytes:{read}"),
+            format!("master_sync_left_bytes:{}", total - read),
+            format!("master_sync_perc:{perc:.2}"),
+            format!(
+                "master_sync_last_io_seconds_ago:{}",
+                seconds_since(link.last_io_ms.load(Ordering::Relaxed))
+            ),
+        ]);
+    }
+    if state != LinkState::Connected {
+        let down_since = link.down_since_ms.load(Ordering::Relaxed);
+        lines.push(format!(
+            "master_link_down_since_seconds:{}",
+            if down_since == 0 {
+                -1
+            } else {
+                seconds_since(down_since)
+            }
+        ));
+    }
+    let config = ctx.shared.config.read();
+    lines.extend([
+        format!("slave_priority:{}", config.replica_priority),
+        format!("slave_read_only:{}", u8::from(config.replica_read_only)),
+        format!("replica_announced:{}", u8::from(config.replica_announced)),
     ]);
     lines
 }

@@ -253,7 +253,7 @@ fn held_by_pause(
     command: &'static Command,
     argv: &[&[u8]],
 ) -> bool {
-    if ctx.held.is_some() || ctx.client.in_script {
+    if ctx.held.is_some() || ctx.client.in_script || ctx.client.master {
         return false;
     }
     let may_write = || {
@@ -278,6 +278,9 @@ fn rejection(
 ) -> Option<Reply> {
     if !arity_ok(command.arity, argv.len()) {
         Some(Reply::error(error::wrong_arity(command.name)))
+    } else if ctx.client.master {
+        // The master's commands are obeyed (see `ClientState::master`).
+        None
     } else if !ctx.client.authenticated && command.flags & flags::NO_AUTH == 0 {
         Some(Reply::error(error::NOAUTH))
     } else if let Err(denied) = permitted(ctx, index, command, argv) {
@@ -321,6 +324,13 @@ fn rejection(
         && !replication::enough_good_replicas(ctx.shared, ctx.now_ms)
     {
         Some(Reply::error(error::NOREPLICAS))
+    } else if (command.flags & flags::WRITE != 0
+        || (command.name == "exec" && multi::may_write(ctx.client)))
+        && ctx.shared.master_link.refuses_writes()
+    {
+        Some(Reply::error(error::READONLY_REPLICA))
+    } else if command.flags & flags::STALE == 0 && ctx.shared.master_link.refuses_stale_reads() {
+        Some(Reply::error(error::MASTERDOWN))
     } else if command.flags & flags::LOADING == 0
         && ctx.shared.persistence.loading.load(Ordering::Relaxed)
     {

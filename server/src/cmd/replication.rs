@@ -1,7 +1,8 @@
-//! Replication, the master's side: SYNC and PSYNC (a full
-//! resynchronization, then the replication stream), REPLCONF, ROLE, and
-//! the replicas INFO lists. The stream itself is the change feed's
-//! (`store::feed`); see docs/architecture.md.
+//! Replication commands. The master's side: SYNC and PSYNC (a full
+//! resynchronization, then the replication stream), REPLCONF, WAIT, and
+//! the replicas INFO lists. The replica's side: REPLICAOF, which the link
+//! task (`net::replica`) acts on. ROLE answers for either. The stream
+//! itself is the change feed's (`store::feed`); see docs/architecture.md.
 
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
@@ -9,6 +10,7 @@ use std::sync::Arc;
 use super::args::{int_arg, is, parse_i64};
 use super::{error, After, Ctx};
 use crate::clients::ClientInfo;
+use crate::master_link::{LinkState, Target};
 use crate::persistence::snapshot;
 use crate::resp::Reply;
 use crate::state::Shared;
@@ -43,14 +45,20 @@ pub fn psync(ctx: &mut Ctx<'_>, argv: &[&[u8]]) -> Reply {
     if ctx.client.monitor.is_some() {
         return Reply::error("ERR PSYNC on a connection that already streams");
     }
+    let link = &ctx.shared.master_link;
+    if link.is_replica() && link.state() != LinkState::Connected {
+        // Redis's replica serves no replica of its own until it has its
+        // master's data.
+        return Reply::error("NOMASTERLINK Can't SYNC while not connected with my master");
+    }
     let mode = ctx.shared.monitors.replica_queue(ctx.client.info.clone());
     let sink: Arc<dyn crate::store::feed::StreamSink> = mode.sink.clone();
     let feed = ctx.shared.store.feed();
-    let replid = &ctx.shared.run_id;
     let asked = argv[1] != b"?";
-    if argv[1] == replid.as_bytes() {
+    if asked {
         if let Some(from) = parse_i64(argv[2]).filter(|o| *o >= 0) {
-            if let Some(backlog) = feed.continue_from(sink.clone(), from as u64) {
+            if let Some((replid, backlog)) = feed.continue_from(sink.clone(), argv[1], from as u64)
+            {
                 let mut out = format!("+CONTINUE {replid}\r\n").into_bytes();
                 out.extend_from_slice(&backlog);
                 become_replica(ctx, mode);
@@ -69,8 +77,13 @@ pub fn psync(ctx: &mut Ctx<'_>, argv: &[&[u8]]) -> Reply {
             .fetch_add(1, Ordering::Relaxed);
     }
     feed.start_replicating();
-    match snapshot::snapshot_bytes_with(ctx.shared, || feed.attach(sink)) {
-        Ok((file, offset)) => {
+    // A replica relays its master's stream: no piece of it may fall
+    // between this snapshot and the stream that follows it.
+    let relay_order = feed.following().then(|| feed.relay_order());
+    let snapshot = snapshot::snapshot_bytes_with(ctx.shared, || feed.attach(sink));
+    drop(relay_order);
+    match snapshot {
+        Ok((file, (replid, offset))) => {
             let mut out =
                 format!("+FULLRESYNC {replid} {offset}\r\n${}\r\n", file.len()).into_bytes();
             out.extend_from_slice(&file);
@@ -148,6 +161,59 @@ pub fn replconf(ctx: &mut Ctx<'_>, argv: &[&[u8]]) -> Reply {
     Reply::Ok
 }
 
+/// REPLICAOF host port | NO ONE (and its old name SLAVEOF): follow a
+/// master, or stop following one. The link task (`net::replica`) connects
+/// in the background; the reply comes at once, as Redis's.
+pub fn replicaof(ctx: &mut Ctx<'_>, argv: &[&[u8]]) -> Reply {
+    if ctx.shared.cluster.get().is_some() {
+        return Reply::error("ERR REPLICAOF not allowed in cluster mode.");
+    }
+    let link = &ctx.shared.master_link;
+    let feed = ctx.shared.store.feed();
+    if is(argv[1], "no") && is(argv[2], "one") {
+        if link.is_replica() {
+            // A new history begins here, recorded before any client may
+            // write; this server's replicas learn its id when they
+            // reconnect, and continue.
+            feed.stop_following();
+            link.set_target(None);
+            close_replicas(ctx.shared);
+            ctx.shared.config.write().replicaof = None;
+            tracing::info!("MASTER MODE enabled (REPLICAOF NO ONE)");
+        }
+        return Reply::Ok;
+    }
+    if ctx.client.info.replica.is_replica.load(Ordering::Relaxed) {
+        return Reply::error("ERR Command is not valid when client is a replica.");
+    }
+    let port = match parse_i64(argv[2]) {
+        Some(port @ 0..=65535) => port as u16,
+        _ => return Reply::error("ERR Invalid master port"),
+    };
+    let target = Target {
+        host: String::from_utf8_lossy(argv[1]).into_owned(),
+        port,
+    };
+    if link
+        .target()
+        .is_some_and(|t| t.host.eq_ignore_ascii_case(&target.host) && t.port == port)
+    {
+        return Reply::Status("OK Already connected to specified master".into());
+    }
+    ctx.shared.config.write().replicaof = Some((target.host.clone(), port));
+    tracing::info!(host = %target.host, port, "REPLICAOF enabled");
+    feed.start_following();
+    link.set_target(Some(target));
+    Reply::Ok
+}
+
+/// Closes the connections of this server's replicas (they reconnect).
+fn close_replicas(shared: &Shared) {
+    for replica in live_replicas(shared) {
+        replica.kill();
+    }
+}
+
 /// WAIT numreplicas timeout: how many replicas have everything this server
 /// streamed so far (its whole offset, which covers this client's writes),
 /// as soon as `numreplicas` have or `timeout` ms have passed (0: no
@@ -163,6 +229,9 @@ pub fn wait(ctx: &mut Ctx<'_>, argv: &[&[u8]]) -> Reply {
         Ok(t) => t as u64,
         Err(reply) => return reply,
     };
+    if ctx.shared.master_link.is_replica() {
+        return Reply::error("ERR WAIT cannot be used with replica instances. Please also note that since Redis 4.0 if a replica is configured to be writable (which is not the default) writes to replicas are just local and are not propagated.");
+    }
     let feed = ctx.shared.store.feed();
     let offset = feed.replication_offset();
     let acked = acknowledged(ctx.shared, offset);
@@ -185,7 +254,8 @@ pub fn wait(ctx: &mut Ctx<'_>, argv: &[&[u8]]) -> Reply {
 pub fn enough_good_replicas(shared: &Shared, now_ms: u64) -> bool {
     let wanted = shared.min_replicas.0.load(Ordering::Relaxed);
     let max_lag = shared.min_replicas.1.load(Ordering::Relaxed);
-    if wanted == 0 || max_lag == 0 {
+    // Checked on masters only (a replica's writes are its master's).
+    if wanted == 0 || max_lag == 0 || shared.master_link.is_replica() {
         return true;
     }
     good_replicas(shared, now_ms, max_lag) as u64 >= wanted
@@ -223,9 +293,21 @@ pub fn acknowledged(shared: &Shared, offset: u64) -> usize {
         .count()
 }
 
-/// ROLE: `master`, the replication offset, and each replica's address,
-/// listening port and acknowledged offset, as Redis replies.
+/// ROLE: on a master, `master`, the replication offset, and each
+/// replica's address, listening port and acknowledged offset; on a
+/// replica, `slave`, its master's address, the link's state and the
+/// offset applied (-1 without a link), as Redis replies.
 pub fn role(ctx: &mut Ctx<'_>, _argv: &[&[u8]]) -> Reply {
+    let link = &ctx.shared.master_link;
+    if let Some(target) = link.target() {
+        return Reply::Array(vec![
+            Reply::bulk(b"slave"),
+            Reply::bulk(target.host.as_bytes()),
+            Reply::Int(target.port as i64),
+            Reply::bulk(link.state().role_name().as_bytes()),
+            Reply::Int(link.applied_offset.load(Ordering::Relaxed)),
+        ]);
+    }
     let offset = ctx.shared.store.feed().replication_offset();
     let replicas = replicas(ctx.shared)
         .iter()

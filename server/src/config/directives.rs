@@ -439,6 +439,59 @@ pub static DIRECTIVES: &[Directive] = &[
         .help("The replication stream's last bytes kept, so that a replica that lost its link continues from them (at least 16kb is kept)."),
     number!("repl-backlog-ttl", Live, repl_backlog_ttl, int(LONG) as u64)
         .help("Seconds without any replica before the backlog is freed (0 = never)."),
+    Directive::new(
+        "replicaof",
+        Change::AtStart,
+        |c, v| {
+            // Empty, as CONFIG GET shows it: no master.
+            if let [none] = v {
+                if none.is_empty() {
+                    c.replicaof = None;
+                    return Ok(());
+                }
+            }
+            let [host, port] = v else {
+                return Err("wrong number of arguments".to_string());
+            };
+            let port = match crate::number::parse_i64(port.as_bytes()) {
+                Some(port @ 0..=65535) => port as u16,
+                _ => return Err("Invalid master port".to_string()),
+            };
+            c.replicaof = Some((host.clone(), port));
+            Ok(())
+        },
+        |c| {
+            c.replicaof
+                .as_ref()
+                .map(|(host, port)| format!("{host} {port}"))
+                .unwrap_or_default()
+        },
+    )
+    .aliases(&["slaveof"])
+    .help("The master to replicate, \"<host> <port>\" (REPLICAOF changes it at run time)."),
+    text!("masteruser", Live, masteruser).help("The user this replica authenticates as to its master (with masterauth)."),
+    text!("masterauth", Live, masterauth).help("The password this replica authenticates to its master with."),
+    flag!("replica-read-only", Live, replica_read_only)
+        .aliases(&["slave-read-only"])
+        .help("Refuse clients' writes on a replica (READONLY) (yes/no)."),
+    flag!("replica-serve-stale-data", Live, replica_serve_stale_data)
+        .aliases(&["slave-serve-stale-data"])
+        .help("Answer with the data held while the link to the master is down (no: MASTERDOWN) (yes/no)."),
+    number!("repl-timeout", Live, repl_timeout, int(Range::Signed(1, INT_MAX)) as u64)
+        .help("Seconds without a byte from the other side before a replication link counts as lost."),
+    number!("repl-ping-replica-period", Live, repl_ping_replica_period, int(Range::Signed(1, INT_MAX)) as u64)
+        .aliases(&["repl-ping-slave-period"])
+        .help("Seconds between the PINGs a master sends its replicas."),
+    number!("replica-priority", Live, replica_priority, int(INT) as u64)
+        .aliases(&["slave-priority"])
+        .help("Sentinel promotes the replica with the lowest non-zero priority (0: never)."),
+    text!("replica-announce-ip", Live, replica_announce_ip)
+        .aliases(&["slave-announce-ip"])
+        .help("The address this replica tells its master to list (behind NAT; empty = the one it sees)."),
+    number!("replica-announce-port", Live, replica_announce_port, int(Range::Signed(0, 65535)) as u16)
+        .aliases(&["slave-announce-port"])
+        .help("The port this replica tells its master to list (0 = its own)."),
+    flag!("replica-announced", Live, replica_announced).help("Sentinel lists this replica (yes/no)."),
     flag!("lua-native-scripts", Live, lua_native_scripts).help("Run the known limiter scripts natively, with replies identical to Lua's (yes/no)."),
     flag!("lua-persist-scripts", Live, lua_persist_scripts).help(
         "Keep the scripts SCRIPT LOAD and EVAL cached in snapshots and the append-only file, so EVALSHA works after a restart (yes/no; Redis 7 keeps none).",
@@ -779,6 +832,7 @@ mod tests {
                 "io-threads",
                 "metrics-port",
                 "port",
+                "replicaof",
                 "shards",
                 "tls-port"
             ]

@@ -76,6 +76,34 @@ pub struct Config {
     pub min_replicas_to_write: u64,
     /// `min-replicas-max-lag`, in seconds (0: no such check).
     pub min_replicas_max_lag: u64,
+    /// `replicaof <host> <port>`: the master to follow (REPLICAOF sets it
+    /// at run time).
+    pub replicaof: Option<(String, u16)>,
+    /// `masteruser`: the user this replica authenticates to its master as
+    /// (AUTH user password; empty: AUTH password).
+    pub masteruser: String,
+    /// `masterauth`: the password this replica authenticates with.
+    pub masterauth: String,
+    /// `replica-read-only`: clients' writes are refused on a replica.
+    pub replica_read_only: bool,
+    /// `replica-serve-stale-data`: a replica whose link is down still
+    /// answers with the data it has (no: MASTERDOWN).
+    pub replica_serve_stale_data: bool,
+    /// `repl-timeout`, seconds: a master silent this long is a lost link.
+    pub repl_timeout: u64,
+    /// `repl-ping-replica-period`, seconds: how often a master PINGs its
+    /// replicas.
+    pub repl_ping_replica_period: u64,
+    /// `replica-priority` (INFO's slave_priority; Sentinel promotes the
+    /// lowest non-zero).
+    pub replica_priority: u64,
+    /// `replica-announce-ip`: the address a replica tells its master to
+    /// list (REPLCONF ip-address), behind NAT.
+    pub replica_announce_ip: String,
+    /// `replica-announce-port`: the port it tells (0: its own).
+    pub replica_announce_port: u16,
+    /// `replica-announced`: Sentinel lists this replica.
+    pub replica_announced: bool,
     /// Memory one worker's Lua VM may use (`lua-memory-limit`); a script
     /// that needs more fails with an error instead of growing the server.
     pub lua_memory_limit: u64,
@@ -241,6 +269,17 @@ impl Default for Config {
             repl_backlog_ttl: 3600,
             min_replicas_to_write: 0,
             min_replicas_max_lag: 10,
+            replicaof: None,
+            masteruser: String::new(),
+            masterauth: String::new(),
+            replica_read_only: true,
+            replica_serve_stale_data: true,
+            repl_timeout: 60,
+            repl_ping_replica_period: 10,
+            replica_priority: 100,
+            replica_announce_ip: String::new(),
+            replica_announce_port: 0,
+            replica_announced: true,
             lua_memory_limit: 256 * 1024 * 1024,
             slowlog_log_slower_than: 10_000,
             slowlog_max_len: 128,

@@ -5,6 +5,7 @@ pub mod bus;
 pub mod connection;
 pub mod listener;
 pub mod migrate;
+pub mod replica;
 pub mod tls;
 
 /// Whether a failed `accept` failed for that one connection only, so the

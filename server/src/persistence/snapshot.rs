@@ -449,6 +449,48 @@ pub fn load(shared: &Shared, data: &[u8], skip_unsupported: bool) -> Result<Load
     Ok(loaded)
 }
 
+/// A replica's full resynchronization: the dataset becomes the master's
+/// snapshot `data`. Clients get LOADING meanwhile, as from Redis's replica
+/// loading its master's file. Keys whose deadline passed here are kept:
+/// a replica expires nothing itself, its master sends the DELs.
+pub fn replace_with_masters(shared: &Shared, data: &[u8]) -> Result<Loaded, String> {
+    let clear = || {
+        for shards in lock_every_shard(&shared.store) {
+            for mut shard in shards {
+                shard.clear();
+            }
+        }
+        shared.tracking.flushed();
+    };
+    let state = &shared.persistence;
+    state.loading.store(true, Ordering::SeqCst);
+    clear();
+    state
+        .loading_total_bytes
+        .store(data.len() as u64, Ordering::Relaxed);
+    state
+        .loading_start_unix
+        .store(shared.clock.now_ms() / 1000, Ordering::Relaxed);
+    let skip_unsupported = shared.config.read().rdb_skip_unsupported;
+    let loaded = load_entries(
+        shared,
+        data,
+        skip_unsupported,
+        Path::new("(the master's snapshot)"),
+        true,
+        0,
+    );
+    if loaded.is_err() {
+        // Half a dataset is no master's: empty, as Redis leaves a replica
+        // whose load failed (it syncs again).
+        clear();
+    }
+    state.loading.store(false, Ordering::SeqCst);
+    let (loaded, _) = loaded?;
+    state.last_load_keys.store(loaded.keys, Ordering::Relaxed);
+    Ok(loaded)
+}
+
 /// Reads RDB `data` (a snapshot, or an append-only file's base) named
 /// `source` in messages into the store, and returns what it loaded and
 /// where the RDB ended (an old-style append-only file goes on with

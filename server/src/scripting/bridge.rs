@@ -262,6 +262,9 @@ fn run_command(
             "ERR Write commands are not allowed from read-only scripts.",
         );
     }
+    if writes && !bridge.client.master && bridge.shared.master_link.refuses_writes() {
+        return refused(lua, bridge, Some(command), cmd::error::READONLY_REPLICA);
+    }
     // Redis's scriptVerifyOOM: a command that may grow memory is refused
     // only while the script has written nothing (it cannot be stopped
     // half-way through its writes), only if the server was past maxmemory

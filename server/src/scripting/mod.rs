@@ -47,6 +47,9 @@ pub struct ScriptFlags {
     pub no_writes: bool,
     /// `allow-oom`: may run past maxmemory.
     pub allow_oom: bool,
+    /// `allow-stale`: may run on a replica whose link is down with
+    /// `replica-serve-stale-data no`.
+    pub allow_stale: bool,
 }
 
 /// A loaded script.
@@ -96,7 +99,8 @@ pub fn parse_shebang(source: &[u8]) -> Result<(ScriptFlags, Vec<u8>), String> {
             match flag {
                 "no-writes" => flags.no_writes = true,
                 "allow-oom" => flags.allow_oom = true,
-                "allow-stale" | "no-cluster" | "allow-cross-slot-keys" => {}
+                "allow-stale" => flags.allow_stale = true,
+                "no-cluster" | "allow-cross-slot-keys" => {}
                 other => return Err(format!("ERR Unexpected flag in script shebang: {other}")),
             }
         }
@@ -313,6 +317,28 @@ fn over_maxmemory_at_start(
     )
 }
 
+/// Why a replica refuses to start the script, if it does: its link is
+/// down with `replica-serve-stale-data no` (unless a shebang allows
+/// stale data), or it is read-only and the script's shebang does not
+/// promise `no-writes`. Redis derives EVAL's command flags from the
+/// shebang (evalGetCommandFlags), so these are the errors its command
+/// checks give. A script without a shebang starts on a read-only replica
+/// and fails at its first write instead (see `bridge.rs`).
+fn replica_refusal(ctx: &Ctx<'_>, script: &Script) -> Option<Reply> {
+    let link = &ctx.shared.master_link;
+    if ctx.client.master || !link.is_replica() {
+        return None;
+    }
+    let flags = &script.flags;
+    if link.refuses_stale_reads() && !(flags.shebang && flags.allow_stale) {
+        return Some(Reply::error(cmd::error::MASTERDOWN));
+    }
+    if flags.shebang && !flags.no_writes && link.refuses_writes() {
+        return Some(Reply::error(cmd::error::READONLY_REPLICA));
+    }
+    None
+}
+
 /// Runs a loaded script with its keys and arguments (EVAL, EVALSHA and their
 /// _RO forms), atomically.
 pub fn eval(
@@ -324,6 +350,9 @@ pub fn eval(
 ) -> Reply {
     let shared = ctx.shared;
     ctx.client.script_read = false;
+    if let Some(refusal) = replica_refusal(ctx, script) {
+        return refusal;
+    }
     if let Some(index) = script.native {
         if shared.scripts.native_enabled.load(Ordering::Relaxed)
             && native::permitted(ctx, index, keys)

@@ -35,7 +35,7 @@ pub use clock::{Clock, ManualClock, SystemClock};
 pub use entry::{Entry, ValueRef};
 pub use held::{HeldShards, ShardGuard, ShardLender};
 pub use object::{Kind, Object};
-pub use shard::{EntryMut, KeyRef, OwnedValue, ShardData, SCAN_EPOCH_MASK};
+pub use shard::{as_master_command, EntryMut, KeyRef, OwnedValue, ShardData, SCAN_EPOCH_MASK};
 
 /// Waits for a shard somebody else holds. A shard is normally held for one
 /// command, but a script holds its shards for its whole run; on a tokio

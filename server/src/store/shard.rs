@@ -70,6 +70,32 @@ fn touch(observers: &KeyObservers, key: &[u8]) {
     }
 }
 
+thread_local! {
+    static APPLYING_MASTER_STREAM: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
+
+/// Runs `apply` as the master's command on this thread: on a replica, keys
+/// whose deadline passed here are still there for it (the master has not
+/// expired them yet, or its DEL is on the way), as Redis's replica serves
+/// its master client.
+pub fn as_master_command<R>(apply: impl FnOnce() -> R) -> R {
+    /// Clears the flag however `apply` ends (a command may panic, and the
+    /// panic is contained).
+    struct Reset;
+    impl Drop for Reset {
+        fn drop(&mut self) {
+            APPLYING_MASTER_STREAM.with(|flag| flag.set(false));
+        }
+    }
+    APPLYING_MASTER_STREAM.with(|flag| flag.set(true));
+    let _reset = Reset;
+    apply()
+}
+
+fn applying_master_stream() -> bool {
+    APPLYING_MASTER_STREAM.with(|flag| flag.get())
+}
+
 /// The part of a shard's layout epoch a SCAN cursor carries. Cursors stay
 /// small (clients and Lua scripts hold them as doubles, exact only below
 /// 2^53), so the epoch travels modulo 256: a cursor resumed after a multiple
@@ -469,6 +495,12 @@ impl ShardData {
             .get_bucket(index)
             .is_some_and(|e| e.is_expired(now_ms));
         if expired {
+            if self.observers.feed.following() {
+                // A replica never expires a key on its own clock: its
+                // master sends the DEL. Until then the key is absent to
+                // clients and present to the master's commands.
+                return applying_master_stream().then_some(index);
+            }
             if let Ok(occupied) = self.table.get_bucket_entry(index) {
                 if let Some(snapshot) = self.snapshot.as_deref_mut() {
                     snapshot.preserve(occupied.get().key(), Some(occupied.get()), Some(index));

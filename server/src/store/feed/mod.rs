@@ -12,12 +12,14 @@
 //! a replay produces. The feed's own mutex is the innermost lock of the
 //! server: nothing is locked while it is held.
 
-use std::collections::VecDeque;
+mod replication;
+
+use parking_lot::Mutex;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Weak};
 
-use bytes::Bytes;
-use parking_lot::Mutex;
+use replication::Replication;
+pub use replication::{BacklogInfo, History, ReplId, StreamSink, NO_REPLID};
 
 /// A command as propagated: its arguments, the name first.
 pub type Argv = Vec<Vec<u8>>;
@@ -40,103 +42,6 @@ thread_local! {
         slots.push(Arc::downgrade(&slot));
         slot
     };
-}
-
-/// Where the replication stream goes: one replica's output queue.
-pub trait StreamSink: Send + Sync {
-    /// Queues `bytes` for the replica; false once it is gone (its
-    /// connection closed, or cut at its output-buffer limit), and it is
-    /// then dropped from the stream.
-    fn push(&self, bytes: &Bytes) -> bool;
-    /// False once the replica is gone.
-    fn alive(&self) -> bool;
-}
-
-/// The replication stream: what every attached replica is sent, and the
-/// backlog of its last bytes that a replica which lost its link for a
-/// moment continues from (PSYNC's `+CONTINUE`).
-struct Replication {
-    /// The database the stream has SELECTed (`None` right after a replica
-    /// attached: it starts from a snapshot, in database 0).
-    selected: Option<usize>,
-    /// Bytes sent since the server started: the master replication offset.
-    offset: u64,
-    /// The attached replicas.
-    sinks: Vec<Arc<dyn StreamSink>>,
-    /// The stream's last bytes, up to `backlog_size`, once a replica has
-    /// attached (`None` before, and after `repl-backlog-ttl` without one).
-    backlog: Option<VecDeque<u8>>,
-    /// `repl-backlog-size`.
-    backlog_size: usize,
-    /// When the last replica went (unix ms), 0 while one is attached.
-    alone_since_ms: u64,
-}
-
-impl Default for Replication {
-    fn default() -> Replication {
-        Replication {
-            selected: None,
-            offset: 0,
-            sinks: Vec::new(),
-            backlog: None,
-            backlog_size: 1024 * 1024,
-            alone_since_ms: 0,
-        }
-    }
-}
-
-/// The smallest backlog Redis keeps, whatever `repl-backlog-size` says.
-const BACKLOG_MIN: usize = 16 * 1024;
-
-impl Replication {
-    /// Sends `bytes` to every replica, dropping those that are gone, and
-    /// keeps them in the backlog.
-    fn send(&mut self, bytes: Vec<u8>) {
-        self.offset += bytes.len() as u64;
-        if let Some(backlog) = &mut self.backlog {
-            backlog.extend(&bytes);
-        }
-        self.trim_backlog();
-        let bytes = Bytes::from(bytes);
-        self.sinks.retain(|sink| sink.push(&bytes));
-    }
-
-    /// Sends one command that is not a change (PING, REPLCONF GETACK) to
-    /// the replicas, if there are any.
-    fn send_command(&mut self, argv: &[&[u8]]) {
-        if !self.sinks.is_empty() {
-            let mut bytes = Vec::new();
-            encode(&mut bytes, argv);
-            self.send(bytes);
-        }
-    }
-
-    /// Drops the backlog's oldest bytes past `backlog_size`.
-    fn trim_backlog(&mut self) {
-        if let Some(backlog) = &mut self.backlog {
-            let excess = backlog.len().saturating_sub(self.backlog_size);
-            backlog.drain(..excess);
-        }
-    }
-
-    /// The offset of the backlog's first byte (1 for the stream's first).
-    fn first_byte_offset(&self) -> u64 {
-        let held = self.backlog.as_ref().map_or(0, |b| b.len()) as u64;
-        self.offset + 1 - held
-    }
-}
-
-/// What INFO replication shows of the backlog.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct BacklogInfo {
-    /// `repl_backlog_active`.
-    pub active: bool,
-    /// `repl_backlog_size`.
-    pub size: u64,
-    /// `repl_backlog_first_byte_offset`.
-    pub first_byte_offset: u64,
-    /// `repl_backlog_histlen`.
-    pub histlen: u64,
 }
 
 /// The feed's bytes not yet taken by the writer.
@@ -193,6 +98,11 @@ pub struct Feed {
     logging: AtomicBool,
     /// Recording for replicas (one attached since the server started).
     replicating: AtomicBool,
+    /// Following a master: its stream is relayed, and this server's own
+    /// writes, made only where replicas may write, are not sent on.
+    following: AtomicBool,
+    /// See [`Feed::relay_order`].
+    relay_order: Mutex<()>,
     pending: Mutex<Pending>,
 }
 
@@ -247,108 +157,6 @@ impl Feed {
             while slot.0.load(Ordering::SeqCst) != 0 {
                 std::thread::yield_now();
             }
-        }
-    }
-
-    /// Attaches a replica to the replication stream and returns the
-    /// replication offset it starts at. The caller holds every shard, so
-    /// that the snapshot it sends holds exactly the changes before that
-    /// offset; the stream then SELECTs afresh, as the replica starts in
-    /// database 0.
-    pub fn attach(&self, sink: Arc<dyn StreamSink>) -> u64 {
-        let mut pending = self.pending.lock();
-        let replication = &mut pending.replication;
-        replication.sinks.push(sink);
-        replication.selected = None;
-        replication.alone_since_ms = 0;
-        if replication.backlog.is_none() {
-            replication.backlog = Some(VecDeque::new());
-        }
-        self.replicating.store(true, Ordering::Release);
-        replication.offset
-    }
-
-    /// Attaches a replica that asks to continue from stream offset `from`
-    /// (the first byte it lacks): the backlog's bytes from there, which
-    /// the caller sends before anything the sink gets, or `None` when the
-    /// backlog no longer holds them (a full resynchronization then).
-    pub fn continue_from(&self, sink: Arc<dyn StreamSink>, from: u64) -> Option<Vec<u8>> {
-        let mut pending = self.pending.lock();
-        let replication = &mut pending.replication;
-        let first = replication.first_byte_offset();
-        let backlog = replication.backlog.as_ref()?;
-        if from < first || from > replication.offset + 1 {
-            return None;
-        }
-        let bytes: Vec<u8> = backlog.range((from - first) as usize..).copied().collect();
-        replication.sinks.push(sink);
-        replication.alone_since_ms = 0;
-        Some(bytes)
-    }
-
-    /// `repl-backlog-size` (Redis keeps at least 16 KiB).
-    pub fn set_backlog_size(&self, size: u64) {
-        let mut pending = self.pending.lock();
-        let replication = &mut pending.replication;
-        replication.backlog_size = (size.min(usize::MAX as u64) as usize).max(BACKLOG_MIN);
-        replication.trim_backlog();
-    }
-
-    /// The backlog as INFO replication shows it.
-    pub fn backlog_info(&self) -> BacklogInfo {
-        let pending = self.pending.lock();
-        let replication = &pending.replication;
-        BacklogInfo {
-            active: replication.backlog.is_some(),
-            size: replication.backlog_size as u64,
-            first_byte_offset: match &replication.backlog {
-                Some(_) => replication.first_byte_offset(),
-                None => 0,
-            },
-            histlen: replication.backlog.as_ref().map_or(0, |b| b.len()) as u64,
-        }
-    }
-
-    /// The master replication offset: bytes of the replication stream so far.
-    pub fn replication_offset(&self) -> u64 {
-        self.pending.lock().replication.offset
-    }
-
-    /// Asks every replica for its offset (`REPLCONF GETACK *` in the
-    /// stream, as Redis sends it for WAIT: part of the stream, so counted
-    /// in the offset). Not a change: the log does not get it.
-    pub fn request_acks(&self) {
-        let mut pending = self.pending.lock();
-        pending
-            .replication
-            .send_command(&[b"REPLCONF", b"GETACK", b"*"]);
-    }
-
-    /// Every 10 s (Redis's `repl-ping-replica-period`): a PING to the
-    /// replicas, so that an idle stream does not look dead to them (not a
-    /// change: the log does not get it); and, once no replica has been
-    /// attached for `ttl_secs` (`repl-backlog-ttl`, 0: never), the backlog
-    /// is freed and changes are no longer recorded for replicas (the next
-    /// one attaches with every shard held and turns that on again).
-    pub fn replication_tick(&self, now_ms: u64, ttl_secs: u64) {
-        let mut pending = self.pending.lock();
-        let replication = &mut pending.replication;
-        replication.sinks.retain(|sink| sink.alive());
-        if !replication.sinks.is_empty() {
-            replication.send_command(&[b"PING"]);
-            return;
-        }
-        if replication.backlog.is_none() {
-            return;
-        }
-        if replication.alone_since_ms == 0 {
-            replication.alone_since_ms = now_ms.max(1);
-        } else if ttl_secs > 0
-            && now_ms.saturating_sub(replication.alone_since_ms) >= ttl_secs.saturating_mul(1000)
-        {
-            replication.backlog = None;
-            replication.alone_since_ms = 0;
-            self.replicating.store(false, Ordering::Release);
         }
     }
 

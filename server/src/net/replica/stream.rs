@@ -1,0 +1,198 @@
+//! Applying the master's stream: each command runs as the master's (the
+//! master client of Redis: obeyed, not checked, never answered), then its
+//! bytes are relayed to this server's own replicas and backlog, so that
+//! the offset here is the master's. REPLCONF GETACK is answered with the
+//! offset applied so far, and REPLCONF ACK goes to the master every
+//! second, as Redis's replica sends it (WAIT and `min-replicas-to-write`
+//! on the master count on it).
+
+use std::net::SocketAddr;
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+use std::time::Duration;
+
+use bytes::Buf;
+use tokio::net::tcp::OwnedWriteHalf;
+
+use super::{send, MasterReader};
+use crate::clients::ClientInfo;
+use crate::cmd::{self, ClientState, Ctx};
+use crate::resp::{parse_frame, Frame, FrameLimits, Resume};
+use crate::state::Shared;
+use crate::util::is;
+
+/// How often the replica tells the master how far it got.
+const ACK_EVERY: Duration = Duration::from_secs(1);
+
+/// Removes the master client from the client list when the link ends,
+/// however it ends.
+struct Registered<'a> {
+    shared: &'a Shared,
+    id: u64,
+}
+
+impl Drop for Registered<'_> {
+    fn drop(&mut self) {
+        self.shared.clients.unregister(self.id);
+    }
+}
+
+/// Applies the stream until the link fails, the master client is killed
+/// (CLIENT KILL TYPE master), or the server stops.
+pub(super) async fn apply(
+    shared: &Arc<Shared>,
+    mut reader: MasterReader,
+    mut writer: OwnedWriteHalf,
+    (peer, local): (SocketAddr, SocketAddr),
+) -> Result<(), String> {
+    let link = &shared.master_link;
+    let feed = shared.store.feed();
+    let info = Arc::new(ClientInfo::new(
+        shared.clients.next_id(),
+        peer,
+        local,
+        shared.clock.now_ms(),
+    ));
+    info.replica.is_master.store(true, Ordering::Relaxed);
+    // The master is never refused for `maxclients`.
+    let _ = shared.clients.register(info.clone(), usize::MAX);
+    let _registered = Registered {
+        shared,
+        id: info.id,
+    };
+    let mut client = ClientState::new(info.clone(), true);
+    client.master = true;
+    client.db = link.stream_db.load(Ordering::Relaxed);
+    let mut offset = feed.replication_offset();
+    link.read_offset.store(offset as i64, Ordering::Relaxed);
+    link.applied_offset.store(offset as i64, Ordering::Relaxed);
+    send_ack(&mut writer, offset).await?;
+    let mut acks = tokio::time::interval(ACK_EVERY);
+    acks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    let mut resume = Resume::default();
+    loop {
+        if info.killed.load(Ordering::SeqCst) {
+            return Err("the master client was killed".to_string());
+        }
+        tokio::select! {
+            read = reader.read_more() => {
+                let read = read?;
+                link.last_io_ms.store(shared.clock.now_ms(), Ordering::Relaxed);
+                link.read_offset.fetch_add(read as i64, Ordering::Relaxed);
+                let applied = apply_buffered(shared, &mut client, &reader.buf, &mut resume, &mut offset)?;
+                reader.buf.advance(applied.consumed);
+                link.stream_db.store(client.db, Ordering::Relaxed);
+                client.batch.flush(shared, info.id);
+                for at in applied.acks_asked {
+                    send_ack(&mut writer, at).await?;
+                }
+            }
+            _ = acks.tick() => send_ack(&mut writer, offset).await?,
+            _ = info.kill_notify.notified() => {}
+        }
+    }
+}
+
+/// What one read's complete commands left.
+struct Applied {
+    /// Bytes of the buffer they took.
+    consumed: usize,
+    /// The offsets to acknowledge at once (one per REPLCONF GETACK).
+    acks_asked: Vec<u64>,
+}
+
+/// Runs every complete command at the front of `buf`, relaying each one's
+/// bytes after it ran, and advances `offset` past them.
+fn apply_buffered(
+    shared: &Shared,
+    client: &mut ClientState,
+    buf: &[u8],
+    resume: &mut Resume,
+    offset: &mut u64,
+) -> Result<Applied, String> {
+    let feed = shared.store.feed();
+    let limits = FrameLimits {
+        max_bulk_len: usize::MAX,
+        unauthenticated: false,
+    };
+    let mut applied = Applied {
+        consumed: 0,
+        acks_asked: Vec::new(),
+    };
+    while applied.consumed < buf.len() {
+        let start = applied.consumed;
+        let frame = parse_frame(&buf[start..], limits, resume);
+        let (argv, consumed): (Vec<&[u8]>, usize) = match &frame {
+            Frame::Command { args, consumed } => (
+                args.iter()
+                    .map(|r| &buf[start + r.start..start + r.end])
+                    .collect(),
+                *consumed,
+            ),
+            Frame::Inline { args, consumed } => {
+                (args.iter().map(|a| a.as_slice()).collect(), *consumed)
+            }
+            Frame::Empty { consumed } => (Vec::new(), *consumed),
+            Frame::Incomplete => break,
+            Frame::Error(message) => {
+                return Err(format!("protocol error in the master's stream: {message}"));
+            }
+        };
+        let end = start + consumed;
+        // No replica of this server may take its snapshot between the
+        // command and its relay (see `Feed::relay_order`).
+        let order = feed.relay_order();
+        if argv.len() >= 2 && is(argv[0], "replconf") && is(argv[1], "getack") {
+            // Answered with what was applied before it, as Redis does.
+            applied.acks_asked.push(*offset);
+        } else if !argv.is_empty() {
+            run_as_master(shared, client, &argv);
+        }
+        feed.relay(&buf[start..end]);
+        drop(order);
+        *offset += consumed as u64;
+        shared
+            .master_link
+            .applied_offset
+            .store(*offset as i64, Ordering::Relaxed);
+        applied.consumed = end;
+    }
+    Ok(applied)
+}
+
+/// Runs one of the master's commands; its reply is dropped. A command
+/// that panics is contained and logged, as a client's is: the stream goes
+/// on (Redis would have crashed; the master's data is not at fault).
+fn run_as_master(shared: &Shared, client: &mut ClientState, argv: &[&[u8]]) {
+    let now_ms = shared.clock.now_ms();
+    let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        crate::store::as_master_command(|| {
+            let mut ctx = Ctx {
+                shared,
+                client: &mut *client,
+                now_ms,
+                held: None,
+            };
+            cmd::dispatch(&mut ctx, argv)
+        })
+    }));
+    match outcome {
+        Ok(crate::resp::Reply::Error(text)) => {
+            let command = String::from_utf8_lossy(argv[0]);
+            tracing::warn!(%command, "the master's command failed here: {}", String::from_utf8_lossy(&text));
+        }
+        Ok(_) => {}
+        Err(_) => {
+            let command = String::from_utf8_lossy(argv[0]);
+            tracing::error!(%command, "the master's command panicked");
+            shared.stats.panics.fetch_add(1, Ordering::Relaxed);
+        }
+    }
+    client.after = cmd::After::Continue;
+}
+
+/// REPLCONF ACK <offset>.
+async fn send_ack(writer: &mut OwnedWriteHalf, offset: u64) -> Result<(), String> {
+    let offset = offset.to_string();
+    send(writer, &[b"REPLCONF", b"ACK", offset.as_bytes()]).await
+}

@@ -1,0 +1,401 @@
+//! tally as a replica, on Redis 7.0's protocol: REPLICAOF a redis-server
+//! (Debian's) or another tally; the handshake, the snapshot (diskless, as
+//! Redis 7.0 sends it by default, and sized), the stream applied with the
+//! offsets the master counts, PSYNC `+CONTINUE` after a lost link, a
+//! promotion (REPLICAOF NO ONE) that the master's other replicas continue
+//! from, and what a replica refuses, reply for reply as a redis-server
+//! replica of the same master.
+
+use std::net::SocketAddr;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use redis::AsyncCommands;
+use tally_tests::keyspace::{connect, fill};
+use tally_tests::replication::{
+    assert_same_data, assert_same_deadlines, replication_field, run_lines, stats_field,
+    wait_for_field, wait_in_sync,
+};
+use tally_tests::{assert_no_mismatch, compare_streams, script, RedisServer, TestServer};
+
+/// A redis-server master that sends its snapshot at once (Redis 7.0
+/// waits 5 s for more replicas before a diskless transfer).
+fn redis_master() -> Option<RedisServer> {
+    RedisServer::start_with(&[
+        "--repl-diskless-sync-delay",
+        "0",
+        "--enable-debug-command",
+        "yes",
+    ])
+}
+
+/// Makes the server at `replica` follow `master`.
+async fn replicate(replica: SocketAddr, master: SocketAddr) {
+    let mut conn = connect(replica).await;
+    let reply: String = redis::cmd("REPLICAOF")
+        .arg("127.0.0.1")
+        .arg(master.port())
+        .query_async(&mut conn)
+        .await
+        .expect("REPLICAOF");
+    assert_eq!(reply, "OK");
+}
+
+/// Writes of every kind, as the stream carries them.
+const STREAM_WRITES: &[&str] = &[
+    "INCR counter",
+    "INCRBYFLOAT float 1.5",
+    "MULTI",
+    "HSET hash f9 v9",
+    "ZINCRBY zset 2 a",
+    "SADD ints 42",
+    "EXEC",
+    "SET vol v EX 1000",
+    "PEXPIRE counter 900000",
+    "SET short v PX 100",
+    "SELECT 5",
+    "SET gone 1",
+    "FLUSHDB",
+    "SET kept 1",
+    "SELECT 6",
+    "SET six 6",
+    "SWAPDB 6 7",
+    "SPOP ints",
+    "RPOP list",
+    "SELECT 0",
+];
+
+/// Sends [`STREAM_WRITES`] and a script to `master`, lets the short key
+/// expire there, and waits until `replica` has it all.
+async fn write_everything(master: SocketAddr, replica: SocketAddr) {
+    run_lines(master, STREAM_WRITES).await;
+    let mut conn = connect(master).await;
+    let _: i64 = redis::cmd("EVAL")
+        .arg("redis.call('incr', KEYS[1]); return redis.call('pexpire', KEYS[1], 600000)")
+        .arg(1)
+        .arg("lua-counter")
+        .query_async(&mut conn)
+        .await
+        .expect("EVAL");
+    // The short key expires on the master, which sends the replica a DEL.
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    let gone: Option<String> = conn.get("short").await.expect("GET");
+    assert_eq!(gone, None);
+    wait_in_sync(master, replica).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn tally_follows_a_redis_master_through_every_kind_of_write() {
+    let Some(redis) = redis_master() else {
+        return;
+    };
+    let master = redis.addr;
+    // In the snapshot.
+    fill(master).await;
+    run_lines(master, &["SELECT 3", "SET in-three 1 EX 1000"]).await;
+    let tally = TestServer::start_real_clock().await;
+    replicate(tally.addr(), master).await;
+    wait_in_sync(master, tally.addr()).await;
+    assert_same_data(master, tally.addr()).await;
+    // In the stream; the offsets agree byte for byte (wait_in_sync
+    // compares master_repl_offset on both).
+    write_everything(master, tally.addr()).await;
+    assert_same_data(master, tally.addr()).await;
+    assert_same_deadlines(master, tally.addr()).await;
+    // Both ids are the master's history.
+    assert_eq!(
+        replication_field(tally.addr(), "master_replid").await,
+        replication_field(master, "master_replid").await
+    );
+    // ROLE and the master client as Redis shows them.
+    let mut conn = connect(tally.addr()).await;
+    let role: (String, String, u16, String, i64) = redis::cmd("ROLE")
+        .query_async(&mut conn)
+        .await
+        .expect("ROLE");
+    let offset: i64 = replication_field(master, "master_repl_offset")
+        .await
+        .expect("offset")
+        .parse()
+        .expect("a number");
+    assert_eq!(
+        role,
+        (
+            "slave".to_string(),
+            "127.0.0.1".to_string(),
+            master.port(),
+            "connected".to_string(),
+            offset
+        )
+    );
+    let listed: String = redis::cmd("CLIENT")
+        .arg("LIST")
+        .arg("TYPE")
+        .arg("master")
+        .query_async(&mut conn)
+        .await
+        .expect("CLIENT LIST");
+    assert_eq!(listed.lines().count(), 1, "{listed}");
+    assert!(listed.contains(" flags=M "), "{listed}");
+    // The master lists the replica, acknowledged up to its offset.
+    wait_for_field(
+        master,
+        "slave0",
+        &format!(
+            "ip=127.0.0.1,port={},state=online,offset={offset},lag=0",
+            tally.addr().port()
+        ),
+    )
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_replica_refuses_and_answers_as_a_redis_replica_does() {
+    let Some(redis) = redis_master() else {
+        return;
+    };
+    let master = redis.addr;
+    run_lines(master, &["SET k v", "SET n 5"]).await;
+    let port = master.port().to_string();
+    let Some(redis_replica) = RedisServer::start_with(&["--replicaof", "127.0.0.1", &port]) else {
+        return;
+    };
+    let tally = TestServer::start_real_clock().await;
+    replicate(tally.addr(), master).await;
+    wait_in_sync(master, redis_replica.addr).await;
+    wait_in_sync(master, tally.addr()).await;
+    let commands = script(&format!(
+        r#"
+        GET k
+        SET k w
+        INCR n
+        DEL k
+        MULTI
+        SET k w
+        EXEC
+        EVAL "return redis.call('get', KEYS[1])" 1 k
+        EVAL "return redis.call('set', KEYS[1], 'x')" 1 k
+        EVAL "return redis.pcall('incr', KEYS[1])" 1 n
+        EVAL_RO "return redis.call('get', KEYS[1])" 1 k
+        WAIT 0 0
+        REPLICAOF 127.0.0.1 {port}
+        SLAVEOF 127.0.0.1 {port}
+        REPLICAOF 127.0.0.1 notaport
+        REPLICAOF 127.0.0.1 65536
+        REPLICAOF one
+        CONFIG GET replicaof
+        CONFIG GET replica-read-only
+        GET k
+        "#
+    ));
+    assert_no_mismatch(&compare_streams(redis_replica.addr, tally.addr(), &commands).await);
+    // With a shebang, refused before it runs (the words of EVAL's script
+    // hold a newline, which `script` cannot write).
+    let shebang = vec![
+        b"EVAL".to_vec(),
+        b"#!lua\nreturn redis.call('set', KEYS[1], 'x')".to_vec(),
+        b"1".to_vec(),
+        b"k".to_vec(),
+    ];
+    let read_only = vec![
+        b"EVAL".to_vec(),
+        b"#!lua flags=no-writes\nreturn redis.call('get', KEYS[1])".to_vec(),
+        b"1".to_vec(),
+        b"k".to_vec(),
+    ];
+    assert_no_mismatch(
+        &compare_streams(redis_replica.addr, tally.addr(), &[shebang, read_only]).await,
+    );
+    // A writable replica takes writes and keeps them to itself.
+    let writable = script("CONFIG SET replica-read-only no\nSET local 1\nGET local");
+    assert_no_mismatch(&compare_streams(redis_replica.addr, tally.addr(), &writable).await);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_native_limiter_scripts_fail_on_a_replica_as_their_lua_run_does() {
+    let Some(redis) = redis_master() else {
+        return;
+    };
+    let port = redis.addr.port().to_string();
+    let Some(redis_replica) = RedisServer::start_with(&["--replicaof", "127.0.0.1", &port]) else {
+        return;
+    };
+    let tally = TestServer::start_real_clock().await;
+    replicate(tally.addr(), redis.addr).await;
+    wait_in_sync(redis.addr, redis_replica.addr).await;
+    wait_in_sync(redis.addr, tally.addr()).await;
+    let sliding_window = tally_lua::SCRIPTS
+        .iter()
+        .find(|s| s.name == "sliding_window")
+        .expect("the sliding-window script");
+    let eval = vec![
+        b"EVAL".to_vec(),
+        sliding_window.source.as_bytes().to_vec(),
+        b"2".to_vec(),
+        b"rl:u:1720000000".to_vec(),
+        b"rl:u:1719999940".to_vec(),
+        b"10".to_vec(),
+        b"60".to_vec(),
+        b"1720000000".to_vec(),
+        b"1".to_vec(),
+    ];
+    assert_no_mismatch(&compare_streams(redis_replica.addr, tally.addr(), &[eval]).await);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_tally_replica_of_tally_continues_after_its_link_is_cut() {
+    let primary = TestServer::start_real_clock().await;
+    let master = primary.addr();
+    fill(master).await;
+    let replica = TestServer::start_real_clock().await;
+    replicate(replica.addr(), master).await;
+    wait_in_sync(master, replica.addr()).await;
+    assert_same_data(master, replica.addr()).await;
+    assert_eq!(stats_field(master, "sync_full").await, "1");
+    // The replica's master client is killed (as Redis's tests cut a
+    // link); writes land meanwhile; it reconnects within a second and
+    // continues from the backlog.
+    let mut on_replica = connect(replica.addr()).await;
+    let killed: i64 = redis::cmd("CLIENT")
+        .arg("KILL")
+        .arg("TYPE")
+        .arg("master")
+        .query_async(&mut on_replica)
+        .await
+        .expect("CLIENT KILL");
+    assert_eq!(killed, 1);
+    run_lines(master, &["INCR after-cut", "SELECT 4", "SET in-four 4"]).await;
+    write_everything(master, replica.addr()).await;
+    assert_eq!(stats_field(master, "sync_partial_ok").await, "1");
+    assert_eq!(stats_field(master, "sync_full").await, "1");
+    assert_same_data(master, replica.addr()).await;
+    assert_same_deadlines(master, replica.addr()).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_promoted_replica_serves_the_other_replicas_without_a_full_sync() {
+    let Some(redis) = redis_master() else {
+        return;
+    };
+    let master = redis.addr;
+    fill(master).await;
+    let promoted = TestServer::start_real_clock().await;
+    let other = TestServer::start_real_clock().await;
+    replicate(promoted.addr(), master).await;
+    replicate(other.addr(), master).await;
+    run_lines(master, &["SET before-failover 1"]).await;
+    wait_in_sync(master, promoted.addr()).await;
+    wait_in_sync(master, other.addr()).await;
+    let old_id = replication_field(master, "master_replid").await;
+    let offset = replication_field(master, "master_repl_offset").await;
+    // The failover: the master goes, one replica becomes master, the
+    // other follows it.
+    drop(redis);
+    let mut conn = connect(promoted.addr()).await;
+    let _: () = redis::cmd("REPLICAOF")
+        .arg("NO")
+        .arg("ONE")
+        .query_async(&mut conn)
+        .await
+        .expect("REPLICAOF NO ONE");
+    assert_eq!(
+        replication_field(promoted.addr(), "role").await.as_deref(),
+        Some("master")
+    );
+    // The old history stays valid up to the byte after what it had.
+    assert_eq!(
+        replication_field(promoted.addr(), "master_replid2").await,
+        old_id
+    );
+    let second = offset
+        .as_deref()
+        .map(|o| (o.parse::<u64>().unwrap() + 1).to_string());
+    assert_eq!(
+        replication_field(promoted.addr(), "second_repl_offset").await,
+        second
+    );
+    let written: () = conn.set("after-failover", 2).await.expect("SET");
+    let () = written;
+    replicate(other.addr(), promoted.addr()).await;
+    wait_in_sync(promoted.addr(), other.addr()).await;
+    assert_eq!(stats_field(promoted.addr(), "sync_partial_ok").await, "1");
+    assert_eq!(stats_field(promoted.addr(), "sync_full").await, "0");
+    assert_same_data(promoted.addr(), other.addr()).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_full_sync_from_a_redis_master_under_writes_loses_nothing() {
+    let Some(redis) = redis_master() else {
+        return;
+    };
+    let master = redis.addr;
+    let stop = Arc::new(AtomicBool::new(false));
+    let acknowledged = Arc::new(AtomicU64::new(0));
+    let mut writers = Vec::new();
+    for writer in 0..4u64 {
+        let (stop, acknowledged) = (stop.clone(), acknowledged.clone());
+        writers.push(tokio::spawn(async move {
+            let mut conn = connect(master).await;
+            let mut i = 0u64;
+            while !stop.load(Ordering::Relaxed) {
+                let key = format!("k{}", (i * 7 + writer) % 200);
+                let _: i64 = conn.incr(&key, 1).await.expect("INCR");
+                acknowledged.fetch_add(1, Ordering::Relaxed);
+                i += 1;
+            }
+        }));
+    }
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let tally = TestServer::start_real_clock().await;
+    replicate(tally.addr(), master).await;
+    tokio::time::sleep(Duration::from_millis(700)).await;
+    stop.store(true, Ordering::Relaxed);
+    for writer in writers {
+        writer.await.expect("writer");
+    }
+    wait_in_sync(master, tally.addr()).await;
+    let mut on_replica = connect(tally.addr()).await;
+    let mut total = 0i64;
+    for k in 0..200 {
+        let value: Option<i64> = on_replica.get(format!("k{k}")).await.expect("GET");
+        total += value.unwrap_or(0);
+    }
+    assert_eq!(total as u64, acknowledged.load(Ordering::Relaxed));
+    assert_same_data(master, tally.addr()).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_key_past_its_deadline_waits_on_a_replica_for_the_masters_del() {
+    let Some(redis) = redis_master() else {
+        return;
+    };
+    let master = redis.addr;
+    let tally = TestServer::start_real_clock().await;
+    replicate(tally.addr(), master).await;
+    // The master's own expiry cycle is off: only a read there expires it.
+    run_lines(master, &["DEBUG SET-ACTIVE-EXPIRE 0", "SET brief v PX 50"]).await;
+    wait_in_sync(master, tally.addr()).await;
+    tokio::time::sleep(Duration::from_millis(150)).await;
+    let mut on_replica = connect(tally.addr()).await;
+    // Past its deadline it is absent to clients, yet still held: the
+    // replica deletes nothing on its own clock.
+    let value: Option<String> = on_replica.get("brief").await.expect("GET");
+    assert_eq!(value, None);
+    let held: i64 = redis::cmd("DBSIZE")
+        .query_async(&mut on_replica)
+        .await
+        .expect("DBSIZE");
+    let keys: Vec<String> = on_replica.keys("*").await.expect("KEYS");
+    assert_eq!(held, 1, "{keys:?}");
+    // A read on the master expires it there, and the DEL arrives.
+    let mut on_master = connect(master).await;
+    let value: Option<String> = on_master.get("brief").await.expect("GET");
+    assert_eq!(value, None);
+    wait_in_sync(master, tally.addr()).await;
+    let held: i64 = redis::cmd("DBSIZE")
+        .query_async(&mut on_replica)
+        .await
+        .expect("DBSIZE");
+    assert_eq!(held, 0);
+}

@@ -12,7 +12,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use redis::AsyncCommands;
-use tally_tests::keyspace::{connect, fill};
+use tally_tests::keyspace::{connect, fill, wait_loaded};
 use tally_tests::replication::{
     assert_same_data, assert_same_deadlines, replication_field, run_lines, stats_field,
     wait_for_field, wait_in_sync,
@@ -398,4 +398,211 @@ async fn a_key_past_its_deadline_waits_on_a_replica_for_the_masters_del() {
         .await
         .expect("DBSIZE");
     assert_eq!(held, 0);
+}
+
+/// The live move from Redis that docs/operations.md gives, under a write
+/// load: tally follows the running redis-server, the Redis master's
+/// writes are paused, tally catches up and is promoted, the writers move
+/// to it, and Redis goes. Every increment a writer saw acknowledged is in
+/// tally's counters, and no other.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_live_move_from_redis_loses_no_acknowledged_increment() {
+    let Some(redis) = redis_master() else {
+        return;
+    };
+    let tally = TestServer::start_real_clock().await;
+    // Where the writers send their increments: Redis, then tally.
+    let target = Arc::new(std::sync::Mutex::new(redis.addr));
+    let stop = Arc::new(AtomicBool::new(false));
+    let acknowledged = Arc::new(AtomicU64::new(0));
+    let mut writers = Vec::new();
+    for writer in 0..4u64 {
+        let (target, stop, acknowledged) = (target.clone(), stop.clone(), acknowledged.clone());
+        writers.push(tokio::spawn(async move {
+            let mut serving = *target.lock().expect("target");
+            let mut conn = connect(serving).await;
+            let mut i = 0u64;
+            while !stop.load(Ordering::Relaxed) {
+                let now = *target.lock().expect("target");
+                if now != serving {
+                    serving = now;
+                    conn = connect(serving).await;
+                }
+                let key = format!("k{}", (i * 7 + writer) % 100);
+                i += 1;
+                // A write paused on Redis when it went never ran: it
+                // fails here and is not counted.
+                let done =
+                    tokio::time::timeout(Duration::from_secs(2), conn.incr::<_, _, i64>(&key, 1))
+                        .await;
+                if let Ok(Ok(_)) = done {
+                    acknowledged.fetch_add(1, Ordering::Relaxed);
+                }
+            }
+        }));
+    }
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    // 1. tally follows Redis, under the load.
+    replicate(tally.addr(), redis.addr).await;
+    wait_for_field(tally.addr(), "master_link_status", "up").await;
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    // 2. Writes on Redis pause; tally catches up to Redis's offset.
+    run_lines(redis.addr, &["CLIENT PAUSE 20000 WRITE"]).await;
+    let offset = replication_field(redis.addr, "master_repl_offset")
+        .await
+        .expect("offset");
+    wait_for_field(tally.addr(), "master_repl_offset", &offset).await;
+    // 3. tally becomes a master, the writers move, Redis goes.
+    run_lines(tally.addr(), &["REPLICAOF NO ONE"]).await;
+    *target.lock().expect("target") = tally.addr();
+    drop(redis);
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    stop.store(true, Ordering::Relaxed);
+    for writer in writers {
+        writer.await.expect("writer");
+    }
+    let mut on_tally = connect(tally.addr()).await;
+    let mut total = 0u64;
+    for k in 0..100 {
+        let value: Option<u64> = on_tally.get(format!("k{k}")).await.expect("GET");
+        total += value.unwrap_or(0);
+    }
+    assert_eq!(total, acknowledged.load(Ordering::Relaxed));
+}
+
+/// SCRIPT LOAD on `addr`; the script's SHA1.
+async fn load_script(addr: SocketAddr, body: &str) -> String {
+    let mut conn = connect(addr).await;
+    redis::cmd("SCRIPT")
+        .arg("LOAD")
+        .arg(body)
+        .query_async(&mut conn)
+        .await
+        .expect("SCRIPT LOAD")
+}
+
+/// EVALSHA `sha` with no keys on `addr`: its reply, or the error text.
+async fn evalsha(addr: SocketAddr, sha: &str) -> Result<i64, String> {
+    let mut conn = connect(addr).await;
+    redis::cmd("EVALSHA")
+        .arg(sha)
+        .arg(0)
+        .query_async(&mut conn)
+        .await
+        .map_err(|e| e.to_string())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn scripts_loaded_on_the_master_work_on_a_promoted_replica() {
+    let primary = TestServer::start_real_clock().await;
+    let master = primary.addr();
+    // One script before the replica syncs (it comes in the snapshot), one
+    // after (it comes in the stream), one run by EVAL (loaded by it).
+    let before = load_script(master, "return 1").await;
+    let replica = TestServer::start_real_clock().await;
+    replicate(replica.addr(), master).await;
+    wait_in_sync(master, replica.addr()).await;
+    let after = load_script(master, "return 2").await;
+    let three: i64 = redis::cmd("EVAL")
+        .arg("return 3")
+        .arg(0)
+        .query_async(&mut connect(master).await)
+        .await
+        .expect("EVAL");
+    assert_eq!(three, 3);
+    wait_in_sync(master, replica.addr()).await;
+    run_lines(replica.addr(), &["REPLICAOF NO ONE"]).await;
+    assert_eq!(evalsha(replica.addr(), &before).await, Ok(1));
+    assert_eq!(evalsha(replica.addr(), &after).await, Ok(2));
+    // The old master names the EVAL'd script's SHA1 (it has it already).
+    let by_eval = load_script(master, "return 3").await;
+    assert_eq!(evalsha(replica.addr(), &by_eval).await, Ok(3));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn without_persisted_scripts_a_promoted_replica_answers_noscript_as_redis_7() {
+    let primary = TestServer::start_with(|c| {
+        c.lua_persist_scripts = false;
+        c.clock = std::sync::Arc::new(tally_server::store::SystemClock);
+    })
+    .await;
+    let master = primary.addr();
+    let replica = TestServer::start_real_clock().await;
+    replicate(replica.addr(), master).await;
+    wait_in_sync(master, replica.addr()).await;
+    let sha = load_script(master, "return 2").await;
+    run_lines(master, &["SET after-load 1"]).await;
+    wait_in_sync(master, replica.addr()).await;
+    run_lines(replica.addr(), &["REPLICAOF NO ONE"]).await;
+    let refused = evalsha(replica.addr(), &sha).await.expect_err("NOSCRIPT");
+    assert!(refused.contains("No matching script"), "{refused}");
+}
+
+/// A tally server on `dir` and `port` (0: any), with the real clock,
+/// following `master` if given.
+async fn tally_on(dir: &str, port: u16, master: Option<SocketAddr>) -> TestServer {
+    let dir = dir.to_string();
+    let server = TestServer::start_with(move |c| {
+        c.dir = dir;
+        c.port = port;
+        c.clock = Arc::new(tally_server::SystemClock);
+        c.replicaof = master.map(|m| ("127.0.0.1".to_string(), m.port()));
+    })
+    .await;
+    wait_loaded(server.addr()).await;
+    server
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_restarted_replica_continues_from_the_offset_its_snapshot_kept() {
+    let primary = TestServer::start_real_clock().await;
+    let master = primary.addr();
+    fill(master).await;
+    let dir = tally_tests::scratch_dir();
+    let replica = tally_on(&dir, 0, Some(master)).await;
+    run_lines(master, &["SELECT 2", "INCR in-two"]).await;
+    wait_in_sync(master, replica.addr()).await;
+    run_lines(replica.addr(), &["SAVE"]).await;
+    replica.handle.shutdown().await;
+    // Written while the replica is down; the stream was in database 2.
+    run_lines(
+        master,
+        &["SELECT 2", "INCR in-two", "SELECT 0", "INCR in-zero"],
+    )
+    .await;
+    let again = tally_on(&dir, 0, Some(master)).await;
+    wait_in_sync(master, again.addr()).await;
+    assert_eq!(stats_field(master, "sync_full").await, "1");
+    assert_eq!(stats_field(master, "sync_partial_ok").await, "1");
+    assert_same_data(master, again.addr()).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_redis_replica_continues_with_a_restarted_tally_master() {
+    let dir = tally_tests::scratch_dir();
+    let port = tally_tests::free_local_port();
+    let primary = tally_on(&dir, port, None).await;
+    let master = primary.addr();
+    fill(master).await;
+    let Some(redis) = RedisServer::start_with(&["--replicaof", "127.0.0.1", &port.to_string()])
+    else {
+        return;
+    };
+    wait_in_sync(master, redis.addr).await;
+    run_lines(master, &["SAVE"]).await;
+    let old_id = replication_field(master, "master_replid").await;
+    primary.handle.shutdown().await;
+    let again = tally_on(&dir, port, None).await;
+    // The old history is the second one, up to the byte after the
+    // snapshot's offset; the replica continues it.
+    assert_eq!(
+        replication_field(again.addr(), "master_replid2").await,
+        old_id
+    );
+    wait_for_field(redis.addr, "master_link_status", "up").await;
+    run_lines(again.addr(), &["INCR after-restart"]).await;
+    wait_in_sync(again.addr(), redis.addr).await;
+    assert_eq!(stats_field(again.addr(), "sync_partial_ok").await, "1");
+    assert_eq!(stats_field(again.addr(), "sync_full").await, "0");
+    assert_same_data(again.addr(), redis.addr).await;
 }

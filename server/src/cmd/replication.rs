@@ -77,12 +77,9 @@ pub fn psync(ctx: &mut Ctx<'_>, argv: &[&[u8]]) -> Reply {
             .fetch_add(1, Ordering::Relaxed);
     }
     feed.start_replicating();
-    // A replica relays its master's stream: no piece of it may fall
-    // between this snapshot and the stream that follows it.
-    let relay_order = feed.following().then(|| feed.relay_order());
-    let snapshot = snapshot::snapshot_bytes_with(ctx.shared, || feed.attach(sink));
-    drop(relay_order);
-    match snapshot {
+    // On a replica the snapshot pauses the relay of its master's stream
+    // for its moment, so no piece of it falls between the two.
+    match snapshot::snapshot_bytes_with(ctx.shared, || feed.attach(sink)) {
         Ok((file, (replid, offset))) => {
             let mut out =
                 format!("+FULLRESYNC {replid} {offset}\r\n${}\r\n", file.len()).into_bytes();

@@ -89,7 +89,7 @@ pub fn encodings(shared: &Shared) -> Encodings {
 
 /// A file's header and AUX fields, as Redis 7.0 writes them; `aof_base`
 /// for an append-only file's base.
-fn start_file(shared: &Shared, now_ms: u64, aof_base: bool) -> Writer {
+fn start_file(shared: &Shared, now_ms: u64, aof_base: bool, repl: Option<&ReplInfo>) -> Writer {
     let mut writer = Writer::new(encodings(shared), shared.config.read().rdbchecksum);
     writer.aux("redis-ver", crate::catalog::REDIS_VERSION.as_bytes());
     writer.aux("redis-bits", b"64");
@@ -98,6 +98,11 @@ fn start_file(shared: &Shared, now_ms: u64, aof_base: bool) -> Writer {
         "used-mem",
         shared.store.used_memory().to_string().as_bytes(),
     );
+    if let Some(repl) = repl {
+        writer.aux("repl-stream-db", repl.stream_db.to_string().as_bytes());
+        writer.aux("repl-id", repl.replid.as_bytes());
+        writer.aux("repl-offset", repl.offset.to_string().as_bytes());
+    }
     writer.aux("aof-base", if aof_base { b"1" } else { b"0" });
     // The scripts clients loaded, as Redis 6 kept them (a `lua` AUX field
     // each): tally loads them back, Redis 7 skips the field.
@@ -107,6 +112,47 @@ fn start_file(shared: &Shared, now_ms: u64, aof_base: bool) -> Writer {
         }
     }
     writer
+}
+
+/// Where the replication stream stood at a snapshot's moment (Redis's
+/// rdbSaveInfo: the `repl-id`, `repl-offset` and `repl-stream-db` AUX
+/// fields). A replica restarted from the file asks its master to continue
+/// from there, and a master restarted from it lets its replicas continue.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ReplInfo {
+    /// The replication id.
+    pub replid: String,
+    /// The offset the snapshot holds every byte up to.
+    pub offset: u64,
+    /// The database the stream had SELECTed.
+    pub stream_db: usize,
+}
+
+/// The stream's position now, as Redis saves it: a replica's (its
+/// master's history, in the database the master's stream is in), or a
+/// master's with a backlog; none for a master that never had a replica.
+/// Called at a snapshot's moment, every shard held and the relay paused.
+fn repl_info(shared: &Shared) -> Option<ReplInfo> {
+    let feed = shared.store.feed();
+    let (history, stream_db) = feed.history_to_save()?;
+    let stream_db = if feed.following() {
+        shared.master_link.stream_db.load(Ordering::Relaxed)
+    } else {
+        stream_db
+    };
+    Some(ReplInfo {
+        replid: history.replid,
+        offset: history.offset,
+        stream_db,
+    })
+}
+
+/// On a replica, holds the relay of its master's stream for a snapshot's
+/// moment, so that the offset it saves is exactly what its data holds
+/// (see `Feed::relay_order`). Taken before any shard.
+fn relay_paused(shared: &Shared) -> Option<parking_lot::MutexGuard<'_, ()>> {
+    let feed = shared.store.feed();
+    feed.following().then(|| feed.relay_order())
 }
 
 /// A script a file kept (`lua` AUX field) back in the cache. It compiled
@@ -176,10 +222,13 @@ fn write_rdb(
     at_the_moment: impl FnOnce(),
 ) -> std::io::Result<Saved> {
     let now_ms = shared.clock.now_ms();
-    let mut writer = start_file(shared, now_ms, aof_base);
     let store = &shared.store;
+    let relay = relay_paused(shared);
     let guards = lock_every_shard(store);
     at_the_moment();
+    let repl = if aof_base { None } else { repl_info(shared) };
+    drop(relay);
+    let mut writer = start_file(shared, now_ms, aof_base, repl.as_ref());
     let mut keys = 0u64;
     let mut bytes = 0u64;
     for (db, shards) in guards.iter().enumerate() {
@@ -231,14 +280,15 @@ pub fn bgsave(shared: &Arc<Shared>) -> bool {
     state
         .writes_at_snapshot
         .store(super::write_calls(&shared.stats), Ordering::Relaxed);
-    let counts = mark_every_shard(shared, now_ms, || {});
+    let mut repl = None;
+    let counts = mark_every_shard(shared, now_ms, || repl = repl_info(shared));
     let worker = shared.clone();
     let spawned = std::thread::Builder::new()
         .name("tally-bgsave".into())
         .spawn(move || {
             lower_priority();
             let result = commit(&worker, "-bg", |shared, file| {
-                write_snapshot(shared, file, &counts, now_ms, false)
+                write_snapshot(shared, file, &counts, now_ms, false, repl.as_ref())
             });
             finish_bgsave(&worker, result);
         });
@@ -260,6 +310,7 @@ pub(crate) fn mark_every_shard(
     let state = &shared.persistence;
     state.snapshot_memory.reset_peak();
     let encodings = encodings(shared);
+    let relay = relay_paused(shared);
     let guards = lock_every_shard(&shared.store);
     let mut counts = Vec::with_capacity(guards.len());
     for shards in guards.iter() {
@@ -278,6 +329,7 @@ pub(crate) fn mark_every_shard(
     }
     at_the_moment();
     drop(guards);
+    drop(relay);
     counts
 }
 
@@ -314,8 +366,9 @@ pub(crate) fn write_snapshot(
     counts: &[(u64, u64)],
     now_ms: u64,
     aof_base: bool,
+    repl: Option<&ReplInfo>,
 ) -> std::io::Result<Saved> {
-    let mut writer = start_file(shared, now_ms, aof_base);
+    let mut writer = start_file(shared, now_ms, aof_base, repl);
     let store = &shared.store;
     let encodings = encodings(shared);
     let mut bytes = 0u64;
@@ -401,7 +454,7 @@ fn finish_bgsave(shared: &Arc<Shared>, result: std::io::Result<Saved>) {
 }
 
 /// What loading a file found.
-#[derive(Debug, Default, Clone, Copy)]
+#[derive(Debug, Default, Clone)]
 pub struct Loaded {
     /// Keys loaded.
     pub keys: u64,
@@ -409,6 +462,9 @@ pub struct Loaded {
     pub expired: u64,
     /// Streams and function libraries skipped (`rdb-skip-unsupported`).
     pub skipped: u64,
+    /// Where the replication stream stood when it was saved, if the file
+    /// says.
+    pub repl: Option<ReplInfo>,
 }
 
 /// Reads the snapshot file, if there is one, and checks its header and
@@ -446,6 +502,16 @@ pub fn load(shared: &Shared, data: &[u8], skip_unsupported: bool) -> Result<Load
     state
         .last_load_expired
         .store(loaded.expired, Ordering::Relaxed);
+    if let Some(repl) = &loaded.repl {
+        shared
+            .store
+            .feed()
+            .restore_history(repl.replid.clone(), repl.offset);
+        shared
+            .master_link
+            .stream_db
+            .store(repl.stream_db, Ordering::Relaxed);
+    }
     Ok(loaded)
 }
 
@@ -515,6 +581,7 @@ pub(crate) fn load_entries(
         shared.clock.now_ms()
     };
     let mut loaded = Loaded::default();
+    let (mut repl_id, mut repl_offset, mut repl_db) = (None, None, None);
     let store = &shared.store;
     let limits = shared.encodings.get();
     while let Some(item) = reader
@@ -562,7 +629,27 @@ pub(crate) fn load_entries(
                 loaded.skipped += 1;
             }
             Item::Aux(field, source) if field == b"lua" => load_script(shared, &source),
+            Item::Aux(field, value) if field.starts_with(b"repl-") => {
+                let text = String::from_utf8_lossy(&value).into_owned();
+                match &field[..] {
+                    b"repl-id" => repl_id = Some(text),
+                    b"repl-offset" => repl_offset = text.parse::<u64>().ok(),
+                    b"repl-stream-db" => repl_db = text.parse::<usize>().ok(),
+                    _ => {}
+                }
+            }
             Item::Aux(..) | Item::ResizeDb { .. } => {}
+        }
+    }
+    // All three, or the file does not say (Redis's check; an old Redis
+    // could write a stream db of -1).
+    if let (Some(replid), Some(offset), Some(stream_db)) = (repl_id, repl_offset, repl_db) {
+        if replid.len() == 40 {
+            loaded.repl = Some(ReplInfo {
+                replid,
+                offset,
+                stream_db,
+            });
         }
     }
     Ok((loaded, reader.position()))

@@ -144,7 +144,9 @@ fn write_rewritten_base(
     let temp = Path::new(&shared.config.read().dir)
         .join(format!("temp-rewriteaof-bg-{}.aof", std::process::id()));
     let written = File::create(&temp).and_then(|mut file| {
-        crate::persistence::snapshot::write_snapshot(shared, &mut file, counts, now_ms, true)?;
+        crate::persistence::snapshot::write_snapshot(
+            shared, &mut file, counts, now_ms, true, None,
+        )?;
         file.sync_all()
     });
     match written {

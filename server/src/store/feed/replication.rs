@@ -262,6 +262,48 @@ impl Feed {
         }
     }
 
+    /// The history and the database the stream has SELECTed (0 when it
+    /// has none), to keep in a snapshot: while following a master, or as
+    /// a master with a backlog; `None` otherwise (Redis's
+    /// rdbPopulateSaveInfo).
+    pub fn history_to_save(&self) -> Option<(History, usize)> {
+        let pending = self.pending.lock();
+        let replication = &pending.replication;
+        if !replication.following && replication.backlog.is_none() {
+            return None;
+        }
+        Some((
+            History {
+                replid: replication.replid.clone(),
+                replid2: replication.replid2.clone(),
+                offset: replication.offset,
+                second_offset: replication.second_offset,
+            },
+            replication.selected.unwrap_or(0),
+        ))
+    }
+
+    /// Takes up the history a snapshot kept, at start, before any client
+    /// (Redis's loadDataFromDisk). A replica's history is that one: it
+    /// asks its master to continue it. A master starts a new history and
+    /// keeps that one as the second, with an empty backlog from its
+    /// offset, so its replicas that had everything continue with
+    /// `+CONTINUE`.
+    pub fn restore_history(&self, replid: ReplId, offset: u64) {
+        let mut pending = self.pending.lock();
+        let replication = &mut pending.replication;
+        replication.offset = offset;
+        if replication.following {
+            replication.replid = replid;
+        } else {
+            replication.replid2 = replid;
+            replication.second_offset = offset as i64 + 1;
+        }
+        replication.backlog = Some(VecDeque::new());
+        replication.selected = None;
+        self.replicating.store(true, Ordering::Release);
+    }
+
     /// True while this server follows a master (its stream is relayed).
     pub fn following(&self) -> bool {
         self.following.load(Ordering::Acquire)

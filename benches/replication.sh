@@ -8,8 +8,9 @@
 #   2. between the two loads, a full sync of KEYS counters (plus the
 #      load's keys): time from REPLICAOF until the replica's link is up
 #      with the snapshot loaded;
-#   3. how far behind the replica is when the load ends (bytes), and how
-#      long it takes to have everything.
+#   3. the replica's CPU per request of that load, how far behind it is
+#      when the load ends (bytes), and how long it takes to have
+#      everything.
 #
 # Usage: benches/replication.sh [requests] [keys]
 set -euo pipefail
@@ -48,8 +49,8 @@ incr_load() {
     echo "$rps $((after - before))"
 }
 
-printf '%-6s %14s %12s %16s %16s %12s %12s %14s\n' server full_sync_ms alone_rps alone_us_per_req \
-    replica_rps replica_us_req lag_bytes catch_up_ms
+printf '%-6s %12s %11s %10s %11s %10s %12s %10s %11s\n' server full_sync_ms alone_rps alone_us \
+    with_rps with_us replica_us lag_bytes catch_up_ms
 for kind in redis tally; do
     mport=$(free_port); rport=$(free_port)
     mpid=$(start "$kind" "$mport"); rpid=$(start "$kind" "$rport")
@@ -70,14 +71,17 @@ EOF
         && [ "$(field "$rport" master_sync_in_progress)" = 0 ]; do sleep 0.01; done
     sync_ms=$(( $(now_ms) - started ))
     [ "$(redis-cli -p "$rport" dbsize)" = "$keys" ] || { echo "$kind: replica holds $(redis-cli -p "$rport" dbsize) of $keys keys"; exit 1; }
-    # The same load with the replica attached.
+    # The same load with the replica attached (and the replica's CPU
+    # over it).
+    replica_before=$(cpu_ticks "$rpid")
     read -r with_rps with_ticks < <(incr_load "$mport" "$mpid")
+    replica_ticks=$(( $(cpu_ticks "$rpid") - replica_before ))
     lag=$(( $(field "$mport" master_repl_offset) - $(field "$rport" master_repl_offset) ))
     started=$(now_ms)
     until [ "$(field "$mport" master_repl_offset)" = "$(field "$rport" master_repl_offset)" ]; do sleep 0.005; done
     catch_up=$(( $(now_ms) - started ))
     us() { python3 -c "print(round($1 * 10000 / $REQUESTS, 3))"; }
-    printf '%-6s %14s %12s %16s %16s %12s %12s %14s\n' "$kind" "$sync_ms" "$alone_rps" \
-        "$(us "$alone_ticks")" "$with_rps" "$(us "$with_ticks")" "$lag" "$catch_up"
+    printf '%-6s %12s %11s %10s %11s %10s %12s %10s %11s\n' "$kind" "$sync_ms" "$alone_rps" \
+        "$(us "$alone_ticks")" "$with_rps" "$(us "$with_ticks")" "$(us "$replica_ticks")" "$lag" "$catch_up"
     kill "$mpid" "$rpid" 2>/dev/null || true
 done

@@ -43,6 +43,7 @@ pub fn sweep_once(shared: &Shared) -> u64 {
             .stats
             .expired_keys
             .fetch_add(expired, Ordering::Relaxed);
+        shared.store.feed().flush_replicas();
     }
     reclaimed
 }

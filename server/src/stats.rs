@@ -245,6 +245,9 @@ pub async fn run_sampler(shared: std::sync::Arc<crate::state::Shared>) {
         let now_ms = shared.started.elapsed().as_millis() as u64 + 1;
         stats.instantaneous.sample(stats, now_ms);
         stats.note_memory(shared.store.used_memory() as u64);
+        // Changes made outside a connection's batch (expiries, MIGRATE's
+        // deletions) reach the replicas within a tick.
+        shared.store.feed().flush_replicas();
         // Idle clients are looked at once a second, on the server's clock
         // (the one `last_interaction_ms` is read from).
         sampled += 1;

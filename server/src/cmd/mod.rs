@@ -494,21 +494,39 @@ fn call(ctx: &mut Ctx<'_>, index: usize, command: &'static Command, argv: &[&[u8
         return reply;
     }
     let store = &ctx.shared.store;
-    let held = if multi::keys_known(command) {
+    let db = ctx.client.db;
+    let (one, many);
+    let held: &dyn ShardLender = if multi::keys_known(command) {
         let keys: Vec<_> = command
             .key_positions(argv)
             .into_iter()
             .map(|i| store.key(argv[i]))
             .collect();
-        crate::store::HeldShards::declared(store, ctx.client.db, &keys)
+        let database = store.db(db);
+        match keys.split_first() {
+            // The usual write: every key in one shard.
+            Some((first, rest))
+                if rest
+                    .iter()
+                    .all(|k| database.shard_of(*k) == database.shard_of(*first)) =>
+            {
+                one = crate::store::OneShard::lock(store, db, database.shard_of(*first));
+                &one
+            }
+            _ => {
+                many = crate::store::HeldShards::declared(store, db, &keys);
+                &many
+            }
+        }
     } else {
-        crate::store::HeldShards::everything(store)
+        many = crate::store::HeldShards::everything(store);
+        &many
     };
     let mut inner = Ctx {
         shared: ctx.shared,
         client: &mut *ctx.client,
         now_ms: ctx.now_ms,
-        held: Some(&held),
+        held: Some(held),
     };
     let reply = handler(&mut inner, argv);
     // The shards of a command's keys are all it touches (commands that
@@ -519,9 +537,10 @@ fn call(ctx: &mut Ctx<'_>, index: usize, command: &'static Command, argv: &[&[u8
         "{} touched a shard it did not declare",
         command.name
     );
+    // Appended while the shards are still held (they go with `one` or
+    // `many` on return).
     record_change(&mut inner, command, argv, &reply);
     propagate::append_pending(&mut inner);
-    drop(held);
     reply
 }
 

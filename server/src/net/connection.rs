@@ -165,6 +165,8 @@ pub async fn serve_stream<S: ClientStream>(
             }
         }
         let next = run_batch(&shared, client, &mut input, &mut resume, &mut output);
+        // The batch's changes go to the replicas in one piece.
+        shared.store.feed().flush_replicas();
         let after = match std::mem::take(&mut client.after) {
             After::Migrate(migration) => {
                 // MIGRATE's network half; the commands after it wait, as

@@ -81,6 +81,57 @@ impl ShardLender for HeldShards<'_> {
     }
 }
 
+/// One shard held for one write command whose keys all live in it (the
+/// usual write while changes are recorded: its change must reach the
+/// feed before the shard is released). The same contract as
+/// [`HeldShards::declared`] without its per-database tables.
+pub struct OneShard<'s> {
+    store: &'s Store,
+    db: usize,
+    index: usize,
+    guard: RefCell<MutexGuard<'s, ShardData>>,
+    conflict: Cell<bool>,
+}
+
+impl<'s> OneShard<'s> {
+    /// Locks shard `index` of database `db`.
+    pub fn lock(store: &'s Store, db: usize, index: usize) -> OneShard<'s> {
+        OneShard {
+            store,
+            db,
+            index,
+            guard: RefCell::new(store.db(db).lock_shard(index)),
+            conflict: Cell::new(false),
+        }
+    }
+}
+
+impl ShardLender for OneShard<'_> {
+    fn lend(&self, db: usize, index: usize) -> ShardGuard<'_> {
+        if (db, index) == (self.db, self.index) {
+            return ShardGuard::Held(RefMut::map(self.guard.borrow_mut(), |guard| &mut **guard));
+        }
+        // A command reaching past its keys' shard breaks the contract
+        // (the caller asserts it never does); as with a declared set, the
+        // shard is taken if free, never waited for.
+        match self.store.db(db).try_lock_shard(index) {
+            Some(guard) => ShardGuard::Owned(guard),
+            None => {
+                self.conflict.set(true);
+                ShardGuard::Scratch(Box::new(self.store.scratch_shard()))
+            }
+        }
+    }
+
+    fn conflicted(&self) -> bool {
+        self.conflict.get()
+    }
+
+    fn force_conflict(&self) {
+        self.conflict.set(true);
+    }
+}
+
 /// The shards a script holds, indexed by (database, shard).
 pub struct HeldShards<'s> {
     store: &'s Store,

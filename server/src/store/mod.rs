@@ -33,7 +33,7 @@ use parking_lot::{Mutex, MutexGuard};
 
 pub use clock::{Clock, ManualClock, SystemClock};
 pub use entry::{Entry, ValueRef};
-pub use held::{HeldShards, ShardGuard, ShardLender};
+pub use held::{HeldShards, OneShard, ShardGuard, ShardLender};
 pub use object::{Kind, Object};
 pub use shard::{as_master_command, EntryMut, KeyRef, OwnedValue, ShardData, SCAN_EPOCH_MASK};
 

@@ -157,6 +157,7 @@ fn apply_buffered(
             .store(*offset as i64, Ordering::Relaxed);
         applied.consumed = end;
     }
+    feed.flush_replicas();
     Ok(applied)
 }
 

@@ -103,6 +103,8 @@ pub struct Feed {
     following: AtomicBool,
     /// See [`Feed::relay_order`].
     relay_order: Mutex<()>,
+    /// The stream has bytes the replicas were not handed yet.
+    unflushed: AtomicBool,
     pending: Mutex<Pending>,
 }
 
@@ -169,9 +171,10 @@ impl Feed {
         let mut pending = self.pending.lock();
         if self.replicating.load(Ordering::Acquire) {
             let replication = &mut pending.replication;
-            let mut bytes = Vec::new();
+            let mut bytes = Vec::with_capacity(64);
             encode_change(&mut bytes, &mut replication.selected, commands);
             replication.send(bytes);
+            self.unflushed.store(true, Ordering::Release);
         }
         if !self.logging.load(Ordering::Acquire) {
             return 0;

@@ -2,7 +2,8 @@
 # Runs every test of the workspace on this machine, first installing what
 # the tests need that is missing: redis-server and redis-tools (the
 # differential tests compare replies with a real Redis; redis-cli,
-# redis-benchmark, redis-check-rdb), prometheus-redis-exporter, tmux
+# redis-benchmark, redis-check-rdb), redis-sentinel (the failover of a
+# tally master), prometheus-redis-exporter, tmux
 # (redis-cli's hints), openssl (TLS certificates), curl, redis-py and the
 # Node clients in tests/clients. Nothing is skipped: a test whose tool is
 # missing fails (TALLY_SKIP_MISSING_TOOLS=1 skips them instead, loudly).
@@ -19,14 +20,15 @@ as_root() {
 
 export DEBIAN_FRONTEND=noninteractive
 missing=()
-for tool in redis-server redis-cli redis-benchmark redis-check-rdb prometheus-redis-exporter \
-    curl tmux openssl; do
+for tool in redis-server redis-cli redis-benchmark redis-check-rdb redis-sentinel \
+    prometheus-redis-exporter curl tmux openssl; do
     command -v "$tool" >/dev/null 2>&1 || missing+=("$tool")
 done
 if [ ${#missing[@]} -gt 0 ]; then
     echo "tests/run.sh: installing what provides: ${missing[*]}"
     as_root apt-get update
-    as_root apt-get install -y redis-server redis-tools prometheus-redis-exporter curl tmux openssl
+    as_root apt-get install -y redis-server redis-tools redis-sentinel prometheus-redis-exporter \
+        curl tmux openssl
 fi
 # redis-py: the TLS and cluster client tests drive tally with it (pip
 # where python3 is one's own, Debian's package where it is the system's).

@@ -59,6 +59,8 @@ fn config_from(matches: &ArgMatches) -> Result<Config, String> {
     let mut config = Config::default();
     if let Some(path) = matches.get_one::<PathBuf>(CONFIG_FILE) {
         config.apply_file(path).map_err(|e| e.to_string())?;
+        // Absolute: CONFIG REWRITE writes it whatever `dir` is by then.
+        config.config_file = Some(std::path::absolute(path).unwrap_or_else(|_| path.clone()));
     }
     let mut given: Vec<(usize, &str, Vec<String>)> = Vec::new();
     for directive in DIRECTIVES {

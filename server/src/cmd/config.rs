@@ -143,6 +143,19 @@ pub fn config_resetstat(ctx: &mut Ctx<'_>, _argv: &[&[u8]]) -> Reply {
     Reply::Ok
 }
 
+/// CONFIG REWRITE: the config file the server started with, brought up
+/// to date (`config::rewrite`).
+pub fn config_rewrite(ctx: &mut Ctx<'_>, _argv: &[&[u8]]) -> Reply {
+    let config = ctx.shared.config.read().clone();
+    let Some(path) = &config.config_file else {
+        return Reply::error("ERR The server is running without a config file");
+    };
+    match crate::config::rewrite::rewrite(path, &config) {
+        Ok(()) => Reply::Ok,
+        Err(e) => Reply::error(format!("ERR Rewriting config file: {e}")),
+    }
+}
+
 /// CONFIG HELP
 pub fn config_help(_ctx: &mut Ctx<'_>, _argv: &[&[u8]]) -> Reply {
     help_reply(
@@ -154,6 +167,8 @@ pub fn config_help(_ctx: &mut Ctx<'_>, _argv: &[&[u8]]) -> Reply {
             "    Set the configuration <directive> to <value>.",
             "RESETSTAT",
             "    Reset statistics reported by the INFO command.",
+            "REWRITE",
+            "    Rewrite the configuration file.",
         ],
     )
 }

@@ -289,6 +289,7 @@ static BINDINGS: &[(&str, Handler)] = &[
     ("config|get", config::config_get),
     ("config|set", config::config_set),
     ("config|resetstat", config::config_resetstat),
+    ("config|rewrite", config::config_rewrite),
     ("config|help", config::config_help),
     // COMMAND subcommands
     ("command|count", command::command_count),

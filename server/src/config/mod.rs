@@ -9,6 +9,7 @@
 //! memory and yes/no readers Redis's parameters share in `values`.
 
 pub mod directives;
+pub mod rewrite;
 pub mod settings;
 mod values;
 
@@ -27,6 +28,9 @@ pub const MAXMEMORY_POLICY: &str = "noeviction";
 /// Everything a [`crate::Server`] needs to start.
 #[derive(Clone)]
 pub struct Config {
+    /// The config file the server started with, if any (CONFIG REWRITE
+    /// writes it). Not a directive: the binary sets it.
+    pub config_file: Option<std::path::PathBuf>,
     /// Addresses to listen on (`bind`); default `127.0.0.1`.
     pub bind: Vec<String>,
     /// TCP port (`port`); 0 picks a free port.
@@ -248,6 +252,7 @@ pub fn default_shards() -> usize {
 impl Default for Config {
     fn default() -> Config {
         Config {
+            config_file: None,
             bind: vec!["127.0.0.1".to_string()],
             port: 6379,
             maxmemory: 0,

@@ -208,8 +208,10 @@ mod tests {
         assert_eq!(quoted(""), "\"\"");
         assert_eq!(quoted("two words"), "\"two words\"");
         assert_eq!(quoted("a\"b\\c\n"), "\"a\\\"b\\\\c\\n\"");
-        let mut config = Config::default();
-        config.masterauth = "p@ss word\"x".to_string();
+        let config = Config {
+            masterauth: "p@ss word\"x".to_string(),
+            ..Config::default()
+        };
         let text = rewritten("", &config);
         assert_eq!(config_of(&text).masterauth, "p@ss word\"x");
     }

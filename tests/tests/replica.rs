@@ -606,3 +606,85 @@ async fn a_redis_replica_continues_with_a_restarted_tally_master() {
     assert_eq!(stats_field(again.addr(), "sync_full").await, "0");
     assert_same_data(again.addr(), redis.addr).await;
 }
+
+/// CVE-2026-23631's scenario (Debian's patch carries Redis's test for it):
+/// a full sync arrives while the replica runs a script past its busy
+/// threshold. Redis freed the Lua engine under the script; its fix makes
+/// the sync wait for the script. tally's full sync frees no engine (the
+/// scripts stay, the VMs are the workers'), so the script runs on, is
+/// still BUSY after the sync was triggered, is killed by SCRIPT KILL, and
+/// the replica then has every key of the master.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_full_sync_during_a_busy_script_leaves_the_script_running() {
+    let Some(redis) = redis_master() else {
+        return;
+    };
+    let master = redis.addr;
+    // A small replica output limit: the big writes below cut the link,
+    // and the replica must sync in full again.
+    let _: () = redis::cmd("CONFIG")
+        .arg("SET")
+        .arg("client-output-buffer-limit")
+        .arg("replica 1024 1024 0")
+        .query_async(&mut connect(master).await)
+        .await
+        .expect("CONFIG SET");
+    let tally = TestServer::start_real_clock().await;
+    replicate(tally.addr(), master).await;
+    wait_in_sync(master, tally.addr()).await;
+    let mut scripted = tally.raw().await;
+    let mut client = tally.raw().await;
+    assert_eq!(
+        client.line("CONFIG SET busy-reply-threshold 1").await,
+        "+OK\r\n"
+    );
+    scripted
+        .send(&tally_tests::encode_command(&[
+            "EVAL",
+            "while true do end",
+            "0",
+        ]))
+        .await;
+    let busy = |reply: &str| reply.starts_with("-BUSY");
+    let mut answered = String::new();
+    for _ in 0..100 {
+        answered = client.line("PING").await;
+        if busy(&answered) {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert!(busy(&answered), "{answered}");
+    let big = "x".repeat(1_000_000);
+    let mut on_master = connect(master).await;
+    for i in 0..5 {
+        let _: () = on_master
+            .set(format!("bigkey:{i}"), &big)
+            .await
+            .expect("SET");
+    }
+    let deadline = std::time::Instant::now() + Duration::from_secs(20);
+    while stats_field(master, "sync_full")
+        .await
+        .parse::<u64>()
+        .unwrap_or(0)
+        < 2
+    {
+        assert!(std::time::Instant::now() < deadline, "no second full sync");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    assert!(
+        busy(&client.line("PING").await),
+        "the script should still run"
+    );
+    assert_eq!(client.line("SCRIPT KILL").await, "+OK\r\n");
+    let killed = String::from_utf8(scripted.reply().await).expect("text");
+    assert!(
+        killed.starts_with("-ERR Script killed by user with SCRIPT KILL..."),
+        "{killed}"
+    );
+    assert_eq!(client.line("PING").await, "+PONG\r\n");
+    wait_in_sync(master, tally.addr()).await;
+    assert_same_data(master, tally.addr()).await;
+}

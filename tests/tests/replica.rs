@@ -688,3 +688,98 @@ async fn a_full_sync_during_a_busy_script_leaves_the_script_running() {
     wait_in_sync(master, tally.addr()).await;
     assert_same_data(master, tally.addr()).await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_replica_authenticates_with_masteruser_and_masterauth() {
+    let Some(redis) = RedisServer::start_with(&[
+        "--repl-diskless-sync-delay",
+        "0",
+        "--requirepass",
+        "master-secret",
+    ]) else {
+        return;
+    };
+    let master = redis.addr;
+    let mut admin = redis::Client::open(format!("redis://:master-secret@{master}/"))
+        .expect("client")
+        .get_multiplexed_async_connection()
+        .await
+        .expect("connection");
+    for args in [
+        vec![
+            "ACL",
+            "SETUSER",
+            "replicator",
+            "on",
+            ">repl-secret",
+            "+psync",
+            "+replconf",
+            "+ping",
+        ],
+        vec!["SET", "guarded", "1"],
+    ] {
+        let mut cmd = redis::cmd(args[0]);
+        for arg in &args[1..] {
+            cmd.arg(*arg);
+        }
+        let _: () = cmd.query_async(&mut admin).await.expect("setup");
+    }
+    let tally = TestServer::start_real_clock().await;
+    // A wrong password: the link stays down, the replica retries.
+    run_lines(tally.addr(), &["CONFIG SET masterauth wrong"]).await;
+    replicate(tally.addr(), master).await;
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    assert_eq!(
+        replication_field(tally.addr(), "master_link_status")
+            .await
+            .as_deref(),
+        Some("down")
+    );
+    // The ACL user and its password: the link comes up.
+    run_lines(
+        tally.addr(),
+        &[
+            "CONFIG SET masteruser replicator",
+            "CONFIG SET masterauth repl-secret",
+        ],
+    )
+    .await;
+    wait_for_field(tally.addr(), "master_link_status", "up").await;
+    let mut on_replica = connect(tally.addr()).await;
+    let guarded: i64 = on_replica.get("guarded").await.expect("GET");
+    assert_eq!(guarded, 1);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn with_stale_data_refused_a_replica_without_its_master_answers_masterdown() {
+    let Some(redis) = redis_master() else {
+        return;
+    };
+    let port = redis.addr.port().to_string();
+    let Some(redis_replica) = RedisServer::start_with(&[
+        "--replicaof",
+        "127.0.0.1",
+        &port,
+        "--replica-serve-stale-data",
+        "no",
+    ]) else {
+        return;
+    };
+    let tally = TestServer::start_real_clock().await;
+    run_lines(tally.addr(), &["CONFIG SET replica-serve-stale-data no"]).await;
+    replicate(tally.addr(), redis.addr).await;
+    wait_in_sync(redis.addr, tally.addr()).await;
+    wait_in_sync(redis.addr, redis_replica.addr).await;
+    drop(redis);
+    wait_for_field(tally.addr(), "master_link_status", "down").await;
+    wait_for_field(redis_replica.addr, "master_link_status", "down").await;
+    let commands = script(
+        r#"
+        GET k
+        PING
+        INFO nosuchsection
+        EVAL "return 1" 0
+        "#,
+    );
+    assert_no_mismatch(&compare_streams(redis_replica.addr, tally.addr(), &commands).await);
+}

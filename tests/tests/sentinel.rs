@@ -4,13 +4,15 @@
 //! PUBLISH/SUBSCRIBE on `__sentinel__:hello` to find each other, then
 //! `MULTI; REPLICAOF NO ONE; CONFIG REWRITE; CLIENT KILL TYPE normal;
 //! EXEC` on the replica it promotes and REPLICAOF on the other, which
-//! continues from the promoted one without a full sync.
+//! continues from the promoted one without a full sync. redis-py's and
+//! ioredis's Sentinel clients find the master before and after.
 
 use std::net::SocketAddr;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use redis::AsyncCommands;
+use tally_tests::cluster::run_program;
 use tally_tests::keyspace::connect;
 use tally_tests::replication::{replication_field, stats_field, wait_for_field, wait_in_sync};
 use tally_tests::{free_local_port, scratch_dir, tool_missing, TestServer};
@@ -82,6 +84,48 @@ impl Sentinel {
     }
 }
 
+/// The Sentinel clients of redis-py and ioredis, each asked for the
+/// master through `sentinels` and expected to reach `master_port`, where
+/// each increments `sentinel:hits`. Returns how many ran (a missing one
+/// fails in CI through `tool_missing`).
+async fn clients_reach(sentinels: &[Sentinel], master_port: u16) -> i64 {
+    let clients = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("clients");
+    let ports = sentinels
+        .iter()
+        .map(|s| s.addr.port().to_string())
+        .collect::<Vec<_>>()
+        .join(",");
+    let mut ran = 0;
+    let python = Command::new("python3")
+        .args(["-c", "import redis.sentinel"])
+        .status()
+        .is_ok_and(|s| s.success());
+    if python {
+        let script = clients.join("sentinel_redis_py.py").display().to_string();
+        let (ok, output) = run_program(
+            "python3",
+            vec![script, ports.clone(), master_port.to_string()],
+        )
+        .await;
+        assert!(
+            ok && output.trim_end().ends_with("OK"),
+            "redis-py: {output}"
+        );
+        ran += 1;
+    } else {
+        tool_missing("redis-py (for its Sentinel client)");
+    }
+    if clients.join("node_modules/ioredis").is_dir() {
+        let script = clients.join("sentinel_ioredis.js").display().to_string();
+        let (ok, output) = run_program("node", vec![script, ports, master_port.to_string()]).await;
+        assert!(ok && output.trim_end().ends_with("OK"), "ioredis: {output}");
+        ran += 1;
+    } else {
+        tool_missing("ioredis (npm ci --prefix tests/clients)");
+    }
+    ran
+}
+
 /// Polls `done` every 100 ms until it holds, or fails after `secs` with
 /// `what`.
 async fn until<F, Fut>(secs: u64, what: &str, mut done: F)
@@ -147,6 +191,7 @@ async fn three_sentinels_fail_a_tally_master_over_to_a_tally_replica() {
         })
         .await;
     }
+    let mut hits = clients_reach(&sentinels, old.port()).await;
     // The master goes.
     drop(on_master);
     master.handle.shutdown().await;
@@ -210,6 +255,11 @@ async fn three_sentinels_fail_a_tally_master_over_to_a_tally_replica() {
     let mut on_other = connect(other.addr()).await;
     let replicated: i64 = on_other.get("after-failover").await.expect("GET");
     assert_eq!(replicated, 1);
+    // The clients ask the sentinels again and reach the new master, which
+    // has every increment made before the failover.
+    hits += clients_reach(&sentinels, promoted_port).await;
+    let counted: i64 = on_promoted.get("sentinel:hits").await.unwrap_or(0);
+    assert_eq!(counted, hits);
     assert_eq!(stats_field(promoted.addr(), "sync_full").await, "0");
     assert_eq!(stats_field(promoted.addr(), "sync_partial_ok").await, "1");
 }

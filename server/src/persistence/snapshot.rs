@@ -488,12 +488,7 @@ pub fn open(shared: &Shared) -> Result<Option<Vec<u8>>, String> {
 /// Progress goes to INFO's `loading_*` fields.
 pub fn load(shared: &Shared, data: &[u8], skip_unsupported: bool) -> Result<Loaded, String> {
     let state = &shared.persistence;
-    state
-        .loading_total_bytes
-        .store(data.len() as u64, Ordering::Relaxed);
-    state
-        .loading_start_unix
-        .store(shared.clock.now_ms() / 1000, Ordering::Relaxed);
+    loading_begins(shared, data.len());
     let (loaded, _) = load_entries(shared, data, skip_unsupported, &path(shared), false, 0)?;
     state
         .loading_loaded_bytes
@@ -515,6 +510,18 @@ pub fn load(shared: &Shared, data: &[u8], skip_unsupported: bool) -> Result<Load
     Ok(loaded)
 }
 
+/// INFO's `loading_total_bytes` and `loading_start_unix` for a load of
+/// `bytes` starting now.
+fn loading_begins(shared: &Shared, bytes: usize) {
+    let state = &shared.persistence;
+    state
+        .loading_total_bytes
+        .store(bytes as u64, Ordering::Relaxed);
+    state
+        .loading_start_unix
+        .store(shared.clock.now_ms() / 1000, Ordering::Relaxed);
+}
+
 /// A replica's full resynchronization: the dataset becomes the master's
 /// snapshot `data`. Clients get LOADING meanwhile, as from Redis's replica
 /// loading its master's file. Keys whose deadline passed here are kept:
@@ -531,12 +538,7 @@ pub fn replace_with_masters(shared: &Shared, data: &[u8]) -> Result<Loaded, Stri
     let state = &shared.persistence;
     state.loading.store(true, Ordering::SeqCst);
     clear();
-    state
-        .loading_total_bytes
-        .store(data.len() as u64, Ordering::Relaxed);
-    state
-        .loading_start_unix
-        .store(shared.clock.now_ms() / 1000, Ordering::Relaxed);
+    loading_begins(shared, data.len());
     let skip_unsupported = shared.config.read().rdb_skip_unsupported;
     let loaded = load_entries(
         shared,

@@ -44,11 +44,24 @@ pub fn fill_commands() -> Vec<Vec<Vec<u8>>> {
 }
 
 pub async fn connect(addr: SocketAddr) -> redis::aio::MultiplexedConnection {
-    redis::Client::open(format!("redis://{addr}/"))
-        .expect("client")
-        .get_multiplexed_async_connection()
+    let client = redis::Client::open(format!("redis://{addr}/")).expect("client");
+    patient(&client).await.expect("connection")
+}
+
+/// A multiplexed connection that waits for its replies as long as a test
+/// may take. The redis crate gives up on a reply after 500 ms by default,
+/// which a debug build under CI load (a 1,000-key MSET during a background
+/// save, on a box running other test binaries) can exceed: a test's verdict
+/// must not depend on the box's speed. The minute bounds a real hang.
+pub async fn patient(
+    client: &redis::Client,
+) -> redis::RedisResult<redis::aio::MultiplexedConnection> {
+    let config = redis::AsyncConnectionConfig::new()
+        .set_connection_timeout(Some(std::time::Duration::from_secs(60)))
+        .set_response_timeout(Some(std::time::Duration::from_secs(60)));
+    client
+        .get_multiplexed_async_connection_with_config(&config)
         .await
-        .expect("connection")
 }
 
 pub async fn run(conn: &mut redis::aio::MultiplexedConnection, args: &[Vec<u8>]) -> redis::Value {

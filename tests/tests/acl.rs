@@ -289,11 +289,11 @@ async fn refusals_are_logged_as_redis_logs_them() {
         ] {
             conn.cmd(command).await;
         }
-        let mut client = redis::Client::open(format!("redis://{addr}/"))
-            .expect("client")
-            .get_multiplexed_async_connection()
-            .await
-            .expect("connection");
+        let mut client = tally_tests::keyspace::patient(
+            &redis::Client::open(format!("redis://{addr}/")).expect("client"),
+        )
+        .await
+        .expect("connection");
         let entries: Vec<Vec<redis::Value>> = redis::cmd("ACL")
             .arg("LOG")
             .query_async(&mut client)

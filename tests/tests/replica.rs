@@ -700,11 +700,11 @@ async fn a_replica_authenticates_with_masteruser_and_masterauth() {
         return;
     };
     let master = redis.addr;
-    let mut admin = redis::Client::open(format!("redis://:master-secret@{master}/"))
-        .expect("client")
-        .get_multiplexed_async_connection()
-        .await
-        .expect("connection");
+    let mut admin = tally_tests::keyspace::patient(
+        &redis::Client::open(format!("redis://:master-secret@{master}/")).expect("client"),
+    )
+    .await
+    .expect("connection");
     for args in [
         vec![
             "ACL",

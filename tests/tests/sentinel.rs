@@ -75,7 +75,7 @@ impl Sentinel {
     /// SENTINEL <args...> as the sentinel answers it, once it answers.
     async fn ask<T: redis::FromRedisValue>(&self, args: &[&str]) -> Option<T> {
         let client = redis::Client::open(format!("redis://{}/", self.addr)).ok()?;
-        let mut conn = client.get_multiplexed_async_connection().await.ok()?;
+        let mut conn = tally_tests::keyspace::patient(&client).await.ok()?;
         let mut cmd = redis::cmd("SENTINEL");
         for arg in args {
             cmd.arg(*arg);

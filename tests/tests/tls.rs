@@ -128,8 +128,7 @@ async fn the_redis_crate_connects_over_rustls() {
     let _ = tokio_rustls::rustls::crypto::ring::default_provider().install_default();
     let (_server, port) = start_tls(&files, "yes").await;
     let client = rustls_client(&files, port, true);
-    let mut conn = client
-        .get_multiplexed_async_connection()
+    let mut conn = tally_tests::keyspace::patient(&client)
         .await
         .expect("a TLS connection");
     let n: i64 = redis::cmd("INCR")
@@ -556,7 +555,7 @@ async fn cve_2026_81934_clients_killed_while_their_tls_data_is_pending() {
         victims.push(tokio::spawn(async move {
             let mut pipelines = 0u32;
             while std::time::Instant::now() < deadline {
-                let Ok(mut conn) = client.get_multiplexed_async_connection().await else {
+                let Ok(mut conn) = tally_tests::keyspace::patient(&client).await else {
                     continue;
                 };
                 let mut pipe = redis::pipe();
@@ -570,8 +569,7 @@ async fn cve_2026_81934_clients_killed_while_their_tls_data_is_pending() {
             pipelines
         }));
     }
-    let mut killer = client
-        .get_multiplexed_async_connection()
+    let mut killer = tally_tests::keyspace::patient(&client)
         .await
         .expect("killer");
     let mut kills = 0i64;
@@ -588,8 +586,7 @@ async fn cve_2026_81934_clients_killed_while_their_tls_data_is_pending() {
         victim.await.expect("victim task");
     }
     assert!(kills > 0, "connections were killed mid-pipeline");
-    let mut fresh = client
-        .get_multiplexed_async_connection()
+    let mut fresh = tally_tests::keyspace::patient(&client)
         .await
         .expect("a fresh TLS client");
     let pong: String = redis::cmd("PING")

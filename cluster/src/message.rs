@@ -71,6 +71,12 @@ pub mod node_flags {
 
 /// `mflags[0]`: the message carries ping extensions.
 pub const MFLAG0_EXT_DATA: u8 = 1 << 2;
+/// A master's messages while it holds writes for a manual failover
+/// (CLUSTERMSG_FLAG0_PAUSED): its offset is where the replica must be.
+pub const MFLAG0_PAUSED: u8 = 1 << 0;
+/// A failover auth request to be granted though the master is not failing
+/// (CLUSTERMSG_FLAG0_FORCEACK: CLUSTER FAILOVER).
+pub const MFLAG0_FORCEACK: u8 = 1 << 1;
 
 /// The header every message starts with.
 #[derive(Debug, Clone, PartialEq, Eq)]

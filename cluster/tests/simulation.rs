@@ -169,6 +169,9 @@ fn run(seed: u64) -> Result<(), String> {
                 Output::Dropped(_)
                 | Output::SaveConfig
                 | Output::SlotsLost(_)
+                | Output::RoleChanged
+                | Output::PauseWritesForFailover { .. }
+                | Output::ResumeWrites
                 | Output::Publish { .. } => continue,
             };
             for _ in 0..copies {

@@ -101,7 +101,11 @@ impl Net {
                         message,
                         sharded,
                     } => self.published[from].push((channel, message, sharded)),
-                    Output::Dropped(_) | Output::SaveConfig => {}
+                    Output::Dropped(_)
+                    | Output::SaveConfig
+                    | Output::RoleChanged
+                    | Output::PauseWritesForFailover { .. }
+                    | Output::ResumeWrites => {}
                 }
             }
         }

@@ -31,25 +31,17 @@ impl Node {
             return Vec::new();
         }
         let name = self.random_name();
-        self.peers.insert(
+        let mut peer = Peer::new(
             name,
-            Peer {
-                name,
-                ip: ip.to_vec(),
-                port,
-                pport,
-                cport,
-                flags: node_flags::HANDSHAKE | node_flags::MEET,
-                config_epoch: 0,
-                created_ms: now_ms,
-                ping_sent_ms: now_ms,
-                pong_received_ms: 0,
-                last_ping_ms: now_ms,
-                fail_reports: Vec::new(),
-                fail_time_ms: 0,
-                hostname: Vec::new(),
-            },
+            ip,
+            (port, pport),
+            cport,
+            node_flags::HANDSHAKE | node_flags::MEET,
         );
+        peer.created_ms = now_ms;
+        peer.ping_sent_ms = now_ms;
+        peer.last_ping_ms = now_ms;
+        self.peers.insert(name, peer);
         let message = self.ping(if meet { kind::MEET } else { kind::PING });
         vec![Output::Send {
             to: name,
@@ -59,7 +51,11 @@ impl Node {
         }]
     }
 
-    /// The header of a message from this node.
+    /// The header of a message from this node. A replica sends its
+    /// master's slots and config epoch, flagged as a replica so that no
+    /// one takes them for its claims (clusterBuildMessageHdr); every
+    /// message carries the replication offset (a replica's election rank,
+    /// a manual failover's meeting point).
     pub(super) fn header(&self, message_kind: u16) -> Header {
         let mut header = Header::new(message_kind, self.me);
         header.port = self.port;
@@ -67,9 +63,26 @@ impl Node {
         header.cport = self.cport;
         header.ip = self.announced_ip.clone().unwrap_or_default();
         header.current_epoch = self.current_epoch;
-        header.config_epoch = self.config_epoch;
-        header.flags = node_flags::MASTER | node_flags::MYSELF;
-        header.slots.copy_from_slice(&self.my_slots[..]);
+        header.offset = self.replication.offset;
+        match self.my_master {
+            Some(master) => {
+                header.flags = node_flags::SLAVE | node_flags::MYSELF;
+                header.slaveof = master;
+                header.config_epoch = self.epoch_of(&master);
+                *header.slots = self.slots_of(&master);
+            }
+            None => {
+                header.flags = node_flags::MASTER | node_flags::MYSELF;
+                header.config_epoch = self.config_epoch;
+                header.slots.copy_from_slice(&self.my_slots[..]);
+                if self.manual.end_ms != 0 {
+                    header.mflags[0] |= message::MFLAG0_PAUSED;
+                }
+            }
+        }
+        if self.failover_settings.no_failover {
+            header.flags |= node_flags::NOFAILOVER;
+        }
         header
     }
 
@@ -200,6 +213,15 @@ impl Node {
                 });
             }
             out.extend(self.learn_from(message, now_ms));
+            // After the epochs the header brought are learned.
+            match header.kind {
+                kind::FAILOVER_AUTH_REQUEST => out.extend(self.vote_if_deserved(message, now_ms)),
+                kind::FAILOVER_AUTH_ACK => self.count_vote(header),
+                kind::MFSTART => {
+                    out.extend(self.manual_failover_requested(&header.sender, now_ms));
+                }
+                _ => {}
+            }
         }
         out
     }
@@ -262,27 +284,39 @@ impl Node {
             out.push(Output::SaveConfig);
         }
         if header.kind == kind::PONG {
-            let undo_after = self.node_timeout_ms * FAIL_UNDO_TIME_MULT;
-            if let Some(peer) = self.peers.get_mut(&header.sender) {
-                peer.pong_received_ms = now_ms;
-                peer.ping_sent_ms = 0;
-                if peer.flags & node_flags::PFAIL != 0 {
-                    peer.flags &= !node_flags::PFAIL;
-                    out.push(Output::SaveConfig);
-                }
-                // A failed master that answers again is cleared once the
-                // failure is old enough that no failover is under way
-                // (clearNodeFailureIfNeeded).
-                if peer.flags & node_flags::FAIL != 0
-                    && now_ms.saturating_sub(peer.fail_time_ms) > undo_after
-                {
-                    peer.flags &= !node_flags::FAIL;
-                    peer.fail_reports.clear();
-                    out.push(Output::SaveConfig);
-                }
-            }
+            out.extend(self.pong_received(&header.sender, now_ms));
         }
         out.extend(self.learn_from(message, now_ms));
+        out
+    }
+
+    /// A PONG from a known node: its pending PING is answered, PFAIL is
+    /// lifted, and FAIL too (clearNodeFailureIfNeeded) when it is a
+    /// replica or a master left without slots (no failover can be under
+    /// way for it), or a master whose failure is old enough that nobody
+    /// is going to take its slots.
+    fn pong_received(&mut self, sender: &NodeName, now_ms: u64) -> Vec<Output> {
+        let undo_after = self.node_timeout_ms * FAIL_UNDO_TIME_MULT;
+        let slotless = self.slot_count_of(sender) == 0;
+        let Some(peer) = self.peers.get_mut(sender) else {
+            return Vec::new();
+        };
+        let mut out = Vec::new();
+        peer.pong_received_ms = now_ms;
+        peer.ping_sent_ms = 0;
+        if peer.flags & node_flags::PFAIL != 0 {
+            peer.flags &= !node_flags::PFAIL;
+            out.push(Output::SaveConfig);
+        }
+        if peer.flags & node_flags::FAIL != 0
+            && (peer.is_replica()
+                || slotless
+                || now_ms.saturating_sub(peer.fail_time_ms) > undo_after)
+        {
+            peer.flags &= !node_flags::FAIL;
+            peer.fail_reports.clear();
+            out.push(Output::SaveConfig);
+        }
         out
     }
 
@@ -302,7 +336,9 @@ impl Node {
                 peer.config_epoch = header.config_epoch;
                 changed = true;
             }
+            peer.repl_offset = header.offset;
         }
+        self.note_paused_master(header);
         // Slots are claimed by PING, PONG and MEET headers only, as
         // clusterProcessPacket reads them.
         let claims = matches!(header.kind, kind::PING | kind::PONG | kind::MEET);
@@ -334,18 +370,26 @@ impl Node {
                 }
             }
         }
+        if claims {
+            // A role switch is learned before the claims, which only a
+            // master's count.
+            changed |= self.learn_role(header);
+        }
         if claims && header.flags & node_flags::MASTER != 0 && header.sender != self.me {
-            let (slots_changed, lost) =
-                self.update_slots_with(&header.sender, header.config_epoch, &header.slots);
-            changed |= slots_changed;
-            if !lost.is_empty() {
-                out.push(Output::SlotsLost(lost));
-            }
+            changed |= self.update_slots_with(
+                &header.sender,
+                header.config_epoch,
+                &header.slots,
+                &mut out,
+            );
             out.extend(self.update_if_stale(message));
             // Two masters with one config epoch: the one with the smaller
             // name takes a new epoch (clusterHandleConfigEpochCollision),
             // so every master's claims are ordered.
-            if header.config_epoch == self.config_epoch && header.sender > self.me {
+            if self.my_master.is_none()
+                && header.config_epoch == self.config_epoch
+                && header.sender > self.me
+            {
                 self.current_epoch += 1;
                 self.config_epoch = self.current_epoch;
                 changed = true;
@@ -362,10 +406,13 @@ impl Node {
             if let Some(peer) = self.peers.get_mut(node) {
                 if peer.config_epoch < *config_epoch {
                     peer.config_epoch = *config_epoch;
-                    let (_, lost) = self.update_slots_with(node, *config_epoch, slots);
-                    if !lost.is_empty() {
-                        out.push(Output::SlotsLost(lost));
+                    // A node this node took for a replica is a master.
+                    if peer.is_replica() {
+                        peer.flags = (peer.flags & !node_flags::SLAVE) | node_flags::MASTER;
+                        peer.master = None;
                     }
+                    let node = *node;
+                    self.update_slots_with(&node, *config_epoch, slots, &mut out);
                     changed = true;
                 }
             }

@@ -57,8 +57,16 @@ impl Node {
             pport: self.pport,
             cport: self.cport,
             hostname: (!self.hostname.is_empty()).then(|| text(&self.hostname)),
-            flags: vec!["myself".into(), "master".into()],
-            master: None,
+            flags: vec![
+                "myself".into(),
+                if self.my_master.is_some() {
+                    "slave"
+                } else {
+                    "master"
+                }
+                .into(),
+            ],
+            master: self.my_master.map(|m| text(&m)),
             ping_sent: 0,
             pong_received: 0,
             config_epoch: self.config_epoch,
@@ -71,6 +79,9 @@ impl Node {
             if peer.flags & node_flags::MASTER != 0 {
                 flags.push("master".to_string());
             }
+            if peer.flags & node_flags::SLAVE != 0 {
+                flags.push("slave".to_string());
+            }
             if peer.flags & node_flags::PFAIL != 0 {
                 flags.push("fail?".to_string());
             }
@@ -79,6 +90,12 @@ impl Node {
             }
             if peer.in_handshake() {
                 flags.push("handshake".to_string());
+            }
+            if peer.flags & node_flags::NOADDR != 0 {
+                flags.push("noaddr".to_string());
+            }
+            if peer.flags & node_flags::NOFAILOVER != 0 {
+                flags.push("nofailover".to_string());
             }
             if flags.is_empty() {
                 flags.push("noflags".to_string());
@@ -91,7 +108,7 @@ impl Node {
                 cport: peer.cport,
                 hostname: (!peer.hostname.is_empty()).then(|| text(&peer.hostname)),
                 flags,
-                master: None,
+                master: peer.master.filter(|_| peer.is_replica()).map(|m| text(&m)),
                 ping_sent: peer.ping_sent_ms,
                 pong_received: peer.pong_received_ms,
                 config_epoch: peer.config_epoch,

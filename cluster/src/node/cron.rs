@@ -183,6 +183,7 @@ impl Node {
                 message,
             });
         }
+        out.extend(self.failover_tick(now_ms));
         out
     }
 

@@ -2,18 +2,21 @@
 //! and no clock: the driver (the server, or the simulation in the tests)
 //! hands it messages and the time, and carries out what it returns. It
 //! covers joining (MEET and the handshake, gossip that introduces the
-//! other nodes), slot ownership by config epoch, the epochs, and failure
-//! detection; replicas and failover are not built yet.
+//! other nodes), slot ownership by config epoch, the epochs, failure
+//! detection, replicas and failover (elections, CLUSTER FAILOVER).
 //!
 //! The node's state and its accessors are here; what it does is in
 //! [`slots`] (the slot table), [`bus`] (messages sent and received),
-//! [`cron`] (the periodic work and failure detection) and [`conf`]
-//! (nodes.conf).
+//! [`cron`] (the periodic work and failure detection), [`failover`]
+//! (replicas, elections and votes) and [`conf`] (nodes.conf).
 
 mod bus;
 mod conf;
 mod cron;
+mod failover;
 mod slots;
+
+pub use failover::{FailoverError, FailoverKind};
 
 pub use bus::through_the_wire;
 
@@ -65,6 +68,14 @@ pub struct Peer {
     pub fail_time_ms: u64,
     /// The hostname it announces (empty: none).
     pub hostname: Vec<u8>,
+    /// The master it replicates, for a replica (from its own messages).
+    pub master: Option<NodeName>,
+    /// Its replication offset, as its last message gave it (a replica's
+    /// election rank compares them).
+    pub repl_offset: u64,
+    /// When this node last voted for a replica of it (a master): one vote
+    /// per master per twice the node timeout.
+    pub voted_ms: u64,
 }
 
 impl Peer {
@@ -75,6 +86,39 @@ impl Peer {
     /// Marked PFAIL or FAIL.
     pub fn failing(&self) -> bool {
         self.flags & (node_flags::PFAIL | node_flags::FAIL) != 0
+    }
+
+    /// Marked FAIL (a majority agreed).
+    pub fn failed(&self) -> bool {
+        self.flags & node_flags::FAIL != 0
+    }
+
+    /// A replica (of `master`, when this node knows which).
+    pub fn is_replica(&self) -> bool {
+        self.flags & node_flags::SLAVE != 0
+    }
+
+    /// A peer as a MEET, a handshake or nodes.conf first makes it known.
+    fn new(name: NodeName, ip: &[u8], ports: (u16, u16), cport: u16, flags: u16) -> Peer {
+        Peer {
+            name,
+            ip: ip.to_vec(),
+            port: ports.0,
+            pport: ports.1,
+            cport,
+            flags,
+            config_epoch: 0,
+            created_ms: 0,
+            ping_sent_ms: 0,
+            pong_received_ms: 0,
+            last_ping_ms: 0,
+            fail_reports: Vec::new(),
+            fail_time_ms: 0,
+            hostname: Vec::new(),
+            master: None,
+            repl_offset: 0,
+            voted_ms: 0,
+        }
     }
 }
 
@@ -103,6 +147,21 @@ pub enum Output {
     /// newer config epoch: drop the keys still held in them (Redis's
     /// dirty slots).
     SlotsLost(Vec<u16>),
+    /// This node's role changed (it became a replica, or a replica won an
+    /// election or took over): the driver points its replication at
+    /// [`Node::replicating`] (or stops replicating) at once.
+    RoleChanged,
+    /// A replica of this master asked for a manual failover (MFSTART):
+    /// writes pause until `until_ms`, then this node's offset (taken after
+    /// the pause) goes to the replica in a PING ([`Node::ping_now`]).
+    PauseWritesForFailover {
+        /// The replica taking over.
+        replica: NodeName,
+        /// When the pause ends at the latest.
+        until_ms: u64,
+    },
+    /// The manual failover this master paused writes for is over.
+    ResumeWrites,
     /// A known node relayed a PUBLISH (or SPUBLISH): deliver it to this
     /// node's subscribers.
     Publish {
@@ -158,6 +217,17 @@ pub struct Node {
     /// `cluster-announce-hostname` (empty: none), sent in every PING, PONG
     /// and MEET as Redis 7.0's hostname extension.
     hostname: Vec<u8>,
+    /// The master this node replicates (None: it is a master).
+    my_master: Option<NodeName>,
+    /// What the driver last told of this node's replication.
+    replication: failover::Replication,
+    /// The settings elections follow.
+    failover_settings: failover::Settings,
+    /// This replica's election, if one is under way (clusterState's
+    /// failover_auth_*).
+    election: failover::Election,
+    /// A manual failover under way (CLUSTER FAILOVER), on either side.
+    manual: failover::Manual,
 }
 
 /// How long a forgotten node stays banned (CLUSTER_BLACKLIST_TTL).
@@ -189,6 +259,11 @@ impl Node {
             ticks: 0,
             announced_ip: None,
             hostname: Vec::new(),
+            my_master: None,
+            replication: failover::Replication::default(),
+            failover_settings: failover::Settings::default(),
+            election: failover::Election::default(),
+            manual: failover::Manual::default(),
         }
     }
 
@@ -255,7 +330,8 @@ impl Node {
     }
 
     /// A node read back from nodes.conf at start: known by name, its
-    /// slots as the file says until its own messages say otherwise.
+    /// slots as the file says until its own messages say otherwise; a
+    /// replica with the master the file names.
     #[allow(clippy::too_many_arguments)]
     pub fn restore_peer(
         &mut self,
@@ -264,31 +340,24 @@ impl Node {
         port: u16,
         cport: u16,
         config_epoch: u64,
+        master: Option<NodeName>,
         slots: impl IntoIterator<Item = u16>,
         now_ms: u64,
     ) {
         if name == self.me {
             return;
         }
-        self.peers.insert(
-            name,
-            Peer {
-                name,
-                ip: ip.to_vec(),
-                port,
-                pport: 0,
-                cport,
-                flags: node_flags::MASTER,
-                config_epoch,
-                created_ms: now_ms,
-                ping_sent_ms: 0,
-                pong_received_ms: now_ms,
-                last_ping_ms: 0,
-                fail_reports: Vec::new(),
-                fail_time_ms: 0,
-                hostname: Vec::new(),
-            },
-        );
+        let role = if master.is_some() {
+            node_flags::SLAVE
+        } else {
+            node_flags::MASTER
+        };
+        let mut peer = Peer::new(name, ip, (port, 0), cport, role);
+        peer.config_epoch = config_epoch;
+        peer.created_ms = now_ms;
+        peer.pong_received_ms = now_ms;
+        peer.master = master;
+        self.peers.insert(name, peer);
         let id = self.owner_id(&name);
         for slot in slots {
             if self.owners[slot as usize] == 0 {
@@ -353,11 +422,10 @@ impl Node {
         self.forgotten.retain(|_, until| *until > now_ms);
         self.forgotten.insert(*name, now_ms + FORGET_TTL_MS);
         self.peers.remove(name);
-        if let Some(id) = self.known_owner_id(name) {
-            for slot in 0..SLOTS as u16 {
-                if self.owners[slot as usize] == id {
-                    self.assign(slot, 0);
-                }
+        self.clear_slots_of(name);
+        for peer in self.peers.values_mut() {
+            if peer.master.as_ref() == Some(name) {
+                peer.master = None;
             }
         }
         self.migrating.retain(|_, to| to != name);

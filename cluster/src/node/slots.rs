@@ -176,21 +176,32 @@ impl Node {
 
     /// Takes the slots `sender` claims whose owner has an older config
     /// epoch, or none (clusterUpdateSlotsConfigWith); a slot being
-    /// imported is left to the operator. Returns whether anything changed
-    /// and the slots taken from this node.
+    /// imported is left to the operator. Then, if the master this node is
+    /// (or replicates) lost its last slot to `sender`, this node
+    /// replicates `sender`; else the slots taken from this node are
+    /// reported, for their keys to go. Returns whether anything changed.
     pub(super) fn update_slots_with(
         &mut self,
         sender: &NodeName,
         epoch: u64,
         slots: &[u8; SLOTS / 8],
-    ) -> (bool, Vec<u16>) {
+        out: &mut Vec<Output>,
+    ) -> bool {
+        if *sender == self.me {
+            return false;
+        }
         let mut changed = false;
         let mut lost = Vec::new();
         let sender_id = self.known_owner_id(sender);
         let me = self.known_owner_id(&self.me);
+        // The master whose slots this node follows: itself, or its master.
+        let current_master = self.my_master.unwrap_or(self.me);
+        let current_master_id = self.known_owner_id(&current_master);
+        let (mut sender_slots, mut ours_taken) = (0usize, 0usize);
         // Owners come in long runs: each one's epoch is looked up once a run.
         let mut last: Option<(u16, u64)> = None;
         for slot in claimed(slots) {
+            sender_slots += 1;
             let owner = self.owners[slot as usize];
             if (owner != 0 && Some(owner) == sender_id) || self.importing.contains_key(&slot) {
                 continue;
@@ -210,11 +221,32 @@ impl Node {
                 if owner != 0 && Some(owner) == me {
                     lost.push(slot);
                 }
+                if owner != 0 && Some(owner) == current_master_id {
+                    ours_taken += 1;
+                }
                 self.set_owner(slot, Some(*sender));
                 changed = true;
             }
         }
-        (changed, lost)
+        let grandmaster = self
+            .my_master
+            .and_then(|m| self.peers.get(&m))
+            .and_then(|m| m.master.filter(|_| m.is_replica()))
+            .filter(|g| *g != self.me);
+        if ours_taken > 0
+            && self.slot_count_of(&current_master) == 0
+            && (self.failover_settings.allow_replica_migration || sender_slots == ours_taken)
+        {
+            // Failed over (a master), or the master this replica followed
+            // was: follow the node that took the slots.
+            out.extend(self.set_master(*sender));
+        } else if let Some(grandmaster) = grandmaster {
+            // This replica's master turned replica: no sub-replicas.
+            out.extend(self.set_master(grandmaster));
+        } else if !lost.is_empty() {
+            out.push(Output::SlotsLost(lost));
+        }
+        changed
     }
 
     /// A sender that claims a slot this node knows is served with a newer
@@ -296,7 +328,7 @@ impl Node {
 }
 
 /// The slots set in a slot bitmap.
-fn claimed(slots: &[u8; SLOTS / 8]) -> impl Iterator<Item = u16> + '_ {
+pub(super) fn claimed(slots: &[u8; SLOTS / 8]) -> impl Iterator<Item = u16> + '_ {
     // A 64-bit word at a time, one trailing-zero count per set bit: every
     // PING's claims go through here.
     slots

@@ -20,8 +20,9 @@ use std::time::{Duration, Instant};
 use parking_lot::Mutex;
 
 use crate::slot_gate::SlotGates;
+use tally_cluster::node::{FailoverError, FailoverKind};
 use tally_cluster::node::{Node, Output};
-use tally_cluster::nodes_conf::{Moving, NodesConf};
+use tally_cluster::nodes_conf::{Moving, NodeLine, NodesConf};
 use tally_cluster::{NodeName, SLOTS};
 
 pub use crate::config::EndpointType;
@@ -160,6 +161,9 @@ impl Cluster {
                     Some((*slot, to, *name))
                 });
                 let open: Vec<(u16, bool, NodeName)> = open.collect();
+                let master_of = |line: &NodeLine| -> Option<NodeName> {
+                    line.master.as_ref()?.as_bytes().try_into().ok()
+                };
                 for other in conf.nodes.iter().filter(|n| n.name != me.name) {
                     let Ok(name) = <NodeName>::try_from(other.name.as_bytes()) else {
                         continue;
@@ -170,9 +174,13 @@ impl Cluster {
                         other.port,
                         other.cport,
                         other.config_epoch,
+                        master_of(other),
                         other.slots.iter().flat_map(|&(a, b)| a..=b),
                         0,
                     );
+                }
+                if let Some(master) = master_of(me) {
+                    node.restore_my_master(master);
                 }
                 for (slot, to, name) in open {
                     let _ = if to {
@@ -412,6 +420,9 @@ impl Cluster {
         if !node.knows(&name) {
             return Err(unknown());
         }
+        if node.my_master() == Some(&name) {
+            return Err("ERR Can't forget my master!".to_string());
+        }
         let outputs = node.forget(&name, now_ms);
         drop(node);
         self.sync_slots();
@@ -458,6 +469,83 @@ impl Cluster {
         let _ = self.node.lock().del_slots(mine);
         self.sync_slots();
         self.save().map_err(|e| format!("ERR {e}"))
+    }
+
+    /// CLUSTER REPLICATE <master>: `keys` is how many keys this node
+    /// holds (a master must hold none to become a replica).
+    pub fn replicate(&self, master: &[u8], keys: usize) -> Result<Vec<Output>, String> {
+        let outputs = self
+            .node
+            .lock()
+            .replicate(master, keys)
+            .map_err(|e| format!("ERR {e}"))?;
+        self.sync_slots();
+        self.save().map_err(|e| format!("ERR {e}"))?;
+        Ok(outputs)
+    }
+
+    /// CLUSTER FAILOVER [FORCE|TAKEOVER]; `master_linked` tells whether
+    /// this replica's bus link to its master is up.
+    pub fn failover(
+        &self,
+        how: FailoverKind,
+        master_linked: bool,
+        now_ms: u64,
+    ) -> Result<Vec<Output>, FailoverError> {
+        self.node.lock().manual_failover(how, master_linked, now_ms)
+    }
+
+    /// The master this node replicates, if it is a replica.
+    pub fn my_master(&self) -> Option<NodeName> {
+        self.node.lock().my_master().copied()
+    }
+
+    /// Where this node's replication should point (its master's IP and
+    /// client port), None for a master.
+    pub fn replicating(&self) -> Option<(Vec<u8>, u16)> {
+        self.node.lock().replicating()
+    }
+
+    /// Every known node's replication offset, by name (this node's own
+    /// as last observed).
+    pub fn repl_offsets(&self) -> HashMap<String, u64> {
+        let node = self.node.lock();
+        node.peers()
+            .map(|p| p.name)
+            .chain([*node.name()])
+            .map(|name| {
+                (
+                    String::from_utf8_lossy(&name).into_owned(),
+                    node.repl_offset_of(&name),
+                )
+            })
+            .collect()
+    }
+
+    /// CLUSTER REPLICAS <node>: the lines of its replicas.
+    pub fn replicas_of(&self, name: &[u8], tls_client: bool) -> Result<Vec<NodeLine>, String> {
+        let unknown = || format!("ERR Unknown node {}", String::from_utf8_lossy(name));
+        let name: NodeName = name.try_into().map_err(|_| unknown())?;
+        let replicas = {
+            let node = self.node.lock();
+            if !node.knows(&name) {
+                return Err(unknown());
+            }
+            if node.is_replica(&name) {
+                return Err("ERR The specified node is not a master".to_string());
+            }
+            node.replicas_of(&name)
+        };
+        let wanted: Vec<String> = replicas
+            .iter()
+            .map(|n| String::from_utf8_lossy(n).into_owned())
+            .collect();
+        Ok(self
+            .nodes_for_client(tls_client)
+            .nodes
+            .into_iter()
+            .filter(|line| wanted.contains(&line.name))
+            .collect())
     }
 
     /// CLUSTER SET-CONFIG-EPOCH (refused once the node knows others, or

@@ -61,6 +61,9 @@ pub struct ClientState {
     /// ASKING was sent: the next command may use a slot being imported
     /// (kept until EXEC inside a transaction, as Redis).
     pub asking: bool,
+    /// READONLY was sent: on a cluster replica, reads of its master's
+    /// slots are served here instead of being sent to the master.
+    pub readonly: bool,
     /// Set by a handler that counted the errors of its reply itself (a
     /// script's, whose errors from redis.call were counted when they
     /// happened); the dispatcher then does not count them again.
@@ -96,6 +99,7 @@ impl ClientState {
             reply_errors_counted: false,
             gate_slots: routing::GateSlots::Unknown,
             asking: false,
+            readonly: false,
             tracking: None,
             caching: false,
             script_read: false,

@@ -7,6 +7,7 @@ use super::server::help_reply;
 use super::{error, Ctx};
 use crate::cluster::{Cluster, EndpointType, SetSlot};
 use crate::resp::Reply;
+use tally_cluster::node::FailoverKind;
 use tally_cluster::nodes_conf::NodeLine;
 
 /// Redis's error without `cluster-enabled yes`.
@@ -101,19 +102,42 @@ fn served_ranges(node: &Cluster, tls_client: bool) -> Vec<(u16, u16, NodeLine)> 
     ranges
 }
 
-/// CLUSTER SLOTS: each range with its master.
+/// The replicas of the node on `master`'s line, in `lines`.
+fn replica_lines<'l>(lines: &'l [NodeLine], master: &NodeLine) -> Vec<&'l NodeLine> {
+    lines
+        .iter()
+        .filter(|line| line.master.as_deref() == Some(master.name.as_str()))
+        .collect()
+}
+
+/// A line's node is marked FAIL.
+fn failed(line: &NodeLine) -> bool {
+    line.flags.iter().any(|f| f == "fail")
+}
+
+/// CLUSTER SLOTS: each range with its master, then its replicas that are
+/// not failing and have an offset (isReplicaAvailable).
 pub fn cluster_slots(ctx: &mut Ctx<'_>, _argv: &[&[u8]]) -> Reply {
     let node = node!(ctx);
     let preferred = node.preferred_endpoint();
+    let lines = node.nodes_for_client(ctx.client.info.tls).nodes;
+    let offsets = node.repl_offsets();
     Reply::Array(
         served_ranges(node, ctx.client.info.tls)
             .into_iter()
             .map(|(start, end, line)| {
-                Reply::Array(vec![
+                let mut entry = vec![
                     Reply::Int(start as i64),
                     Reply::Int(end as i64),
                     node_of_slots(preferred, &line),
-                ])
+                ];
+                for replica in replica_lines(&lines, &line) {
+                    let offset = offsets.get(&replica.name).copied().unwrap_or(0);
+                    if !failed(replica) && offset != 0 {
+                        entry.push(node_of_slots(preferred, replica));
+                    }
+                }
+                Reply::Array(entry)
             })
             .collect(),
     )
@@ -146,54 +170,75 @@ fn hostname_of(line: &NodeLine) -> &str {
     line.hostname.as_deref().unwrap_or_default()
 }
 
-/// CLUSTER SHARDS: one shard per master, its slots and itself.
+/// CLUSTER SHARDS: one shard per master, its slots, itself and its
+/// replicas.
 pub fn cluster_shards(ctx: &mut Ctx<'_>, _argv: &[&[u8]]) -> Reply {
     let node = node!(ctx);
     let preferred = node.preferred_endpoint();
     let tls = node.tls();
+    let lines = node.nodes_conf().nodes;
+    let offsets = node.repl_offsets();
+    let details = |line: &NodeLine| {
+        let mut details = vec![(bulk("id"), bulk(line.name.as_str()))];
+        // In a TLS cluster a node's port is its TLS port, and its
+        // plaintext port rides along (addNodeDetailsToShardReply).
+        let (plaintext_port, tls_port) = if tls {
+            (line.pport, line.port)
+        } else {
+            (line.port, 0)
+        };
+        if plaintext_port != 0 {
+            details.push((bulk("port"), Reply::Int(plaintext_port as i64)));
+        }
+        if tls_port != 0 {
+            details.push((bulk("tls-port"), Reply::Int(tls_port as i64)));
+        }
+        details.extend([
+            (bulk("ip"), bulk(line.ip.as_str())),
+            (
+                bulk("endpoint"),
+                bulk(preferred.endpoint(&line.ip, hostname_of(line))),
+            ),
+        ]);
+        if let Some(hostname) = &line.hostname {
+            details.push((bulk("hostname"), bulk(hostname.as_str())));
+        }
+        let replica = line.master.is_some();
+        let offset = offsets.get(&line.name).copied().unwrap_or(0);
+        let health = if failed(line) {
+            "fail"
+        } else if replica && offset == 0 {
+            "loading"
+        } else {
+            "online"
+        };
+        details.extend([
+            (
+                bulk("role"),
+                bulk(if replica { "replica" } else { "master" }),
+            ),
+            (bulk("replication-offset"), Reply::Int(offset as i64)),
+            (bulk("health"), bulk(health)),
+        ]);
+        Reply::Map(details)
+    };
     Reply::Array(
-        node.nodes_conf()
-            .nodes
-            .into_iter()
+        lines
+            .iter()
+            .filter(|line| line.master.is_none() && line.flags.iter().any(|f| f == "master"))
             .map(|line| {
                 let slots = line
                     .slots
                     .iter()
                     .flat_map(|&(start, end)| [Reply::Int(start as i64), Reply::Int(end as i64)])
                     .collect();
-                let mut details = vec![(bulk("id"), bulk(line.name.as_str()))];
-                // In a TLS cluster a node's port is its TLS port, and its
-                // plaintext port rides along (addNodeDetailsToShardReply).
-                let (plaintext_port, tls_port) = if tls {
-                    (line.pport, line.port)
-                } else {
-                    (line.port, 0)
-                };
-                if plaintext_port != 0 {
-                    details.push((bulk("port"), Reply::Int(plaintext_port as i64)));
-                }
-                if tls_port != 0 {
-                    details.push((bulk("tls-port"), Reply::Int(tls_port as i64)));
-                }
-                details.extend([
-                    (bulk("ip"), bulk(line.ip.as_str())),
-                    (
-                        bulk("endpoint"),
-                        bulk(preferred.endpoint(&line.ip, hostname_of(&line))),
-                    ),
-                ]);
-                if let Some(hostname) = &line.hostname {
-                    details.push((bulk("hostname"), bulk(hostname.as_str())));
-                }
-                details.extend([
-                    (bulk("role"), bulk("master")),
-                    (bulk("replication-offset"), Reply::Int(0)),
-                    (bulk("health"), bulk("online")),
-                ]);
-                let me = Reply::Map(details);
+                let nodes = std::iter::once(line)
+                    .chain(replica_lines(&lines, line))
+                    .map(details)
+                    .collect();
                 Reply::Map(vec![
                     (bulk("slots"), Reply::Array(slots)),
-                    (bulk("nodes"), Reply::Array(vec![me])),
+                    (bulk("nodes"), Reply::Array(nodes)),
                 ])
             })
             .collect(),
@@ -497,7 +542,8 @@ pub fn cluster_links(ctx: &mut Ctx<'_>, _argv: &[&[u8]]) -> Reply {
     )
 }
 
-/// CLUSTER RESET [HARD|SOFT] (refused while the node holds keys).
+/// CLUSTER RESET [HARD|SOFT]: refused on a master holding keys; a
+/// replica stops replicating and empties its data (clusterReset).
 pub fn cluster_reset(ctx: &mut Ctx<'_>, argv: &[&[u8]]) -> Reply {
     let node = node!(ctx);
     let hard = match argv.get(2) {
@@ -506,22 +552,67 @@ pub fn cluster_reset(ctx: &mut Ctx<'_>, argv: &[&[u8]]) -> Reply {
         Some(a) if a.eq_ignore_ascii_case(b"soft") => false,
         Some(_) => return Reply::error(error::SYNTAX),
     };
-    if ctx.db_sizes(0).0 != 0 {
+    let replica = node.my_master().is_some();
+    if !replica && ctx.db_sizes(0).0 != 0 {
         return Reply::error("ERR CLUSTER RESET can't be called with master nodes containing keys");
     }
-    match node.reset(hard) {
-        Ok(()) => Reply::Ok,
+    if let Err(e) = node.reset(hard) {
+        return Reply::error(e);
+    }
+    if replica {
+        super::replication::become_master(ctx.shared);
+        for index in 0..ctx.shared.store.databases() {
+            for shard in ctx.lock_all(index).shards() {
+                shard.clear();
+            }
+        }
+        ctx.shared.tracking.flushed();
+    }
+    Reply::Ok
+}
+
+/// CLUSTER REPLICATE node-id: this node replicates that master.
+pub fn cluster_replicate(ctx: &mut Ctx<'_>, argv: &[&[u8]]) -> Reply {
+    let node = node!(ctx);
+    let keys = ctx.db_sizes(0).0;
+    match node.replicate(argv[2], keys) {
+        Ok(outputs) => {
+            carry_out(ctx, outputs);
+            Reply::Ok
+        }
         Err(e) => Reply::error(e),
     }
 }
 
-/// CLUSTER REPLICATE, REPLICAS, FAILOVER: replicas are not built yet.
-pub fn cluster_not_yet(ctx: &mut Ctx<'_>, argv: &[&[u8]]) -> Reply {
-    let _ = node!(ctx);
-    Reply::error(format!(
-        "ERR CLUSTER {} is not supported by tally yet",
-        String::from_utf8_lossy(argv[1]).to_ascii_uppercase()
-    ))
+/// CLUSTER REPLICAS node-id (and its old name CLUSTER SLAVES): the
+/// replicas' CLUSTER NODES lines.
+pub fn cluster_replicas(ctx: &mut Ctx<'_>, argv: &[&[u8]]) -> Reply {
+    let node = node!(ctx);
+    match node.replicas_of(argv[2], ctx.client.info.tls) {
+        Ok(lines) => Reply::Array(lines.iter().map(|l| bulk(l.render())).collect()),
+        Err(e) => Reply::error(e),
+    }
+}
+
+/// CLUSTER FAILOVER [FORCE|TAKEOVER], on a replica.
+pub fn cluster_failover(ctx: &mut Ctx<'_>, argv: &[&[u8]]) -> Reply {
+    let node = node!(ctx);
+    let how = match argv.get(2) {
+        None => FailoverKind::Coordinated,
+        Some(a) if a.eq_ignore_ascii_case(b"force") => FailoverKind::Force,
+        Some(a) if a.eq_ignore_ascii_case(b"takeover") => FailoverKind::Takeover,
+        Some(_) => return Reply::error(error::SYNTAX),
+    };
+    let linked = node
+        .my_master()
+        .is_some_and(|master| ctx.shared.bus_links.linked(&master));
+    match node.failover(how, linked, ctx.shared.clock.now_ms()) {
+        Ok(outputs) => {
+            carry_out(ctx, outputs);
+            Reply::Ok
+        }
+        Err(e) => Reply::error(format!("ERR {e}")),
+    }
 }
 
 /// CLUSTER HELP
@@ -587,9 +678,17 @@ pub fn cluster_help(ctx: &mut Ctx<'_>, _argv: &[&[u8]]) -> Reply {
     )
 }
 
-/// READONLY, READWRITE, ASKING: accepted in cluster mode (a lone master
-/// serves its own slots either way).
+/// READONLY: on a replica, this connection's reads of its master's slots
+/// are served here.
 pub fn readonly(ctx: &mut Ctx<'_>, _argv: &[&[u8]]) -> Reply {
     let _ = node!(ctx);
+    ctx.client.readonly = true;
+    Reply::Ok
+}
+
+/// READWRITE: reads go to the master again.
+pub fn readwrite(ctx: &mut Ctx<'_>, _argv: &[&[u8]]) -> Reply {
+    let _ = node!(ctx);
+    ctx.client.readonly = false;
     Reply::Ok
 }

@@ -166,18 +166,8 @@ pub fn replicaof(ctx: &mut Ctx<'_>, argv: &[&[u8]]) -> Reply {
         return Reply::error("ERR REPLICAOF not allowed in cluster mode.");
     }
     let link = &ctx.shared.master_link;
-    let feed = ctx.shared.store.feed();
     if is(argv[1], "no") && is(argv[2], "one") {
-        if link.is_replica() {
-            // A new history begins here, recorded before any client may
-            // write; this server's replicas learn its id when they
-            // reconnect, and continue.
-            feed.stop_following();
-            link.set_target(None);
-            close_replicas(ctx.shared);
-            ctx.shared.config.write().replicaof = None;
-            tracing::info!("MASTER MODE enabled (REPLICAOF NO ONE)");
-        }
+        become_master(ctx.shared);
         return Reply::Ok;
     }
     if ctx.client.info.replica.is_replica.load(Ordering::Relaxed) {
@@ -198,10 +188,31 @@ pub fn replicaof(ctx: &mut Ctx<'_>, argv: &[&[u8]]) -> Reply {
         return Reply::Status("OK Already connected to specified master".into());
     }
     ctx.shared.config.write().replicaof = Some((target.host.clone(), port));
-    tracing::info!(host = %target.host, port, "REPLICAOF enabled");
-    feed.start_following();
-    link.set_target(Some(target));
+    follow(ctx.shared, target);
     Reply::Ok
+}
+
+/// This server replicates `target` from now on (REPLICAOF host port, or
+/// a cluster node that became a replica).
+pub fn follow(shared: &Shared, target: Target) {
+    tracing::info!(host = %target.host, port = target.port, "replicating a master");
+    shared.store.feed().start_following();
+    shared.master_link.set_target(Some(target));
+}
+
+/// This server stops replicating and is a master (REPLICAOF NO ONE, a
+/// cluster replica that won an election, CLUSTER RESET of a replica). A
+/// new history begins here, recorded before any client may write; this
+/// server's replicas learn its id when they reconnect, and continue.
+pub fn become_master(shared: &Shared) {
+    let link = &shared.master_link;
+    if link.is_replica() {
+        shared.store.feed().stop_following();
+        link.set_target(None);
+        close_replicas(shared);
+        shared.config.write().replicaof = None;
+        tracing::info!("MASTER MODE enabled");
+    }
 }
 
 /// Closes the connections of this server's replicas (they reconnect).

@@ -145,13 +145,33 @@ pub(super) fn routed_in_full(
         },
         other => other,
     };
+    let reads_here = |redirect: &crate::cluster::Redirect| {
+        // A READONLY client's reads on a replica of the slot's master
+        // (getNodeByQuery's CLIENT_READONLY case).
+        !redirect.ask
+            && ctx.client.readonly
+            && command_reads(ctx, command)
+            && cluster.my_master() == Some(redirect.to)
+    };
     match outcome {
+        crate::cluster::Route::Redirect(redirect) if reads_here(&redirect) => None,
         crate::cluster::Route::Here | crate::cluster::Route::Open(_) => None,
         crate::cluster::Route::Refused(text) => Some(Reply::error(text)),
         crate::cluster::Route::Redirect(redirect) => Some(Reply::error(
             cluster.redirect_error(&redirect, ctx.client.info.tls),
         )),
     }
+}
+
+/// The command (or the transaction EXEC runs) writes nothing.
+fn command_reads(ctx: &Ctx<'_>, command: &Command) -> bool {
+    if command.name == "exec" {
+        return ctx.client.transaction.as_ref().is_some_and(|t| {
+            t.queued()
+                .all(|(queued, _)| queued.flags & flags::WRITE == 0)
+        });
+    }
+    command.flags & flags::WRITE == 0
 }
 
 /// Every key of a transaction's queued commands.

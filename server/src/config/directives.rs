@@ -533,6 +533,14 @@ pub static DIRECTIVES: &[Directive] = &[
     flag!("cluster-allow-reads-when-down", Live, cluster_allow_reads_when_down).help("Serve reads while the cluster is down (yes/no)."),
     flag!("cluster-allow-pubsubshard-when-down", Live, cluster_allow_pubsubshard_when_down).help("Serve shard channels while the cluster is down (yes/no)."),
     number!("cluster-node-timeout", Live, cluster_node_timeout, int(LONG) as u64).help("Milliseconds without an answer before a node is suspected failing."),
+    number!("cluster-replica-validity-factor", Live, cluster_replica_validity_factor, int(Range::Signed(0, INT_MAX)) as u64)
+        .aliases(&["cluster-slave-validity-factor"])
+        .help("A replica cut off from its master for longer than the node timeout times this does not stand for election (0: always stands)."),
+    flag!("cluster-replica-no-failover", Live, cluster_replica_no_failover)
+        .aliases(&["cluster-slave-no-failover"])
+        .help("Never fail over automatically; CLUSTER FAILOVER still does (yes/no)."),
+    flag!("cluster-allow-replica-migration", Live, cluster_allow_replica_migration)
+        .help("A master whose last slot went to another node becomes its replica even if that node serves other slots (yes/no)."),
     number!("cluster-port", AtStart, cluster_port, int(PORT) as u16).help("The cluster bus port (0 = the port + 10000)."),
     text!("cluster-announce-ip", Live, cluster_announce_ip).help("The IP other cluster nodes are told to reach this one at (behind NAT, in containers; empty = the one they see)."),
     Directive::new(

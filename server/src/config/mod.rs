@@ -149,6 +149,13 @@ pub struct Config {
     pub cluster_allow_pubsubshard_when_down: bool,
     /// `cluster-node-timeout` in ms.
     pub cluster_node_timeout: u64,
+    /// `cluster-replica-validity-factor`: how stale a replica's data may
+    /// be, in node timeouts, for it to stand for election (0: any).
+    pub cluster_replica_validity_factor: u64,
+    /// `cluster-replica-no-failover`: no automatic failover.
+    pub cluster_replica_no_failover: bool,
+    /// `cluster-allow-replica-migration`.
+    pub cluster_allow_replica_migration: bool,
     /// `cluster-port`: the bus port (0: the client port + 10000).
     pub cluster_port: u16,
     /// `cluster-announce-ip`: the IP given to other nodes ("": the one
@@ -309,6 +316,9 @@ impl Default for Config {
             cluster_allow_reads_when_down: false,
             cluster_allow_pubsubshard_when_down: true,
             cluster_node_timeout: 15000,
+            cluster_replica_validity_factor: 10,
+            cluster_replica_no_failover: false,
+            cluster_allow_replica_migration: true,
             cluster_port: 0,
             cluster_announce_ip: String::new(),
             cluster_announce_port: 0,

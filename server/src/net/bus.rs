@@ -119,6 +119,15 @@ impl Links {
         links
     }
 
+    /// True while this node's own link to `node` is open (Redis's
+    /// `node->link`).
+    pub fn linked(&self, node: &NodeName) -> bool {
+        self.outbound
+            .lock()
+            .get(node)
+            .is_some_and(|link| !link.queue.is_closed())
+    }
+
     /// Ties inbound link `id` to `node`; an older link from it is closed.
     fn attach_inbound(&self, node: NodeName, id: u64, state: Arc<LinkState>) {
         if let Some((_, older)) = self.inbound.lock().insert(node, (id, state)) {
@@ -192,8 +201,25 @@ pub async fn run(shared: Arc<Shared>, listener: TcpListener) {
             break;
         };
         let now = shared.clock.now_ms();
-        let outputs = cluster.with_node(|node| node.tick(now));
+        let settings = {
+            let config = shared.config.read();
+            (
+                config.cluster_replica_validity_factor,
+                config.repl_ping_replica_period,
+                config.cluster_replica_no_failover,
+                config.cluster_allow_replica_migration,
+            )
+        };
+        let (offset, data_age) = replication_seen(&shared, now);
+        let outputs = cluster.with_node(|node| {
+            node.set_failover_settings(settings.0, settings.1, settings.2, settings.3);
+            node.observe_replication(offset, data_age);
+            node.tick(now)
+        });
         carry_out(&shared, outputs, None);
+        // A node restarted as a replica (nodes.conf), or whose master's
+        // address was learned late, starts replicating here.
+        follow_the_cluster(&shared);
         // The state routing reads: failing owners, the writable delay.
         cluster.state_ok();
     }
@@ -356,6 +382,7 @@ pub fn carry_out(shared: &Arc<Shared>, outputs: Vec<Output>, _from: Option<NodeN
         return;
     };
     let mut save = false;
+    let mut role_changed = false;
     for output in outputs {
         match output {
             Output::Send {
@@ -407,8 +434,16 @@ pub fn carry_out(shared: &Arc<Shared>, outputs: Vec<Output>, _from: Option<NodeN
                     shared.pubsub.publish(&channel, &message, now_ms);
                 }
             }
+            Output::RoleChanged => role_changed = true,
+            Output::PauseWritesForFailover { replica, until_ms } => {
+                pause_for_failover(shared, &replica, until_ms);
+            }
+            Output::ResumeWrites => shared.pause.unpause(),
             Output::Reply(_) => {}
         }
+    }
+    if role_changed {
+        follow_the_cluster(shared);
     }
     if save {
         cluster.sync_slots();
@@ -416,6 +451,76 @@ pub fn carry_out(shared: &Arc<Shared>, outputs: Vec<Output>, _from: Option<NodeN
             tracing::warn!("{e}");
         }
     }
+}
+
+/// This node's replication offset (a master's stream; a replica's, which
+/// relays its master's byte for byte) and how long a replica's master has
+/// been silent or unreachable (0 for a master).
+fn replication_seen(shared: &Shared, now_ms: u64) -> (u64, u64) {
+    let offset = shared.store.feed().replication_offset();
+    let link = &shared.master_link;
+    if !link.is_replica() {
+        return (offset, 0);
+    }
+    let since = if link.state() == crate::master_link::LinkState::Connected {
+        link.last_io_ms.load(Ordering::Relaxed)
+    } else {
+        link.down_since_ms.load(Ordering::Relaxed)
+    };
+    // Never linked: as old as can be, so it does not stand for election.
+    let age = if since == 0 {
+        u64::MAX / 2
+    } else {
+        now_ms.saturating_sub(since)
+    };
+    (offset, age)
+}
+
+/// Points this server's replication where the cluster says: at its
+/// master's address for a replica (clusterCron's replicationSetMaster),
+/// nowhere for a master that was replicating (a replica that won an
+/// election or took over).
+fn follow_the_cluster(shared: &Shared) {
+    let Some(cluster) = shared.cluster.get() else {
+        return;
+    };
+    let link = &shared.master_link;
+    match cluster.replicating() {
+        Some((ip, port)) => {
+            let target = crate::master_link::Target {
+                host: String::from_utf8_lossy(&ip).into_owned(),
+                port,
+            };
+            if link.target().as_ref() != Some(&target) {
+                crate::cmd::replication::follow(shared, target);
+            }
+        }
+        None if cluster.my_master().is_none() && link.is_replica() => {
+            crate::cmd::replication::become_master(shared);
+        }
+        None => {}
+    }
+}
+
+/// A replica asked this master for a manual failover: writes pause (so
+/// the offset stops moving), and the replica is sent the offset it must
+/// reach, taken after the pause (clusterProcessPacket's MFSTART).
+fn pause_for_failover(shared: &Arc<Shared>, replica: &NodeName, until_ms: u64) {
+    let now = shared.clock.now_ms();
+    let wait = Duration::from_millis(until_ms.saturating_sub(now));
+    shared.pause.pause(
+        crate::pause::PauseKind::Write,
+        std::time::Instant::now() + wait,
+    );
+    let Some(cluster) = shared.cluster.get() else {
+        return;
+    };
+    let (offset, _) = replication_seen(shared, now);
+    let outputs = cluster.with_node(|node| {
+        node.observe_replication(offset, 0);
+        node.ping_now(replica, now)
+    });
+    carry_out(shared, outputs, None);
 }
 
 /// Drops the keys of slots another node took over (Redis's delKeysInSlot

@@ -10,6 +10,7 @@
 
 pub mod cluster;
 pub mod keyspace;
+pub mod process;
 pub mod replication;
 
 use std::net::SocketAddr;

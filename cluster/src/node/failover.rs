@@ -365,8 +365,7 @@ impl Node {
         };
         let master_failed = self.peers.get(&master).is_some_and(|p| p.failed());
         let automatic = master_failed && !self.failover_settings.no_failover;
-        if !(automatic || manual) || self.slot_count_of(&master) == 0
-        {
+        if !(automatic || manual) || self.slot_count_of(&master) == 0 {
             return Vec::new();
         }
         let auth_timeout = (self.node_timeout_ms * 2).max(2000);

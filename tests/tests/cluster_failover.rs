@@ -185,7 +185,7 @@ fn three_shards_of_two(view: &[NodeView]) -> bool {
         && view.iter().all(|n| !n.flags.contains("fail"))
 }
 
-fn find<'a>(view: &'a [NodeView], port: u16) -> &'a NodeView {
+fn find(view: &[NodeView], port: u16) -> &NodeView {
     view.iter()
         .find(|n| n.port == port)
         .expect("the node is listed")

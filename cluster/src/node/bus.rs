@@ -227,21 +227,38 @@ impl Node {
     }
 
     /// A PUBLISH for every other node (clusterPropagatePublish: every node
-    /// out of handshake, each over its link). SPUBLISH goes to the
-    /// replicas of this node's shard only, and tally nodes have none yet,
-    /// so a sharded message is sent nowhere.
+    /// out of handshake, each over its link). SPUBLISH goes to the other
+    /// nodes of this node's shard only: its master and that master's
+    /// replicas (clusterPropagatePublishShard).
     pub fn publish(&self, channel: &[u8], message: &[u8], sharded: bool) -> Vec<Output> {
-        if sharded {
-            return Vec::new();
-        }
         let publish = Message {
-            header: self.header(kind::PUBLISH),
+            header: self.header(if sharded {
+                kind::PUBLISHSHARD
+            } else {
+                kind::PUBLISH
+            }),
             body: Body::Publish {
                 channel: channel.to_vec(),
                 message: message.to_vec(),
             },
         };
-        self.broadcast(&publish)
+        if !sharded {
+            return self.broadcast(&publish);
+        }
+        let master = self.my_master.unwrap_or(self.me);
+        self.peers
+            .values()
+            .filter(|p| {
+                !p.in_handshake()
+                    && (p.name == master || (p.is_replica() && p.master == Some(master)))
+            })
+            .map(|p| Output::Send {
+                to: p.name,
+                ip: p.ip.clone(),
+                cport: p.cport,
+                message: publish.clone(),
+            })
+            .collect()
     }
 
     /// `message` to every node out of handshake (clusterBroadcastMessage).

@@ -283,7 +283,7 @@ pub fn cluster_meet(ctx: &mut Ctx<'_>, argv: &[&[u8]]) -> Reply {
 }
 
 /// In cluster mode, relays a PUBLISH to the other nodes over the bus
-/// (an SPUBLISH to this shard's replicas: none yet).
+/// (an SPUBLISH to the other nodes of this shard: its master and replicas).
 pub fn relay_publish(ctx: &Ctx<'_>, channel: &[u8], message: &[u8], sharded: bool) {
     let Some(cluster) = ctx.shared.cluster.get() else {
         return;

@@ -20,67 +20,16 @@
 //! TALLY_SIM_SEEDS sets how many seeds run (default 1000, about 80 s); TALLY_SIM_SEED=<n>
 //! replays seed n alone.
 
-use std::collections::BTreeMap;
+mod network;
 
-use tally_cluster::message::{node_flags, Message};
-use tally_cluster::node::{through_the_wire, Node, Output};
+use network::{index_of, name_of, port_of, Network, Rng, MAX_DELAY_MS};
+use tally_cluster::message::node_flags;
+use tally_cluster::node::Node;
 use tally_cluster::{NodeName, SLOTS};
 
-/// A message in flight.
-struct Delivery {
-    from: usize,
-    to: usize,
-    what: Arrival,
-}
-
-enum Arrival {
-    /// On a link `from` opened to `to`; replies go back to `from` as
-    /// arriving on its link to the peer it calls `via`.
-    Inbound {
-        from: usize,
-        via: NodeName,
-        message: Message,
-    },
-    /// On `to`'s own link to the peer it calls `via`.
-    Outbound { via: NodeName, message: Message },
-}
-
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        self.0
-    }
-    fn below(&mut self, n: u64) -> u64 {
-        self.next() % n
-    }
-}
-
-fn name_of(i: usize) -> NodeName {
-    let mut name = [b'0'; 40];
-    let digits = format!("{i:040x}");
-    name.copy_from_slice(digits.as_bytes());
-    name
-}
-
-const BASE_PORT: u16 = 7000;
 const NODE_TIMEOUT_MS: u64 = 2000;
-/// The longest a message is in flight.
-const MAX_DELAY_MS: u64 = 80;
 /// The simulation's step.
 const STEP_MS: u64 = 10;
-
-/// The node a simulated name (`name_of`) belongs to: its last four hex
-/// digits, cheap enough for every node's every peer at every step.
-fn index_of(name: &NodeName) -> Option<usize> {
-    if name[..36].iter().any(|&b| b != b'0') {
-        return None;
-    }
-    usize::from_str_radix(std::str::from_utf8(&name[36..]).ok()?, 16).ok()
-}
 
 fn run(seed: u64) -> Result<(), String> {
     let mut rng = Rng(seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1);
@@ -89,117 +38,32 @@ fn run(seed: u64) -> Result<(), String> {
     // As CLUSTER ADDSLOTS + MEET without SET-CONFIG-EPOCH: all epochs 0.
     let epochs_from_create = seed % 3 != 0;
     let partition = seed % 2 == 0;
-    // The last phase heals the network: its state must then be clean.
-    let dropping = std::cell::Cell::new(drop_per_mille);
     let mut nodes: Vec<Node> = (0..n)
         .map(|i| {
+            let port = port_of(i);
             Node::new(
                 name_of(i),
-                BASE_PORT + i as u16,
-                BASE_PORT + 10000 + i as u16,
+                port,
+                port + 10000,
                 NODE_TIMEOUT_MS,
                 seed ^ (i as u64 + 1),
             )
         })
         .collect();
-    // Messages in flight by delivery time, in sending order within one.
-    let mut queue: BTreeMap<u64, Vec<Delivery>> = BTreeMap::new();
-    let mut now = 0u64;
     // As redis-cli --cluster create: epochs 1..n, slots split, then MEET.
     let per_node = SLOTS / n;
-    let mut outputs: Vec<(usize, Vec<Output>)> = Vec::new();
     for (i, node) in nodes.iter_mut().enumerate() {
         if epochs_from_create {
             node.set_config_epoch(i as u64 + 1);
         }
         let start = i * per_node;
         let end = if i == n - 1 { SLOTS } else { start + per_node };
-        outputs.push((i, node.add_slots((start..end).map(|s| s as u16))));
+        let _ = node.add_slots((start..end).map(|s| s as u16));
     }
+    let mut net = Network::new(nodes, seed, drop_per_mille);
     for j in 1..n {
-        let out = nodes[0].meet(
-            b"127.0.0.1",
-            BASE_PORT + j as u16,
-            BASE_PORT + 10000 + j as u16,
-            now,
-        );
-        outputs.push((0, out));
-    }
-    let route = |queue: &mut BTreeMap<u64, Vec<Delivery>>,
-                 rng: &mut Rng,
-                 now: u64,
-                 from: usize,
-                 out: Vec<Output>,
-                 reply_to: Option<(usize, NodeName)>| {
-        for output in out {
-            let (delivery, copies) = match output {
-                Output::Send {
-                    to, cport, message, ..
-                } => {
-                    let target = (cport - BASE_PORT - 10000) as usize;
-                    (
-                        Delivery {
-                            from,
-                            to: target,
-                            what: Arrival::Inbound {
-                                from,
-                                via: to,
-                                message: through_the_wire(&message),
-                            },
-                        },
-                        1 + (rng.below(20) == 0) as usize,
-                    )
-                }
-                Output::Reply(message) => {
-                    let Some((back, via)) = reply_to else {
-                        continue;
-                    };
-                    (
-                        Delivery {
-                            from,
-                            to: back,
-                            what: Arrival::Outbound {
-                                via,
-                                message: through_the_wire(&message),
-                            },
-                        },
-                        1,
-                    )
-                }
-                Output::Dropped(_)
-                | Output::SaveConfig
-                | Output::SlotsLost(_)
-                | Output::RoleChanged
-                | Output::PauseWritesForFailover { .. }
-                | Output::ResumeWrites
-                | Output::Publish { .. } => continue,
-            };
-            for _ in 0..copies {
-                if rng.below(1000) < dropping.get() {
-                    continue;
-                }
-                let delay = 1 + rng.below(MAX_DELAY_MS);
-                let what = match &delivery.what {
-                    Arrival::Inbound { from, via, message } => Arrival::Inbound {
-                        from: *from,
-                        via: *via,
-                        message: message.clone(),
-                    },
-                    Arrival::Outbound { via, message } => Arrival::Outbound {
-                        via: *via,
-                        message: message.clone(),
-                    },
-                };
-                queue.entry(now + delay).or_default().push(Delivery {
-                    from: delivery.from,
-                    to: delivery.to,
-                    what,
-                });
-            }
-        }
-    };
-    for (from, out) in outputs {
-        route(&mut queue, &mut rng, now, from, out, None);
+        let out = net.nodes[0].meet(b"127.0.0.1", port_of(j), port_of(j) + 10000, 0);
+        net.route(0, out, None);
     }
     // Three phases, in 10 ms steps, every node ticking every 100 ms: 20 s
     // to form; 12 s with the last node stopped (nothing to or from it, as a
@@ -211,7 +75,8 @@ fn run(seed: u64) -> Result<(), String> {
     let side = |i: usize| usize::from(i >= n - minority);
     let mut suspected_at: Vec<Vec<Option<u64>>> = vec![vec![None; n]; n];
     let mut declared = vec![false; n];
-    let mut epochs: Vec<(u64, u64)> = nodes
+    let mut epochs: Vec<(u64, u64)> = net
+        .nodes
         .iter()
         .map(|node| (node.current_epoch(), node.config_epoch()))
         .collect();
@@ -220,52 +85,15 @@ fn run(seed: u64) -> Result<(), String> {
         .enumerate()
     {
         if phase == 2 {
-            dropping.set(0);
+            net.drop_per_mille = 0;
         }
-        let stopped = (cut && !partition).then_some(stopped_node);
-        let split = cut && partition;
-        while now < end {
-            now += STEP_MS;
-            let later = queue.split_off(&(now + 1));
-            let due = std::mem::replace(&mut queue, later);
-            for delivery in due.into_values().flatten() {
-                if stopped.is_some_and(|s| s == delivery.to || s == delivery.from) {
-                    continue;
-                }
-                if split && side(delivery.to) != side(delivery.from) {
-                    continue;
-                }
-                match delivery.what {
-                    Arrival::Inbound { from, via, message } => {
-                        let out = nodes[delivery.to].on_inbound(
-                            &message,
-                            b"127.0.0.1",
-                            b"127.0.0.1",
-                            now,
-                        );
-                        route(
-                            &mut queue,
-                            &mut rng,
-                            now,
-                            delivery.to,
-                            out,
-                            Some((from, via)),
-                        );
-                    }
-                    Arrival::Outbound { via, message } => {
-                        let out = nodes[delivery.to].on_outbound(&via, &message, now);
-                        route(&mut queue, &mut rng, now, delivery.to, out, None);
-                    }
-                }
-            }
+        net.stopped[stopped_node] = cut && !partition;
+        net.sides = (cut && partition).then(|| (0..n).map(side).collect());
+        while net.now < end {
+            net.step(STEP_MS);
+            let now = net.now;
+            let nodes = &net.nodes;
             if now % 100 == 0 {
-                for (i, node) in nodes.iter_mut().enumerate() {
-                    if stopped == Some(i) {
-                        continue;
-                    }
-                    let out = node.tick(now);
-                    route(&mut queue, &mut rng, now, i, out, None);
-                }
                 for (i, node) in nodes.iter().enumerate() {
                     let now_epochs = (node.current_epoch(), node.config_epoch());
                     if now_epochs.0 < epochs[i].0 || now_epochs.1 < epochs[i].1 {
@@ -312,6 +140,8 @@ fn run(seed: u64) -> Result<(), String> {
                 *declared &= failed;
             }
         }
+        let split = cut && partition;
+        let nodes = &net.nodes;
         let context = format!(
             "seed {seed} ({n} nodes, {drop_per_mille}/1000 dropped, {}, {}), phase {phase}",
             if epochs_from_create {
@@ -352,7 +182,7 @@ fn run(seed: u64) -> Result<(), String> {
                 }
             }
             _ => {
-                converged(&nodes, n, per_node, &context)?;
+                converged(nodes, n, per_node, &context)?;
                 if phase == 2 {
                     for (i, node) in nodes.iter().enumerate() {
                         if let Some(p) = node.peers().find(|p| p.failing()) {

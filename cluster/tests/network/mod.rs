@@ -1,0 +1,248 @@
+//! A seeded simulated network for tally-cluster nodes: messages go through
+//! the wire format, arrive 1-80 ms later, are dropped at a chosen rate and
+//! now and then duplicated; a node can be stopped (nothing to or from it,
+//! as under SIGSTOP), or the network split in two. A failing seed replays
+//! exactly.
+
+// Each simulation binary includes this module and uses part of it.
+#![allow(dead_code)]
+
+use std::collections::BTreeMap;
+
+use tally_cluster::message::Message;
+use tally_cluster::node::{through_the_wire, Node, Output};
+use tally_cluster::NodeName;
+
+/// The simulation's random numbers (xorshift).
+pub struct Rng(pub u64);
+
+impl Rng {
+    /// The next number.
+    pub fn next(&mut self) -> u64 {
+        self.0 ^= self.0 << 13;
+        self.0 ^= self.0 >> 7;
+        self.0 ^= self.0 << 17;
+        self.0
+    }
+
+    /// A number below `n`.
+    pub fn below(&mut self, n: u64) -> u64 {
+        self.next() % n
+    }
+}
+
+/// Node `i`'s name: its index in hex, zero-padded.
+pub fn name_of(i: usize) -> NodeName {
+    let mut name = [b'0'; 40];
+    name.copy_from_slice(format!("{i:040x}").as_bytes());
+    name
+}
+
+/// The index behind a simulated name (None for a half-known node's
+/// random name).
+pub fn index_of(name: &NodeName) -> Option<usize> {
+    if name[..36].iter().any(|&b| b != b'0') {
+        return None;
+    }
+    usize::from_str_radix(std::str::from_utf8(&name[36..]).ok()?, 16).ok()
+}
+
+/// Node `i`'s client port; its bus port is 10000 above.
+pub fn port_of(i: usize) -> u16 {
+    BASE_PORT + i as u16
+}
+
+const BASE_PORT: u16 = 7000;
+/// The longest a message is in flight.
+pub const MAX_DELAY_MS: u64 = 80;
+
+enum Arrival {
+    /// On a link `from` opened; replies go back as arriving on `from`'s
+    /// link to the peer it calls `via`.
+    Inbound {
+        from: usize,
+        via: NodeName,
+        message: Message,
+    },
+    /// On the receiver's own link to the peer it calls `via`.
+    Outbound { via: NodeName, message: Message },
+}
+
+struct Delivery {
+    from: usize,
+    to: usize,
+    what: Arrival,
+}
+
+/// What the nodes asked of their drivers besides sending.
+#[derive(Default)]
+pub struct Requests {
+    /// (node, replica) for each PauseWritesForFailover.
+    pub pauses: Vec<(usize, NodeName)>,
+    /// Nodes that asked to resume writes.
+    pub resumes: Vec<usize>,
+}
+
+/// The network and the nodes on it.
+pub struct Network {
+    /// The nodes, node `i` named [`name_of`]`(i)`.
+    pub nodes: Vec<Node>,
+    queue: BTreeMap<u64, Vec<Delivery>>,
+    /// The simulated time, ms.
+    pub now: u64,
+    rng: Rng,
+    /// Messages dropped per thousand.
+    pub drop_per_mille: u64,
+    /// Nodes that neither send nor receive.
+    pub stopped: Vec<bool>,
+    /// A partition: each node's side (messages between sides are lost).
+    pub sides: Option<Vec<usize>>,
+    /// What the nodes asked for.
+    pub requests: Requests,
+}
+
+impl Network {
+    /// A network of `nodes`, its randomness from `seed`.
+    pub fn new(nodes: Vec<Node>, seed: u64, drop_per_mille: u64) -> Network {
+        let stopped = vec![false; nodes.len()];
+        Network {
+            nodes,
+            queue: BTreeMap::new(),
+            now: 0,
+            rng: Rng(seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1),
+            drop_per_mille,
+            stopped,
+            sides: None,
+            requests: Requests::default(),
+        }
+    }
+
+    /// A random number below `n` from the network's generator.
+    pub fn below(&mut self, n: u64) -> u64 {
+        self.rng.below(n)
+    }
+
+    /// Carries out what node `from` returned; `reply_to` is where a reply
+    /// goes (the node whose link the handled message came on, and the name
+    /// it knows the replier by).
+    pub fn route(&mut self, from: usize, out: Vec<Output>, reply_to: Option<(usize, NodeName)>) {
+        for output in out {
+            let (delivery, copies) = match output {
+                Output::Send {
+                    to, cport, message, ..
+                } => {
+                    let target = (cport - BASE_PORT - 10000) as usize;
+                    let copies = 1 + (self.rng.below(20) == 0) as usize;
+                    let what = Arrival::Inbound {
+                        from,
+                        via: to,
+                        message: through_the_wire(&message),
+                    };
+                    (
+                        Delivery {
+                            from,
+                            to: target,
+                            what,
+                        },
+                        copies,
+                    )
+                }
+                Output::Reply(message) => {
+                    let Some((back, via)) = reply_to else {
+                        continue;
+                    };
+                    let what = Arrival::Outbound {
+                        via,
+                        message: through_the_wire(&message),
+                    };
+                    (
+                        Delivery {
+                            from,
+                            to: back,
+                            what,
+                        },
+                        1,
+                    )
+                }
+                Output::PauseWritesForFailover { replica, .. } => {
+                    self.requests.pauses.push((from, replica));
+                    continue;
+                }
+                Output::ResumeWrites => {
+                    self.requests.resumes.push(from);
+                    continue;
+                }
+                Output::Dropped(_)
+                | Output::SaveConfig
+                | Output::SlotsLost(_)
+                | Output::RoleChanged
+                | Output::Publish { .. } => continue,
+            };
+            for _ in 0..copies {
+                if self.rng.below(1000) < self.drop_per_mille {
+                    continue;
+                }
+                let at = self.now + 1 + self.rng.below(MAX_DELAY_MS);
+                let what = match &delivery.what {
+                    Arrival::Inbound { from, via, message } => Arrival::Inbound {
+                        from: *from,
+                        via: *via,
+                        message: message.clone(),
+                    },
+                    Arrival::Outbound { via, message } => Arrival::Outbound {
+                        via: *via,
+                        message: message.clone(),
+                    },
+                };
+                self.queue.entry(at).or_default().push(Delivery {
+                    from: delivery.from,
+                    to: delivery.to,
+                    what,
+                });
+            }
+        }
+    }
+
+    /// Advances the time by `step_ms`, delivering what is due; every
+    /// 100 ms each running node ticks.
+    pub fn step(&mut self, step_ms: u64) {
+        self.now += step_ms;
+        let later = self.queue.split_off(&(self.now + 1));
+        let due = std::mem::replace(&mut self.queue, later);
+        for delivery in due.into_values().flatten() {
+            if self.stopped[delivery.to] || self.stopped[delivery.from] {
+                continue;
+            }
+            if let Some(sides) = &self.sides {
+                if sides[delivery.to] != sides[delivery.from] {
+                    continue;
+                }
+            }
+            let now = self.now;
+            match delivery.what {
+                Arrival::Inbound { from, via, message } => {
+                    let out = self.nodes[delivery.to].on_inbound(
+                        &message,
+                        b"127.0.0.1",
+                        b"127.0.0.1",
+                        now,
+                    );
+                    self.route(delivery.to, out, Some((from, via)));
+                }
+                Arrival::Outbound { via, message } => {
+                    let out = self.nodes[delivery.to].on_outbound(&via, &message, now);
+                    self.route(delivery.to, out, None);
+                }
+            }
+        }
+        if self.now % 100 == 0 {
+            for i in 0..self.nodes.len() {
+                if self.stopped[i] {
+                    continue;
+                }
+                let out = self.nodes[i].tick(self.now);
+                self.route(i, out, None);
+            }
+        }
+    }
+}

@@ -297,26 +297,5 @@ fn run(seed: u64) -> Result<(), String> {
 
 #[test]
 fn a_replica_takes_over_its_failed_or_asked_master_once_and_everyone_follows() {
-    let seeds: u64 = std::env::var("TALLY_FAILOVER_SEEDS")
-        .ok()
-        .and_then(|s| s.parse().ok())
-        .unwrap_or(100);
-    let seeds: Vec<u64> = match std::env::var("TALLY_FAILOVER_SEED")
-        .ok()
-        .and_then(|s| s.parse().ok())
-    {
-        Some(seed) => vec![seed],
-        None => (1..=seeds).collect(),
-    };
-    let count = seeds.len();
-    let failures: Vec<String> = seeds
-        .into_iter()
-        .filter_map(|seed| run(seed).err())
-        .collect();
-    assert!(
-        failures.is_empty(),
-        "{} of {count} seeds failed; first: {:?}",
-        failures.len(),
-        failures.first()
-    );
+    network::run_seeds("TALLY_FAILOVER_SEEDS", "TALLY_FAILOVER_SEED", 100, run);
 }

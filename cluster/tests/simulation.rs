@@ -253,27 +253,5 @@ fn converged(nodes: &[Node], n: usize, per_node: usize, context: &str) -> Result
 
 #[test]
 fn clusters_form_and_agree_under_a_lossy_network() {
-    let seeds: u64 = std::env::var("TALLY_SIM_SEEDS")
-        .ok()
-        .and_then(|s| s.parse().ok())
-        .unwrap_or(1000);
-    // TALLY_SIM_SEED=<n> replays one seed.
-    let seeds: Vec<u64> = match std::env::var("TALLY_SIM_SEED")
-        .ok()
-        .and_then(|s| s.parse().ok())
-    {
-        Some(seed) => vec![seed],
-        None => (1..=seeds).collect(),
-    };
-    let count = seeds.len();
-    let failures: Vec<String> = seeds
-        .into_iter()
-        .filter_map(|seed| run(seed).err())
-        .collect();
-    assert!(
-        failures.is_empty(),
-        "{} of {count} seeds failed; first: {:?}",
-        failures.len(),
-        failures.iter().take(5).collect::<Vec<_>>()
-    );
+    network::run_seeds("TALLY_SIM_SEEDS", "TALLY_SIM_SEED", 1000, run);
 }

@@ -92,8 +92,15 @@ pub async fn cli_at(address: &str, args: &[&str]) -> String {
 /// `redis-cli --cluster create` over `addresses` (asserting every slot is
 /// covered), then waits until every node reports `cluster_state:ok`.
 pub async fn create(addresses: &[String]) {
+    create_with(addresses, &[]).await;
+}
+
+/// [`create`] with more `redis-cli --cluster create` options (such as
+/// `--cluster-replicas 1`); returns what redis-cli printed.
+pub async fn create_with(addresses: &[String], options: &[&str]) -> String {
     let mut args = vec!["--cluster".to_string(), "create".to_string()];
     args.extend(addresses.iter().cloned());
+    args.extend(options.iter().map(|o| o.to_string()));
     args.push("--cluster-yes".to_string());
     let created = redis_cli(args).await;
     assert!(
@@ -101,6 +108,7 @@ pub async fn create(addresses: &[String]) {
         "{created}"
     );
     wait_until(addresses, "CLUSTER INFO", "cluster_state:ok").await;
+    created
 }
 
 /// Waits (up to 30 s) until `command`'s reply on every node contains `text`.

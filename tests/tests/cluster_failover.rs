@@ -10,7 +10,7 @@
 use std::collections::HashMap;
 use std::time::{Duration, Instant};
 
-use tally_tests::cluster::{redis_cli, wait_until};
+use tally_tests::cluster::{create_with, redis_cli, wait_until};
 use tally_tests::keyspace::connect;
 use tally_tests::process::TallyProcess;
 use tally_tests::replication::wait_for_field;
@@ -195,15 +195,7 @@ fn find(view: &[NodeView], port: u16) -> &NodeView {
 async fn killed_and_stopped_masters_are_replaced_by_their_replicas() {
     let mut processes: Vec<TallyProcess> = (0..6).map(|_| tally_node()).collect();
     let addresses: Vec<String> = processes.iter().map(|p| p.address()).collect();
-    let mut args = vec!["--cluster".to_string(), "create".to_string()];
-    args.extend(addresses.iter().cloned());
-    args.extend(["--cluster-replicas", "1", "--cluster-yes"].map(String::from));
-    let created = redis_cli(args).await;
-    assert!(
-        created.contains("[OK] All 16384 slots covered."),
-        "{created}"
-    );
-    wait_until(&addresses, "CLUSTER INFO", "cluster_state:ok").await;
+    create_with(&addresses, &["--cluster-replicas", "1"]).await;
     for address in &addresses {
         wait_for_view(address, "3 masters, 3 replicas", three_shards_of_two).await;
     }
@@ -308,15 +300,7 @@ async fn a_redis_replica_is_elected_by_tally_masters_and_a_tally_replica_takes_o
     };
     let mut masters: Vec<TallyProcess> = (0..3).map(|_| tally_node()).collect();
     let addresses: Vec<String> = masters.iter().map(|p| p.address()).collect();
-    let mut args = vec!["--cluster".to_string(), "create".to_string()];
-    args.extend(addresses.iter().cloned());
-    args.push("--cluster-yes".to_string());
-    let created = redis_cli(args).await;
-    assert!(
-        created.contains("[OK] All 16384 slots covered."),
-        "{created}"
-    );
-    wait_until(&addresses, "CLUSTER INFO", "cluster_state:ok").await;
+    create_with(&addresses, &[]).await;
 
     // redis-server joins as the replica of the master of {mixed}.
     let first_port = owner_port(&addresses[0], "{mixed}").await;

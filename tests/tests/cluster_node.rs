@@ -320,14 +320,7 @@ async fn redis_cli_creates_tally_and_mixed_clusters() {
             tally.push(node_on_free_ports().await);
             addresses.push(format!("127.0.0.1:{}", tally[2].local_addr().port()));
         }
-        let mut args = vec!["--cluster".to_string(), "create".to_string()];
-        args.extend(addresses.iter().cloned());
-        args.push("--cluster-yes".to_string());
-        let created = redis_cli(args).await;
-        assert!(
-            created.contains("[OK] All 16384 slots covered."),
-            "{created}"
-        );
+        let created = tally_tests::cluster::create_with(&addresses, &[]).await;
         assert!(
             created.contains("[OK] All nodes agree about slots configuration."),
             "{created}"

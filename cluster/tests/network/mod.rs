@@ -246,3 +246,33 @@ impl Network {
         }
     }
 }
+
+/// Runs `run` for seeds 1..=N (N from the environment variable `count_var`,
+/// else `default`), or for the one seed `seed_var` names (a replay), and
+/// fails with the first failures' messages.
+pub fn run_seeds(
+    count_var: &str,
+    seed_var: &str,
+    default: u64,
+    run: impl Fn(u64) -> Result<(), String>,
+) {
+    let count: u64 = std::env::var(count_var)
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(default);
+    let seeds: Vec<u64> = match std::env::var(seed_var).ok().and_then(|s| s.parse().ok()) {
+        Some(seed) => vec![seed],
+        None => (1..=count).collect(),
+    };
+    let total = seeds.len();
+    let failures: Vec<String> = seeds
+        .into_iter()
+        .filter_map(|seed| run(seed).err())
+        .collect();
+    assert!(
+        failures.is_empty(),
+        "{} of {total} seeds failed; first: {:?}",
+        failures.len(),
+        failures.iter().take(5).collect::<Vec<_>>()
+    );
+}

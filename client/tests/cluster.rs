@@ -1,8 +1,9 @@
 //! tally-client against a cluster of three tally nodes: the URLs are seeds,
 //! each identity's checks go to the node serving its slot, a slot moved
 //! under the limiter is followed (ASK while it moves, MOVED after), a node
-//! that is down trips only its own breaker, and the rules are read from
-//! whichever node serves their key.
+//! that is down trips only its own breaker, a master that fails is followed
+//! to the replica that replaces it, and the rules are read from whichever
+//! node serves their key.
 
 use std::time::Duration;
 
@@ -315,6 +316,74 @@ async fn a_node_that_is_down_trips_only_its_own_breaker() {
         let open = limiter.breaker_state(index) != tally_client::BreakerState::Closed;
         assert_eq!(open, index == down, "node {index}");
     }
+}
+
+/// A master stops: the replica elected in its place is found (the slot
+/// map asked again after the failed calls), and the identity's counts
+/// carry on there from what the replica had acknowledged.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_failed_master_is_followed_to_the_replica_that_replaces_it() {
+    let mut nodes = Vec::new();
+    for _ in 0..6 {
+        nodes.push(node_on_free_ports().await);
+    }
+    let addresses: Vec<String> = nodes.iter().map(address).collect();
+    tally_tests::cluster::create_with(&addresses, &["--cluster-replicas", "1"]).await;
+    let user = Identity::new("user", "failover", "free");
+    // Every key of an identity shares its hash tag, so its slot.
+    let key = limit_prefix(&user, None);
+    let master = owner_of(&addresses, &key).await;
+    let master_id: String = cmd(&master, &["CLUSTER", "MYID"]).await;
+    // The replica, once the whole cluster knows it as one.
+    let mut heir = None;
+    for _ in 0..600 {
+        let lines: Vec<String> = cmd(&master, &["CLUSTER", "REPLICAS", &master_id]).await;
+        if let Some(line) = lines.first() {
+            let endpoint = line.split(' ').nth(1).unwrap();
+            heir = Some(endpoint.split('@').next().unwrap().to_string());
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    let heir = heir.expect("the master has a replica");
+    let limiter = Limiter::builder([format!("redis://{}", addresses[0])])
+        .rules_toml(RULES)
+        .unwrap()
+        .config(LimiterConfig {
+            background_tasks: true,
+            ..config(Mode::Exact, FailurePolicy::Open)
+        })
+        .build()
+        .await
+        .unwrap();
+    for remaining in [4, 3] {
+        let decision = limiter.check(&user, "GET /search", 1).await;
+        assert_eq!(decision.source, Source::Server);
+        assert_eq!(decision.limits[1].remaining, remaining);
+    }
+    let acked: i64 = cmd(&master, &["WAIT", "1", "10000"]).await;
+    assert_eq!(acked, 1, "the replica has both checks");
+    let index = nodes.iter().position(|n| address(n) == master).unwrap();
+    nodes.remove(index).shutdown().await;
+    let mut failed_open = 0;
+    let decision = loop {
+        let decision = limiter.check(&user, "GET /search", 1).await;
+        if decision.source == Source::Server {
+            break decision;
+        }
+        assert_eq!(decision.source, Source::FailOpen);
+        failed_open += 1;
+        assert!(
+            failed_open < 6000,
+            "the limiter never reached the new master"
+        );
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    };
+    assert_eq!(
+        decision.limits[1].remaining, 2,
+        "counted on from the replica's copy"
+    );
+    assert_eq!(limiter.nodes()[limiter.node_of(&user)], heir);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -3,8 +3,8 @@
 //! nodes met, as redis-cli does), on the simulated network of `network/`
 //! (delays, duplicates), with replication offsets that move as writes
 //! would. Then, by seed, either a master stops (as under SIGSTOP) and, with
-//! up to a tenth of the messages lost, one of its replicas must be elected
-//! and take its slots, or a replica is asked for
+//! up to a tenth of the messages lost for 15 s and none after, one of its
+//! replicas must be elected and take its slots, or a replica is asked for
 //! a coordinated CLUSTER FAILOVER (the master pauses writes, the replica
 //! reaches its offset, then the election). Throughout: no node's epochs go
 //! backwards, no two elections win the same epoch, and no two masters
@@ -251,12 +251,15 @@ fn run(seed: u64) -> Result<(), String> {
         net.stopped[victim] = true;
     }
     net.drop_per_mille = drop_per_mille;
-    // The failover, on the lossy network; then the stopped master runs
-    // again and the network heals.
+    // The failover on the lossy network (a lost vote costs an election:
+    // the next comes twice the node timeout later, so it may not be over);
+    // then on a healed one, where it must end; then the stopped master
+    // runs again.
     run_until(&mut net, &mut replication, 35_000)?;
-    net.stopped[victim] = false;
     net.drop_per_mille = 0;
     run_until(&mut net, &mut replication, 50_000)?;
+    net.stopped[victim] = false;
+    run_until(&mut net, &mut replication, 65_000)?;
 
     let winners: Vec<usize> = candidates
         .iter()

@@ -46,11 +46,12 @@ impl Node {
         }
         // Counted only for a suspect: it walks the slot table.
         let quorum = self.quorum();
+        // A master's own view counts as a report; a replica's does not.
+        let own = usize::from(self.my_master.is_none());
         let Some(peer) = self.peers.get_mut(node) else {
             return Vec::new();
         };
-        // This node is a master: its own view counts.
-        if peer.fail_reports.len() + 1 < quorum {
+        if peer.fail_reports.len() + own < quorum {
             return Vec::new();
         }
         peer.flags = (peer.flags & !node_flags::PFAIL) | node_flags::FAIL;

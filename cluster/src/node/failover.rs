@@ -2,11 +2,12 @@
 //! - a node becomes a replica with CLUSTER REPLICATE, or when the master
 //!   it served (or replicated) lost its last slot to a node with a newer
 //!   config epoch (clusterSetMaster);
-//! - a replica whose master is FAIL waits 500 ms plus up to 500 ms at
-//!   random plus a second per replica of the same master with a newer
-//!   offset, then asks every master for its vote in a new epoch; with a
-//!   majority of the masters serving slots it takes its master's slots
-//!   under that epoch (clusterHandleSlaveFailover);
+//! - a replica whose master is FAIL asks every master for its vote in a
+//!   new epoch, at once if no other replica of its master has a newer
+//!   offset (Valkey's change; ties broken by name), else after 500 ms plus
+//!   up to 500 ms at random plus a second per better replica, as Redis
+//!   waits; with a majority of the masters serving slots it takes its
+//!   master's slots under that epoch (clusterHandleSlaveFailover);
 //! - a master votes once per epoch, and once per failed master per twice
 //!   the node timeout, for a replica whose master is FAIL and whose claim
 //!   is not older than any slot's owner (clusterSendFailoverAuthIfNeeded);
@@ -341,18 +342,23 @@ impl Node {
     }
 
     /// A replica's rank among its master's replicas: how many of them
-    /// (able to fail over) claim a newer offset (clusterGetSlaveRank).
+    /// (able to fail over) claim a newer offset (clusterGetSlaveRank), or
+    /// the same offset and a smaller name. The tie-break is tally's (as
+    /// Valkey's): replicas of an idle master all have one offset, and with
+    /// Redis's rank they would all be rank 0 and, asking for votes at once,
+    /// split them.
     fn rank(&self) -> u64 {
         let Some(master) = self.my_master else {
             return 0;
         };
+        let mine = self.replication.offset;
         self.peers
             .values()
             .filter(|p| {
                 p.master == Some(master)
                     && p.is_replica()
                     && p.flags & node_flags::NOFAILOVER == 0
-                    && p.repl_offset > self.replication.offset
+                    && (p.repl_offset > mine || (p.repl_offset == mine && p.name < self.me))
             })
             .count() as u64
     }
@@ -384,9 +390,18 @@ impl Node {
         }
         if self.election.at_ms == 0 || auth_age > auth_retry {
             let rank = self.rank();
-            let jitter = self.random() % 500;
+            // The best-ranked replica asks at once (Valkey's change): the
+            // FAIL that started this reached the voters when it reached
+            // this replica. The others wait as Redis has every replica
+            // wait, half a second and up to half a second more at random,
+            // plus a second per rank, so the best one wins first.
+            let delay = if rank == 0 {
+                0
+            } else {
+                500 + self.random() % 500 + rank * 1000
+            };
             self.election = Election {
-                at_ms: now_ms + 500 + jitter + rank * 1000,
+                at_ms: now_ms + delay,
                 votes: 0,
                 asked: false,
                 rank,

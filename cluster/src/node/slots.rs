@@ -318,6 +318,34 @@ impl Node {
             .sum()
     }
 
+    /// This node is cut off with a minority of the masters serving slots:
+    /// fewer than a majority of them (itself included) are neither PFAIL
+    /// nor FAIL as it sees them (clusterUpdateState). Such a master stops
+    /// serving, so that it takes no writes the majority's failover will
+    /// discard.
+    pub fn among_minority(&self) -> bool {
+        let (mut size, mut reachable) = (0usize, 0usize);
+        for (name, &count) in self.owner_names.iter().zip(&self.slot_counts[1..]) {
+            if count == 0 {
+                continue;
+            }
+            if *name == self.me {
+                size += 1;
+                reachable += 1;
+                continue;
+            }
+            let Some(peer) = self.peers.get(name) else {
+                continue;
+            };
+            if peer.is_replica() {
+                continue;
+            }
+            size += 1;
+            reachable += usize::from(!peer.failing());
+        }
+        reachable < size / 2 + 1
+    }
+
     pub(super) fn epoch_of(&self, name: &NodeName) -> u64 {
         if *name == self.me {
             self.config_epoch

@@ -92,6 +92,8 @@ pub struct Cluster {
     cport: u16,
     node_timeout_ms: u64,
     started: Instant,
+    /// When this node last saw itself among a minority of the masters.
+    among_minority_at: Mutex<Option<Instant>>,
 }
 
 /// What runs with the slots this node stopped serving.
@@ -219,6 +221,7 @@ impl Cluster {
             cport,
             node_timeout_ms,
             started: Instant::now(),
+            among_minority_at: Mutex::new(None),
         };
         cluster.sync_slots();
         cluster.save()?;
@@ -262,12 +265,34 @@ impl Cluster {
         self.node.lock().failure_reports(&name)
     }
 
-    /// `ok` or `fail`, as clusterUpdateState decides it (every slot served
-    /// by a node not failing, when full coverage is required; not before
-    /// the writable delay).
+    /// `ok` or `fail`, as clusterUpdateState decides it: every slot served
+    /// by a node not failing (when full coverage is required), a majority
+    /// of the masters reachable, not before the writable delay, and for a
+    /// master that was among the minority, not before the rejoin delay
+    /// (the node timeout, within 0.5-5 s) has passed since: time to learn
+    /// of a failover before it takes writes again.
     pub fn state_ok(&self) -> bool {
-        let ok = !self.require_full_coverage || self.slots_ok() == SLOTS;
-        let ok = ok && self.started.elapsed() >= WRITABLE_DELAY;
+        let (slots_ok, minority, master) = {
+            let node = self.node.lock();
+            (
+                node.slots_ok(),
+                node.among_minority(),
+                node.my_master().is_none(),
+            )
+        };
+        let mut among_minority = self.among_minority_at.lock();
+        if minority {
+            *among_minority = Some(Instant::now());
+        }
+        let rejoin_delay = Duration::from_millis(self.node_timeout_ms.clamp(500, 5000));
+        let rejoining = master
+            && among_minority.is_some_and(|at| at.elapsed() < rejoin_delay)
+            && !self.state_ok.load(Ordering::SeqCst);
+        drop(among_minority);
+        let ok = (!self.require_full_coverage || slots_ok == SLOTS)
+            && !minority
+            && !rejoining
+            && self.started.elapsed() >= WRITABLE_DELAY;
         if self.state_ok.swap(ok, Ordering::SeqCst) != ok {
             self.refresh_plain();
         }

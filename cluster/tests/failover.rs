@@ -2,17 +2,19 @@
 //! each with one or two replicas (made with CLUSTER REPLICATE once the
 //! nodes met, as redis-cli does), on the simulated network of `network/`
 //! (delays, duplicates), with replication offsets that move as writes
-//! would. Then, by seed, either a master stops (as under SIGSTOP) and, with
-//! up to a tenth of the messages lost for 15 s and none after, one of its
-//! replicas must be elected and take its slots, or a replica is asked for
+//! would, and node clocks up to 3 s apart. Then, by seed, a master stops
+//! (as under SIGSTOP) or is cut off from every other node (and must see
+//! itself among a minority, so that it stops taking writes), and with up
+//! to a tenth of the messages lost for 15 s and none after, one of its
+//! replicas must be elected and take its slots; or a replica is asked for
 //! a coordinated CLUSTER FAILOVER (the master pauses writes, the replica
 //! reaches its offset, then the election). Throughout: no node's epochs go
 //! backwards, no two elections win the same epoch, and no two masters
 //! claim one slot under the same config epoch. At the end every node
 //! agrees on the new owner, the master's other replicas follow the winner,
-//! and (after the stopped master runs again) the old master is the
-//! winner's replica and nothing is left failing. A failing seed is
-//! printed and replays exactly.
+//! and (once the old master runs again, or the network heals) the old
+//! master is the winner's replica and nothing is left failing. A failing
+//! seed is printed and replays exactly.
 //!
 //! TALLY_FAILOVER_SEEDS sets how many seeds run (default 100, about 30 s);
 //! TALLY_FAILOVER_SEED=<n> replays seed n alone.
@@ -47,7 +49,7 @@ impl Replication {
             match net.nodes[i].my_master().and_then(network_index) {
                 None if !self.paused[i] => self.offsets[i] += 1 + net.below(5),
                 None => {}
-                Some(master) if !net.stopped[master] => {
+                Some(master) if net.connected(i, master) => {
                     self.offsets[i] = self.offsets[i].max(before[master]);
                     self.cut_since[i] = None;
                 }
@@ -64,7 +66,7 @@ impl Replication {
     fn serve_requests(&mut self, net: &mut Network) {
         for (master, replica) in std::mem::take(&mut net.requests.pauses) {
             self.paused[master] = true;
-            let now = net.now;
+            let now = net.clock(master);
             net.nodes[master].observe_replication(self.offsets[master], 0);
             let out = net.nodes[master].ping_now(&replica, now);
             net.route(master, out, None);
@@ -144,7 +146,21 @@ fn run(seed: u64) -> Result<(), String> {
         .flat_map(|(m, &count)| std::iter::repeat_n(m, count))
         .collect();
     let n = masters + master_of.len();
-    let manual = seed % 3 == 0;
+    #[derive(PartialEq)]
+    enum Fault {
+        /// CLUSTER FAILOVER on a replica of a healthy master.
+        Asked,
+        /// The master stops (SIGSTOP).
+        Stopped,
+        /// The master is cut off from every other node.
+        Partitioned,
+    }
+    let fault = match seed % 3 {
+        0 => Fault::Asked,
+        1 => Fault::Stopped,
+        _ => Fault::Partitioned,
+    };
+    let manual = fault == Fault::Asked;
     // Messages are lost only while a stopped master is failed over: under
     // loss a healthy master can be failed over too (a majority missing its
     // PONGs for the node timeout), as in Redis, which would blur what the
@@ -153,7 +169,11 @@ fn run(seed: u64) -> Result<(), String> {
     let drop_per_mille = if manual { 0 } else { rng.below(100) };
     let context = format!(
         "seed {seed} ({masters} masters, replicas {replicas_of:?}, {drop_per_mille}/1000 dropped, {})",
-        if manual { "CLUSTER FAILOVER" } else { "master stopped" }
+        match fault {
+            Fault::Asked => "CLUSTER FAILOVER",
+            Fault::Stopped => "master stopped",
+            Fault::Partitioned => "master partitioned away",
+        }
     );
     let mut nodes: Vec<Node> = (0..n)
         .map(|i| {
@@ -182,6 +202,8 @@ fn run(seed: u64) -> Result<(), String> {
         let _ = node.add_slots(range(m));
     }
     let mut net = Network::new(nodes, seed, 0);
+    // Clocks up to 3 s apart.
+    net.skew = (0..n).map(|_| rng.below(3000)).collect();
     for j in 1..n {
         let out = net.nodes[0].meet(b"127.0.0.1", port_of(j), port_of(j) + 10000, 0);
         net.route(0, out, None);
@@ -242,13 +264,15 @@ fn run(seed: u64) -> Result<(), String> {
         .collect();
     if manual {
         let asked = candidates[rng.below(candidates.len() as u64) as usize];
-        let now = net.now;
+        let now = net.clock(asked);
         let out = net.nodes[asked]
             .manual_failover(FailoverKind::Coordinated, true, now)
             .map_err(|e| format!("{context}: CLUSTER FAILOVER on node {asked}: {e}"))?;
         net.route(asked, out, None);
-    } else {
+    } else if fault == Fault::Stopped {
         net.stopped[victim] = true;
+    } else {
+        net.sides = Some((0..n).map(|i| usize::from(i == victim)).collect());
     }
     net.drop_per_mille = drop_per_mille;
     // The failover on the lossy network (a lost vote costs an election:
@@ -258,7 +282,13 @@ fn run(seed: u64) -> Result<(), String> {
     run_until(&mut net, &mut replication, 35_000)?;
     net.drop_per_mille = 0;
     run_until(&mut net, &mut replication, 50_000)?;
+    if fault == Fault::Partitioned && !net.nodes[victim].among_minority() {
+        return Err(format!(
+            "{context}: master {victim}, cut off from all, does not see itself among a minority"
+        ));
+    }
     net.stopped[victim] = false;
+    net.sides = None;
     run_until(&mut net, &mut replication, 65_000)?;
 
     let winners: Vec<usize> = candidates

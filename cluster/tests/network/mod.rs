@@ -97,6 +97,9 @@ pub struct Network {
     pub stopped: Vec<bool>,
     /// A partition: each node's side (messages between sides are lost).
     pub sides: Option<Vec<usize>>,
+    /// Each node's clock, ahead of the simulation's by this many ms (the
+    /// nodes' clocks disagree; each only ever compares its own times).
+    pub skew: Vec<u64>,
     /// What the nodes asked for.
     pub requests: Requests,
 }
@@ -105,6 +108,7 @@ impl Network {
     /// A network of `nodes`, its randomness from `seed`.
     pub fn new(nodes: Vec<Node>, seed: u64, drop_per_mille: u64) -> Network {
         let stopped = vec![false; nodes.len()];
+        let nodes_len = nodes.len();
         Network {
             nodes,
             queue: BTreeMap::new(),
@@ -113,8 +117,21 @@ impl Network {
             drop_per_mille,
             stopped,
             sides: None,
+            skew: vec![0; nodes_len],
             requests: Requests::default(),
         }
+    }
+
+    /// Whether messages pass between nodes `a` and `b` now.
+    pub fn connected(&self, a: usize, b: usize) -> bool {
+        !self.stopped[a]
+            && !self.stopped[b]
+            && self.sides.as_ref().is_none_or(|sides| sides[a] == sides[b])
+    }
+
+    /// Node `i`'s clock now.
+    pub fn clock(&self, i: usize) -> u64 {
+        self.now + self.skew[i]
     }
 
     /// A random number below `n` from the network's generator.
@@ -210,15 +227,10 @@ impl Network {
         let later = self.queue.split_off(&(self.now + 1));
         let due = std::mem::replace(&mut self.queue, later);
         for delivery in due.into_values().flatten() {
-            if self.stopped[delivery.to] || self.stopped[delivery.from] {
+            if !self.connected(delivery.to, delivery.from) {
                 continue;
             }
-            if let Some(sides) = &self.sides {
-                if sides[delivery.to] != sides[delivery.from] {
-                    continue;
-                }
-            }
-            let now = self.now;
+            let now = self.now + self.skew[delivery.to];
             match delivery.what {
                 Arrival::Inbound { from, via, message } => {
                     let out = self.nodes[delivery.to].on_inbound(
@@ -240,7 +252,7 @@ impl Network {
                 if self.stopped[i] {
                     continue;
                 }
-                let out = self.nodes[i].tick(self.now);
+                let out = self.nodes[i].tick(self.now + self.skew[i]);
                 self.route(i, out, None);
             }
         }

@@ -272,6 +272,12 @@ impl Cluster {
     /// (the node timeout, within 0.5-5 s) has passed since: time to learn
     /// of a failover before it takes writes again.
     pub fn state_ok(&self) -> bool {
+        if self.started.elapsed() < WRITABLE_DELAY {
+            // Nothing is judged yet (Redis returns before it looks, so a
+            // node given its slots in its first seconds was never among a
+            // minority).
+            return false;
+        }
         let (slots_ok, minority, master) = {
             let node = self.node.lock();
             (
@@ -291,8 +297,7 @@ impl Cluster {
         drop(among_minority);
         let ok = (!self.require_full_coverage || slots_ok == SLOTS)
             && !minority
-            && !rejoining
-            && self.started.elapsed() >= WRITABLE_DELAY;
+            && !rejoining;
         if self.state_ok.swap(ok, Ordering::SeqCst) != ok {
             self.refresh_plain();
         }

@@ -52,6 +52,16 @@ async fn a_lone_cluster_node_answers_as_redis() {
         CLUSTER COUNT-FAILURE-REPORTS abc
         CLUSTER LINKS
         CLUSTER NOSUCH
+        CLUSTER FAILOVER
+        CLUSTER FAILOVER FORCE
+        CLUSTER FAILOVER TAKEOVER
+        CLUSTER FAILOVER NOW
+        CLUSTER FAILOVER FORCE NOW
+        CLUSTER REPLICATE abc
+        CLUSTER REPLICATE
+        CLUSTER REPLICAS abc
+        CLUSTER SLAVES abc
+        CLUSTER REPLICAS
         READONLY
         READWRITE
         ASKING

@@ -295,9 +295,7 @@ impl Cluster {
             && among_minority.is_some_and(|at| at.elapsed() < rejoin_delay)
             && !self.state_ok.load(Ordering::SeqCst);
         drop(among_minority);
-        let ok = (!self.require_full_coverage || slots_ok == SLOTS)
-            && !minority
-            && !rejoining;
+        let ok = (!self.require_full_coverage || slots_ok == SLOTS) && !minority && !rejoining;
         if self.state_ok.swap(ok, Ordering::SeqCst) != ok {
             self.refresh_plain();
         }

@@ -597,6 +597,9 @@ pub fn cluster_replicas(ctx: &mut Ctx<'_>, argv: &[&[u8]]) -> Reply {
 /// CLUSTER FAILOVER [FORCE|TAKEOVER], on a replica.
 pub fn cluster_failover(ctx: &mut Ctx<'_>, argv: &[&[u8]]) -> Reply {
     let node = node!(ctx);
+    if argv.len() > 3 {
+        return Reply::error_bytes(error::subcommand_syntax("CLUSTER", argv[1]));
+    }
     let how = match argv.get(2) {
         None => FailoverKind::Coordinated,
         Some(a) if a.eq_ignore_ascii_case(b"force") => FailoverKind::Force,

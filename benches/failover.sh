@@ -69,7 +69,7 @@ for n in nodes:
 }
 
 printf '%-6s %-5s %4s %12s %8s %8s %6s\n' server fault run promoted_ms ok_ms acked lost
-for kind in redis tally; do
+for kind in ${KINDS:-redis tally}; do
     PORTS=()
     for _ in 1 2 3 4 5 6; do p=$(free_port); start "$kind" "$p"; PORTS+=("$p"); done
     echo yes | redis-cli --cluster create $(printf '127.0.0.1:%s ' "${PORTS[@]}") \
@@ -81,7 +81,9 @@ for kind in redis tally; do
             read -r master replica < <(shard "${PORTS[0]}")
             until [ "$(redis-cli -p "$replica" info replication | tr -d '\r' | sed -n 's/^master_link_status://p')" = up ]; do sleep 0.1; done
             redis-cli -p "$master" del '{failover}:n' >/dev/null
-            python3 - "$master" > "$WORK/acked" <<'EOF' &
+            # Bounded: a writer that never sees its server go (it should)
+            # must not hold the bench.
+            timeout 60 python3 - "$master" > "$WORK/acked" <<'EOF' &
 import sys, redis
 r = redis.Redis(port=int(sys.argv[1]), socket_timeout=0.5)
 last = 0
@@ -105,6 +107,7 @@ EOF
             done
             t2=$(now_ms)
             acked=$(cat "$WORK/acked")
+            [ -n "$acked" ] || acked=0
             have=$(redis-cli -p "$replica" get '{failover}:n')
             printf '%-6s %-5s %4s %12s %8s %8s %6s\n' "$kind" "$fault" "$run" $((t1 - t0)) \
                 $((t2 - t0)) "$acked" $((acked - ${have:-0}))

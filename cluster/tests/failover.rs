@@ -135,17 +135,139 @@ impl Watch {
     }
 }
 
+/// A formed cluster on the simulated network, with what the simulation
+/// watches.
+struct Sim {
+    net: Network,
+    replication: Replication,
+    watch: Watch,
+    seed: u64,
+    masters: usize,
+    /// Replica `masters + k` follows master `master_of[k]`.
+    master_of: Vec<usize>,
+}
+
+impl Sim {
+    /// `replicas_of[m]` replicas for each master `m`, clocks apart by up to
+    /// `max_skew_ms`: the nodes MEET, then (at 5 s) the replicas are made
+    /// with CLUSTER REPLICATE, and at 20 s every node must see every
+    /// master's replicas.
+    fn formed(
+        seed: u64,
+        replicas_of: &[usize],
+        max_skew_ms: u64,
+        rng: &mut Rng,
+        context: &str,
+    ) -> Result<Sim, String> {
+        let masters = replicas_of.len();
+        let master_of: Vec<usize> = replicas_of
+            .iter()
+            .enumerate()
+            .flat_map(|(m, &count)| std::iter::repeat_n(m, count))
+            .collect();
+        let n = masters + master_of.len();
+        let mut nodes: Vec<Node> = (0..n)
+            .map(|i| {
+                let port = port_of(i);
+                Node::new(
+                    name_of(i),
+                    port,
+                    port + 10000,
+                    NODE_TIMEOUT_MS,
+                    seed ^ (i as u64 + 1),
+                )
+            })
+            .collect();
+        for (m, node) in nodes.iter_mut().enumerate().take(masters) {
+            node.set_config_epoch(m as u64 + 1);
+            let _ = node.add_slots(range_of(m, masters));
+        }
+        let mut net = Network::new(nodes, seed, 0);
+        net.skew = (0..n).map(|_| rng.below(max_skew_ms.max(1))).collect();
+        for j in 1..n {
+            let out = net.nodes[0].meet(b"127.0.0.1", port_of(j), port_of(j) + 10000, 0);
+            net.route(0, out, None);
+        }
+        let mut sim = Sim {
+            net,
+            replication: Replication {
+                offsets: vec![0; n],
+                paused: vec![false; n],
+                cut_since: vec![None; n],
+            },
+            watch: Watch {
+                epochs: vec![(0, 0); n],
+                was_master: vec![true; n],
+                promotions: Vec::new(),
+            },
+            seed,
+            masters,
+            master_of,
+        };
+        sim.run_until(5000)?;
+        for (k, &m) in sim.master_of.clone().iter().enumerate() {
+            let r = masters + k;
+            let out = sim.net.nodes[r]
+                .replicate(&name_of(m), 0)
+                .map_err(|e| format!("{context}: CLUSTER REPLICATE on node {r}: {e}"))?;
+            sim.net.route(r, out, None);
+        }
+        sim.run_until(20_000)?;
+        for (i, node) in sim.net.nodes.iter().enumerate() {
+            for m in 0..masters {
+                let mut seen: Vec<NodeName> = node.replicas_of(&name_of(m));
+                seen.sort();
+                if seen != sim.replicas_of(m) {
+                    let seen: Vec<Option<usize>> = seen.iter().map(network::index_of).collect();
+                    return Err(format!(
+                        "{context}: node {i} sees {seen:?} as master {m}'s replicas"
+                    ));
+                }
+            }
+        }
+        Ok(sim)
+    }
+
+    /// The names of master `m`'s replicas as made.
+    fn replicas_of(&self, m: usize) -> Vec<NodeName> {
+        (0..self.master_of.len())
+            .filter(|&k| self.master_of[k] == m)
+            .map(|k| name_of(self.masters + k))
+            .collect()
+    }
+
+    /// Runs the network until `end` ms, checking the invariants.
+    fn run_until(&mut self, end: u64) -> Result<(), String> {
+        while self.net.now < end {
+            if (self.net.now + STEP_MS) % 100 == 0 {
+                self.replication.advance(&mut self.net);
+            }
+            self.net.step(STEP_MS);
+            self.replication.serve_requests(&mut self.net);
+            if self.net.now % 100 == 0 {
+                self.watch.check(&self.net, self.seed)?;
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Master `m`'s slots, of `masters`.
+fn range_of(m: usize, masters: usize) -> std::ops::Range<u16> {
+    let per_master = SLOTS / masters;
+    let start = m * per_master;
+    let end = if m == masters - 1 {
+        SLOTS
+    } else {
+        start + per_master
+    };
+    (start as u16)..(end as u16)
+}
+
 fn run(seed: u64) -> Result<(), String> {
     let mut rng = Rng(seed.wrapping_mul(0x2545_F491_4F6C_DD1D) | 1);
     let masters = 3 + rng.below(3) as usize;
     let replicas_of: Vec<usize> = (0..masters).map(|_| 1 + rng.below(2) as usize).collect();
-    // Replica r follows master_of[r - masters].
-    let master_of: Vec<usize> = replicas_of
-        .iter()
-        .enumerate()
-        .flat_map(|(m, &count)| std::iter::repeat_n(m, count))
-        .collect();
-    let n = masters + master_of.len();
     #[derive(PartialEq)]
     enum Fault {
         /// CLUSTER FAILOVER on a replica of a healthy master.
@@ -175,87 +297,10 @@ fn run(seed: u64) -> Result<(), String> {
             Fault::Partitioned => "master partitioned away",
         }
     );
-    let mut nodes: Vec<Node> = (0..n)
-        .map(|i| {
-            let port = port_of(i);
-            Node::new(
-                name_of(i),
-                port,
-                port + 10000,
-                NODE_TIMEOUT_MS,
-                seed ^ (i as u64 + 1),
-            )
-        })
-        .collect();
-    let per_master = SLOTS / masters;
-    let range = |m: usize| {
-        let start = m * per_master;
-        let end = if m == masters - 1 {
-            SLOTS
-        } else {
-            start + per_master
-        };
-        (start as u16)..(end as u16)
-    };
-    for (m, node) in nodes.iter_mut().enumerate().take(masters) {
-        node.set_config_epoch(m as u64 + 1);
-        let _ = node.add_slots(range(m));
-    }
-    let mut net = Network::new(nodes, seed, 0);
     // Clocks up to 3 s apart.
-    net.skew = (0..n).map(|_| rng.below(3000)).collect();
-    for j in 1..n {
-        let out = net.nodes[0].meet(b"127.0.0.1", port_of(j), port_of(j) + 10000, 0);
-        net.route(0, out, None);
-    }
-    let mut replication = Replication {
-        offsets: vec![0; n],
-        paused: vec![false; n],
-        cut_since: vec![None; n],
-    };
-    let mut watch = Watch {
-        epochs: vec![(0, 0); n],
-        was_master: vec![true; n],
-        promotions: Vec::new(),
-    };
-    let mut run_until = |net: &mut Network, replication: &mut Replication, end: u64| {
-        while net.now < end {
-            if (net.now + STEP_MS) % 100 == 0 {
-                replication.advance(net);
-            }
-            net.step(STEP_MS);
-            replication.serve_requests(net);
-            if net.now % 100 == 0 {
-                watch.check(net, seed)?;
-            }
-        }
-        Ok::<(), String>(())
-    };
-    run_until(&mut net, &mut replication, 5000)?;
-    for (k, &m) in master_of.iter().enumerate() {
-        let r = masters + k;
-        let out = net.nodes[r]
-            .replicate(&name_of(m), 0)
-            .map_err(|e| format!("{context}: CLUSTER REPLICATE on node {r}: {e}"))?;
-        net.route(r, out, None);
-    }
-    run_until(&mut net, &mut replication, 20_000)?;
-    for (i, node) in net.nodes.iter().enumerate() {
-        for m in 0..masters {
-            let mut seen: Vec<NodeName> = node.replicas_of(&name_of(m));
-            seen.sort();
-            let expected: Vec<NodeName> = (0..master_of.len())
-                .filter(|&k| master_of[k] == m)
-                .map(|k| name_of(masters + k))
-                .collect();
-            if seen != expected {
-                let seen: Vec<Option<usize>> = seen.iter().map(network::index_of).collect();
-                return Err(format!(
-                    "{context}: node {i} sees {seen:?} as master {m}'s replicas"
-                ));
-            }
-        }
-    }
+    let mut sim = Sim::formed(seed, &replicas_of, 3000, &mut rng, &context)?;
+    let master_of = sim.master_of.clone();
+    let range = |m: usize| range_of(m, masters);
 
     let victim = rng.below(masters as u64) as usize;
     let candidates: Vec<usize> = (0..master_of.len())
@@ -264,37 +309,38 @@ fn run(seed: u64) -> Result<(), String> {
         .collect();
     if manual {
         let asked = candidates[rng.below(candidates.len() as u64) as usize];
-        let now = net.clock(asked);
-        let out = net.nodes[asked]
+        let now = sim.net.clock(asked);
+        let out = sim.net.nodes[asked]
             .manual_failover(FailoverKind::Coordinated, true, now)
             .map_err(|e| format!("{context}: CLUSTER FAILOVER on node {asked}: {e}"))?;
-        net.route(asked, out, None);
+        sim.net.route(asked, out, None);
     } else if fault == Fault::Stopped {
-        net.stopped[victim] = true;
+        sim.net.stopped[victim] = true;
     } else {
-        net.sides = Some((0..n).map(|i| usize::from(i == victim)).collect());
+        let n = sim.net.nodes.len();
+        sim.net.sides = Some((0..n).map(|i| usize::from(i == victim)).collect());
     }
-    net.drop_per_mille = drop_per_mille;
+    sim.net.drop_per_mille = drop_per_mille;
     // The failover on the lossy network (a lost vote costs an election:
     // the next comes twice the node timeout later, so it may not be over);
     // then on a healed one, where it must end; then the stopped master
     // runs again.
-    run_until(&mut net, &mut replication, 35_000)?;
-    net.drop_per_mille = 0;
-    run_until(&mut net, &mut replication, 50_000)?;
-    if fault == Fault::Partitioned && !net.nodes[victim].among_minority() {
+    sim.run_until(35_000)?;
+    sim.net.drop_per_mille = 0;
+    sim.run_until(50_000)?;
+    if fault == Fault::Partitioned && !sim.net.nodes[victim].among_minority() {
         return Err(format!(
             "{context}: master {victim}, cut off from all, does not see itself among a minority"
         ));
     }
-    net.stopped[victim] = false;
-    net.sides = None;
-    run_until(&mut net, &mut replication, 65_000)?;
+    sim.net.stopped[victim] = false;
+    sim.net.sides = None;
+    sim.run_until(65_000)?;
 
     let winners: Vec<usize> = candidates
         .iter()
         .copied()
-        .filter(|&c| net.nodes[c].my_master().is_none())
+        .filter(|&c| sim.net.nodes[c].my_master().is_none())
         .collect();
     let [winner] = winners[..] else {
         return Err(format!(
@@ -302,7 +348,7 @@ fn run(seed: u64) -> Result<(), String> {
         ));
     };
     let winner_name = name_of(winner);
-    for (i, node) in net.nodes.iter().enumerate() {
+    for (i, node) in sim.net.nodes.iter().enumerate() {
         for slot in range(victim) {
             if node.owner(slot) != Some(&winner_name) {
                 return Err(format!(
@@ -318,14 +364,54 @@ fn run(seed: u64) -> Result<(), String> {
         }
     }
     for &c in candidates.iter().filter(|&&c| c != winner).chain([&victim]) {
-        if net.nodes[c].my_master() != Some(&winner_name) {
+        if sim.net.nodes[c].my_master() != Some(&winner_name) {
             return Err(format!(
                 "{context}: node {c} replicates {:?}, not the new master {winner}",
-                net.nodes[c].my_master().and_then(network::index_of)
+                sim.net.nodes[c].my_master().and_then(network::index_of)
             ));
         }
     }
     Ok(())
+}
+
+/// Replica migration: three masters, the first with two replicas and the
+/// others with one; the second master's replica stops. The first master's
+/// replica with the smaller name moves to the orphaned master, the other
+/// stays, and every node sees the new arrangement.
+fn migration_run(seed: u64) -> Result<(), String> {
+    let mut rng = Rng(seed.wrapping_mul(0x2545_F491_4F6C_DD1D) | 1);
+    let context = format!("seed {seed} (replica migration)");
+    let mut sim = Sim::formed(seed, &[2, 1, 1], 3000, &mut rng, &context)?;
+    // Nodes 3 and 4 replicate master 0, node 5 master 1, node 6 master 2.
+    sim.net.stopped[5] = true;
+    sim.run_until(40_000)?;
+    let moved = sim.net.nodes[3].my_master().and_then(network::index_of);
+    let stayed = sim.net.nodes[4].my_master().and_then(network::index_of);
+    if (moved, stayed) != (Some(1), Some(0)) {
+        return Err(format!(
+            "{context}: nodes 3 and 4 replicate {moved:?} and {stayed:?}, not 1 and 0"
+        ));
+    }
+    for (i, node) in sim.net.nodes.iter().enumerate().filter(|(i, _)| *i != 5) {
+        let mut seen = node.replicas_of(&name_of(1));
+        seen.retain(|r| *r != name_of(5));
+        if seen != [name_of(3)] {
+            return Err(format!(
+                "{context}: node {i} does not see node 3 replicating master 1"
+            ));
+        }
+    }
+    Ok(())
+}
+
+#[test]
+fn a_spare_replica_moves_to_a_master_left_without_one() {
+    network::run_seeds(
+        "TALLY_MIGRATION_SEEDS",
+        "TALLY_MIGRATION_SEED",
+        10,
+        migration_run,
+    );
 }
 
 #[test]

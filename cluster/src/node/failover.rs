@@ -13,7 +13,9 @@
 //!   is not older than any slot's owner (clusterSendFailoverAuthIfNeeded);
 //! - CLUSTER FAILOVER: the default waits for the master to pause writes
 //!   and for the replica to reach the master's offset, FORCE skips that,
-//!   TAKEOVER skips the election too.
+//!   TAKEOVER skips the election too;
+//! - a spare replica moves to a master left without a working one
+//!   (replica migration).
 //!
 //! The driver tells the node its replication offset and how long its
 //! master link has been down ([`Node::observe_replication`]) and points
@@ -53,8 +55,12 @@ pub(super) struct Settings {
     /// FAILOVER).
     pub no_failover: bool,
     /// `cluster-allow-replica-migration`: a master whose slots all went
-    /// to another node follows it even if that node serves others too.
+    /// to another node follows it even if that node serves others too,
+    /// and a spare replica moves to a master left without one.
     pub allow_replica_migration: bool,
+    /// `cluster-migration-barrier`: a replica moves to an orphaned master
+    /// only if its own keeps more working replicas than this.
+    pub migration_barrier: usize,
 }
 
 impl Default for Settings {
@@ -64,9 +70,15 @@ impl Default for Settings {
             ping_period_ms: 10_000,
             no_failover: false,
             allow_replica_migration: true,
+            migration_barrier: 1,
         }
     }
 }
+
+/// How long a master must stay orphaned before a replica moves to it
+/// (CLUSTER_SLAVE_MIGRATION_DELAY): during a failover its own replicas
+/// need a moment to announce the master they follow now.
+const MIGRATION_DELAY_MS: u64 = 5000;
 
 /// A replica's election (clusterState's failover_auth_*).
 #[derive(Debug, Clone, Copy, Default)]
@@ -153,20 +165,22 @@ impl std::fmt::Display for FailoverError {
 
 impl Node {
     /// The election settings: `cluster-replica-validity-factor`,
-    /// `repl-ping-replica-period` (seconds), `cluster-replica-no-failover`
-    /// and `cluster-allow-replica-migration`.
+    /// `repl-ping-replica-period` (seconds), `cluster-replica-no-failover`,
+    /// `cluster-allow-replica-migration` and `cluster-migration-barrier`.
     pub fn set_failover_settings(
         &mut self,
         validity_factor: u64,
         ping_period_s: u64,
         no_failover: bool,
         allow_replica_migration: bool,
+        migration_barrier: usize,
     ) {
         self.failover_settings = Settings {
             validity_factor,
             ping_period_ms: ping_period_s.saturating_mul(1000),
             no_failover,
             allow_replica_migration,
+            migration_barrier,
         };
     }
 
@@ -318,7 +332,13 @@ impl Node {
         };
         if header.slaveof == [0; 40] {
             if peer.is_replica() || peer.flags & node_flags::MASTER == 0 {
+                // A replica turned master (a failover) is a place for a
+                // spare replica to go (clusterSetNodeAsMaster).
+                let promoted = peer.is_replica();
                 peer.flags = (peer.flags & !node_flags::SLAVE) | node_flags::MASTER;
+                if promoted {
+                    peer.flags |= node_flags::MIGRATE_TO;
+                }
                 peer.master = None;
                 return true;
             }
@@ -337,6 +357,11 @@ impl Node {
         if changed {
             let sender = header.sender;
             self.clear_slots_of(&sender);
+            // A master that had a replica may be orphaned later
+            // (clusterNodeAddSlave's MIGRATE_TO).
+            if let Some(master) = self.peers.get_mut(&header.slaveof) {
+                master.flags |= node_flags::MIGRATE_TO;
+            }
         }
         changed
     }
@@ -653,6 +678,95 @@ impl Node {
             }
         }
         out.extend(self.run_election(now_ms));
+        out.extend(self.migrate_if_spare(now_ms));
         out
+    }
+
+    /// Working (not FAIL) replicas of `master`, this node included.
+    fn working_replicas(&self, master: &NodeName) -> Vec<NodeName> {
+        self.replicas_of(master)
+            .into_iter()
+            .filter(|r| *r == self.me || self.peers.get(r).is_some_and(|p| !p.failed()))
+            .collect()
+    }
+
+    /// Replica migration (clusterCron's orphaned-master check and
+    /// clusterHandleSlaveMigration): when a master serving slots that had
+    /// replicas has none working, and this replica's master has the most
+    /// working replicas (at least two, more than the migration barrier),
+    /// the replica of those masters with the smallest name follows the
+    /// orphaned master once it has been orphaned for 5 s.
+    fn migrate_if_spare(&mut self, now_ms: u64) -> Vec<Output> {
+        let Some(my_master) = self.my_master else {
+            return Vec::new();
+        };
+        let mut orphaned = 0;
+        let mut max_replicas = 0;
+        let mut mine = 0;
+        let masters: Vec<NodeName> = self
+            .peers
+            .values()
+            .filter(|p| {
+                !p.is_replica()
+                    && !p.failed()
+                    && p.flags & (node_flags::NOADDR | node_flags::HANDSHAKE) == 0
+            })
+            .map(|p| p.name)
+            .collect();
+        let mut target = None;
+        let mut candidate = self.me;
+        for master in &masters {
+            let working = self.working_replicas(master);
+            let serving = self.slot_count_of(master) > 0;
+            let migrate_to = self
+                .peers
+                .get(master)
+                .is_some_and(|p| p.flags & node_flags::MIGRATE_TO != 0);
+            let is_orphaned = working.is_empty() && serving && migrate_to;
+            if let Some(peer) = self.peers.get_mut(master) {
+                if is_orphaned {
+                    if peer.orphaned_since_ms == 0 {
+                        peer.orphaned_since_ms = now_ms;
+                    }
+                } else {
+                    peer.orphaned_since_ms = 0;
+                }
+            }
+            if is_orphaned {
+                orphaned += 1;
+                target.get_or_insert(*master);
+            }
+            max_replicas = max_replicas.max(working.len());
+            if *master == my_master {
+                mine = working.len();
+            }
+        }
+        let settings = self.failover_settings;
+        if orphaned == 0
+            || max_replicas < 2
+            || mine != max_replicas
+            || !settings.allow_replica_migration
+            || mine <= settings.migration_barrier
+            || self.slots_ok() != SLOTS
+            || self.among_minority()
+        {
+            return Vec::new();
+        }
+        for master in &masters {
+            let working = self.working_replicas(master);
+            if working.len() == max_replicas {
+                if let Some(smallest) = working.iter().min() {
+                    candidate = candidate.min(*smallest);
+                }
+            }
+        }
+        let Some(target) = target else {
+            return Vec::new();
+        };
+        let since = self.peers.get(&target).map_or(0, |p| p.orphaned_since_ms);
+        if candidate != self.me || now_ms.saturating_sub(since) <= MIGRATION_DELAY_MS {
+            return Vec::new();
+        }
+        self.set_master(target)
     }
 }

@@ -76,6 +76,9 @@ pub struct Peer {
     /// When this node last voted for a replica of it (a master): one vote
     /// per master per twice the node timeout.
     pub voted_ms: u64,
+    /// Since when this master (one that had replicas) has had none working
+    /// (0: it has one, or never had one).
+    pub orphaned_since_ms: u64,
 }
 
 impl Peer {
@@ -118,6 +121,7 @@ impl Peer {
             master: None,
             repl_offset: 0,
             voted_ms: 0,
+            orphaned_since_ms: 0,
         }
     }
 }

@@ -539,6 +539,8 @@ pub static DIRECTIVES: &[Directive] = &[
     flag!("cluster-replica-no-failover", Live, cluster_replica_no_failover)
         .aliases(&["cluster-slave-no-failover"])
         .help("Never fail over automatically; CLUSTER FAILOVER still does (yes/no)."),
+    number!("cluster-migration-barrier", Live, cluster_migration_barrier, int(INT) as u64)
+        .help("A spare replica moves to a master left without one only if its own master keeps more working replicas than this."),
     flag!("cluster-allow-replica-migration", Live, cluster_allow_replica_migration)
         .help("A master whose last slot went to another node becomes its replica even if that node serves other slots (yes/no)."),
     number!("cluster-port", AtStart, cluster_port, int(PORT) as u16).help("The cluster bus port (0 = the port + 10000)."),

@@ -156,6 +156,9 @@ pub struct Config {
     pub cluster_replica_no_failover: bool,
     /// `cluster-allow-replica-migration`.
     pub cluster_allow_replica_migration: bool,
+    /// `cluster-migration-barrier`: working replicas a master keeps before
+    /// one of them may move to a master left without any.
+    pub cluster_migration_barrier: u64,
     /// `cluster-port`: the bus port (0: the client port + 10000).
     pub cluster_port: u16,
     /// `cluster-announce-ip`: the IP given to other nodes ("": the one
@@ -319,6 +322,7 @@ impl Default for Config {
             cluster_replica_validity_factor: 10,
             cluster_replica_no_failover: false,
             cluster_allow_replica_migration: true,
+            cluster_migration_barrier: 1,
             cluster_port: 0,
             cluster_announce_ip: String::new(),
             cluster_announce_port: 0,

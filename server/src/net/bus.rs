@@ -208,11 +208,13 @@ pub async fn run(shared: Arc<Shared>, listener: TcpListener) {
                 config.repl_ping_replica_period,
                 config.cluster_replica_no_failover,
                 config.cluster_allow_replica_migration,
+                config.cluster_migration_barrier as usize,
             )
         };
         let (offset, data_age) = replication_seen(&shared, now);
         let outputs = cluster.with_node(|node| {
-            node.set_failover_settings(settings.0, settings.1, settings.2, settings.3);
+            let (validity, ping_period, no_failover, migration, barrier) = settings;
+            node.set_failover_settings(validity, ping_period, no_failover, migration, barrier);
             node.observe_replication(offset, data_age);
             node.tick(now)
         });

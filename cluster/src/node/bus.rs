@@ -202,6 +202,8 @@ impl Node {
                         failing.flags = (failing.flags & !node_flags::PFAIL) | node_flags::FAIL;
                         failing.fail_time_ms = now_ms;
                         out.push(Output::SaveConfig);
+                        let node = *node;
+                        out.extend(self.noticed_failure(&node, now_ms));
                     }
                 }
             }
@@ -216,7 +218,7 @@ impl Node {
             // After the epochs the header brought are learned.
             match header.kind {
                 kind::FAILOVER_AUTH_REQUEST => out.extend(self.vote_if_deserved(message, now_ms)),
-                kind::FAILOVER_AUTH_ACK => self.count_vote(header),
+                kind::FAILOVER_AUTH_ACK => out.extend(self.count_vote(header)),
                 kind::MFSTART => {
                     out.extend(self.manual_failover_requested(&header.sender, now_ms));
                 }

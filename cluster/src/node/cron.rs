@@ -73,6 +73,7 @@ impl Node {
                 message: fail.clone(),
             });
         }
+        out.extend(self.noticed_failure(node, now_ms));
         out
     }
 

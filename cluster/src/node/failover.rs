@@ -413,6 +413,7 @@ impl Node {
         {
             return Vec::new();
         }
+        let mut out = Vec::new();
         if self.election.at_ms == 0 || auth_age > auth_retry {
             let rank = self.rank();
             // The best-ranked replica asks at once (Valkey's change): the
@@ -439,18 +440,19 @@ impl Node {
             // The other replicas learn this one's offset, and wait longer
             // if it is newer than theirs.
             let pong = self.ping(kind::PONG);
-            return self
-                .peers
-                .values()
-                .filter(|p| p.master == Some(master) && p.is_replica() && !p.in_handshake())
-                .map(|p| Output::Send {
-                    to: p.name,
-                    ip: p.ip.clone(),
-                    cport: p.cport,
-                    message: pong.clone(),
-                })
-                .collect();
+            out.extend(
+                self.peers
+                    .values()
+                    .filter(|p| p.master == Some(master) && p.is_replica() && !p.in_handshake())
+                    .map(|p| Output::Send {
+                        to: p.name,
+                        ip: p.ip.clone(),
+                        cport: p.cport,
+                        message: pong.clone(),
+                    }),
+            );
         }
+        let auth_age = now_ms.saturating_sub(self.election.at_ms);
         if !self.election.asked && self.manual.end_ms == 0 {
             let rank = self.rank();
             if rank > self.election.rank {
@@ -459,7 +461,7 @@ impl Node {
             }
         }
         if now_ms < self.election.at_ms || auth_age > auth_timeout {
-            return Vec::new();
+            return out;
         }
         if !self.election.asked {
             self.current_epoch += 1;
@@ -472,17 +474,34 @@ impl Node {
             if self.manual.end_ms != 0 {
                 request.header.mflags[0] |= message::MFLAG0_FORCEACK;
             }
-            let mut out = self.broadcast(&request);
+            out.extend(self.broadcast(&request));
             out.push(Output::SaveConfig);
             return out;
         }
-        if self.election.votes >= self.quorum() {
-            if self.config_epoch < self.election.epoch {
-                self.config_epoch = self.election.epoch;
-            }
-            return self.replace_my_master();
+        out.extend(self.win_if_elected());
+        out
+    }
+
+    /// With a majority of the masters' votes, the replica takes over under
+    /// the election's epoch.
+    fn win_if_elected(&mut self) -> Vec<Output> {
+        if !self.election.asked || self.my_master.is_none() || self.election.votes < self.quorum() {
+            return Vec::new();
         }
-        Vec::new()
+        if self.config_epoch < self.election.epoch {
+            self.config_epoch = self.election.epoch;
+        }
+        self.replace_my_master()
+    }
+
+    /// This node just learned that `node` is FAIL: if it is this replica's
+    /// master, the election runs now rather than at the next tick.
+    pub(super) fn noticed_failure(&mut self, node: &NodeName, now_ms: u64) -> Vec<Output> {
+        if self.my_master.as_ref() == Some(node) {
+            self.run_election(now_ms)
+        } else {
+            Vec::new()
+        }
     }
 
     /// The replica becomes the master of its master's slots and tells
@@ -568,8 +587,9 @@ impl Node {
     }
 
     /// A vote counts if it comes from a master serving slots, in this
-    /// election's epoch or later.
-    pub(super) fn count_vote(&mut self, header: &message::Header) {
+    /// election's epoch or later; the vote that makes a majority wins the
+    /// election at once.
+    pub(super) fn count_vote(&mut self, header: &message::Header) -> Vec<Output> {
         let from_serving_master = self
             .peers
             .get(&header.sender)
@@ -578,6 +598,7 @@ impl Node {
         if from_serving_master && header.current_epoch >= self.election.epoch {
             self.election.votes += 1;
         }
+        self.win_if_elected()
     }
 
     /// CLUSTER FAILOVER [FORCE|TAKEOVER] on a replica.

@@ -8,6 +8,8 @@
 #   - promoted_ms: from the fault until the master's replica answers ROLE
 #     as a master;
 #   - ok_ms: until every surviving node reports cluster_state:ok;
+#   - first_write_ms: until a cluster client (redis-py's RedisCluster)
+#     retrying an INCR on the failed shard gets one done;
 #   - acked: increments the master acknowledged to the client;
 #   - lost: those the new master does not have (asynchronous replication's
 #     window: what a client that needs none lost asks WAIT for).
@@ -68,7 +70,7 @@ for n in nodes:
 ' "$slot"
 }
 
-printf '%-6s %-5s %4s %12s %8s %8s %6s\n' server fault run promoted_ms ok_ms acked lost
+printf '%-6s %-5s %4s %12s %8s %14s %8s %6s\n' server fault run promoted_ms ok_ms first_write_ms acked lost
 for kind in ${KINDS:-redis tally}; do
     PORTS=()
     for _ in 1 2 3 4 5 6; do p=$(free_port); start "$kind" "$p"; PORTS+=("$p"); done
@@ -97,8 +99,29 @@ EOF
             writer=$!
             sleep 1
             t0=$(now_ms)
-            if [ "$fault" = kill ]; then kill -9 "${PID_OF[$master]}"; else kill -STOP "${PID_OF[$master]}"; fi
-            wait "$writer" || true
+            if [ "$fault" = kill ]; then
+                kill -9 "${PID_OF[$master]}"
+                wait "${PID_OF[$master]}" 2>/dev/null || true
+            else
+                kill -STOP "${PID_OF[$master]}"
+            fi
+            # A cluster client (redis-py's RedisCluster, seeded with a
+            # surviving node) retrying an INCR on the failed shard (another
+            # key of its slot) until one succeeds: when the application
+            # writes again.
+            timeout 60 python3 - "$replica" "$t0" > "$WORK/first_write" <<'EOF' &
+import sys, time
+from redis.cluster import RedisCluster
+port, t0 = int(sys.argv[1]), int(sys.argv[2])
+while True:
+    try:
+        RedisCluster(host='127.0.0.1', port=port, socket_timeout=0.5).incr('{failover}:probe')
+        break
+    except Exception:
+        time.sleep(0.02)
+print(int(time.time() * 1000) - t0)
+EOF
+            client=$!
             until [ "$(role "$replica")" = master ]; do sleep 0.02; done
             t1=$(now_ms)
             for p in "${PORTS[@]}"; do
@@ -106,11 +129,14 @@ EOF
                 until state_ok "$p"; do sleep 0.02; done
             done
             t2=$(now_ms)
+            wait "$writer" || true
             acked=$(cat "$WORK/acked")
             [ -n "$acked" ] || acked=0
             have=$(redis-cli -p "$replica" get '{failover}:n')
-            printf '%-6s %-5s %4s %12s %8s %8s %6s\n' "$kind" "$fault" "$run" $((t1 - t0)) \
-                $((t2 - t0)) "$acked" $((acked - ${have:-0}))
+            wait "$client" || true
+            first_write=$(cat "$WORK/first_write")
+            printf '%-6s %-5s %4s %12s %8s %14s %8s %6s\n' "$kind" "$fault" "$run" $((t1 - t0)) \
+                $((t2 - t0)) "${first_write:-?}" "$acked" $((acked - ${have:-0}))
             # Back as a replica of the new master before the next run.
             if [ "$fault" = kill ]; then start "$kind" "$master"; else kill -CONT "${PID_OF[$master]}"; fi
             until [ "$(role "$master")" = slave ] && \

@@ -81,12 +81,13 @@ impl Default for Settings {
 const MIGRATION_DELAY_MS: u64 = 5000;
 
 /// A replica's election (clusterState's failover_auth_*).
-#[derive(Debug, Clone, Copy, Default)]
+#[derive(Debug, Clone, Default)]
 pub(super) struct Election {
     /// When the election may start (or started); 0: never scheduled.
     pub at_ms: u64,
-    /// Votes received for `epoch`.
-    pub votes: usize,
+    /// The masters that voted for this replica (a set: a vote that
+    /// arrives twice counts once).
+    pub voters: Vec<NodeName>,
     /// The request for votes went out.
     pub asked: bool,
     /// This replica's rank when the election was scheduled.
@@ -428,7 +429,7 @@ impl Node {
             };
             self.election = Election {
                 at_ms: now_ms + delay,
-                votes: 0,
+                voters: Vec::new(),
                 asked: false,
                 rank,
                 epoch: 0,
@@ -467,25 +468,53 @@ impl Node {
             self.current_epoch += 1;
             self.election.epoch = self.current_epoch;
             self.election.asked = true;
-            let mut request = Message {
-                header: self.header(kind::FAILOVER_AUTH_REQUEST),
-                body: Body::Empty,
-            };
-            if self.manual.end_ms != 0 {
-                request.header.mflags[0] |= message::MFLAG0_FORCEACK;
-            }
+            let request = self.auth_request();
             out.extend(self.broadcast(&request));
             out.push(Output::SaveConfig);
             return out;
         }
-        out.extend(self.win_if_elected());
+        let won = self.win_if_elected();
+        if !won.is_empty() {
+            out.extend(won);
+            return out;
+        }
+        // Still short of a majority: the request again, in the same epoch,
+        // to the masters that have not voted. A master that refused it
+        // because the FAIL had not reached it yet votes now; one that
+        // voted in this epoch refuses again (one vote per epoch), so this
+        // never wins an election Redis's single request could not.
+        if self.current_epoch == self.election.epoch {
+            let request = self.auth_request();
+            let voters = self.election.voters.clone();
+            out.extend(
+                self.broadcast(&request)
+                    .into_iter()
+                    .filter(|o| !matches!(o, Output::Send { to, .. } if voters.contains(to))),
+            );
+        }
         out
+    }
+
+    /// A FAILOVER_AUTH_REQUEST for the current epoch (FORCEACK in a manual
+    /// failover).
+    fn auth_request(&self) -> Message {
+        let mut request = Message {
+            header: self.header(kind::FAILOVER_AUTH_REQUEST),
+            body: Body::Empty,
+        };
+        if self.manual.end_ms != 0 {
+            request.header.mflags[0] |= message::MFLAG0_FORCEACK;
+        }
+        request
     }
 
     /// With a majority of the masters' votes, the replica takes over under
     /// the election's epoch.
     fn win_if_elected(&mut self) -> Vec<Output> {
-        if !self.election.asked || self.my_master.is_none() || self.election.votes < self.quorum() {
+        if !self.election.asked
+            || self.my_master.is_none()
+            || self.election.voters.len() < self.quorum()
+        {
             return Vec::new();
         }
         if self.config_epoch < self.election.epoch {
@@ -595,8 +624,11 @@ impl Node {
             .get(&header.sender)
             .is_some_and(|p| !p.is_replica())
             && self.slot_count_of(&header.sender) > 0;
-        if from_serving_master && header.current_epoch >= self.election.epoch {
-            self.election.votes += 1;
+        if from_serving_master
+            && header.current_epoch >= self.election.epoch
+            && !self.election.voters.contains(&header.sender)
+        {
+            self.election.voters.push(header.sender);
         }
         self.win_if_elected()
     }

@@ -22,7 +22,7 @@
 mod network;
 
 use network::{name_of, port_of, Network, Rng};
-use tally_cluster::node::{FailoverKind, Node};
+use tally_cluster::node::FailoverKind;
 use tally_cluster::{NodeName, SLOTS};
 
 const NODE_TIMEOUT_MS: u64 = 2000;
@@ -166,18 +166,7 @@ impl Sim {
             .flat_map(|(m, &count)| std::iter::repeat_n(m, count))
             .collect();
         let n = masters + master_of.len();
-        let mut nodes: Vec<Node> = (0..n)
-            .map(|i| {
-                let port = port_of(i);
-                Node::new(
-                    name_of(i),
-                    port,
-                    port + 10000,
-                    NODE_TIMEOUT_MS,
-                    seed ^ (i as u64 + 1),
-                )
-            })
-            .collect();
+        let mut nodes = network::new_nodes(n, NODE_TIMEOUT_MS, seed);
         for (m, node) in nodes.iter_mut().enumerate().take(masters) {
             node.set_config_epoch(m as u64 + 1);
             let _ = node.add_slots(range_of(m, masters));

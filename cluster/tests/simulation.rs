@@ -38,18 +38,7 @@ fn run(seed: u64) -> Result<(), String> {
     // As CLUSTER ADDSLOTS + MEET without SET-CONFIG-EPOCH: all epochs 0.
     let epochs_from_create = seed % 3 != 0;
     let partition = seed % 2 == 0;
-    let mut nodes: Vec<Node> = (0..n)
-        .map(|i| {
-            let port = port_of(i);
-            Node::new(
-                name_of(i),
-                port,
-                port + 10000,
-                NODE_TIMEOUT_MS,
-                seed ^ (i as u64 + 1),
-            )
-        })
-        .collect();
+    let mut nodes = network::new_nodes(n, NODE_TIMEOUT_MS, seed);
     // As redis-cli --cluster create: epochs 1..n, slots split, then MEET.
     let per_node = SLOTS / n;
     for (i, node) in nodes.iter_mut().enumerate() {

@@ -47,6 +47,23 @@ pub fn index_of(name: &NodeName) -> Option<usize> {
     usize::from_str_radix(std::str::from_utf8(&name[36..]).ok()?, 16).ok()
 }
 
+/// `n` nodes that know only themselves, node `i` named [`name_of`]`(i)`
+/// on [`port_of`]`(i)`, each with its own seed drawn from `seed`.
+pub fn new_nodes(n: usize, node_timeout_ms: u64, seed: u64) -> Vec<Node> {
+    (0..n)
+        .map(|i| {
+            let port = port_of(i);
+            Node::new(
+                name_of(i),
+                port,
+                port + 10000,
+                node_timeout_ms,
+                seed ^ (i as u64 + 1),
+            )
+        })
+        .collect()
+}
+
 /// Node `i`'s client port; its bus port is 10000 above.
 pub fn port_of(i: usize) -> u16 {
     BASE_PORT + i as u16

@@ -248,26 +248,25 @@ impl Node {
             return self.broadcast(&publish);
         }
         let master = self.my_master.unwrap_or(self.me);
-        self.peers
-            .values()
-            .filter(|p| {
-                !p.in_handshake()
-                    && (p.name == master || (p.is_replica() && p.master == Some(master)))
-            })
-            .map(|p| Output::Send {
-                to: p.name,
-                ip: p.ip.clone(),
-                cport: p.cport,
-                message: publish.clone(),
-            })
-            .collect()
+        self.send_where(&publish, |p| {
+            p.name == master || (p.is_replica() && p.master == Some(master))
+        })
     }
 
     /// `message` to every node out of handshake (clusterBroadcastMessage).
     pub(super) fn broadcast(&self, message: &Message) -> Vec<Output> {
+        self.send_where(message, |_| true)
+    }
+
+    /// `message` to every node out of handshake that `wanted` picks.
+    pub(super) fn send_where(
+        &self,
+        message: &Message,
+        wanted: impl Fn(&Peer) -> bool,
+    ) -> Vec<Output> {
         self.peers
             .values()
-            .filter(|p| !p.in_handshake())
+            .filter(|p| !p.in_handshake() && wanted(p))
             .map(|p| Output::Send {
                 to: p.name,
                 ip: p.ip.clone(),

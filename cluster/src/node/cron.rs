@@ -61,18 +61,7 @@ impl Node {
             header: self.header(kind::FAIL),
             body: Body::Fail { node: *node },
         };
-        for other in self
-            .peers
-            .values()
-            .filter(|p| !p.in_handshake() && p.name != *node)
-        {
-            out.push(Output::Send {
-                to: other.name,
-                ip: other.ip.clone(),
-                cport: other.cport,
-                message: fail.clone(),
-            });
-        }
+        out.extend(self.send_where(&fail, |p| p.name != *node));
         out.extend(self.noticed_failure(node, now_ms));
         out
     }

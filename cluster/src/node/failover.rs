@@ -441,17 +441,7 @@ impl Node {
             // The other replicas learn this one's offset, and wait longer
             // if it is newer than theirs.
             let pong = self.ping(kind::PONG);
-            out.extend(
-                self.peers
-                    .values()
-                    .filter(|p| p.master == Some(master) && p.is_replica() && !p.in_handshake())
-                    .map(|p| Output::Send {
-                        to: p.name,
-                        ip: p.ip.clone(),
-                        cport: p.cport,
-                        message: pong.clone(),
-                    }),
-            );
+            out.extend(self.send_where(&pong, |p| p.master == Some(master) && p.is_replica()));
         }
         let auth_age = now_ms.saturating_sub(self.election.at_ms);
         if !self.election.asked && self.manual.end_ms == 0 {
@@ -485,12 +475,7 @@ impl Node {
         // never wins an election Redis's single request could not.
         if self.current_epoch == self.election.epoch {
             let request = self.auth_request();
-            let voters = self.election.voters.clone();
-            out.extend(
-                self.broadcast(&request)
-                    .into_iter()
-                    .filter(|o| !matches!(o, Output::Send { to, .. } if voters.contains(to))),
-            );
+            out.extend(self.send_where(&request, |p| !self.election.voters.contains(&p.name)));
         }
         out
     }

@@ -1,7 +1,7 @@
 //! The periodic work (clusterCron) and failure detection: PFAIL after
-//! the node timeout, FAIL on a majority of masters' reports.
+//! the node timeout of silence, FAIL on a majority of masters' reports.
 
-use super::{Node, Output, FAIL_REPORT_VALIDITY_MULT, MIN_HANDSHAKE_TIMEOUT_MS};
+use super::{Node, Output, Peer, FAIL_REPORT_VALIDITY_MULT, MIN_HANDSHAKE_TIMEOUT_MS};
 use crate::message::{kind, node_flags, Body, Message};
 use crate::NodeName;
 
@@ -123,23 +123,21 @@ impl Node {
                 });
             }
         }
-        // No PONG within the node timeout: PFAIL, and maybe FAIL already.
+        // Silent for the node timeout: PFAIL, and maybe FAIL already.
         let timed_out: Vec<NodeName> = self
             .peers
             .values()
-            .filter(|p| {
-                !p.in_handshake()
-                    && !p.failing()
-                    && p.ping_sent_ms != 0
-                    && now_ms.saturating_sub(p.ping_sent_ms) > self.node_timeout_ms
-            })
+            .filter(|p| !p.in_handshake() && !p.failing() && self.silent_too_long(p, now_ms))
             .map(|p| p.name)
             .collect();
-        for name in timed_out {
-            if let Some(peer) = self.peers.get_mut(&name) {
+        for name in &timed_out {
+            if let Some(peer) = self.peers.get_mut(name) {
                 peer.flags |= node_flags::PFAIL;
             }
             out.push(Output::SaveConfig);
+        }
+        if !timed_out.is_empty() {
+            out.extend(self.spread_suspicion(&timed_out, now_ms));
         }
         let suspects: Vec<NodeName> = self
             .peers
@@ -175,6 +173,48 @@ impl Node {
             });
         }
         out.extend(self.failover_tick(now_ms));
+        out
+    }
+
+    /// Whether `peer` has been silent long enough to be suspected: nothing
+    /// heard from it (its PONG, or one another node gossiped) for the node
+    /// timeout, and a PING to it unanswered for half of it.
+    ///
+    /// Redis waits for a PING unanswered for the whole timeout. Its PING
+    /// goes out once the last PONG is half a timeout old, so a node that
+    /// dies just after answering is suspected one and a half timeouts
+    /// later. Measuring the silence from the last PONG suspects it one
+    /// timeout after it was last heard, whatever the PING schedule; the
+    /// half-timeout PING keeps a node that was merely not asked (its PONG
+    /// time is old because gossip made a PING unnecessary) from being
+    /// suspected before it had a chance to answer.
+    fn silent_too_long(&self, peer: &Peer, now_ms: u64) -> bool {
+        let heard_ms = peer.pong_received_ms.max(peer.created_ms);
+        peer.ping_sent_ms != 0
+            && now_ms.saturating_sub(peer.ping_sent_ms) > self.node_timeout_ms / 2
+            && now_ms.saturating_sub(heard_ms) > self.node_timeout_ms
+    }
+
+    /// A new suspicion goes to every other master at once, in the gossip of
+    /// a PING (which carries every failing node), instead of waiting for the
+    /// next scheduled PINGs: the masters that also suspect the node gather
+    /// a majority's reports, and mark it FAIL, as soon as the last of them
+    /// suspects it.
+    fn spread_suspicion(&mut self, suspects: &[NodeName], now_ms: u64) -> Vec<Output> {
+        let message = self.ping(kind::PING);
+        let out = self.send_where(&message, |p| {
+            !p.is_replica() && !p.failing() && !suspects.contains(&p.name)
+        });
+        for sent in &out {
+            if let Output::Send { to, .. } = sent {
+                if let Some(peer) = self.peers.get_mut(to) {
+                    if peer.ping_sent_ms == 0 {
+                        peer.ping_sent_ms = now_ms;
+                    }
+                    peer.last_ping_ms = now_ms;
+                }
+            }
+        }
         out
     }
 

@@ -166,6 +166,41 @@ async fn keys_are_found_and_matched_as_redis_does() {
     assert_no_mismatch(&mismatches);
 }
 
+/// A command taken away after `+@all` is denied (a rule the check once
+/// skipped: `+@all` let every command through whatever followed it), and
+/// ACL LIST describes the rules as Redis does; given back, it is allowed.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn commands_taken_away_after_all_commands_are_denied() {
+    let Some(redis) = RedisServer::start() else {
+        return;
+    };
+    let tally = TestServer::start_real_clock().await;
+    let stream = tally_tests::script(
+        "
+        ACL SETUSER gina on nopass ~* +@all -get -psync -@dangerous
+        ACL DRYRUN gina get k
+        ACL DRYRUN gina set k v
+        ACL DRYRUN gina psync ? -1
+        ACL DRYRUN gina flushall
+        ACL DRYRUN gina client|list
+        ACL GETUSER gina
+        ACL LIST
+        ACL SETUSER gina +get +@dangerous
+        ACL DRYRUN gina get k
+        ACL DRYRUN gina flushall
+        ACL DRYRUN gina psync ? -1
+        ACL LIST
+        ACL SETUSER default -set
+        ACL DRYRUN default set k v
+        ACL DRYRUN default get k
+        ACL LIST
+        ACL SETUSER default +set
+        ACL LIST
+        ",
+    );
+    assert_no_mismatch(&compare_streams(redis.addr, tally.addr(), &stream).await);
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn users_are_refused_what_their_rules_deny() {
     assert_script_matches_redis(

@@ -133,8 +133,14 @@ impl KeyPattern {
 /// One set of permissions; a user's first is its root selector.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Selector {
-    /// `+@all` / `allcommands`: also commands added later.
+    /// Every command is allowed: set by `+@all` / `allcommands`, cleared
+    /// by any command taken away (Redis's SELECTOR_FLAG_ALLCOMMANDS), so
+    /// that the check can skip the table.
     pub all_commands: bool,
+    /// `+@all` / `allcommands` was given and not undone by `-@all`: ACL
+    /// LIST describes the rules from `+@all` (Redis keeps this as the bit
+    /// of commands added later, which `-get` leaves alone).
+    pub from_all: bool,
     /// Allowed commands, by registry index.
     pub allowed: Vec<bool>,
     /// `+cmd|firstarg` of commands otherwise denied.
@@ -155,6 +161,7 @@ impl Selector {
     pub fn empty() -> Selector {
         Selector {
             all_commands: false,
+            from_all: false,
             allowed: vec![false; registry().len()],
             first_args: BTreeMap::new(),
             all_keys: false,
@@ -187,6 +194,9 @@ impl Selector {
     /// subcommands (ACLChangeSelectorPerm).
     fn change(&mut self, command: &Command, allow: bool) {
         let registry = registry();
+        if !allow {
+            self.all_commands = false;
+        }
         if let Some(index) = registry.index_of(command.name.as_bytes()) {
             self.allowed[index] = allow;
             self.first_args.remove(&index);
@@ -243,12 +253,14 @@ impl Selector {
             "allcommands" | "+@all" => {
                 self.allowed.iter_mut().for_each(|a| *a = true);
                 self.all_commands = true;
+                self.from_all = true;
                 self.first_args.clear();
                 return Ok(());
             }
             "nocommands" | "-@all" => {
                 self.allowed.iter_mut().for_each(|a| *a = false);
                 self.all_commands = false;
+                self.from_all = false;
                 self.first_args.clear();
                 return Ok(());
             }
@@ -394,7 +406,7 @@ impl Selector {
     /// (ACLDescribeSelectorCommandRules).
     pub fn describe_commands(&self) -> String {
         let mut rules = String::new();
-        let additive = !self.all_commands;
+        let additive = !self.from_all;
         let mut fake = Selector::empty();
         if additive {
             rules.push_str("-@all ");

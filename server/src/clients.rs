@@ -29,6 +29,21 @@ pub struct ReplicaLink {
     pub ack_offset: AtomicU64,
     /// When the last ACK came (unix ms).
     pub ack_ms: AtomicU64,
+    /// REPLCONF ip-address: the address the replica announces (its
+    /// connection's peer address stands for it when it announces none).
+    pub announced_ip: Mutex<Option<String>>,
+}
+
+impl ClientInfo {
+    /// A replica's address as INFO, ROLE and FAILOVER name it: the one it
+    /// announced, else its connection's (Redis's slave_addr, else the
+    /// peer's address).
+    pub fn replica_ip(&self) -> String {
+        match &*self.replica.announced_ip.lock() {
+            Some(ip) => ip.clone(),
+            None => self.addr.ip().to_string(),
+        }
+    }
 }
 
 /// What other connections may read or ask of a client (CLIENT LIST / KILL).

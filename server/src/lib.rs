@@ -28,6 +28,7 @@ pub mod cluster;
 pub mod cmd;
 pub mod config;
 pub mod expiry;
+pub mod failover;
 pub mod float;
 #[cfg(feature = "fuzzing")]
 pub mod fuzzing;
@@ -251,6 +252,7 @@ impl Server {
         let save_schedule = tokio::spawn(persistence::run_schedule(shared.clone()));
         let aof_writer = tokio::spawn(persistence::aof::run(shared.clone()));
         let master_link = tokio::spawn(net::replica::run(shared.clone()));
+        let failovers = tokio::spawn(cmd::failover::run(shared.clone()));
         let bus =
             bus_listener.map(|listener| tokio::spawn(net::bus::run(shared.clone(), listener)));
         let metrics =
@@ -265,6 +267,7 @@ impl Server {
             save_schedule.abort();
             aof_writer.abort();
             master_link.abort();
+            failovers.abort();
             // The bus and the metrics endpoint stop on the shutdown signal
             // and close their listeners before the handle's shutdown returns.
             for task in bus.into_iter().chain(metrics) {

@@ -85,6 +85,8 @@ pub struct Shared {
     pub min_replicas: (AtomicU64, AtomicU64),
     /// The master this server replicates, if any (REPLICAOF).
     pub master_link: crate::master_link::MasterLink,
+    /// A coordinated failover under way, if any (FAILOVER).
+    pub failover: crate::failover::Failover,
 }
 
 impl Shared {
@@ -129,6 +131,7 @@ impl Shared {
             replica_acks: Notify::new(),
             min_replicas: (AtomicU64::new(0), AtomicU64::new(0)),
             master_link: crate::master_link::MasterLink::default(),
+            failover: crate::failover::Failover::default(),
             persistence: crate::persistence::PersistenceState::new(started_unix),
             aof: crate::persistence::aof::Aof::default(),
             acl: crate::acl::Acl::default(),

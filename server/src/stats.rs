@@ -252,7 +252,9 @@ pub async fn run_sampler(shared: std::sync::Arc<crate::state::Shared>) {
         // (the one `last_interaction_ms` is read from).
         sampled += 1;
         // Replicas hear from an idle master every
-        // `repl-ping-replica-period` seconds, so they do not time it out.
+        // `repl-ping-replica-period` seconds, so they do not time it out;
+        // not while a failover pauses writes, as in Redis: the PING would
+        // move the offset the replica must reach.
         let (ping_period, ttl) = {
             let config = shared.config.read();
             (
@@ -260,7 +262,11 @@ pub async fn run_sampler(shared: std::sync::Arc<crate::state::Shared>) {
                 config.repl_backlog_ttl,
             )
         };
-        if sampled % (ping_period * 10) == 0 {
+        if sampled % (ping_period * 10) == 0
+            && !shared
+                .pause
+                .paused_for(crate::pause::PausePurpose::Failover)
+        {
             shared
                 .store
                 .feed()

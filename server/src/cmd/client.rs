@@ -8,7 +8,7 @@ use super::args::{int_arg, is, parse_i64};
 use super::connection::{set_name, valid_client_name};
 use super::error;
 use super::{After, Ctx, ReplyMode};
-use crate::pause::PauseKind;
+use crate::pause::{PauseKind, PausePurpose};
 use crate::resp::Reply;
 use crate::state::ClientInfo;
 use crate::tracking::TrackingMode;
@@ -366,13 +366,13 @@ pub fn client_pause(ctx: &mut Ctx<'_>, argv: &[&[u8]]) -> Reply {
     let Some(until) = Instant::now().checked_add(Duration::from_millis(ms as u64)) else {
         return Reply::error("ERR timeout is out of range");
     };
-    ctx.shared.pause.pause(kind, until);
+    ctx.shared.pause.pause(PausePurpose::Client, kind, until);
     Reply::Ok
 }
 
 /// CLIENT UNPAUSE
 pub fn client_unpause(ctx: &mut Ctx<'_>, _argv: &[&[u8]]) -> Reply {
-    ctx.shared.pause.unpause();
+    ctx.shared.pause.unpause(PausePurpose::Client);
     Reply::Ok
 }
 

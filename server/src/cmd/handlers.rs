@@ -7,9 +7,9 @@
 use std::sync::OnceLock;
 
 use super::{
-    acl, client, cluster, command, config, connection as conn, hash, info, keys, latency, list,
-    memory, migrate, multi, persistence, pubsub, replication, scripting, server, set, string, zset,
-    Ctx,
+    acl, client, cluster, command, config, connection as conn, failover, hash, info, keys, latency,
+    list, memory, migrate, multi, persistence, pubsub, replication, scripting, server, set, string,
+    zset, Ctx,
 };
 use crate::catalog::registry;
 use crate::resp::Reply;
@@ -200,6 +200,7 @@ static BINDINGS: &[(&str, Handler)] = &[
     ("role", replication::role),
     ("replicaof", replication::replicaof),
     ("slaveof", replication::replicaof),
+    ("failover", failover::failover),
     ("bgrewriteaof", persistence::bgrewriteaof),
     ("bgsave", persistence::bgsave),
     ("slowlog", container_without_subcommand),

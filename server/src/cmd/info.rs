@@ -608,7 +608,10 @@ fn replication(ctx: &Ctx<'_>) -> Vec<String> {
     ));
     lines.extend(replicas);
     lines.extend([
-        "master_failover_state:no-failover".to_string(),
+        format!(
+            "master_failover_state:{}",
+            ctx.shared.failover.stage().name()
+        ),
         format!("master_replid:{}", history.replid),
         format!("master_replid2:{}", history.replid2),
         format!("master_repl_offset:{}", history.offset),

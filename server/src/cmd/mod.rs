@@ -19,6 +19,7 @@ pub mod command;
 pub mod config;
 pub mod connection;
 pub mod error;
+pub mod failover;
 pub mod handlers;
 #[cfg(any(test, feature = "fuzzing"))]
 pub mod harness;

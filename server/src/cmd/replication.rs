@@ -46,6 +46,29 @@ pub fn psync(ctx: &mut Ctx<'_>, argv: &[&[u8]]) -> Reply {
         return Reply::error("ERR PSYNC on a connection that already streams");
     }
     let link = &ctx.shared.master_link;
+    // A master handing over with FAILOVER asks its replica to take over
+    // the history they share, and continues it as the replica's replica.
+    if argv.len() > 3 && is(argv[3], "failover") {
+        tracing::warn!(
+            "Failover request received for replid {}.",
+            String::from_utf8_lossy(argv[1])
+        );
+        if !link.is_replica() {
+            return Reply::error("ERR PSYNC FAILOVER can't be sent to a master.");
+        }
+        let replid = ctx.shared.store.feed().history().replid;
+        if !argv[1].eq_ignore_ascii_case(replid.as_bytes()) {
+            return Reply::error("ERR PSYNC FAILOVER replid must match my replid.");
+        }
+        become_master(ctx.shared);
+        tracing::info!(
+            "MASTER MODE enabled (failover request from {})",
+            ctx.client.info.addr
+        );
+    }
+    if ctx.shared.failover.stage() != crate::failover::Stage::None {
+        return Reply::error("NOMASTERLINK Can't SYNC while failing over");
+    }
     if link.is_replica() && link.state() != LinkState::Connected {
         // Redis's replica serves no replica of its own until it has its
         // master's data.
@@ -130,6 +153,8 @@ pub fn replconf(ctx: &mut Ctx<'_>, argv: &[&[u8]]) -> Reply {
                     .into_bytes(),
                 );
             }
+            *ctx.client.info.replica.announced_ip.lock() =
+                Some(String::from_utf8_lossy(value).into_owned());
         } else if is(option, "ack") {
             let link = &ctx.client.info.replica;
             if link.is_replica.load(Ordering::Relaxed) {
@@ -164,6 +189,9 @@ pub fn replconf(ctx: &mut Ctx<'_>, argv: &[&[u8]]) -> Reply {
 pub fn replicaof(ctx: &mut Ctx<'_>, argv: &[&[u8]]) -> Reply {
     if ctx.shared.cluster.get().is_some() {
         return Reply::error("ERR REPLICAOF not allowed in cluster mode.");
+    }
+    if ctx.shared.failover.stage() != crate::failover::Stage::None {
+        return Reply::error("ERR REPLICAOF not allowed while failing over.");
     }
     let link = &ctx.shared.master_link;
     if is(argv[1], "no") && is(argv[2], "one") {
@@ -322,7 +350,7 @@ pub fn role(ctx: &mut Ctx<'_>, _argv: &[&[u8]]) -> Reply {
         .map(|replica| {
             let link = &replica.replica;
             Reply::Array(vec![
-                Reply::bulk(replica.addr.ip().to_string().as_bytes()),
+                Reply::bulk(replica.replica_ip().as_bytes()),
                 Reply::bulk(
                     link.listening_port
                         .load(Ordering::Relaxed)
@@ -380,7 +408,7 @@ pub fn replica_lines(shared: &Shared, now_ms: u64) -> Vec<String> {
             };
             format!(
                 "slave{n}:ip={},port={},state=online,offset={},lag={lag}",
-                replica.addr.ip(),
+                replica.replica_ip(),
                 link.listening_port.load(Ordering::Relaxed),
                 link.ack_offset.load(Ordering::Relaxed),
             )

@@ -440,7 +440,7 @@ pub fn carry_out(shared: &Arc<Shared>, outputs: Vec<Output>, _from: Option<NodeN
             Output::PauseWritesForFailover { replica, until_ms } => {
                 pause_for_failover(shared, &replica, until_ms);
             }
-            Output::ResumeWrites => shared.pause.unpause(),
+            Output::ResumeWrites => shared.pause.unpause(crate::pause::PausePurpose::Failover),
             Output::Reply(_) => {}
         }
     }
@@ -511,6 +511,7 @@ fn pause_for_failover(shared: &Arc<Shared>, replica: &NodeName, until_ms: u64) {
     let now = shared.clock.now_ms();
     let wait = Duration::from_millis(until_ms.saturating_sub(now));
     shared.pause.pause(
+        crate::pause::PausePurpose::Failover,
         crate::pause::PauseKind::Write,
         std::time::Instant::now() + wait,
     );

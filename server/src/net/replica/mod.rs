@@ -4,7 +4,8 @@
 //! One task runs for the server's life. While a master is set it connects,
 //! shakes hands as Redis's replica does (PING, AUTH with `masteruser` /
 //! `masterauth`, REPLCONF listening-port / ip-address / capa eof psync2),
-//! and asks to continue its history with PSYNC. A `+FULLRESYNC` brings
+//! and asks to continue its history with PSYNC (with FAILOVER when this
+//! server hands its master role over: `cmd::failover`). A `+FULLRESYNC` brings
 //! the master's snapshot, sized or, from a diskless master, between
 //! `$EOF:` marks; it replaces the dataset. A `+CONTINUE` keeps it. Then
 //! the stream is applied command by command (`stream.rs`). A lost link is
@@ -274,12 +275,17 @@ async fn synchronize(
     let feed = shared.store.feed();
     let history = feed.history();
     let (replid, from) = (history.replid, (history.offset + 1).to_string());
-    let reply = ask(
-        reader,
-        writer,
-        &[b"PSYNC", replid.as_bytes(), from.as_bytes()],
-    )
-    .await?;
+    // A master handing over with FAILOVER asks its target to take over.
+    let handing_over = shared.failover.stage() == crate::failover::Stage::InProgress;
+    let mut psync: Vec<&[u8]> = vec![b"PSYNC", replid.as_bytes(), from.as_bytes()];
+    if handing_over {
+        psync.push(b"FAILOVER");
+    }
+    let reply = ask(reader, writer, &psync).await?;
+    if handing_over {
+        let accepted = reply.starts_with("+FULLRESYNC") || reply.starts_with("+CONTINUE");
+        crate::cmd::failover::psync_answered(shared, accepted);
+    }
     if let Some(rest) = reply.strip_prefix("+FULLRESYNC ") {
         let mut words = rest.split_whitespace();
         let (Some(replid), Some(offset)) = (

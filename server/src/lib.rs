@@ -135,7 +135,11 @@ impl Server {
         }
         let shared = Arc::new(Shared::new(self.config));
         let _ = shared.itself.set(Arc::downgrade(&shared));
-        if shared.config.read().tls.port != 0 {
+        let tls_wanted = {
+            let tls = &shared.config.read().tls;
+            tls.port != 0 || tls.replication || tls.cluster
+        };
+        if tls_wanted {
             let settings = shared.config.read().tls.clone();
             shared
                 .tls

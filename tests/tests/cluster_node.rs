@@ -658,7 +658,8 @@ async fn announced_addresses_reach_the_other_nodes() {
 /// meet only if tally speaks it), each node shows the other's plaintext
 /// port to clients on the plaintext port and its TLS port to clients on
 /// the TLS port (NODES, SLOTS, MOVED), CLUSTER SLOTS is the same from both,
-/// and a MIGRATE from tally reaches Redis over TLS.
+/// a MIGRATE from tally reaches Redis over TLS, and tally replicas follow
+/// the tally node over TLS (`tls-replication yes`) or its plaintext port.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn tally_and_redis_form_a_tls_cluster() {
     let Some(files) = tally_tests::TlsFiles::generate() else {
@@ -815,6 +816,56 @@ async fn tally_and_redis_form_a_tls_cluster() {
     assert_eq!(ours.line(&migrate).await, "+OK\r\n");
     assert_eq!(theirs.line("CLUSTER COUNTKEYSINSLOT 15495").await, ":1\r\n");
     assert_eq!(ours.line("CLUSTER COUNTKEYSINSLOT 15495").await, ":0\r\n");
+    // Two replicas of the tally node: with `tls-replication yes` the link
+    // goes to its TLS port over TLS, without it to its plaintext port.
+    assert_eq!(ours.line("SET replicated yes").await, "+OK\r\n");
+    for tls_link in [true, false] {
+        let (replica, _) = start_on_free_bus_port(|cport| Config {
+            port: free_local_port(),
+            cluster_port: cport,
+            cluster_node_timeout: 2000,
+            tls: tally_server::config::TlsSettings {
+                port: free_local_port(),
+                cert_file: files.server_cert.clone(),
+                key_file: files.server_key.clone(),
+                ca_cert_file: files.ca.clone(),
+                client_cert_file: files.client_cert.clone(),
+                client_key_file: files.client_key.clone(),
+                cluster: true,
+                replication: tls_link,
+                ..Default::default()
+            },
+            ..node_config(&scratch_dir())
+        })
+        .await;
+        let mut conn = RawConn::connect(replica.local_addr()).await;
+        assert_eq!(conn.line(&meet).await, "+OK\r\n");
+        let replicate = format!("CLUSTER REPLICATE {tally_id}");
+        while conn.line(&replicate).await != "+OK\r\n" {
+            assert!(
+                std::time::Instant::now() < deadline + Duration::from_secs(30),
+                "the replica never learned of the tally node"
+            );
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+        let port = if tls_link { tally_tls } else { tally_plain };
+        assert_eq!(conn.line("READONLY").await, "+OK\r\n");
+        loop {
+            let info = conn.line("INFO replication").await;
+            if info.contains(&format!("master_port:{port}\r\n"))
+                && info.contains("master_link_status:up")
+                && conn.line("GET replicated").await == "$3\r\nyes\r\n"
+            {
+                break;
+            }
+            assert!(
+                std::time::Instant::now() < deadline + Duration::from_secs(30),
+                "replica (tls-replication {tls_link}): {info}"
+            );
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+        replica.shutdown().await;
+    }
     tally.shutdown().await;
 }
 

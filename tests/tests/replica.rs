@@ -783,3 +783,34 @@ async fn with_stale_data_refused_a_replica_without_its_master_answers_masterdown
     );
     assert_no_mismatch(&compare_streams(redis_replica.addr, tally.addr(), &commands).await);
 }
+
+/// The replication directives Redis's configs carry read and change as on
+/// a redis-server: their defaults, accepted values and refusals.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn replication_directives_read_and_change_as_redis_s() {
+    let Some(redis) = tally_tests::RedisServer::start() else {
+        return;
+    };
+    let tally = TestServer::start_real_clock().await;
+    let stream = script(
+        "CONFIG GET repl-diskless-sync
+        CONFIG GET repl-diskless-sync-delay
+        CONFIG GET repl-diskless-sync-max-replicas
+        CONFIG GET repl-diskless-load
+        CONFIG GET tls-replication
+        CONFIG SET repl-diskless-sync no
+        CONFIG SET repl-diskless-sync maybe
+        CONFIG SET repl-diskless-sync-delay 0
+        CONFIG SET repl-diskless-sync-delay -1
+        CONFIG SET repl-diskless-sync-max-replicas 3
+        CONFIG SET repl-diskless-load swapdb
+        CONFIG SET repl-diskless-load SWAPDB
+        CONFIG SET repl-diskless-load on-empty-db
+        CONFIG SET repl-diskless-load sometimes
+        CONFIG GET repl-diskless-sync
+        CONFIG GET repl-diskless-sync-delay
+        CONFIG GET repl-diskless-sync-max-replicas
+        CONFIG GET repl-diskless-load",
+    );
+    assert_no_mismatch(&compare_streams(redis.addr, tally.addr(), &stream).await);
+}

@@ -597,3 +597,76 @@ async fn cve_2026_81934_clients_killed_while_their_tls_data_is_pending() {
     let mut plain = tally_tests::RawConn::connect(server.addr()).await;
     assert_eq!(plain.line("PING").await, "+PONG\r\n");
 }
+
+/// `tls-replication`: a tally replica follows a master over its TLS port,
+/// showing its client certificate (the masters here require one): another tally,
+/// then a redis-server; and a redis-server replica with `tls-replication
+/// yes` follows a tally master over TLS. Each pair ends with the same data.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn replication_runs_over_tls_both_ways_and_with_redis() {
+    use tally_tests::replication::{assert_same_data, run_lines, wait_in_sync};
+    let Some(files) = TlsFiles::generate() else {
+        return;
+    };
+    let (master, master_tls_port) = start_tls(&files, "yes").await;
+    run_lines(
+        master.addr(),
+        &["SET before 1", "HSET h f v", "INCRBY n 41"],
+    )
+    .await;
+    let replica = TestServer::start_with(|c| {
+        c.tls.cert_file = files.server_cert.clone();
+        c.tls.key_file = files.server_key.clone();
+        c.tls.ca_cert_file = files.ca.clone();
+        // The certificate a node shows when it connects (the server's is
+        // for serverAuth only).
+        c.tls.client_cert_file = files.client_cert.clone();
+        c.tls.client_key_file = files.client_key.clone();
+        c.tls.replication = true;
+    })
+    .await;
+    let replicaof = format!("REPLICAOF 127.0.0.1 {master_tls_port}");
+    run_lines(replica.addr(), &[&replicaof]).await;
+    wait_in_sync(master.addr(), replica.addr()).await;
+    run_lines(master.addr(), &["INCR n", "SET after 2"]).await;
+    wait_in_sync(master.addr(), replica.addr()).await;
+    assert_same_data(master.addr(), replica.addr()).await;
+
+    // A redis-server replica over TLS of the tally master.
+    let tls_args = |port: u16| -> Vec<String> {
+        vec![
+            "--tls-port".into(),
+            port.to_string(),
+            "--tls-cert-file".into(),
+            files.server_cert.clone(),
+            "--tls-key-file".into(),
+            files.server_key.clone(),
+            "--tls-ca-cert-file".into(),
+            files.ca.clone(),
+            "--tls-client-cert-file".into(),
+            files.client_cert.clone(),
+            "--tls-client-key-file".into(),
+            files.client_key.clone(),
+            "--tls-replication".into(),
+            "yes".into(),
+            "--repl-diskless-sync-delay".into(),
+            "0".into(),
+        ]
+    };
+    let redis_tls_port = free_local_port();
+    let args = tls_args(redis_tls_port);
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let Some(redis) = tally_tests::RedisServer::start_with(&args) else {
+        return;
+    };
+    run_lines(redis.addr, &[&replicaof]).await;
+    wait_in_sync(master.addr(), redis.addr).await;
+    assert_same_data(master.addr(), redis.addr).await;
+
+    // The redis-server promoted; the tally replica follows it over TLS.
+    run_lines(redis.addr, &["REPLICAOF NO ONE", "SET on-redis 3"]).await;
+    let follow_redis = format!("REPLICAOF 127.0.0.1 {redis_tls_port}");
+    run_lines(replica.addr(), &[&follow_redis]).await;
+    wait_in_sync(redis.addr, replica.addr()).await;
+    assert_same_data(redis.addr, replica.addr()).await;
+}

@@ -1,5 +1,6 @@
-//! The periodic work (clusterCron) and failure detection: PFAIL after
-//! the node timeout of silence, FAIL on a majority of masters' reports.
+//! The periodic work (clusterCron) and failure detection: PFAIL after a
+//! PING unanswered for the node timeout, FAIL on a majority of masters'
+//! reports.
 
 use super::{Node, Output, Peer, FAIL_REPORT_VALIDITY_MULT, MIN_HANDSHAKE_TIMEOUT_MS};
 use crate::message::{kind, node_flags, Body, Message};
@@ -176,23 +177,29 @@ impl Node {
         out
     }
 
-    /// Whether `peer` has been silent long enough to be suspected: nothing
-    /// heard from it (its PONG, or one another node gossiped) for the node
-    /// timeout, and a PING to it unanswered for half of it.
-    ///
-    /// Redis waits for a PING unanswered for the whole timeout. Its PING
-    /// goes out once the last PONG is half a timeout old, so a node that
-    /// dies just after answering is suspected one and a half timeouts
-    /// later. Measuring the silence from the last PONG suspects it one
-    /// timeout after it was last heard, whatever the PING schedule; the
-    /// half-timeout PING keeps a node that was merely not asked (its PONG
-    /// time is old because gossip made a PING unnecessary) from being
-    /// suspected before it had a chance to answer.
+    /// Whether `peer` has been unreachable long enough to be suspected: a
+    /// PING to it unanswered for the node timeout (Redis's rule). The
+    /// clock starts when the PING went, or when the link to the node was
+    /// lost ([`Node::link_lost`]): never before the node stopped
+    /// answering, so a node is never suspected sooner than the timeout
+    /// after it went.
     fn silent_too_long(&self, peer: &Peer, now_ms: u64) -> bool {
-        let heard_ms = peer.pong_received_ms.max(peer.created_ms);
-        peer.ping_sent_ms != 0
-            && now_ms.saturating_sub(peer.ping_sent_ms) > self.node_timeout_ms / 2
-            && now_ms.saturating_sub(heard_ms) > self.node_timeout_ms
+        peer.ping_sent_ms != 0 && now_ms.saturating_sub(peer.ping_sent_ms) > self.node_timeout_ms
+    }
+
+    /// This node's link to `name` was closed from the other side, or could
+    /// not be made (a killed process closes its sockets at once). As Redis
+    /// queues a PING on the new link at once and counts a connect that
+    /// failed as a PING sent (clusterNodeCronHandleReconnect), the node is
+    /// asked now, and the node timeout runs from now if no PING was
+    /// already waiting for an answer. A PING already waiting keeps its
+    /// time, and nothing is sent: a refused reconnect does not loop.
+    pub fn link_lost(&mut self, name: &NodeName, now_ms: u64) -> Vec<Output> {
+        match self.peers.get(name) {
+            Some(peer) if !peer.in_handshake() && peer.ping_sent_ms == 0 => {}
+            _ => return Vec::new(),
+        }
+        self.ping_now(name, now_ms)
     }
 
     /// A new suspicion goes to every other master at once, in the gossip of

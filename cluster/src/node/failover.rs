@@ -205,13 +205,14 @@ impl Node {
         self.my_master.as_ref()
     }
 
-    /// Where this node's replication should point: its master's IP and
-    /// client port, once known; None for a master.
-    pub fn replicating(&self) -> Option<(Vec<u8>, u16)> {
+    /// Where this node's replication should point: its master's IP, client
+    /// port and plaintext port (0 unless the cluster runs TLS, when the
+    /// client port is the TLS one), once known; None for a master.
+    pub fn replicating(&self) -> Option<(Vec<u8>, u16, u16)> {
         let master = self.my_master?;
         let peer = self.peers.get(&master)?;
         (!peer.in_handshake() && !peer.ip.is_empty() && peer.flags & node_flags::NOADDR == 0)
-            .then(|| (peer.ip.clone(), peer.port))
+            .then(|| (peer.ip.clone(), peer.port, peer.pport))
     }
 
     /// The replication offset `name` last gave (this node's own for itself).

@@ -528,9 +528,9 @@ impl Cluster {
         self.node.lock().my_master().copied()
     }
 
-    /// Where this node's replication should point (its master's IP and
-    /// client port), None for a master.
-    pub fn replicating(&self) -> Option<(Vec<u8>, u16)> {
+    /// Where this node's replication should point (its master's IP, client
+    /// port, and plaintext port in a TLS cluster), None for a master.
+    pub fn replicating(&self) -> Option<(Vec<u8>, u16, u16)> {
         self.node.lock().replicating()
     }
 

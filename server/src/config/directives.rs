@@ -482,6 +482,26 @@ pub static DIRECTIVES: &[Directive] = &[
     number!("repl-ping-replica-period", Live, repl_ping_replica_period, int(Range::Signed(1, INT_MAX)) as u64)
         .aliases(&["repl-ping-slave-period"])
         .help("Seconds between the PINGs a master sends its replicas."),
+    flag!("repl-diskless-sync", Live, repl_diskless_sync)
+        .help("Accepted for Redis's configs: a full sync's snapshot is always taken in memory, never on disk (yes/no)."),
+    number!("repl-diskless-sync-delay", Live, repl_diskless_sync_delay, int(Range::Signed(0, INT_MAX)) as u64)
+        .help("Accepted for Redis's configs: each replica gets its own snapshot at once, none waits."),
+    number!("repl-diskless-sync-max-replicas", Live, repl_diskless_sync_max_replicas, int(Range::Signed(0, INT_MAX)) as u64)
+        .help("Accepted for Redis's configs (see repl-diskless-sync-delay)."),
+    Directive::new(
+        "repl-diskless-load",
+        Change::Live,
+        |c, v| {
+            let value = one(v)?.to_ascii_lowercase();
+            if !["disabled", "on-empty-db", "swapdb"].contains(&value.as_str()) {
+                return Err("argument(s) must be one of the following: disabled, on-empty-db, swapdb"
+                    .to_string());
+            }
+            c.repl_diskless_load = value;
+            Ok(())
+        },
+        |c| c.repl_diskless_load.clone(),
+    ).help("Accepted for Redis's configs: a replica receives the snapshot into memory, then swaps it in whole."),
     number!("replica-priority", Live, replica_priority, int(INT) as u64)
         .aliases(&["slave-priority"])
         .help("Sentinel promotes the replica with the lowest non-zero priority (0: never)."),
@@ -591,6 +611,7 @@ pub static DIRECTIVES: &[Directive] = &[
     text!("tls-client-key-file", Live, tls.client_key_file).help("Its private key (PEM; empty = --tls-key-file)."),
     text!("tls-client-key-file-pass", Live, tls.client_key_file_pass).help("The password of an encrypted --tls-client-key-file."),
     flag!("tls-cluster", Live, tls.cluster).help("The cluster bus and MIGRATE between nodes over TLS (yes/no)."),
+    flag!("tls-replication", Live, tls.replication).help("A replica's link to its master over TLS, to the master's TLS port (yes/no)."),
     text!("tls-ca-cert-file", Live, tls.ca_cert_file).help("CA certificates clients are verified against (PEM)."),
     text!("tls-ca-cert-dir", Live, tls.ca_cert_dir).help("A directory of CA certificates clients are verified against."),
     Directive::new(

@@ -98,6 +98,21 @@ pub struct Config {
     /// `repl-ping-replica-period`, seconds: how often a master PINGs its
     /// replicas.
     pub repl_ping_replica_period: u64,
+    /// `repl-diskless-sync` (accepted and shown: tally takes a full sync's
+    /// snapshot in memory, never on disk, and sends it sized, `$<len>`,
+    /// which every replica reads; Redis's `$EOF:` framing exists because
+    /// its child streams a file of unknown size).
+    pub repl_diskless_sync: bool,
+    /// `repl-diskless-sync-delay`, seconds (accepted and shown: each
+    /// replica gets its own snapshot at once, so none waits for others).
+    pub repl_diskless_sync_delay: u64,
+    /// `repl-diskless-sync-max-replicas` (accepted and shown, as above).
+    pub repl_diskless_sync_max_replicas: u64,
+    /// `repl-diskless-load`: disabled, on-empty-db or swapdb (accepted and
+    /// shown: a replica always receives the snapshot into memory, then
+    /// swaps it in whole, which is swapdb's behaviour without its cost on
+    /// disk).
+    pub repl_diskless_load: String,
     /// `replica-priority` (INFO's slave_priority; Sentinel promotes the
     /// lowest non-zero).
     pub replica_priority: u64,
@@ -291,6 +306,10 @@ impl Default for Config {
             replica_serve_stale_data: true,
             repl_timeout: 60,
             repl_ping_replica_period: 10,
+            repl_diskless_sync: true,
+            repl_diskless_sync_delay: 5,
+            repl_diskless_sync_max_replicas: 0,
+            repl_diskless_load: "disabled".to_string(),
             replica_priority: 100,
             replica_announce_ip: String::new(),
             replica_announce_port: 0,

@@ -135,6 +135,9 @@ pub struct TlsSettings {
     pub session_cache_timeout: u64,
     /// `tls-cluster`: the cluster bus (and MIGRATE between nodes) over TLS.
     pub cluster: bool,
+    /// `tls-replication`: a replica's link to its master over TLS (the
+    /// master's side needs nothing: its replicas come in on the TLS port).
+    pub replication: bool,
     /// `tls-client-cert-file`: the certificate this node shows when it
     /// connects to another (bus links, MIGRATE); empty: `tls-cert-file`.
     pub client_cert_file: String,
@@ -162,6 +165,7 @@ impl Default for TlsSettings {
             session_cache_size: 20 * 1024,
             session_cache_timeout: 300,
             cluster: false,
+            replication: false,
             client_cert_file: String::new(),
             client_key_file: String::new(),
             client_key_file_pass: String::new(),

@@ -488,7 +488,17 @@ fn follow_the_cluster(shared: &Shared) {
     };
     let link = &shared.master_link;
     match cluster.replicating() {
-        Some((ip, port)) => {
+        Some((ip, port, plaintext_port)) => {
+            // In a TLS cluster a node's client port is its TLS port; a
+            // plaintext link goes to its plaintext port (Redis 7.2's
+            // choice; 7.0 always used the first, which a plaintext link
+            // cannot talk to).
+            let tls_link = shared.config.read().tls.replication;
+            let port = if tls_link || plaintext_port == 0 {
+                port
+            } else {
+                plaintext_port
+            };
             let target = crate::master_link::Target {
                 host: String::from_utf8_lossy(&ip).into_owned(),
                 port,
@@ -569,7 +579,7 @@ async fn outbound(
     let Ok(Ok(stream)) =
         tokio::time::timeout(Duration::from_secs(2), TcpStream::connect(&address)).await
     else {
-        return;
+        return link_lost(&shared, &via);
     };
     let _ = stream.set_nodelay(true);
     if !shared.cluster.get().is_some_and(|c| c.tls()) {
@@ -590,13 +600,32 @@ async fn outbound(
     };
     match tokio::time::timeout(HANDSHAKE_TIMEOUT, connector.connect(name, stream)).await {
         Ok(Ok(stream)) => serve_outbound(shared, via, state, queue, stream).await,
-        Ok(Err(e)) => tracing::debug!(address, "bus TLS handshake failed: {e}"),
-        Err(_) => tracing::debug!(address, "bus TLS handshake timed out"),
+        Ok(Err(e)) => {
+            tracing::debug!(address, "bus TLS handshake failed: {e}");
+            link_lost(&shared, &via);
+        }
+        Err(_) => {
+            tracing::debug!(address, "bus TLS handshake timed out");
+            link_lost(&shared, &via);
+        }
     }
 }
 
+/// The link to `via` failed from the other side (closed, refused, broken):
+/// the node asks it again at once and starts its node timeout
+/// (`Node::link_lost`).
+fn link_lost(shared: &Arc<Shared>, via: &NodeName) {
+    let Some(cluster) = shared.cluster.get() else {
+        return;
+    };
+    let now = shared.clock.now_ms();
+    let outputs = cluster.with_node(|node| node.link_lost(via, now));
+    carry_out(shared, outputs, None);
+}
+
 /// Writes the link's queue, and reads the answers back into the state
-/// machine, until either side fails.
+/// machine, until either side fails (then the node hears of it) or the
+/// link is dropped on purpose.
 async fn serve_outbound(
     shared: Arc<Shared>,
     via: NodeName,
@@ -605,7 +634,7 @@ async fn serve_outbound(
     stream: impl AsyncRead + AsyncWrite + Send + 'static,
 ) {
     let (mut reader, mut writer) = tokio::io::split(stream);
-    let reading = {
+    let mut reading = {
         let shared = shared.clone();
         tokio::spawn(async move {
             while let Some(incoming) = read_message(&shared, &mut reader).await {
@@ -623,17 +652,34 @@ async fn serve_outbound(
         })
     };
     state.reading.store(true, Ordering::Relaxed);
-    while let Some(bytes) = queue.recv().await {
-        // A TLS stream may hold records back until flushed.
-        let written = match writer.write_all(&bytes).await {
-            Ok(()) => writer.flush().await,
-            failed => failed,
-        };
-        state.queued.fetch_sub(bytes.len(), Ordering::Relaxed);
-        if written.is_err() {
-            break;
+    let failed = loop {
+        tokio::select! {
+            // The other side closed the link or it broke: a killed node's
+            // links close at once, which starts its node timeout now.
+            _ = &mut reading => break true,
+            next = queue.recv() => {
+                let Some(bytes) = next else {
+                    break false;
+                };
+                // A TLS stream may hold records back until flushed.
+                let written = match writer.write_all(&bytes).await {
+                    Ok(()) => writer.flush().await,
+                    failed => failed,
+                };
+                state.queued.fetch_sub(bytes.len(), Ordering::Relaxed);
+                if written.is_err() {
+                    break true;
+                }
+            }
         }
-    }
+    };
     state.reading.store(false, Ordering::Relaxed);
     reading.abort();
+    // The queue is closed first, so the PING the node sends goes on a new
+    // link.
+    queue.close();
+    drop(queue);
+    if failed {
+        link_lost(&shared, &via);
+    }
 }

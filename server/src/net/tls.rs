@@ -36,6 +36,8 @@ struct Contexts {
     acceptor: TlsAcceptor,
     /// With `tls-cluster`: the bus's acceptor and the connector.
     cluster: Option<(TlsAcceptor, TlsConnector)>,
+    /// With `tls-replication`: the connector for the link to the master.
+    replication: Option<TlsConnector>,
 }
 
 impl Tls {
@@ -49,6 +51,15 @@ impl Tls {
     /// node's links and MIGRATEs; `None` without `tls-cluster`.
     pub fn cluster(&self) -> Option<(TlsAcceptor, TlsConnector)> {
         self.current.read().as_ref().and_then(|c| c.cluster.clone())
+    }
+
+    /// The connector for this replica's link to its master; `None` without
+    /// `tls-replication` (or without TLS configured).
+    pub fn replication(&self) -> Option<TlsConnector> {
+        self.current
+            .read()
+            .as_ref()
+            .and_then(|c| c.replication.clone())
     }
 
     /// Rebuilds everything from `settings`; on error what was there
@@ -69,9 +80,17 @@ impl Tls {
             } else {
                 None
             };
+            // The same client configuration as the bus's: this node's
+            // certificate, the master's verified against the CA.
+            let replication = if settings.replication {
+                Some(TlsConnector::from(Arc::new(build_client(settings)?)))
+            } else {
+                None
+            };
             Ok(Contexts {
                 acceptor: TlsAcceptor::from(Arc::new(config)),
                 cluster,
+                replication,
             })
         });
         match built {
@@ -343,7 +362,7 @@ fn build_with_client_auth(
 }
 
 /// The configuration of this node's connections to others (bus links,
-/// MIGRATE): its client certificate (`tls-client-cert-file`, else the
+/// MIGRATE, a replica's link to its master): its client certificate (`tls-client-cert-file`, else the
 /// server's), the peer's certificate verified against the CA, and, as
 /// Redis (OpenSSL without a host check), not against the peer's address.
 fn build_client(settings: &TlsSettings) -> Result<ClientConfig, String> {

@@ -23,8 +23,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use bytes::BytesMut;
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::net::tcp::{OwnedReadHalf, OwnedWriteHalf};
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::net::TcpStream;
 
 use crate::master_link::{LinkState, Target};
@@ -73,9 +72,16 @@ pub async fn run(shared: Arc<Shared>) {
     }
 }
 
+/// The link's reading half: a TCP socket's, or a TLS stream's with
+/// `tls-replication`.
+type MasterSocket = Box<dyn AsyncRead + Send + Unpin>;
+
+/// The link's writing half.
+type MasterWriter = Box<dyn AsyncWrite + Send + Unpin>;
+
 /// The master's side of the link, read with `repl-timeout`.
 struct MasterReader {
-    socket: OwnedReadHalf,
+    socket: MasterSocket,
     buf: BytesMut,
     timeout: Duration,
 }
@@ -122,7 +128,7 @@ impl MasterReader {
 }
 
 /// Sends one command to the master.
-async fn send(writer: &mut OwnedWriteHalf, argv: &[&[u8]]) -> Result<(), String> {
+async fn send(writer: &mut MasterWriter, argv: &[&[u8]]) -> Result<(), String> {
     let mut bytes = Vec::new();
     feed::encode(&mut bytes, argv);
     writer
@@ -134,7 +140,7 @@ async fn send(writer: &mut OwnedWriteHalf, argv: &[&[u8]]) -> Result<(), String>
 /// Sends a command and reads its one-line reply.
 async fn ask(
     reader: &mut MasterReader,
-    writer: &mut OwnedWriteHalf,
+    writer: &mut MasterWriter,
     argv: &[&[u8]],
 ) -> Result<String, String> {
     send(writer, argv).await?;
@@ -187,7 +193,7 @@ async fn follow(shared: &Arc<Shared>, target: &Target, generation: u64) -> Resul
     let _ = socket.set_nodelay(true);
     let peer = socket.peer_addr().map_err(|e| e.to_string())?;
     let local = socket.local_addr().map_err(|e| e.to_string())?;
-    let (socket, mut writer) = socket.into_split();
+    let (socket, mut writer) = secure(shared, socket, &target.host, hello.timeout).await?;
     let mut reader = MasterReader {
         socket,
         buf: BytesMut::with_capacity(16 * 1024),
@@ -202,12 +208,39 @@ async fn follow(shared: &Arc<Shared>, target: &Target, generation: u64) -> Resul
     stream::apply(shared, reader, writer, (peer, local)).await
 }
 
+/// The link's two halves: the socket's own, or with `tls-replication` a
+/// TLS session's, the master's certificate verified against the CA as
+/// the bus verifies a node's.
+async fn secure(
+    shared: &Shared,
+    socket: TcpStream,
+    host: &str,
+    timeout: Duration,
+) -> Result<(MasterSocket, MasterWriter), String> {
+    if !shared.config.read().tls.replication {
+        let (read, write) = socket.into_split();
+        return Ok((Box::new(read), Box::new(write)));
+    }
+    let connector = shared
+        .tls
+        .replication()
+        .ok_or("tls-replication is on but TLS is not configured (tls-cert-file, tls-key-file, tls-ca-cert-file)")?;
+    let name = crate::net::tls::peer_name(host)
+        .ok_or_else(|| format!("'{host}' is not a name a TLS handshake can use"))?;
+    let stream = tokio::time::timeout(timeout, connector.connect(name, socket))
+        .await
+        .map_err(|_| "timed out in the TLS handshake".to_string())?
+        .map_err(|e| format!("TLS handshake with the master: {e}"))?;
+    let (read, write) = tokio::io::split(stream);
+    Ok((Box::new(read), Box::new(write)))
+}
+
 /// PING, AUTH, REPLCONF, as Redis's syncWithMaster sends them. A master
 /// that wants a password answers PING with NOAUTH, which AUTH then
 /// settles; a REPLCONF the master does not know is not fatal.
 async fn shake_hands(
     reader: &mut MasterReader,
-    writer: &mut OwnedWriteHalf,
+    writer: &mut MasterWriter,
     hello: &Handshake,
 ) -> Result<(), String> {
     let pong = ask(reader, writer, &[b"PING"]).await?;
@@ -269,7 +302,7 @@ async fn shake_hands(
 async fn synchronize(
     shared: &Arc<Shared>,
     reader: &mut MasterReader,
-    writer: &mut OwnedWriteHalf,
+    writer: &mut MasterWriter,
     generation: u64,
 ) -> Result<(), String> {
     let feed = shared.store.feed();

@@ -12,9 +12,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use bytes::Buf;
-use tokio::net::tcp::OwnedWriteHalf;
 
-use super::{send, MasterReader};
+use super::{send, MasterReader, MasterWriter};
 use crate::clients::ClientInfo;
 use crate::cmd::{self, ClientState, Ctx};
 use crate::resp::{parse_frame, Frame, FrameLimits, Resume};
@@ -42,7 +41,7 @@ impl Drop for Registered<'_> {
 pub(super) async fn apply(
     shared: &Arc<Shared>,
     mut reader: MasterReader,
-    mut writer: OwnedWriteHalf,
+    mut writer: MasterWriter,
     (peer, local): (SocketAddr, SocketAddr),
 ) -> Result<(), String> {
     let link = &shared.master_link;
@@ -193,7 +192,7 @@ fn run_as_master(shared: &Shared, client: &mut ClientState, argv: &[&[u8]]) {
 }
 
 /// REPLCONF ACK <offset>.
-async fn send_ack(writer: &mut OwnedWriteHalf, offset: u64) -> Result<(), String> {
+async fn send_ack(writer: &mut MasterWriter, offset: u64) -> Result<(), String> {
     let offset = offset.to_string();
     send(writer, &[b"REPLCONF", b"ACK", offset.as_bytes()]).await
 }

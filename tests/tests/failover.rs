@@ -90,9 +90,10 @@ async fn counter(addr: SocketAddr) -> u64 {
 async fn failover_to_a_named_replica_under_writes_loses_nothing_and_needs_no_full_sync() {
     let master = TallyProcess::start(&[]);
     let target = TallyProcess::start(&[]);
-    let other = TallyProcess::start(&[]);
+    // One replica from the command line, as redis-server takes it.
+    let other = TallyProcess::start(&["--replicaof", "127.0.0.1", &master.port.to_string()]);
     replicate(target.addr(), master.addr()).await;
-    replicate(other.addr(), master.addr()).await;
+    wait_in_sync(master.addr(), other.addr()).await;
     let stop = Arc::new(AtomicBool::new(false));
     let (acked, writer) = start_writer(master.addr(), stop.clone());
     while acked.load(Ordering::Relaxed) < 200 {

@@ -101,6 +101,8 @@ const LISTS: &[&str] = &[
     "latency-tracking-info-percentiles",
     "tls-protocols",
     "user",
+    // `--replicaof <host> <port>`, as redis-server takes it.
+    "replicaof",
 ];
 
 /// The directive called `name` (lower-case), by its name or an alias.

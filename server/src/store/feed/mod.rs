@@ -231,17 +231,54 @@ impl Feed {
 }
 
 /// Appends one command as a RESP array of bulk strings, as Redis writes
-/// commands to its AOF.
+/// commands to its AOF. Every write is encoded here while its shard locks
+/// are held, so it allocates nothing beyond `out`'s growth.
 pub fn encode<A: AsRef<[u8]>>(out: &mut Vec<u8>, argv: &[A]) {
-    out.push(b'*');
-    out.extend_from_slice(argv.len().to_string().as_bytes());
-    out.extend_from_slice(b"\r\n");
+    let size: usize = argv.iter().map(|a| a.as_ref().len() + 16).sum();
+    out.reserve(size + 16);
+    push_header(out, b'*', argv.len());
     for arg in argv {
         let arg = arg.as_ref();
-        out.push(b'$');
-        out.extend_from_slice(arg.len().to_string().as_bytes());
-        out.extend_from_slice(b"\r\n");
+        push_header(out, b'$', arg.len());
         out.extend_from_slice(arg);
         out.extend_from_slice(b"\r\n");
+    }
+}
+
+/// `<kind><n>\r\n`, the number written without a heap allocation.
+fn push_header(out: &mut Vec<u8>, kind: u8, n: usize) {
+    let mut digits = [0u8; 20];
+    let mut at = digits.len();
+    let mut rest = n;
+    loop {
+        at -= 1;
+        digits[at] = b'0' + (rest % 10) as u8;
+        rest /= 10;
+        if rest == 0 {
+            break;
+        }
+    }
+    out.push(kind);
+    out.extend_from_slice(&digits[at..]);
+    out.extend_from_slice(b"\r\n");
+}
+
+#[cfg(test)]
+mod tests {
+    use super::encode;
+
+    #[test]
+    fn commands_encode_as_resp_arrays_of_bulk_strings() {
+        let mut out = Vec::new();
+        let long = vec![b'x'; 1234];
+        encode(&mut out, &[&b"SET"[..], b"", &long]);
+        let mut expected = b"*3\r\n$3\r\nSET\r\n$0\r\n\r\n$1234\r\n".to_vec();
+        expected.extend_from_slice(&long);
+        expected.extend_from_slice(b"\r\n");
+        assert_eq!(out, expected);
+        out.clear();
+        let ten: Vec<&[u8]> = vec![b"a"; 10];
+        encode(&mut out, &ten);
+        assert!(out.starts_with(b"*10\r\n$1\r\na\r\n"));
     }
 }

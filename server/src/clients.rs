@@ -84,6 +84,8 @@ pub struct ClientInfo {
     pub io: ClientIo,
     /// CLIENT NO-EVICT ON.
     pub no_evict: AtomicBool,
+    /// READONLY (cluster mode): CLIENT LIST's `r` flag.
+    pub readonly: AtomicBool,
     /// In MONITOR mode.
     pub monitoring: AtomicBool,
     /// Set once the connection is a replica (PSYNC).
@@ -181,6 +183,7 @@ impl ClientInfo {
             release_notify: Notify::new(),
             io: ClientIo::default(),
             no_evict: AtomicBool::new(false),
+            readonly: AtomicBool::new(false),
             monitoring: AtomicBool::new(false),
             replica: ReplicaLink::default(),
             tracking_redirect: AtomicI64::new(-1),

@@ -850,6 +850,9 @@ async fn tally_and_redis_form_a_tls_cluster() {
         }
         let port = if tls_link { tally_tls } else { tally_plain };
         assert_eq!(conn.line("READONLY").await, "+OK\r\n");
+        // CLIENT LIST and INFO show READONLY as Redis's `r` flag.
+        let info = conn.line("CLIENT INFO").await;
+        assert!(info.contains(" flags=r "), "{info}");
         loop {
             let info = conn.line("INFO replication").await;
             if info.contains(&format!("master_port:{port}\r\n"))

@@ -96,6 +96,9 @@ pub(crate) fn describe(client: &ClientInfo, now_ms: u64, argv_mem: usize) -> Str
     if client.tracking_bcast.load(Ordering::Relaxed) {
         flags.push('B');
     }
+    if client.readonly.load(Ordering::Relaxed) {
+        flags.push('r');
+    }
     if client.no_evict.load(Ordering::Relaxed) {
         flags.push('e');
     }

@@ -71,7 +71,7 @@ pub struct ClientState {
     /// Commands run inside the current transaction or script that go to the
     /// change feed when it ends, with their databases (only while the
     /// append-only file is on).
-    pub propagated: Vec<(usize, crate::store::feed::Argv)>,
+    pub propagated: Vec<(usize, crate::store::feed::Encoded)>,
     /// The feed position after this client's last change: its replies wait
     /// until the append-only file holds it.
     pub aof_offset: u64,

@@ -686,6 +686,10 @@ pub fn cluster_help(ctx: &mut Ctx<'_>, _argv: &[&[u8]]) -> Reply {
 pub fn readonly(ctx: &mut Ctx<'_>, _argv: &[&[u8]]) -> Reply {
     let _ = node!(ctx);
     ctx.client.readonly = true;
+    ctx.client
+        .info
+        .readonly
+        .store(true, std::sync::atomic::Ordering::Relaxed);
     Reply::Ok
 }
 
@@ -693,5 +697,9 @@ pub fn readonly(ctx: &mut Ctx<'_>, _argv: &[&[u8]]) -> Reply {
 pub fn readwrite(ctx: &mut Ctx<'_>, _argv: &[&[u8]]) -> Reply {
     let _ = node!(ctx);
     ctx.client.readonly = false;
+    ctx.client
+        .info
+        .readonly
+        .store(false, std::sync::atomic::Ordering::Relaxed);
     Reply::Ok
 }

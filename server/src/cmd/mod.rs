@@ -552,8 +552,17 @@ fn record_change(ctx: &mut Ctx<'_>, command: &Command, argv: &[&[u8]], reply: &R
         return;
     }
     let db = ctx.client.db;
-    for change in propagate::propagated(command, argv, reply, ctx.now_ms) {
-        ctx.client.propagated.push((db, change));
+    match propagate::propagated(command, argv, reply, ctx.now_ms) {
+        propagate::Propagation::AsItCame => {
+            let change = crate::store::feed::encoded(argv);
+            ctx.client.propagated.push((db, change));
+        }
+        propagate::Propagation::Instead(commands) => {
+            for change in commands {
+                let change = crate::store::feed::encoded(&change);
+                ctx.client.propagated.push((db, change));
+            }
+        }
     }
 }
 

@@ -51,7 +51,9 @@ fn persist_script_change(ctx: &mut Ctx<'_>, argv: crate::store::feed::Argv) {
     if !ctx.shared.store.feed().active() || !ctx.shared.config.read().lua_persist_scripts {
         return;
     }
-    ctx.client.propagated.push((ctx.client.db, argv));
+    ctx.client
+        .propagated
+        .push((ctx.client.db, crate::store::feed::encoded(&argv)));
     if !inside_run(ctx) {
         append_pending(ctx);
     }
@@ -63,14 +65,30 @@ pub fn inside_run(ctx: &Ctx<'_>) -> bool {
     ctx.held.is_some() || ctx.client.in_script
 }
 
-/// The commands that stand for `argv`, whose reply was `reply` (not an
-/// error), run at `now_ms`.
-pub fn propagated(command: &Command, argv: &[&[u8]], reply: &Reply, now_ms: u64) -> Vec<Argv> {
-    let owned = |args: &[&[u8]]| args.iter().map(|a| a.to_vec()).collect::<Argv>();
+/// What a write that succeeded puts in the change feed.
+pub enum Propagation {
+    /// The command itself, as it came (most commands).
+    AsItCame,
+    /// These commands instead (none: it changed nothing worth logging).
+    Instead(Vec<Argv>),
+}
+
+/// What stands for `argv`, whose reply was `reply` (not an error), run at
+/// `now_ms`.
+pub fn propagated(command: &Command, argv: &[&[u8]], reply: &Reply, now_ms: u64) -> Propagation {
+    match rewritten(command, argv, reply, now_ms) {
+        Some(commands) => Propagation::Instead(commands),
+        None => Propagation::AsItCame,
+    }
+}
+
+/// The commands that stand for `argv` when they are not `argv` itself
+/// (`None`: it goes as it came).
+fn rewritten(command: &Command, argv: &[&[u8]], reply: &Reply, now_ms: u64) -> Option<Vec<Argv>> {
     let key = argv.get(1).copied().unwrap_or_default();
     let del = || vec![vec![b"DEL".to_vec(), key.to_vec()]];
     let number = |n: i64| n.to_string().into_bytes();
-    match command.name {
+    Some(match command.name {
         "set" => set(argv, reply, now_ms),
         "setex" | "psetex" => {
             let amount = int(argv[2]);
@@ -108,7 +126,7 @@ pub fn propagated(command: &Command, argv: &[&[u8]], reply: &Reply, now_ms: u64)
         },
         "expire" | "pexpire" | "expireat" | "pexpireat" => {
             if !matches!(reply, Reply::Int(1) | Reply::Bool(true)) {
-                return Vec::new();
+                return Some(Vec::new());
             }
             let amount = int(argv[2]);
             let at = match command.name {
@@ -118,7 +136,7 @@ pub fn propagated(command: &Command, argv: &[&[u8]], reply: &Reply, now_ms: u64)
                 _ => amount,
             };
             if at <= now_ms as i64 {
-                return del();
+                return Some(del());
             }
             let mut out = vec![b"PEXPIREAT".to_vec(), key.to_vec(), number(at)];
             out.extend(argv[3..].iter().map(|a| a.to_vec()));
@@ -127,7 +145,7 @@ pub fn propagated(command: &Command, argv: &[&[u8]], reply: &Reply, now_ms: u64)
         "spop" => {
             let members = bulks(reply);
             if members.is_empty() {
-                return Vec::new();
+                return Some(Vec::new());
             }
             let mut out = vec![b"SREM".to_vec(), key.to_vec()];
             out.extend(members);
@@ -136,8 +154,8 @@ pub fn propagated(command: &Command, argv: &[&[u8]], reply: &Reply, now_ms: u64)
         "restore" | "restore-asking" => restore(argv, now_ms),
         // The keys it moved out are logged as DELs when the target took them.
         "migrate" => Vec::new(),
-        _ => vec![owned(argv)],
-    }
+        _ => return None,
+    })
 }
 
 /// SET: left out when NX/XX kept it from setting; with a relative or
@@ -295,7 +313,11 @@ mod tests {
     fn run(args: &[&str], reply: Reply) -> Vec<Vec<String>> {
         let argv: Vec<&[u8]> = args.iter().map(|a| a.as_bytes()).collect();
         let command = registry().lookup(argv[0]).expect("known command");
-        propagated(command, &argv, &reply, 1_000_000)
+        let commands = match propagated(command, &argv, &reply, 1_000_000) {
+            Propagation::AsItCame => vec![argv.iter().map(|a| a.to_vec()).collect()],
+            Propagation::Instead(commands) => commands,
+        };
+        commands
             .into_iter()
             .map(|c| {
                 c.into_iter()

@@ -554,7 +554,7 @@ fn drop_slots(shared: &Shared, slots: &[u16]) {
                     shared
                         .store
                         .feed()
-                        .append(&[(0, vec![b"DEL".to_vec(), key.bytes.to_vec()])]);
+                        .append(&[(0, crate::store::feed::encoded(&[&b"DEL"[..], key.bytes]))]);
                 }
             }
         }

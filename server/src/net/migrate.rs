@@ -184,7 +184,7 @@ fn release(shared: &Arc<Shared>, migration: &Migration, acknowledged: &[usize]) 
             if shard.remove(key, now_ms) && shared.store.feed().active() {
                 offset = shared.store.feed().append(&[(
                     migration.source_db,
-                    vec![b"DEL".to_vec(), key.bytes.to_vec()],
+                    crate::store::feed::encoded(&[&b"DEL"[..], key.bytes]),
                 )]);
             }
         }

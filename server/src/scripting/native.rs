@@ -103,9 +103,11 @@ fn propagate(ctx: &mut Ctx<'_>, changes: impl IntoIterator<Item = Argv>) {
         return;
     }
     let db = ctx.client.db;
-    ctx.client
-        .propagated
-        .extend(changes.into_iter().map(|argv| (db, argv)));
+    ctx.client.propagated.extend(
+        changes
+            .into_iter()
+            .map(|argv| (db, crate::store::feed::encoded(&argv))),
+    );
     if !crate::cmd::propagate::inside_run(ctx) {
         crate::cmd::propagate::append_pending(ctx);
     }

@@ -24,6 +24,18 @@ pub use replication::{BacklogInfo, History, ReplId, StreamSink, NO_REPLID};
 /// A command as propagated: its arguments, the name first.
 pub type Argv = Vec<Vec<u8>>;
 
+/// A command as the feed takes it: already in RESP ([`encode`]), so that
+/// a write going as it came is encoded from its borrowed arguments once,
+/// with one allocation, and copied after.
+pub type Encoded = Vec<u8>;
+
+/// `argv` as the feed takes it.
+pub fn encoded<A: AsRef<[u8]>>(argv: &[A]) -> Encoded {
+    let mut out = Vec::new();
+    encode(&mut out, argv);
+    out
+}
+
 /// Each thread's count of changes it is making unrecorded (see
 /// [`Feed::unrecorded`]): one padded slot per thread, so that marking a
 /// change costs no contention between workers.
@@ -58,6 +70,10 @@ struct Pending {
     /// The replication stream, under the same lock so that replicas see
     /// changes in the order the log does.
     replication: Replication,
+    /// Where a change is encoded for the replication stream before it is
+    /// copied to the backlog and the replicas' bytes: kept, so that a
+    /// write allocates nothing for it.
+    scratch: Vec<u8>,
 }
 
 impl Pending {
@@ -67,7 +83,7 @@ impl Pending {
 }
 
 /// Encodes one change into a stream whose SELECTed database is `selected`.
-fn encode_change(out: &mut Vec<u8>, selected: &mut Option<usize>, commands: &[(usize, Argv)]) {
+fn encode_change(out: &mut Vec<u8>, selected: &mut Option<usize>, commands: &[(usize, Encoded)]) {
     let mut select = |out: &mut Vec<u8>, db: usize| {
         if *selected != Some(db) {
             let number = db.to_string();
@@ -82,9 +98,9 @@ fn encode_change(out: &mut Vec<u8>, selected: &mut Option<usize>, commands: &[(u
         select(out, commands[0].0);
         encode(out, &[b"MULTI"]);
     }
-    for (db, argv) in commands {
+    for (db, command) in commands {
         select(out, *db);
-        encode(out, argv);
+        out.extend_from_slice(command);
     }
     if wrap {
         encode(out, &[b"EXEC"]);
@@ -167,13 +183,17 @@ impl Feed {
     /// for). Several commands are one atomic change (a transaction's, a
     /// script's effects) and are wrapped in MULTI/EXEC, as Redis 7.0
     /// propagates them; one command is not.
-    pub fn append(&self, commands: &[(usize, Argv)]) -> u64 {
+    pub fn append(&self, commands: &[(usize, Encoded)]) -> u64 {
         let mut pending = self.pending.lock();
         if self.replicating.load(Ordering::Acquire) {
-            let replication = &mut pending.replication;
-            let mut bytes = Vec::with_capacity(64);
-            encode_change(&mut bytes, &mut replication.selected, commands);
-            replication.send(bytes);
+            let Pending {
+                replication,
+                scratch,
+                ..
+            } = &mut *pending;
+            scratch.clear();
+            encode_change(scratch, &mut replication.selected, commands);
+            replication.send(scratch);
             self.unflushed.store(true, Ordering::Release);
         }
         if !self.logging.load(Ordering::Acquire) {
@@ -189,7 +209,7 @@ impl Feed {
     /// Appends the deletion of a key that expired (Redis propagates `DEL`
     /// unless `lazyfree-lazy-expire`, which tally does not have).
     pub fn append_expired(&self, db: usize, key: &[u8]) -> u64 {
-        self.append(&[(db, vec![b"DEL".to_vec(), key.to_vec()])])
+        self.append(&[(db, encoded(&[b"DEL", key]))])
     }
 
     /// Takes the bytes appended so far, and the stream position after them.

@@ -99,9 +99,9 @@ impl Replication {
     /// Sends this server's own `bytes` to every replica; nothing while it
     /// follows a master, whose stream is relayed instead (Redis's
     /// replicationFeedSlaves returns at once on a replica).
-    pub(super) fn send(&mut self, bytes: Vec<u8>) {
+    pub(super) fn send(&mut self, bytes: &[u8]) {
         if !self.following {
-            self.stream(&bytes);
+            self.stream(bytes);
         }
     }
 
@@ -140,7 +140,7 @@ impl Replication {
         if !self.sinks.is_empty() {
             let mut bytes = Vec::new();
             encode(&mut bytes, argv);
-            self.send(bytes);
+            self.send(&bytes);
             self.flush_sinks();
         }
     }

@@ -368,6 +368,12 @@ async fn wait(
             read = read_more(shared, stream, wakers, input) => return read,
             line = mode.receiver.recv() => line,
         };
+        // A replica's stream (or a monitor's lines) comes a connection
+        // batch at a time: before writing, the other connections' batches
+        // running now get a turn, so that one write (and one wake-up of
+        // the replica) carries several, as Redis writes to its replicas
+        // once per event loop.
+        tokio::task::yield_now().await;
         let mut next = line;
         let mut bytes = 0;
         let mut copied = 0;

@@ -13,9 +13,9 @@
 //!   is not older than any slot's owner (clusterSendFailoverAuthIfNeeded);
 //! - CLUSTER FAILOVER: the default waits for the master to pause writes
 //!   and for the replica to reach the master's offset, FORCE skips that,
-//!   TAKEOVER skips the election too;
+//!   TAKEOVER skips the election too (`manual.rs`);
 //! - a spare replica moves to a master left without a working one
-//!   (replica migration).
+//!   (replica migration, `migration.rs`).
 //!
 //! The driver tells the node its replication offset and how long its
 //! master link has been down ([`Node::observe_replication`]) and points
@@ -24,13 +24,6 @@
 use super::{Node, Output};
 use crate::message::{self, kind, node_flags, Body, Message};
 use crate::{NodeName, SLOTS};
-
-/// A manual failover's time limit (CLUSTER_MF_TIMEOUT).
-const MANUAL_TIMEOUT_MS: u64 = 5000;
-
-/// A master pauses writes for twice the manual failover's time limit
-/// (CLUSTER_MF_PAUSE_MULT).
-const MANUAL_PAUSE_MULT: u64 = 2;
 
 /// What the driver last told of this node's replication.
 #[derive(Debug, Clone, Copy, Default)]
@@ -75,11 +68,6 @@ impl Default for Settings {
     }
 }
 
-/// How long a master must stay orphaned before a replica moves to it
-/// (CLUSTER_SLAVE_MIGRATION_DELAY): during a failover its own replicas
-/// need a moment to announce the master they follow now.
-const MIGRATION_DELAY_MS: u64 = 5000;
-
 /// A replica's election (clusterState's failover_auth_*).
 #[derive(Debug, Clone, Default)]
 pub(super) struct Election {
@@ -94,30 +82,6 @@ pub(super) struct Election {
     pub rank: u64,
     /// The epoch votes were asked in.
     pub epoch: u64,
-}
-
-/// A manual failover under way (clusterState's mf_*).
-#[derive(Debug, Clone, Copy, Default)]
-pub(super) struct Manual {
-    /// When it gives up (0: none under way).
-    pub end_ms: u64,
-    /// A replica: the election may start (FORCE, or the offsets met).
-    pub can_start: bool,
-    /// A replica: the offset its paused master gave.
-    pub master_offset: Option<u64>,
-    /// A master: the replica taking over (writes are paused for it).
-    pub replica: Option<NodeName>,
-}
-
-/// CLUSTER FAILOVER's variants.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum FailoverKind {
-    /// The master pauses writes, the replica catches up, then an election.
-    Coordinated,
-    /// An election now, without the master.
-    Force,
-    /// No election: a new epoch taken without consensus.
-    Takeover,
 }
 
 /// Why CLUSTER FAILOVER or CLUSTER REPLICATE is refused (Redis's texts
@@ -315,7 +279,7 @@ impl Node {
     /// them (resetManualFailover).
     pub(super) fn reset_manual_failover(&mut self) -> Vec<Output> {
         let paused = self.manual.replica.is_some();
-        self.manual = Manual::default();
+        self.manual = super::manual::Manual::default();
         if paused {
             vec![Output::ResumeWrites]
         } else {
@@ -521,7 +485,7 @@ impl Node {
 
     /// The replica becomes the master of its master's slots and tells
     /// every node (clusterFailoverReplaceYourMaster).
-    fn replace_my_master(&mut self) -> Vec<Output> {
+    pub(super) fn replace_my_master(&mut self) -> Vec<Output> {
         let Some(old) = self.my_master.take() else {
             return Vec::new();
         };
@@ -619,80 +583,6 @@ impl Node {
         self.win_if_elected()
     }
 
-    /// CLUSTER FAILOVER [FORCE|TAKEOVER] on a replica.
-    pub fn manual_failover(
-        &mut self,
-        how: FailoverKind,
-        master_linked: bool,
-        now_ms: u64,
-    ) -> Result<Vec<Output>, FailoverError> {
-        let Some(master) = self.my_master else {
-            return Err(FailoverError::NotAReplica);
-        };
-        let Some(peer) = self.peers.get(&master) else {
-            return Err(FailoverError::MasterUnknown);
-        };
-        if how == FailoverKind::Coordinated && (peer.failed() || !master_linked) {
-            return Err(FailoverError::MasterDown);
-        }
-        let (ip, cport) = (peer.ip.clone(), peer.cport);
-        let mut out = self.reset_manual_failover();
-        self.manual.end_ms = now_ms + MANUAL_TIMEOUT_MS;
-        match how {
-            FailoverKind::Takeover => {
-                let _ = self.bump_epoch();
-                out.extend(self.replace_my_master());
-            }
-            FailoverKind::Force => self.manual.can_start = true,
-            FailoverKind::Coordinated => out.push(Output::Send {
-                to: master,
-                ip,
-                cport,
-                message: Message {
-                    header: self.header(kind::MFSTART),
-                    body: Body::Empty,
-                },
-            }),
-        }
-        Ok(out)
-    }
-
-    /// MFSTART from one of this master's replicas: writes pause, and this
-    /// node's PINGs say so, with the offset the replica must reach.
-    pub(super) fn manual_failover_requested(
-        &mut self,
-        replica: &NodeName,
-        now_ms: u64,
-    ) -> Vec<Output> {
-        let mine = self
-            .peers
-            .get(replica)
-            .is_some_and(|p| p.master == Some(self.me));
-        if !mine || self.my_master.is_some() {
-            return Vec::new();
-        }
-        let mut out = self.reset_manual_failover();
-        self.manual.end_ms = now_ms + MANUAL_TIMEOUT_MS;
-        self.manual.replica = Some(*replica);
-        out.push(Output::PauseWritesForFailover {
-            replica: *replica,
-            until_ms: now_ms + MANUAL_TIMEOUT_MS * MANUAL_PAUSE_MULT,
-        });
-        out
-    }
-
-    /// A replica in a coordinated failover notes its master's offset from
-    /// the first message the paused master sends.
-    pub(super) fn note_paused_master(&mut self, header: &message::Header) {
-        if self.manual.end_ms != 0
-            && self.my_master == Some(header.sender)
-            && header.mflags[0] & message::MFLAG0_PAUSED != 0
-            && self.manual.master_offset.is_none()
-        {
-            self.manual.master_offset = Some(header.offset);
-        }
-    }
-
     /// Every tick: a manual failover past its time ends
     /// (manualFailoverCheckTimeout); a replica whose offset reached its
     /// paused master's may start the election (clusterHandleManualFailover);
@@ -719,93 +609,5 @@ impl Node {
         out.extend(self.run_election(now_ms));
         out.extend(self.migrate_if_spare(now_ms));
         out
-    }
-
-    /// Working (not FAIL) replicas of `master`, this node included.
-    fn working_replicas(&self, master: &NodeName) -> Vec<NodeName> {
-        self.replicas_of(master)
-            .into_iter()
-            .filter(|r| *r == self.me || self.peers.get(r).is_some_and(|p| !p.failed()))
-            .collect()
-    }
-
-    /// Replica migration (clusterCron's orphaned-master check and
-    /// clusterHandleSlaveMigration): when a master serving slots that had
-    /// replicas has none working, and this replica's master has the most
-    /// working replicas (at least two, more than the migration barrier),
-    /// the replica of those masters with the smallest name follows the
-    /// orphaned master once it has been orphaned for 5 s.
-    fn migrate_if_spare(&mut self, now_ms: u64) -> Vec<Output> {
-        let Some(my_master) = self.my_master else {
-            return Vec::new();
-        };
-        let mut orphaned = 0;
-        let mut max_replicas = 0;
-        let mut mine = 0;
-        let masters: Vec<NodeName> = self
-            .peers
-            .values()
-            .filter(|p| {
-                !p.is_replica()
-                    && !p.failed()
-                    && p.flags & (node_flags::NOADDR | node_flags::HANDSHAKE) == 0
-            })
-            .map(|p| p.name)
-            .collect();
-        let mut target = None;
-        let mut candidate = self.me;
-        for master in &masters {
-            let working = self.working_replicas(master);
-            let serving = self.slot_count_of(master) > 0;
-            let migrate_to = self
-                .peers
-                .get(master)
-                .is_some_and(|p| p.flags & node_flags::MIGRATE_TO != 0);
-            let is_orphaned = working.is_empty() && serving && migrate_to;
-            if let Some(peer) = self.peers.get_mut(master) {
-                if is_orphaned {
-                    if peer.orphaned_since_ms == 0 {
-                        peer.orphaned_since_ms = now_ms;
-                    }
-                } else {
-                    peer.orphaned_since_ms = 0;
-                }
-            }
-            if is_orphaned {
-                orphaned += 1;
-                target.get_or_insert(*master);
-            }
-            max_replicas = max_replicas.max(working.len());
-            if *master == my_master {
-                mine = working.len();
-            }
-        }
-        let settings = self.failover_settings;
-        if orphaned == 0
-            || max_replicas < 2
-            || mine != max_replicas
-            || !settings.allow_replica_migration
-            || mine <= settings.migration_barrier
-            || self.slots_ok() != SLOTS
-            || self.among_minority()
-        {
-            return Vec::new();
-        }
-        for master in &masters {
-            let working = self.working_replicas(master);
-            if working.len() == max_replicas {
-                if let Some(smallest) = working.iter().min() {
-                    candidate = candidate.min(*smallest);
-                }
-            }
-        }
-        let Some(target) = target else {
-            return Vec::new();
-        };
-        let since = self.peers.get(&target).map_or(0, |p| p.orphaned_since_ms);
-        if candidate != self.me || now_ms.saturating_sub(since) <= MIGRATION_DELAY_MS {
-            return Vec::new();
-        }
-        self.set_master(target)
     }
 }

@@ -8,15 +8,19 @@
 //! The node's state and its accessors are here; what it does is in
 //! [`slots`] (the slot table), [`bus`] (messages sent and received),
 //! [`cron`] (the periodic work and failure detection), [`failover`]
-//! (replicas, elections and votes) and [`conf`] (nodes.conf).
+//! (replicas, elections and votes), [`manual`] (CLUSTER FAILOVER),
+//! [`migration`] (replica migration) and [`conf`] (nodes.conf).
 
 mod bus;
 mod conf;
 mod cron;
 mod failover;
+mod manual;
+mod migration;
 mod slots;
 
-pub use failover::{FailoverError, FailoverKind};
+pub use failover::FailoverError;
+pub use manual::FailoverKind;
 
 pub use bus::through_the_wire;
 
@@ -231,7 +235,7 @@ pub struct Node {
     /// failover_auth_*).
     election: failover::Election,
     /// A manual failover under way (CLUSTER FAILOVER), on either side.
-    manual: failover::Manual,
+    manual: manual::Manual,
 }
 
 /// How long a forgotten node stays banned (CLUSTER_BLACKLIST_TTL).
@@ -267,7 +271,7 @@ impl Node {
             replication: failover::Replication::default(),
             failover_settings: failover::Settings::default(),
             election: failover::Election::default(),
-            manual: failover::Manual::default(),
+            manual: manual::Manual::default(),
         }
     }
 

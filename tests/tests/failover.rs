@@ -49,6 +49,14 @@ async fn failover_ended(addr: SocketAddr) {
     wait_for_field(addr, "master_failover_state", "no-failover").await;
 }
 
+/// FAILOVER TO the replica listening on `port`, accepted, and waits until
+/// `master` reports it over (handed over, or aborted).
+async fn hand_over(master: SocketAddr, port: u16) {
+    let reply = failover(master, &["TO", "127.0.0.1", &port.to_string()]).await;
+    assert_eq!(reply.as_deref(), Ok("OK"));
+    failover_ended(master).await;
+}
+
 /// The raw reply to one command.
 async fn raw_reply(addr: SocketAddr, args: &[&str]) -> String {
     let reply = RawConn::connect(addr).await.cmd(args).await;
@@ -99,13 +107,7 @@ async fn failover_to_a_named_replica_under_writes_loses_nothing_and_needs_no_ful
     while acked.load(Ordering::Relaxed) < 200 {
         tokio::time::sleep(Duration::from_millis(10)).await;
     }
-    let reply = failover(
-        master.addr(),
-        &["TO", "127.0.0.1", &target.port.to_string()],
-    )
-    .await;
-    assert_eq!(reply.as_deref(), Ok("OK"));
-    failover_ended(master.addr()).await;
+    hand_over(master.addr(), target.port).await;
     stop.store(true, Ordering::Relaxed);
     writer.await.expect("the writer");
     assert_eq!(role(master.addr()).await, "slave");
@@ -238,13 +240,7 @@ async fn a_target_that_refuses_the_psync_leaves_the_master_in_charge() {
     let target = TallyProcess::start(&[]);
     replicate(target.addr(), master.addr()).await;
     run_lines(target.addr(), &["ACL SETUSER default -psync"]).await;
-    let reply = failover(
-        master.addr(),
-        &["TO", "127.0.0.1", &target.port.to_string()],
-    )
-    .await;
-    assert_eq!(reply.as_deref(), Ok("OK"));
-    failover_ended(master.addr()).await;
+    hand_over(master.addr(), target.port).await;
     assert_eq!(role(master.addr()).await, "master");
     assert_eq!(role(target.addr()).await, "slave");
     run_lines(target.addr(), &["ACL SETUSER default +psync"]).await;
@@ -267,13 +263,7 @@ async fn tally_hands_over_to_a_redis_replica_and_a_redis_master_to_a_tally_repli
     // tally master → redis-server replica.
     run_lines(tally.addr(), &["SET from-tally 1", "INCRBY counter 5"]).await;
     replicate(redis.addr, tally.addr()).await;
-    let reply = failover(
-        tally.addr(),
-        &["TO", "127.0.0.1", &redis.addr.port().to_string()],
-    )
-    .await;
-    assert_eq!(reply.as_deref(), Ok("OK"));
-    failover_ended(tally.addr()).await;
+    hand_over(tally.addr(), redis.addr.port()).await;
     assert_eq!(role(redis.addr).await, "master");
     assert_eq!(role(tally.addr()).await, "slave");
     run_lines(redis.addr, &["INCRBY counter 7"]).await;
@@ -283,9 +273,7 @@ async fn tally_hands_over_to_a_redis_replica_and_a_redis_master_to_a_tally_repli
     assert_eq!(stats_field(redis.addr, "sync_full").await, "0");
 
     // And back: redis-server master → tally replica.
-    let reply = failover(redis.addr, &["TO", "127.0.0.1", &tally.port.to_string()]).await;
-    assert_eq!(reply.as_deref(), Ok("OK"));
-    failover_ended(redis.addr).await;
+    hand_over(redis.addr, tally.port).await;
     assert_eq!(role(tally.addr()).await, "master");
     assert_eq!(role(redis.addr).await, "slave");
     run_lines(tally.addr(), &["INCRBY counter 30"]).await;

@@ -30,6 +30,7 @@ const LAYERS: &[(&str, &[&str])] = &[
             "pause",
             "slot_gate",
             "master_link",
+            "failover",
         ],
     ),
     ("the configuration", &["config"]),
@@ -48,7 +49,8 @@ const LAYERS: &[(&str, &[&str])] = &[
 ];
 
 /// Imports within one layer: the server's shared state holds what acts
-/// on it, and a script's redis.call is a command.
+/// on it, a script's redis.call is a command, and a failover hands over
+/// to a replica named as a master link names its master.
 const SAME_LAYER: &[(&str, &str)] = &[
     ("state", "stats"),
     ("stats", "state"),
@@ -59,6 +61,7 @@ const SAME_LAYER: &[(&str, &str)] = &[
     ("metrics", "state"),
     ("cmd", "scripting"),
     ("scripting", "cmd"),
+    ("failover", "master_link"),
 ];
 
 /// Imports up a layer, each with the reason it stands. Fewer is better.

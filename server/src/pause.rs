@@ -76,7 +76,7 @@ impl ClientPause {
 
     /// Whether `purpose` has a pause in force now.
     pub fn paused_for(&self, purpose: PausePurpose) -> bool {
-        self.current().is_some()
+        self.active.load(Ordering::Relaxed)
             && self.by_purpose.lock()[purpose as usize].is_some_and(|(_, end)| Instant::now() < end)
     }
 

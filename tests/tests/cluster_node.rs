@@ -696,16 +696,7 @@ async fn tally_and_redis_form_a_tls_cluster() {
         port: tally_plain,
         cluster_port: cport,
         cluster_node_timeout: 2000,
-        tls: tally_server::config::TlsSettings {
-            port: tally_tls,
-            cert_file: files.server_cert.clone(),
-            key_file: files.server_key.clone(),
-            ca_cert_file: files.ca.clone(),
-            client_cert_file: files.client_cert.clone(),
-            client_key_file: files.client_key.clone(),
-            cluster: true,
-            ..Default::default()
-        },
+        tls: tls_cluster_node(&files, tally_tls, false),
         ..node_config(&scratch_dir())
     })
     .await;
@@ -824,17 +815,7 @@ async fn tally_and_redis_form_a_tls_cluster() {
             port: free_local_port(),
             cluster_port: cport,
             cluster_node_timeout: 2000,
-            tls: tally_server::config::TlsSettings {
-                port: free_local_port(),
-                cert_file: files.server_cert.clone(),
-                key_file: files.server_key.clone(),
-                ca_cert_file: files.ca.clone(),
-                client_cert_file: files.client_cert.clone(),
-                client_key_file: files.client_key.clone(),
-                cluster: true,
-                replication: tls_link,
-                ..Default::default()
-            },
+            tls: tls_cluster_node(&files, free_local_port(), tls_link),
             ..node_config(&scratch_dir())
         })
         .await;
@@ -870,6 +851,26 @@ async fn tally_and_redis_form_a_tls_cluster() {
         replica.shutdown().await;
     }
     tally.shutdown().await;
+}
+
+/// A TLS cluster node's settings: the test certificates, its TLS port,
+/// and `tls-replication` as asked.
+fn tls_cluster_node(
+    files: &tally_tests::TlsFiles,
+    port: u16,
+    replication: bool,
+) -> tally_server::config::TlsSettings {
+    tally_server::config::TlsSettings {
+        port,
+        cert_file: files.server_cert.clone(),
+        key_file: files.server_key.clone(),
+        ca_cert_file: files.ca.clone(),
+        client_cert_file: files.client_cert.clone(),
+        client_key_file: files.client_key.clone(),
+        cluster: true,
+        replication,
+        ..Default::default()
+    }
 }
 
 fn bulk_line(reply: &str) -> String {

@@ -9,7 +9,7 @@ use tally_lua::{lease, multi_limit, sliding_window, Twin};
 
 use crate::cmd::Ctx;
 use crate::resp::Reply;
-use crate::store::feed::Argv;
+use crate::store::feed::{encoded, Encoded};
 use crate::store::{KeyRef, MultiLock, ValueRef};
 
 /// A stored counter as a twin reads it: absent or an integer; anything else
@@ -76,38 +76,29 @@ fn decrement(locked: &mut MultiLock<'_>, key: KeyRef<'_>, by: i64, now: u64) {
 /// What the Lua run of a script would propagate for one INCR/INCRBY and
 /// EXPIRE (Redis 7 replicates scripts by their effects): the increment as
 /// the script calls it and `PEXPIREAT` with the deadline.
-fn effects(key: &[u8], by: Option<i64>, deadline: u64) -> [Argv; 2] {
+fn effects(key: &[u8], by: Option<i64>, deadline: u64) -> [Encoded; 2] {
+    let deadline = deadline.to_string();
     let increment = match by {
-        None => vec![b"INCR".to_vec(), key.to_vec()],
-        Some(by) => vec![
-            b"INCRBY".to_vec(),
-            key.to_vec(),
-            by.to_string().into_bytes(),
-        ],
+        None => encoded(&[&b"INCR"[..], key]),
+        Some(by) => encoded(&[&b"INCRBY"[..], key, by.to_string().as_bytes()]),
     };
     [
         increment,
-        vec![
-            b"PEXPIREAT".to_vec(),
-            key.to_vec(),
-            deadline.to_string().into_bytes(),
-        ],
+        encoded(&[&b"PEXPIREAT"[..], key, deadline.as_bytes()]),
     ]
 }
 
 /// Hands a native run's effects to the change feed, as the Lua run's would
 /// be: appended now (the run's shard locks are still held by the caller)
 /// unless a transaction encloses the run.
-fn propagate(ctx: &mut Ctx<'_>, changes: impl IntoIterator<Item = Argv>) {
+fn propagate(ctx: &mut Ctx<'_>, changes: impl IntoIterator<Item = Encoded>) {
     if !ctx.shared.store.feed().active() {
         return;
     }
     let db = ctx.client.db;
-    ctx.client.propagated.extend(
-        changes
-            .into_iter()
-            .map(|argv| (db, crate::store::feed::encoded(&argv))),
-    );
+    ctx.client
+        .propagated
+        .extend(changes.into_iter().map(|change| (db, change)));
     if !crate::cmd::propagate::inside_run(ctx) {
         crate::cmd::propagate::append_pending(ctx);
     }
@@ -208,11 +199,11 @@ pub fn run(
                     lease::Write::DecrBy { key, by } => {
                         decrement(&mut locked, keys[key], by, now);
                         if logging {
-                            changes.push(vec![
-                                b"DECRBY".to_vec(),
-                                keys[key].bytes.to_vec(),
-                                by.to_string().into_bytes(),
-                            ]);
+                            changes.push(encoded(&[
+                                &b"DECRBY"[..],
+                                keys[key].bytes,
+                                by.to_string().as_bytes(),
+                            ]));
                         }
                     }
                     lease::Write::IncrByAndExpire { key, by, seconds } => {

@@ -84,6 +84,30 @@ pub struct ClientState {
 impl ClientState {
     /// A client that has just connected.
     pub fn new(info: Arc<ClientInfo>, authenticated: bool) -> ClientState {
+        ClientState::acting_as(
+            info,
+            authenticated,
+            Arc::new(crate::acl::User::default_user()),
+        )
+    }
+
+    /// The client a script's redis.call runs as: `caller`'s connection,
+    /// database, user and ACL generation, and nothing else of its state (no
+    /// transaction, reply mode or subscriptions). Made once per script run,
+    /// so it shares the caller's user instead of building one.
+    pub fn for_script(caller: &ClientState) -> ClientState {
+        let mut client = ClientState::acting_as(caller.info.clone(), true, caller.user.clone());
+        client.db = caller.db;
+        client.in_script = true;
+        client.acl_generation = caller.acl_generation;
+        client
+    }
+
+    fn acting_as(
+        info: Arc<ClientInfo>,
+        authenticated: bool,
+        user: Arc<crate::acl::User>,
+    ) -> ClientState {
         ClientState {
             info,
             db: 0,
@@ -108,7 +132,7 @@ impl ClientState {
             no_evict: false,
             propagated: Vec::new(),
             aof_offset: 0,
-            user: Arc::new(crate::acl::User::default_user()),
+            user,
             acl_generation: 0,
         }
     }
@@ -255,6 +279,40 @@ impl BatchStats {
         if let Some(index) = registry().index_of(command.name.as_bytes()) {
             self.counts(index).rejected += 1;
         }
+    }
+
+    /// Moves `other`'s counts into this batch (a script's commands into its
+    /// caller's batch, flushed with the caller's next flush), leaving
+    /// `other` empty.
+    pub fn absorb(&mut self, other: &mut BatchStats) {
+        for counts in other.commands.drain(..) {
+            let mine = self.counts(counts.index);
+            mine.calls += counts.calls;
+            mine.usec += counts.usec;
+            mine.failed += counts.failed;
+            mine.rejected += counts.rejected;
+        }
+        self.errors.merge(std::mem::take(&mut other.errors));
+        for (mine, theirs) in self
+            .native_script_runs
+            .iter_mut()
+            .zip(&mut other.native_script_runs)
+        {
+            *mine += std::mem::take(theirs);
+        }
+        for (mine, theirs) in self
+            .fallback_script_runs
+            .iter_mut()
+            .zip(&mut other.fallback_script_runs)
+        {
+            *mine += std::mem::take(theirs);
+        }
+        self.lua_script_runs += std::mem::take(&mut other.lua_script_runs);
+        for (mine, theirs) in self.decisions.iter_mut().zip(&mut other.decisions) {
+            mine.0 += std::mem::take(&mut theirs.0);
+            mine.1 += std::mem::take(&mut theirs.1);
+        }
+        self.durations.append(&mut other.durations);
     }
 
     /// Adds the batch to the server's counters and starts a new batch;

@@ -194,6 +194,23 @@ pub fn dispatch(ctx: &mut Ctx<'_>, argv: &[&[u8]]) -> Reply {
     reply
 }
 
+/// [`dispatch`] for a command already looked up: a script's redis.call
+/// resolves the command for its own checks first, as Redis's scriptCall
+/// hands call() the command it found.
+pub fn dispatch_checked(
+    ctx: &mut Ctx<'_>,
+    index: usize,
+    command: &'static Command,
+    argv: &[&[u8]],
+) -> Reply {
+    if ctx.client.acl_generation != ctx.shared.acl.generation() {
+        acl::refresh_user(ctx);
+    }
+    let reply = dispatch_resolved(ctx, index, command, argv);
+    forget_asking(ctx, Some(command));
+    reply
+}
+
 /// ASKING holds for the next command only (a transaction's until EXEC),
 /// as Redis's resetClient.
 #[inline]

@@ -1,45 +1,60 @@
 //! The redis.call / redis.pcall bridge: runs one command for the current
-//! script through the ordinary dispatcher, on the shards the script holds.
+//! script through the ordinary dispatcher, on the shards the script holds,
+//! with Redis's checks for scripts (scriptCall). `raw.rs` moves the
+//! arguments and the reply between Lua's stack and this.
 
+use std::borrow::Cow;
 use std::sync::atomic::Ordering;
 
-use mlua::{MultiValue, Value};
+use mlua::MultiValue;
 
 use super::undo::UndoLog;
-use super::{convert, RunState};
+use super::RunState;
 use crate::catalog::{flags, Command};
 use crate::cmd::{self, ClientState, Ctx};
+use crate::resp::Reply;
 use crate::state::Shared;
 use crate::store::ShardLender;
 
 /// Commands whose effect is not confined to their key arguments.
 const WHOLE_KEYSPACE: &[&str] = &["flushdb", "flushall", "swapdb", "move", "copy", "select"];
 
-/// The error a redis.call bridge returns to Lua: `{err = text}`.
-pub(super) fn lua_error(lua: &mlua::Lua, text: &str) -> mlua::Result<(Value, bool)> {
-    let table = lua.create_table()?;
-    table.raw_set("err", text)?;
-    Ok((Value::Table(table), true))
+/// A command redis.call did not run, or could not: the text of the
+/// `{err=...}` table the script gets, and whether INFO errorstats counted
+/// it already.
+pub(super) struct Refused {
+    pub(super) text: Cow<'static, str>,
+    pub(super) counted: bool,
+}
+
+impl Refused {
+    /// An error that is not a command's (no arguments, a re-run): counted
+    /// as the script's if the script returns or raises it.
+    pub(super) fn plain(text: &'static str) -> Refused {
+        Refused {
+            text: Cow::Borrowed(text),
+            counted: false,
+        }
+    }
 }
 
 /// The error for a command the script may not run (unknown, wrong arity,
 /// not allowed from scripts, a write from a read-only script): counted in
 /// INFO errorstats now and marked counted, as Redis's scriptCall does.
 fn refused(
-    lua: &mlua::Lua,
     bridge: &mut Bridge<'_, '_>,
     command: Option<&Command>,
-    text: &str,
-) -> mlua::Result<(Value, bool)> {
+    text: impl Into<Cow<'static, str>>,
+) -> Refused {
+    let text = text.into();
     bridge.client.batch.errors.count(text.as_bytes());
     if let Some(command) = command {
         bridge.client.batch.count_rejected(command);
     }
-    let (table, failed) = lua_error(lua, text)?;
-    if let Value::Table(t) = &table {
-        t.raw_set(convert::COUNTED_FIELD, true)?;
+    Refused {
+        text,
+        counted: true,
     }
-    Ok((table, failed))
 }
 
 /// What redis.call needs during one run. The VM's redis.call and redis.pcall
@@ -61,6 +76,19 @@ pub(super) struct Bridge<'r, 'h> {
     pub(super) declared_run: bool,
     pub(super) now_ms: u64,
     pub(super) resp3: bool,
+    /// The VM the script runs in, set as the run starts (see
+    /// [`Bridge::lua`]).
+    pub(super) lua: *const mlua::Lua,
+}
+
+impl Bridge<'_, '_> {
+    /// The VM the script runs in.
+    pub(super) fn lua(&self) -> &mlua::Lua {
+        // SAFETY: `run_once` sets `lua` to its worker's VM, which it
+        // borrows for the whole run, before BRIDGE points here; the bridge
+        // is only reached through BRIDGE during that run.
+        unsafe { &*self.lua }
+    }
 }
 
 thread_local! {
@@ -69,7 +97,7 @@ thread_local! {
 }
 
 /// Runs `f` on the current run's bridge, if a script is running.
-fn with_bridge<R>(f: impl FnOnce(&mut Bridge<'_, '_>) -> R) -> Option<R> {
+pub(super) fn with_bridge<R>(f: impl FnOnce(&mut Bridge<'_, '_>) -> R) -> Option<R> {
     let ptr = BRIDGE.with(|b| b.get());
     if ptr.is_null() {
         return None;
@@ -94,17 +122,6 @@ pub fn set_resp(version: i64) {
     });
 }
 
-/// redis.call and redis.pcall: run one command for the current script and
-/// return its reply as Lua sees it, flagged when it is an error.
-pub fn bridge_call(lua: &mlua::Lua, call_args: MultiValue) -> mlua::Result<(Value, bool)> {
-    with_bridge(|bridge| call_command(lua, bridge, call_args)).unwrap_or_else(|| {
-        lua_error(
-            lua,
-            "ERR redis.call/pcall can only be called inside a script invocation",
-        )
-    })
-}
-
 /// redis.acl_check_cmd: whether the script's user may run this command
 /// with these arguments, keys and channels included (Redis 7.0's
 /// luaRedisAclCheckCmdPermissionsCommand; arity is not checked). `Err`
@@ -125,112 +142,74 @@ pub fn acl_check(args: MultiValue) -> Result<bool, String> {
 }
 
 /// A redis lib call with no argument.
-const NO_ARGUMENTS: &str = "ERR Please specify at least one argument for this redis lib call";
+pub(super) const NO_ARGUMENTS: &str =
+    "ERR Please specify at least one argument for this redis lib call";
 /// A redis lib call with an argument that is neither a string nor a number.
-const BAD_ARGUMENT: &str = "ERR Lua redis lib command arguments must be strings or integers";
+pub(super) const BAD_ARGUMENT: &str =
+    "ERR Lua redis lib command arguments must be strings or integers";
+/// redis.call outside a script run (a function kept from one and called
+/// later cannot reach one).
+pub(super) const OUTSIDE_A_RUN: &str =
+    "ERR redis.call/pcall can only be called inside a script invocation";
 
 /// A number argument of a redis lib call as Redis formats it into the
-/// command's argument; `None` for anything else.
-fn formatted_number(value: &Value) -> Option<Vec<u8>> {
-    match value {
-        Value::Integer(i) => Some(crate::float::format_g17(*i as f64).into_bytes()),
-        Value::Number(n) => Some(crate::float::format_g17(*n).into_bytes()),
-        _ => None,
-    }
+/// command's argument (`%.17g`).
+pub(super) fn formatted_number(number: f64) -> Vec<u8> {
+    crate::float::format_g17(number).into_bytes()
 }
 
 /// A redis lib call's arguments as a command's, copied (redis.call
-/// borrows its strings instead: see `run_command`).
+/// borrows its strings instead: see `raw.rs`).
 fn lua_argv(args: &MultiValue) -> Result<Vec<Vec<u8>>, String> {
     if args.is_empty() {
         return Err(NO_ARGUMENTS.to_string());
     }
     args.iter()
         .map(|value| match value {
-            Value::String(s) => Ok(s.as_bytes().to_vec()),
-            other => formatted_number(other).ok_or_else(|| BAD_ARGUMENT.to_string()),
+            mlua::Value::String(s) => Ok(s.as_bytes().to_vec()),
+            mlua::Value::Integer(i) => Ok(formatted_number(*i as f64)),
+            mlua::Value::Number(n) => Ok(formatted_number(*n)),
+            _ => Err(BAD_ARGUMENT.to_string()),
         })
         .collect()
 }
 
-fn call_command(
-    lua: &mlua::Lua,
-    bridge: &mut Bridge<'_, '_>,
-    call_args: MultiValue,
-) -> mlua::Result<(Value, bool)> {
-    // Building the reply is tally's work, not the script's: lift the memory
-    // limit meanwhile (see `run_once`).
-    let limit = lua.set_memory_limit(0).unwrap_or(0);
-    let result = run_command(lua, bridge, call_args);
-    let _ = lua.set_memory_limit(limit);
-    result
-}
+/// Why a declared-keys run stops: it is run again holding every shard.
+const RERUN: &str = "ERR script is being re-run holding every shard";
 
-fn run_command(
-    lua: &mlua::Lua,
-    bridge: &mut Bridge<'_, '_>,
-    call_args: MultiValue,
-) -> mlua::Result<(Value, bool)> {
+/// Runs one command of the script (`argv`, at least one argument) with
+/// Redis's checks for a script's commands, and returns its reply.
+pub(super) fn execute(bridge: &mut Bridge<'_, '_>, argv: &[&[u8]]) -> Result<Reply, Refused> {
     let held = bridge.held;
     if held.conflicted() {
-        return lua_error(lua, "ERR script is being re-run holding every shard");
+        return Err(Refused::plain(RERUN));
     }
-    if call_args.is_empty() {
-        return lua_error(lua, NO_ARGUMENTS);
-    }
-    // Strings are borrowed from Lua; numbers are formatted as Redis does.
-    let mut owned: Vec<Vec<u8>> = Vec::new();
-    let mut strings = Vec::with_capacity(call_args.len());
-    for value in call_args.iter() {
-        match value {
-            Value::String(s) => strings.push(Some(s.as_bytes())),
-            other => match formatted_number(other) {
-                Some(number) => {
-                    owned.push(number);
-                    strings.push(None);
-                }
-                None => return lua_error(lua, BAD_ARGUMENT),
-            },
-        }
-    }
-    let mut formatted = owned.iter();
-    let argv: Vec<&[u8]> = strings
-        .iter()
-        .map(|s| match s {
-            Some(bytes) => &bytes[..],
-            // `owned` holds one formatted number per gap, in order.
-            None => formatted.next().map_or(&b""[..], |f| f.as_slice()),
-        })
-        .collect();
-    let (index, command) = match cmd::resolve_indexed(&argv) {
+    let (index, command) = match cmd::resolve_indexed(argv) {
         Ok(found) => found,
         Err(_) => {
-            return refused(
-                lua,
+            return Err(refused(
                 bridge,
                 None,
                 "ERR Unknown Redis command called from script",
-            )
+            ))
         }
     };
     if !cmd::arity_ok(command.arity, argv.len()) {
-        return refused(
-            lua,
+        return Err(refused(
             bridge,
             Some(command),
             "ERR Wrong number of args calling Redis command from script",
-        );
+        ));
     }
     if command.flags & flags::NOSCRIPT != 0 {
-        return refused(
-            lua,
+        return Err(refused(
             bridge,
             Some(command),
             "ERR This Redis command is not allowed from script",
-        );
+        ));
     }
     if !bridge.client.user.unrestricted() {
-        if let Err(denied) = crate::acl::check_indexed(&bridge.client.user, command, index, &argv) {
+        if let Err(denied) = crate::acl::check_indexed(&bridge.client.user, command, index, argv) {
             let ctx = Ctx {
                 shared: bridge.shared,
                 client: &mut bridge.client,
@@ -242,7 +221,7 @@ fn run_command(
                 &ctx,
                 &user,
                 command,
-                &argv,
+                argv,
                 denied,
                 crate::acl::Context::Lua,
             );
@@ -250,20 +229,19 @@ fn run_command(
                 "ERR The user executing the script {}",
                 denied.script_message()
             );
-            return refused(lua, bridge, Some(command), &text);
+            return Err(refused(bridge, Some(command), text));
         }
     }
     let writes = command.flags & flags::WRITE != 0;
     if writes && bridge.read_only {
-        return refused(
-            lua,
+        return Err(refused(
             bridge,
             Some(command),
             "ERR Write commands are not allowed from read-only scripts.",
-        );
+        ));
     }
     if writes && !bridge.client.master && bridge.shared.master_link.refuses_writes() {
-        return refused(lua, bridge, Some(command), cmd::error::READONLY_REPLICA);
+        return Err(refused(bridge, Some(command), cmd::error::READONLY_REPLICA));
     }
     // Redis's scriptVerifyOOM: a command that may grow memory is refused
     // only while the script has written nothing (it cannot be stopped
@@ -275,12 +253,12 @@ fn run_command(
         && !bridge.allow_oom
         && !bridge.run.wrote.load(Ordering::SeqCst)
     {
-        return refused(lua, bridge, Some(command), cmd::error::OOM);
+        return Err(refused(bridge, Some(command), cmd::error::OOM));
     }
     let base = command.name.split('|').next().unwrap_or("");
     if bridge.declared_run && WHOLE_KEYSPACE.contains(&base) {
         held.force_conflict();
-        return lua_error(lua, "ERR script is being re-run holding every shard");
+        return Err(Refused::plain(RERUN));
     }
     if command.flags & flags::READONLY != 0 {
         bridge.run.read.store(true, Ordering::Relaxed);
@@ -288,7 +266,7 @@ fn run_command(
     if writes {
         bridge.run.wrote.store(true, Ordering::SeqCst);
         if bridge.declared_run {
-            for position in command.key_positions(&argv) {
+            for position in command.key_positions(argv) {
                 let key = bridge.shared.store.key(argv[position]);
                 bridge.undo.snapshot(
                     held,
@@ -306,8 +284,9 @@ fn run_command(
         now_ms: bridge.now_ms,
         held: Some(held),
     };
-    let reply = cmd::dispatch(&mut script_ctx, &argv);
-    convert::reply_to_lua(lua, &reply, bridge.resp3)
+    // Looked up and checked above, as Redis's scriptCall hands call() the
+    // command it found.
+    Ok(cmd::dispatch_checked(&mut script_ctx, index, command, argv))
 }
 
 /// Resets [`BRIDGE`] when a run ends, even by panic.

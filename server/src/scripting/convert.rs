@@ -11,128 +11,213 @@ use crate::resp::{Protocol, Reply};
 /// that INFO errorstats already counted the error.
 pub const COUNTED_FIELD: &str = "ignore_error_stats_update";
 
-/// `table[key] = value` for a key taken from a reply. A key Lua cannot
-/// hold (nil, NaN) is left out: with no memory limit on (as while tally
-/// builds a reply), mlua sets unprotected, and Lua's "table index is nil"
-/// would abort the process instead of failing the script.
-fn set_keyed(table: &mlua::Table, key: Value, value: Value) -> mlua::Result<()> {
-    match key {
-        Value::Nil => Ok(()),
-        Value::Number(n) if n.is_nan() => Ok(()),
-        key => table.raw_set(key, value),
+/// A command's reply as the Lua value redis.call/pcall returns; the flag is
+/// true for error replies (redis.call raises them). The value is built by
+/// [`push_reply`], protected: a memory error is returned, not raised.
+pub fn reply_to_lua(lua: &Lua, reply: &Reply, resp3: bool) -> mlua::Result<(Value, bool)> {
+    let mut failed = false;
+    // SAFETY: exec_raw runs the closure in protected mode with room for
+    // three values, and takes the one value it leaves.
+    let value = unsafe {
+        lua.exec_raw::<Value>((), |state| {
+            failed = push_reply(state, reply, resp3);
+        })?
+    };
+    Ok((value, failed))
+}
+
+/// Pushes a command's reply onto the Lua stack as the value redis.call and
+/// redis.pcall return, by Redis 7.0's rules (redisProtocolToLuaType), and
+/// tells whether it is an error (a `{err=...}` table, which redis.call
+/// raises). This works on Lua's stack directly: the reply of a short
+/// command through mlua's values costs more than the command.
+///
+/// # Safety
+/// `state` must be a running Lua state with room for one more value. Lua
+/// raises a memory error with a long jump, skipping Rust destructors: a
+/// caller outside protected mode must hold nothing whose destructor
+/// matters (see `raw.rs`).
+pub unsafe fn push_reply(state: *mut ffi::lua_State, reply: &Reply, resp3: bool) -> bool {
+    // SAFETY: as the function's contract; every branch pushes exactly one
+    // value and leaves nothing else.
+    unsafe {
+        match reply {
+            Reply::Ok => push_field_table(state, c"ok", b"OK"),
+            Reply::Status(text) => push_field_table(state, c"ok", text.as_bytes()),
+            Reply::Error(text) => {
+                let end = text
+                    .iter()
+                    .rposition(|&b| b != b'\r' && b != b'\n')
+                    .map_or(0, |i| i + 1);
+                push_error_table(state, &text[..end], true);
+                return true;
+            }
+            Reply::Int(n) => ffi::lua_pushnumber(state, *n as f64),
+            Reply::Bulk(bytes) => push_bytes(state, bytes),
+            Reply::BulkStatic(bytes) => push_bytes(state, bytes),
+            Reply::BulkInt(n) => push_bytes(state, itoa::Buffer::new().format(*n).as_bytes()),
+            Reply::Nil | Reply::NilArray | Reply::Nothing | Reply::Raw(_) => {
+                if resp3 {
+                    ffi::lua_pushnil(state)
+                } else {
+                    ffi::lua_pushboolean(state, 0)
+                }
+            }
+            Reply::Array(items) | Reply::Push(items) | Reply::Multi(items) => {
+                // Scripts cannot subscribe (SUBSCRIBE is `noscript`): pushes
+                // are shown as arrays.
+                push_sequence(state, items.iter(), items.len(), resp3)
+            }
+            Reply::Set(items) if !resp3 => push_sequence(state, items.iter(), items.len(), resp3),
+            Reply::Set(items) => {
+                ffi::lua_createtable(state, 0, 1);
+                ffi::lua_createtable(state, 0, items.len() as c_int);
+                if room(state) {
+                    for item in items {
+                        push_reply(state, item, resp3);
+                        ffi::lua_pushboolean(state, 1);
+                        set_keyed(state);
+                    }
+                }
+                ffi::lua_setfield(state, -2, c"set".as_ptr());
+            }
+            Reply::Map(pairs) if resp3 => {
+                ffi::lua_createtable(state, 0, 1);
+                ffi::lua_createtable(state, 0, pairs.len() as c_int);
+                if room(state) {
+                    for (k, v) in pairs {
+                        push_reply(state, k, resp3);
+                        push_reply(state, v, resp3);
+                        set_keyed(state);
+                    }
+                }
+                ffi::lua_setfield(state, -2, c"map".as_ptr());
+            }
+            Reply::Map(pairs) => {
+                ffi::lua_createtable(state, (pairs.len() * 2) as c_int, 0);
+                if room(state) {
+                    for (i, (k, v)) in pairs.iter().enumerate() {
+                        push_reply(state, k, resp3);
+                        ffi::lua_rawseti(state, -2, (2 * i + 1) as ffi::lua_Integer);
+                        push_reply(state, v, resp3);
+                        ffi::lua_rawseti(state, -2, (2 * i + 2) as ffi::lua_Integer);
+                    }
+                }
+            }
+            Reply::Bulks(list) => {
+                ffi::lua_createtable(state, list.len() as c_int, 0);
+                for (i, item) in list.iter().enumerate() {
+                    push_bytes(state, item);
+                    ffi::lua_rawseti(state, -2, (i + 1) as ffi::lua_Integer);
+                }
+            }
+            Reply::Bool(b) if resp3 => ffi::lua_pushboolean(state, c_int::from(*b)),
+            Reply::Bool(b) => ffi::lua_pushnumber(state, f64::from(u8::from(*b))),
+            Reply::Verbatim(text) if resp3 => {
+                ffi::lua_createtable(state, 0, 1);
+                ffi::lua_createtable(state, 0, 2);
+                push_bytes(state, b"txt");
+                ffi::lua_setfield(state, -2, c"format".as_ptr());
+                push_bytes(state, text);
+                ffi::lua_setfield(state, -2, c"string".as_ptr());
+                ffi::lua_setfield(state, -2, c"verbatim_string".as_ptr());
+            }
+            Reply::Verbatim(text) => push_bytes(state, text),
+            Reply::Double(d) if resp3 => {
+                ffi::lua_createtable(state, 0, 1);
+                ffi::lua_pushnumber(state, *d);
+                ffi::lua_setfield(state, -2, c"double".as_ptr());
+            }
+            Reply::Double(d) => push_bytes(state, crate::float::format_g17(*d).as_bytes()),
+            // Only script results are pre-encoded, and scripts never see those.
+            Reply::Encoded(bytes) => push_bytes(state, bytes),
+        }
+    }
+    false
+}
+
+/// Pushes `{err = text}`, marked counted when INFO errorstats counted the
+/// error already (as Redis marks redis.call's errors: the script that
+/// returns or raises it must not count it again).
+///
+/// # Safety
+/// As [`push_reply`].
+pub unsafe fn push_error_table(state: *mut ffi::lua_State, text: &[u8], counted: bool) {
+    // SAFETY: as the function's contract.
+    unsafe {
+        push_field_table(state, c"err", text);
+        if counted {
+            ffi::lua_pushboolean(state, 1);
+            ffi::lua_setfield(state, -2, COUNTED_FIELD_C.as_ptr());
+        }
     }
 }
 
-/// A command's reply as the Lua value redis.call/pcall returns; the flag is
-/// true for error replies (redis.call raises them).
-pub fn reply_to_lua(lua: &Lua, reply: &Reply, resp3: bool) -> mlua::Result<(Value, bool)> {
-    let value = match reply {
-        Reply::Ok => status_table(lua, "OK")?,
-        Reply::Status(text) => status_table(lua, text)?,
-        Reply::Error(text) => {
-            let table = lua.create_table()?;
-            let end = text
-                .iter()
-                .rposition(|&b| b != b'\r' && b != b'\n')
-                .map_or(0, |i| i + 1);
-            table.raw_set("err", lua.create_string(&text[..end])?)?;
-            // As Redis marks it: the error was counted in INFO errorstats
-            // when the command replied, and must not be counted again if
-            // the script returns or raises it.
-            table.raw_set(COUNTED_FIELD, true)?;
-            return Ok((Value::Table(table), true));
-        }
-        Reply::Int(n) => Value::Number(*n as f64),
-        Reply::Bulk(bytes) => Value::String(lua.create_string(bytes)?),
-        Reply::BulkStatic(bytes) => Value::String(lua.create_string(bytes)?),
-        Reply::BulkInt(n) => Value::String(lua.create_string(itoa::Buffer::new().format(*n))?),
-        Reply::Nil | Reply::NilArray | Reply::Nothing | Reply::Raw(_) => {
-            if resp3 {
-                Value::Nil
-            } else {
-                Value::Boolean(false)
-            }
-        }
-        Reply::Array(items) => {
-            let table = lua.create_table_with_capacity(items.len(), 0)?;
-            for (i, item) in items.iter().enumerate() {
-                table.raw_set(i + 1, reply_to_lua(lua, item, resp3)?.0)?;
-            }
-            Value::Table(table)
-        }
-        Reply::Map(pairs) if resp3 => {
-            let inner = lua.create_table()?;
-            for (k, v) in pairs {
-                set_keyed(
-                    &inner,
-                    reply_to_lua(lua, k, resp3)?.0,
-                    reply_to_lua(lua, v, resp3)?.0,
-                )?;
-            }
-            let outer = lua.create_table()?;
-            outer.raw_set("map", inner)?;
-            Value::Table(outer)
-        }
-        Reply::Map(pairs) => {
-            let table = lua.create_table_with_capacity(pairs.len() * 2, 0)?;
-            for (i, (k, v)) in pairs.iter().enumerate() {
-                table.raw_set(2 * i + 1, reply_to_lua(lua, k, resp3)?.0)?;
-                table.raw_set(2 * i + 2, reply_to_lua(lua, v, resp3)?.0)?;
-            }
-            Value::Table(table)
-        }
-        Reply::Set(items) if resp3 => {
-            let inner = lua.create_table()?;
-            for item in items {
-                set_keyed(
-                    &inner,
-                    reply_to_lua(lua, item, resp3)?.0,
-                    Value::Boolean(true),
-                )?;
-            }
-            let outer = lua.create_table()?;
-            outer.raw_set("set", inner)?;
-            Value::Table(outer)
-        }
-        Reply::Set(items) => reply_to_lua(lua, &Reply::Array(items.clone()), resp3)?.0,
-        Reply::Bulks(list) => {
-            let table = lua.create_table_with_capacity(list.len(), 0)?;
-            for (i, item) in list.iter().enumerate() {
-                table.raw_set(i + 1, lua.create_string(item)?)?;
-            }
-            Value::Table(table)
-        }
-        // Scripts cannot subscribe (SUBSCRIBE is `noscript`); shown as arrays.
-        Reply::Push(items) | Reply::Multi(items) => {
-            reply_to_lua(lua, &Reply::Array(items.clone()), resp3)?.0
-        }
-        Reply::Bool(b) if resp3 => Value::Boolean(*b),
-        Reply::Bool(b) => Value::Number(*b as i64 as f64),
-        Reply::Verbatim(text) if resp3 => {
-            let inner = lua.create_table()?;
-            inner.raw_set("format", "txt")?;
-            inner.raw_set("string", lua.create_string(text)?)?;
-            let outer = lua.create_table()?;
-            outer.raw_set("verbatim_string", inner)?;
-            Value::Table(outer)
-        }
-        Reply::Verbatim(text) => Value::String(lua.create_string(text)?),
-        Reply::Double(d) if resp3 => {
-            let outer = lua.create_table()?;
-            outer.raw_set("double", *d)?;
-            Value::Table(outer)
-        }
-        Reply::Double(d) => Value::String(lua.create_string(crate::float::format_g17(*d))?),
-        // Only script results are pre-encoded, and scripts never see those.
-        Reply::Encoded(bytes) => Value::String(lua.create_string(bytes)?),
-    };
-    Ok((value, false))
+/// [`COUNTED_FIELD`] for Lua's C API.
+const COUNTED_FIELD_C: &std::ffi::CStr = c"ignore_error_stats_update";
+
+/// Pushes `{[field] = text}`.
+unsafe fn push_field_table(state: *mut ffi::lua_State, field: &std::ffi::CStr, text: &[u8]) {
+    // SAFETY: the caller's contract ([`push_reply`]).
+    unsafe {
+        ffi::lua_createtable(state, 0, 2);
+        push_bytes(state, text);
+        ffi::lua_setfield(state, -2, field.as_ptr());
+    }
 }
 
-fn status_table(lua: &Lua, text: &str) -> mlua::Result<Value> {
-    let table = lua.create_table()?;
-    table.raw_set("ok", text)?;
-    Ok(Value::Table(table))
+unsafe fn push_bytes(state: *mut ffi::lua_State, bytes: &[u8]) {
+    // SAFETY: the caller's contract; Lua copies the bytes.
+    unsafe {
+        ffi::lua_pushlstring(state, bytes.as_ptr().cast(), bytes.len());
+    }
+}
+
+/// Pushes an array of replies as a sequence.
+unsafe fn push_sequence<'a>(
+    state: *mut ffi::lua_State,
+    items: impl Iterator<Item = &'a Reply>,
+    len: usize,
+    resp3: bool,
+) {
+    // SAFETY: the caller's contract ([`push_reply`]).
+    unsafe {
+        ffi::lua_createtable(state, len as c_int, 0);
+        if room(state) {
+            for (i, item) in items.enumerate() {
+                push_reply(state, item, resp3);
+                ffi::lua_rawseti(state, -2, (i + 1) as ffi::lua_Integer);
+            }
+        }
+    }
+}
+
+/// Room for a nested level's key and value on top of its table. A reply
+/// nested past Lua's C stack (no command's is) stays an empty table where
+/// Redis would panic.
+unsafe fn room(state: *mut ffi::lua_State) -> bool {
+    // SAFETY: the caller's contract ([`push_reply`]).
+    unsafe { ffi::lua_checkstack(state, 3) != 0 }
+}
+
+/// `table[key] = value` with the key and value on top of the table. A key
+/// Lua cannot hold (nil, NaN) is left out, as Lua's "table index is nil"
+/// would otherwise fail the whole call.
+unsafe fn set_keyed(state: *mut ffi::lua_State) {
+    // SAFETY: the caller's contract ([`push_reply`]); the two values on
+    // top are the key and the value.
+    unsafe {
+        let bad_key = match ffi::lua_type(state, -2) {
+            ffi::LUA_TNIL => true,
+            ffi::LUA_TNUMBER => ffi::lua_tonumber(state, -2).is_nan(),
+            _ => false,
+        };
+        if bad_key {
+            ffi::lua_pop(state, 2);
+        } else {
+            ffi::lua_rawset(state, -3);
+        }
+    }
 }
 
 /// Replaces CR and LF with spaces, as Redis does for status and error lines.

@@ -18,16 +18,17 @@ mod bridge;
 mod busy;
 pub mod convert;
 pub mod native;
+mod raw;
 mod undo;
 pub mod vm;
 
-pub use bridge::{bridge_call, set_resp};
+pub use bridge::set_resp;
 use bridge::{Bridge, BridgeGuard, BRIDGE};
 use busy::RunRegistration;
 pub use busy::{check_current_run, Killed, RunState};
 use undo::UndoLog;
 
-use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
 
 use hashbrown::HashMap;
@@ -123,7 +124,7 @@ pub struct Scripts {
     pub(super) busy: Arc<AtomicUsize>,
     /// Lua runs in progress, busy or not: SCRIPT KILL waits for one of them
     /// to pass the threshold, as it would on Redis.
-    pub(super) lua_running: AtomicUsize,
+    pub(super) lua_running: crate::util::StripedCount,
     /// Set when the server stops: every running script is stopped at its
     /// next hook, killable or not (SHUTDOWN NOSAVE, SIGTERM).
     pub(super) stopping: AtomicBool,
@@ -131,6 +132,12 @@ pub struct Scripts {
     pub busy_threshold_ms: AtomicU64,
     /// Bumped by SCRIPT FLUSH so worker VMs drop their compiled functions.
     generation: AtomicU64,
+    /// Tells threads' copies of the cache apart from another server's
+    /// (see [`Scripts::with_cached`]).
+    id: u64,
+    /// Bumped whenever a script leaves the cache, so threads drop their
+    /// copies.
+    removals: AtomicU64,
     /// Lua executions of any script, for INFO.
     pub lua_runs: AtomicU64,
     /// Per known script (`tally_lua::SCRIPTS` order): native and Lua runs.
@@ -144,7 +151,7 @@ pub struct Scripts {
     pub memory_limit: AtomicU64,
     /// Bytes the worker threads' Lua VMs hold, as of their last runs
     /// (INFO used_memory_lua).
-    pub vm_memory: AtomicI64,
+    pub vm_memory: crate::util::StripedCount,
 }
 
 impl Default for Scripts {
@@ -173,10 +180,12 @@ impl Default for Scripts {
             cache: RwLock::new(HashMap::new()),
             running: Mutex::new(Vec::new()),
             busy: Arc::new(AtomicUsize::new(0)),
-            lua_running: AtomicUsize::new(0),
+            lua_running: Default::default(),
             stopping: AtomicBool::new(false),
             busy_threshold_ms: AtomicU64::new(5000),
             generation: AtomicU64::new(0),
+            id: NEXT_SCRIPTS_ID.fetch_add(1, Ordering::Relaxed),
+            removals: AtomicU64::new(0),
             lua_runs: AtomicU64::new(0),
             known_runs: tally_lua::SCRIPTS
                 .iter()
@@ -188,9 +197,36 @@ impl Default for Scripts {
                 .collect(),
             native_enabled: AtomicBool::new(true),
             memory_limit: AtomicU64::new(256 * 1024 * 1024),
-            vm_memory: AtomicI64::new(0),
+            vm_memory: Default::default(),
         }
     }
+}
+
+/// The next [`Scripts::id`].
+static NEXT_SCRIPTS_ID: AtomicU64 = AtomicU64::new(1);
+
+/// Scripts a thread keeps copies of, at most: past it, others are found in
+/// the shared cache each time.
+const NEARBY_MAX: usize = 1024;
+
+/// A thread's copy of the scripts it ran of one server's cache.
+#[derive(Default)]
+struct Nearby {
+    /// The [`Scripts::id`] and [`Scripts::removals`] the copies are of.
+    server: u64,
+    removals: u64,
+    scripts: HashMap<[u8; 40], Arc<Script>>,
+}
+
+thread_local! {
+    static NEARBY: std::cell::RefCell<Nearby> = std::cell::RefCell::new(Nearby::default());
+}
+
+/// A SHA1 in lower-case hex, or `None` if it is not 40 bytes long.
+fn sha_key(sha: &[u8]) -> Option<[u8; 40]> {
+    let mut key: [u8; 40] = sha.try_into().ok()?;
+    key.make_ascii_lowercase();
+    Some(key)
 }
 
 /// `-BUSY` text.
@@ -206,10 +242,12 @@ impl Scripts {
 
     /// [`Scripts::load`], telling whether the script was new to the cache.
     pub fn load_telling(&self, source: &[u8]) -> Result<(Arc<Script>, bool), String> {
-        let sha = vm::sha1(source);
-        if let Some(script) = self.cache.read().get(&sha) {
+        let hex = vm::sha1_hex_bytes(source);
+        let sha = std::str::from_utf8(&hex).unwrap_or_default();
+        if let Some(script) = self.cache.read().get(sha) {
             return Ok((script.clone(), false));
         }
+        let sha = sha.to_string();
         let (flags, body) = parse_shebang(source)?;
         // Trailing whitespace does not change what a script does, and shells
         // and client libraries add or strip a final newline freely.
@@ -232,6 +270,44 @@ impl Scripts {
     /// A loaded script by SHA1 (any case): a known one or one in the cache.
     pub fn get(&self, sha: &[u8]) -> Option<Arc<Script>> {
         self.known(sha).cloned().or_else(|| self.cached(sha))
+    }
+
+    /// Runs `f` on the cached script `sha` names (any case), if there is
+    /// one. This is EVAL's and EVALSHA's lookup: the thread keeps its own
+    /// copy of the scripts it ran, so the common case takes no lock and
+    /// changes no count shared with other threads (on two busy cores, each
+    /// such change moves a cache line between them, which cost more than a
+    /// short script's command). The copy is moved out while `f` runs, so a
+    /// lookup nested in `f` finds the shared cache instead.
+    pub fn with_cached<R>(&self, sha: &[u8], f: impl FnOnce(&Arc<Script>) -> R) -> Option<R> {
+        let key = sha_key(sha)?;
+        let removals = self.removals.load(Ordering::SeqCst);
+        let nearby = NEARBY.with(|nearby| {
+            let mut nearby = nearby.borrow_mut();
+            if (nearby.server, nearby.removals) != (self.id, removals) {
+                nearby.scripts.clear();
+                (nearby.server, nearby.removals) = (self.id, removals);
+            }
+            nearby.scripts.remove(&key)
+        });
+        let script = match nearby {
+            Some(script) => script,
+            None => self
+                .cache
+                .read()
+                .get(std::str::from_utf8(&key).ok()?)?
+                .clone(),
+        };
+        let result = f(&script);
+        NEARBY.with(|nearby| {
+            let mut nearby = nearby.borrow_mut();
+            // A removal since the lookup makes the copies stale: the next
+            // lookup clears them, this one included.
+            if nearby.server == self.id && nearby.scripts.len() < NEARBY_MAX {
+                nearby.scripts.insert(key, script);
+            }
+        });
+        Some(result)
     }
 
     /// A script SCRIPT LOAD or EVAL put in the cache, by SHA1 (any case).
@@ -257,6 +333,7 @@ impl Scripts {
     /// Drops one script (one whose body did not compile).
     pub fn forget(&self, sha: &str) {
         self.cache.write().remove(sha);
+        self.removals.fetch_add(1, Ordering::SeqCst);
     }
 
     /// Loads every script with a native twin, so EVALSHA of a known limiter
@@ -295,6 +372,7 @@ impl Scripts {
     /// flush must not turn every gateway's EVALSHA into NOSCRIPT.
     pub fn flush(&self) {
         self.cache.write().clear();
+        self.removals.fetch_add(1, Ordering::SeqCst);
         self.generation.fetch_add(1, Ordering::SeqCst);
         self.preload_known();
     }
@@ -470,12 +548,8 @@ fn run_once(
 ) -> (Reply, ErrorCounts) {
     let shared = ctx.shared;
     let generation = shared.scripts.generation.load(Ordering::SeqCst);
-    let mut client = ClientState::new(ctx.client.info.clone(), true);
-    client.db = ctx.client.db;
-    client.in_script = true;
-    // redis.call runs as the caller's user.
-    client.user = ctx.client.user.clone();
-    client.acl_generation = ctx.client.acl_generation;
+    // redis.call runs as the caller's user, on the caller's database.
+    let client = ClientState::for_script(ctx.client);
     let mut bridge = Bridge {
         shared,
         held,
@@ -488,6 +562,7 @@ fn run_once(
         declared_run,
         now_ms: ctx.now_ms,
         resp3: false,
+        lua: std::ptr::null(),
     };
     let proto = ctx.client.proto;
     // The errors of the reply that INFO errorstats must count: the dispatcher
@@ -502,35 +577,11 @@ fn run_once(
         let memory_limit = shared.scripts.memory_limit.load(Ordering::Relaxed) as usize;
         vm.collect_if_near(memory_limit);
         let function = vm.function(&script.sha, &script.body)?;
-        let lua = &vm.lua;
-        let fail = |e: mlua::Error| format!("ERR {e}");
-        let keys_table = lua
-            .create_sequence_from(
-                keys.iter()
-                    .map(|k| lua.create_string(k))
-                    .collect::<mlua::Result<Vec<_>>>()
-                    .map_err(fail)?,
-            )
-            .map_err(fail)?;
-        let args_table = lua
-            .create_sequence_from(
-                args.iter()
-                    .map(|a| lua.create_string(a))
-                    .collect::<mlua::Result<Vec<_>>>()
-                    .map_err(fail)?,
-            )
-            .map_err(fail)?;
-        vm.set_run_globals
-            .call::<()>((keys_table, args_table))
-            .map_err(fail)?;
+        bridge.lua = &vm.lua;
         BRIDGE.with(|b| b.set(&mut bridge as *mut Bridge<'_, '_> as *mut ()));
         let _reset = BridgeGuard;
-        // The limit is on while the script's own code runs, and off while
-        // tally itself builds values in the VM: with a limit set, mlua guards
-        // every API call against memory errors, which costs a third of a
-        // short script's time.
-        let _ = vm.lua.set_memory_limit(memory_limit);
-        let called = vm.runner.call(function);
+        let called = raw::run(&vm.lua, &vm.runner, &function, keys, args, memory_limit);
+        // A memory error can end the call with the limit still on.
         let _ = vm.lua.set_memory_limit(0);
         let (ok, value): (bool, Value) = match called {
             Ok(result) => result,
@@ -558,7 +609,9 @@ fn run_once(
         Ok(reply)
     });
     *undo = std::mem::take(&mut bridge.undo);
-    bridge.client.batch.flush(shared, bridge.client.info.id);
+    // The script's commands count with the caller's batch, flushed once
+    // per batch of the connection's commands.
+    ctx.client.batch.absorb(&mut bridge.client.batch);
     // The script's effects, for the change feed (Redis 7 replicates
     // scripts by their effects).
     ctx.client.propagated.append(&mut bridge.client.propagated);

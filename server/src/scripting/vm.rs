@@ -17,7 +17,7 @@ use hashbrown::HashMap;
 use mlua::{Function, Lua, LuaOptions, RegistryKey, StdLib, Table, Value};
 
 /// The Lua side of the redis API, around the Rust command bridge
-/// (`super::bridge_call`). The chunk name `=redis_lib` lets the error handler
+/// (`super::raw`). The chunk name `=redis_lib` lets the error handler
 /// skip these frames and report the user's line, as Redis does.
 const REDIS_LIB: &str = r#"
 local sha1hex, log, call, pcall, setresp, acl_check_cmd = ...
@@ -170,7 +170,7 @@ mod redis_libs {
 }
 
 /// Redis's read-only tables, from the patched Lua in vendor/lua-src.
-mod readonly {
+pub(super) mod readonly {
     use std::ffi::c_int;
 
     use mlua::ffi::{self, lua_State};
@@ -178,6 +178,15 @@ mod readonly {
     extern "C-unwind" {
         fn lua_enablereadonlytable(state: *mut lua_State, index: c_int, enabled: c_int);
         fn lua_isreadonlytable(state: *mut lua_State, index: c_int) -> c_int;
+    }
+
+    /// Makes the table at `index` read-only to scripts, or writable.
+    ///
+    /// # Safety
+    /// `index` must be a valid index of a table on `state`.
+    pub(in crate::scripting) unsafe fn enable(state: *mut lua_State, index: c_int, enabled: bool) {
+        // SAFETY: as the function's contract.
+        unsafe { lua_enablereadonlytable(state, index, c_int::from(enabled)) }
     }
 
     /// `set_readonly(table, flag)`.
@@ -208,28 +217,6 @@ mod readonly {
         }
         1
     }
-
-    /// `set_run_globals(keys, argv)`: KEYS and ARGV are the only globals a
-    /// run changes; the globals are writable for exactly these two stores,
-    /// as Redis's `luaCallFunction` does it.
-    ///
-    /// # Safety
-    /// Called by Lua only, as a C function registered on the VM.
-    pub unsafe extern "C-unwind" fn set_run_globals(state: *mut lua_State) -> c_int {
-        // SAFETY: as above; lua_setfield on the globals cannot reach a
-        // metamethod that runs script code (the metatable has only __index).
-        unsafe {
-            ffi::luaL_checktype(state, 1, ffi::LUA_TTABLE);
-            ffi::luaL_checktype(state, 2, ffi::LUA_TTABLE);
-            lua_enablereadonlytable(state, ffi::LUA_GLOBALSINDEX, 0);
-            ffi::lua_pushvalue(state, 1);
-            ffi::lua_setfield(state, ffi::LUA_GLOBALSINDEX, c"KEYS".as_ptr());
-            ffi::lua_pushvalue(state, 2);
-            ffi::lua_setfield(state, ffi::LUA_GLOBALSINDEX, c"ARGV".as_ptr());
-            lua_enablereadonlytable(state, ffi::LUA_GLOBALSINDEX, 1);
-        }
-        0
-    }
 }
 
 /// Memory a VM may hold after a run before it is collected at once.
@@ -244,8 +231,6 @@ pub struct Vm {
     pub lua: Lua,
     /// Compiled scripts by SHA1 (lower-case hex).
     functions: HashMap<String, RegistryKey>,
-    /// Stores KEYS and ARGV into the read-only globals.
-    pub set_run_globals: Function,
     /// `xpcall` with Redis's error handler: `(ok, result_or_error_table)`.
     pub runner: Function,
     /// The SCRIPT FLUSH generation the compiled functions belong to.
@@ -281,7 +266,23 @@ fn counted_call_error(err: &Value) -> bool {
 impl std::error::Error for CallError {}
 
 fn sha1_hex(bytes: &[u8]) -> String {
-    sha1_smol::Sha1::from(bytes).digest().to_string()
+    let hex = sha1_hex_bytes(bytes);
+    // Hex digits are ASCII.
+    String::from_utf8_lossy(&hex).into_owned()
+}
+
+/// SHA1 of `bytes` as 40 lower-case hex digits, on the stack: EVAL hashes
+/// every script it is sent, and the digest's `Display` formats digit by
+/// digit through the formatter.
+pub fn sha1_hex_bytes(bytes: &[u8]) -> [u8; 40] {
+    const DIGITS: &[u8; 16] = b"0123456789abcdef";
+    let digest = sha1_smol::Sha1::from(bytes).digest().bytes();
+    let mut hex = [0u8; 40];
+    for (pair, byte) in hex.chunks_exact_mut(2).zip(digest) {
+        pair[0] = DIGITS[usize::from(byte >> 4)];
+        pair[1] = DIGITS[usize::from(byte & 0xf)];
+    }
+    hex
 }
 
 impl Vm {
@@ -362,26 +363,17 @@ impl Vm {
                 }
                 Ok(())
             })?;
-        // redis.call is a Rust (C) function, as in Redis, so that a script's
+        // redis.call is a C function, as in Redis, so that a script's
         // `return redis.call(...)` keeps the script's frame and the error
-        // handler can report the script's line.
-        let call = lua.create_function(|lua, args: mlua::MultiValue| {
-            let (reply, failed) = super::bridge_call(lua, args)?;
-            if failed {
-                let (message, counted) = match &reply {
-                    Value::Table(t) => (
-                        t.raw_get::<String>("err").unwrap_or_default(),
-                        t.raw_get::<bool>(super::convert::COUNTED_FIELD)
-                            .unwrap_or(false),
-                    ),
-                    _ => (String::new(), false),
-                };
-                return Err(mlua::Error::external(CallError { message, counted }));
-            }
-            Ok(reply)
-        })?;
-        let pcall = lua
-            .create_function(|lua, args: mlua::MultiValue| Ok(super::bridge_call(lua, args)?.0))?;
+        // handler can report the script's line. It raises an error reply
+        // as its `{err=...}` table, as Redis's does.
+        // SAFETY: C functions that follow Lua's calling convention (raw.rs).
+        let (call, pcall) = unsafe {
+            (
+                lua.create_c_function(super::raw::call)?,
+                lua.create_c_function(super::raw::pcall)?,
+            )
+        };
         let setresp = lua.create_function(|_, version: i64| {
             super::set_resp(version);
             Ok(())
@@ -424,11 +416,10 @@ impl Vm {
         })?;
         // SAFETY: C functions over the patched Lua's read-only flag; each
         // checks its arguments with luaL_checktype.
-        let (set_readonly, is_readonly, set_run_globals) = unsafe {
+        let (set_readonly, is_readonly) = unsafe {
             (
                 lua.create_c_function(readonly::set)?,
                 lua.create_c_function(readonly::get)?,
-                lua.create_c_function(readonly::set_run_globals)?,
             )
         };
         lua.load(PROTECT_GLOBALS)
@@ -448,7 +439,6 @@ impl Vm {
         Ok(Vm {
             lua,
             functions: HashMap::new(),
-            set_run_globals,
             runner,
             generation: 0,
             accounted: 0,
@@ -484,10 +474,10 @@ impl Vm {
     }
 
     /// Brings the server's total of VM memory up to date with this VM's.
-    pub fn account_memory(&mut self, total: &std::sync::atomic::AtomicI64) {
+    pub fn account_memory(&mut self, total: &crate::util::StripedCount) {
         let now = self.lua.used_memory() as i64;
         if now != self.accounted {
-            total.fetch_add(now - self.accounted, std::sync::atomic::Ordering::Relaxed);
+            total.add(now - self.accounted);
             self.accounted = now;
         }
     }

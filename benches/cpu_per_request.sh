@@ -1,0 +1,106 @@
+#!/usr/bin/env bash
+# Server CPU per request, tally against Redis 7.0 (Debian's redis-server),
+# both running side by side for the whole run. Each load runs against each
+# server in turn (alternating, the order flipped every round) with
+# redis-benchmark at -c 50 -P 16 on random keys; the server's utime+stime
+# ticks are read from /proc before and after the same load. On a 2-core box
+# the benchmark client is often the bottleneck, so throughput alone hides
+# what a request costs the server; ticks per 100,000 requests do not.
+#
+# Loads: SET, GET, INCR; a one-command EVAL; a fixed window (INCRBY, EXPIRE
+# if new) and a token bucket (HMGET, HSET, PEXPIRE) through EVALSHA, neither
+# of which tally recognises, so both take the Lua path; and the seed's
+# sliding window through EVALSHA, which tally runs natively.
+#
+# Prints the median over the rounds of ticks per 100k and of requests per
+# second for each server, and tally's ratio to Redis for both.
+#
+# Usage: [ROUNDS=5] [REQUESTS=300000] [LOADS="set get ..."] benches/cpu_per_request.sh
+set -euo pipefail
+cd "$(dirname "$0")/.."
+. benches/lib.sh
+
+ROUNDS=${ROUNDS:-5}
+REQUESTS=${REQUESTS:-300000}
+LOADS=${LOADS:-set get incr eval_incr fixed_window token_bucket sliding_window}
+cargo build --release -p tally-server >/dev/null 2>&1
+
+REDIS_PORT=$(free_port)
+mkdir -p "$WORK/redis" "$WORK/tally"
+redis-server --port "$REDIS_PORT" --bind 127.0.0.1 --save "" --appendonly no \
+    --dir "$WORK/redis" >/dev/null 2>&1 &
+PIDS+=($!)
+REDIS_PID=$!
+TALLY_PORT=$(free_port)
+target/release/tally-server --port "$TALLY_PORT" --bind 127.0.0.1 --save "" \
+    --dir "$WORK/tally" >/dev/null 2>&1 &
+PIDS+=($!)
+TALLY_PID=$!
+wait_up "$REDIS_PORT"
+wait_up "$TALLY_PORT"
+
+# A fixed-window limiter of the commonest shape: count, and start the
+# window's expiry on the first hit.
+FIXED_WINDOW='local n = redis.call("INCRBY", KEYS[1], ARGV[1])
+if n == tonumber(ARGV[1]) then redis.call("EXPIRE", KEYS[1], ARGV[2]) end
+return n'
+# A token bucket kept in a hash, refilled from the caller's clock.
+TOKEN_BUCKET='local rate, burst, now = tonumber(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[3])
+local s = redis.call("HMGET", KEYS[1], "tokens", "ts")
+local tokens, ts = tonumber(s[1]) or burst, tonumber(s[2]) or now
+tokens = math.min(burst, tokens + (now - ts) * rate / 1000)
+local allowed = 0
+if tokens >= 1 then tokens = tokens - 1; allowed = 1 end
+redis.call("HSET", KEYS[1], "tokens", tostring(tokens), "ts", now)
+redis.call("PEXPIRE", KEYS[1], math.ceil(burst * 1000 / rate))
+return allowed'
+SEED=$(cat lua/scripts/sliding_window.lua)
+K='rl:u:__rand_int__'
+
+load() { # PORT LOAD: runs it; prints requests per second
+    local port=$1 name=$2 args
+    case $name in
+        set) args=(-t set) ;;
+        get) args=(-t get) ;;
+        incr) args=(-t incr) ;;
+        eval_incr) args=(EVAL "return redis.call('INCR', KEYS[1])" 1 "$K") ;;
+        fixed_window) args=(EVALSHA "$(redis-cli -p "$port" SCRIPT LOAD "$FIXED_WINDOW")" 1 "$K" 1 60) ;;
+        token_bucket) args=(EVALSHA "$(redis-cli -p "$port" SCRIPT LOAD "$TOKEN_BUCKET")" 1 "$K" 10 20 1720000030000) ;;
+        sliding_window) args=(EVALSHA "$(redis-cli -p "$port" SCRIPT LOAD "$SEED")" 2 "$K:c" "$K:p" 1000 60 1720000030 1) ;;
+    esac
+    redis-benchmark -p "$port" -c 50 -P 16 -r 100000 -n "$REQUESTS" -q "${args[@]}" 2>/dev/null |
+        tr '\r' '\n' | grep "per second" | tail -1 | sed 's/.*: //;s/ requests per second.*//'
+}
+
+measure() { # KIND LOAD: sets RUN_RPS and RUN_TICKS (per 100k requests)
+    local port pid before after
+    if [ "$1" = redis ]; then port=$REDIS_PORT pid=$REDIS_PID; else port=$TALLY_PORT pid=$TALLY_PID; fi
+    redis-cli -p "$port" FLUSHALL >/dev/null
+    before=$(cpu_ticks "$pid")
+    RUN_RPS=$(load "$port" "$2")
+    after=$(cpu_ticks "$pid")
+    RUN_TICKS=$(python3 -c "import sys; print((int(sys.argv[2]) - int(sys.argv[1])) * 100000 / int(sys.argv[3]))" "$before" "$after" "$REQUESTS")
+}
+
+declare -A RPS TICKS
+for round in $(seq "$ROUNDS"); do
+    order="redis tally"
+    [ $((round % 2)) = 0 ] && order="tally redis"
+    for name in $LOADS; do
+        for kind in $order; do
+            measure "$kind" "$name"
+            RPS[$kind.$name]+="$RUN_RPS "
+            TICKS[$kind.$name]+="$RUN_TICKS "
+            echo "round $round $kind $name rps=$RUN_RPS ticks_per_100k=$RUN_TICKS" >&2
+        done
+    done
+done
+
+echo "| load | tally ticks/100k | Redis ticks/100k | tally/Redis CPU | tally req/s | Redis req/s | tally/Redis throughput |"
+echo "|---|---|---|---|---|---|---|"
+for name in $LOADS; do
+    # shellcheck disable=SC2086 # the lists are meant to split
+    python3 -c "import sys; a=sys.argv; t,r,tr,rr=map(float,a[2:6]); print(f'| {a[1]} | {t:.1f} | {r:.1f} | {t/r:.2f}x | {tr:,.0f} | {rr:,.0f} | {tr/rr:.2f}x |')" \
+        "$name" "$(median ${TICKS[tally.$name]})" "$(median ${TICKS[redis.$name]})" \
+        "$(median ${RPS[tally.$name]})" "$(median ${RPS[redis.$name]})"
+done

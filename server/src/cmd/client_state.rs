@@ -283,7 +283,9 @@ impl BatchStats {
 
     /// Moves `other`'s counts into this batch (a script's commands into its
     /// caller's batch, flushed with the caller's next flush), leaving
-    /// `other` empty.
+    /// `other` empty. Errors are not moved: whether a command failed is
+    /// read from this batch's error total, and a script's inner errors are
+    /// not its caller's (see [`BatchStats::flush_errors`]).
     pub fn absorb(&mut self, other: &mut BatchStats) {
         for counts in other.commands.drain(..) {
             let mine = self.counts(counts.index);
@@ -313,6 +315,13 @@ impl BatchStats {
             mine.1 += std::mem::take(&mut theirs.1);
         }
         self.durations.append(&mut other.durations);
+    }
+
+    /// Adds the batch's errors to the server's counters (INFO errorstats).
+    pub fn flush_errors(&mut self, shared: &Shared) {
+        if self.errors.total != 0 {
+            shared.stats.add_errors(&mut self.errors);
+        }
     }
 
     /// Adds the batch to the server's counters and starts a new batch;

@@ -611,6 +611,7 @@ fn run_once(
     *undo = std::mem::take(&mut bridge.undo);
     // The script's commands count with the caller's batch, flushed once
     // per batch of the connection's commands.
+    bridge.client.batch.flush_errors(shared);
     ctx.client.batch.absorb(&mut bridge.client.batch);
     // The script's effects, for the change feed (Redis 7 replicates
     // scripts by their effects).

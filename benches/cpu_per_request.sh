@@ -68,8 +68,7 @@ load() { # PORT LOAD: runs it; prints requests per second
         token_bucket) args=(EVALSHA "$(redis-cli -p "$port" SCRIPT LOAD "$TOKEN_BUCKET")" 1 "$K" 10 20 1720000030000) ;;
         sliding_window) args=(EVALSHA "$(redis-cli -p "$port" SCRIPT LOAD "$SEED")" 2 "$K:c" "$K:p" 1000 60 1720000030 1) ;;
     esac
-    redis-benchmark -p "$port" -c 50 -P 16 -r 100000 -n "$REQUESTS" -q "${args[@]}" 2>/dev/null |
-        tr '\r' '\n' | grep "per second" | tail -1 | sed 's/.*: //;s/ requests per second.*//'
+    rps "$port" "$REQUESTS" "${args[@]}"
 }
 
 measure() { # KIND LOAD: sets RUN_RPS and RUN_TICKS (per 100k requests)

@@ -53,8 +53,7 @@ load() { # PORT TEST: the load; prints requests per second
             sha=$(redis-cli -p "$port" SCRIPT LOAD "$SEED")
             args=(EVALSHA "$sha" 2 "$K:c" "$K:p" 1000 60 1720000030 1) ;;
     esac
-    redis-benchmark -p "$port" -c 50 -P 16 -r 100000 -n "$REQUESTS" -q "${args[@]}" 2>/dev/null |
-        tr '\r' '\n' | grep "per second" | tail -1 | sed 's/.*: //;s/ requests per second.*//'
+    rps "$port" "$REQUESTS" "${args[@]}"
 }
 
 one_run() { # KIND TEST REPLICA(yes|no): sets RUN_RPS and RUN_TICKS (per 100k)

@@ -78,9 +78,21 @@ pub fn lua_number_to_integer(n: f64) -> i64 {
 
 /// SHA1 of a script source in lower-case hex (what EVALSHA takes).
 pub fn sha1_hex(source: &str) -> String {
-    sha1_smol::Sha1::from(source.as_bytes())
-        .digest()
-        .to_string()
+    String::from_utf8_lossy(&sha1_hex_bytes(source.as_bytes())).into_owned()
+}
+
+/// SHA1 of `bytes` as 40 lower-case hex digits, on the stack: EVAL hashes
+/// every script it is sent, and the digest's `Display` formats digit by
+/// digit through the formatter.
+pub fn sha1_hex_bytes(bytes: &[u8]) -> [u8; 40] {
+    const DIGITS: &[u8; 16] = b"0123456789abcdef";
+    let digest = sha1_smol::Sha1::from(bytes).digest().bytes();
+    let mut hex = [0u8; 40];
+    for (pair, byte) in hex.chunks_exact_mut(2).zip(digest) {
+        pair[0] = DIGITS[usize::from(byte >> 4)];
+        pair[1] = DIGITS[usize::from(byte & 0xf)];
+    }
+    hex
 }
 
 /// The twin cannot promise Lua's exact behaviour for these inputs: run Lua.

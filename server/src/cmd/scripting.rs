@@ -38,25 +38,16 @@ fn eval_generic(ctx: &mut Ctx<'_>, argv: &[&[u8]], by_sha: bool, read_only: bool
             return scripting::eval(ctx, known, keys, args, read_only);
         }
     }
-    let scripts = &ctx.shared.scripts;
-    let body_sha;
-    let sha = if by_sha {
-        argv[1]
+    let (script, new) = if by_sha {
+        match ctx.shared.scripts.cached(argv[1]) {
+            Some(script) => (script, false),
+            None => return Reply::error("NOSCRIPT No matching script. Please use EVAL."),
+        }
     } else {
-        body_sha = scripting::vm::sha1_hex_bytes(argv[1]);
-        &body_sha[..]
-    };
-    if let Some(reply) = scripts.with_cached(sha, |script| {
-        scripting::eval(ctx, script, keys, args, read_only)
-    }) {
-        return reply;
-    }
-    if by_sha {
-        return Reply::error("NOSCRIPT No matching script. Please use EVAL.");
-    }
-    let (script, new) = match scripts.load_telling(argv[1]) {
-        Ok(loaded) => loaded,
-        Err(message) => return Reply::error(message),
+        match ctx.shared.scripts.load_telling(argv[1]) {
+            Ok(loaded) => loaded,
+            Err(message) => return Reply::error(message),
+        }
     };
     let reply = scripting::eval(ctx, &script, keys, args, read_only);
     // A new body that compiles is kept (the run compiled it already: this

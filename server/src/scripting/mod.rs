@@ -28,7 +28,7 @@ use busy::RunRegistration;
 pub use busy::{check_current_run, Killed, RunState};
 use undo::UndoLog;
 
-use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
 
 use hashbrown::HashMap;
@@ -124,7 +124,7 @@ pub struct Scripts {
     pub(super) busy: Arc<AtomicUsize>,
     /// Lua runs in progress, busy or not: SCRIPT KILL waits for one of them
     /// to pass the threshold, as it would on Redis.
-    pub(super) lua_running: crate::util::StripedCount,
+    pub(super) lua_running: AtomicUsize,
     /// Set when the server stops: every running script is stopped at its
     /// next hook, killable or not (SHUTDOWN NOSAVE, SIGTERM).
     pub(super) stopping: AtomicBool,
@@ -132,12 +132,6 @@ pub struct Scripts {
     pub busy_threshold_ms: AtomicU64,
     /// Bumped by SCRIPT FLUSH so worker VMs drop their compiled functions.
     generation: AtomicU64,
-    /// Tells threads' copies of the cache apart from another server's
-    /// (see [`Scripts::with_cached`]).
-    id: u64,
-    /// Bumped whenever a script leaves the cache, so threads drop their
-    /// copies.
-    removals: AtomicU64,
     /// Lua executions of any script, for INFO.
     pub lua_runs: AtomicU64,
     /// Per known script (`tally_lua::SCRIPTS` order): native and Lua runs.
@@ -151,7 +145,7 @@ pub struct Scripts {
     pub memory_limit: AtomicU64,
     /// Bytes the worker threads' Lua VMs hold, as of their last runs
     /// (INFO used_memory_lua).
-    pub vm_memory: crate::util::StripedCount,
+    pub vm_memory: AtomicI64,
 }
 
 impl Default for Scripts {
@@ -180,12 +174,10 @@ impl Default for Scripts {
             cache: RwLock::new(HashMap::new()),
             running: Mutex::new(Vec::new()),
             busy: Arc::new(AtomicUsize::new(0)),
-            lua_running: Default::default(),
+            lua_running: AtomicUsize::new(0),
             stopping: AtomicBool::new(false),
             busy_threshold_ms: AtomicU64::new(5000),
             generation: AtomicU64::new(0),
-            id: NEXT_SCRIPTS_ID.fetch_add(1, Ordering::Relaxed),
-            removals: AtomicU64::new(0),
             lua_runs: AtomicU64::new(0),
             known_runs: tally_lua::SCRIPTS
                 .iter()
@@ -197,36 +189,9 @@ impl Default for Scripts {
                 .collect(),
             native_enabled: AtomicBool::new(true),
             memory_limit: AtomicU64::new(256 * 1024 * 1024),
-            vm_memory: Default::default(),
+            vm_memory: AtomicI64::new(0),
         }
     }
-}
-
-/// The next [`Scripts::id`].
-static NEXT_SCRIPTS_ID: AtomicU64 = AtomicU64::new(1);
-
-/// Scripts a thread keeps copies of, at most: past it, others are found in
-/// the shared cache each time.
-const NEARBY_MAX: usize = 1024;
-
-/// A thread's copy of the scripts it ran of one server's cache.
-#[derive(Default)]
-struct Nearby {
-    /// The [`Scripts::id`] and [`Scripts::removals`] the copies are of.
-    server: u64,
-    removals: u64,
-    scripts: HashMap<[u8; 40], Arc<Script>>,
-}
-
-thread_local! {
-    static NEARBY: std::cell::RefCell<Nearby> = std::cell::RefCell::new(Nearby::default());
-}
-
-/// A SHA1 in lower-case hex, or `None` if it is not 40 bytes long.
-fn sha_key(sha: &[u8]) -> Option<[u8; 40]> {
-    let mut key: [u8; 40] = sha.try_into().ok()?;
-    key.make_ascii_lowercase();
-    Some(key)
 }
 
 /// `-BUSY` text.
@@ -242,7 +207,7 @@ impl Scripts {
 
     /// [`Scripts::load`], telling whether the script was new to the cache.
     pub fn load_telling(&self, source: &[u8]) -> Result<(Arc<Script>, bool), String> {
-        let hex = vm::sha1_hex_bytes(source);
+        let hex = tally_lua::sha1_hex_bytes(source);
         let sha = std::str::from_utf8(&hex).unwrap_or_default();
         if let Some(script) = self.cache.read().get(sha) {
             return Ok((script.clone(), false));
@@ -272,44 +237,6 @@ impl Scripts {
         self.known(sha).cloned().or_else(|| self.cached(sha))
     }
 
-    /// Runs `f` on the cached script `sha` names (any case), if there is
-    /// one. This is EVAL's and EVALSHA's lookup: the thread keeps its own
-    /// copy of the scripts it ran, so the common case takes no lock and
-    /// changes no count shared with other threads (on two busy cores, each
-    /// such change moves a cache line between them, which cost more than a
-    /// short script's command). The copy is moved out while `f` runs, so a
-    /// lookup nested in `f` finds the shared cache instead.
-    pub fn with_cached<R>(&self, sha: &[u8], f: impl FnOnce(&Arc<Script>) -> R) -> Option<R> {
-        let key = sha_key(sha)?;
-        let removals = self.removals.load(Ordering::SeqCst);
-        let nearby = NEARBY.with(|nearby| {
-            let mut nearby = nearby.borrow_mut();
-            if (nearby.server, nearby.removals) != (self.id, removals) {
-                nearby.scripts.clear();
-                (nearby.server, nearby.removals) = (self.id, removals);
-            }
-            nearby.scripts.remove(&key)
-        });
-        let script = match nearby {
-            Some(script) => script,
-            None => self
-                .cache
-                .read()
-                .get(std::str::from_utf8(&key).ok()?)?
-                .clone(),
-        };
-        let result = f(&script);
-        NEARBY.with(|nearby| {
-            let mut nearby = nearby.borrow_mut();
-            // A removal since the lookup makes the copies stale: the next
-            // lookup clears them, this one included.
-            if nearby.server == self.id && nearby.scripts.len() < NEARBY_MAX {
-                nearby.scripts.insert(key, script);
-            }
-        });
-        Some(result)
-    }
-
     /// A script SCRIPT LOAD or EVAL put in the cache, by SHA1 (any case).
     pub fn cached(&self, sha: &[u8]) -> Option<Arc<Script>> {
         if sha.len() != 40 {
@@ -333,7 +260,6 @@ impl Scripts {
     /// Drops one script (one whose body did not compile).
     pub fn forget(&self, sha: &str) {
         self.cache.write().remove(sha);
-        self.removals.fetch_add(1, Ordering::SeqCst);
     }
 
     /// Loads every script with a native twin, so EVALSHA of a known limiter
@@ -372,7 +298,6 @@ impl Scripts {
     /// flush must not turn every gateway's EVALSHA into NOSCRIPT.
     pub fn flush(&self) {
         self.cache.write().clear();
-        self.removals.fetch_add(1, Ordering::SeqCst);
         self.generation.fetch_add(1, Ordering::SeqCst);
         self.preload_known();
     }

@@ -266,23 +266,9 @@ fn counted_call_error(err: &Value) -> bool {
 impl std::error::Error for CallError {}
 
 fn sha1_hex(bytes: &[u8]) -> String {
-    let hex = sha1_hex_bytes(bytes);
+    let hex = tally_lua::sha1_hex_bytes(bytes);
     // Hex digits are ASCII.
     String::from_utf8_lossy(&hex).into_owned()
-}
-
-/// SHA1 of `bytes` as 40 lower-case hex digits, on the stack: EVAL hashes
-/// every script it is sent, and the digest's `Display` formats digit by
-/// digit through the formatter.
-pub fn sha1_hex_bytes(bytes: &[u8]) -> [u8; 40] {
-    const DIGITS: &[u8; 16] = b"0123456789abcdef";
-    let digest = sha1_smol::Sha1::from(bytes).digest().bytes();
-    let mut hex = [0u8; 40];
-    for (pair, byte) in hex.chunks_exact_mut(2).zip(digest) {
-        pair[0] = DIGITS[usize::from(byte >> 4)];
-        pair[1] = DIGITS[usize::from(byte & 0xf)];
-    }
-    hex
 }
 
 impl Vm {
@@ -474,10 +460,10 @@ impl Vm {
     }
 
     /// Brings the server's total of VM memory up to date with this VM's.
-    pub fn account_memory(&mut self, total: &crate::util::StripedCount) {
+    pub fn account_memory(&mut self, total: &std::sync::atomic::AtomicI64) {
         let now = self.lua.used_memory() as i64;
         if now != self.accounted {
-            total.add(now - self.accounted);
+            total.fetch_add(now - self.accounted, std::sync::atomic::Ordering::Relaxed);
             self.accounted = now;
         }
     }

@@ -4,8 +4,8 @@
 # differential tests compare replies with a real Redis; redis-cli,
 # redis-benchmark, redis-check-rdb), redis-sentinel (the failover of a
 # tally master), prometheus-redis-exporter, tmux
-# (redis-cli's hints), openssl (TLS certificates), curl, redis-py and the
-# Node clients in tests/clients. Nothing is skipped: a test whose tool is
+# (redis-cli's hints), openssl (TLS certificates), curl, redis-py, Python's
+# limits and the Node clients in tests/clients. Nothing is skipped: a test whose tool is
 # missing fails (TALLY_SKIP_MISSING_TOOLS=1 skips them instead, loudly).
 #
 #   tests/run.sh                  everything
@@ -36,7 +36,14 @@ if ! python3 -c 'import redis' >/dev/null 2>&1; then
     python3 -m pip install --quiet redis 2>/dev/null \
         || { as_root apt-get update && as_root apt-get install -y python3 python3-redis; }
 fi
-# ioredis and redis-py's cluster client: tests/tests/cluster_clients.rs.
+# Python's `limits` at the version whose script tally recognises
+# (tests/tests/limiter_libraries.rs); Debian packages an older one.
+if ! python3 -c 'import limits, sys; sys.exit(limits.__version__ != "5.8.0")' >/dev/null 2>&1; then
+    python3 -m pip install --quiet limits==5.8.0 2>/dev/null \
+        || python3 -m pip install --quiet --break-system-packages limits==5.8.0
+fi
+# ioredis and redis-py's cluster client (tests/tests/cluster_clients.rs),
+# rate-limiter-flexible and rate-limit-redis (tests/tests/limiter_libraries.rs).
 if ! command -v npm >/dev/null 2>&1; then
     as_root apt-get update
     as_root apt-get install -y nodejs npm

@@ -9,8 +9,14 @@
 //! window of zero, ...), in which case the server runs the real Lua script.
 //! So a reply can never differ from Lua's; the property tests in
 //! `tests/tests/native_scripts.rs` compare the two on random inputs.
+//!
+//! Besides tally's own scripts (the seed's sliding window, the client's
+//! multi-limit check and lease), the set holds the scripts of the most used
+//! limiter libraries, byte for byte as each package sends them
+//! ([`fixed_window`]).
 #![warn(missing_docs)]
 
+pub mod fixed_window;
 pub mod lease;
 pub mod multi_limit;
 pub mod sliding_window;
@@ -38,6 +44,24 @@ pub enum Twin {
     MultiLimit,
     /// [`lease`], tally-client's cached-mode sync.
     Lease,
+    /// [`fixed_window::limits_incr_expire`], Python `limits`' fixed window.
+    LimitsIncrExpire,
+    /// [`fixed_window::rate_limit_redis`], express-rate-limit's Redis store.
+    RateLimitRedis,
+    /// [`fixed_window::rate_limiter_flexible`], `RateLimiterRedis`' consume.
+    RateLimiterFlexible,
+}
+
+impl Twin {
+    /// True when the script's reply starts with 1 for an allowed request
+    /// and 0 for a denied one (tally's own scripts). The libraries' scripts
+    /// reply with counts and leave the decision to the client.
+    pub fn replies_decision(self) -> bool {
+        matches!(
+            self,
+            Twin::SlidingWindow | Twin::SlidingWindowServerTime | Twin::MultiLimit | Twin::Lease
+        )
+    }
 }
 
 /// Every script with a native twin.
@@ -61,6 +85,21 @@ pub const SCRIPTS: &[KnownScript] = &[
         name: "lease",
         source: lease::SOURCE,
         twin: Twin::Lease,
+    },
+    KnownScript {
+        name: "limits_fixed_window",
+        source: include_str!("../scripts/limits_incr_expire.lua"),
+        twin: Twin::LimitsIncrExpire,
+    },
+    KnownScript {
+        name: "rate_limit_redis",
+        source: include_str!("../scripts/rate_limit_redis_increment.lua"),
+        twin: Twin::RateLimitRedis,
+    },
+    KnownScript {
+        name: "rate_limiter_flexible",
+        source: include_str!("../scripts/rate_limiter_flexible_incr_ttl.lua"),
+        twin: Twin::RateLimiterFlexible,
     },
 ];
 
@@ -122,3 +161,33 @@ pub fn plain_number(bytes: &[u8]) -> Result<f64, Fallback> {
 
 /// The largest magnitude at which every integer is exact in a Lua number.
 pub const EXACT_INTEGER: i64 = 1 << 53;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The libraries' scripts are recognised by the SHA1 their clients send
+    /// with EVALSHA, so not one byte of them may change (an editor trimming
+    /// a trailing space would silently send every call to Lua). The digests
+    /// are those of the scripts as extracted from each package (see
+    /// `fixed_window`).
+    #[test]
+    fn library_scripts_keep_the_digests_their_clients_send() {
+        let digest = |name: &str| {
+            let known = SCRIPTS.iter().find(|s| s.name == name).unwrap();
+            sha1_hex(known.source)
+        };
+        assert_eq!(
+            digest("limits_fixed_window"),
+            "628bd136a573a06b346879695681af12ccef300f"
+        );
+        assert_eq!(
+            digest("rate_limit_redis"),
+            "895b92e1712734e1b464999be23953485475357b"
+        );
+        assert_eq!(
+            digest("rate_limiter_flexible"),
+            "a1de965f42e177aa339706bd580f049065eca79a"
+        );
+    }
+}

@@ -630,6 +630,65 @@ async fn the_gateway_user_syncs_leases_natively() {
     assert_eq!(admin.cmd(&["GET", "rl:{u}:1"]).await, b"$2\r\n28\r\n");
 }
 
+/// A user with two selectors (so each call the script would make is
+/// checked on its key) runs rate-limiter-flexible's script natively; once
+/// EXPIRE is taken away, a call that would not reach EXPIRE still succeeds
+/// (in Lua) and one that would is refused with the Lua run's error.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_user_with_selectors_runs_a_library_script_natively_within_its_rights() {
+    let tally = TestServer::start_real_clock().await;
+    let mut admin = RawConn::connect(tally.addr()).await;
+    let rules = "on >gw ~rlflx:* resetchannels -@all +evalsha +set +incrby +pttl +expire                  (~audit:* +get)";
+    let mut setuser = vec!["ACL", "SETUSER", "gateway"];
+    setuser.extend(rules.split_whitespace());
+    assert_eq!(admin.cmd(&setuser).await, b"+OK\r\n");
+    let mut gateway = RawConn::connect(tally.addr()).await;
+    assert_eq!(gateway.cmd(&["AUTH", "gateway", "gw"]).await, b"+OK\r\n");
+    let source = tally_lua::SCRIPTS
+        .iter()
+        .find(|s| s.name == "rate_limiter_flexible")
+        .expect("rate-limiter-flexible's script")
+        .source;
+    let sha = tally_lua::sha1_hex(source);
+    let consume = |key: &str| -> Vec<String> {
+        ["EVALSHA", &sha, "1", key, "1", "60", "5", "60"]
+            .map(String::from)
+            .to_vec()
+    };
+    let show = |reply: Vec<u8>| String::from_utf8_lossy(&reply).into_owned();
+    assert_eq!(
+        show(gateway.cmd(&consume("rlflx:a")).await),
+        "*2\r\n:1\r\n:60000\r\n"
+    );
+    let runs = |info: &str| {
+        info.lines()
+            .find(|l| l.starts_with("script_rate_limiter_flexible:"))
+            .map(|l| l.split_once(',').map(|(_, runs)| runs.to_string()))
+            .unwrap_or_default()
+    };
+    let info = show(admin.cmd(&["INFO", "limiter_scripts"]).await);
+    assert_eq!(runs(&info).as_deref(), Some("native_runs=1,lua_runs=0"));
+    assert_eq!(
+        admin.cmd(&["ACL", "SETUSER", "gateway", "-expire"]).await,
+        b"+OK\r\n"
+    );
+    // A new key gets its deadline from SET: the Lua run never calls EXPIRE.
+    assert_eq!(
+        show(gateway.cmd(&consume("rlflx:b")).await),
+        "*2\r\n:1\r\n:60000\r\n"
+    );
+    // A key without a deadline needs EXPIRE.
+    assert_eq!(admin.cmd(&["SET", "rlflx:c", "5"]).await, b"+OK\r\n");
+    let refused = show(gateway.cmd(&consume("rlflx:c")).await);
+    assert!(
+        refused
+            .starts_with("-ERR The user executing the script can't run this command or subcommand"),
+        "{refused:?}"
+    );
+    let info = show(admin.cmd(&["INFO", "limiter_scripts"]).await);
+    assert_eq!(runs(&info).as_deref(), Some("native_runs=1,lua_runs=2"));
+}
+
 /// `aclfile`: ACL SAVE writes the users as Redis writes them, ACL LOAD
 /// reads them back all or nothing (a bad line changes nothing and names
 /// the line), and a server started with the file has its users.

@@ -319,6 +319,98 @@ async fn a_native_lease_sync_is_logged_as_its_lua_run() {
     assert_eq!(logs[0], logs[1], "native and Lua runs log alike");
 }
 
+/// The limiter libraries' scripts, run natively, log what their Lua runs
+/// log on each path: a new key, a counting key, a key without a deadline.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn native_library_scripts_are_logged_as_their_lua_runs() {
+    let source = |name: &str| {
+        tally_lua::SCRIPTS
+            .iter()
+            .find(|s| s.name == name)
+            .expect("a known script")
+            .source
+    };
+    let calls: [(&str, &str, &[&str]); 7] = [
+        ("limits_fixed_window", "rl:limits", &["60", "1"]),
+        ("limits_fixed_window", "rl:limits", &["60", "1"]),
+        ("rate_limit_redis", "rl:express", &["1000"]),
+        ("rate_limit_redis", "rl:express", &["1000"]),
+        (
+            "rate_limiter_flexible",
+            "rl:flexible",
+            &["2", "10", "100", "10"],
+        ),
+        (
+            "rate_limiter_flexible",
+            "rl:flexible:persistent",
+            &["2", "10", "100", "10"],
+        ),
+        (
+            "rate_limiter_flexible",
+            "rl:flexible:persistent",
+            &["2", "10", "100", "10"],
+        ),
+    ];
+    let mut logs = Vec::new();
+    for native in [true, false] {
+        let dir = scratch_dir();
+        let server = TestServer::start_with(|c| {
+            c.dir = dir.clone();
+            c.appendonly = true;
+            c.lua_native_scripts = native;
+        })
+        .await;
+        wait_loaded(server.addr()).await;
+        let mut conn = connect(server.addr()).await;
+        for key in ["rl:express", "rl:flexible:persistent"] {
+            let _: () = redis::cmd("SET")
+                .arg(key)
+                .arg(5)
+                .query_async(&mut conn)
+                .await
+                .expect("SET");
+        }
+        let mut replies = Vec::new();
+        for (name, key, args) in calls {
+            let reply: redis::Value = redis::cmd("EVAL")
+                .arg(source(name))
+                .arg(1)
+                .arg(key)
+                .arg(args)
+                .query_async(&mut conn)
+                .await
+                .expect("EVAL");
+            replies.push(reply);
+        }
+        let info: String = redis::cmd("INFO")
+            .arg("limiter_scripts")
+            .query_async(&mut conn)
+            .await
+            .expect("INFO");
+        let native_runs: u64 = info
+            .lines()
+            .filter(|l| l.starts_with("script_"))
+            .filter_map(|l| l.split(',').find_map(|f| f.strip_prefix("native_runs=")))
+            .map(|n| n.parse::<u64>().expect("a count"))
+            .sum();
+        assert_eq!(native_runs, if native { 7 } else { 0 }, "{info}");
+        logs.push((increment(&dir), replies));
+        server.handle.shutdown().await;
+    }
+    let deadline = |ms: u64| (tally_tests::T0_MS + ms).to_string();
+    let log = &logs[0].0;
+    for expected in [
+        format!("$6\r\nincrby\r\n$9\r\nrl:limits\r\n$1\r\n1\r\n*3\r\n$9\r\nPEXPIREAT\r\n$9\r\nrl:limits\r\n$13\r\n{}", deadline(60_000)),
+        format!("$3\r\nSET\r\n$10\r\nrl:express\r\n$1\r\n1\r\n$4\r\nPXAT\r\n$13\r\n{}", deadline(1000)),
+        "$4\r\nINCR\r\n$10\r\nrl:express\r\n".to_string(),
+        format!("$3\r\nSET\r\n$11\r\nrl:flexible\r\n$1\r\n0\r\n$4\r\nPXAT\r\n$13\r\n{}", deadline(10_000)),
+        format!("$9\r\nPEXPIREAT\r\n$22\r\nrl:flexible:persistent\r\n$13\r\n{}", deadline(10_000)),
+    ] {
+        assert!(log.contains(&expected), "{expected:?} not in {log}");
+    }
+    assert_eq!(logs[0], logs[1], "native and Lua runs log and reply alike");
+}
+
 /// A log cut inside its last command loads up to the last whole one with
 /// `aof-load-truncated yes` (the default), which cuts the file there; with
 /// `no`, or when the damage is not at the end, the start fails.

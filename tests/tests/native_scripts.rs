@@ -358,3 +358,81 @@ fn native_lease_equals_lua() {
     let native = pair.native_runs("lease");
     assert!(native >= 100, "{native} native runs");
 }
+
+/// An argument of the libraries' scripts: mostly what their clients send
+/// (small whole numbers), sometimes what only Lua handles.
+fn library_argument() -> impl Strategy<Value = String> {
+    prop_oneof![
+        8 => (0i64..100).prop_map(|n| n.to_string()),
+        2 => prop::sample::select(vec![1000i64, 60_000, 3_600_000]).prop_map(|n| n.to_string()),
+        1 => Just("99999999999999".to_string()),
+        1 => Just("100000000000000".to_string()),
+        1 => Just("007".to_string()),
+        2 => argument(),
+    ]
+}
+
+/// A key as the libraries' scripts find it: missing, a counter with or
+/// without a TTL (sometimes at its last millisecond), or what only Lua
+/// handles.
+fn library_prior() -> impl Strategy<Value = Prior> {
+    prop::option::of((
+        prop_oneof![
+            6 => (0i64..200).prop_map(|n| n.to_string()),
+            1 => Just("-3".to_string()),
+            1 => Just("abc".to_string()),
+            1 => Just("9007199254740992".to_string()),
+            1 => Just(i64::MAX.to_string()),
+        ],
+        prop_oneof![
+            2 => Just(None),
+            4 => (1u64..120_000).prop_map(Some),
+            1 => Just(Some(1)),
+        ],
+    ))
+}
+
+/// One library script against its Lua run: `arguments` ARGV from
+/// [`library_argument`], one key.
+fn library_script_equals_lua(name: &str, arguments: usize) {
+    let pair = Pair::new();
+    let sha = sha_of(name);
+    let rounds = std::sync::atomic::AtomicUsize::new(0);
+    let mut runner = proptest::test_runner::TestRunner::new(ProptestConfig {
+        cases: 250,
+        ..ProptestConfig::default()
+    });
+    runner
+        .run(
+            &(
+                prop::collection::vec(library_argument(), arguments),
+                library_prior(),
+            ),
+            |(args, prior)| {
+                let round = rounds.fetch_add(1, std::sync::atomic::Ordering::SeqCst) + 1;
+                let keys = vec![format!("rl:{name}:{round}")];
+                let (a, b) = pair.compare(round, &sha, &keys, &args, &[prior]);
+                prop_assert_eq!(a, b);
+                Ok(())
+            },
+        )
+        .unwrap();
+    let native = pair.native_runs(name);
+    assert!(native >= 300, "{native} native runs of {name}");
+}
+
+#[test]
+fn native_limits_fixed_window_equals_lua() {
+    library_script_equals_lua("limits_fixed_window", 2);
+}
+
+#[test]
+fn native_rate_limit_redis_equals_lua() {
+    library_script_equals_lua("rate_limit_redis", 1);
+}
+
+#[test]
+fn native_rate_limiter_flexible_equals_lua() {
+    // The package sends points, duration, and two more the script ignores.
+    library_script_equals_lua("rate_limiter_flexible", 4);
+}

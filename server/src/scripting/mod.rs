@@ -364,8 +364,7 @@ pub fn eval(
             if let Some(reply) = native::run(ctx, index, keys, args, read_only, over_maxmemory) {
                 // Counted per batch, like command statistics.
                 ctx.client.batch.native_script_runs[index] += 1;
-                // Every known limiter script GETs its keys.
-                ctx.client.script_read = true;
+                ctx.client.script_read = native::reads_keys(tally_lua::SCRIPTS[index].twin);
                 count_decision(ctx, index, args, &reply);
                 return reply;
             }
@@ -439,7 +438,8 @@ pub fn eval(
 /// admits nothing (every cost 0: a sync's top-up or give-back) is no
 /// request's decision and is not counted.
 fn count_decision(ctx: &mut Ctx<'_>, index: usize, args: &[&[u8]], reply: &Reply) {
-    if tally_lua::SCRIPTS[index].twin == tally_lua::Twin::Lease && !admits_a_request(args) {
+    let twin = tally_lua::SCRIPTS[index].twin;
+    if !twin.replies_decision() || (twin == tally_lua::Twin::Lease && !admits_a_request(args)) {
         return;
     }
     if let Reply::Array(items) = reply {

@@ -1,9 +1,12 @@
 //! Native execution of the known limiter scripts (`tally_lua::SCRIPTS`).
 //!
 //! The twin decides from the arguments and the stored counters; this file
-//! reads those counters and applies the twin's writes under the same shard
-//! locks a Lua run would hold. Whenever the twin or this file cannot promise
+//! (tally's own scripts) and `fixed_window.rs` (the libraries' scripts)
+//! read those counters and apply the twin's writes under the same shard
+//! locks a Lua run would hold. Whenever the twin or the runner cannot promise
 //! Lua's exact reply (`None`), the caller runs the Lua script instead.
+
+mod fixed_window;
 
 use tally_lua::{lease, multi_limit, sliding_window, Twin};
 
@@ -116,6 +119,12 @@ pub fn run(
     over_maxmemory: bool,
 ) -> Option<Reply> {
     let twin = tally_lua::SCRIPTS[index].twin;
+    if let Twin::LimitsIncrExpire | Twin::RateLimitRedis | Twin::RateLimiterFlexible = twin {
+        let [key] = keys else {
+            return None;
+        };
+        return fixed_window::run(ctx, twin, key, args, read_only || over_maxmemory);
+    }
     let now = ctx.now_ms;
     let keys: Vec<KeyRef<'_>> = keys.iter().map(|k| ctx.key(k)).collect();
     match twin {
@@ -229,13 +238,13 @@ pub fn run(
                 Reply::Int(reply.free_in_ms),
             ]))
         }
+        // Run by `fixed_window` above.
+        Twin::LimitsIncrExpire | Twin::RateLimitRedis | Twin::RateLimiterFlexible => None,
     }
 }
 
 /// True when the caller's user may run every command the script's Lua run
-/// could call on these keys (GET of each; INCR, or INCRBY, and EXPIRE of the
-/// counted ones; DECRBY of the lease script's reserved-on keys; TIME for the
-/// server-clock scripts): the native run must not reach what the Lua run
+/// could call on these keys: the native run must not reach what the Lua run
 /// could not. When false the caller runs Lua, which refuses with Redis's own
 /// error and ACL LOG entry (or succeeds, when the call it lacks is one this
 /// run would not have made).
@@ -250,76 +259,164 @@ pub fn permitted(ctx: &Ctx<'_>, index: usize, keys: &[&[u8]]) -> bool {
         return true;
     }
     let twin = tally_lua::SCRIPTS[index].twin;
-    let calls = LuaCalls::get();
-    let increment = match twin {
-        Twin::SlidingWindow | Twin::SlidingWindowServerTime => calls.incr,
-        Twin::MultiLimit | Twin::Lease => calls.incrby,
-    };
-    let reads_time = twin != Twin::SlidingWindow;
     if let [selector] = &user.selectors[..] {
         // One selector (the usual gateway user): the keys were checked with
         // EVALSHA itself, read and write (its key spec), which covers what
         // every call needs of them; the calls' command bits remain.
-        let allowed = |i: usize| selector.all_commands || selector.allowed[i];
-        return allowed(calls.get)
-            && allowed(increment)
-            && allowed(calls.expire)
-            && (twin != Twin::Lease || allowed(calls.decrby))
-            && (!reads_time || allowed(calls.time));
+        let registry = CalledCommands::get();
+        return calls(twin).iter().all(|call| {
+            let i = registry.index(call.name);
+            selector.all_commands || selector.allowed.get(i).copied().unwrap_or(false)
+        });
     }
-    let counted = |i: usize| match twin {
-        Twin::SlidingWindow | Twin::SlidingWindowServerTime => i == 0,
-        Twin::MultiLimit => i % 2 == 0,
-        Twin::Lease => i % 3 == 0,
-    };
-    let mut argvs: Vec<Vec<&[u8]>> = keys.iter().map(|k| vec![&b"GET"[..], k]).collect();
-    for (_, key) in keys.iter().enumerate().filter(|(i, _)| counted(*i)) {
-        if increment == calls.incr {
-            argvs.push(vec![b"INCR", key]);
-        } else {
-            argvs.push(vec![b"INCRBY", key, b"1"]);
+    // Several selectors: each call is checked as the Lua run would make it,
+    // on each key it would touch.
+    calls(twin).iter().all(|call| {
+        let mut argvs: Vec<Vec<&[u8]>> = Vec::new();
+        let name = call.name.as_bytes();
+        match call.keys {
+            Keys::None => argvs.push(vec![name]),
+            Keys::Every(step, first) => {
+                for key in keys.iter().skip(first).step_by(step) {
+                    let mut argv = vec![name, key];
+                    argv.extend(call.rest.iter().map(|a| a.as_bytes()));
+                    argvs.push(argv);
+                }
+            }
         }
-        argvs.push(vec![b"EXPIRE", key, b"1"]);
-    }
-    if twin == Twin::Lease {
-        for key in keys.iter().skip(2).step_by(3) {
-            argvs.push(vec![b"DECRBY", key, b"1"]);
-        }
-    }
-    if reads_time {
-        argvs.push(vec![b"TIME"]);
-    }
-    argvs.iter().all(|argv| {
-        crate::cmd::resolve_indexed(argv).is_ok_and(|(index, command)| {
-            crate::acl::check_indexed(user, command, index, argv).is_ok()
+        argvs.iter().all(|argv| {
+            crate::cmd::resolve_indexed(argv).is_ok_and(|(index, command)| {
+                crate::acl::check_indexed(user, command, index, argv).is_ok()
+            })
         })
     })
 }
 
-/// Registry indexes of the commands the limiter scripts call.
-struct LuaCalls {
-    get: usize,
-    incr: usize,
-    incrby: usize,
-    decrby: usize,
-    expire: usize,
-    time: usize,
+/// Which of a script's keys a call is made on.
+#[derive(Clone, Copy)]
+enum Keys {
+    /// None (TIME).
+    None,
+    /// Every `step`th key from KEYS[`first` + 1].
+    Every(usize, usize),
 }
 
-impl LuaCalls {
-    fn get() -> &'static LuaCalls {
-        static CALLS: std::sync::OnceLock<LuaCalls> = std::sync::OnceLock::new();
-        CALLS.get_or_init(|| {
+/// One command a known script's Lua run may call: its catalog name, the
+/// keys it is called on, and the arguments after the key (as the ACL
+/// check of a call needs its shape, not its values).
+struct Call {
+    name: &'static str,
+    keys: Keys,
+    rest: &'static [&'static str],
+}
+
+const fn call(name: &'static str, keys: Keys, rest: &'static [&'static str]) -> Call {
+    Call { name, keys, rest }
+}
+
+const EACH: Keys = Keys::Every(1, 0);
+
+/// The commands each known script's Lua run may call, on which keys.
+fn calls(twin: Twin) -> &'static [Call] {
+    match twin {
+        Twin::SlidingWindow => {
+            const CALLS: &[Call] = &[
+                call("get", EACH, &[]),
+                call("incr", Keys::Every(2, 0), &[]),
+                call("expire", Keys::Every(2, 0), &["1"]),
+            ];
+            CALLS
+        }
+        Twin::SlidingWindowServerTime => {
+            const CALLS: &[Call] = &[
+                call("get", EACH, &[]),
+                call("incr", Keys::Every(2, 0), &[]),
+                call("expire", Keys::Every(2, 0), &["1"]),
+                call("time", Keys::None, &[]),
+            ];
+            CALLS
+        }
+        // KEYS are (window key, previous window key) per limit.
+        Twin::MultiLimit => {
+            const CALLS: &[Call] = &[
+                call("get", EACH, &[]),
+                call("incrby", Keys::Every(2, 0), &["1"]),
+                call("expire", Keys::Every(2, 0), &["1"]),
+                call("time", Keys::None, &[]),
+            ];
+            CALLS
+        }
+        // KEYS are (window key, previous window key, reserved-on key) per
+        // limit; the give-back DECRBYs the reserved-on key.
+        Twin::Lease => {
+            const CALLS: &[Call] = &[
+                call("get", EACH, &[]),
+                call("incrby", Keys::Every(3, 0), &["1"]),
+                call("expire", Keys::Every(3, 0), &["1"]),
+                call("decrby", Keys::Every(3, 2), &["1"]),
+                call("time", Keys::None, &[]),
+            ];
+            CALLS
+        }
+        Twin::LimitsIncrExpire => {
+            const CALLS: &[Call] = &[call("incrby", EACH, &["1"]), call("expire", EACH, &["1"])];
+            CALLS
+        }
+        Twin::RateLimitRedis => {
+            const CALLS: &[Call] = &[
+                call("pttl", EACH, &[]),
+                call("set", EACH, &["1", "PX", "1"]),
+                call("incr", EACH, &[]),
+            ];
+            CALLS
+        }
+        Twin::RateLimiterFlexible => {
+            const CALLS: &[Call] = &[
+                call("set", EACH, &["0", "EX", "1", "NX"]),
+                call("incrby", EACH, &["1"]),
+                call("pttl", EACH, &[]),
+                call("expire", EACH, &["1"]),
+            ];
+            CALLS
+        }
+    }
+}
+
+/// True when the script's Lua run calls a read-only command on its keys
+/// (what client-side caching tracks a script's keys by).
+pub fn reads_keys(twin: Twin) -> bool {
+    calls(twin)
+        .iter()
+        .any(|call| matches!(call.name, "get" | "pttl"))
+}
+
+/// Every command the known scripts call.
+const CALLED: [&str; 8] = [
+    "get", "incr", "incrby", "decrby", "expire", "time", "pttl", "set",
+];
+
+/// Registry indexes of [`CALLED`], in its order.
+struct CalledCommands {
+    indexes: [usize; CALLED.len()],
+}
+
+impl CalledCommands {
+    fn get() -> &'static CalledCommands {
+        static INDEXES: std::sync::OnceLock<CalledCommands> = std::sync::OnceLock::new();
+        INDEXES.get_or_init(|| {
             let registry = crate::catalog::registry();
-            let index = |name: &str| registry.index_of(name.as_bytes()).unwrap_or(usize::MAX);
-            LuaCalls {
-                get: index("get"),
-                incr: index("incr"),
-                incrby: index("incrby"),
-                decrby: index("decrby"),
-                expire: index("expire"),
-                time: index("time"),
+            CalledCommands {
+                indexes: CALLED
+                    .map(|name| registry.index_of(name.as_bytes()).unwrap_or(usize::MAX)),
             }
         })
+    }
+
+    /// The registry index of `name`, one of [`CALLED`].
+    fn index(&self, name: &str) -> usize {
+        CALLED
+            .iter()
+            .position(|n| *n == name)
+            .map_or(usize::MAX, |i| self.indexes[i])
     }
 }

@@ -1,0 +1,19 @@
+"""Python's `limits` (behind Flask-Limiter and slowapi), unmodified,
+against the server at 127.0.0.1:PORT: its fixed-window strategy, which
+runs the library's incr_expire.lua through EVALSHA. Prints what it
+decided, one line per call (tests/tests/limiter_libraries.rs compares the
+output between tally and redis-server)."""
+import sys
+
+from limits import parse, storage, strategies
+
+port = sys.argv[1]
+store = storage.RedisStorage(f"redis://127.0.0.1:{port}")
+fixed = strategies.FixedWindowRateLimiter(store)
+limit = parse("3/minute")
+for i in range(5):
+    print("fixed-window hit", fixed.hit(limit, "user-1"))
+print("fixed-window two at once", fixed.hit(limit, "user-2", cost=2))
+stats = fixed.get_window_stats(limit, "user-1")
+print("fixed-window remaining", stats.remaining)
+print("OK")

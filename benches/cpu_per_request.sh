@@ -10,7 +10,10 @@
 # Loads: SET, GET, INCR; a one-command EVAL; a fixed window (INCRBY, EXPIRE
 # if new) and a token bucket (HMGET, HSET, PEXPIRE) through EVALSHA, neither
 # of which tally recognises, so both take the Lua path; and the seed's
-# sliding window through EVALSHA, which tally runs natively.
+# sliding window through EVALSHA, which tally runs natively; and the
+# limiter scripts of four libraries as their packages send them (Python
+# limits, rate-limit-redis, rate-limiter-flexible, Spring Cloud Gateway),
+# which tally also runs natively.
 #
 # Prints the median over the rounds of ticks per 100k and of requests per
 # second for each server, and tally's ratio to Redis for both.
@@ -22,7 +25,7 @@ cd "$(dirname "$0")/.."
 
 ROUNDS=${ROUNDS:-5}
 REQUESTS=${REQUESTS:-300000}
-LOADS=${LOADS:-set get incr eval_incr fixed_window token_bucket sliding_window}
+LOADS=${LOADS:-set get incr eval_incr fixed_window token_bucket sliding_window limits rate_limit_redis rate_limiter_flexible spring_cloud_gateway}
 cargo build --release -p tally-server >/dev/null 2>&1
 
 REDIS_PORT=$(free_port)
@@ -55,6 +58,10 @@ redis.call("HSET", KEYS[1], "tokens", tostring(tokens), "ts", now)
 redis.call("PEXPIRE", KEYS[1], math.ceil(burst * 1000 / rate))
 return allowed'
 SEED=$(cat lua/scripts/sliding_window.lua)
+LIMITS=$(cat lua/scripts/limits_incr_expire.lua)
+RATE_LIMIT_REDIS=$(cat lua/scripts/rate_limit_redis_increment.lua)
+RATE_LIMITER_FLEXIBLE=$(cat lua/scripts/rate_limiter_flexible_incr_ttl.lua)
+SPRING_CLOUD_GATEWAY=$(cat lua/scripts/spring_cloud_gateway_request_rate_limiter.lua)
 K='rl:u:__rand_int__'
 
 load() { # PORT LOAD: runs it; prints requests per second
@@ -67,6 +74,14 @@ load() { # PORT LOAD: runs it; prints requests per second
         fixed_window) args=(EVALSHA "$(redis-cli -p "$port" SCRIPT LOAD "$FIXED_WINDOW")" 1 "$K" 1 60) ;;
         token_bucket) args=(EVALSHA "$(redis-cli -p "$port" SCRIPT LOAD "$TOKEN_BUCKET")" 1 "$K" 10 20 1720000030000) ;;
         sliding_window) args=(EVALSHA "$(redis-cli -p "$port" SCRIPT LOAD "$SEED")" 2 "$K:c" "$K:p" 1000 60 1720000030 1) ;;
+        # As each library calls it: limits (expiry s, amount), rate-limit-
+        # redis (window ms), rate-limiter-flexible (points, duration s, and
+        # two it passes but the script ignores).
+        limits) args=(EVALSHA "$(redis-cli -p "$port" SCRIPT LOAD "$LIMITS")" 1 "$K" 60 1) ;;
+        rate_limit_redis) args=(EVALSHA "$(redis-cli -p "$port" SCRIPT LOAD "$RATE_LIMIT_REDIS")" 1 "$K" 60000) ;;
+        rate_limiter_flexible) args=(EVALSHA "$(redis-cli -p "$port" SCRIPT LOAD "$RATE_LIMITER_FLEXIBLE")" 1 "$K" 1 60 5 60) ;;
+        # Spring Cloud Gateway: rate, burst, "" (read TIME), requested.
+        spring_cloud_gateway) args=(EVALSHA "$(redis-cli -p "$port" SCRIPT LOAD "$SPRING_CLOUD_GATEWAY")" 2 "$K:tokens" "$K:ts" 10 20 "" 1) ;;
     esac
     rps "$port" "$REQUESTS" "${args[@]}"
 }

@@ -13,13 +13,14 @@
 //! Besides tally's own scripts (the seed's sliding window, the client's
 //! multi-limit check and lease), the set holds the scripts of the most used
 //! limiter libraries, byte for byte as each package sends them
-//! ([`fixed_window`]).
+//! ([`fixed_window`], [`token_bucket`]).
 #![warn(missing_docs)]
 
 pub mod fixed_window;
 pub mod lease;
 pub mod multi_limit;
 pub mod sliding_window;
+pub mod token_bucket;
 pub mod window;
 
 /// A known script.
@@ -50,16 +51,19 @@ pub enum Twin {
     RateLimitRedis,
     /// [`fixed_window::rate_limiter_flexible`], `RateLimiterRedis`' consume.
     RateLimiterFlexible,
+    /// [`token_bucket`], Spring Cloud Gateway's `RedisRateLimiter`.
+    SpringCloudGateway,
 }
 
 impl Twin {
     /// True when the script's reply starts with 1 for an allowed request
-    /// and 0 for a denied one (tally's own scripts). The libraries' scripts
-    /// reply with counts and leave the decision to the client.
+    /// and 0 for a denied one (tally's own scripts and Spring Cloud
+    /// Gateway's). The fixed-window scripts reply with counts and leave the
+    /// decision to the client.
     pub fn replies_decision(self) -> bool {
-        matches!(
+        !matches!(
             self,
-            Twin::SlidingWindow | Twin::SlidingWindowServerTime | Twin::MultiLimit | Twin::Lease
+            Twin::LimitsIncrExpire | Twin::RateLimitRedis | Twin::RateLimiterFlexible
         )
     }
 }
@@ -100,6 +104,11 @@ pub const SCRIPTS: &[KnownScript] = &[
         name: "rate_limiter_flexible",
         source: include_str!("../scripts/rate_limiter_flexible_incr_ttl.lua"),
         twin: Twin::RateLimiterFlexible,
+    },
+    KnownScript {
+        name: "spring_cloud_gateway",
+        source: include_str!("../scripts/spring_cloud_gateway_request_rate_limiter.lua"),
+        twin: Twin::SpringCloudGateway,
     },
 ];
 
@@ -188,6 +197,10 @@ mod tests {
         assert_eq!(
             digest("rate_limiter_flexible"),
             "a1de965f42e177aa339706bd580f049065eca79a"
+        );
+        assert_eq!(
+            digest("spring_cloud_gateway"),
+            "0ad5736ed1c04aae6ec194376c784b89b8c08a7a"
         );
     }
 }

@@ -320,7 +320,8 @@ async fn a_native_lease_sync_is_logged_as_its_lua_run() {
 }
 
 /// The limiter libraries' scripts, run natively, log what their Lua runs
-/// log on each path: a new key, a counting key, a key without a deadline.
+/// log on each path: a new key, a counting key, a key without a deadline;
+/// Spring Cloud Gateway's SETEXs (with TIME's seconds) as SET ... PXAT.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn native_library_scripts_are_logged_as_their_lua_runs() {
     let source = |name: &str| {
@@ -330,25 +331,30 @@ async fn native_library_scripts_are_logged_as_their_lua_runs() {
             .expect("a known script")
             .source
     };
-    let calls: [(&str, &str, &[&str]); 7] = [
-        ("limits_fixed_window", "rl:limits", &["60", "1"]),
-        ("limits_fixed_window", "rl:limits", &["60", "1"]),
-        ("rate_limit_redis", "rl:express", &["1000"]),
-        ("rate_limit_redis", "rl:express", &["1000"]),
+    let calls: [(&str, &[&str], &[&str]); 8] = [
+        ("limits_fixed_window", &["rl:limits"], &["60", "1"]),
+        ("limits_fixed_window", &["rl:limits"], &["60", "1"]),
+        ("rate_limit_redis", &["rl:express"], &["1000"]),
+        ("rate_limit_redis", &["rl:express"], &["1000"]),
         (
             "rate_limiter_flexible",
-            "rl:flexible",
+            &["rl:flexible"],
             &["2", "10", "100", "10"],
         ),
         (
             "rate_limiter_flexible",
-            "rl:flexible:persistent",
+            &["rl:flexible:persistent"],
             &["2", "10", "100", "10"],
         ),
         (
             "rate_limiter_flexible",
-            "rl:flexible:persistent",
+            &["rl:flexible:persistent"],
             &["2", "10", "100", "10"],
+        ),
+        (
+            "spring_cloud_gateway",
+            &["rl:{scg}.tokens", "rl:{scg}.timestamp"],
+            &["10", "20", "", "1"],
         ),
     ];
     let mut logs = Vec::new();
@@ -371,11 +377,11 @@ async fn native_library_scripts_are_logged_as_their_lua_runs() {
                 .expect("SET");
         }
         let mut replies = Vec::new();
-        for (name, key, args) in calls {
+        for (name, keys, args) in calls {
             let reply: redis::Value = redis::cmd("EVAL")
                 .arg(source(name))
-                .arg(1)
-                .arg(key)
+                .arg(keys.len())
+                .arg(keys)
                 .arg(args)
                 .query_async(&mut conn)
                 .await
@@ -393,7 +399,7 @@ async fn native_library_scripts_are_logged_as_their_lua_runs() {
             .filter_map(|l| l.split(',').find_map(|f| f.strip_prefix("native_runs=")))
             .map(|n| n.parse::<u64>().expect("a count"))
             .sum();
-        assert_eq!(native_runs, if native { 7 } else { 0 }, "{info}");
+        assert_eq!(native_runs, if native { 8 } else { 0 }, "{info}");
         logs.push((increment(&dir), replies));
         server.handle.shutdown().await;
     }
@@ -402,6 +408,8 @@ async fn native_library_scripts_are_logged_as_their_lua_runs() {
     for expected in [
         format!("$6\r\nincrby\r\n$9\r\nrl:limits\r\n$1\r\n1\r\n*3\r\n$9\r\nPEXPIREAT\r\n$9\r\nrl:limits\r\n$13\r\n{}", deadline(60_000)),
         format!("$3\r\nSET\r\n$10\r\nrl:express\r\n$1\r\n1\r\n$4\r\nPXAT\r\n$13\r\n{}", deadline(1000)),
+        format!("$3\r\nSET\r\n$15\r\nrl:{{scg}}.tokens\r\n$2\r\n19\r\n$4\r\nPXAT\r\n$13\r\n{}", deadline(4000)),
+        format!("$3\r\nSET\r\n$18\r\nrl:{{scg}}.timestamp\r\n$10\r\n1720000000\r\n$4\r\nPXAT\r\n$13\r\n{}", deadline(4000)),
         "$4\r\nINCR\r\n$10\r\nrl:express\r\n".to_string(),
         format!("$3\r\nSET\r\n$11\r\nrl:flexible\r\n$1\r\n0\r\n$4\r\nPXAT\r\n$13\r\n{}", deadline(10_000)),
         format!("$9\r\nPEXPIREAT\r\n$22\r\nrl:flexible:persistent\r\n$13\r\n{}", deadline(10_000)),

@@ -436,3 +436,65 @@ fn native_rate_limiter_flexible_equals_lua() {
     // The package sends points, duration, and two more the script ignores.
     library_script_equals_lua("rate_limiter_flexible", 4);
 }
+
+/// A number Spring Cloud Gateway's script reads or is sent: whole numbers
+/// as configured, fractions, and forms only Lua parses.
+fn bucket_number() -> impl Strategy<Value = String> {
+    prop_oneof![
+        6 => (0i64..50).prop_map(|n| n.to_string()),
+        2 => (0i64..50, 0u32..100).prop_map(|(i, f)| format!("{i}.{f}")),
+        1 => Just("0.10000000000000001".to_string()),
+        1 => argument(),
+    ]
+}
+
+/// A stored timestamp near the servers' clock (T0 is 1,720,000,000 s).
+fn bucket_timestamp() -> impl Strategy<Value = Prior> {
+    prop::option::of((
+        prop_oneof![
+            4 => (1_719_999_900i64..1_720_000_100).prop_map(|n| n.to_string()),
+            1 => (1_719_999_900i64..1_720_000_100, 0u32..10).prop_map(|(n, f)| format!("{n}.{f}")),
+            1 => argument(),
+        ],
+        prop::option::of(1u64..20_000),
+    ))
+}
+
+#[test]
+fn native_spring_cloud_gateway_equals_lua() {
+    let pair = Pair::new();
+    let sha = sha_of("spring_cloud_gateway");
+    let rounds = std::sync::atomic::AtomicUsize::new(0);
+    let mut runner = proptest::test_runner::TestRunner::new(ProptestConfig {
+        cases: 250,
+        ..ProptestConfig::default()
+    });
+    // ARGV[3]: the gateway sends "" (the script reads TIME); a caller may
+    // send its own clock.
+    let now = prop_oneof![
+        6 => Just(String::new()),
+        1 => (1_719_999_990i64..1_720_000_010).prop_map(|n| n.to_string()),
+        1 => (1_719_999_990i64..1_720_000_010, 0u32..1000).prop_map(|(n, f)| format!("{n}.{f}")),
+        1 => argument(),
+    ];
+    runner
+        .run(
+            &(
+                (bucket_number(), bucket_number(), now, bucket_number()),
+                prop::option::of((bucket_number(), prop::option::of(1u64..20_000))),
+                bucket_timestamp(),
+            ),
+            |((rate, capacity, now, requested), tokens, timestamp)| {
+                let round = rounds.fetch_add(1, std::sync::atomic::Ordering::SeqCst) + 1;
+                let prefix = format!("request_rate_limiter.{{route.{round}}}");
+                let keys = vec![format!("{prefix}.tokens"), format!("{prefix}.timestamp")];
+                let args = [rate, capacity, now, requested];
+                let (a, b) = pair.compare(round, &sha, &keys, &args, &[tokens, timestamp]);
+                prop_assert_eq!(a, b);
+                Ok(())
+            },
+        )
+        .unwrap();
+    let native = pair.native_runs("spring_cloud_gateway");
+    assert!(native >= 200, "{native} native runs");
+}

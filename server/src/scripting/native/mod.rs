@@ -1,12 +1,13 @@
 //! Native execution of the known limiter scripts (`tally_lua::SCRIPTS`).
 //!
 //! The twin decides from the arguments and the stored counters; this file
-//! (tally's own scripts) and `fixed_window.rs` (the libraries' scripts)
-//! read those counters and apply the twin's writes under the same shard
-//! locks a Lua run would hold. Whenever the twin or the runner cannot promise
+//! (tally's own scripts), `fixed_window.rs` and `token_bucket.rs` (the
+//! libraries' scripts) read those counters and apply the twin's writes
+//! under the same shard locks a Lua run would hold. Whenever the twin or the runner cannot promise
 //! Lua's exact reply (`None`), the caller runs the Lua script instead.
 
 mod fixed_window;
+mod token_bucket;
 
 use tally_lua::{lease, multi_limit, sliding_window, Twin};
 
@@ -125,6 +126,9 @@ pub fn run(
         };
         return fixed_window::run(ctx, twin, key, args, read_only || over_maxmemory);
     }
+    if twin == Twin::SpringCloudGateway {
+        return token_bucket::run(ctx, keys, args, read_only || over_maxmemory);
+    }
     let now = ctx.now_ms;
     let keys: Vec<KeyRef<'_>> = keys.iter().map(|k| ctx.key(k)).collect();
     match twin {
@@ -238,8 +242,11 @@ pub fn run(
                 Reply::Int(reply.free_in_ms),
             ]))
         }
-        // Run by `fixed_window` above.
-        Twin::LimitsIncrExpire | Twin::RateLimitRedis | Twin::RateLimiterFlexible => None,
+        // Run by `fixed_window` and `token_bucket` above.
+        Twin::LimitsIncrExpire
+        | Twin::RateLimitRedis
+        | Twin::RateLimiterFlexible
+        | Twin::SpringCloudGateway => None,
     }
 }
 
@@ -370,6 +377,15 @@ fn calls(twin: Twin) -> &'static [Call] {
             ];
             CALLS
         }
+        // KEYS are the tokens key and the timestamp key.
+        Twin::SpringCloudGateway => {
+            const CALLS: &[Call] = &[
+                call("get", EACH, &[]),
+                call("setex", EACH, &["1", "1"]),
+                call("time", Keys::None, &[]),
+            ];
+            CALLS
+        }
         Twin::RateLimiterFlexible => {
             const CALLS: &[Call] = &[
                 call("set", EACH, &["0", "EX", "1", "NX"]),
@@ -391,8 +407,8 @@ pub fn reads_keys(twin: Twin) -> bool {
 }
 
 /// Every command the known scripts call.
-const CALLED: [&str; 8] = [
-    "get", "incr", "incrby", "decrby", "expire", "time", "pttl", "set",
+const CALLED: [&str; 9] = [
+    "get", "incr", "incrby", "decrby", "expire", "time", "pttl", "set", "setex",
 ];
 
 /// Registry indexes of [`CALLED`], in its order.

@@ -89,7 +89,7 @@ const SECONDS_BOUND: i64 = 100_000_000_000;
 /// An argument as a canonical decimal integer (what Redis's string2ll
 /// accepts: no sign but `-`, no leading zero, no space) within
 /// [`ARGUMENT_BOUND`].
-fn canonical_integer(arg: &[u8]) -> Result<i64, Fallback> {
+pub(crate) fn canonical_integer(arg: &[u8]) -> Result<i64, Fallback> {
     let n: i64 = std::str::from_utf8(arg)
         .ok()
         .and_then(|s| s.parse().ok())
@@ -112,7 +112,7 @@ fn positive(arg: &[u8], bound: i64) -> Result<i64, Fallback> {
 
 /// `value + by` as INCRBY computes it, when the result is one Lua holds
 /// exactly (the scripts hand it back through a Lua number).
-fn add(value: i64, by: i64) -> Result<i64, Fallback> {
+pub(crate) fn add(value: i64, by: i64) -> Result<i64, Fallback> {
     value
         .checked_add(by)
         .filter(|n| n.abs() <= EXACT_INTEGER)

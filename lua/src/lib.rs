@@ -13,11 +13,12 @@
 //! Besides tally's own scripts (the seed's sliding window, the client's
 //! multi-limit check and lease), the set holds the scripts of the most used
 //! limiter libraries, byte for byte as each package sends them
-//! ([`fixed_window`], [`token_bucket`]).
+//! ([`fixed_window`], [`limits_sliding_window`], [`token_bucket`]).
 #![warn(missing_docs)]
 
 pub mod fixed_window;
 pub mod lease;
+pub mod limits_sliding_window;
 pub mod multi_limit;
 pub mod sliding_window;
 pub mod token_bucket;
@@ -53,17 +54,23 @@ pub enum Twin {
     RateLimiterFlexible,
     /// [`token_bucket`], Spring Cloud Gateway's `RedisRateLimiter`.
     SpringCloudGateway,
+    /// [`limits_sliding_window`], Python `limits`' sliding-window counter.
+    LimitsSlidingWindow,
 }
 
 impl Twin {
     /// True when the script's reply starts with 1 for an allowed request
     /// and 0 for a denied one (tally's own scripts and Spring Cloud
     /// Gateway's). The fixed-window scripts reply with counts and leave the
-    /// decision to the client.
+    /// decision to the client; `limits`' sliding window replies true or
+    /// false (1 or nil), which is no decision's reply either.
     pub fn replies_decision(self) -> bool {
         !matches!(
             self,
-            Twin::LimitsIncrExpire | Twin::RateLimitRedis | Twin::RateLimiterFlexible
+            Twin::LimitsIncrExpire
+                | Twin::RateLimitRedis
+                | Twin::RateLimiterFlexible
+                | Twin::LimitsSlidingWindow
         )
     }
 }
@@ -109,6 +116,11 @@ pub const SCRIPTS: &[KnownScript] = &[
         name: "spring_cloud_gateway",
         source: include_str!("../scripts/spring_cloud_gateway_request_rate_limiter.lua"),
         twin: Twin::SpringCloudGateway,
+    },
+    KnownScript {
+        name: "limits_sliding_window",
+        source: include_str!("../scripts/limits_acquire_sliding_window.lua"),
+        twin: Twin::LimitsSlidingWindow,
     },
 ];
 
@@ -197,6 +209,10 @@ mod tests {
         assert_eq!(
             digest("rate_limiter_flexible"),
             "a1de965f42e177aa339706bd580f049065eca79a"
+        );
+        assert_eq!(
+            digest("limits_sliding_window"),
+            "e8ac2a60cb040b0dbb56815a1e9c6fd032ce62e7"
         );
         assert_eq!(
             digest("spring_cloud_gateway"),

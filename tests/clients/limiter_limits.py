@@ -1,6 +1,7 @@
 """Python's `limits` (behind Flask-Limiter and slowapi), unmodified,
 against the server at 127.0.0.1:PORT: its fixed-window strategy, which
-runs the library's incr_expire.lua through EVALSHA. Prints what it
+runs the library's incr_expire.lua through EVALSHA, and its sliding-window
+counter, which runs acquire_sliding_window.lua. Prints what it
 decided, one line per call (tests/tests/limiter_libraries.rs compares the
 output between tally and redis-server)."""
 import sys
@@ -16,4 +17,8 @@ for i in range(5):
 print("fixed-window two at once", fixed.hit(limit, "user-2", cost=2))
 stats = fixed.get_window_stats(limit, "user-1")
 print("fixed-window remaining", stats.remaining)
+sliding = strategies.SlidingWindowCounterRateLimiter(store)
+for i in range(5):
+    print("sliding-window hit", sliding.hit(limit, "user-3"))
+print("sliding-window remaining", sliding.get_window_stats(limit, "user-3").remaining)
 print("OK")

@@ -321,7 +321,9 @@ async fn a_native_lease_sync_is_logged_as_its_lua_run() {
 
 /// The limiter libraries' scripts, run natively, log what their Lua runs
 /// log on each path: a new key, a counting key, a key without a deadline;
-/// Spring Cloud Gateway's SETEXs (with TIME's seconds) as SET ... PXAT.
+/// Spring Cloud Gateway's SETEXs (with TIME's seconds) as SET ... PXAT;
+/// `limits`' sliding window shifting its current window (RENAME, SET) and
+/// counting.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn native_library_scripts_are_logged_as_their_lua_runs() {
     let source = |name: &str| {
@@ -331,7 +333,7 @@ async fn native_library_scripts_are_logged_as_their_lua_runs() {
             .expect("a known script")
             .source
     };
-    let calls: [(&str, &[&str], &[&str]); 8] = [
+    let calls: [(&str, &[&str], &[&str]); 9] = [
         ("limits_fixed_window", &["rl:limits"], &["60", "1"]),
         ("limits_fixed_window", &["rl:limits"], &["60", "1"]),
         ("rate_limit_redis", &["rl:express"], &["1000"]),
@@ -356,6 +358,12 @@ async fn native_library_scripts_are_logged_as_their_lua_runs() {
             &["rl:{scg}.tokens", "rl:{scg}.timestamp"],
             &["10", "20", "", "1"],
         ),
+        // The current window has 30 s of 60 left: it shifts, then counts.
+        (
+            "limits_sliding_window",
+            &["rl:{lsw}/prev", "rl:{lsw}/cur"],
+            &["10", "60", "6"],
+        ),
     ];
     let mut logs = Vec::new();
     for native in [true, false] {
@@ -376,6 +384,14 @@ async fn native_library_scripts_are_logged_as_their_lua_runs() {
                 .await
                 .expect("SET");
         }
+        let _: () = redis::cmd("SET")
+            .arg("rl:{lsw}/cur")
+            .arg(8)
+            .arg("PX")
+            .arg(30_000)
+            .query_async(&mut conn)
+            .await
+            .expect("SET");
         let mut replies = Vec::new();
         for (name, keys, args) in calls {
             let reply: redis::Value = redis::cmd("EVAL")
@@ -399,7 +415,7 @@ async fn native_library_scripts_are_logged_as_their_lua_runs() {
             .filter_map(|l| l.split(',').find_map(|f| f.strip_prefix("native_runs=")))
             .map(|n| n.parse::<u64>().expect("a count"))
             .sum();
-        assert_eq!(native_runs, if native { 8 } else { 0 }, "{info}");
+        assert_eq!(native_runs, if native { 9 } else { 0 }, "{info}");
         logs.push((increment(&dir), replies));
         server.handle.shutdown().await;
     }
@@ -411,6 +427,7 @@ async fn native_library_scripts_are_logged_as_their_lua_runs() {
         format!("$3\r\nSET\r\n$15\r\nrl:{{scg}}.tokens\r\n$2\r\n19\r\n$4\r\nPXAT\r\n$13\r\n{}", deadline(4000)),
         format!("$3\r\nSET\r\n$18\r\nrl:{{scg}}.timestamp\r\n$10\r\n1720000000\r\n$4\r\nPXAT\r\n$13\r\n{}", deadline(4000)),
         "$4\r\nINCR\r\n$10\r\nrl:express\r\n".to_string(),
+        format!("$6\r\nrename\r\n$12\r\nrl:{{lsw}}/cur\r\n$13\r\nrl:{{lsw}}/prev\r\n*5\r\n$3\r\nSET\r\n$12\r\nrl:{{lsw}}/cur\r\n$1\r\n0\r\n$4\r\nPXAT\r\n$13\r\n{}\r\n*3\r\n$6\r\nincrby\r\n$12\r\nrl:{{lsw}}/cur\r\n$1\r\n6\r\n", deadline(90_000)),
         format!("$3\r\nSET\r\n$11\r\nrl:flexible\r\n$1\r\n0\r\n$4\r\nPXAT\r\n$13\r\n{}", deadline(10_000)),
         format!("$9\r\nPEXPIREAT\r\n$22\r\nrl:flexible:persistent\r\n$13\r\n{}", deadline(10_000)),
     ] {

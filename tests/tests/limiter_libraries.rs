@@ -1,5 +1,6 @@
 //! The most used limiter libraries, unmodified, against tally and against
-//! redis-server: Python's `limits` (fixed window), rate-limiter-flexible's
+//! redis-server: Python's `limits` (fixed window and sliding-window
+//! counter), rate-limiter-flexible's
 //! RateLimiterRedis and rate-limit-redis's RedisStore, each driven through
 //! its own client (tests/clients/). Each decides as it does on Redis, and
 //! tally runs each library's script natively (recognised by the SHA1 the
@@ -67,6 +68,7 @@ async fn the_libraries_decide_as_on_redis_and_run_natively() {
     let info = conn.line("INFO limiter_scripts").await;
     for (name, calls) in [
         ("limits_fixed_window", 6),
+        ("limits_sliding_window", 5),
         ("rate_limiter_flexible", 8),
         ("rate_limit_redis", 4),
     ] {

@@ -498,3 +498,46 @@ fn native_spring_cloud_gateway_equals_lua() {
     let native = pair.native_runs("spring_cloud_gateway");
     assert!(native >= 200, "{native} native runs");
 }
+
+#[test]
+fn native_limits_sliding_window_equals_lua() {
+    let pair = Pair::new();
+    let sha = sha_of("limits_sliding_window");
+    let rounds = std::sync::atomic::AtomicUsize::new(0);
+    let mut runner = proptest::test_runner::TestRunner::new(ProptestConfig {
+        cases: 300,
+        ..ProptestConfig::default()
+    });
+    let small = || prop_oneof![8 => (0i64..20).prop_map(|n| n.to_string()), 1 => argument()];
+    runner
+        .run(
+            &(
+                (small(), window(), small()),
+                library_prior(),
+                library_prior(),
+                prop::bool::weighted(0.03),
+            ),
+            |((limit, window, amount), previous, current, same_key)| {
+                let round = rounds.fetch_add(1, std::sync::atomic::Ordering::SeqCst) + 1;
+                // limits names the windows `LIMITER/<key>/<limit>/<window>/<n>`.
+                let current_key = format!("LIMITS:LIMITER/{round}/10/60/1");
+                let (previous_key, previous) = if same_key {
+                    (current_key.clone(), None)
+                } else {
+                    (format!("LIMITS:LIMITER/{round}/10/60/0"), previous)
+                };
+                let (a, b) = pair.compare(
+                    round,
+                    &sha,
+                    &[previous_key, current_key],
+                    &[limit, window, amount],
+                    &[previous, current],
+                );
+                prop_assert_eq!(a, b);
+                Ok(())
+            },
+        )
+        .unwrap();
+    let native = pair.native_runs("limits_sliding_window");
+    assert!(native >= 300, "{native} native runs");
+}

@@ -63,7 +63,11 @@ pub(super) fn run(
 
 /// The key as the twins take it: missing, or an integer with PTTL's
 /// answer; anything else (`None`) is left to Lua.
-fn stored_counter(shard: &mut ShardData, key: KeyRef<'_>, now: u64) -> Option<Option<Counter>> {
+pub(super) fn stored_counter(
+    shard: &mut ShardData,
+    key: KeyRef<'_>,
+    now: u64,
+) -> Option<Option<Counter>> {
     let Some(entry) = shard.get(key, now) else {
         return Some(None);
     };
@@ -82,7 +86,7 @@ fn stored_counter(shard: &mut ShardData, key: KeyRef<'_>, now: u64) -> Option<Op
 
 /// Makes one write; returns the deadline it set, if it set one. The twin
 /// has bounded every operand, so nothing overflows or fails half way.
-fn apply(shard: &mut ShardData, key: KeyRef<'_>, write: Write, now: u64) -> u64 {
+pub(super) fn apply(shard: &mut ShardData, key: KeyRef<'_>, write: Write, now: u64) -> u64 {
     match write {
         Write::Set { value, ttl_ms } => {
             let deadline = now + ttl_ms as u64;
@@ -116,7 +120,7 @@ fn apply(shard: &mut ShardData, key: KeyRef<'_>, write: Write, now: u64) -> u64 
 
 /// The command Redis 7 logs for one write of the script (scripts are
 /// replicated by their effects, each as its command propagates).
-fn effect(key: &[u8], write: Write, deadline: u64) -> Encoded {
+pub(super) fn effect(key: &[u8], write: Write, deadline: u64) -> Encoded {
     match write {
         Write::Set { value, .. } => encoded(&[
             &b"SET"[..],

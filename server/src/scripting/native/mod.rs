@@ -7,6 +7,7 @@
 //! Lua's exact reply (`None`), the caller runs the Lua script instead.
 
 mod fixed_window;
+mod limits_sliding_window;
 mod token_bucket;
 
 use tally_lua::{lease, multi_limit, sliding_window, Twin};
@@ -129,6 +130,9 @@ pub fn run(
     if twin == Twin::SpringCloudGateway {
         return token_bucket::run(ctx, keys, args, read_only || over_maxmemory);
     }
+    if twin == Twin::LimitsSlidingWindow {
+        return limits_sliding_window::run(ctx, keys, args, read_only || over_maxmemory);
+    }
     let now = ctx.now_ms;
     let keys: Vec<KeyRef<'_>> = keys.iter().map(|k| ctx.key(k)).collect();
     match twin {
@@ -242,11 +246,12 @@ pub fn run(
                 Reply::Int(reply.free_in_ms),
             ]))
         }
-        // Run by `fixed_window` and `token_bucket` above.
+        // Run by their own files above.
         Twin::LimitsIncrExpire
         | Twin::RateLimitRedis
         | Twin::RateLimiterFlexible
-        | Twin::SpringCloudGateway => None,
+        | Twin::SpringCloudGateway
+        | Twin::LimitsSlidingWindow => None,
     }
 }
 
@@ -290,6 +295,11 @@ pub fn permitted(ctx: &Ctx<'_>, index: usize, keys: &[&[u8]]) -> bool {
                     argvs.push(argv);
                 }
             }
+            Keys::Two(a, b) => {
+                if let (Some(a), Some(b)) = (keys.get(a), keys.get(b)) {
+                    argvs.push(vec![name, a, b]);
+                }
+            }
         }
         argvs.iter().all(|argv| {
             crate::cmd::resolve_indexed(argv).is_ok_and(|(index, command)| {
@@ -306,6 +316,8 @@ enum Keys {
     None,
     /// Every `step`th key from KEYS[`first` + 1].
     Every(usize, usize),
+    /// KEYS[`a` + 1] then KEYS[`b` + 1] (RENAME's source and target).
+    Two(usize, usize),
 }
 
 /// One command a known script's Lua run may call: its catalog name, the
@@ -377,6 +389,18 @@ fn calls(twin: Twin) -> &'static [Call] {
             ];
             CALLS
         }
+        // KEYS are the previous and the current window.
+        Twin::LimitsSlidingWindow => {
+            const CALLS: &[Call] = &[
+                call("pttl", EACH, &[]),
+                call("rename", Keys::Two(1, 0), &[]),
+                call("get", EACH, &[]),
+                call("exists", Keys::Every(2, 1), &[]),
+                call("incrby", Keys::Every(2, 1), &["1"]),
+                call("set", Keys::Every(2, 1), &["1", "PX", "1"]),
+            ];
+            CALLS
+        }
         // KEYS are the tokens key and the timestamp key.
         Twin::SpringCloudGateway => {
             const CALLS: &[Call] = &[
@@ -407,8 +431,8 @@ pub fn reads_keys(twin: Twin) -> bool {
 }
 
 /// Every command the known scripts call.
-const CALLED: [&str; 9] = [
-    "get", "incr", "incrby", "decrby", "expire", "time", "pttl", "set", "setex",
+const CALLED: [&str; 11] = [
+    "get", "incr", "incrby", "decrby", "expire", "time", "pttl", "set", "setex", "exists", "rename",
 ];
 
 /// Registry indexes of [`CALLED`], in its order.

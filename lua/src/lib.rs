@@ -13,10 +13,12 @@
 //! Besides tally's own scripts (the seed's sliding window, the client's
 //! multi-limit check and lease), the set holds the scripts of the most used
 //! limiter libraries, byte for byte as each package sends them
-//! ([`fixed_window`], [`limits_sliding_window`], [`token_bucket`]).
+//! ([`fixed_window`], [`limits_sliding_window`], [`token_bucket`],
+//! [`gcra`]).
 #![warn(missing_docs)]
 
 pub mod fixed_window;
+pub mod gcra;
 pub mod lease;
 pub mod limits_sliding_window;
 pub mod multi_limit;
@@ -56,6 +58,10 @@ pub enum Twin {
     SpringCloudGateway,
     /// [`limits_sliding_window`], Python `limits`' sliding-window counter.
     LimitsSlidingWindow,
+    /// [`gcra`]'s `allowN`, go-redis/redis_rate's `Limiter.AllowN`.
+    RedisRateAllowN,
+    /// [`gcra`]'s `allowAtMost`, go-redis/redis_rate's `Limiter.AllowAtMost`.
+    RedisRateAllowAtMost,
 }
 
 impl Twin {
@@ -63,7 +69,8 @@ impl Twin {
     /// and 0 for a denied one (tally's own scripts and Spring Cloud
     /// Gateway's). The fixed-window scripts reply with counts and leave the
     /// decision to the client; `limits`' sliding window replies true or
-    /// false (1 or nil), which is no decision's reply either.
+    /// false (1 or nil) and redis_rate the cost it allowed, which are no
+    /// such replies either.
     pub fn replies_decision(self) -> bool {
         !matches!(
             self,
@@ -71,6 +78,8 @@ impl Twin {
                 | Twin::RateLimitRedis
                 | Twin::RateLimiterFlexible
                 | Twin::LimitsSlidingWindow
+                | Twin::RedisRateAllowN
+                | Twin::RedisRateAllowAtMost
         )
     }
 }
@@ -121,6 +130,16 @@ pub const SCRIPTS: &[KnownScript] = &[
         name: "limits_sliding_window",
         source: include_str!("../scripts/limits_acquire_sliding_window.lua"),
         twin: Twin::LimitsSlidingWindow,
+    },
+    KnownScript {
+        name: "redis_rate_allow_n",
+        source: include_str!("../scripts/redis_rate_allow_n.lua"),
+        twin: Twin::RedisRateAllowN,
+    },
+    KnownScript {
+        name: "redis_rate_allow_at_most",
+        source: include_str!("../scripts/redis_rate_allow_at_most.lua"),
+        twin: Twin::RedisRateAllowAtMost,
     },
 ];
 
@@ -180,6 +199,29 @@ pub fn plain_number(bytes: &[u8]) -> Result<f64, Fallback> {
         .ok_or(Fallback)
 }
 
+/// A stored string as a script reads it, for `tonumber(GET key)`.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Stored<'a> {
+    /// No such key: `nil`.
+    Missing,
+    /// A string the server holds as an integer.
+    Integer(i64),
+    /// Any other string.
+    Text(&'a [u8]),
+}
+
+/// `tonumber(GET key)` where a twin can promise Lua's answer: `None` for a
+/// missing key; a string only Lua parses, or an integer a Lua number would
+/// round, goes to Lua.
+pub fn stored_number(stored: Stored<'_>) -> Result<Option<f64>, Fallback> {
+    match stored {
+        Stored::Missing => Ok(None),
+        Stored::Integer(n) if n.abs() <= EXACT_INTEGER => Ok(Some(n as f64)),
+        Stored::Integer(_) => Err(Fallback),
+        Stored::Text(bytes) => plain_number(bytes).map(Some),
+    }
+}
+
 /// The largest magnitude at which every integer is exact in a Lua number.
 pub const EXACT_INTEGER: i64 = 1 << 53;
 
@@ -213,6 +255,14 @@ mod tests {
         assert_eq!(
             digest("limits_sliding_window"),
             "e8ac2a60cb040b0dbb56815a1e9c6fd032ce62e7"
+        );
+        assert_eq!(
+            digest("redis_rate_allow_n"),
+            "f52a5b566060d79fd321d695df55bc918339c4aa"
+        );
+        assert_eq!(
+            digest("redis_rate_allow_at_most"),
+            "054143318f521948424aa25df61d7f7ba835a9d7"
         );
         assert_eq!(
             digest("spring_cloud_gateway"),

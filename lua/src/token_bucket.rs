@@ -15,18 +15,7 @@
 //! writes are formatted by the server as Redis formats a Lua number passed
 //! to a command (`%.17g`), which this crate has no means to do.
 
-use crate::{lua_number_to_integer, plain_number, Fallback, EXACT_INTEGER};
-
-/// A stored key as the script reads it with `tonumber(GET key)`.
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub enum Stored<'a> {
-    /// No such key: `nil`.
-    Missing,
-    /// A string the server holds as an integer.
-    Integer(i64),
-    /// Any other string.
-    Text(&'a [u8]),
-}
+use crate::{lua_number_to_integer, plain_number, stored_number, Fallback, Stored};
 
 /// The clock the script ran on: `tonumber(ARGV[3]) or TIME[1]`.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -62,17 +51,6 @@ pub struct Writes {
 /// overflow below it, and Lua prints it as the integer it is.
 const TTL_BOUND: f64 = 1e10;
 
-/// `tonumber(GET key)` where the twin can promise Lua's answer; a string
-/// only Lua parses (or a number it would round) goes to Lua.
-fn read(stored: Stored<'_>) -> Result<Option<f64>, Fallback> {
-    match stored {
-        Stored::Missing => Ok(None),
-        Stored::Integer(n) if n.abs() <= EXACT_INTEGER => Ok(Some(n as f64)),
-        Stored::Integer(_) => Err(Fallback),
-        Stored::Text(bytes) => plain_number(bytes).map(Some),
-    }
-}
-
 /// Runs the script for ARGV = `args` with the server clock at `now_us`
 /// microseconds and the two keys as stored.
 pub fn run(
@@ -103,8 +81,8 @@ pub fn run(
     if !ttl.is_finite() {
         return Err(Fallback);
     }
-    let last_tokens = read(tokens)?.unwrap_or(capacity);
-    let last_refreshed = read(timestamp)?.unwrap_or(0.0);
+    let last_tokens = stored_number(tokens)?.unwrap_or(capacity);
+    let last_refreshed = stored_number(timestamp)?.unwrap_or(0.0);
     // Lua 5.1's math.max and math.min keep the first argument unless a
     // later one is strictly greater (smaller).
     let elapsed = now_number - last_refreshed;

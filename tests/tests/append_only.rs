@@ -323,7 +323,7 @@ async fn a_native_lease_sync_is_logged_as_its_lua_run() {
 /// log on each path: a new key, a counting key, a key without a deadline;
 /// Spring Cloud Gateway's SETEXs (with TIME's seconds) as SET ... PXAT;
 /// `limits`' sliding window shifting its current window (RENAME, SET) and
-/// counting.
+/// counting; redis_rate's GCRA SET with its expiry.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn native_library_scripts_are_logged_as_their_lua_runs() {
     let source = |name: &str| {
@@ -333,7 +333,7 @@ async fn native_library_scripts_are_logged_as_their_lua_runs() {
             .expect("a known script")
             .source
     };
-    let calls: [(&str, &[&str], &[&str]); 9] = [
+    let calls: [(&str, &[&str], &[&str]); 10] = [
         ("limits_fixed_window", &["rl:limits"], &["60", "1"]),
         ("limits_fixed_window", &["rl:limits"], &["60", "1"]),
         ("rate_limit_redis", &["rl:express"], &["1000"]),
@@ -364,6 +364,7 @@ async fn native_library_scripts_are_logged_as_their_lua_runs() {
             &["rl:{lsw}/prev", "rl:{lsw}/cur"],
             &["10", "60", "6"],
         ),
+        ("redis_rate_allow_n", &["rate:user"], &["5", "10", "1", "1"]),
     ];
     let mut logs = Vec::new();
     for native in [true, false] {
@@ -415,7 +416,7 @@ async fn native_library_scripts_are_logged_as_their_lua_runs() {
             .filter_map(|l| l.split(',').find_map(|f| f.strip_prefix("native_runs=")))
             .map(|n| n.parse::<u64>().expect("a count"))
             .sum();
-        assert_eq!(native_runs, if native { 9 } else { 0 }, "{info}");
+        assert_eq!(native_runs, if native { 10 } else { 0 }, "{info}");
         logs.push((increment(&dir), replies));
         server.handle.shutdown().await;
     }
@@ -427,6 +428,8 @@ async fn native_library_scripts_are_logged_as_their_lua_runs() {
         format!("$3\r\nSET\r\n$15\r\nrl:{{scg}}.tokens\r\n$2\r\n19\r\n$4\r\nPXAT\r\n$13\r\n{}", deadline(4000)),
         format!("$3\r\nSET\r\n$18\r\nrl:{{scg}}.timestamp\r\n$10\r\n1720000000\r\n$4\r\nPXAT\r\n$13\r\n{}", deadline(4000)),
         "$4\r\nINCR\r\n$10\r\nrl:express\r\n".to_string(),
+        // The TAT, 0.1 s ahead, to the next whole second.
+        format!("$3\r\nSET\r\n$9\r\nrate:user\r\n$18\r\n236771200.09999999\r\n$4\r\nPXAT\r\n$13\r\n{}", deadline(1000)),
         format!("$6\r\nrename\r\n$12\r\nrl:{{lsw}}/cur\r\n$13\r\nrl:{{lsw}}/prev\r\n*5\r\n$3\r\nSET\r\n$12\r\nrl:{{lsw}}/cur\r\n$1\r\n0\r\n$4\r\nPXAT\r\n$13\r\n{}\r\n*3\r\n$6\r\nincrby\r\n$12\r\nrl:{{lsw}}/cur\r\n$1\r\n6\r\n", deadline(90_000)),
         format!("$3\r\nSET\r\n$11\r\nrl:flexible\r\n$1\r\n0\r\n$4\r\nPXAT\r\n$13\r\n{}", deadline(10_000)),
         format!("$9\r\nPEXPIREAT\r\n$22\r\nrl:flexible:persistent\r\n$13\r\n{}", deadline(10_000)),

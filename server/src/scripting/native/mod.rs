@@ -7,6 +7,7 @@
 //! Lua's exact reply (`None`), the caller runs the Lua script instead.
 
 mod fixed_window;
+mod gcra;
 mod limits_sliding_window;
 mod token_bucket;
 
@@ -133,6 +134,12 @@ pub fn run(
     if twin == Twin::LimitsSlidingWindow {
         return limits_sliding_window::run(ctx, keys, args, read_only || over_maxmemory);
     }
+    if let Twin::RedisRateAllowN | Twin::RedisRateAllowAtMost = twin {
+        let [key] = keys else {
+            return None;
+        };
+        return gcra::run(ctx, twin, key, args, read_only || over_maxmemory);
+    }
     let now = ctx.now_ms;
     let keys: Vec<KeyRef<'_>> = keys.iter().map(|k| ctx.key(k)).collect();
     match twin {
@@ -251,7 +258,9 @@ pub fn run(
         | Twin::RateLimitRedis
         | Twin::RateLimiterFlexible
         | Twin::SpringCloudGateway
-        | Twin::LimitsSlidingWindow => None,
+        | Twin::LimitsSlidingWindow
+        | Twin::RedisRateAllowN
+        | Twin::RedisRateAllowAtMost => None,
     }
 }
 
@@ -398,6 +407,14 @@ fn calls(twin: Twin) -> &'static [Call] {
                 call("exists", Keys::Every(2, 1), &[]),
                 call("incrby", Keys::Every(2, 1), &["1"]),
                 call("set", Keys::Every(2, 1), &["1", "PX", "1"]),
+            ];
+            CALLS
+        }
+        Twin::RedisRateAllowN | Twin::RedisRateAllowAtMost => {
+            const CALLS: &[Call] = &[
+                call("time", Keys::None, &[]),
+                call("get", EACH, &[]),
+                call("set", EACH, &["1", "EX", "1"]),
             ];
             CALLS
         }

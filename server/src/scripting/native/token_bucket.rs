@@ -2,7 +2,8 @@
 //! (`tally_lua::token_bucket`): two keys read and written under their
 //! shards' locks, the SETEXs logged as the Lua run's effects would be.
 
-use tally_lua::token_bucket::{self, Now, Stored};
+use tally_lua::token_bucket::{self, Now};
+use tally_lua::Stored;
 
 use super::propagate;
 use crate::cmd::Ctx;

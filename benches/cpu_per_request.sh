@@ -11,9 +11,9 @@
 # if new) and a token bucket (HMGET, HSET, PEXPIRE) through EVALSHA, neither
 # of which tally recognises, so both take the Lua path; and the seed's
 # sliding window through EVALSHA, which tally runs natively; and the
-# limiter scripts of five libraries as their packages send them (Python
+# limiter scripts of six libraries as their packages send them (Python
 # limits, rate-limit-redis, rate-limiter-flexible, Spring Cloud Gateway,
-# go-redis/redis_rate), which tally also runs natively.
+# go-redis/redis_rate, bucket4j), which tally also runs natively.
 #
 # Prints the median over the rounds of ticks per 100k and of requests per
 # second for each server, and tally's ratio to Redis for both.
@@ -25,7 +25,7 @@ cd "$(dirname "$0")/.."
 
 ROUNDS=${ROUNDS:-5}
 REQUESTS=${REQUESTS:-300000}
-LOADS=${LOADS:-set get incr eval_incr fixed_window token_bucket sliding_window limits rate_limit_redis rate_limiter_flexible spring_cloud_gateway redis_rate}
+LOADS=${LOADS:-set get incr eval_incr fixed_window token_bucket sliding_window limits rate_limit_redis rate_limiter_flexible spring_cloud_gateway redis_rate bucket4j}
 cargo build --release -p tally-server >/dev/null 2>&1
 
 REDIS_PORT=$(free_port)
@@ -63,6 +63,7 @@ RATE_LIMIT_REDIS=$(cat lua/scripts/rate_limit_redis_increment.lua)
 RATE_LIMITER_FLEXIBLE=$(cat lua/scripts/rate_limiter_flexible_incr_ttl.lua)
 SPRING_CLOUD_GATEWAY=$(cat lua/scripts/spring_cloud_gateway_request_rate_limiter.lua)
 REDIS_RATE=$(cat lua/scripts/redis_rate_allow_n.lua)
+BUCKET4J=$(cat lua/scripts/bucket4j_compare_and_swap_px.lua)
 K='rl:u:__rand_int__'
 
 load() { # PORT LOAD: runs it; prints requests per second
@@ -85,6 +86,9 @@ load() { # PORT LOAD: runs it; prints requests per second
         spring_cloud_gateway) args=(EVALSHA "$(redis-cli -p "$port" SCRIPT LOAD "$SPRING_CLOUD_GATEWAY")" 2 "$K:tokens" "$K:ts" 10 20 "" 1) ;;
         # go-redis/redis_rate's AllowN: burst, rate, period s, cost.
         redis_rate) args=(EVALSHA "$(redis-cli -p "$port" SCRIPT LOAD "$REDIS_RATE")" 1 "$K" 1000 1000 1 1) ;;
+        # bucket4j sends EVAL with the text every time: a swap that fails
+        # (the keys hold no state), the commonest outcome under contention.
+        bucket4j) args=(EVAL "$BUCKET4J" 1 "$K" state-0 state-1 60000) ;;
     esac
     rps "$port" "$REQUESTS" "${args[@]}"
 }

@@ -14,9 +14,10 @@
 //! multi-limit check and lease), the set holds the scripts of the most used
 //! limiter libraries, byte for byte as each package sends them
 //! ([`fixed_window`], [`limits_sliding_window`], [`token_bucket`],
-//! [`gcra`]).
+//! [`gcra`], [`compare_and_swap`]).
 #![warn(missing_docs)]
 
+pub mod compare_and_swap;
 pub mod fixed_window;
 pub mod gcra;
 pub mod lease;
@@ -62,6 +63,8 @@ pub enum Twin {
     RedisRateAllowN,
     /// [`gcra`]'s `allowAtMost`, go-redis/redis_rate's `Limiter.AllowAtMost`.
     RedisRateAllowAtMost,
+    /// One of bucket4j's [`compare_and_swap`] scripts.
+    Bucket4j(compare_and_swap::Script),
 }
 
 impl Twin {
@@ -69,8 +72,8 @@ impl Twin {
     /// and 0 for a denied one (tally's own scripts and Spring Cloud
     /// Gateway's). The fixed-window scripts reply with counts and leave the
     /// decision to the client; `limits`' sliding window replies true or
-    /// false (1 or nil) and redis_rate the cost it allowed, which are no
-    /// such replies either.
+    /// false (1 or nil), redis_rate the cost it allowed and bucket4j whether
+    /// it swapped, which are no such replies either.
     pub fn replies_decision(self) -> bool {
         !matches!(
             self,
@@ -80,6 +83,7 @@ impl Twin {
                 | Twin::LimitsSlidingWindow
                 | Twin::RedisRateAllowN
                 | Twin::RedisRateAllowAtMost
+                | Twin::Bucket4j(_)
         )
     }
 }
@@ -140,6 +144,26 @@ pub const SCRIPTS: &[KnownScript] = &[
         name: "redis_rate_allow_at_most",
         source: include_str!("../scripts/redis_rate_allow_at_most.lua"),
         twin: Twin::RedisRateAllowAtMost,
+    },
+    KnownScript {
+        name: "bucket4j_set_nx_px",
+        source: include_str!("../scripts/bucket4j_set_nx_px.lua"),
+        twin: Twin::Bucket4j(compare_and_swap::Script::SetNxPx),
+    },
+    KnownScript {
+        name: "bucket4j_set_nx",
+        source: include_str!("../scripts/bucket4j_set_nx.lua"),
+        twin: Twin::Bucket4j(compare_and_swap::Script::SetNx),
+    },
+    KnownScript {
+        name: "bucket4j_compare_and_swap_px",
+        source: include_str!("../scripts/bucket4j_compare_and_swap_px.lua"),
+        twin: Twin::Bucket4j(compare_and_swap::Script::CompareAndSwapPx),
+    },
+    KnownScript {
+        name: "bucket4j_compare_and_swap",
+        source: include_str!("../scripts/bucket4j_compare_and_swap.lua"),
+        twin: Twin::Bucket4j(compare_and_swap::Script::CompareAndSwap),
     },
 ];
 
@@ -264,6 +288,26 @@ mod tests {
             digest("redis_rate_allow_at_most"),
             "054143318f521948424aa25df61d7f7ba835a9d7"
         );
+        for (name, sha) in [
+            (
+                "bucket4j_set_nx_px",
+                "c0569386b0382069581dfaa1a8d241140bc0eeb4",
+            ),
+            (
+                "bucket4j_set_nx",
+                "1fed031c105d7c0315b3fc2e4a75e697247264f5",
+            ),
+            (
+                "bucket4j_compare_and_swap_px",
+                "535b2fd00a12a23393fe15cf99599ecc51cd3007",
+            ),
+            (
+                "bucket4j_compare_and_swap",
+                "9450de540565d89de15092a716555821601f128b",
+            ),
+        ] {
+            assert_eq!(digest(name), sha, "{name}");
+        }
         assert_eq!(
             digest("spring_cloud_gateway"),
             "0ad5736ed1c04aae6ec194376c784b89b8c08a7a"

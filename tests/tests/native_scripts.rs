@@ -597,3 +597,60 @@ fn native_redis_rate_allow_n_equals_lua() {
 fn native_redis_rate_allow_at_most_equals_lua() {
     redis_rate_script_equals_lua("redis_rate_allow_at_most");
 }
+
+#[test]
+fn native_bucket4j_scripts_equal_lua() {
+    let pair = Pair::new();
+    let names = [
+        "bucket4j_set_nx_px",
+        "bucket4j_set_nx",
+        "bucket4j_compare_and_swap_px",
+        "bucket4j_compare_and_swap",
+    ];
+    let shas: Vec<String> = names.iter().map(|n| sha_of(n)).collect();
+    let rounds = std::sync::atomic::AtomicUsize::new(0);
+    let mut runner = proptest::test_runner::TestRunner::new(ProptestConfig {
+        cases: 300,
+        ..ProptestConfig::default()
+    });
+    // Serialized bucket states (a few, so that the expected one often is
+    // the stored one), integers among them.
+    let state = || {
+        prop::sample::select(vec![
+            "\u{1}\u{0}state-a",
+            "state-b",
+            "state-c",
+            "7",
+            "",
+            "07",
+        ])
+        .prop_map(String::from)
+    };
+    let ttl = prop_oneof![
+        6 => (1i64..100_000).prop_map(|n| n.to_string()),
+        1 => argument(),
+    ];
+    let prior = prop::option::of((state(), prop::option::of(1u64..100_000)));
+    runner
+        .run(
+            &(0usize..4, state(), state(), ttl, prior),
+            |(script, first, second, ttl, prior)| {
+                let round = rounds.fetch_add(1, std::sync::atomic::Ordering::SeqCst) + 1;
+                let keys = vec![format!("bucket4j:{round}")];
+                let args = match script {
+                    0 => vec![first, ttl],
+                    1 => vec![first],
+                    2 => vec![first, second, ttl],
+                    _ => vec![first, second],
+                };
+                let (a, b) = pair.compare(round, &shas[script], &keys, &args, &[prior]);
+                prop_assert_eq!(a, b);
+                Ok(())
+            },
+        )
+        .unwrap();
+    for name in names {
+        let native = pair.native_runs(name);
+        assert!(native >= 40, "{native} native runs of {name}");
+    }
+}

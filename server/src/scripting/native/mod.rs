@@ -6,11 +6,13 @@
 //! under the same shard locks a Lua run would hold. Whenever the twin or the runner cannot promise
 //! Lua's exact reply (`None`), the caller runs the Lua script instead.
 
+mod compare_and_swap;
 mod fixed_window;
 mod gcra;
 mod limits_sliding_window;
 mod token_bucket;
 
+use tally_lua::compare_and_swap::Script;
 use tally_lua::{lease, multi_limit, sliding_window, Twin};
 
 use crate::cmd::Ctx;
@@ -140,6 +142,12 @@ pub fn run(
         };
         return gcra::run(ctx, twin, key, args, read_only || over_maxmemory);
     }
+    if let Twin::Bucket4j(script) = twin {
+        let [key] = keys else {
+            return None;
+        };
+        return compare_and_swap::run(ctx, script, key, args, read_only || over_maxmemory);
+    }
     let now = ctx.now_ms;
     let keys: Vec<KeyRef<'_>> = keys.iter().map(|k| ctx.key(k)).collect();
     match twin {
@@ -260,7 +268,8 @@ pub fn run(
         | Twin::SpringCloudGateway
         | Twin::LimitsSlidingWindow
         | Twin::RedisRateAllowN
-        | Twin::RedisRateAllowAtMost => None,
+        | Twin::RedisRateAllowAtMost
+        | Twin::Bucket4j(_) => None,
     }
 }
 
@@ -418,6 +427,18 @@ fn calls(twin: Twin) -> &'static [Call] {
             ];
             CALLS
         }
+        Twin::Bucket4j(Script::SetNxPx | Script::SetNx) => {
+            const CALLS: &[Call] = &[call("set", EACH, &["1", "nx"])];
+            CALLS
+        }
+        Twin::Bucket4j(Script::CompareAndSwapPx) => {
+            const CALLS: &[Call] = &[call("get", EACH, &[]), call("psetex", EACH, &["1", "1"])];
+            CALLS
+        }
+        Twin::Bucket4j(Script::CompareAndSwap) => {
+            const CALLS: &[Call] = &[call("get", EACH, &[]), call("set", EACH, &["1"])];
+            CALLS
+        }
         // KEYS are the tokens key and the timestamp key.
         Twin::SpringCloudGateway => {
             const CALLS: &[Call] = &[
@@ -448,8 +469,9 @@ pub fn reads_keys(twin: Twin) -> bool {
 }
 
 /// Every command the known scripts call.
-const CALLED: [&str; 11] = [
-    "get", "incr", "incrby", "decrby", "expire", "time", "pttl", "set", "setex", "exists", "rename",
+const CALLED: [&str; 12] = [
+    "get", "incr", "incrby", "decrby", "expire", "time", "pttl", "set", "setex", "exists",
+    "rename", "psetex",
 ];
 
 /// Registry indexes of [`CALLED`], in its order.

@@ -122,6 +122,23 @@ async fn strings_and_counters_match_redis() {
         GET counter
         SETRANGE ap 536870911 x
         SETRANGE ap 536870912 x
+        SET counter2 12345
+        SETRANGE counter2 30 tail
+        GET counter2
+        SET long aaaaaaaaaaaaaaaaaaaaaaaaaaaaaa EX 100
+        SETRANGE long 3 XYZ
+        GET long
+        TTL long
+        SETRANGE long 40 end
+        GET long
+        STRLEN long
+        TTL long
+        SETRANGE fresh 25 x
+        GET fresh
+        STRLEN fresh
+        SETRANGE fresh 0 12345678901234567890123456
+        GET fresh
+        INCR fresh
     "#)
     .await;
 }

@@ -160,3 +160,51 @@ async fn native_and_lua_runs_refuse_alike_at_the_maxmemory_edge() {
         replies[0]
     );
 }
+
+/// SETRANGE far past a string's end grows the string where it lies, as
+/// Redis grows its sds: a 512 MB string costs the server about 512 MB at
+/// its peak (building the value beside the stored one, as tally once did,
+/// peaked at 1 GB), and DEL gives it back to used_memory.
+#[tokio::test]
+async fn a_512_mb_setrange_costs_its_size_once() {
+    let server = tally_tests::process::TallyProcess::start(&[]);
+    let mut conn = tally_tests::RawConn::connect(server.addr()).await;
+    let info = conn.line("INFO server").await;
+    let pid: u32 = info
+        .lines()
+        .find_map(|l| l.strip_prefix("process_id:"))
+        .and_then(|p| p.trim().parse().ok())
+        .expect("INFO names the process");
+    assert_eq!(
+        conn.cmd(&["SETRANGE", "big", "536870911", "x"]).await,
+        b":536870912\r\n"
+    );
+    // Patching inside it copies nothing either.
+    assert_eq!(
+        conn.cmd(&["SETRANGE", "big", "100", "y"]).await,
+        b":536870912\r\n"
+    );
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).expect("the status");
+    let peak_kb: u64 = status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmHWM:"))
+        .and_then(|v| v.trim().trim_end_matches(" kB").parse().ok())
+        .expect("VmHWM");
+    assert!(
+        peak_kb < 700 * 1024,
+        "peak RSS {peak_kb} kB for a 512 MB string"
+    );
+    assert_eq!(
+        conn.cmd(&["GETRANGE", "big", "99", "101"]).await,
+        b"$3\r\n\0y\0\r\n"
+    );
+    assert_eq!(conn.cmd(&["DEL", "big"]).await, b":1\r\n");
+    let used: u64 = conn
+        .line("INFO memory")
+        .await
+        .lines()
+        .find_map(|l| l.strip_prefix("used_memory:"))
+        .and_then(|v| v.trim().parse().ok())
+        .expect("used_memory");
+    assert!(used < 64 * 1024 * 1024, "used_memory {used} after DEL");
+}

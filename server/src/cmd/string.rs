@@ -553,26 +553,50 @@ pub fn setrange(ctx: &mut Ctx<'_>, argv: &[&[u8]]) -> Reply {
     let patch = argv[3];
     let key = ctx.key(argv[1]);
     let mut shard = ctx.lock(key);
-    let existing = match shard.get(key, ctx.now_ms) {
+    let current_len = match shard.get(key, ctx.now_ms) {
         Some(entry) => match string_of(entry) {
-            Ok(value) => Some(value_bytes(value)),
+            Ok(value) => Some(value_len(value)),
             Err(reply) => return reply,
         },
         None => None,
     };
-    let current_len = existing.as_ref().map_or(0, |v| v.len());
     if patch.is_empty() {
-        return Reply::Int(current_len as i64);
+        return Reply::Int(current_len.unwrap_or(0) as i64);
     }
     if offset as u64 + patch.len() as u64 > max {
         return Reply::error(error::STRING_TOO_LONG);
     }
-    let mut value = existing.unwrap_or_default();
     let end = offset as usize + patch.len();
-    if value.len() < end {
-        value.resize(end, 0);
+    if end <= I64_TEXT_MAX {
+        // A short result may be an integer's text, which is stored as the
+        // integer: it goes through the string writer, which decides.
+        let mut value = shard
+            .get(key, ctx.now_ms)
+            .map(|entry| value_bytes(entry.value()))
+            .unwrap_or_default();
+        if value.len() < end {
+            value.resize(end, 0);
+        }
+        value[offset as usize..end].copy_from_slice(patch);
+        write_string(&mut shard, key, &value, Deadline::Keep, ctx.now_ms);
+        return Reply::Int(value.len() as i64);
     }
-    value[offset as usize..end].copy_from_slice(patch);
-    write_string(&mut shard, key, &value, Deadline::Keep, ctx.now_ms);
-    Reply::Int(value.len() as i64)
+    // A long result is patched where it lies, as Redis patches its sds: a
+    // 512 MB value is not built beside the stored one and copied in.
+    if current_len.is_none() {
+        shard.set(key, ValueRef::Str(b""), 0, ctx.now_ms);
+    }
+    let Some(mut entry) = shard.get_mut(key, ctx.now_ms) else {
+        return Reply::Int(0);
+    };
+    if let ValueRef::Int(n) = entry.value() {
+        let mut digits = itoa::Buffer::new();
+        entry.set_value(ValueRef::Str(digits.format(n).as_bytes()));
+    }
+    entry.patch_str(offset as usize, patch);
+    Reply::Int(value_len(entry.value()) as i64)
 }
+
+/// The longest text of an i64 (`-9223372036854775808`): a string longer
+/// than this is never stored as an integer.
+const I64_TEXT_MAX: usize = 20;

@@ -112,15 +112,37 @@ unsafe impl Sync for Entry {}
 impl Entry {
     /// Builds an entry in `slab`. `expire_at_ms == 0` means no deadline.
     pub fn new(key: &[u8], value: ValueRef<'_>, expire_at_ms: u64, slab: &mut Slab) -> Entry {
-        let wide = key.len() > COMPACT_MAX_KEY || expire_at_ms > COMPACT_MAX_EXPIRE;
-        let header = if wide { WIDE_HEADER } else { COMPACT_HEADER };
-        let total = header + key.len() + value.extra_len();
-        let ptr = slab.alloc(total);
         let (kind, payload) = match value {
             ValueRef::Int(n) => (KIND_INT, n as u64),
             ValueRef::Str(bytes) => (KIND_STR, bytes.len() as u64),
             ValueRef::Obj(object) => (KIND_OBJ, Box::into_raw(Box::new(object.clone())) as u64),
         };
+        let entry = Entry::with_header(key, kind, payload, value.extra_len(), expire_at_ms, slab);
+        if let ValueRef::Str(bytes) = value {
+            // SAFETY: the block has room for `bytes.len()` value bytes after
+            // the key (`with_header` allocated them).
+            unsafe {
+                std::ptr::copy_nonoverlapping(bytes.as_ptr(), entry.value_ptr(), bytes.len());
+            }
+        }
+        entry
+    }
+
+    /// Allocates a block for `key` with `value_len` value bytes after it and
+    /// writes the header and the key; the value bytes are left for the
+    /// caller to write.
+    fn with_header(
+        key: &[u8],
+        kind: u8,
+        payload: u64,
+        value_len: usize,
+        expire_at_ms: u64,
+        slab: &mut Slab,
+    ) -> Entry {
+        let wide = key.len() > COMPACT_MAX_KEY || expire_at_ms > COMPACT_MAX_EXPIRE;
+        let header = if wide { WIDE_HEADER } else { COMPACT_HEADER };
+        let total = header + key.len() + value_len;
+        let ptr = slab.alloc(total);
         // SAFETY: every write stays inside the `total` bytes just allocated;
         // the u64 writes are at 8-aligned offsets of an 8-aligned block.
         unsafe {
@@ -138,15 +160,53 @@ impl Entry {
                 (p.add(8) as *mut u64).write(payload);
             }
             std::ptr::copy_nonoverlapping(key.as_ptr(), p.add(header), key.len());
-            if let ValueRef::Str(bytes) = value {
-                std::ptr::copy_nonoverlapping(
-                    bytes.as_ptr(),
-                    p.add(header + key.len()),
-                    bytes.len(),
-                );
-            }
         }
         Entry { ptr }
+    }
+
+    /// Where a string's bytes start: right after the key.
+    fn value_ptr(&self) -> *mut u8 {
+        // SAFETY: header and key lie within the block.
+        unsafe { self.ptr.as_ptr().add(self.header_len() + self.key_len()) }
+    }
+
+    /// Writes `patch` at `offset` of a string stored as bytes (SETRANGE),
+    /// growing it with zero bytes to reach `offset`: in place when it is
+    /// long enough, else into one new block of the final length, the old
+    /// bytes copied once. A value that is not stored as bytes is left alone.
+    pub fn patch_str(&mut self, offset: usize, patch: &[u8], slab: &mut Slab) {
+        if self.tag() & KIND_MASK != KIND_STR {
+            return;
+        }
+        let len = self.payload() as usize;
+        let end = offset + patch.len();
+        if end > len {
+            let grown = Entry::with_header(
+                self.key(),
+                KIND_STR,
+                end as u64,
+                end,
+                self.expire_at(),
+                slab,
+            );
+            // SAFETY: the new block has `end` value bytes; the old one has
+            // `len` < `end`; they are distinct blocks.
+            unsafe {
+                std::ptr::copy_nonoverlapping(self.value_ptr(), grown.value_ptr(), len);
+                std::ptr::write_bytes(grown.value_ptr().add(len), 0, end - len);
+            }
+            let old = std::mem::replace(self, grown);
+            old.free(slab);
+        }
+        // SAFETY: the value now has at least `end` bytes; `patch` cannot
+        // alias them (it is not borrowed from this entry, held by &mut).
+        unsafe {
+            std::ptr::copy_nonoverlapping(
+                patch.as_ptr(),
+                self.value_ptr().add(offset),
+                patch.len(),
+            );
+        }
     }
 
     /// Builds an entry that takes ownership of a collection.

@@ -197,6 +197,13 @@ impl EntryMut<'_> {
         self.entry.set_value(value, self.slab);
     }
 
+    /// SETRANGE on a string stored as bytes: `patch` at `offset`, zero
+    /// bytes up to it, without copying the value out and back.
+    pub fn patch_str(&mut self, offset: usize, patch: &[u8]) {
+        self.modified = true;
+        self.entry.patch_str(offset, patch, self.slab);
+    }
+
     /// Sets the deadline (0 removes it).
     pub fn set_expire_at(&mut self, expire_at_ms: u64) {
         self.modified = true;

@@ -13,7 +13,8 @@
 //! Besides tally's own scripts (the seed's sliding window, the client's
 //! multi-limit check and lease), the set holds the scripts of the most used
 //! limiter libraries, byte for byte as each package sends them
-//! ([`fixed_window`], [`limits_sliding_window`], [`token_bucket`],
+//! ([`fixed_window`], [`limits_sliding_window`], [`limits_moving_window`],
+//! [`token_bucket`],
 //! [`gcra`], [`compare_and_swap`]).
 #![warn(missing_docs)]
 
@@ -21,6 +22,7 @@ pub mod compare_and_swap;
 pub mod fixed_window;
 pub mod gcra;
 pub mod lease;
+pub mod limits_moving_window;
 pub mod limits_sliding_window;
 pub mod multi_limit;
 pub mod sliding_window;
@@ -65,6 +67,8 @@ pub enum Twin {
     RedisRateAllowAtMost,
     /// One of bucket4j's [`compare_and_swap`] scripts.
     Bucket4j(compare_and_swap::Script),
+    /// [`limits_moving_window`], Python `limits`' moving window.
+    LimitsMovingWindow,
 }
 
 impl Twin {
@@ -72,8 +76,9 @@ impl Twin {
     /// and 0 for a denied one (tally's own scripts and Spring Cloud
     /// Gateway's). The fixed-window scripts reply with counts and leave the
     /// decision to the client; `limits`' sliding window replies true or
-    /// false (1 or nil), redis_rate the cost it allowed and bucket4j whether
-    /// it swapped, which are no such replies either.
+    /// false (1 or nil) as does its moving window, redis_rate the cost it
+    /// allowed and bucket4j whether it swapped, which are no such replies
+    /// either.
     pub fn replies_decision(self) -> bool {
         !matches!(
             self,
@@ -84,6 +89,7 @@ impl Twin {
                 | Twin::RedisRateAllowN
                 | Twin::RedisRateAllowAtMost
                 | Twin::Bucket4j(_)
+                | Twin::LimitsMovingWindow
         )
     }
 }
@@ -134,6 +140,11 @@ pub const SCRIPTS: &[KnownScript] = &[
         name: "limits_sliding_window",
         source: include_str!("../scripts/limits_acquire_sliding_window.lua"),
         twin: Twin::LimitsSlidingWindow,
+    },
+    KnownScript {
+        name: "limits_moving_window",
+        source: include_str!("../scripts/limits_acquire_moving_window.lua"),
+        twin: Twin::LimitsMovingWindow,
     },
     KnownScript {
         name: "redis_rate_allow_n",
@@ -275,6 +286,10 @@ mod tests {
         assert_eq!(
             digest("rate_limiter_flexible"),
             "a1de965f42e177aa339706bd580f049065eca79a"
+        );
+        assert_eq!(
+            digest("limits_moving_window"),
+            "741eab638ba93ed71020bb821c45c022d0fa02c4"
         );
         assert_eq!(
             digest("limits_sliding_window"),

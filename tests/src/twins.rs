@@ -128,6 +128,31 @@ impl Pair {
         (show(a), show(b))
     }
 
+    /// Both servers' replies to the same `commands` at clock offset
+    /// `round` (for values GET cannot show, such as lists).
+    pub fn compare_commands(
+        &self,
+        round: usize,
+        commands: &[Vec<String>],
+    ) -> (Vec<String>, Vec<String>) {
+        let at = T0_MS + round as u64 * 7_919;
+        self.native.clock.set_ms(at);
+        self.lua.clock.set_ms(at);
+        self.runtime.block_on(async {
+            let mut replies = Vec::new();
+            for server in [&self.native, &self.lua] {
+                let mut conn = server.raw().await;
+                let mut seen = Vec::new();
+                for command in commands {
+                    seen.push(String::from_utf8_lossy(&conn.cmd(command).await).into_owned());
+                }
+                replies.push(seen);
+            }
+            let lua = replies.pop().unwrap_or_default();
+            (replies.pop().unwrap_or_default(), lua)
+        })
+    }
+
     /// INFO's count of native runs of known script `name`.
     pub fn native_runs(&self, name: &str) -> u64 {
         let info = self.runtime.block_on(async {

@@ -324,7 +324,8 @@ async fn a_native_lease_sync_is_logged_as_its_lua_run() {
 /// Spring Cloud Gateway's SETEXs (with TIME's seconds) as SET ... PXAT;
 /// `limits`' sliding window shifting its current window (RENAME, SET) and
 /// counting; redis_rate's GCRA SET with its expiry; bucket4j's first
-/// state and compare-and-swap.
+/// state and compare-and-swap; `limits`' moving window pushing, trimming
+/// and expiring its list.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn native_library_scripts_are_logged_as_their_lua_runs() {
     let source = |name: &str| {
@@ -334,7 +335,7 @@ async fn native_library_scripts_are_logged_as_their_lua_runs() {
             .expect("a known script")
             .source
     };
-    let calls: [(&str, &[&str], &[&str]); 12] = [
+    let calls: [(&str, &[&str], &[&str]); 13] = [
         ("limits_fixed_window", &["rl:limits"], &["60", "1"]),
         ("limits_fixed_window", &["rl:limits"], &["60", "1"]),
         ("rate_limit_redis", &["rl:express"], &["1000"]),
@@ -371,6 +372,11 @@ async fn native_library_scripts_are_logged_as_their_lua_runs() {
             "bucket4j_compare_and_swap",
             &["bucket4j:b"],
             &["state-0", "state-1"],
+        ),
+        (
+            "limits_moving_window",
+            &["LIMITS:mw"],
+            &["1720000000.5", "3", "60", "2"],
         ),
     ];
     let mut logs = Vec::new();
@@ -423,7 +429,7 @@ async fn native_library_scripts_are_logged_as_their_lua_runs() {
             .filter_map(|l| l.split(',').find_map(|f| f.strip_prefix("native_runs=")))
             .map(|n| n.parse::<u64>().expect("a count"))
             .sum();
-        assert_eq!(native_runs, if native { 12 } else { 0 }, "{info}");
+        assert_eq!(native_runs, if native { 13 } else { 0 }, "{info}");
         logs.push((increment(&dir), replies));
         server.handle.shutdown().await;
     }
@@ -435,6 +441,7 @@ async fn native_library_scripts_are_logged_as_their_lua_runs() {
         format!("$3\r\nSET\r\n$15\r\nrl:{{scg}}.tokens\r\n$2\r\n19\r\n$4\r\nPXAT\r\n$13\r\n{}", deadline(4000)),
         format!("$3\r\nSET\r\n$18\r\nrl:{{scg}}.timestamp\r\n$10\r\n1720000000\r\n$4\r\nPXAT\r\n$13\r\n{}", deadline(4000)),
         "$4\r\nINCR\r\n$10\r\nrl:express\r\n".to_string(),
+        format!("*4\r\n$5\r\nlpush\r\n$9\r\nLIMITS:mw\r\n$12\r\n1720000000.5\r\n$12\r\n1720000000.5\r\n*4\r\n$5\r\nltrim\r\n$9\r\nLIMITS:mw\r\n$1\r\n0\r\n$1\r\n2\r\n*3\r\n$9\r\nPEXPIREAT\r\n$9\r\nLIMITS:mw\r\n$13\r\n{}", deadline(60_000)),
         format!("$3\r\nSET\r\n$10\r\nbucket4j:b\r\n$7\r\nstate-0\r\n$4\r\nPXAT\r\n$13\r\n{}\r\n*3\r\n$3\r\nset\r\n$10\r\nbucket4j:b\r\n$7\r\nstate-1\r\n", deadline(5000)),
         // The TAT, 0.1 s ahead, to the next whole second.
         format!("$3\r\nSET\r\n$9\r\nrate:user\r\n$18\r\n236771200.09999999\r\n$4\r\nPXAT\r\n$13\r\n{}", deadline(1000)),

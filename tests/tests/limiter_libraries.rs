@@ -1,6 +1,6 @@
 //! The most used limiter libraries, unmodified, against tally and against
-//! redis-server: Python's `limits` (fixed window and sliding-window
-//! counter), rate-limiter-flexible's
+//! redis-server: Python's `limits` (fixed window, sliding-window counter,
+//! moving window), rate-limiter-flexible's
 //! RateLimiterRedis and rate-limit-redis's RedisStore, each driven through
 //! its own client (tests/clients/). Each decides as it does on Redis, and
 //! tally runs each library's script natively (recognised by the SHA1 the
@@ -69,6 +69,7 @@ async fn the_libraries_decide_as_on_redis_and_run_natively() {
     for (name, calls) in [
         ("limits_fixed_window", 6),
         ("limits_sliding_window", 5),
+        ("limits_moving_window", 5),
         ("rate_limiter_flexible", 8),
         ("rate_limit_redis", 4),
     ] {

@@ -301,3 +301,78 @@ fn native_bucket4j_scripts_equal_lua() {
         assert!(native >= 40, "{native} native runs of {name}");
     }
 }
+
+#[test]
+fn native_limits_moving_window_equals_lua() {
+    let pair = Pair::start();
+    let sha = sha_of("limits_moving_window");
+    let rounds = std::sync::atomic::AtomicUsize::new(0);
+    let mut runner = proptest::test_runner::TestRunner::new(ProptestConfig {
+        cases: 250,
+        ..ProptestConfig::default()
+    });
+    // The caller's clock as Python's time.time() prints it, near the
+    // entries' timestamps.
+    let now = prop_oneof![
+        4 => (0u32..120_000).prop_map(|ms| format!("{}", 1_720_000_000.0 + f64::from(ms) / 1000.0)),
+        1 => argument(),
+    ];
+    let small =
+        |upto: i64| prop_oneof![8 => (0..upto).prop_map(|n| n.to_string()), 1 => argument()];
+    // A list of hit timestamps, newest first, as earlier hits left it
+    // (sometimes something else under the key).
+    let entries = prop_oneof![
+        6 => prop::collection::vec(0u32..120_000, 0..12).prop_map(|mut ms| {
+            ms.sort_unstable_by(|a, b| b.cmp(a));
+            ms.iter().map(|m| format!("{}", 1_720_000_000.0 + f64::from(*m) / 1000.0)).collect::<Vec<_>>()
+        }),
+        1 => Just(vec!["junk".to_string()]),
+    ];
+    let string_instead = prop::bool::weighted(0.05);
+    runner
+        .run(
+            &(
+                (now, small(12), window(), small(6)),
+                entries,
+                string_instead,
+                prop::option::of(1u64..100_000),
+            ),
+            |((now, limit, expiry, amount), entries, string_instead, ttl)| {
+                let round = rounds.fetch_add(1, std::sync::atomic::Ordering::SeqCst) + 1;
+                let key = format!("LIMITS:LIMITER/{round}/10/1/minute");
+                let mut commands: Vec<Vec<String>> = Vec::new();
+                if string_instead {
+                    commands.push(vec!["SET".into(), key.clone(), "1".into()]);
+                } else if !entries.is_empty() {
+                    let mut push = vec!["RPUSH".to_string(), key.clone()];
+                    push.extend(entries);
+                    commands.push(push);
+                }
+                if let Some(ms) = ttl {
+                    commands.push(vec!["PEXPIRE".into(), key.clone(), ms.to_string()]);
+                }
+                let call = vec![
+                    "EVALSHA".to_string(),
+                    sha.clone(),
+                    "1".into(),
+                    key.clone(),
+                    now,
+                    limit,
+                    expiry,
+                    amount,
+                ];
+                for _ in 0..3 {
+                    commands.push(call.clone());
+                }
+                commands.push(vec!["TYPE".into(), key.clone()]);
+                commands.push(vec!["LRANGE".into(), key.clone(), "0".into(), "-1".into()]);
+                commands.push(vec!["PTTL".into(), key]);
+                let (a, b) = pair.compare_commands(round, &commands);
+                prop_assert_eq!(a, b);
+                Ok(())
+            },
+        )
+        .unwrap();
+    let native = pair.native_runs("limits_moving_window");
+    assert!(native >= 200, "{native} native runs");
+}

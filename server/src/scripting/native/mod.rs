@@ -9,6 +9,7 @@
 mod compare_and_swap;
 mod fixed_window;
 mod gcra;
+mod limits_moving_window;
 mod limits_sliding_window;
 mod token_bucket;
 
@@ -142,6 +143,12 @@ pub fn run(
         };
         return gcra::run(ctx, twin, key, args, read_only || over_maxmemory);
     }
+    if twin == Twin::LimitsMovingWindow {
+        let [key] = keys else {
+            return None;
+        };
+        return limits_moving_window::run(ctx, key, args, read_only || over_maxmemory);
+    }
     if let Twin::Bucket4j(script) = twin {
         let [key] = keys else {
             return None;
@@ -269,7 +276,8 @@ pub fn run(
         | Twin::LimitsSlidingWindow
         | Twin::RedisRateAllowN
         | Twin::RedisRateAllowAtMost
-        | Twin::Bucket4j(_) => None,
+        | Twin::Bucket4j(_)
+        | Twin::LimitsMovingWindow => None,
     }
 }
 
@@ -419,6 +427,15 @@ fn calls(twin: Twin) -> &'static [Call] {
             ];
             CALLS
         }
+        Twin::LimitsMovingWindow => {
+            const CALLS: &[Call] = &[
+                call("lindex", EACH, &["0"]),
+                call("lpush", EACH, &["1"]),
+                call("ltrim", EACH, &["0", "1"]),
+                call("expire", EACH, &["1"]),
+            ];
+            CALLS
+        }
         Twin::RedisRateAllowN | Twin::RedisRateAllowAtMost => {
             const CALLS: &[Call] = &[
                 call("time", Keys::None, &[]),
@@ -465,7 +482,7 @@ fn calls(twin: Twin) -> &'static [Call] {
 pub fn reads_keys(twin: Twin) -> bool {
     calls(twin)
         .iter()
-        .any(|call| matches!(call.name, "get" | "pttl"))
+        .any(|call| matches!(call.name, "get" | "pttl" | "exists" | "lindex"))
 }
 
 /// Every command the known scripts call.

@@ -1,101 +1,28 @@
 //! Native execution of the known limiter scripts (`tally_lua::SCRIPTS`).
 //!
-//! The twin decides from the arguments and the stored counters; this file
-//! (tally's own scripts), `fixed_window.rs` and `token_bucket.rs` (the
-//! libraries' scripts) read those counters and apply the twin's writes
-//! under the same shard locks a Lua run would hold. Whenever the twin or the runner cannot promise
-//! Lua's exact reply (`None`), the caller runs the Lua script instead.
+//! A twin (in `tally_lua`) decides from the arguments and the stored
+//! values; a runner here per family (`own.rs` for tally's own scripts, one
+//! file per library's) reads those values and applies the twin's writes
+//! under the same shard locks a Lua run would hold, logging them as the Lua
+//! run's effects. Whenever the twin or the runner cannot promise Lua's exact
+//! reply (`None`), the caller runs the Lua script instead. This file routes
+//! a run to its runner and says which commands each script's Lua run may
+//! call, which the ACL check of a native run needs.
 
 mod compare_and_swap;
 mod fixed_window;
 mod gcra;
 mod limits_moving_window;
 mod limits_sliding_window;
+mod own;
 mod token_bucket;
 
 use tally_lua::compare_and_swap::Script;
-use tally_lua::{lease, multi_limit, sliding_window, Twin};
+use tally_lua::Twin;
 
 use crate::cmd::Ctx;
 use crate::resp::Reply;
-use crate::store::feed::{encoded, Encoded};
-use crate::store::{KeyRef, MultiLock, ValueRef};
-
-/// A stored counter as a twin reads it: absent or an integer; anything else
-/// (`None`) is a reason to let Lua handle it.
-fn counter(locked: &mut MultiLock<'_>, key: KeyRef<'_>, now: u64) -> Option<Option<i64>> {
-    match locked.shard(key).get(key, now).map(|e| e.value()) {
-        None => Some(None),
-        Some(ValueRef::Int(n)) => Some(Some(n)),
-        Some(ValueRef::Str(_) | ValueRef::Obj(_)) => None,
-    }
-}
-
-/// Every key's stored counter, in KEYS order; `None` when one is not a
-/// counter (Lua handles it).
-fn counters(locked: &mut MultiLock<'_>, keys: &[KeyRef<'_>], now: u64) -> Option<Vec<Option<i64>>> {
-    keys.iter().map(|k| counter(locked, *k, now)).collect()
-}
-
-/// A Lua table of integers as Redis replies it.
-fn integers(values: &[i64]) -> Reply {
-    Reply::Array(values.iter().map(|n| Reply::Int(*n)).collect())
-}
-
-/// INCRBY `by` then EXPIRE `seconds`, as the scripts do; returns the
-/// deadline set.
-fn incr_and_expire(
-    locked: &mut MultiLock<'_>,
-    key: KeyRef<'_>,
-    by: i64,
-    seconds: i64,
-    now: u64,
-) -> u64 {
-    let deadline = now + seconds as u64 * 1000;
-    let shard = locked.shard(key);
-    let updated = match shard.get_mut(key, now) {
-        Some(mut entry) => {
-            let current = match entry.value() {
-                ValueRef::Int(n) => n,
-                // Unreachable: `counter` sent anything but an integer to Lua.
-                ValueRef::Str(_) | ValueRef::Obj(_) => 0,
-            };
-            entry.set_value(ValueRef::Int(current + by));
-            entry.set_expire_at(deadline);
-            true
-        }
-        None => false,
-    };
-    if !updated {
-        shard.set(key, ValueRef::Int(by), deadline, now);
-    }
-    deadline
-}
-
-/// DECRBY `by` of a key that exists and holds an integer (the lease
-/// script's give-back); the key keeps its TTL, as DECRBY does.
-fn decrement(locked: &mut MultiLock<'_>, key: KeyRef<'_>, by: i64, now: u64) {
-    if let Some(mut entry) = locked.shard(key).get_mut(key, now) {
-        if let ValueRef::Int(n) = entry.value() {
-            entry.set_value(ValueRef::Int(n - by));
-        }
-    }
-}
-
-/// What the Lua run of a script would propagate for one INCR/INCRBY and
-/// EXPIRE (Redis 7 replicates scripts by their effects): the increment as
-/// the script calls it and `PEXPIREAT` with the deadline.
-fn effects(key: &[u8], by: Option<i64>, deadline: u64) -> [Encoded; 2] {
-    let deadline = deadline.to_string();
-    let increment = match by {
-        None => encoded(&[&b"INCR"[..], key]),
-        Some(by) => encoded(&[&b"INCRBY"[..], key, by.to_string().as_bytes()]),
-    };
-    [
-        increment,
-        encoded(&[&b"PEXPIREAT"[..], key, deadline.as_bytes()]),
-    ]
-}
+use crate::store::feed::Encoded;
 
 /// Hands a native run's effects to the change feed, as the Lua run's would
 /// be: appended now (the run's shard locks are still held by the caller)
@@ -125,159 +52,35 @@ pub fn run(
     over_maxmemory: bool,
 ) -> Option<Reply> {
     let twin = tally_lua::SCRIPTS[index].twin;
-    if let Twin::LimitsIncrExpire | Twin::RateLimitRedis | Twin::RateLimiterFlexible = twin {
-        let [key] = keys else {
-            return None;
-        };
-        return fixed_window::run(ctx, twin, key, args, read_only || over_maxmemory);
-    }
-    if twin == Twin::SpringCloudGateway {
-        return token_bucket::run(ctx, keys, args, read_only || over_maxmemory);
-    }
-    if twin == Twin::LimitsSlidingWindow {
-        return limits_sliding_window::run(ctx, keys, args, read_only || over_maxmemory);
-    }
-    if let Twin::RedisRateAllowN | Twin::RedisRateAllowAtMost = twin {
-        let [key] = keys else {
-            return None;
-        };
-        return gcra::run(ctx, twin, key, args, read_only || over_maxmemory);
-    }
-    if twin == Twin::LimitsMovingWindow {
-        let [key] = keys else {
-            return None;
-        };
-        return limits_moving_window::run(ctx, key, args, read_only || over_maxmemory);
-    }
-    if let Twin::Bucket4j(script) = twin {
-        let [key] = keys else {
-            return None;
-        };
-        return compare_and_swap::run(ctx, script, key, args, read_only || over_maxmemory);
-    }
-    let now = ctx.now_ms;
-    let keys: Vec<KeyRef<'_>> = keys.iter().map(|k| ctx.key(k)).collect();
+    // Past maxmemory or from EVAL_RO, a Lua run fails at its first write
+    // with errors Lua formats: a run that would write is left to it.
+    let writes_refused = read_only || over_maxmemory;
     match twin {
-        Twin::SlidingWindow | Twin::SlidingWindowServerTime => {
-            let [current_key, previous_key] = keys[..] else {
-                return None;
-            };
-            let mut locked = ctx.lock_keys(&keys);
-            let previous = counter(&mut locked, previous_key, now)?;
-            let current = counter(&mut locked, current_key, now)?;
-            let outcome = if twin == Twin::SlidingWindow {
-                sliding_window::run(args, current, previous)
-            } else {
-                sliding_window::run_server_time(args, ctx.shared.clock.now_us(), current, previous)
-            }
-            .ok()?;
-            if let Some(seconds) = outcome.incr_and_expire_secs {
-                // Writes past maxmemory or from EVAL_RO fail inside the
-                // script with errors Lua formats; let Lua produce them.
-                if read_only || over_maxmemory {
-                    return None;
-                }
-                let deadline = incr_and_expire(&mut locked, current_key, 1, seconds, now);
-                if ctx.shared.store.feed().active() {
-                    propagate(ctx, effects(current_key.bytes, None, deadline));
-                }
-            }
-            drop(locked);
-            Some(Reply::Array(
-                outcome.reply.iter().map(|n| Reply::Int(*n)).collect(),
-            ))
+        Twin::SlidingWindow | Twin::SlidingWindowServerTime | Twin::MultiLimit | Twin::Lease => {
+            own::run(ctx, twin, keys, args, read_only, over_maxmemory)
         }
-        Twin::MultiLimit => {
-            let mut locked = ctx.lock_keys(&keys);
-            let stored = counters(&mut locked, &keys, now)?;
-            let outcome =
-                multi_limit::run(keys.len(), args, ctx.shared.clock.now_us(), &stored).ok()?;
-            if !outcome.writes.is_empty() && (read_only || over_maxmemory) {
-                return None;
-            }
-            // INCRBY applies to the value as it is at that point, so a key
-            // named by two limits is incremented twice, as in Lua. The twin
-            // bounds stored values and costs by 2^53 and the limits by 1000,
-            // so no sum can overflow and no write can fail half way.
-            // The effects are built only while the change feed records.
-            let logging = ctx.shared.store.feed().active();
-            let mut changes = Vec::new();
-            for (key_index, by, seconds) in &outcome.writes {
-                let key = keys[*key_index];
-                let deadline = incr_and_expire(&mut locked, key, *by, *seconds, now);
-                if logging {
-                    changes.extend(effects(key.bytes, Some(*by), deadline));
-                }
-            }
-            if logging {
-                propagate(ctx, changes);
-            }
-            drop(locked);
-            Some(Reply::Array(vec![
-                Reply::Int(outcome.allowed),
-                integers(&outcome.remaining),
-                integers(&outcome.resets),
-                Reply::Int(outcome.retry_after),
-            ]))
+        Twin::LimitsIncrExpire | Twin::RateLimitRedis | Twin::RateLimiterFlexible => {
+            fixed_window::run(ctx, twin, one(keys)?, args, writes_refused)
         }
-        Twin::Lease => {
-            let mut locked = ctx.lock_keys(&keys);
-            let stored = counters(&mut locked, &keys, now)?;
-            let names: Vec<&[u8]> = keys.iter().map(|k| k.bytes).collect();
-            let outcome = lease::run(&names, args, ctx.shared.clock.now_us(), &stored).ok()?;
-            if !outcome.writes.is_empty() && (read_only || over_maxmemory) {
-                return None;
-            }
-            // The twin gives back at most what a key holds and bounds every
-            // operand by 2^50 and the limits by 1000: no write can overflow
-            // or fail half way.
-            let logging = ctx.shared.store.feed().active();
-            let mut changes = Vec::new();
-            for write in &outcome.writes {
-                match *write {
-                    lease::Write::DecrBy { key, by } => {
-                        decrement(&mut locked, keys[key], by, now);
-                        if logging {
-                            changes.push(encoded(&[
-                                &b"DECRBY"[..],
-                                keys[key].bytes,
-                                by.to_string().as_bytes(),
-                            ]));
-                        }
-                    }
-                    lease::Write::IncrByAndExpire { key, by, seconds } => {
-                        let deadline = incr_and_expire(&mut locked, keys[key], by, seconds, now);
-                        if logging {
-                            changes.extend(effects(keys[key].bytes, Some(by), deadline));
-                        }
-                    }
-                }
-            }
-            if logging {
-                propagate(ctx, changes);
-            }
-            drop(locked);
-            let reply = &outcome.reply;
-            Some(Reply::Array(vec![
-                Reply::Int(reply.allowed),
-                integers(&reply.remaining),
-                integers(&reply.resets),
-                Reply::Int(reply.retry_after),
-                integers(&reply.granted),
-                Reply::Int(reply.server_time_ms),
-                Reply::Int(reply.free_in_ms),
-            ]))
+        Twin::LimitsSlidingWindow => limits_sliding_window::run(ctx, keys, args, writes_refused),
+        Twin::LimitsMovingWindow => {
+            limits_moving_window::run(ctx, one(keys)?, args, writes_refused)
         }
-        // Run by their own files above.
-        Twin::LimitsIncrExpire
-        | Twin::RateLimitRedis
-        | Twin::RateLimiterFlexible
-        | Twin::SpringCloudGateway
-        | Twin::LimitsSlidingWindow
-        | Twin::RedisRateAllowN
-        | Twin::RedisRateAllowAtMost
-        | Twin::Bucket4j(_)
-        | Twin::LimitsMovingWindow => None,
+        Twin::SpringCloudGateway => token_bucket::run(ctx, keys, args, writes_refused),
+        Twin::RedisRateAllowN | Twin::RedisRateAllowAtMost => {
+            gcra::run(ctx, twin, one(keys)?, args, writes_refused)
+        }
+        Twin::Bucket4j(script) => {
+            compare_and_swap::run(ctx, script, one(keys)?, args, writes_refused)
+        }
+    }
+}
+
+/// The only key of a one-key script (a call with more or fewer is Lua's).
+fn one<'k>(keys: &[&'k [u8]]) -> Option<&'k [u8]> {
+    match keys {
+        [key] => Some(key),
+        _ => None,
     }
 }
 

@@ -25,7 +25,7 @@ cd "$(dirname "$0")/.."
 
 ROUNDS=${ROUNDS:-5}
 REQUESTS=${REQUESTS:-300000}
-LOADS=${LOADS:-set get incr eval_incr fixed_window token_bucket sliding_window limits rate_limit_redis rate_limiter_flexible spring_cloud_gateway redis_rate bucket4j}
+LOADS=${LOADS:-set get incr eval_incr fixed_window token_bucket sliding_window limits limits_sliding limits_moving rate_limit_redis rate_limiter_flexible spring_cloud_gateway redis_rate bucket4j}
 cargo build --release -p tally-server >/dev/null 2>&1
 
 REDIS_PORT=$(free_port)
@@ -59,6 +59,8 @@ redis.call("PEXPIRE", KEYS[1], math.ceil(burst * 1000 / rate))
 return allowed'
 SEED=$(cat lua/scripts/sliding_window.lua)
 LIMITS=$(cat lua/scripts/limits_incr_expire.lua)
+LIMITS_SLIDING=$(cat lua/scripts/limits_acquire_sliding_window.lua)
+LIMITS_MOVING=$(cat lua/scripts/limits_acquire_moving_window.lua)
 RATE_LIMIT_REDIS=$(cat lua/scripts/rate_limit_redis_increment.lua)
 RATE_LIMITER_FLEXIBLE=$(cat lua/scripts/rate_limiter_flexible_incr_ttl.lua)
 SPRING_CLOUD_GATEWAY=$(cat lua/scripts/spring_cloud_gateway_request_rate_limiter.lua)
@@ -80,6 +82,10 @@ load() { # PORT LOAD: runs it; prints requests per second
         # redis (window ms), rate-limiter-flexible (points, duration s, and
         # two it passes but the script ignores).
         limits) args=(EVALSHA "$(redis-cli -p "$port" SCRIPT LOAD "$LIMITS")" 1 "$K" 60 1) ;;
+        # limits' sliding window (limit, window s, amount) and moving window
+        # (now, limit, window s, amount), 10 per minute.
+        limits_sliding) args=(EVALSHA "$(redis-cli -p "$port" SCRIPT LOAD "$LIMITS_SLIDING")" 2 "$K:p" "$K:c" 10 60 1) ;;
+        limits_moving) args=(EVALSHA "$(redis-cli -p "$port" SCRIPT LOAD "$LIMITS_MOVING")" 1 "$K" 1720000030.25 10 60 1) ;;
         rate_limit_redis) args=(EVALSHA "$(redis-cli -p "$port" SCRIPT LOAD "$RATE_LIMIT_REDIS")" 1 "$K" 60000) ;;
         rate_limiter_flexible) args=(EVALSHA "$(redis-cli -p "$port" SCRIPT LOAD "$RATE_LIMITER_FLEXIBLE")" 1 "$K" 1 60 5 60) ;;
         # Spring Cloud Gateway: rate, burst, "" (read TIME), requested.

@@ -4,8 +4,8 @@
 #
 #   1. SET and INCR (redis-benchmark -c 50 -r 100000) at P=1 and P=16, and
 #      the sliding-window limiter (lua/scripts/sliding_window.lua) through EVALSHA at P=16, under
-#      appendfsync everysec and always; tally without the log as well, so
-#      its own cost shows;
+#      appendfsync everysec and always; each server without the log as
+#      well, so each one's own cost of the log shows (with/without);
 #   2. INCR -P 16 throughput while BGREWRITEAOF runs back to back, against
 #      without;
 #   3. the log's size after the INCR run, and the time to load it at start.
@@ -53,15 +53,17 @@ script_rps() { # port
 info_field() { redis-cli -p "$1" info persistence | tr -d '\r' | sed -n "s/^$2://p"; }
 ratio() { python3 -c "a,b=float('$1'),float('$2'); print(f'{a/b:.2f}x' if b else 'n/a')"; }
 
-echo "| appendfsync | test | pipeline | Redis req/s | tally req/s | tally without log | tally/Redis |"
-echo "|---|---|---|---|---|---|---|"
+echo "| appendfsync | test | pipeline | Redis req/s | Redis without log | Redis with/without | tally req/s | tally without log | tally with/without | tally/Redis |"
+echo "|---|---|---|---|---|---|---|---|---|---|"
 declare -A R
 for fsync in everysec always; do
-    for name in redis tally tally-off; do
+    for name in redis redis-off tally tally-off; do
         dir="$WORK/$name-$fsync"; mkdir -p "$dir"
         port=$(free_port)
-        if [ "$name" = tally-off ]; then start tally "$port" "$dir" no "$fsync"
-        else start "$name" "$port" "$dir" yes "$fsync"; fi
+        case $name in
+            *-off) start "${name%-off}" "$port" "$dir" no "$fsync" ;;
+            *) start "$name" "$port" "$dir" yes "$fsync" ;;
+        esac
         pid=$LAST_PID
         for pipeline in 1 16; do
             read -r set incr <<<"$(rps "$port" "$pipeline" -t set,incr)"
@@ -74,7 +76,8 @@ for fsync in everysec always; do
     for row in "SET 1" "SET 16" "INCR 1" "INCR 16" "EVALSHA 16"; do
         read -r test pipeline <<<"$row"
         r=${R[redis,$fsync,$test,$pipeline]}; t=${R[tally,$fsync,$test,$pipeline]}
-        echo "| $fsync | $test | $pipeline | $r | $t | ${R[tally-off,$fsync,$test,$pipeline]} | $(ratio "$t" "$r") |"
+        r0=${R[redis-off,$fsync,$test,$pipeline]}; t0=${R[tally-off,$fsync,$test,$pipeline]}
+        echo "| $fsync | $test | $pipeline | $r | $r0 | $(ratio "$r" "$r0") | $t | $t0 | $(ratio "$t" "$t0") | $(ratio "$t" "$r") |"
     done
 done
 

@@ -213,12 +213,15 @@ pub async fn serve_stream<S: ClientStream>(
             );
             break;
         }
-        // Under `appendfsync always` a write the log could not fsync is not
-        // acknowledged: the client is disconnected instead (Redis exits).
+        // What the batch changed is in the append-only file before its
+        // replies go. Under `appendfsync always` a write the log could not
+        // fsync is not acknowledged: the client is disconnected instead
+        // (Redis exits).
         if client.aof_offset != 0
-            && !crate::persistence::aof::until_synced(
+            && !crate::persistence::aof::before_replies(
                 &shared,
                 std::mem::take(&mut client.aof_offset),
+                client.pipelined,
             )
             .await
         {
@@ -559,6 +562,7 @@ fn run_batch(
         unauthenticated: !client.authenticated,
     };
     let mut pos = 0;
+    let mut commands = 0usize;
     let mut next = Next::Continue;
     let mut argv: Vec<&[u8]> = Vec::with_capacity(8);
     let buf: &[u8] = input;
@@ -572,6 +576,7 @@ fn run_batch(
             resume,
         );
         let start = pos;
+        commands += 1;
         let reply = match &frame {
             Frame::Command { args, consumed } => {
                 argv.clear();
@@ -637,12 +642,10 @@ fn run_batch(
         }
     }
     input.advance(pos);
-    // What this batch changed is in the append-only file before its
-    // replies go out; under `appendfsync always` the connection then waits
-    // for the fsync (the offset stays for it).
-    if client.aof_offset != 0 && crate::persistence::aof::before_reply(shared, client.aof_offset) {
-        client.aof_offset = 0;
-    }
+    // What this batch changed reaches the append-only file before its
+    // replies go out: `client.aof_offset` stays set for the connection's
+    // loop, which awaits `aof::before_replies` before it writes.
+    client.pipelined = commands > 1;
     client.batch.flush(shared, client.info.id);
     shared.tracking.flush_broadcasts();
     next

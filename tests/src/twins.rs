@@ -5,6 +5,7 @@
 //! suites draw from.
 
 use proptest::prelude::*;
+use proptest::test_runner::TestCaseError;
 
 use crate::{RawConn, TestServer, T0_MS};
 
@@ -151,6 +152,29 @@ impl Pair {
             let lua = replies.pop().unwrap_or_default();
             (replies.pop().unwrap_or_default(), lua)
         })
+    }
+
+    /// Runs `test` on `cases` values drawn from `strategy`, each with its
+    /// round number (1, 2, ...: the clock offset and a fresh key prefix).
+    pub fn check<S: Strategy>(
+        &self,
+        cases: u32,
+        strategy: &S,
+        test: impl Fn(usize, S::Value) -> Result<(), TestCaseError>,
+    ) {
+        let rounds = std::sync::atomic::AtomicUsize::new(0);
+        let mut runner = proptest::test_runner::TestRunner::new(ProptestConfig {
+            cases,
+            ..ProptestConfig::default()
+        });
+        runner
+            .run(strategy, |value| {
+                test(
+                    rounds.fetch_add(1, std::sync::atomic::Ordering::SeqCst) + 1,
+                    value,
+                )
+            })
+            .unwrap();
     }
 
     /// INFO's count of native runs of known script `name`.

@@ -44,26 +44,19 @@ fn library_prior() -> impl Strategy<Value = Prior> {
 fn library_script_equals_lua(name: &str, arguments: usize) {
     let pair = Pair::start();
     let sha = sha_of(name);
-    let rounds = std::sync::atomic::AtomicUsize::new(0);
-    let mut runner = proptest::test_runner::TestRunner::new(ProptestConfig {
-        cases: 250,
-        ..ProptestConfig::default()
-    });
-    runner
-        .run(
-            &(
-                prop::collection::vec(library_argument(), arguments),
-                library_prior(),
-            ),
-            |(args, prior)| {
-                let round = rounds.fetch_add(1, std::sync::atomic::Ordering::SeqCst) + 1;
-                let keys = vec![format!("rl:{name}:{round}")];
-                let (a, b) = pair.compare(round, &sha, &keys, &args, &[prior]);
-                prop_assert_eq!(a, b);
-                Ok(())
-            },
-        )
-        .unwrap();
+    pair.check(
+        250,
+        &(
+            prop::collection::vec(library_argument(), arguments),
+            library_prior(),
+        ),
+        |round, (args, prior)| {
+            let keys = vec![format!("rl:{name}:{round}")];
+            let (a, b) = pair.compare(round, &sha, &keys, &args, &[prior]);
+            prop_assert_eq!(a, b);
+            Ok(())
+        },
+    );
     let native = pair.native_runs(name);
     // Far below what the inputs give (about 350 to 550 of 750 runs), so the
     // count proves the native path ran without depending on the draw.
@@ -113,11 +106,6 @@ fn bucket_timestamp() -> impl Strategy<Value = Prior> {
 fn native_spring_cloud_gateway_equals_lua() {
     let pair = Pair::start();
     let sha = sha_of("spring_cloud_gateway");
-    let rounds = std::sync::atomic::AtomicUsize::new(0);
-    let mut runner = proptest::test_runner::TestRunner::new(ProptestConfig {
-        cases: 250,
-        ..ProptestConfig::default()
-    });
     // ARGV[3]: the gateway sends "" (the script reads TIME); a caller may
     // send its own clock.
     let now = prop_oneof![
@@ -126,24 +114,22 @@ fn native_spring_cloud_gateway_equals_lua() {
         1 => (1_719_999_990i64..1_720_000_010, 0u32..1000).prop_map(|(n, f)| format!("{n}.{f}")),
         1 => argument(),
     ];
-    runner
-        .run(
-            &(
-                (bucket_number(), bucket_number(), now, bucket_number()),
-                prop::option::of((bucket_number(), prop::option::of(1u64..20_000))),
-                bucket_timestamp(),
-            ),
-            |((rate, capacity, now, requested), tokens, timestamp)| {
-                let round = rounds.fetch_add(1, std::sync::atomic::Ordering::SeqCst) + 1;
-                let prefix = format!("request_rate_limiter.{{route.{round}}}");
-                let keys = vec![format!("{prefix}.tokens"), format!("{prefix}.timestamp")];
-                let args = [rate, capacity, now, requested];
-                let (a, b) = pair.compare(round, &sha, &keys, &args, &[tokens, timestamp]);
-                prop_assert_eq!(a, b);
-                Ok(())
-            },
-        )
-        .unwrap();
+    pair.check(
+        250,
+        &(
+            (bucket_number(), bucket_number(), now, bucket_number()),
+            prop::option::of((bucket_number(), prop::option::of(1u64..20_000))),
+            bucket_timestamp(),
+        ),
+        |round, ((rate, capacity, now, requested), tokens, timestamp)| {
+            let prefix = format!("request_rate_limiter.{{route.{round}}}");
+            let keys = vec![format!("{prefix}.tokens"), format!("{prefix}.timestamp")];
+            let args = [rate, capacity, now, requested];
+            let (a, b) = pair.compare(round, &sha, &keys, &args, &[tokens, timestamp]);
+            prop_assert_eq!(a, b);
+            Ok(())
+        },
+    );
     let native = pair.native_runs("spring_cloud_gateway");
     assert!(native >= 200, "{native} native runs");
 }
@@ -152,41 +138,34 @@ fn native_spring_cloud_gateway_equals_lua() {
 fn native_limits_sliding_window_equals_lua() {
     let pair = Pair::start();
     let sha = sha_of("limits_sliding_window");
-    let rounds = std::sync::atomic::AtomicUsize::new(0);
-    let mut runner = proptest::test_runner::TestRunner::new(ProptestConfig {
-        cases: 300,
-        ..ProptestConfig::default()
-    });
     let small = || prop_oneof![8 => (0i64..20).prop_map(|n| n.to_string()), 1 => argument()];
-    runner
-        .run(
-            &(
-                (small(), window(), small()),
-                library_prior(),
-                library_prior(),
-                prop::bool::weighted(0.03),
-            ),
-            |((limit, window, amount), previous, current, same_key)| {
-                let round = rounds.fetch_add(1, std::sync::atomic::Ordering::SeqCst) + 1;
-                // limits names the windows `LIMITER/<key>/<limit>/<window>/<n>`.
-                let current_key = format!("LIMITS:LIMITER/{round}/10/60/1");
-                let (previous_key, previous) = if same_key {
-                    (current_key.clone(), None)
-                } else {
-                    (format!("LIMITS:LIMITER/{round}/10/60/0"), previous)
-                };
-                let (a, b) = pair.compare(
-                    round,
-                    &sha,
-                    &[previous_key, current_key],
-                    &[limit, window, amount],
-                    &[previous, current],
-                );
-                prop_assert_eq!(a, b);
-                Ok(())
-            },
-        )
-        .unwrap();
+    pair.check(
+        300,
+        &(
+            (small(), window(), small()),
+            library_prior(),
+            library_prior(),
+            prop::bool::weighted(0.03),
+        ),
+        |round, ((limit, window, amount), previous, current, same_key)| {
+            // limits names the windows `LIMITER/<key>/<limit>/<window>/<n>`.
+            let current_key = format!("LIMITS:LIMITER/{round}/10/60/1");
+            let (previous_key, previous) = if same_key {
+                (current_key.clone(), None)
+            } else {
+                (format!("LIMITS:LIMITER/{round}/10/60/0"), previous)
+            };
+            let (a, b) = pair.compare(
+                round,
+                &sha,
+                &[previous_key, current_key],
+                &[limit, window, amount],
+                &[previous, current],
+            );
+            prop_assert_eq!(a, b);
+            Ok(())
+        },
+    );
     let native = pair.native_runs("limits_sliding_window");
     assert!(native >= 200, "{native} native runs");
 }
@@ -207,11 +186,6 @@ fn stored_tat() -> impl Strategy<Value = Prior> {
 fn redis_rate_script_equals_lua(name: &str) {
     let pair = Pair::start();
     let sha = sha_of(name);
-    let rounds = std::sync::atomic::AtomicUsize::new(0);
-    let mut runner = proptest::test_runner::TestRunner::new(ProptestConfig {
-        cases: 250,
-        ..ProptestConfig::default()
-    });
     let small =
         |upto: i64| prop_oneof![8 => (0..upto).prop_map(|n| n.to_string()), 1 => argument()];
     // go-redis sends the period as Go formats a float64 of seconds.
@@ -219,18 +193,16 @@ fn redis_rate_script_equals_lua(name: &str) {
         4 => prop::sample::select(vec!["1", "60", "3600", "0.5", "0.001"]).prop_map(String::from),
         1 => argument(),
     ];
-    runner
-        .run(
-            &((small(20), small(100), period, small(6)), stored_tat()),
-            |((burst, rate, period, cost), tat)| {
-                let round = rounds.fetch_add(1, std::sync::atomic::Ordering::SeqCst) + 1;
-                let keys = vec![format!("rate:{name}:{round}")];
-                let (a, b) = pair.compare(round, &sha, &keys, &[burst, rate, period, cost], &[tat]);
-                prop_assert_eq!(a, b);
-                Ok(())
-            },
-        )
-        .unwrap();
+    pair.check(
+        250,
+        &((small(20), small(100), period, small(6)), stored_tat()),
+        |round, ((burst, rate, period, cost), tat)| {
+            let keys = vec![format!("rate:{name}:{round}")];
+            let (a, b) = pair.compare(round, &sha, &keys, &[burst, rate, period, cost], &[tat]);
+            prop_assert_eq!(a, b);
+            Ok(())
+        },
+    );
     let native = pair.native_runs(name);
     assert!(native >= 200, "{native} native runs of {name}");
 }
@@ -255,11 +227,6 @@ fn native_bucket4j_scripts_equal_lua() {
         "bucket4j_compare_and_swap",
     ];
     let shas: Vec<String> = names.iter().map(|n| sha_of(n)).collect();
-    let rounds = std::sync::atomic::AtomicUsize::new(0);
-    let mut runner = proptest::test_runner::TestRunner::new(ProptestConfig {
-        cases: 300,
-        ..ProptestConfig::default()
-    });
     // Serialized bucket states (a few, so that the expected one often is
     // the stored one), integers among them.
     let state = || {
@@ -278,24 +245,22 @@ fn native_bucket4j_scripts_equal_lua() {
         1 => argument(),
     ];
     let prior = prop::option::of((state(), prop::option::of(1u64..100_000)));
-    runner
-        .run(
-            &(0usize..4, state(), state(), ttl, prior),
-            |(script, first, second, ttl, prior)| {
-                let round = rounds.fetch_add(1, std::sync::atomic::Ordering::SeqCst) + 1;
-                let keys = vec![format!("bucket4j:{round}")];
-                let args = match script {
-                    0 => vec![first, ttl],
-                    1 => vec![first],
-                    2 => vec![first, second, ttl],
-                    _ => vec![first, second],
-                };
-                let (a, b) = pair.compare(round, &shas[script], &keys, &args, &[prior]);
-                prop_assert_eq!(a, b);
-                Ok(())
-            },
-        )
-        .unwrap();
+    pair.check(
+        300,
+        &(0usize..4, state(), state(), ttl, prior),
+        |round, (script, first, second, ttl, prior)| {
+            let keys = vec![format!("bucket4j:{round}")];
+            let args = match script {
+                0 => vec![first, ttl],
+                1 => vec![first],
+                2 => vec![first, second, ttl],
+                _ => vec![first, second],
+            };
+            let (a, b) = pair.compare(round, &shas[script], &keys, &args, &[prior]);
+            prop_assert_eq!(a, b);
+            Ok(())
+        },
+    );
     for name in names {
         let native = pair.native_runs(name);
         assert!(native >= 40, "{native} native runs of {name}");
@@ -306,11 +271,6 @@ fn native_bucket4j_scripts_equal_lua() {
 fn native_limits_moving_window_equals_lua() {
     let pair = Pair::start();
     let sha = sha_of("limits_moving_window");
-    let rounds = std::sync::atomic::AtomicUsize::new(0);
-    let mut runner = proptest::test_runner::TestRunner::new(ProptestConfig {
-        cases: 250,
-        ..ProptestConfig::default()
-    });
     // The caller's clock as Python's time.time() prints it, near the
     // entries' timestamps.
     let now = prop_oneof![
@@ -329,50 +289,48 @@ fn native_limits_moving_window_equals_lua() {
         1 => Just(vec!["junk".to_string()]),
     ];
     let string_instead = prop::bool::weighted(0.05);
-    runner
-        .run(
-            &(
-                (now, small(12), window(), small(6)),
-                entries,
-                string_instead,
-                prop::option::of(1u64..100_000),
-            ),
-            |((now, limit, expiry, amount), entries, string_instead, ttl)| {
-                let round = rounds.fetch_add(1, std::sync::atomic::Ordering::SeqCst) + 1;
-                let key = format!("LIMITS:LIMITER/{round}/10/1/minute");
-                let mut commands: Vec<Vec<String>> = Vec::new();
-                if string_instead {
-                    commands.push(vec!["SET".into(), key.clone(), "1".into()]);
-                } else if !entries.is_empty() {
-                    let mut push = vec!["RPUSH".to_string(), key.clone()];
-                    push.extend(entries);
-                    commands.push(push);
-                }
-                if let Some(ms) = ttl {
-                    commands.push(vec!["PEXPIRE".into(), key.clone(), ms.to_string()]);
-                }
-                let call = vec![
-                    "EVALSHA".to_string(),
-                    sha.clone(),
-                    "1".into(),
-                    key.clone(),
-                    now,
-                    limit,
-                    expiry,
-                    amount,
-                ];
-                for _ in 0..3 {
-                    commands.push(call.clone());
-                }
-                commands.push(vec!["TYPE".into(), key.clone()]);
-                commands.push(vec!["LRANGE".into(), key.clone(), "0".into(), "-1".into()]);
-                commands.push(vec!["PTTL".into(), key]);
-                let (a, b) = pair.compare_commands(round, &commands);
-                prop_assert_eq!(a, b);
-                Ok(())
-            },
-        )
-        .unwrap();
+    pair.check(
+        250,
+        &(
+            (now, small(12), window(), small(6)),
+            entries,
+            string_instead,
+            prop::option::of(1u64..100_000),
+        ),
+        |round, ((now, limit, expiry, amount), entries, string_instead, ttl)| {
+            let key = format!("LIMITS:LIMITER/{round}/10/1/minute");
+            let mut commands: Vec<Vec<String>> = Vec::new();
+            if string_instead {
+                commands.push(vec!["SET".into(), key.clone(), "1".into()]);
+            } else if !entries.is_empty() {
+                let mut push = vec!["RPUSH".to_string(), key.clone()];
+                push.extend(entries);
+                commands.push(push);
+            }
+            if let Some(ms) = ttl {
+                commands.push(vec!["PEXPIRE".into(), key.clone(), ms.to_string()]);
+            }
+            let call = vec![
+                "EVALSHA".to_string(),
+                sha.clone(),
+                "1".into(),
+                key.clone(),
+                now,
+                limit,
+                expiry,
+                amount,
+            ];
+            for _ in 0..3 {
+                commands.push(call.clone());
+            }
+            commands.push(vec!["TYPE".into(), key.clone()]);
+            commands.push(vec!["LRANGE".into(), key.clone(), "0".into(), "-1".into()]);
+            commands.push(vec!["PTTL".into(), key]);
+            let (a, b) = pair.compare_commands(round, &commands);
+            prop_assert_eq!(a, b);
+            Ok(())
+        },
+    );
     let native = pair.native_runs("limits_moving_window");
     assert!(native >= 200, "{native} native runs");
 }

@@ -66,32 +66,24 @@ fn case() -> impl Strategy<Value = Case> {
 fn native_sliding_window_equals_lua() {
     let pair = Pair::start();
     let sha = sha_of("sliding_window");
-    let rounds = std::sync::atomic::AtomicUsize::new(0);
-    let mut runner = proptest::test_runner::TestRunner::new(ProptestConfig {
-        cases: 300,
-        ..ProptestConfig::default()
+    pair.check(300, &case(), |round, case| {
+        let current = format!("rl:p:{round}:c");
+        let (previous, previous_prior) = if case.same_key {
+            (current.clone(), None)
+        } else {
+            (format!("rl:p:{round}:p"), case.previous.clone())
+        };
+        let args = [case.limit, case.window, case.now, case.cost];
+        let (a, b) = pair.compare(
+            round,
+            &sha,
+            &[current, previous],
+            &args,
+            &[case.current, previous_prior],
+        );
+        prop_assert_eq!(a, b);
+        Ok(())
     });
-    runner
-        .run(&case(), |case| {
-            let round = rounds.fetch_add(1, std::sync::atomic::Ordering::SeqCst) + 1;
-            let current = format!("rl:p:{round}:c");
-            let (previous, previous_prior) = if case.same_key {
-                (current.clone(), None)
-            } else {
-                (format!("rl:p:{round}:p"), case.previous.clone())
-            };
-            let args = [case.limit, case.window, case.now, case.cost];
-            let (a, b) = pair.compare(
-                round,
-                &sha,
-                &[current, previous],
-                &args,
-                &[case.current, previous_prior],
-            );
-            prop_assert_eq!(a, b);
-            Ok(())
-        })
-        .unwrap();
     // The native path was actually taken, and Lua covered the rest.
     assert!(pair.native_runs("sliding_window") >= 100);
 }
@@ -100,29 +92,22 @@ fn native_sliding_window_equals_lua() {
 fn native_server_time_sliding_window_equals_lua() {
     let pair = Pair::start();
     let sha = sha_of("sliding_window_server_time");
-    let rounds = std::sync::atomic::AtomicUsize::new(0);
-    let mut runner = proptest::test_runner::TestRunner::new(ProptestConfig {
-        cases: 200,
-        ..ProptestConfig::default()
-    });
-    runner
-        .run(
-            &(argument(), window(), argument(), prior(), prior()),
-            |(limit, window, cost, current, previous)| {
-                let round = rounds.fetch_add(1, std::sync::atomic::Ordering::SeqCst) + 1;
-                let keys = vec![format!("rl:st:{round}:c"), format!("rl:st:{round}:p")];
-                let (a, b) = pair.compare(
-                    round,
-                    &sha,
-                    &keys,
-                    &[limit, window, cost],
-                    &[current, previous],
-                );
-                prop_assert_eq!(a, b);
-                Ok(())
-            },
-        )
-        .unwrap();
+    pair.check(
+        200,
+        &(argument(), window(), argument(), prior(), prior()),
+        |round, (limit, window, cost, current, previous)| {
+            let keys = vec![format!("rl:st:{round}:c"), format!("rl:st:{round}:p")];
+            let (a, b) = pair.compare(
+                round,
+                &sha,
+                &keys,
+                &[limit, window, cost],
+                &[current, previous],
+            );
+            prop_assert_eq!(a, b);
+            Ok(())
+        },
+    );
     assert!(pair.native_runs("sliding_window_server_time") >= 100);
 }
 
@@ -130,39 +115,31 @@ fn native_server_time_sliding_window_equals_lua() {
 fn native_multi_limit_equals_lua() {
     let pair = Pair::start();
     let sha = sha_of("multi_limit");
-    let rounds = std::sync::atomic::AtomicUsize::new(0);
     let limit_args = (
         argument(),
         window(),
         prop_oneof![4 => (0i64..5).prop_map(|n| n.to_string()), 1 => argument()],
     );
-    let mut runner = proptest::test_runner::TestRunner::new(ProptestConfig {
-        cases: 300,
-        ..ProptestConfig::default()
-    });
-    runner
-        .run(
-            &(
-                prop::collection::vec(limit_args, 1..4),
-                prop::collection::vec(prior(), 6),
-                prop::collection::vec(0usize..8, 6),
-            ),
-            |(limits, priors, names)| {
-                let round = rounds.fetch_add(1, std::sync::atomic::Ordering::SeqCst) + 1;
-                // Key names drawn from a small set, so limits sometimes share keys.
-                let keys: Vec<String> = names[..2 * limits.len()]
-                    .iter()
-                    .map(|n| format!("rl:ml:{round}:{n}"))
-                    .collect();
-                let args: Vec<String> =
-                    limits.into_iter().flat_map(|(l, w, c)| [l, w, c]).collect();
-                let priors = first_named(&keys, priors);
-                let (a, b) = pair.compare(round, &sha, &keys, &args, &priors);
-                prop_assert_eq!(a, b);
-                Ok(())
-            },
-        )
-        .unwrap();
+    pair.check(
+        300,
+        &(
+            prop::collection::vec(limit_args, 1..4),
+            prop::collection::vec(prior(), 6),
+            prop::collection::vec(0usize..8, 6),
+        ),
+        |round, (limits, priors, names)| {
+            // Key names drawn from a small set, so limits sometimes share keys.
+            let keys: Vec<String> = names[..2 * limits.len()]
+                .iter()
+                .map(|n| format!("rl:ml:{round}:{n}"))
+                .collect();
+            let args: Vec<String> = limits.into_iter().flat_map(|(l, w, c)| [l, w, c]).collect();
+            let priors = first_named(&keys, priors);
+            let (a, b) = pair.compare(round, &sha, &keys, &args, &priors);
+            prop_assert_eq!(a, b);
+            Ok(())
+        },
+    );
     assert!(pair.native_runs("multi_limit") >= 50);
 }
 
@@ -170,43 +147,36 @@ fn native_multi_limit_equals_lua() {
 fn native_lease_equals_lua() {
     let pair = Pair::start();
     let sha = sha_of("lease");
-    let rounds = std::sync::atomic::AtomicUsize::new(0);
     // Mostly what the client sends (small whole numbers), sometimes what
     // only Lua handles.
     let small = || prop_oneof![8 => (0i64..30).prop_map(|n| n.to_string()), 1 => argument()];
     // limit, window, give back, want, cost
     let limit_args = (small(), window(), small(), small(), small());
-    let mut runner = proptest::test_runner::TestRunner::new(ProptestConfig {
-        cases: 300,
-        ..ProptestConfig::default()
-    });
-    runner
-        .run(
-            &(
-                prop::collection::vec(limit_args, 1..4),
-                prop::collection::vec(prior(), 9),
-                prop::collection::vec(0usize..6, 9),
-            ),
-            |(limits, priors, names)| {
-                let round = rounds.fetch_add(1, std::sync::atomic::Ordering::SeqCst) + 1;
-                // Names from a small set, so the reserved-on key is often
-                // another limit's (or the same limit's) window key, as the
-                // client sends it.
-                let keys: Vec<String> = names[..3 * limits.len()]
-                    .iter()
-                    .map(|n| format!("rl:lease:{round}:{n}"))
-                    .collect();
-                let args: Vec<String> = limits
-                    .into_iter()
-                    .flat_map(|(l, w, back, want, cost)| [l, w, back, want, cost])
-                    .collect();
-                let priors = first_named(&keys, priors);
-                let (a, b) = pair.compare(round, &sha, &keys, &args, &priors);
-                prop_assert_eq!(a, b);
-                Ok(())
-            },
-        )
-        .unwrap();
+    pair.check(
+        300,
+        &(
+            prop::collection::vec(limit_args, 1..4),
+            prop::collection::vec(prior(), 9),
+            prop::collection::vec(0usize..6, 9),
+        ),
+        |round, (limits, priors, names)| {
+            // Names from a small set, so the reserved-on key is often
+            // another limit's (or the same limit's) window key, as the
+            // client sends it.
+            let keys: Vec<String> = names[..3 * limits.len()]
+                .iter()
+                .map(|n| format!("rl:lease:{round}:{n}"))
+                .collect();
+            let args: Vec<String> = limits
+                .into_iter()
+                .flat_map(|(l, w, back, want, cost)| [l, w, back, want, cost])
+                .collect();
+            let priors = first_named(&keys, priors);
+            let (a, b) = pair.compare(round, &sha, &keys, &args, &priors);
+            prop_assert_eq!(a, b);
+            Ok(())
+        },
+    );
     let native = pair.native_runs("lease");
     assert!(native >= 100, "{native} native runs");
 }

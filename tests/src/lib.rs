@@ -82,6 +82,15 @@ impl TestServer {
 
     /// Starts a server after letting `adjust` change the default test config.
     pub async fn start_with(adjust: impl FnOnce(&mut Config)) -> TestServer {
+        TestServer::try_start_with(adjust)
+            .await
+            .expect("tally-server starts")
+    }
+
+    /// [`TestServer::start_with`], returning the error when the server does
+    /// not start (a test that picked its own ports retries on AddrInUse: a
+    /// port found free can be taken by another test before the bind).
+    pub async fn try_start_with(adjust: impl FnOnce(&mut Config)) -> std::io::Result<TestServer> {
         let clock = Arc::new(ManualClock::new(T0_MS));
         let mut config = Config {
             port: 0,
@@ -94,16 +103,13 @@ impl TestServer {
         };
         adjust(&mut config);
         let scratch = ScratchDir(config.dir.clone());
-        let handle = Server::new(config)
-            .start()
-            .await
-            .expect("tally-server starts");
-        TestServer {
+        let handle = Server::new(config).start().await?;
+        Ok(TestServer {
             _stop_scripts: StopScriptsOnDrop(handle.shared().clone()),
             handle,
             clock,
             _scratch: scratch,
-        }
+        })
     }
 
     /// Starts a server reading the real system clock (for differential tests,

@@ -300,25 +300,37 @@ async fn an_embedded_server_shuts_down_gracefully_from_its_handle() {
 async fn shutdown_returns_after_every_listener_is_closed() {
     let tls = tally_tests::TlsFiles::generate();
     for round in 0..10 {
-        let (client, tls_port, bus, metrics) = (
-            tally_tests::free_local_port(),
-            tally_tests::free_local_port(),
-            tally_tests::free_local_port(),
-            tally_tests::free_local_port(),
-        );
-        let server = TestServer::start_with(|c| {
-            c.port = client;
-            c.cluster_enabled = true;
-            c.cluster_port = bus;
-            c.metrics_port = metrics;
-            if let Some(files) = &tls {
-                c.tls.port = tls_port;
-                c.tls.cert_file = files.server_cert.clone();
-                c.tls.key_file = files.server_key.clone();
-                c.tls.ca_cert_file = files.ca.clone();
+        // A port found free can be taken by another test before the server
+        // binds it: then the start is tried again on other ports.
+        let mut attempts = 0;
+        let (server, client, tls_port, bus, metrics) = loop {
+            let (client, tls_port, bus, metrics) = (
+                tally_tests::free_local_port(),
+                tally_tests::free_local_port(),
+                tally_tests::free_local_port(),
+                tally_tests::free_local_port(),
+            );
+            let started = TestServer::try_start_with(|c| {
+                c.port = client;
+                c.cluster_enabled = true;
+                c.cluster_port = bus;
+                c.metrics_port = metrics;
+                if let Some(files) = &tls {
+                    c.tls.port = tls_port;
+                    c.tls.cert_file = files.server_cert.clone();
+                    c.tls.key_file = files.server_key.clone();
+                    c.tls.ca_cert_file = files.ca.clone();
+                }
+            })
+            .await;
+            match started {
+                Ok(server) => break (server, client, tls_port, bus, metrics),
+                Err(e) if e.kind() == std::io::ErrorKind::AddrInUse && attempts < 20 => {
+                    attempts += 1;
+                }
+                Err(e) => panic!("round {round}: tally-server starts: {e}"),
             }
-        })
-        .await;
+        };
         let mut ports = vec![("client", client), ("bus", bus), ("metrics", metrics)];
         if tls.is_some() {
             ports.push(("tls", tls_port));

@@ -5,7 +5,7 @@
 use tally_lua::gcra::{self, Script};
 use tally_lua::{Stored, Twin};
 
-use super::propagate;
+use super::{propagate, stored_string};
 use crate::cmd::Ctx;
 use crate::float::{format_g, format_g17};
 use crate::resp::Reply;
@@ -30,13 +30,8 @@ pub(super) fn run(
     let mut shard = ctx.lock(key);
     let now_us = ctx.shared.clock.now_us();
     let (outcome, found) = {
-        let (stored, found) = match shard.get(key, now).map(|e| e.value()) {
-            None => (Stored::Missing, false),
-            Some(ValueRef::Int(n)) => (Stored::Integer(n), true),
-            Some(ValueRef::Str(bytes)) => (Stored::Text(bytes), true),
-            // GET fails on another type; Lua reports it.
-            Some(ValueRef::Obj(_)) => return None,
-        };
+        let stored = stored_string(shard.get(key, now).map(|e| e.value()))?;
+        let found = stored != Stored::Missing;
         (gcra::run(script, args, now_us, stored).ok()?, found)
     };
     if outcome.write.is_some() && writes_refused {

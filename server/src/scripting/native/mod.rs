@@ -18,11 +18,12 @@ mod own;
 mod token_bucket;
 
 use tally_lua::compare_and_swap::Script;
-use tally_lua::Twin;
+use tally_lua::{Stored, Twin};
 
 use crate::cmd::Ctx;
 use crate::resp::Reply;
 use crate::store::feed::Encoded;
+use crate::store::ValueRef;
 
 /// Hands a native run's effects to the change feed, as the Lua run's would
 /// be: appended now (the run's shard locks are still held by the caller)
@@ -73,6 +74,17 @@ pub fn run(
         Twin::Bucket4j(script) => {
             compare_and_swap::run(ctx, script, one(keys)?, args, writes_refused)
         }
+    }
+}
+
+/// A key as the twins that read `tonumber(GET key)` take it; `None` for a
+/// key of another type (GET fails on it, which Lua reports).
+fn stored_string(value: Option<ValueRef<'_>>) -> Option<Stored<'_>> {
+    match value {
+        None => Some(Stored::Missing),
+        Some(ValueRef::Int(n)) => Some(Stored::Integer(n)),
+        Some(ValueRef::Str(bytes)) => Some(Stored::Text(bytes)),
+        Some(ValueRef::Obj(_)) => None,
     }
 }
 

@@ -5,7 +5,7 @@
 use tally_lua::token_bucket::{self, Now};
 use tally_lua::Stored;
 
-use super::propagate;
+use super::{propagate, stored_string};
 use crate::cmd::Ctx;
 use crate::float::format_g17;
 use crate::resp::Reply;
@@ -97,13 +97,13 @@ impl Held {
     }
 }
 
-/// A key as `tonumber(GET key)` reads it; a key of another type (`None`)
-/// makes GET fail, which Lua reports.
+/// A key as `tonumber(GET key)` reads it ([`stored_string`]), held.
 fn stored(locked: &mut MultiLock<'_>, key: KeyRef<'_>, now: u64) -> Option<Held> {
-    match locked.shard(key).get(key, now).map(|e| e.value()) {
-        None => Some(Held::Missing),
-        Some(ValueRef::Int(n)) => Some(Held::Integer(n)),
-        Some(ValueRef::Str(bytes)) => Some(Held::Text(bytes.to_vec())),
-        Some(ValueRef::Obj(_)) => None,
-    }
+    Some(
+        match stored_string(locked.shard(key).get(key, now).map(|e| e.value()))? {
+            Stored::Missing => Held::Missing,
+            Stored::Integer(n) => Held::Integer(n),
+            Stored::Text(bytes) => Held::Text(bytes.to_vec()),
+        },
+    )
 }

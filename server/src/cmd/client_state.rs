@@ -75,9 +75,6 @@ pub struct ClientState {
     /// The feed position after this client's last change: its replies wait
     /// until the append-only file holds it.
     pub aof_offset: u64,
-    /// The last batch ran more than one command (a pipeline): its write to
-    /// the append-only file waits a moment to carry other batches' too.
-    pub pipelined: bool,
     /// The user this client authenticated as, as of `acl_generation`.
     pub user: Arc<crate::acl::User>,
     /// The ACL generation `user` was read at (see `crate::acl`).
@@ -135,7 +132,6 @@ impl ClientState {
             no_evict: false,
             propagated: Vec::new(),
             aof_offset: 0,
-            pipelined: false,
             user,
             acl_generation: 0,
         }

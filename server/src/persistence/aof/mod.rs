@@ -181,23 +181,14 @@ pub fn before_reply(shared: &Shared, offset: u64) -> bool {
 /// Makes what a connection's batch changed (the feed up to `offset`) reach
 /// the file before the batch's replies go out, and tells whether it did.
 /// Under `everysec` and `no` that is a write to the page cache, which a
-/// process crash does not lose. After a pipelined batch the connection
-/// first yields once, so that the other connections' batches of the same
-/// moment add their changes and one write carries them all, as Redis
-/// writes its buffer once per event-loop turn rather than once per client
-/// (at `-P 16` this halved the log's cost to throughput). A single
-/// command's batch writes at once: the yield costs the worker a poll of
-/// its sockets, more than the write it might save. Under `always` it
+/// process crash does not lose; a pipelined batch's connection has already
+/// let the other ready connections run (see the connection loop), so one
+/// write usually carries all their changes, as Redis writes its buffer once
+/// per event-loop turn rather than once per client. Under `always` it
 /// waits for the fsync ([`until_synced`]).
-pub async fn before_replies(shared: &Shared, offset: u64, pipelined: bool) -> bool {
+pub async fn before_replies(shared: &Shared, offset: u64) -> bool {
     if shared.config.read().appendfsync == Fsync::Always {
         return until_synced(shared, offset).await;
-    }
-    if offset <= shared.aof.written.load(Ordering::Acquire) {
-        return true;
-    }
-    if pipelined {
-        tokio::task::yield_now().await;
     }
     if offset > shared.aof.written.load(Ordering::Acquire) {
         flush(shared, false);

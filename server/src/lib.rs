@@ -49,6 +49,7 @@ pub mod slowlog;
 pub mod state;
 pub mod stats;
 pub mod store;
+pub mod striped;
 pub mod tracking;
 pub mod util;
 

@@ -15,7 +15,7 @@ use std::path::Path;
 const LAYERS: &[(&str, &[&str])] = &[
     (
         "foundations: no server state",
-        &["util", "number", "float", "glob", "allocator"],
+        &["util", "number", "float", "glob", "allocator", "striped"],
     ),
     ("the protocol", &["resp"]),
     ("the command catalog", &["catalog"]),

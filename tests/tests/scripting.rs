@@ -248,3 +248,73 @@ async fn a_script_past_lua_memory_limit_fails_and_the_server_carries_on() {
     assert_eq!(conn.cmd(&["EVAL", "return 1", "0"]).await, b":1\r\n");
     assert_eq!(conn.line("PING").await, "+PONG\r\n");
 }
+
+/// Each worker finds the scripts it ran in its own index, without the
+/// shared cache: that index must follow the cache. After SCRIPT FLUSH a
+/// script run many times before is NOSCRIPT on every worker, and a body
+/// that does not compile, which leaves the cache, is never found by its
+/// SHA1 however often it was sent.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_workers_own_script_index_follows_the_shared_cache() {
+    let server = TestServer::start().await;
+    let script = "return redis.call('INCR', KEYS[1])";
+    let sha = tally_server::scripting::vm::sha1(script.as_bytes());
+    let mut conns = Vec::new();
+    for _ in 0..4 {
+        conns.push(server.raw().await);
+    }
+    for conn in &mut conns {
+        for _ in 0..20 {
+            assert!(conn
+                .cmd(&["EVAL", script, "1", "n"])
+                .await
+                .starts_with(b":"));
+            assert!(conn
+                .cmd(&["EVALSHA", &sha, "1", "n"])
+                .await
+                .starts_with(b":"));
+        }
+    }
+    assert_eq!(conns[0].cmd(&["SCRIPT", "FLUSH"]).await, b"+OK\r\n");
+    for conn in &mut conns {
+        for _ in 0..20 {
+            assert_eq!(
+                conn.cmd(&["EVALSHA", &sha, "1", "n"]).await,
+                b"-NOSCRIPT No matching script. Please use EVAL.\r\n"
+            );
+        }
+    }
+    // EVAL brings it back, as a new script of the cache.
+    assert_eq!(
+        conns[1].cmd(&["SCRIPT", "EXISTS", &sha]).await,
+        b"*1\r\n:0\r\n"
+    );
+    assert!(conns[1]
+        .cmd(&["EVAL", script, "1", "n"])
+        .await
+        .starts_with(b":"));
+    assert_eq!(
+        conns[1].cmd(&["SCRIPT", "EXISTS", &sha]).await,
+        b"*1\r\n:1\r\n"
+    );
+
+    let broken = "return +";
+    let broken_sha = tally_server::scripting::vm::sha1(broken.as_bytes());
+    for conn in &mut conns {
+        for _ in 0..5 {
+            let reply = conn.cmd(&["EVAL", broken, "0"]).await;
+            assert!(
+                reply.starts_with(b"-ERR Error compiling script"),
+                "{reply:?}"
+            );
+            assert_eq!(
+                conn.cmd(&["EVALSHA", &broken_sha, "0"]).await,
+                b"-NOSCRIPT No matching script. Please use EVAL.\r\n"
+            );
+        }
+    }
+    assert_eq!(
+        conns[0].cmd(&["SCRIPT", "EXISTS", &broken_sha]).await,
+        b"*1\r\n:0\r\n"
+    );
+}

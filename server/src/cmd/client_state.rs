@@ -103,6 +103,75 @@ impl ClientState {
         client
     }
 
+    /// Makes this client, a script's from an earlier run, the client of a
+    /// new run of `caller`'s script: the state [`ClientState::for_script`]
+    /// gives, keeping the buffers its batch statistics and propagated
+    /// commands grew (each run empties them into its caller's) and the
+    /// shared handles it already holds. A run that built a client afresh
+    /// spent more on allocating and freeing it than a one-command script
+    /// spends in Lua. Every field is named, so a new one cannot be missed.
+    pub fn reuse_for_script(&mut self, caller: &ClientState) {
+        let ClientState {
+            info,
+            db,
+            proto,
+            authenticated,
+            after,
+            replies,
+            batch,
+            transaction,
+            watches,
+            pubsub,
+            in_script,
+            tracking,
+            caching,
+            script_read,
+            monitor,
+            master,
+            no_evict,
+            gate_slots,
+            asking,
+            readonly,
+            reply_errors_counted,
+            propagated,
+            aof_offset,
+            user,
+            acl_generation,
+        } = self;
+        if !Arc::ptr_eq(info, &caller.info) {
+            *info = caller.info.clone();
+        }
+        // Compared first: the default user is every connection's, and
+        // taking a reference to it on each run would make the workers
+        // contend for its count.
+        if !Arc::ptr_eq(user, &caller.user) {
+            *user = caller.user.clone();
+        }
+        *db = caller.db;
+        *acl_generation = caller.acl_generation;
+        *proto = Protocol::Resp2;
+        *authenticated = true;
+        *after = After::Continue;
+        *replies = ReplyMode::On;
+        batch.clear();
+        *transaction = None;
+        *watches = multi::Watches::default();
+        *pubsub = None;
+        *in_script = true;
+        *tracking = None;
+        *caching = false;
+        *script_read = false;
+        *monitor = None;
+        *master = false;
+        *no_evict = false;
+        *gate_slots = routing::GateSlots::Unknown;
+        *asking = false;
+        *readonly = false;
+        *reply_errors_counted = false;
+        propagated.clear();
+        *aof_offset = 0;
+    }
+
     fn acting_as(
         info: Arc<ClientInfo>,
         authenticated: bool,
@@ -279,6 +348,28 @@ impl BatchStats {
         if let Some(index) = registry().index_of(command.name.as_bytes()) {
             self.counts(index).rejected += 1;
         }
+    }
+
+    /// Empties the batch, keeping its buffers.
+    pub fn clear(&mut self) {
+        let BatchStats {
+            commands,
+            errors,
+            native_script_runs,
+            fallback_script_runs,
+            lua_script_runs,
+            decisions,
+            durations,
+        } = self;
+        commands.clear();
+        if errors.total != 0 {
+            *errors = ErrorCounts::default();
+        }
+        native_script_runs.fill(0);
+        fallback_script_runs.fill(0);
+        *lua_script_runs = 0;
+        decisions.fill((0, 0));
+        durations.clear();
     }
 
     /// Moves `other`'s counts into this batch (a script's commands into its

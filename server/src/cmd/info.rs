@@ -293,7 +293,7 @@ fn memory(ctx: &Ctx<'_>, totals: &ShardTotals) -> Vec<String> {
     // docs/compatibility.md.
     let overhead = (totals.table_bytes as u64).min(used);
     let dataset = used - overhead;
-    let lua = shared.scripts.vm_memory.load(Ordering::Relaxed).max(0) as u64;
+    let lua = shared.scripts.vm_memory.sum().max(0) as u64;
     let (cached_scripts, script_bytes) = shared.scripts.cache_stats();
     let system = total_system_memory();
     let mut lines = vec![

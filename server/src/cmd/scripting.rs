@@ -3,7 +3,7 @@
 use super::args::{int_arg, is};
 use super::Ctx;
 use crate::resp::Reply;
-use crate::scripting;
+use crate::scripting::{self, Named};
 
 /// Arguments of a command, borrowed.
 type Args<'a> = &'a [&'a [u8]];
@@ -32,19 +32,36 @@ fn eval_generic(ctx: &mut Ctx<'_>, argv: &[&[u8]], by_sha: bool, read_only: bool
         Ok(split) => split,
         Err(reply) => return reply,
     };
+    let shared = ctx.shared;
+    let scripts = &shared.scripts;
+    let named = if by_sha {
+        Named::Sha(argv[1])
+    } else {
+        Named::Body(argv[1])
+    };
+    // The hot path of every gateway: a script this worker ran before, lent
+    // from its own index (no lock, no SHA1).
+    let ran_here = scripts.with_found_here(named, |found| {
+        found.map(|script| scripting::eval(ctx, script, keys, args, read_only))
+    });
+    if let Some(reply) = ran_here {
+        return reply;
+    }
+    let generation = scripts.generation();
     if by_sha {
-        // The hot path of every gateway: a known script, found without a lock.
-        if let Some(known) = ctx.shared.scripts.known(argv[1]) {
+        // A known limiter script is always loaded, SCRIPT FLUSH or not.
+        if let Some(known) = scripts.known(argv[1]) {
+            scripts.remember_here(generation, named, known);
             return scripting::eval(ctx, known, keys, args, read_only);
         }
     }
     let (script, new) = if by_sha {
-        match ctx.shared.scripts.cached(argv[1]) {
+        match scripts.cached(argv[1]) {
             Some(script) => (script, false),
             None => return Reply::error("NOSCRIPT No matching script. Please use EVAL."),
         }
     } else {
-        match ctx.shared.scripts.load_telling(argv[1]) {
+        match scripts.load_telling(argv[1]) {
             Ok(loaded) => loaded,
             Err(message) => return Reply::error(message),
         }
@@ -52,12 +69,19 @@ fn eval_generic(ctx: &mut Ctx<'_>, argv: &[&[u8]], by_sha: bool, read_only: bool
     let reply = scripting::eval(ctx, &script, keys, args, read_only);
     // A new body that compiles is kept (the run compiled it already: this
     // finds it in the worker's VM); one that does not leaves the cache, as
-    // in Redis (SCRIPT EXISTS then says 0).
+    // in Redis (SCRIPT EXISTS then says 0). Only a body that compiles is
+    // remembered here: one that does not may be leaving the cache.
+    let compiled =
+        scripting::vm::with_vm(|vm| vm.function(&script.sha, &script.body).map(|_| ())).is_ok();
     if new {
-        match scripting::vm::with_vm(|vm| vm.function(&script.sha, &script.body).map(|_| ())) {
-            Ok(()) => super::propagate::script_loaded(ctx, &script),
-            Err(_) => ctx.shared.scripts.forget(&script.sha),
+        if compiled {
+            super::propagate::script_loaded(ctx, &script);
+        } else {
+            scripts.forget(&script.sha);
         }
+    }
+    if compiled {
+        scripts.remember_here(generation, named, &script);
     }
     reply
 }

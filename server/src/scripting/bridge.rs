@@ -63,7 +63,7 @@ fn refused(
 pub(super) struct Bridge<'r, 'h> {
     pub(super) shared: &'r Shared,
     pub(super) held: &'r (dyn ShardLender + 'h),
-    pub(super) client: ClientState,
+    pub(super) client: Box<ClientState>,
     pub(super) undo: UndoLog,
     pub(super) run: &'r RunState,
     pub(super) read_only: bool,

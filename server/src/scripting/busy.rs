@@ -47,7 +47,7 @@ impl Scripts {
 
     /// How many Lua scripts are running now, busy or not.
     pub fn running(&self) -> usize {
-        self.lua_running.load(Ordering::SeqCst)
+        self.lua_running.sum().max(0) as usize
     }
 
     /// Stops every running script at its next hook, writes or not: the
@@ -70,7 +70,7 @@ impl Scripts {
         );
         let asked = Instant::now();
         while !self.busy()
-            && self.lua_running.load(Ordering::SeqCst) > 0
+            && self.lua_running.sum().max(0) as usize > 0
             && asked.elapsed() < patience
         {
             crate::store::off_worker(|| std::thread::sleep(std::time::Duration::from_millis(1)));
@@ -185,7 +185,7 @@ impl<'a> RunRegistration<'a> {
                 scripts,
             })
         });
-        scripts.lua_running.fetch_add(1, Ordering::SeqCst);
+        scripts.lua_running.add(1);
         RunRegistration {
             scripts,
             run: run.clone(),
@@ -196,7 +196,7 @@ impl<'a> RunRegistration<'a> {
 impl Drop for RunRegistration<'_> {
     fn drop(&mut self) {
         CURRENT_RUN.with(|current| *current.borrow_mut() = None);
-        self.scripts.lua_running.fetch_sub(1, Ordering::SeqCst);
+        self.scripts.lua_running.add(-1);
         if self.run.busy.load(Ordering::SeqCst) {
             let mut running = self.scripts.running.lock();
             running.retain(|r| !Arc::ptr_eq(r, &self.run));

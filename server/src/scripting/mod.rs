@@ -17,6 +17,7 @@
 mod bridge;
 mod busy;
 pub mod convert;
+mod lookup;
 pub mod native;
 mod raw;
 mod undo;
@@ -26,9 +27,10 @@ pub use bridge::set_resp;
 use bridge::{Bridge, BridgeGuard, BRIDGE};
 use busy::RunRegistration;
 pub use busy::{check_current_run, Killed, RunState};
+pub use lookup::Named;
 use undo::UndoLog;
 
-use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
 
 use hashbrown::HashMap;
@@ -38,6 +40,7 @@ use parking_lot::{Mutex, RwLock};
 use crate::cmd::{self, ClientState, Ctx, ErrorCounts};
 use crate::resp::Reply;
 use crate::store::{HeldShards, KeyRef, ShardLender};
+use crate::striped::StripedCount;
 
 /// Flags from a `#!lua flags=...` first line.
 #[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
@@ -124,7 +127,7 @@ pub struct Scripts {
     pub(super) busy: Arc<AtomicUsize>,
     /// Lua runs in progress, busy or not: SCRIPT KILL waits for one of them
     /// to pass the threshold, as it would on Redis.
-    pub(super) lua_running: AtomicUsize,
+    pub(super) lua_running: StripedCount,
     /// Set when the server stops: every running script is stopped at its
     /// next hook, killable or not (SHUTDOWN NOSAVE, SIGTERM).
     pub(super) stopping: AtomicBool,
@@ -145,7 +148,7 @@ pub struct Scripts {
     pub memory_limit: AtomicU64,
     /// Bytes the worker threads' Lua VMs hold, as of their last runs
     /// (INFO used_memory_lua).
-    pub vm_memory: AtomicI64,
+    pub vm_memory: StripedCount,
 }
 
 impl Default for Scripts {
@@ -174,7 +177,7 @@ impl Default for Scripts {
             cache: RwLock::new(HashMap::new()),
             running: Mutex::new(Vec::new()),
             busy: Arc::new(AtomicUsize::new(0)),
-            lua_running: AtomicUsize::new(0),
+            lua_running: StripedCount::default(),
             stopping: AtomicBool::new(false),
             busy_threshold_ms: AtomicU64::new(5000),
             generation: AtomicU64::new(0),
@@ -189,7 +192,7 @@ impl Default for Scripts {
                 .collect(),
             native_enabled: AtomicBool::new(true),
             memory_limit: AtomicU64::new(256 * 1024 * 1024),
-            vm_memory: AtomicI64::new(0),
+            vm_memory: StripedCount::default(),
         }
     }
 }
@@ -459,6 +462,12 @@ fn admits_a_request(args: &[&[u8]]) -> bool {
         .any(|cost| !matches!(*cost, b"0" | b""))
 }
 
+thread_local! {
+    /// The client redis.call ran as in this thread's last script run, kept
+    /// for the next (see [`ClientState::reuse_for_script`]).
+    static SCRIPT_CLIENT: std::cell::Cell<Option<Box<ClientState>>> = const { std::cell::Cell::new(None) };
+}
+
 #[allow(clippy::too_many_arguments)]
 fn run_once(
     ctx: &mut Ctx<'_>,
@@ -473,8 +482,15 @@ fn run_once(
 ) -> (Reply, ErrorCounts) {
     let shared = ctx.shared;
     let generation = shared.scripts.generation.load(Ordering::SeqCst);
-    // redis.call runs as the caller's user, on the caller's database.
-    let client = ClientState::for_script(ctx.client);
+    // redis.call runs as the caller's user, on the caller's database, as a
+    // client this thread keeps from run to run.
+    let client = match SCRIPT_CLIENT.take() {
+        Some(mut client) => {
+            client.reuse_for_script(ctx.client);
+            client
+        }
+        None => Box::new(ClientState::for_script(ctx.client)),
+    };
     let mut bridge = Bridge {
         shared,
         held,
@@ -541,6 +557,7 @@ fn run_once(
     // The script's effects, for the change feed (Redis 7 replicates
     // scripts by their effects).
     ctx.client.propagated.append(&mut bridge.client.propagated);
+    SCRIPT_CLIENT.set(Some(bridge.client));
     let reply = match outcome {
         Ok((_, true)) if run.kill.load(Ordering::SeqCst) => {
             errors = ErrorCounts::default();

@@ -460,10 +460,10 @@ impl Vm {
     }
 
     /// Brings the server's total of VM memory up to date with this VM's.
-    pub fn account_memory(&mut self, total: &std::sync::atomic::AtomicI64) {
+    pub fn account_memory(&mut self, total: &crate::striped::StripedCount) {
         let now = self.lua.used_memory() as i64;
         if now != self.accounted {
-            total.fetch_add(now - self.accounted, std::sync::atomic::Ordering::Relaxed);
+            total.add(now - self.accounted);
             self.accounted = now;
         }
     }

@@ -136,10 +136,25 @@ impl ShardLender for OneShard<'_> {
 pub struct HeldShards<'s> {
     store: &'s Store,
     shards_per_db: usize,
-    /// Per database, created when the script first touches it: most scripts
-    /// touch one database, and a run should not allocate slots for sixteen.
-    slots: Vec<OnceCell<Box<[Slot<'s>]>>>,
+    /// The first shards taken, in the order taken: a limiter script holds
+    /// one to three, found here without allocating anything (a table per
+    /// database cost a one-command script more to build and drop than its
+    /// command).
+    few: [OnceCell<Taken<'s>>; FEW],
+    /// Per database, created when a run holds more shards than `few`
+    /// keeps (a transaction or script holding every shard, mostly).
+    slots: OnceCell<Box<[OnceCell<Box<[Slot<'s>]>>]>>,
     conflict: Cell<bool>,
+}
+
+/// Shards held without a table.
+const FEW: usize = 4;
+
+/// One shard held, with where it is.
+struct Taken<'s> {
+    db: usize,
+    index: usize,
+    guard: RefCell<MutexGuard<'s, ShardData>>,
 }
 
 type Slot<'s> = RefCell<Option<MutexGuard<'s, ShardData>>>;
@@ -153,7 +168,7 @@ impl<'s> HeldShards<'s> {
         wanted.sort_unstable();
         wanted.dedup();
         for shard in wanted {
-            *held.slot(db, shard).borrow_mut() = Some(database.lock_shard(shard));
+            held.keep(db, shard, database.lock_shard(shard));
         }
         held
     }
@@ -171,21 +186,66 @@ impl<'s> HeldShards<'s> {
     }
 
     fn empty(store: &'s Store) -> HeldShards<'s> {
-        let shards_per_db = store.db(0).shard_count();
         HeldShards {
             store,
-            shards_per_db,
-            slots: (0..store.databases()).map(|_| OnceCell::new()).collect(),
+            shards_per_db: store.db(0).shard_count(),
+            few: Default::default(),
+            slots: OnceCell::new(),
             conflict: Cell::new(false),
         }
     }
 
+    /// The table slot of shard `index` of database `db`, its table made
+    /// on first use.
     fn slot(&self, db: usize, index: usize) -> &Slot<'s> {
-        &self.slots[db].get_or_init(|| {
+        let databases = self.slots.get_or_init(|| {
+            (0..self.store.databases())
+                .map(|_| OnceCell::new())
+                .collect()
+        });
+        &databases[db].get_or_init(|| {
             (0..self.shards_per_db)
                 .map(|_| RefCell::new(None))
                 .collect()
         })[index]
+    }
+
+    /// Keeps `guard`, the lock of a shard not held yet: in `few` while
+    /// there is room, else in its table slot.
+    fn keep(&self, db: usize, index: usize, guard: MutexGuard<'s, ShardData>) {
+        let taken = Taken {
+            db,
+            index,
+            guard: RefCell::new(guard),
+        };
+        let rest = self
+            .few
+            .iter()
+            .try_fold(taken, |taken, cell| match cell.set(taken) {
+                Ok(()) => Err(()),
+                Err(taken) => Ok(taken),
+            });
+        if let Ok(taken) = rest {
+            *self.slot(db, index).borrow_mut() = Some(taken.guard.into_inner());
+        }
+    }
+
+    /// The shard if this run holds it.
+    fn held(&self, db: usize, index: usize) -> Option<RefMut<'_, ShardData>> {
+        for cell in &self.few {
+            match cell.get() {
+                Some(taken) if (taken.db, taken.index) == (db, index) => {
+                    return Some(RefMut::map(taken.guard.borrow_mut(), |guard| &mut **guard));
+                }
+                Some(_) => {}
+                None => break,
+            }
+        }
+        let table = self.slots.get()?.get(db)?.get()?;
+        RefMut::filter_map(table[index].borrow_mut(), |guard| {
+            guard.as_mut().map(|guard| &mut **guard)
+        })
+        .ok()
     }
 
     /// True once a shard the script needed could not be taken.
@@ -202,30 +262,25 @@ impl<'s> HeldShards<'s> {
     /// The shard `index` of database `db`: held, taken now with `try_lock`,
     /// or (on conflict) the scratch shard.
     pub fn shard(&self, db: usize, index: usize) -> ShardGuard<'_> {
-        let slot = self.slot(db, index);
-        {
-            let mut taken = slot.borrow_mut();
-            if taken.is_none() {
-                // After a conflict every shard not yet taken stays out of
-                // reach: taking one now would let a write land that the
-                // undo log never saw (its snapshot was given the scratch
-                // shard), and the re-run would apply it a second time.
-                if self.conflict.get() {
-                    return ShardGuard::Scratch(Box::new(self.store.scratch_shard()));
-                }
-                match self.store.db(db).try_lock_shard(index) {
-                    Some(guard) => *taken = Some(guard),
-                    None => {
-                        self.conflict.set(true);
-                        return ShardGuard::Scratch(Box::new(self.store.scratch_shard()));
-                    }
-                }
+        if let Some(guard) = self.held(db, index) {
+            return ShardGuard::Held(guard);
+        }
+        // After a conflict every shard not yet taken stays out of reach:
+        // taking one now would let a write land that the undo log never
+        // saw (its snapshot was given the scratch shard), and the re-run
+        // would apply it a second time.
+        if self.conflict.get() {
+            return ShardGuard::Scratch(Box::new(self.store.scratch_shard()));
+        }
+        match self.store.db(db).try_lock_shard(index) {
+            Some(guard) => self.keep(db, index, guard),
+            None => {
+                self.conflict.set(true);
+                return ShardGuard::Scratch(Box::new(self.store.scratch_shard()));
             }
         }
-        #[allow(clippy::expect_used)] // the slot was filled just above
-        ShardGuard::Held(RefMut::map(slot.borrow_mut(), |guard| {
-            &mut **guard.as_mut().expect("slot filled above")
-        }))
+        #[allow(clippy::expect_used)] // kept just above
+        ShardGuard::Held(self.held(db, index).expect("the shard was kept above"))
     }
 
     /// The shard holding `key` in database `db`.
@@ -237,6 +292,43 @@ impl<'s> HeldShards<'s> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn shards_past_the_few_kept_inline_are_held_in_tables_and_all_released() {
+        let store = Store::new(2, 8, std::sync::Arc::new(crate::store::NoObserver));
+        {
+            let held = HeldShards::empty(&store);
+            let wanted: Vec<(usize, usize)> =
+                (0..8).map(|i| (0, i)).chain([(1, 3), (1, 5)]).collect();
+            for &(db, index) in &wanted {
+                assert!(matches!(held.shard(db, index), ShardGuard::Held(_)));
+            }
+            // Each is held once, found again, and locked against others.
+            for &(db, index) in &wanted {
+                assert!(matches!(held.shard(db, index), ShardGuard::Held(_)));
+                assert!(store.db(db).try_lock_shard(index).is_none());
+            }
+            assert!(store.db(1).try_lock_shard(4).is_some());
+            assert!(!held.conflicted());
+        }
+        for db in 0..2 {
+            for index in 0..8 {
+                assert!(store.db(db).try_lock_shard(index).is_some());
+            }
+        }
+    }
+
+    #[test]
+    fn holding_everything_finds_every_shard() {
+        let store = Store::new(2, 4, std::sync::Arc::new(crate::store::NoObserver));
+        let held = HeldShards::everything(&store);
+        for db in 0..2 {
+            for index in 0..4 {
+                assert!(matches!(held.shard(db, index), ShardGuard::Held(_)));
+            }
+        }
+        assert!(!held.conflicted());
+    }
 
     #[test]
     fn after_a_conflict_a_shard_freed_later_is_still_not_taken() {

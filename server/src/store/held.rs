@@ -143,7 +143,7 @@ pub struct HeldShards<'s> {
     few: [OnceCell<Taken<'s>>; FEW],
     /// Per database, created when a run holds more shards than `few`
     /// keeps (a transaction or script holding every shard, mostly).
-    slots: OnceCell<Box<[OnceCell<Box<[Slot<'s>]>>]>>,
+    slots: OnceCell<Box<[OnceCell<Table<'s>>]>>,
     conflict: Cell<bool>,
 }
 
@@ -158,6 +158,9 @@ struct Taken<'s> {
 }
 
 type Slot<'s> = RefCell<Option<MutexGuard<'s, ShardData>>>;
+
+/// One database's slots, by shard index.
+type Table<'s> = Box<[Slot<'s>]>;
 
 impl<'s> HeldShards<'s> {
     /// Locks the shards of `keys` in database `db`, in ascending order.

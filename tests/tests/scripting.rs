@@ -318,3 +318,48 @@ async fn the_workers_own_script_index_follows_the_shared_cache() {
         b"*1\r\n:0\r\n"
     );
 }
+
+/// A script's result converts by the protocol the script chose with
+/// redis.setresp when it returns (not the one it started with), as in
+/// Redis: false is RESP3's false after redis.setresp(3), and null before.
+/// A `{double=...}` table is a double reply, in either protocol (a bulk
+/// string in RESP2, `,` in RESP3). Every expected reply here is Redis
+/// 7.0.15's.
+#[tokio::test]
+async fn the_result_converts_by_the_protocol_the_script_chose() {
+    let server = TestServer::start().await;
+    let mut resp2 = server.raw().await;
+    let mut resp3 = server.raw().await;
+    resp3.cmd(&["HELLO", "3"]).await;
+    assert_eq!(
+        resp3
+            .cmd(&["EVAL", "redis.setresp(3); return false", "0"])
+            .await,
+        b"#f\r\n"
+    );
+    assert_eq!(resp3.cmd(&["EVAL", "return false", "0"]).await, b"_\r\n");
+    for (script, in_resp2, in_resp3) in [
+        (
+            "return {double=0.5}",
+            &b"$3\r\n0.5\r\n"[..],
+            &b",0.5\r\n"[..],
+        ),
+        ("return {double=-1/0}", b"$4\r\n-inf\r\n", b",-inf\r\n"),
+        (
+            "return {{double=0.1}}",
+            b"*1\r\n$19\r\n0.10000000000000001\r\n",
+            b"*1\r\n,0.10000000000000001\r\n",
+        ),
+    ] {
+        assert_eq!(
+            resp2.cmd(&["EVAL", script, "0"]).await,
+            in_resp2,
+            "{script}"
+        );
+        assert_eq!(
+            resp3.cmd(&["EVAL", script, "0"]).await,
+            in_resp3,
+            "{script}"
+        );
+    }
+}

@@ -291,29 +291,65 @@ pub fn lua_to_reply_within(
     limits: ResultLimits,
     errors: &mut ErrorCounts,
 ) -> Reply {
-    let mut walk = Walk {
-        resp3,
-        deepest: 0,
-        elements_left: limits.elements,
-        bytes_left: limits.bytes,
-        exceeded: false,
-        errors: ErrorCounts::default(),
-    };
-    let reply = convert(lua, value, &mut walk);
-    if walk.exceeded {
-        let reply = Reply::error(RESULT_TOO_LARGE);
-        errors.count(RESULT_TOO_LARGE.as_bytes());
-        return reply;
+    let mut conversion = Conversion::new(resp3, limits);
+    let reply = convert(lua, value, &mut conversion.walk);
+    conversion.finish(reply, proto, errors)
+}
+
+/// One conversion of a script's result, for a caller that is already
+/// inside a protected call with the result on Lua's stack (the script
+/// run itself: see `raw::run`), so no second protected call is needed.
+pub(super) struct Conversion {
+    walk: Walk,
+}
+
+impl Conversion {
+    pub(super) fn new(resp3: bool, limits: ResultLimits) -> Conversion {
+        Conversion {
+            walk: Walk {
+                resp3,
+                deepest: 0,
+                elements_left: limits.elements,
+                bytes_left: limits.bytes,
+                exceeded: false,
+                errors: ErrorCounts::default(),
+            },
+        }
     }
-    errors.merge(walk.errors);
-    if walk.deepest < DEEP_REPLY {
-        return reply;
+
+    /// Converts the value on top of the stack and pops it; `resp3` is the
+    /// protocol the script chose with redis.setresp, which shapes how its
+    /// tables convert.
+    ///
+    /// # Safety
+    /// As [`convert_top`]: `state` is inside a protected call, with the
+    /// value on top and room for each level of nesting.
+    pub(super) unsafe fn convert_top(&mut self, state: *mut ffi::lua_State, resp3: bool) -> Reply {
+        self.walk.resp3 = resp3;
+        // SAFETY: as the function's contract.
+        unsafe { convert_top(state, &mut self.walk) }
     }
-    // Encoding and dropping a tree would recurse once per level: encode it
-    // now, without recursion, and keep the bytes.
-    let mut out = bytes::BytesMut::new();
-    reply.encode_deep(proto, &mut out);
-    Reply::Encoded(out.to_vec())
+
+    /// The reply for what [`Conversion::convert_top`] gave: an error if a
+    /// limit was passed; the errors met counted in `errors`; a deep tree
+    /// encoded at once.
+    pub(super) fn finish(self, reply: Reply, proto: Protocol, errors: &mut ErrorCounts) -> Reply {
+        let walk = self.walk;
+        if walk.exceeded {
+            let reply = Reply::error(RESULT_TOO_LARGE);
+            errors.count(RESULT_TOO_LARGE.as_bytes());
+            return reply;
+        }
+        errors.merge(walk.errors);
+        if walk.deepest < DEEP_REPLY {
+            return reply;
+        }
+        // Encoding and dropping a tree would recurse once per level: encode
+        // it now, without recursion, and keep the bytes.
+        let mut out = bytes::BytesMut::new();
+        reply.encode_deep(proto, &mut out);
+        Reply::Encoded(out.to_vec())
+    }
 }
 
 /// Nesting from which a script's result is encoded at once (see
@@ -491,7 +527,7 @@ unsafe fn convert_table_top(state: *mut ffi::lua_State, walk: &mut Walk) -> Repl
         if push_field(state, c"double") == ffi::LUA_TNUMBER {
             let d = ffi::lua_tonumber(state, -1);
             ffi::lua_pop(state, 1);
-            return Reply::Bulk(crate::float::format_g17(d).into_bytes());
+            return Reply::Double(d);
         }
         ffi::lua_pop(state, 1);
         if push_field(state, c"map") == ffi::LUA_TTABLE {

@@ -521,11 +521,20 @@ fn run_once(
         bridge.lua = &vm.lua;
         BRIDGE.with(|b| b.set(&mut bridge as *mut Bridge<'_, '_> as *mut ()));
         let _reset = BridgeGuard;
-        let called = raw::run(&vm.lua, &vm.runner, &function, keys, args, memory_limit);
+        let mut conversion = convert::Conversion::new(false, convert::ResultLimits::default());
+        let called = raw::run(
+            &vm.lua,
+            &vm.runner,
+            &function,
+            keys,
+            args,
+            memory_limit,
+            &mut conversion,
+        );
         // A memory error can end the call with the limit still on.
         let _ = vm.lua.set_memory_limit(0);
-        let (ok, value): (bool, Value) = match called {
-            Ok(result) => result,
+        let ran = match called {
+            Ok(ran) => ran,
             // Lua does not run the error handler for memory errors.
             Err(mlua::Error::MemoryError(_)) => {
                 vm.collect_if_large();
@@ -537,13 +546,9 @@ fn run_once(
             Err(e) => return Err(format!("ERR Error running script: {e}")),
         };
         drop(_reset);
-        let reply = if ok {
-            (
-                convert::lua_to_reply(&vm.lua, value, bridge.resp3, proto, &mut errors),
-                false,
-            )
-        } else {
-            (script_error(&value, &script.sha, &mut errors), true)
+        let reply = match ran {
+            raw::Ran::Returned(reply) => (conversion.finish(reply, proto, &mut errors), false),
+            raw::Ran::Raised(value) => (script_error(&value, &script.sha, &mut errors), true),
         };
         vm.collect_if_large();
         vm.account_memory(&shared.scripts.vm_memory);

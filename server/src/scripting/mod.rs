@@ -517,15 +517,15 @@ fn run_once(
         // next run with the limit lifted, so garbage cannot fail it.
         let memory_limit = shared.scripts.memory_limit.load(Ordering::Relaxed) as usize;
         vm.collect_if_near(memory_limit);
-        let function = vm.function(&script.sha, &script.body)?;
+        let function = vm.function_id(&script.sha, &script.body)?;
         bridge.lua = &vm.lua;
         BRIDGE.with(|b| b.set(&mut bridge as *mut Bridge<'_, '_> as *mut ()));
         let _reset = BridgeGuard;
         let mut conversion = convert::Conversion::new(false, convert::ResultLimits::default());
         let called = raw::run(
             &vm.lua,
-            &vm.runner,
-            &function,
+            vm.runner_id(),
+            function,
             keys,
             args,
             memory_limit,

@@ -34,8 +34,8 @@ pub(super) enum Ran {
     Raised(mlua::Value),
 }
 
-/// Runs a compiled script with `runner` (xpcall with Redis's error
-/// handler), its KEYS and ARGV set to `keys` and `args`, the VM's memory
+/// Runs the compiled script at registry index `function` with `runner`
+/// (at its registry index: xpcall with Redis's error handler), its KEYS and ARGV set to `keys` and `args`, the VM's memory
 /// limited to `memory_limit` while the script's own code runs, and converts
 /// what it returned with `conversion`. One protected call does it all: a
 /// second one to convert the result cost a short script a tenth of its
@@ -48,8 +48,8 @@ pub(super) enum Ran {
 /// short script's cost).
 pub(super) fn run(
     lua: &mlua::Lua,
-    runner: &mlua::Function,
-    function: &mlua::Function,
+    runner: c_int,
+    function: c_int,
     keys: &[&[u8]],
     args: &[&[u8]],
     memory_limit: usize,
@@ -63,10 +63,14 @@ pub(super) fn run(
     // below returns. The conversion reads with raw accesses only, so no
     // script code runs in it.
     let left = unsafe {
-        lua.exec_raw::<mlua::Value>((runner, function), |state| {
+        lua.exec_raw::<mlua::Value>((), |state| {
+            // The runner and the script, by their registry indexes (see
+            // `Vm::function_id`).
+            ffi::luaL_checkstack(state, 4, c"a script run".as_ptr());
+            ffi::lua_rawgeti(state, ffi::LUA_REGISTRYINDEX, runner as ffi::lua_Integer);
+            ffi::lua_rawgeti(state, ffi::LUA_REGISTRYINDEX, function as ffi::lua_Integer);
             // Both tables are made before the globals open, so that a
             // memory error cannot leave them writable.
-            ffi::luaL_checkstack(state, 3, c"KEYS and ARGV".as_ptr());
             push_sequence(state, keys);
             push_sequence(state, args);
             readonly::enable(state, ffi::LUA_GLOBALSINDEX, false);

@@ -231,8 +231,9 @@ pub struct Vm {
     pub lua: Lua,
     /// Compiled scripts by SHA1 (lower-case hex).
     functions: HashMap<String, RegistryKey>,
-    /// `xpcall` with Redis's error handler: `(ok, result_or_error_table)`.
-    pub runner: Function,
+    /// `xpcall` with Redis's error handler: `(ok, result_or_error_table)`,
+    /// kept in the registry: a run pushes it by its index.
+    runner: RegistryKey,
     /// The SCRIPT FLUSH generation the compiled functions belong to.
     generation: u64,
     /// What this VM last added to the server's `vm_memory`.
@@ -422,6 +423,7 @@ impl Vm {
                 Err(super::Killed) => Err(mlua::Error::runtime(KILLED)),
             },
         )?;
+        let runner = lua.create_registry_value(runner)?;
         Ok(Vm {
             lua,
             functions: HashMap::new(),
@@ -434,10 +436,19 @@ impl Vm {
     /// The compiled function for `sha`, compiling `source` on first use.
     /// A compile error is returned as Redis words it.
     pub fn function(&mut self, sha: &str, source: &[u8]) -> Result<Function, String> {
+        let id = self.function_id(sha, source)?;
+        self.functions
+            .get(sha)
+            .filter(|key| key.id() == id)
+            .and_then(|key| self.lua.registry_value::<Function>(key).ok())
+            .ok_or_else(|| "ERR the compiled script was lost".to_string())
+    }
+
+    /// [`Vm::function`] as its index in the Lua registry, which a run
+    /// pushes directly (no handle of mlua's made and dropped per run).
+    pub fn function_id(&mut self, sha: &str, source: &[u8]) -> Result<std::ffi::c_int, String> {
         if let Some(key) = self.functions.get(sha) {
-            if let Ok(function) = self.lua.registry_value::<Function>(key) {
-                return Ok(function);
-            }
+            return Ok(key.id());
         }
         let function = self
             .lua
@@ -453,10 +464,16 @@ impl Vm {
             })?;
         let key = self
             .lua
-            .create_registry_value(function.clone())
+            .create_registry_value(function)
             .map_err(|e| format!("ERR {e}"))?;
+        let id = key.id();
         self.functions.insert(sha.to_string(), key);
-        Ok(function)
+        Ok(id)
+    }
+
+    /// The runner's index in the Lua registry (see [`Vm::function_id`]).
+    pub fn runner_id(&self) -> std::ffi::c_int {
+        self.runner.id()
     }
 
     /// Brings the server's total of VM memory up to date with this VM's.

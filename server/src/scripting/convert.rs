@@ -228,36 +228,6 @@ fn one_line(text: &[u8]) -> String {
         .collect()
 }
 
-/// A script's return value as a reply. `resp3` is the level the script chose
-/// with redis.setresp.
-///
-/// This walks the value on Lua's own stack, as Redis's
-/// `luaReplyToRedisReply` does, because that is what bounds it: nested
-/// tables (a table holding itself included) are converted until the C call's
-/// stack would pass LUAI_MAXCSTACK, where the element becomes `-ERR reached
-/// lua stack limit` and the levels above it are still returned, byte for
-/// byte as Redis does. (mlua's values would not do: each holds a slot of
-/// mlua's reference stack, which has the same 8000-slot limit and panics.)
-/// The Rust recursion runs on a stack that grows on demand.
-///
-/// A result can also be broad as well as deep: `t = {t, t}` describes 2^8000
-/// elements, which Redis would try to send (and never finish). Conversion
-/// stops past [`ResultLimits`] and the whole reply becomes an error instead;
-/// docs/compatibility.md.
-///
-/// Every error in the result (at any depth, as Redis counts them when it
-/// adds them to the reply) is counted in `errors`, except those redis.call
-/// or redis.pcall returned, which were counted when their command failed.
-pub fn lua_to_reply(
-    lua: &Lua,
-    value: Value,
-    resp3: bool,
-    proto: Protocol,
-    errors: &mut ErrorCounts,
-) -> Reply {
-    lua_to_reply_within(lua, value, resp3, proto, ResultLimits::default(), errors)
-}
-
 /// How large a script's result may be.
 #[derive(Debug, Clone, Copy)]
 pub struct ResultLimits {
@@ -282,7 +252,28 @@ impl Default for ResultLimits {
 pub const RESULT_TOO_LARGE: &str =
     "ERR the script's result is too large to send (more than 4194304 values or 512 MB)";
 
-/// [`lua_to_reply`] with explicit limits (the fuzzers use small ones).
+/// How a script's return value becomes a reply: a script run converts
+/// its result with a [`Conversion`] inside the run's protected call; this
+/// converts a value held by mlua, within `limits` (the fuzzers use small
+/// ones). `resp3` is the level the script chose with redis.setresp.
+///
+/// This walks the value on Lua's own stack, as Redis's
+/// `luaReplyToRedisReply` does, because that is what bounds it: nested
+/// tables (a table holding itself included) are converted until the C call's
+/// stack would pass LUAI_MAXCSTACK, where the element becomes `-ERR reached
+/// lua stack limit` and the levels above it are still returned, byte for
+/// byte as Redis does. (mlua's values would not do: each holds a slot of
+/// mlua's reference stack, which has the same 8000-slot limit and panics.)
+/// The Rust recursion runs on a stack that grows on demand.
+///
+/// A result can also be broad as well as deep: `t = {t, t}` describes 2^8000
+/// elements, which Redis would try to send (and never finish). Conversion
+/// stops past [`ResultLimits`] and the whole reply becomes an error instead;
+/// docs/compatibility.md.
+///
+/// Every error in the result (at any depth, as Redis counts them when it
+/// adds them to the reply) is counted in `errors`, except those redis.call
+/// or redis.pcall returned, which were counted when their command failed.
 pub fn lua_to_reply_within(
     lua: &Lua,
     value: Value,
@@ -291,7 +282,8 @@ pub fn lua_to_reply_within(
     limits: ResultLimits,
     errors: &mut ErrorCounts,
 ) -> Reply {
-    let mut conversion = Conversion::new(resp3, limits);
+    let mut conversion = Conversion::new(limits);
+    conversion.walk.resp3 = resp3;
     let reply = convert(lua, value, &mut conversion.walk);
     conversion.finish(reply, proto, errors)
 }
@@ -304,10 +296,12 @@ pub(super) struct Conversion {
 }
 
 impl Conversion {
-    pub(super) fn new(resp3: bool, limits: ResultLimits) -> Conversion {
+    /// A conversion within `limits`; the protocol is the script's as its
+    /// result is converted (see [`Conversion::convert_top`]).
+    pub(super) fn new(limits: ResultLimits) -> Conversion {
         Conversion {
             walk: Walk {
-                resp3,
+                resp3: false,
                 deepest: 0,
                 elements_left: limits.elements,
                 bytes_left: limits.bytes,

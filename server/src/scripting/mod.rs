@@ -521,7 +521,7 @@ fn run_once(
         bridge.lua = &vm.lua;
         BRIDGE.with(|b| b.set(&mut bridge as *mut Bridge<'_, '_> as *mut ()));
         let _reset = BridgeGuard;
-        let mut conversion = convert::Conversion::new(false, convert::ResultLimits::default());
+        let mut conversion = convert::Conversion::new(convert::ResultLimits::default());
         let called = raw::run(
             &vm.lua,
             vm.runner_id(),

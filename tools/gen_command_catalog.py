@@ -43,7 +43,7 @@ IGNORED_FLAGS = {
 def tally_commands():
     """Full names in the order of the handler bindings."""
     text = open(os.path.join(ROOT, HANDLERS)).read()
-    return re.findall(r'^\s*\("([a-z_|\-]+)",', text, re.M)
+    return re.findall(r'^\s*\("([a-z_|.\-]+)",', text, re.M)
 
 
 def load_redis(directory):

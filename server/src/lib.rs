@@ -50,6 +50,7 @@ pub mod state;
 pub mod stats;
 pub mod store;
 pub mod striped;
+pub mod throttle;
 pub mod tracking;
 pub mod util;
 

@@ -15,7 +15,15 @@ use std::path::Path;
 const LAYERS: &[(&str, &[&str])] = &[
     (
         "foundations: no server state",
-        &["util", "number", "float", "glob", "allocator", "striped"],
+        &[
+            "util",
+            "number",
+            "float",
+            "glob",
+            "allocator",
+            "striped",
+            "throttle",
+        ],
     ),
     ("the protocol", &["resp"]),
     ("the command catalog", &["catalog"]),

@@ -459,9 +459,16 @@ async fn described_rules_and_categories_hold_redis_s_words() {
     // tally has fewer commands than Redis: its categories are Redis's
     // restricted to the commands tally has.
     for ((category, redis_names), (_, tally_names)) in described[0].1.iter().zip(&described[1].1) {
-        // CLIENT SETINFO is Redis 7.2's (docs/compatibility.md).
+        // CLIENT SETINFO is Redis 7.2's (docs/compatibility.md); CL.THROTTLE
+        // is redis-cell's, @write and @fast, which a Redis without the module
+        // does not have.
         let mut tally_names = tally_names.clone();
         tally_names.remove("client|setinfo");
+        assert_eq!(
+            tally_names.remove("cl.throttle"),
+            matches!(*category, "write" | "fast"),
+            "CL.THROTTLE in @{category}"
+        );
         let tally_names = &tally_names;
         let known: BTreeSet<String> = redis_names
             .iter()

@@ -9,7 +9,7 @@ use std::sync::OnceLock;
 use super::{
     acl, client, cluster, command, config, connection as conn, failover, hash, info, keys, latency,
     list, memory, migrate, multi, persistence, pubsub, replication, scripting, server, set, string,
-    zset, Ctx,
+    throttle, zset, Ctx,
 };
 use crate::catalog::registry;
 use crate::resp::Reply;
@@ -37,6 +37,7 @@ static BINDINGS: &[(&str, Handler)] = &[
     ("incrbyfloat", string::incrbyfloat),
     ("decr", string::decr),
     ("decrby", string::decrby),
+    ("cl.throttle", throttle::cl_throttle),
     ("append", string::append),
     ("strlen", string::strlen),
     ("getrange", string::getrange),

@@ -42,6 +42,7 @@ pub mod set;
 pub mod string;
 #[cfg(test)]
 mod tests;
+pub mod throttle;
 pub mod zset;
 
 use std::sync::atomic::Ordering;

@@ -63,6 +63,10 @@ pub enum Refusal {
     /// The times involved do not fit (a period or quantity so large that
     /// the TAT passes what a timestamp holds).
     OutOfRange,
+    /// The allowed request would leave a TAT behind now (a negative
+    /// quantity): redis-cell writes it and then fails to set a negative
+    /// TTL; here nothing is written.
+    NegativeTtl,
 }
 
 impl Refusal {
@@ -72,6 +76,7 @@ impl Refusal {
         match self {
             Refusal::ZeroRate => "Zero rates are not supported",
             Refusal::OutOfRange => "Time out of range",
+            Refusal::NegativeTtl => "Error while setting key expire",
         }
     }
 }
@@ -127,6 +132,9 @@ pub fn decide(
         (true, retry, ttl, None)
     } else {
         let ttl = new_tat - now_ns;
+        if ttl < 0 {
+            return Err(Refusal::NegativeTtl);
+        }
         let stored = u64::try_from(new_tat).map_err(|_| Refusal::OutOfRange)?;
         (false, -NS_PER_SECOND, ttl, Some((stored, ttl / 1_000_000)))
     };

@@ -76,7 +76,7 @@ async fn replies_follow_redis_cells_own_cases() {
 async fn errors_are_redis_cells_and_change_nothing() {
     let server = TestServer::start().await;
     let mut conn = server.raw().await;
-    let usage = b"-Cell error: Usage: cl.throttle <key> <max_burst> <count per period> <period> [<quantity>]\r\n";
+    let usage = b"-Cell error: Store error: Usage: cl.throttle <key> <max_burst> <count per period> <period> [<quantity>]\r\n";
     assert_eq!(conn.cmd(&["CL.THROTTLE", "k", "1", "1"]).await, usage);
     assert_eq!(conn.cmd(&["CL.THROTTLE", "k"]).await, usage);
     // Without a key, the arity error of any command (redis-cell's module
@@ -92,18 +92,24 @@ async fn errors_are_redis_cells_and_change_nothing() {
     );
     assert_eq!(
         conn.cmd(&["CL.THROTTLE", "k", "x", "1", "1"]).await,
-        b"-Cell error: Couldn't parse as integer: x\r\n"
+        b"-Cell error: Store error: Couldn't parse as integer: x\r\n"
     );
     assert_eq!(
         conn.cmd(&["CL.THROTTLE", "k", "1", "1", "1", "1.5"]).await,
-        b"-Cell error: Couldn't parse as integer: 1.5\r\n"
+        b"-Cell error: Store error: Couldn't parse as integer: 1.5\r\n"
     );
     for (count, period) in [("0", "60"), ("10", "0")] {
         assert_eq!(
             conn.cmd(&["CL.THROTTLE", "k", "1", count, period]).await,
-            b"-Cell error: Zero rates are not supported\r\n"
+            b"-Cell error: Store error: Zero rates are not supported\r\n"
         );
     }
+    // A negative quantity: redis-cell writes the key, then fails to set a
+    // negative TTL; tally fails with its words and writes nothing.
+    assert_eq!(
+        conn.cmd(&["CL.THROTTLE", "k", "1", "1", "1", "-3"]).await,
+        b"-Cell error: Store error: Error while setting key expire\r\n"
+    );
     assert_eq!(conn.cmd(&["EXISTS", "k"]).await, b":0\r\n");
     conn.cmd(&["RPUSH", "list", "a"]).await;
     assert_eq!(
@@ -113,7 +119,7 @@ async fn errors_are_redis_cells_and_change_nothing() {
     conn.cmd(&["SET", "text", "abc"]).await;
     assert_eq!(
         conn.cmd(&["CL.THROTTLE", "text", "1", "1", "1"]).await,
-        b"-Cell error: the key does not hold a CL.THROTTLE timestamp\r\n"
+        b"-Cell error: Store error: the key does not hold a CL.THROTTLE timestamp\r\n"
     );
     assert_eq!(conn.cmd(&["GET", "text"]).await, b"$3\r\nabc\r\n");
 }

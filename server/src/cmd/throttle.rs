@@ -8,7 +8,7 @@
 //! string holding the theoretical arrival time in nanoseconds, with a TTL
 //! that ends when the limit is full again: redis-cell's layout, so keys
 //! carry over either way. Time is the server's clock. Errors are worded as
-//! redis-cell words them ("Cell error: ..."), its usage error for a wrong
+//! redis-cell words them ("Cell error: Store error: ..."), its usage error for a wrong
 //! argument count included (the module checks its own arguments); only a
 //! call without a key gets the arity error of any command, since routing
 //! and ACL need the key's position.
@@ -21,8 +21,7 @@ use crate::store::ValueRef;
 use crate::throttle::{self, Request};
 
 /// redis-cell's usage error.
-const USAGE: &str =
-    "Cell error: Usage: cl.throttle <key> <max_burst> <count per period> <period> [<quantity>]";
+const USAGE: &str = "Cell error: Store error: Usage: cl.throttle <key> <max_burst> <count per period> <period> [<quantity>]";
 
 /// CL.THROTTLE key max_burst count period [quantity]
 pub fn cl_throttle(ctx: &mut Ctx<'_>, argv: &[&[u8]]) -> Reply {
@@ -38,7 +37,11 @@ pub fn cl_throttle(ctx: &mut Ctx<'_>, argv: &[&[u8]]) -> Reply {
             Some(n) => *slot = n,
             None => {
                 return Reply::error_bytes(
-                    [&b"Cell error: Couldn't parse as integer: "[..], arg].concat(),
+                    [
+                        &b"Cell error: Store error: Couldn't parse as integer: "[..],
+                        arg,
+                    ]
+                    .concat(),
                 )
             }
         }
@@ -74,7 +77,9 @@ pub fn cl_throttle(ctx: &mut Ctx<'_>, argv: &[&[u8]]) -> Reply {
     };
     let decision = match throttle::decide(request, stored, now_us as i64 * 1000) {
         Ok(decision) => decision,
-        Err(refusal) => return Reply::error(format!("Cell error: {}", refusal.message())),
+        Err(refusal) => {
+            return Reply::error(format!("Cell error: Store error: {}", refusal.message()))
+        }
     };
     if let Some((tat, ttl_ms)) = decision.store {
         // A TAT past i64 was refused by `decide`.
@@ -111,4 +116,4 @@ pub fn cl_throttle(ctx: &mut Ctx<'_>, argv: &[&[u8]]) -> Reply {
 
 /// A key CL.THROTTLE finds holding something other than a TAT (redis-cell
 /// panics, taking the server down).
-const NOT_A_TAT: &str = "Cell error: the key does not hold a CL.THROTTLE timestamp";
+const NOT_A_TAT: &str = "Cell error: Store error: the key does not hold a CL.THROTTLE timestamp";

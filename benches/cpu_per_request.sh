@@ -18,7 +18,12 @@
 # Prints the median over the rounds of ticks per 100k and of requests per
 # second for each server, and tally's ratio to Redis for both.
 #
-# Usage: [ROUNDS=5] [REQUESTS=300000] [LOADS="set get ..."] benches/cpu_per_request.sh
+# CL.THROTTLE (load `cl_throttle`, not in the default list) needs Redis
+# with redis-cell: REDIS_CELL names the module, built from
+# github:brandur/redis-cell with `cargo build --release`.
+#
+# Usage: [ROUNDS=5] [REQUESTS=300000] [LOADS="set get ..."] [PIPELINE=16]
+#        [REDIS_CELL=.../libredis_cell.so] benches/cpu_per_request.sh
 set -euo pipefail
 cd "$(dirname "$0")/.."
 . benches/lib.sh
@@ -30,8 +35,10 @@ cargo build --release -p tally-server >/dev/null 2>&1
 
 REDIS_PORT=$(free_port)
 mkdir -p "$WORK/redis" "$WORK/tally"
+MODULES=()
+[ -n "${REDIS_CELL:-}" ] && MODULES=(--loadmodule "$REDIS_CELL")
 redis-server --port "$REDIS_PORT" --bind 127.0.0.1 --save "" --appendonly no \
-    --dir "$WORK/redis" >/dev/null 2>&1 &
+    --dir "$WORK/redis" "${MODULES[@]}" >/dev/null 2>&1 &
 PIDS+=($!)
 REDIS_PID=$!
 TALLY_PORT=$(free_port)
@@ -95,6 +102,8 @@ load() { # PORT LOAD: runs it; prints requests per second
         # bucket4j sends EVAL with the text every time: a swap that fails
         # (the keys hold no state), the commonest outcome under contention.
         bucket4j) args=(EVAL "$BUCKET4J" 1 "$K" state-0 state-1 60000) ;;
+        # redis-cell's GCRA: burst 100, 1000 per minute, one each.
+        cl_throttle) args=(CL.THROTTLE "$K" 100 1000 60) ;;
     esac
     rps "$port" "$REQUESTS" "${args[@]}"
 }

@@ -15,10 +15,11 @@ cpu_ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
 user_system_ticks() { awk '{print $14, $15}' "/proc/$1/stat"; }
 # The median of the numbers given.
 median() { python3 -c "import statistics,sys; print(statistics.median(float(x) for x in sys.argv[1:]))" "$@"; }
-# Runs redis-benchmark against port $1 for $2 requests (-c 50 -P 16, random
-# keys), the rest of the arguments being the command; prints requests per second.
+# Runs redis-benchmark against port $1 for $2 requests (-c 50 -P $PIPELINE,
+# 16 unless set; random keys), the rest of the arguments being the command;
+# prints requests per second.
 rps() {
     local port=$1 requests=$2; shift 2
-    redis-benchmark -p "$port" -c 50 -P 16 -r 100000 -n "$requests" -q "$@" 2>/dev/null |
+    redis-benchmark -p "$port" -c 50 -P "${PIPELINE:-16}" -r 100000 -n "$requests" -q "$@" 2>/dev/null |
         tr '\r' '\n' | grep "per second" | tail -1 | sed 's/.*: //;s/ requests per second.*//'
 }

@@ -53,8 +53,9 @@ pub fn cl_throttle(ctx: &mut Ctx<'_>, argv: &[&[u8]]) -> Reply {
         quantity: if argv.len() == 6 { numbers[3] } else { 1 },
     };
     let key = ctx.key(argv[1]);
-    // The clock in microseconds (redis-cell reads nanoseconds; the TATs
-    // it stores then end in 000 here), read once for the whole call.
+    // The clock in microseconds (redis-cell reads nanoseconds, so its
+    // TATs carry the clock's last three digits; tally's do not), read
+    // once for the whole call.
     let now_us = ctx.shared.clock.now_us();
     let now_ms = now_us / 1000;
     let mut shard = ctx.lock(key);

@@ -1,6 +1,7 @@
 //! Helpers for tests that compare whole keyspaces across servers and
 //! restarts: connections, a key's contents in an order-free form, INFO
-//! persistence polling, and a fill of every type and encoding.
+//! persistence polling, the append-only log's newest increment, and a fill
+//! of every type and encoding.
 
 use std::net::SocketAddr;
 
@@ -164,6 +165,23 @@ pub async fn wait_loaded(addr: SocketAddr) {
         info.contains("\r\nloading:0\r\n")
     })
     .await;
+}
+
+/// The newest increment of the append-only log a server keeps in `dir`
+/// (Redis 7's layout: `appendonlydir/`, named by its manifest), as text.
+pub fn aof_increment(dir: &str) -> String {
+    let logs = std::path::Path::new(dir).join("appendonlydir");
+    let read = |name: &str| {
+        let path = logs.join(name);
+        std::fs::read(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+    };
+    let manifest = String::from_utf8_lossy(&read("appendonly.aof.manifest")).into_owned();
+    let last = manifest
+        .lines()
+        .rfind(|l| l.ends_with("type i"))
+        .and_then(|l| l.split(' ').nth(1))
+        .expect("an increment in the manifest");
+    String::from_utf8_lossy(&read(last)).into_owned()
 }
 
 pub async fn fill(addr: SocketAddr) {

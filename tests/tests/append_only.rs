@@ -11,7 +11,8 @@ use std::time::Duration;
 use redis::AsyncCommands;
 use tally_server::{Config, Server, ServerHandle};
 use tally_tests::keyspace::{
-    all_contents, connect, fill, persistence_info, run, wait_for_persistence, wait_loaded,
+    all_contents, aof_increment, connect, fill, persistence_info, run, wait_for_persistence,
+    wait_loaded,
 };
 use tally_tests::{scratch_dir, words, RedisServer, TestServer};
 
@@ -182,21 +183,6 @@ async fn logs_load_in_either_server() {
     tally.shutdown().await;
 }
 
-/// The increment of a log, as text.
-fn increment(dir: &str) -> String {
-    let manifest = String::from_utf8_lossy(&read(&appenddir(dir).join("appendonly.aof.manifest")))
-        .into_owned();
-    let last = manifest
-        .lines()
-        .rfind(|l| l.ends_with("type i"))
-        .expect("an increment")
-        .split(' ')
-        .nth(1)
-        .expect("its name")
-        .to_string();
-    String::from_utf8_lossy(&read(&appenddir(dir).join(last))).into_owned()
-}
-
 /// A key that expires is logged as DEL where it expired, so a replay
 /// (which expires nothing while it runs) starts a counter made again
 /// after the expiry from 1, not from the old count.
@@ -212,7 +198,7 @@ async fn expiry_is_logged_where_it_happened() {
     run_lines(server.addr(), &["INCRBY hits 41", "PEXPIRE hits 1000"]).await;
     server.clock.advance_ms(1500);
     run_lines(server.addr(), &["INCR hits"]).await;
-    let log = increment(&dir);
+    let log = aof_increment(&dir);
     assert!(
         log.ends_with("*2\r\n$3\r\nDEL\r\n$4\r\nhits\r\n*2\r\n$4\r\nINCR\r\n$4\r\nhits\r\n"),
         "{log:?}"
@@ -259,7 +245,7 @@ async fn scripts_are_logged_by_their_effects() {
             .await
             .expect("EVAL");
         assert_eq!(reply[0], 1);
-        logs.push(increment(&dir));
+        logs.push(aof_increment(&dir));
         server.handle.shutdown().await;
     }
     let deadline = tally_tests::T0_MS + 120_000;
@@ -303,7 +289,7 @@ async fn a_native_lease_sync_is_logged_as_its_lua_run() {
             .await
             .expect("EVAL");
         assert_eq!((reply.0, &reply.4), (1, &vec![10]));
-        logs.push(increment(&dir));
+        logs.push(aof_increment(&dir));
         server.handle.shutdown().await;
     }
     assert!(
@@ -430,7 +416,7 @@ async fn native_library_scripts_are_logged_as_their_lua_runs() {
             .map(|n| n.parse::<u64>().expect("a count"))
             .sum();
         assert_eq!(native_runs, if native { 13 } else { 0 }, "{info}");
-        logs.push((increment(&dir), replies));
+        logs.push((aof_increment(&dir), replies));
         server.handle.shutdown().await;
     }
     let deadline = |ms: u64| (tally_tests::T0_MS + ms).to_string();

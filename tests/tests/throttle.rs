@@ -3,7 +3,7 @@
 //! the call logged as its effect. The server's clock is a manual one, so
 //! every expected reply is exact.
 
-use tally_tests::keyspace::{connect, wait_loaded};
+use tally_tests::keyspace::{aof_increment, connect, wait_loaded};
 use tally_tests::{scratch_dir, TestServer, T0_MS};
 
 /// A reply of five integers, as RESP.
@@ -161,16 +161,7 @@ async fn the_log_holds_the_stored_value_and_its_deadline() {
         conn.cmd(&["EXEC"]).await,
         [b"*1\r\n".to_vec(), five([0, 1, 0, -1, 2])].concat()
     );
-    let appenddir = std::path::Path::new(&dir).join("appendonlydir");
-    let manifest =
-        std::fs::read_to_string(appenddir.join("appendonly.aof.manifest")).expect("a manifest");
-    let increment = manifest
-        .lines()
-        .rfind(|l| l.ends_with("type i"))
-        .and_then(|l| l.split(' ').nth(1))
-        .expect("an increment");
-    let log = String::from_utf8_lossy(&std::fs::read(appenddir.join(increment)).expect("the log"))
-        .into_owned();
+    let log = aof_increment(&dir);
     let tat = ((T0_MS + 2000) * 1_000_000).to_string();
     let deadline = (T0_MS + 2000).to_string();
     for key in ["api", "lua", "multi"] {

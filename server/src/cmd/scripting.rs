@@ -72,7 +72,7 @@ fn eval_generic(ctx: &mut Ctx<'_>, argv: &[&[u8]], by_sha: bool, read_only: bool
     // in Redis (SCRIPT EXISTS then says 0). Only a body that compiles is
     // remembered here: one that does not may be leaving the cache.
     let compiled =
-        scripting::vm::with_vm(|vm| vm.function(&script.sha, &script.body).map(|_| ())).is_ok();
+        scripting::vm::with_vm(|vm| vm.function_id(&script.sha, &script.body).map(|_| ())).is_ok();
     if new {
         if compiled {
             super::propagate::script_loaded(ctx, &script);
@@ -113,7 +113,8 @@ pub fn script_load(ctx: &mut Ctx<'_>, argv: &[&[u8]]) -> Reply {
         Err(message) => return Reply::error(message),
     };
     // Compile now so a syntax error is reported by LOAD, as in Redis.
-    let compiled = scripting::vm::with_vm(|vm| vm.function(&script.sha, &script.body).map(|_| ()));
+    let compiled =
+        scripting::vm::with_vm(|vm| vm.function_id(&script.sha, &script.body).map(|_| ()));
     match compiled {
         Ok(()) => {
             if new {

@@ -76,7 +76,11 @@ pub fn cl_throttle(ctx: &mut Ctx<'_>, argv: &[&[u8]]) -> Reply {
             Ok(_) => return Reply::error(NOT_A_TAT),
         },
     };
-    let decision = match throttle::decide(request, stored, now_us as i64 * 1000) {
+    let now_ns = i64::try_from(now_us)
+        .ok()
+        .and_then(|us| us.checked_mul(1000))
+        .ok_or(throttle::Refusal::OutOfRange);
+    let decision = match now_ns.and_then(|now_ns| throttle::decide(request, stored, now_ns)) {
         Ok(decision) => decision,
         Err(refusal) => {
             return Reply::error(format!("Cell error: Store error: {}", refusal.message()))

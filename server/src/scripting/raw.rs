@@ -35,9 +35,10 @@ pub(super) enum Ran {
 }
 
 /// Runs the compiled script at registry index `function` with `runner`
-/// (at its registry index: xpcall with Redis's error handler), its KEYS and ARGV set to `keys` and `args`, the VM's memory
-/// limited to `memory_limit` while the script's own code runs, and converts
-/// what it returned with `conversion`. One protected call does it all: a
+/// (also by registry index: xpcall with Redis's error handler), its KEYS
+/// and ARGV set to `keys` and `args`, the VM's memory limited to
+/// `memory_limit` while the script's own code runs, and converts what it
+/// returned with `conversion`. One protected call does it all: a
 /// second one to convert the result cost a short script a tenth of its
 /// time (each protected call makes two C closures for the collector).
 ///

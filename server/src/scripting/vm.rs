@@ -433,19 +433,10 @@ impl Vm {
         })
     }
 
-    /// The compiled function for `sha`, compiling `source` on first use.
-    /// A compile error is returned as Redis words it.
-    pub fn function(&mut self, sha: &str, source: &[u8]) -> Result<Function, String> {
-        let id = self.function_id(sha, source)?;
-        self.functions
-            .get(sha)
-            .filter(|key| key.id() == id)
-            .and_then(|key| self.lua.registry_value::<Function>(key).ok())
-            .ok_or_else(|| "ERR the compiled script was lost".to_string())
-    }
-
-    /// [`Vm::function`] as its index in the Lua registry, which a run
-    /// pushes directly (no handle of mlua's made and dropped per run).
+    /// The compiled function for `sha`, compiling `source` on first use,
+    /// as its index in the Lua registry, which a run pushes directly (no
+    /// handle of mlua's made and dropped per run). A compile error is
+    /// returned as Redis words it.
     pub fn function_id(&mut self, sha: &str, source: &[u8]) -> Result<std::ffi::c_int, String> {
         if let Some(key) = self.functions.get(sha) {
             return Ok(key.id());

@@ -1,5 +1,6 @@
 /*
- * INCRBYFLOAT arithmetic in C's long double, exactly as Redis 7.0 does it.
+ * INCRBYFLOAT's (and INCREX BYFLOAT's) arithmetic in C's long double, exactly
+ * as Redis does it.
  *
  * Redis parses both operands with strtold, adds them in long double (80-bit
  * extended precision on x86-64) and prints the sum with "%.17Lf", trimming
@@ -8,6 +9,7 @@
  * shim lets the same libc do the same arithmetic.
  */
 #include <ctype.h>
+#include <float.h>
 #include <errno.h>
 #include <math.h>
 #include <stdlib.h>
@@ -36,18 +38,12 @@ static int parse_long_double(const char *s, size_t slen, long double *out) {
 }
 
 /*
- * Adds the decimal strings a and b. Writes the sum in Redis's LD_STR_HUMAN form
- * to out and returns its length; returns -1 when an operand is not a valid
- * float, -2 when the sum is NaN or infinite, -3 when out is too small.
+ * Writes value in Redis's LD_STR_HUMAN form ("%.17Lf" without trailing
+ * zeros, "-0" as "0") to out; returns its length, or -3 when out is too
+ * small.
  */
-int tally_long_double_add(const char *a, size_t alen, const char *b, size_t blen,
-                          char *out, size_t outlen) {
-    long double x, y, sum;
-    int len;
-    if (!parse_long_double(a, alen, &x) || !parse_long_double(b, blen, &y)) return -1;
-    sum = x + y;
-    if (isnan(sum) || isinf(sum)) return -2;
-    len = snprintf(out, outlen, "%.17Lf", sum);
+static int format_human(long double value, char *out, size_t outlen) {
+    int len = snprintf(out, outlen, "%.17Lf", value);
     if (len < 0 || (size_t)len + 1 > outlen) return -3;
     if (strchr(out, '.') != NULL) {
         char *p = out + len - 1;
@@ -62,6 +58,68 @@ int tally_long_double_add(const char *a, size_t alen, const char *b, size_t blen
         len = 1;
     }
     return len;
+}
+
+/*
+ * Adds the decimal strings a and b. Writes the sum in Redis's LD_STR_HUMAN form
+ * to out and returns its length; returns -1 when an operand is not a valid
+ * float, -2 when the sum is NaN or infinite, -3 when out is too small.
+ */
+int tally_long_double_add(const char *a, size_t alen, const char *b, size_t blen,
+                          char *out, size_t outlen) {
+    long double x, y, sum;
+    if (!parse_long_double(a, alen, &x) || !parse_long_double(b, blen, &y)) return -1;
+    sum = x + y;
+    if (isnan(sum) || isinf(sum)) return -2;
+    return format_human(sum, out, outlen);
+}
+
+/*
+ * INCREX's BYFLOAT arithmetic (Redis 8.8), in long double as Redis does it.
+ *
+ * current is the stored value ("0" for a missing key); lower and upper are
+ * the bounds, or NULL for the type's limits (-LDBL_MAX, LDBL_MAX). A sum
+ * outside the bounds, or past the type's limits, is skipped (returns 1, the
+ * key stays as it is) unless saturate, which clamps it to the bound it
+ * crossed (returns 0). Either way value_out gets the value the key holds
+ * afterwards and delta_out the increment applied, in LD_STR_HUMAN form,
+ * with their lengths in *value_len and *delta_len.
+ *
+ * Errors: -1 the increment or a bound is not a finite float, -2 the
+ * applied increment would be infinite, -3 a buffer is too small, -4 the
+ * lower bound is above the upper one, -5 current is not a float. Only the
+ * arguments are checked (and nothing written) when current is NULL, so a
+ * caller can refuse bad arguments before it looks the key up.
+ */
+int tally_long_double_increx(const char *current, size_t current_len, const char *incr,
+                             size_t incr_len, const char *lower, size_t lower_len,
+                             const char *upper, size_t upper_len, int saturate, char *value_out,
+                             char *delta_out, size_t outlen, int *value_len, int *delta_len) {
+    long double old, by, lb = -LDBL_MAX, ub = LDBL_MAX, value, delta;
+    int skipped = 0;
+    if (!parse_long_double(incr, incr_len, &by) || isinf(by)) return -1;
+    if (lower != NULL && (!parse_long_double(lower, lower_len, &lb) || isinf(lb))) return -1;
+    if (upper != NULL && (!parse_long_double(upper, upper_len, &ub) || isinf(ub))) return -1;
+    if (lb > ub) return -4;
+    if (current == NULL) return 0;
+    if (!parse_long_double(current, current_len, &old)) return -5;
+    value = old + by;
+    if (isinf(value) || value < lb || value > ub) {
+        if (!saturate) {
+            skipped = 1;
+            value = old;
+        } else if (isinf(value)) {
+            value = by >= 0 ? ub : lb;
+        } else {
+            value = value > ub ? ub : lb;
+        }
+    }
+    delta = skipped ? 0 : value - old;
+    if (isinf(delta) || isnan(delta)) return -2;
+    *value_len = format_human(value, value_out, outlen);
+    *delta_len = format_human(delta, delta_out, outlen);
+    if (*value_len < 0 || *delta_len < 0) return -3;
+    return skipped;
 }
 
 /*

@@ -1,4 +1,5 @@
-//! INCRBYFLOAT's arithmetic, done by libc in `long double` as Redis does it;
+//! INCRBYFLOAT's (and INCREX BYFLOAT's) arithmetic, done by libc in
+//! `long double` as Redis does it;
 //! see `csrc/long_double.c` for why Rust's f64 would not give the same digits.
 
 use std::os::raw::{c_char, c_int};
@@ -11,6 +12,22 @@ extern "C" {
         blen: usize,
         out: *mut c_char,
         outlen: usize,
+    ) -> c_int;
+    fn tally_long_double_increx(
+        current: *const c_char,
+        current_len: usize,
+        incr: *const c_char,
+        incr_len: usize,
+        lower: *const c_char,
+        lower_len: usize,
+        upper: *const c_char,
+        upper_len: usize,
+        saturate: c_int,
+        value_out: *mut c_char,
+        delta_out: *mut c_char,
+        outlen: usize,
+        value_len: *mut c_int,
+        delta_len: *mut c_int,
     ) -> c_int;
     fn tally_format_g(value: f64, precision: c_int, out: *mut c_char, outlen: usize) -> c_int;
     fn tally_string2d(s: *const c_char, slen: usize, out: *mut f64) -> c_int;
@@ -109,6 +126,96 @@ pub fn add_human(a: &[u8], b: &[u8]) -> Result<Vec<u8>, AddError> {
             out.truncate(n as usize);
             Ok(out)
         }
+    }
+}
+
+/// Why INCREX BYFLOAT refused.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum IncrexError {
+    /// The increment or a bound is not a finite float.
+    NotAFloat,
+    /// The lower bound is above the upper one.
+    BoundsCrossed,
+    /// The key holds something that is not a float.
+    CurrentNotAFloat,
+    /// The increment applied would be infinite (saturating from one end
+    /// of the long double range to the other).
+    Infinite,
+}
+
+/// What INCREX BYFLOAT leaves: the key's value and the increment applied,
+/// both as Redis prints long doubles (INCRBYFLOAT's form).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FloatIncrement {
+    /// The key's value afterwards.
+    pub value: Vec<u8>,
+    /// The increment applied ("0" when skipped).
+    pub delta: Vec<u8>,
+    /// The sum fell outside the bounds without SATURATE: nothing changes.
+    pub skipped: bool,
+}
+
+/// INCREX BYFLOAT's arithmetic in long double, as Redis 8.8 does it (see
+/// `tally_long_double_increx`). With `current` `None` only the arguments
+/// are checked, so a bad one is refused before the key is looked up.
+pub fn increx(
+    current: Option<&[u8]>,
+    incr: &[u8],
+    lower: Option<&[u8]>,
+    upper: Option<&[u8]>,
+    saturate: bool,
+) -> Result<FloatIncrement, IncrexError> {
+    const MAX: usize = 5 * 1024 + 64;
+    let mut value = vec![0u8; MAX];
+    let mut delta = vec![0u8; MAX];
+    let (mut value_len, mut delta_len) = (0, 0);
+    let pointer =
+        |arg: Option<&[u8]>| arg.map_or((std::ptr::null(), 0), |a| (a.as_ptr().cast(), a.len()));
+    let (current_ptr, current_len) = pointer(current);
+    let (lower_ptr, lower_len) = pointer(lower);
+    let (upper_ptr, upper_len) = pointer(upper);
+    // SAFETY: each pointer is null or describes a live buffer of the length
+    // passed with it; the C function writes at most MAX bytes to each output
+    // buffer, both of which are MAX long.
+    let status = unsafe {
+        tally_long_double_increx(
+            current_ptr,
+            current_len,
+            incr.as_ptr().cast(),
+            incr.len(),
+            lower_ptr,
+            lower_len,
+            upper_ptr,
+            upper_len,
+            c_int::from(saturate),
+            value.as_mut_ptr().cast(),
+            delta.as_mut_ptr().cast(),
+            MAX,
+            &mut value_len,
+            &mut delta_len,
+        )
+    };
+    match status {
+        -1 => Err(IncrexError::NotAFloat),
+        -2 => Err(IncrexError::Infinite),
+        -4 => Err(IncrexError::BoundsCrossed),
+        -5 => Err(IncrexError::CurrentNotAFloat),
+        0 | 1 if current.is_some() => {
+            value.truncate(value_len as usize);
+            delta.truncate(delta_len as usize);
+            Ok(FloatIncrement {
+                value,
+                delta,
+                skipped: status == 1,
+            })
+        }
+        0 => Ok(FloatIncrement {
+            value: Vec::new(),
+            delta: Vec::new(),
+            skipped: false,
+        }),
+        // The buffers hold the longest long double printed with "%.17Lf".
+        _ => unreachable!("INCREX's long double did not fit {MAX} bytes"),
     }
 }
 

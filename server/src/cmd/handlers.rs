@@ -7,9 +7,9 @@
 use std::sync::OnceLock;
 
 use super::{
-    acl, client, cluster, command, config, connection as conn, failover, hash, info, keys, latency,
-    list, memory, migrate, multi, persistence, pubsub, replication, scripting, server, set, string,
-    throttle, zset, Ctx,
+    acl, client, cluster, command, config, connection as conn, failover, hash, increx, info, keys,
+    latency, list, memory, migrate, multi, persistence, pubsub, replication, scripting, server,
+    set, string, throttle, zset, Ctx,
 };
 use crate::catalog::registry;
 use crate::resp::Reply;
@@ -35,6 +35,7 @@ static BINDINGS: &[(&str, Handler)] = &[
     ("incr", string::incr),
     ("incrby", string::incrby),
     ("incrbyfloat", string::incrbyfloat),
+    ("increx", increx::increx),
     ("decr", string::decr),
     ("decrby", string::decrby),
     ("cl.throttle", throttle::cl_throttle),

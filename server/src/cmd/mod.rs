@@ -24,6 +24,7 @@ pub mod handlers;
 #[cfg(any(test, feature = "fuzzing"))]
 pub mod harness;
 pub mod hash;
+pub mod increx;
 pub mod info;
 pub mod keys;
 pub mod latency;

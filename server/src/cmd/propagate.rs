@@ -28,6 +28,20 @@ pub fn append_pending(ctx: &mut Ctx<'_>) {
     }
 }
 
+/// Keeps `change` as what the command running now propagates, in place of
+/// itself (for commands whose effect only their handler knows: CL.THROTTLE's
+/// stored time, INCREX's value and deadline). The dispatch that holds the
+/// command's shards appends it while they are still held, as it does the
+/// changes `propagated` finds.
+pub fn effect(ctx: &mut Ctx<'_>, change: &[&[u8]]) {
+    if ctx.shared.store.feed().active() {
+        let db = ctx.client.db;
+        ctx.client
+            .propagated
+            .push((db, crate::store::feed::encoded(change)));
+    }
+}
+
 /// A script a client loaded (SCRIPT LOAD, or EVAL of a body new to the
 /// cache) goes to the change feed as `SCRIPT LOAD <source>`, so that a
 /// replay of the append-only file has it again (`lua-persist-scripts`;
@@ -154,8 +168,8 @@ fn rewritten(command: &Command, argv: &[&[u8]], reply: &Reply, now_ms: u64) -> O
         "restore" | "restore-asking" => restore(argv, now_ms),
         // The keys it moved out are logged as DELs when the target took them.
         "migrate" => Vec::new(),
-        // Its handler keeps its effect (the stored value, SET ... PXAT).
-        "cl.throttle" => Vec::new(),
+        // Their handlers keep their effect (`effect`: SET ... PXAT).
+        "cl.throttle" | "increx" => Vec::new(),
         _ => return None,
     })
 }

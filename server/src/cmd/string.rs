@@ -78,7 +78,7 @@ struct SetOptions {
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum ExpireUnit {
+pub(super) enum ExpireUnit {
     Ex,
     Px,
     ExAt,
@@ -152,7 +152,12 @@ fn parse_set_options(options: &[&[u8]], grammar: SetGrammar) -> Result<SetOption
 
 /// Turns an EX/PX/EXAT/PXAT amount into an absolute deadline, refusing what
 /// Redis refuses with `invalid expire time in '<command>' command`.
-fn deadline_of(unit: ExpireUnit, amount: i64, now_ms: u64, command: &str) -> Result<u64, Reply> {
+pub(super) fn deadline_of(
+    unit: ExpireUnit,
+    amount: i64,
+    now_ms: u64,
+    command: &str,
+) -> Result<u64, Reply> {
     let invalid = || Reply::error(error::invalid_expire(command));
     let seconds = matches!(unit, ExpireUnit::Ex | ExpireUnit::ExAt);
     if amount <= 0 || (seconds && amount > i64::MAX / 1000) {

@@ -16,7 +16,6 @@
 use super::string::string_of;
 use super::Ctx;
 use crate::resp::Reply;
-use crate::store::feed::encoded;
 use crate::store::ValueRef;
 use crate::throttle::{self, Request};
 
@@ -92,23 +91,18 @@ pub fn cl_throttle(ctx: &mut Ctx<'_>, argv: &[&[u8]]) -> Reply {
         shard.set(key, ValueRef::Int(tat as i64), deadline, now_ms);
         drop(shard);
         // Logged as its effect, the stored value with an absolute expiry,
-        // so that a replica or a replay sets what this server set. While
-        // the feed is on, a write runs inside a run holding its shard,
-        // which appends what is kept here (`propagate.rs` adds nothing
-        // for this command itself).
-        if ctx.shared.store.feed().active() {
-            let db = ctx.client.db;
-            ctx.client.propagated.push((
-                db,
-                encoded(&[
-                    &b"SET"[..],
-                    argv[1],
-                    tat.to_string().as_bytes(),
-                    b"PXAT",
-                    deadline.to_string().as_bytes(),
-                ]),
-            ));
-        }
+        // so that a replica or a replay sets what this server set.
+        let (tat, deadline) = (tat.to_string(), deadline.to_string());
+        super::propagate::effect(
+            ctx,
+            &[
+                b"SET",
+                argv[1],
+                tat.as_bytes(),
+                b"PXAT",
+                deadline.as_bytes(),
+            ],
+        );
     }
     Reply::Array(vec![
         Reply::Int(i64::from(decision.limited)),

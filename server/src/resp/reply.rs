@@ -70,6 +70,10 @@ pub enum Reply {
     /// A double (scores): RESP3 `,`, a bulk string in RESP2; `%.17g` either
     /// way, as Redis 7.0 formats them.
     Double(f64),
+    /// A long double already printed as Redis prints them (INCREX BYFLOAT's
+    /// `%.17Lf` without trailing zeros, addReplyHumanLongDouble): RESP3 `,`,
+    /// a bulk string in RESP2.
+    HumanDouble(Vec<u8>),
     /// A reply already encoded for the protocol of the client it goes to:
     /// a script's result nested thousands deep is encoded once, on a stack
     /// of its own, rather than kept as a tree that every later walk (encode,
@@ -296,6 +300,10 @@ impl Reply {
                     Protocol::Resp3 => line(out, b',', text.as_bytes()),
                 }
             }
+            Reply::HumanDouble(text) => match proto {
+                Protocol::Resp2 => bulk(out, text),
+                Protocol::Resp3 => line(out, b',', text),
+            },
             Reply::Verbatim(text) => match proto {
                 Protocol::Resp2 => bulk(out, text),
                 Protocol::Resp3 => {

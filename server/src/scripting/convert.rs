@@ -129,6 +129,19 @@ pub unsafe fn push_reply(state: *mut ffi::lua_State, reply: &Reply, resp3: bool)
                 ffi::lua_setfield(state, -2, c"double".as_ptr());
             }
             Reply::Double(d) => push_bytes(state, crate::float::format_g17(*d).as_bytes()),
+            // Redis converts a RESP3 double to a Lua number, whatever its digits.
+            Reply::HumanDouble(text) if resp3 => {
+                ffi::lua_createtable(state, 0, 1);
+                // Printed from a finite long double, so it parses; one past
+                // f64's range becomes an infinity, as the C cast would.
+                let value = std::str::from_utf8(text)
+                    .ok()
+                    .and_then(|t| t.parse::<f64>().ok())
+                    .unwrap_or(f64::NAN);
+                ffi::lua_pushnumber(state, value);
+                ffi::lua_setfield(state, -2, c"double".as_ptr());
+            }
+            Reply::HumanDouble(text) => push_bytes(state, text),
             // Only script results are pre-encoded, and scripts never see those.
             Reply::Encoded(bytes) => push_bytes(state, bytes),
         }

@@ -50,8 +50,8 @@ pub struct Decision {
     pub retry_after_ns: i64,
     /// Nanoseconds until the limit is back to full.
     pub reset_after_ns: i64,
-    /// The new TAT and the key's TTL in whole milliseconds, when the
-    /// request was allowed (a refused request writes nothing).
+    /// The new TAT and the key's TTL in whole milliseconds (-1: none), when
+    /// the request was allowed (a refused request writes nothing).
     pub store: Option<(u64, i64)>,
 }
 
@@ -63,9 +63,9 @@ pub enum Refusal {
     /// The times involved do not fit (a period or quantity so large that
     /// the TAT passes what a timestamp holds).
     OutOfRange,
-    /// The allowed request would leave a TAT behind now (a negative
-    /// quantity): redis-cell writes it and then fails to set a negative
-    /// TTL; here nothing is written.
+    /// The allowed request would leave a TAT more than a millisecond
+    /// behind now (a negative quantity): redis-cell writes it and then
+    /// fails to set a negative TTL; here nothing is written.
     NegativeTtl,
 }
 
@@ -132,11 +132,16 @@ pub fn decide(
         (true, retry, ttl, None)
     } else {
         let ttl = new_tat - now_ns;
-        if ttl < 0 {
+        // redis-cell hands the TTL in whole milliseconds (truncated toward
+        // zero) to RedisModule_SetExpire, for which -1 means "no expiry":
+        // a TAT up to 2 ms behind now is stored without a TTL and the call
+        // succeeds; further behind, SetExpire fails.
+        let ttl_ms = ttl / 1_000_000;
+        if ttl_ms < -1 {
             return Err(Refusal::NegativeTtl);
         }
         let stored = u64::try_from(new_tat).map_err(|_| Refusal::OutOfRange)?;
-        (false, -NS_PER_SECOND, ttl, Some((stored, ttl / 1_000_000)))
+        (false, -NS_PER_SECOND, ttl, Some((stored, ttl_ms)))
     };
     let next = tolerance.checked_sub(ttl).ok_or(Refusal::OutOfRange)?;
     let remaining = if next > interval.checked_neg().ok_or(Refusal::OutOfRange)? {

@@ -1,18 +1,23 @@
-//! TTL behaviour driven by a manual clock: keys vanish exactly at their
-//! deadline, and the active sweep reclaims keys nobody reads, so memory stays
+//! TTL behaviour driven by a manual clock: keys live through the
+//! millisecond of their deadline and vanish the next, as Redis's do
+//! (`now > when`, checked against redis-server 7.0.15 under a frozen
+//! clock), and the active sweep reclaims keys nobody reads, so memory stays
 //! flat under endless TTL churn.
 
 use tally_server::expiry::sweep_once;
 use tally_tests::TestServer;
 
 #[tokio::test]
-async fn a_key_is_visible_until_its_deadline_and_gone_at_it() {
+async fn a_key_lives_through_its_deadline_millisecond_and_is_gone_after() {
     let server = TestServer::start().await;
     let mut conn = server.raw().await;
     assert_eq!(conn.line("SET k v EX 10").await, "+OK\r\n");
     server.clock.advance_ms(9_999);
     assert_eq!(conn.line("PTTL k").await, ":1\r\n");
     assert_eq!(conn.line("TTL k").await, ":0\r\n");
+    assert_eq!(conn.line("GET k").await, "$1\r\nv\r\n");
+    server.clock.advance_ms(1);
+    assert_eq!(conn.line("PTTL k").await, ":0\r\n");
     assert_eq!(conn.line("GET k").await, "$1\r\nv\r\n");
     server.clock.advance_ms(1);
     assert_eq!(conn.line("GET k").await, "$-1\r\n");
@@ -54,7 +59,7 @@ async fn incr_keeps_the_ttl_and_a_rolled_window_starts_from_zero() {
     assert_eq!(conn.line("EXPIRE rl:u:1 120").await, ":1\r\n");
     assert_eq!(conn.line("INCRBY rl:u:1 4").await, ":5\r\n");
     assert_eq!(conn.line("TTL rl:u:1").await, ":120\r\n");
-    server.clock.advance_ms(120_000);
+    server.clock.advance_ms(120_001);
     assert_eq!(conn.line("INCR rl:u:1").await, ":1\r\n");
     assert_eq!(conn.line("TTL rl:u:1").await, ":-1\r\n");
 }
@@ -97,7 +102,7 @@ async fn the_active_sweep_reclaims_keys_nobody_reads() {
         assert_eq!(conn.reply().await, b"+OK\r\n");
     }
     assert!(shared.store.used_memory() > 5000 * 60);
-    server.clock.advance_ms(120_000);
+    server.clock.advance_ms(120_001);
     // One full pass of the sweep takes ten slices.
     for _ in 0..10 {
         sweep_once(&shared);
@@ -132,7 +137,7 @@ async fn memory_stays_flat_under_endless_ttl_churn() {
             conn.reply().await;
         }
         high_water.push(shared.store.used_memory());
-        server.clock.advance_ms(2_000);
+        server.clock.advance_ms(2_001);
         for _ in 0..10 {
             sweep_once(&shared);
         }

@@ -107,7 +107,7 @@ async fn the_fixed_window_pattern_counts_to_its_cap_in_one_window() {
     assert_eq!(conn.cmd(&hit).await, ints(3, 0));
     // The window kept its first deadline.
     assert_eq!(pttl(&mut conn, "rl").await, b":50000\r\n");
-    server.clock.advance_ms(50_000);
+    server.clock.advance_ms(50_001);
     assert_eq!(conn.cmd(&["EXISTS", "rl"]).await, b":0\r\n");
     assert_eq!(conn.cmd(&hit).await, ints(1, 1));
     assert_eq!(pttl(&mut conn, "rl").await, b":60000\r\n");

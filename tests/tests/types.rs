@@ -155,14 +155,15 @@ async fn a_watched_key_that_expires_aborts_the_transaction() {
     let mut conn = server.raw().await;
     conn.line("SET lease holder PX 1000").await;
     conn.line("WATCH lease").await;
-    server.clock.advance_ms(1000);
+    // Past the deadline's millisecond (a key lives through it, as on Redis).
+    server.clock.advance_ms(1001);
     let reply = transaction(&mut conn, &["SET lease other"]).await;
     assert_eq!(reply, "*-1\r\n");
     assert_eq!(conn.line("EXISTS lease").await, ":0\r\n");
 
     // A key already expired when watched is simply absent: no abort.
     conn.line("SET gone v PX 10").await;
-    server.clock.advance_ms(10);
+    server.clock.advance_ms(11);
     conn.line("WATCH gone").await;
     let reply = transaction(&mut conn, &["SET gone back"]).await;
     assert_eq!(reply, "*1\r\n+OK\r\n");

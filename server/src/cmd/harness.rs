@@ -144,6 +144,10 @@ mod tests {
         h.run(&["SET", "k", "v", "PX", "100"]);
         h.advance_ms(99);
         assert_eq!(h.resp(&["GET", "k"]), "$1\r\nv\r\n");
+        // Through the millisecond of its deadline, as on Redis.
+        h.advance_ms(1);
+        assert_eq!(h.resp(&["PTTL", "k"]), ":0\r\n");
+        assert_eq!(h.resp(&["GET", "k"]), "$1\r\nv\r\n");
         h.advance_ms(1);
         assert_eq!(h.resp(&["GET", "k"]), "$-1\r\n");
     }

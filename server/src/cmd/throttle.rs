@@ -86,23 +86,21 @@ pub fn cl_throttle(ctx: &mut Ctx<'_>, argv: &[&[u8]]) -> Reply {
         }
     };
     if let Some((tat, ttl_ms)) = decision.store {
-        // A TAT past i64 was refused by `decide`.
-        let deadline = now_ms.saturating_add(ttl_ms.max(0) as u64);
+        // A TAT past i64 was refused by `decide`; a TTL of -1 is none.
+        let deadline = match u64::try_from(ttl_ms) {
+            Ok(ttl_ms) => now_ms.saturating_add(ttl_ms),
+            Err(_) => 0,
+        };
         shard.set(key, ValueRef::Int(tat as i64), deadline, now_ms);
         drop(shard);
         // Logged as its effect, the stored value with an absolute expiry,
         // so that a replica or a replay sets what this server set.
-        let (tat, deadline) = (tat.to_string(), deadline.to_string());
-        super::propagate::effect(
-            ctx,
-            &[
-                b"SET",
-                argv[1],
-                tat.as_bytes(),
-                b"PXAT",
-                deadline.as_bytes(),
-            ],
-        );
+        let (tat, at) = (tat.to_string(), deadline.to_string());
+        let mut change: Vec<&[u8]> = vec![b"SET", argv[1], tat.as_bytes()];
+        if deadline != 0 {
+            change.extend([&b"PXAT"[..], at.as_bytes()]);
+        }
+        super::propagate::effect(ctx, &change);
     }
     Reply::Array(vec![
         Reply::Int(i64::from(decision.limited)),

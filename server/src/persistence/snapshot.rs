@@ -605,7 +605,7 @@ pub(crate) fn load_entries(
                         store.databases()
                     ));
                 }
-                if entry.expire_at_ms.is_some_and(|at| at <= now_ms) {
+                if entry.expire_at_ms.is_some_and(|at| at < now_ms) {
                     loaded.expired += 1;
                     continue;
                 }

@@ -54,6 +54,11 @@ impl ManualClock {
     pub fn set_ms(&self, now_ms: u64) {
         self.now_us.store(now_ms * 1000, Ordering::SeqCst);
     }
+
+    /// Sets the clock to `now_us` microseconds since the epoch.
+    pub fn set_us(&self, now_us: u64) {
+        self.now_us.store(now_us, Ordering::SeqCst);
+    }
 }
 
 impl Clock for ManualClock {

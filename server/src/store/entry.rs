@@ -332,11 +332,15 @@ impl Entry {
         }
     }
 
-    /// True when the deadline has passed at `now_ms`.
+    /// True when the deadline has passed at `now_ms`: a key lives through
+    /// the millisecond of its deadline (PTTL 0 then), as Redis's
+    /// keyIsExpired has it (`now > when`). Writes that set a deadline not
+    /// after now delete at once where Redis does (EXPIRE, GETEX), which is
+    /// their own check.
     #[inline]
     pub fn is_expired(&self, now_ms: u64) -> bool {
         let at = self.expire_at();
-        at != 0 && at <= now_ms
+        at != 0 && at < now_ms
     }
 
     /// Sets the deadline (0 removes it); moves to the wide layout when the
@@ -484,11 +488,12 @@ mod tests {
     }
 
     #[test]
-    fn expiry_is_inclusive_of_the_deadline() {
+    fn a_key_lives_through_its_deadline_millisecond() {
         let mut slab = Slab::new();
         let e = Entry::new(b"k", ValueRef::Int(1), 1000, &mut slab);
         assert!(!e.is_expired(999));
-        assert!(e.is_expired(1000));
+        assert!(!e.is_expired(1000));
+        assert!(e.is_expired(1001));
         e.free(&mut slab);
     }
 

@@ -4,6 +4,8 @@
 //! in a hash tag, so that every key of one identity (global and
 //! per-endpoint, current and previous window) lands in one Redis Cluster
 //! slot and one multi-limit script call can touch them all. The global limit uses `*` for the endpoint hash.
+//! A GCRA limit keeps one key, `<prefix>:gcra`; a fixed window one counter
+//! per window, `<prefix>:fw:<window_start>`.
 
 /// Who a request is counted against.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
@@ -70,6 +72,19 @@ pub fn window_key(prefix: &str, start: u64) -> String {
     format!("{prefix}:{start}")
 }
 
+/// The key of a GCRA limit (CL.THROTTLE's theoretical arrival time): one
+/// per identity and limit, `<prefix>:gcra`.
+pub fn gcra_key(prefix: &str) -> String {
+    format!("{prefix}:gcra")
+}
+
+/// The counter of a fixed-window limit for the window starting at `start`
+/// (INCREX's): `<prefix>:fw:<start>`, apart from the sliding window's
+/// counters so that a limit whose algorithm changes starts afresh.
+pub fn fixed_window_key(prefix: &str, start: u64) -> String {
+    format!("{prefix}:fw:{start}")
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -86,6 +101,11 @@ mod tests {
         assert_eq!(
             window_key("rl:{user:u_1}:*", start),
             "rl:{user:u_1}:*:1720000020"
+        );
+        assert_eq!(gcra_key("rl:{user:u_1}:*"), "rl:{user:u_1}:*:gcra");
+        assert_eq!(
+            fixed_window_key("rl:{user:u_1}:*", start),
+            "rl:{user:u_1}:*:fw:1720000020"
         );
         assert_eq!(endpoint_hash("GET /search"), endpoint_hash("GET /search"));
         assert_ne!(endpoint_hash("GET /search"), endpoint_hash("POST /search"));

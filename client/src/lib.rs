@@ -52,4 +52,4 @@ pub use limiter::{
     SystemClock,
 };
 pub use metrics::MetricsSnapshot;
-pub use rules::{Limit, LimitName, RuleSet, TierRules};
+pub use rules::{Algorithm, Limit, LimitName, RuleSet, TierRules};

@@ -24,25 +24,131 @@ use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
 
-/// One limit: `limit` requests per `window_seconds`, times `burst_factor`.
+/// One limit: `limit` requests per `window_seconds`, counted by `algorithm`.
+///
+/// In a rules file, `algorithm = "gcra"` with `burst = N` or
+/// `algorithm = "fixed_window"` beside `limit` and `window_seconds`;
+/// without `algorithm` the limit is a sliding window.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[serde(try_from = "LimitSpec", into = "LimitSpec")]
 pub struct Limit {
     /// Requests per window.
     pub limit: u64,
     /// Window length in seconds.
     pub window_seconds: u64,
     /// Multiplies `limit` into the ceiling actually enforced (a sliding
-    /// window's stand-in for a token bucket's burst): 1.5 lets 1000/min reach 1500.
-    #[serde(default = "one")]
+    /// window's stand-in for a token bucket's burst): 1.5 lets 1000/min
+    /// reach 1500. The sliding window's alone: GCRA has its own burst.
     pub burst_factor: f64,
+    /// How requests are counted against it.
+    pub algorithm: Algorithm,
+}
+
+/// How a limit counts requests; docs/client.md says when to choose which.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Algorithm {
+    /// Two fixed-window counters weighted by the current window's overlap
+    /// (the multi-limit script): smooth at window edges, two keys per
+    /// identity and limit.
+    #[default]
+    SlidingWindow,
+    /// The generic cell rate algorithm (the server's CL.THROTTLE): `limit`
+    /// per `window_seconds` as a steady rate, with `burst` requests more
+    /// allowed at once. One key per identity and limit.
+    Gcra {
+        /// Requests allowed beyond the steady rate at once (CL.THROTTLE's
+        /// max_burst).
+        burst: u64,
+    },
+    /// One counter per window (the server's INCREX with UBOUND): cheapest,
+    /// but up to twice the limit can pass around a window's edge.
+    FixedWindow,
+}
+
+/// A limit as written in a rules file.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+struct LimitSpec {
+    limit: u64,
+    window_seconds: u64,
+    #[serde(default = "one", skip_serializing_if = "is_one")]
+    burst_factor: f64,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    algorithm: Option<AlgorithmName>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    burst: Option<u64>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+enum AlgorithmName {
+    SlidingWindow,
+    Gcra,
+    FixedWindow,
 }
 
 fn one() -> f64 {
     1.0
 }
 
+fn is_one(value: &f64) -> bool {
+    *value == 1.0
+}
+
+impl TryFrom<LimitSpec> for Limit {
+    type Error = String;
+
+    fn try_from(spec: LimitSpec) -> Result<Limit, String> {
+        let name = spec.algorithm.unwrap_or(AlgorithmName::SlidingWindow);
+        let algorithm = match (name, spec.burst) {
+            (AlgorithmName::Gcra, burst) => Algorithm::Gcra {
+                burst: burst.unwrap_or(0),
+            },
+            (_, Some(_)) => return Err("`burst` is GCRA's: set algorithm = \"gcra\"".into()),
+            (AlgorithmName::SlidingWindow, None) => Algorithm::SlidingWindow,
+            (AlgorithmName::FixedWindow, None) => Algorithm::FixedWindow,
+        };
+        if algorithm != Algorithm::SlidingWindow && spec.burst_factor != 1.0 {
+            return Err("`burst_factor` is the sliding window's (GCRA takes `burst`)".into());
+        }
+        Ok(Limit {
+            limit: spec.limit,
+            window_seconds: spec.window_seconds,
+            burst_factor: spec.burst_factor,
+            algorithm,
+        })
+    }
+}
+
+impl From<Limit> for LimitSpec {
+    fn from(limit: Limit) -> LimitSpec {
+        let (algorithm, burst) = match limit.algorithm {
+            Algorithm::SlidingWindow => (None, None),
+            Algorithm::Gcra { burst } => (Some(AlgorithmName::Gcra), Some(burst)),
+            Algorithm::FixedWindow => (Some(AlgorithmName::FixedWindow), None),
+        };
+        LimitSpec {
+            limit: limit.limit,
+            window_seconds: limit.window_seconds,
+            burst_factor: limit.burst_factor,
+            algorithm,
+            burst,
+        }
+    }
+}
+
 impl Limit {
-    /// The ceiling enforced: `limit × burst_factor × tightening`, at least 1.
+    /// A sliding-window limit of `limit` per `window_seconds`.
+    pub fn sliding_window(limit: u64, window_seconds: u64) -> Limit {
+        Limit {
+            limit,
+            window_seconds,
+            burst_factor: 1.0,
+            algorithm: Algorithm::SlidingWindow,
+        }
+    }
+
+    /// The ceiling enforced per window: `limit × burst_factor × tightening`,
+    /// at least 1 (for GCRA, the steady rate's count per window).
     pub fn ceiling(&self, tightening: f64) -> u64 {
         ((self.limit as f64 * self.burst_factor * tightening).floor() as u64).max(1)
     }
@@ -248,6 +354,11 @@ impl RuleState {
         };
         TierPlan {
             global: rules.global.is_some(),
+            counted_on_server: rules
+                .global
+                .iter()
+                .chain(rules.endpoints.values())
+                .any(|limit| limit.algorithm != Algorithm::SlidingWindow),
             endpoints: rules
                 .endpoints
                 .keys()
@@ -271,6 +382,10 @@ impl RuleState {
 pub struct TierPlan {
     /// The tier has a global limit.
     pub global: bool,
+    /// The tier has a GCRA or fixed-window limit: the cached mode leases
+    /// sliding-window budgets only, so its checks go to the server as in
+    /// exact mode.
+    pub counted_on_server: bool,
     /// Endpoints with a limit of their own.
     pub endpoints: hashbrown::HashMap<Box<str>, PlannedEndpoint>,
 }
@@ -321,11 +436,56 @@ mod tests {
     }
 
     #[test]
+    fn limits_name_their_algorithm_and_round_trip_through_json() {
+        let text = r#"
+            [tiers.t]
+            global = { limit = 10, window_seconds = 1, algorithm = "gcra", burst = 5 }
+            endpoints."GET /a" = { limit = 3, window_seconds = 60, algorithm = "fixed_window" }
+            endpoints."GET /b" = { limit = 3, window_seconds = 60, algorithm = "sliding_window" }
+            endpoints."GET /c" = { limit = 3, window_seconds = 60, burst_factor = 2.0 }
+        "#;
+        let rules = RuleSet::from_toml(text).unwrap();
+        let tier = &rules.tiers["t"];
+        assert_eq!(tier.global.unwrap().algorithm, Algorithm::Gcra { burst: 5 });
+        assert_eq!(tier.endpoints["GET /a"].algorithm, Algorithm::FixedWindow);
+        assert_eq!(tier.endpoints["GET /b"].algorithm, Algorithm::SlidingWindow);
+        assert_eq!(tier.endpoints["GET /c"].algorithm, Algorithm::SlidingWindow);
+        assert_eq!(tier.endpoints["GET /c"].ceiling(1.0), 6);
+        assert_eq!(
+            RuleSet::from_json(rules.to_json().as_bytes()).unwrap(),
+            rules
+        );
+        // A GCRA limit without a burst has none beyond its rate.
+        let bare = "[tiers.t]\nglobal = { limit = 5, window_seconds = 1, algorithm = \"gcra\" }";
+        assert_eq!(
+            RuleSet::from_toml(bare).unwrap().tiers["t"]
+                .global
+                .unwrap()
+                .algorithm,
+            Algorithm::Gcra { burst: 0 }
+        );
+        let state = RuleState::new(rules);
+        assert!(state.tier_plan("t").counted_on_server);
+        let sliding = RuleState::new(RuleSet::from_toml(FILE).unwrap());
+        assert!(!sliding.tier_plan("free").counted_on_server);
+    }
+
+    #[test]
     fn bad_rules_are_refused() {
         let zero = "[tiers.t]\nglobal = { limit = 0, window_seconds = 60 }";
         assert!(RuleSet::from_toml(zero).is_err());
         let burst = "[tiers.t]\nglobal = { limit = 5, window_seconds = 60, burst_factor = 0.5 }";
         assert!(RuleSet::from_toml(burst).is_err());
+        for wrong in [
+            // `burst` is GCRA's, `burst_factor` the sliding window's.
+            "global = { limit = 5, window_seconds = 60, burst = 3 }",
+            "global = { limit = 5, window_seconds = 60, algorithm = \"fixed_window\", burst = 3 }",
+            "global = { limit = 5, window_seconds = 60, algorithm = \"gcra\", burst_factor = 2.0 }",
+            "global = { limit = 5, window_seconds = 60, algorithm = \"token_bucket\" }",
+        ] {
+            let text = format!("[tiers.t]\n{wrong}");
+            assert!(RuleSet::from_toml(&text).is_err(), "{wrong}");
+        }
     }
 
     #[test]
@@ -333,11 +493,7 @@ mod tests {
         let mut state = RuleState::new(RuleSet::from_toml(FILE).unwrap());
         let mut upgraded = state.current().clone();
         upgraded.version = 2;
-        upgraded.tiers.get_mut("free").unwrap().global = Some(Limit {
-            limit: 2000,
-            window_seconds: 60,
-            burst_factor: 1.0,
-        });
+        upgraded.tiers.get_mut("free").unwrap().global = Some(Limit::sliding_window(2000, 60));
         // Arrives 30 s into the window starting at 1720000020.
         assert!(state.update(upgraded.clone(), 1_720_000_050));
         assert!(!state.update(upgraded, 1_720_000_055), "same version again");

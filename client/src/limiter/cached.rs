@@ -24,7 +24,7 @@ enum Prepared {
 impl Limiter {
     /// The plan of `tier` for the current rules (built once per tier and
     /// rules generation, then shared by the tier's entries).
-    fn tier_plan(&self, tier: &str, generation: u64) -> Arc<TierPlan> {
+    pub(super) fn tier_plan(&self, tier: &str, generation: u64) -> Arc<TierPlan> {
         let mut plans = self.inner.plans.lock();
         if plans.0 != generation {
             *plans = (generation, Default::default());
@@ -190,7 +190,9 @@ impl Limiter {
             .inner
             .cache
             .with_entry(&key, hash, |entry, activity| {
-                if !entry.is_current(generation) {
+                // An entry of a tier counted on the server holds only what
+                // the hybrid policy remembers, not leases.
+                if !entry.is_current(generation) || entry.plan.counted_on_server {
                     return None;
                 }
                 let picked = entry.pick(endpoint)?;

@@ -346,6 +346,9 @@ impl Limiter {
         // and moved for every call).
         let decision = match self.inner.config.mode {
             Mode::Exact => Box::pin(self.check_exact(identity, endpoint, cost)).await,
+            Mode::Cached { .. } if self.counted_on_server(&identity.tier) => {
+                Box::pin(self.check_exact(identity, endpoint, cost)).await
+            }
             Mode::Cached { .. } => Box::pin(self.check_cached(identity, endpoint, cost)).await,
         };
         // One counter per decision: local ones are counted by the cache.
@@ -353,6 +356,13 @@ impl Limiter {
             self.inner.metrics.decision(decision.allowed);
         }
         decision
+    }
+
+    /// The tier's checks go to the server in cached mode too (see
+    /// [`TierPlan::counted_on_server`]).
+    fn counted_on_server(&self, tier: &str) -> bool {
+        let generation = self.inner.generation.load(Ordering::Acquire);
+        self.tier_plan(tier, generation).counted_on_server
     }
 
     fn applied_limits(
@@ -473,6 +483,44 @@ impl Limiter {
                 invoke_asking(&mut connection, invocation).await
             } else {
                 invocation.invoke_async(&mut connection).await
+            }
+        })
+        .await
+    }
+
+    /// Runs `script` (when given) and then `commands` in one pipeline on
+    /// the node serving `slot`, loading the script when the node lacks it;
+    /// their replies in order.
+    async fn run_pipeline(
+        &self,
+        slot: u16,
+        timeout: Duration,
+        script: Option<&ScriptInvocation<'_>>,
+        commands: &redis::Pipeline,
+    ) -> Option<Vec<redis::Value>> {
+        self.on_slot(slot, timeout, |mut connection, asking| async move {
+            let mut pipe = redis::pipe();
+            if asking {
+                pipe.cmd("ASKING").ignore();
+            }
+            if let Some(script) = script {
+                pipe.invoke_script(script);
+            }
+            for command in commands.cmd_iter() {
+                pipe.add_command(command.clone());
+            }
+            match pipe.query_async::<Vec<redis::Value>>(&mut connection).await {
+                Err(e)
+                    if script.is_some()
+                        && e.kind()
+                            == redis::ErrorKind::Server(redis::ServerErrorKind::NoScript) =>
+                {
+                    if let Some(script) = script {
+                        script.load_async(&mut connection).await?;
+                    }
+                    pipe.query_async(&mut connection).await
+                }
+                other => other,
             }
         })
         .await

@@ -12,6 +12,9 @@
 //! - `light` sends 99% of its limit (990/min), each request from a node
 //!   picked at random: any denial of it is a false denial.
 //!
+//! The last settings count the limit by GCRA or a fixed window instead of
+//! the sliding window (`-- algorithms` runs only those).
+//!
 //! For each setting and mode it prints the store round trips and commands
 //! per request, what `heavy` was admitted per 60 s window against its limit
 //! (in a window after the first, the sliding window's estimate decides:
@@ -19,6 +22,7 @@
 //!
 //! ```text
 //! cargo run --release --example simulate -p tally-client
+//! cargo run --release --example simulate -p tally-client -- algorithms
 //! cargo run --release --example simulate -p tally-client -- sweep > sweep.csv
 //! python3 tools/client_chart.py sweep.csv docs/client-chart.svg
 //! ```
@@ -58,7 +62,42 @@ struct Outcome {
     commands: u64,
 }
 
-async fn simulate(nodes: usize, per_node_rate: f64, within: bool, sync_ms: Option<u64>) -> Outcome {
+/// How the `free` tier's limit counts: the sliding window, or the other
+/// algorithms a limit may choose (docs/client.md, "Choosing an algorithm").
+#[derive(Clone, Copy, PartialEq)]
+enum Counting {
+    SlidingWindow,
+    /// GCRA with a burst of 1% of the limit.
+    Gcra,
+    FixedWindow,
+}
+
+impl Counting {
+    /// The limit's fields beyond `limit` and `window_seconds`.
+    fn rule_fields(self) -> &'static str {
+        match self {
+            Counting::SlidingWindow => "",
+            Counting::Gcra => ", algorithm = \"gcra\", burst = 10",
+            Counting::FixedWindow => ", algorithm = \"fixed_window\"",
+        }
+    }
+
+    fn name(self) -> &'static str {
+        match self {
+            Counting::SlidingWindow => "sliding window",
+            Counting::Gcra => "GCRA, burst 10",
+            Counting::FixedWindow => "fixed window",
+        }
+    }
+}
+
+async fn simulate(
+    nodes: usize,
+    per_node_rate: f64,
+    within: bool,
+    sync_ms: Option<u64>,
+    counting: Counting,
+) -> Outcome {
     let server_clock = Arc::new(ManualClock::new(START_MS));
     let server = Server::new(Config {
         port: 0,
@@ -73,8 +112,9 @@ async fn simulate(nodes: usize, per_node_rate: f64, within: bool, sync_ms: Optio
     .expect("server starts");
     let url = format!("redis://{}", server.local_addr());
     let clock = Arc::new(SimClock(AtomicU64::new(START_MS)));
+    let fields = counting.rule_fields();
     let rules = format!(
-        "[tiers.free]\nglobal = {{ limit = {LIMIT}, window_seconds = 60 }}\n\
+        "[tiers.free]\nglobal = {{ limit = {LIMIT}, window_seconds = 60{fields} }}\n\
          [tiers.big]\nglobal = {{ limit = {BIG_LIMIT}, window_seconds = 60 }}\n"
     );
     let mode = match sync_ms {
@@ -184,7 +224,7 @@ async fn sweep() {
                 if sync_ms.is_none() && rate > 100.0 {
                     continue;
                 }
-                let outcome = simulate(10, rate, within, sync_ms).await;
+                let outcome = simulate(10, rate, within, sync_ms, Counting::SlidingWindow).await;
                 let heavy_trips = outcome.round_trips.saturating_sub(outcome.light_sent);
                 let windows = outcome.admitted_per_window.iter();
                 let share = |a: &u64| *a as f64 / LIMIT as f64 * 100.0;
@@ -212,24 +252,34 @@ async fn main() {
         "limit {LIMIT}/min; heavy at a fixed rate from every node; light at 99% from random nodes; {WINDOWS} windows of 60 s"
     );
     println!();
-    println!("| nodes | heavy req/s per node | mode | round trips per request | commands per request | heavy admitted per window (% of limit) | light denied | run time |");
-    println!("|---|---|---|---|---|---|---|---|");
-    // (nodes, heavy's rate per node, heavy within a limit it never reaches)
-    let settings: &[(usize, f64, bool)] = &[
-        (1, 100.0, false),
-        (10, 0.1, false),
-        (10, 1.0, false),
-        (10, 10.0, false),
-        (10, 100.0, false),
-        (100, 0.33, false),
-        (100, 3.0, false),
-        (10, 100.0, true),
-        (10, 1000.0, true),
+    println!("| nodes | heavy req/s per node | limit counted by | mode | round trips per request | commands per request | heavy admitted per window (% of limit) | light denied | run time |");
+    println!("|---|---|---|---|---|---|---|---|---|");
+    use Counting::*;
+    // (nodes, heavy's rate per node, heavy within a limit it never
+    // reaches, how the free tier's limit counts)
+    let settings: &[(usize, f64, bool, Counting)] = &[
+        (1, 100.0, false, SlidingWindow),
+        (10, 0.1, false, SlidingWindow),
+        (10, 1.0, false, SlidingWindow),
+        (10, 10.0, false, SlidingWindow),
+        (10, 100.0, false, SlidingWindow),
+        (100, 0.33, false, SlidingWindow),
+        (100, 3.0, false, SlidingWindow),
+        (10, 100.0, true, SlidingWindow),
+        (10, 1000.0, true, SlidingWindow),
+        (10, 10.0, false, Gcra),
+        (10, 100.0, false, Gcra),
+        (10, 10.0, false, FixedWindow),
+        (10, 100.0, false, FixedWindow),
     ];
-    for &(nodes, rate, within) in settings {
+    let only = std::env::args().nth(1);
+    for &(nodes, rate, within, counting) in settings {
+        if only.as_deref() == Some("algorithms") && counting == SlidingWindow {
+            continue;
+        }
         for sync_ms in [None, Some(100), Some(20)] {
             let started = Instant::now();
-            let outcome = simulate(nodes, rate, within, sync_ms).await;
+            let outcome = simulate(nodes, rate, within, sync_ms, counting).await;
             let requests = (outcome.sent + outcome.light_sent) as f64;
             let mode = match sync_ms {
                 None => "exact".to_string(),
@@ -249,7 +299,8 @@ async fn main() {
                     .collect()
             };
             println!(
-                "| {nodes} | {rate} | {mode} | {:.3} | {:.3} | {} | {} of {} | {:.1} s |",
+                "| {nodes} | {rate} | {} | {mode} | {:.3} | {:.3} | {} | {} of {} | {:.1} s |",
+                counting.name(),
                 outcome.round_trips as f64 / requests,
                 outcome.commands as f64 / requests,
                 windows.join(" / "),

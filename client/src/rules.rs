@@ -354,11 +354,7 @@ impl RuleState {
         };
         TierPlan {
             global: rules.global.is_some(),
-            counted_on_server: rules
-                .global
-                .iter()
-                .chain(rules.endpoints.values())
-                .any(|limit| limit.algorithm != Algorithm::SlidingWindow),
+
             endpoints: rules
                 .endpoints
                 .keys()
@@ -382,10 +378,7 @@ impl RuleState {
 pub struct TierPlan {
     /// The tier has a global limit.
     pub global: bool,
-    /// The tier has a GCRA or fixed-window limit: the cached mode leases
-    /// sliding-window budgets only, so its checks go to the server as in
-    /// exact mode.
-    pub counted_on_server: bool,
+
     /// Endpoints with a limit of their own.
     pub endpoints: hashbrown::HashMap<Box<str>, PlannedEndpoint>,
 }
@@ -464,10 +457,6 @@ mod tests {
                 .algorithm,
             Algorithm::Gcra { burst: 0 }
         );
-        let state = RuleState::new(rules);
-        assert!(state.tier_plan("t").counted_on_server);
-        let sliding = RuleState::new(RuleSet::from_toml(FILE).unwrap());
-        assert!(!sliding.tier_plan("free").counted_on_server);
     }
 
     #[test]

@@ -1,8 +1,8 @@
 //! The limits beside the sliding window: GCRA (the server's CL.THROTTLE)
 //! and fixed windows (INCREX), each alone and mixed with sliding-window
-//! limits in one request, in exact mode and in cached mode (where they go
-//! to the server on every check). The server's clock and the limiter's are
-//! both manual and moved together, so every figure is exact.
+//! limits in one request, in exact mode and with cached mode's leases.
+//! The server's clock and the limiter's are both manual and moved
+//! together, so every figure is exact.
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
@@ -17,6 +17,16 @@ struct TestClock(AtomicU64);
 impl Clock for TestClock {
     fn now_ms(&self) -> u64 {
         self.0.load(Ordering::Relaxed)
+    }
+}
+
+fn config(mode: Mode) -> LimiterConfig {
+    LimiterConfig {
+        mode,
+        call_timeout: Duration::from_secs(2),
+        sync_timeout: Duration::from_secs(2),
+        background_tasks: false,
+        ..LimiterConfig::default()
     }
 }
 
@@ -36,13 +46,7 @@ impl Setup {
         let limiter = Limiter::builder([format!("redis://{}", server.addr())])
             .rules_toml(rules)
             .unwrap()
-            .config(LimiterConfig {
-                mode,
-                call_timeout: Duration::from_secs(2),
-                sync_timeout: Duration::from_secs(2),
-                background_tasks: false,
-                ..LimiterConfig::default()
-            })
+            .config(config(mode))
             .clock(clock.clone())
             .build()
             .await
@@ -52,6 +56,24 @@ impl Setup {
             clock,
             limiter,
         }
+    }
+
+    /// `count` more limiters on the same server and clock.
+    async fn more_nodes(&self, rules: &str, count: usize) -> Vec<Limiter> {
+        let mut nodes = vec![self.limiter.clone()];
+        for _ in 0..count {
+            nodes.push(
+                Limiter::builder([format!("redis://{}", self.server.addr())])
+                    .rules_toml(rules)
+                    .unwrap()
+                    .config(config(cached()))
+                    .clock(self.clock.clone())
+                    .build()
+                    .await
+                    .unwrap(),
+            );
+        }
+        nodes
     }
 
     fn advance_ms(&self, ms: u64) {
@@ -193,31 +215,118 @@ async fn mixed_limits_are_checked_in_one_round_trip() {
     assert_eq!(setup.limiter.metrics().server_checks, 5);
 }
 
-/// In cached mode a tier with a GCRA or fixed-window limit is checked on
-/// the server every time (leases are the sliding window's), and holds its
-/// limit exactly.
+/// Cached mode on four nodes, a fixed window of 100 per minute: leases
+/// (INCREX SATURATE grants) serve most checks locally and the window
+/// admits exactly its limit; an identity under its limit is never denied.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn cached_mode_checks_gcra_on_the_server() {
+async fn cached_fixed_window_leases_hold_the_limit() {
     let rules = r#"
         [tiers.free]
-        global = { limit = 10, window_seconds = 10, algorithm = "gcra", burst = 4 }
+        global = { limit = 100, window_seconds = 60, algorithm = "fixed_window" }
     "#;
-    let setup = Setup::new(
-        rules,
-        Mode::Cached {
-            sync_interval: Duration::from_millis(100),
-        },
-    )
-    .await;
-    let dave = Identity::new("user", "dave", "free");
-    let mut allowed = 0;
-    for _ in 0..20 {
-        let decision = setup.check(&dave, "GET /", 1).await;
-        assert_eq!(decision.source, Source::Server);
-        allowed += u32::from(decision.allowed);
+    let first = Setup::new(rules, cached()).await;
+    let nodes = first.more_nodes(rules, 3).await;
+    let heavy = Identity::new("user", "heavy", "free");
+    let light = Identity::new("user", "light", "free");
+    let (mut admitted, mut light_denied) = (0, 0);
+    // 40 s in 100 ms steps inside one window: heavy sends 4 a step on
+    // every node (40x its limit), light one every 8 steps (half of it).
+    for step in 0..400u64 {
+        for (n, node) in nodes.iter().enumerate() {
+            for _ in 0..4 {
+                admitted += u32::from(node.check(&heavy, "GET /", 1).await.allowed);
+            }
+            if step % 32 == 8 * n as u64 && !node.check(&light, "GET /", 1).await.allowed {
+                light_denied += 1;
+            }
+        }
+        first.advance_ms(100);
+        for node in &nodes {
+            node.sync_now().await;
+        }
+    }
+    assert_eq!(admitted, 100, "exactly the limit within the window");
+    assert_eq!(light_denied, 0, "the light identity was never denied");
+    let local: u64 = nodes.iter().map(|n| n.metrics().local_decisions).sum();
+    assert!(local > 0, "leases served some decisions locally");
+    // The counters hold what was admitted: heavy's leases were all used,
+    // light (too slow to lease) was counted check by check.
+    for (who, expected) in [(&heavy, 100), (&light, 50)] {
+        let key = fixed_window_key(&limit_prefix(who, None), 1_720_000_020);
+        let count: u64 = first.redis(&["GET", &key]).await;
+        assert_eq!(count, expected, "{who:?}");
+    }
+}
+
+/// A fixed-window lease a node stops using goes back within a sync
+/// interval: a negative INCREX, down to what was admitted.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn cached_fixed_window_gives_unused_leases_back() {
+    let rules = r#"
+        [tiers.free]
+        global = { limit = 1000, window_seconds = 60, algorithm = "fixed_window" }
+    "#;
+    let setup = Setup::new(rules, cached()).await;
+    let erin = Identity::new("user", "erin", "free");
+    let key = fixed_window_key(&limit_prefix(&erin, None), 1_720_000_020);
+    let mut admitted = 0u64;
+    for _ in 0..5 {
+        for _ in 0..5 {
+            admitted += u64::from(setup.check(&erin, "GET /", 1).await.allowed);
+        }
         setup.advance_ms(100);
         setup.limiter.sync_now().await;
     }
-    // The burst of 5 at once, then one a second for the 2 s that passed.
-    assert_eq!(allowed, 5 + 1);
+    let counted: u64 = setup.redis(&["GET", &key]).await;
+    assert!(
+        counted > admitted,
+        "a lease is held: {counted} > {admitted}"
+    );
+    assert!(setup.limiter.metrics().local_decisions > 0);
+    // Idle for an interval: the lease goes back.
+    setup.advance_ms(100);
+    setup.limiter.sync_now().await;
+    let counted: u64 = setup.redis(&["GET", &key]).await;
+    assert_eq!((admitted, counted), (25, 25));
+}
+
+/// Cached mode with GCRA at 10 a second and a burst of 20: leases are
+/// CL.THROTTLE quantities, so no node ever admits past what GCRA allows
+/// (the burst and then the rate); tokens a node leased and did not use
+/// are lost (they cannot be given back), never added.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn cached_gcra_leases_never_pass_the_rate() {
+    let rules = r#"
+        [tiers.free]
+        global = { limit = 100, window_seconds = 10, algorithm = "gcra", burst = 20 }
+    "#;
+    let setup = Setup::new(rules, cached()).await;
+    let heavy = Identity::new("user", "heavy", "free");
+    let mut admitted = 0u64;
+    // 5 s in 10 ms steps, 2 requests a step (20x the rate).
+    for step in 0..500u64 {
+        for _ in 0..2 {
+            admitted += u64::from(setup.check(&heavy, "GET /", 1).await.allowed);
+        }
+        setup.advance_ms(10);
+        if step % 10 == 9 {
+            setup.limiter.sync_now().await;
+        }
+    }
+    // GCRA allows the burst and the request itself (21), then one per
+    // 100 ms: 50 more in 5 s.
+    let most = 21 + 50;
+    // A lease is at most a tenth of the limit (10): one held unused at
+    // the end is all that can be missing.
+    assert!(
+        (most - 10..=most).contains(&admitted),
+        "{admitted} admitted, GCRA allows {most}"
+    );
+    assert!(setup.limiter.metrics().local_decisions > 0);
+}
+
+fn cached() -> Mode {
+    Mode::Cached {
+        sync_interval: Duration::from_millis(100),
+    }
 }

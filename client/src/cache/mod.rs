@@ -14,7 +14,7 @@
 
 mod state;
 
-pub use state::{GiveBacks, LimitState, LEASE_MIN_RATE, LEASE_SPAN_MS};
+pub use state::{Counting, GiveBacks, LimitState, LEASE_MIN_RATE, LEASE_SPAN_MS};
 
 use std::hash::BuildHasher;
 use std::sync::atomic::{AtomicU32, Ordering};
@@ -213,10 +213,14 @@ impl Entry {
     /// The unused tokens a state holds, as give-backs for a sync to send
     /// once the state is gone.
     fn orphans_of<'a>(&'a self, state: &'a LimitState) -> impl Iterator<Item = Orphan> + 'a {
+        // GCRA tokens cannot be given back (CL.THROTTLE takes no negative
+        // quantity): they are spent.
+        let returnable = !matches!(state.counting, Counting::Gcra { .. });
         let unused = state
             .give_back
             .iter()
-            .chain((state.lease > 0).then_some((state.window_start(), state.lease)));
+            .chain((state.lease > 0).then_some((state.window_start(), state.lease)))
+            .filter(move |_| returnable);
         unused.map(move |(window_start, tokens)| Orphan {
             slot: self.slot,
             prefix: self.prefix(state),
@@ -224,6 +228,7 @@ impl Entry {
             window_seconds: state.window_seconds(),
             tokens,
             ceiling: state.ceiling,
+            counting: state.counting,
         })
     }
 }
@@ -295,6 +300,8 @@ pub struct Orphan {
     pub tokens: u64,
     /// The ceiling (the lease script needs one).
     pub ceiling: u64,
+    /// How its limit counts (see [`Counting`]).
+    pub counting: Counting,
 }
 
 /// Where a closure given an entry puts it on the active list and counts
@@ -679,7 +686,7 @@ mod tests {
         // docs/client.md's bytes per tracked limit follow from these: an
         // identity costs an entry, its key's text, its states and a slot
         // in the table.
-        assert_eq!(std::mem::size_of::<LimitState>(), 88);
+        assert_eq!(std::mem::size_of::<LimitState>(), 96);
         assert_eq!(std::mem::size_of::<Entry>(), 64);
     }
 }

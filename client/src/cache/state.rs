@@ -3,7 +3,7 @@
 //! the use that sizes the next lease, and what the next sync must give
 //! back.
 
-use crate::rules::LimitName;
+use crate::rules::{Algorithm, LimitName};
 
 /// Uses per sync interval below which a node does not lease: a lease is
 /// reserved and (when unused) given back in sync round trips, so it pays
@@ -13,6 +13,35 @@ pub const LEASE_MIN_RATE: f64 = 2.0;
 /// How much use a lease covers: half a second (at least three sync
 /// intervals), so that a busy limit is topped up a few times a second.
 pub const LEASE_SPAN_MS: u64 = 500;
+
+/// How a state's limit counts on the server: its rule's [`Algorithm`] in
+/// eight bytes (a burst past four billion is clamped), since every tracked
+/// limit holds one.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Counting {
+    /// The lease script's sliding window.
+    #[default]
+    SlidingWindow,
+    /// An INCREX counter per window.
+    FixedWindow,
+    /// CL.THROTTLE, with this burst.
+    Gcra {
+        /// CL.THROTTLE's max_burst.
+        burst: u32,
+    },
+}
+
+impl From<Algorithm> for Counting {
+    fn from(algorithm: Algorithm) -> Counting {
+        match algorithm {
+            Algorithm::SlidingWindow => Counting::SlidingWindow,
+            Algorithm::FixedWindow => Counting::FixedWindow,
+            Algorithm::Gcra { burst } => Counting::Gcra {
+                burst: u32::try_from(burst).unwrap_or(u32::MAX),
+            },
+        }
+    }
+}
 
 /// One limit of one identity, as this node sees it.
 #[derive(Debug)]
@@ -54,6 +83,8 @@ pub struct LimitState {
     /// the next ask takes whatever has been freed meanwhile (see
     /// [`LimitState::wanted_on_ask`]).
     pub scarce: bool,
+    /// How the limit counts (resolved from the rules with the ceiling).
+    pub counting: Counting,
 }
 
 impl LimitState {
@@ -80,6 +111,7 @@ impl LimitState {
             denied_until_ms: 0,
             denials_in_row: 0,
             scarce: false,
+            counting: Counting::SlidingWindow,
         }
     }
 
@@ -115,10 +147,20 @@ impl LimitState {
         if self.window_start == start {
             return;
         }
-        if self.lease > 0 && self.window_start > 0 {
-            self.give_back.push((self.window_start(), self.lease));
+        match self.counting {
+            // Reserved on the ended window's counter, which the sliding
+            // estimate still weighs: given back by the next sync.
+            Counting::SlidingWindow => {
+                if self.lease > 0 && self.window_start > 0 {
+                    self.give_back.push((self.window_start(), self.lease));
+                }
+                self.lease = 0;
+            }
+            // The ended window's counter no longer matters.
+            Counting::FixedWindow => self.lease = 0,
+            // GCRA tokens belong to no window: the lease stays usable.
+            Counting::Gcra { .. } => {}
         }
-        self.lease = 0;
         self.scarce = false;
         self.window_start = start;
         self.remaining = self.ceiling;
@@ -130,6 +172,15 @@ impl LimitState {
         let rolls = !self.in_window(now_secs);
         self.roll_to(crate::keys::window_start(now_secs, self.window_seconds()));
         rolls
+    }
+
+    /// The limit a response reports: the ceiling, or for GCRA what
+    /// CL.THROTTLE calls the limit (the burst and the request itself).
+    pub fn reported_limit(&self) -> u64 {
+        match self.counting {
+            Counting::Gcra { burst } => u64::from(burst) + 1,
+            _ => self.ceiling,
+        }
     }
 
     /// The end of its window (unix s).

@@ -7,7 +7,7 @@ use std::sync::Arc;
 
 use super::lease::{LeaseReply, LeaseRequest, LeaseTuple, Target};
 use super::{status_of, Limiter};
-use crate::cache::{Activity, Entry, EntryKeyRef, LimitState, Orphan, Picked};
+use crate::cache::{Activity, Counting, Entry, EntryKeyRef, LimitState, Orphan, Picked};
 use crate::decision::{Decision, LimitStatus, Source};
 use crate::keys::{limit_prefix, Identity};
 use crate::rules::{LimitName, TierPlan};
@@ -24,7 +24,7 @@ enum Prepared {
 impl Limiter {
     /// The plan of `tier` for the current rules (built once per tier and
     /// rules generation, then shared by the tier's entries).
-    pub(super) fn tier_plan(&self, tier: &str, generation: u64) -> Arc<TierPlan> {
+    fn tier_plan(&self, tier: &str, generation: u64) -> Arc<TierPlan> {
         let mut plans = self.inner.plans.lock();
         if plans.0 != generation {
             *plans = (generation, Default::default());
@@ -80,6 +80,7 @@ impl Limiter {
             };
             state.ceiling = limit.ceiling(tightening);
             state.set_window_seconds(limit.window_seconds);
+            state.counting = limit.algorithm.into();
             true
         };
         if stale {
@@ -190,9 +191,7 @@ impl Limiter {
             .inner
             .cache
             .with_entry(&key, hash, |entry, activity| {
-                // An entry of a tier counted on the server holds only what
-                // the hybrid policy remembers, not leases.
-                if !entry.is_current(generation) || entry.plan.counted_on_server {
+                if !entry.is_current(generation) {
                     return None;
                 }
                 let picked = entry.pick(endpoint)?;
@@ -239,6 +238,7 @@ impl Limiter {
                             give_back: state.give_back.pop(),
                             want,
                             cost,
+                            counting: state.counting,
                         }
                     })
                     .collect();
@@ -273,11 +273,19 @@ impl Limiter {
         now_ms: u64,
     ) -> Option<Decision> {
         let now_secs = now_ms / 1000;
-        let invocation = self.lease_invocation(requests);
-        let reply = self
-            .run_script::<LeaseTuple>(target.slot, self.inner.config.call_timeout, &invocation)
-            .await;
-        let Some(reply) = reply.map(LeaseReply::from_tuple) else {
+        let reply = if requests
+            .iter()
+            .all(|r| r.counting == Counting::SlidingWindow)
+        {
+            let all: Vec<&LeaseRequest> = requests.iter().collect();
+            let invocation = self.lease_invocation(&all);
+            self.run_script::<LeaseTuple>(target.slot, self.inner.config.call_timeout, &invocation)
+                .await
+                .map(LeaseReply::from_tuple)
+        } else {
+            self.acquire_mixed(requests, target, now_ms).await
+        };
+        let Some(reply) = reply else {
             // Not given back this time: keep it queued.
             for request in requests {
                 self.requeue(Some(target), request);
@@ -348,6 +356,125 @@ impl Limiter {
         Some(decision)
     }
 
+    /// [`Limiter::acquire`]'s call when some limits are not sliding
+    /// windows: one pipeline of the lease script over the sliding-window
+    /// limits and a call per other limit, their replies merged into one in
+    /// the order of `requests`. Such limits count on their own (as in exact
+    /// mode), so when the request is refused, the cost a limit did count
+    /// joins its lease rather than being lost. A GCRA call refused for the
+    /// lease it asked beside the cost is sent again for the cost alone
+    /// (CL.THROTTLE grants all of a quantity or nothing).
+    async fn acquire_mixed(
+        &self,
+        requests: &[LeaseRequest],
+        target: &Target,
+        now_ms: u64,
+    ) -> Option<LeaseReply> {
+        let timeout = self.inner.config.call_timeout;
+        let sliding: Vec<&LeaseRequest> = requests
+            .iter()
+            .filter(|r| r.counting == Counting::SlidingWindow)
+            .collect();
+        let invocation = self.lease_invocation(&sliding);
+        let mut commands = redis::pipe();
+        let calls: Vec<_> = requests
+            .iter()
+            .filter(|r| r.counting != Counting::SlidingWindow)
+            .map(|r| self.lease_call(r))
+            .collect();
+        for call in &calls {
+            call.add_to(&mut commands);
+        }
+        let script = (!sliding.is_empty()).then_some(&invocation);
+        let values = self
+            .run_pipeline(target.slot, timeout, script, &commands)
+            .await?;
+        let mut values = values.iter();
+        let script_reply = match script {
+            Some(_) => Some(LeaseReply::from_tuple(
+                redis::from_redis_value_ref::<LeaseTuple>(values.next()?).ok()?,
+            )),
+            None => None,
+        };
+        // Each request's own reply (index 0 of its vectors), the sliding
+        // ones taken from the script's.
+        let mut own: Vec<LeaseReply> = Vec::with_capacity(requests.len());
+        let mut k = 0;
+        for request in requests {
+            if request.counting == Counting::SlidingWindow {
+                let r = script_reply.as_ref()?;
+                own.push(LeaseReply {
+                    allowed: r.allowed,
+                    remaining: vec![*r.remaining.get(k)?],
+                    resets: vec![*r.resets.get(k)?],
+                    retry_after: r.retry_after,
+                    granted: vec![*r.granted.get(k)?],
+                    server_ms: r.server_ms,
+                    free_in_ms: r.free_in_ms,
+                });
+                k += 1;
+            } else {
+                own.push(self.lease_reply(request, values.next()?, now_ms)?);
+            }
+        }
+        // GCRA refused for the lease beside the cost: the cost alone.
+        let retry: Vec<usize> = (0..requests.len())
+            .filter(|&i| {
+                let r = &requests[i];
+                matches!(r.counting, Counting::Gcra { .. })
+                    && !own[i].allowed
+                    && r.cost > 0
+                    && r.want > 0
+            })
+            .collect();
+        if !retry.is_empty() {
+            let alone: Vec<LeaseRequest> = retry
+                .iter()
+                .map(|&i| LeaseRequest {
+                    want: 0,
+                    give_back: None,
+                    prefix: requests[i].prefix.clone(),
+                    name: requests[i].name.clone(),
+                    ..requests[i]
+                })
+                .collect();
+            let mut commands = redis::pipe();
+            let calls: Vec<_> = alone.iter().map(|r| self.lease_call(r)).collect();
+            for call in &calls {
+                call.add_to(&mut commands);
+            }
+            let values = self
+                .run_pipeline(target.slot, timeout, None, &commands)
+                .await?;
+            for ((&i, request), value) in retry.iter().zip(&alone).zip(&values) {
+                own[i] = self.lease_reply(request, value, now_ms)?;
+            }
+        }
+        let allowed = own.iter().all(|r| r.allowed);
+        let refused = || own.iter().filter(|r| !r.allowed);
+        let cost = requests.first().map_or(0, |r| r.cost);
+        Some(LeaseReply {
+            allowed,
+            remaining: own.iter().map(|r| r.remaining[0]).collect(),
+            resets: own.iter().map(|r| r.resets[0]).collect(),
+            retry_after: refused().map(|r| r.retry_after).max().unwrap_or(0),
+            granted: own
+                .iter()
+                .map(|r| {
+                    // Counted but not admitted: the cost stays reserved
+                    // here.
+                    if !allowed && r.allowed {
+                        r.granted[0] + cost
+                    } else {
+                        r.granted[0]
+                    }
+                })
+                .collect(),
+            server_ms: script_reply.as_ref().map_or(0, |r| r.server_ms),
+            free_in_ms: refused().map(|r| r.free_in_ms).max().unwrap_or(0),
+        })
+    }
+
     /// Tokens the server granted to a state that is gone: given back by
     /// the next sync.
     pub(super) fn orphan_grant(
@@ -358,7 +485,8 @@ impl Limiter {
         i: usize,
     ) {
         let granted = reply.granted.get(i).copied().unwrap_or(0);
-        if granted > 0 {
+        // GCRA tokens cannot be given back: they are spent.
+        if granted > 0 && !matches!(request.counting, Counting::Gcra { .. }) {
             self.inner.cache.orphan([Orphan {
                 slot: target.slot,
                 prefix: request.prefix.clone(),
@@ -366,6 +494,7 @@ impl Limiter {
                 window_seconds: request.window_seconds,
                 tokens: granted,
                 ceiling: request.ceiling,
+                counting: request.counting,
             }]);
         }
     }
@@ -395,6 +524,7 @@ impl Limiter {
                 window_seconds: request.window_seconds,
                 tokens: back.1,
                 ceiling: request.ceiling,
+                counting: request.counting,
             }]);
         }
     }

@@ -1,13 +1,19 @@
 //! The lease protocol of the cached mode (`lua/scripts/lease.lua`) and the
 //! sync round that gives unused leases back and tops active ones up: for
 //! each node, one pipelined round trip, the nodes asked concurrently.
+//!
+//! A limit counted by another algorithm leases through its own command:
+//! a fixed window by INCREX with SATURATE (which grants what is left under
+//! the ceiling; a negative increment gives back), GCRA by CL.THROTTLE with
+//! a quantity (all of it or nothing; spent tokens cannot be given back, so
+//! an unused GCRA lease is lost budget, never excess).
 
 use std::collections::HashMap;
 use std::time::Instant;
 
 use super::Limiter;
-use crate::cache::LimitState;
-use crate::keys::{window_key, window_start};
+use crate::cache::{Counting, LimitState};
+use crate::keys::{fixed_window_key, gcra_key, window_key, window_start};
 use crate::rules::LimitName;
 
 /// The lease script of the cached mode (`lua/scripts/lease.lua`, run natively by tally).
@@ -24,6 +30,17 @@ pub(super) struct LeaseRequest {
     pub(super) give_back: Option<(u64, u64)>,
     pub(super) want: u64,
     pub(super) cost: u64,
+    /// Which call serves it: the lease script, INCREX or CL.THROTTLE.
+    pub(super) counting: Counting,
+}
+
+impl LeaseRequest {
+    /// The lease a GCRA call asks for beside the cost: no more than the
+    /// burst leaves room for (a quantity past `burst + 1` is never allowed).
+    fn gcra_want(&self, burst: u32) -> u64 {
+        self.want
+            .min((u64::from(burst) + 1).saturating_sub(self.cost))
+    }
 }
 
 /// The cache entry a lease call was made for (see
@@ -63,10 +80,156 @@ impl LeaseReply {
     }
 }
 
+/// One lease call as sent.
+pub(super) enum LeaseCall<'a> {
+    /// The lease script (sliding-window limits).
+    Script(redis::ScriptInvocation<'a>),
+    /// INCREX or CL.THROTTLE.
+    Command(redis::Cmd),
+}
+
+impl LeaseCall<'_> {
+    /// Adds the call to `pipe`.
+    pub(super) fn add_to(&self, pipe: &mut redis::Pipeline) {
+        match self {
+            LeaseCall::Script(invocation) => {
+                pipe.invoke_script(invocation);
+            }
+            LeaseCall::Command(command) => {
+                pipe.add_command(command.clone());
+            }
+        }
+    }
+}
+
+/// The tokens a fixed-window call gives back: only those of the window it
+/// counts in (an ended window's counter no longer matters).
+fn fixed_window_give_back(request: &LeaseRequest) -> u64 {
+    request
+        .give_back
+        .filter(|(start, _)| *start == request.current)
+        .map_or(0, |(_, tokens)| tokens)
+}
+
+/// The reply to a lease call made by command (not the script), in the
+/// lease script's terms; `None` for a reply of another shape.
+pub(super) fn command_lease_reply(
+    request: &LeaseRequest,
+    reply: &redis::Value,
+    now_ms: u64,
+) -> Option<LeaseReply> {
+    let now_secs = now_ms / 1000;
+    match request.counting {
+        Counting::SlidingWindow => None,
+        Counting::FixedWindow => {
+            // [value after, applied]: the applied increment was the cost
+            // and the lease wanted, less what was given back, saturated
+            // under the ceiling.
+            let (value, applied): (i64, i64) = redis::from_redis_value_ref(reply).ok()?;
+            let end = request.current + request.window_seconds;
+            let got = (applied + fixed_window_give_back(request) as i64).max(0) as u64;
+            let allowed = got >= request.cost;
+            Some(LeaseReply {
+                allowed,
+                remaining: vec![request.ceiling.saturating_sub(value.max(0) as u64)],
+                resets: vec![end],
+                retry_after: if allowed {
+                    0
+                } else {
+                    end.saturating_sub(now_secs)
+                },
+                granted: vec![if allowed { got - request.cost } else { got }],
+                server_ms: 0,
+                free_in_ms: (end * 1000).saturating_sub(now_ms),
+            })
+        }
+        Counting::Gcra { burst } => {
+            // [limited, limit, remaining, retry_after, reset_after]
+            let (limited, _, remaining, retry_after, reset_after): (i64, i64, i64, i64, i64) =
+                redis::from_redis_value_ref(reply).ok()?;
+            let allowed = limited == 0;
+            // -1: more than the burst can ever allow; a window is the best
+            // wait to advise.
+            let retry_after = if allowed {
+                0
+            } else if retry_after < 0 {
+                request.window_seconds
+            } else {
+                retry_after as u64
+            };
+            // CL.THROTTLE rounds its wait up to whole seconds; a token
+            // frees every emission interval, which the deny cache should
+            // not outlast (a node denying a second at 10 a second would
+            // leave nine tokens unused).
+            let interval_ms = (request.window_seconds * 1000 / request.ceiling.max(1)).max(1);
+            Some(LeaseReply {
+                allowed,
+                remaining: vec![remaining.max(0) as u64],
+                resets: vec![now_secs + reset_after.max(0) as u64],
+                retry_after,
+                granted: vec![if allowed { request.gcra_want(burst) } else { 0 }],
+                server_ms: 0,
+                free_in_ms: (retry_after * 1000).min(interval_ms),
+            })
+        }
+    }
+}
+
 impl Limiter {
+    /// A lease call's reply as the lease script gives it.
+    pub(super) fn lease_reply(
+        &self,
+        request: &LeaseRequest,
+        reply: &redis::Value,
+        now_ms: u64,
+    ) -> Option<LeaseReply> {
+        match request.counting {
+            Counting::SlidingWindow => redis::from_redis_value_ref::<LeaseTuple>(reply)
+                .ok()
+                .map(LeaseReply::from_tuple),
+            _ => command_lease_reply(request, reply, now_ms),
+        }
+    }
+
+    /// The call that serves one lease request.
+    pub(super) fn lease_call(&self, request: &LeaseRequest) -> LeaseCall<'_> {
+        match request.counting {
+            Counting::SlidingWindow => LeaseCall::Script(self.lease_invocation(&[request])),
+            Counting::FixedWindow => {
+                let by =
+                    (request.cost + request.want) as i64 - fixed_window_give_back(request) as i64;
+                let mut command = redis::cmd("INCREX");
+                command
+                    .arg(fixed_window_key(&request.prefix, request.current))
+                    .arg("BYINT")
+                    .arg(by)
+                    .arg("LBOUND")
+                    .arg(0)
+                    .arg("UBOUND")
+                    .arg(request.ceiling)
+                    .arg("SATURATE")
+                    .arg("EXAT")
+                    .arg(request.current + request.window_seconds);
+                LeaseCall::Command(command)
+            }
+            Counting::Gcra { burst } => {
+                let mut command = redis::cmd("CL.THROTTLE");
+                command
+                    .arg(gcra_key(&request.prefix))
+                    .arg(burst)
+                    .arg(request.ceiling)
+                    .arg(request.window_seconds)
+                    .arg(request.cost + request.gcra_want(burst));
+                LeaseCall::Command(command)
+            }
+        }
+    }
+
+    /// The lease script over `requests` (sliding-window limits), checked
+    /// and counted together.
     pub(super) fn lease_invocation(
         &self,
-        requests: &[LeaseRequest],
+        requests: &[&LeaseRequest],
     ) -> redis::ScriptInvocation<'_> {
         let mut invocation = self.inner.lease.prepare_invoke();
         for r in requests {
@@ -182,8 +345,13 @@ impl Limiter {
                 let mut want = 0;
                 if used == 0 {
                     // Not used for a whole interval: what it holds goes
-                    // back, for other nodes and exact checks to use.
-                    if s.lease > 0 && give_back.is_none() {
+                    // back, for other nodes and exact checks to use. GCRA
+                    // tokens cannot go back; kept, they would let a later
+                    // burst pass the limit's, so they are dropped (budget
+                    // lost, never exceeded).
+                    if let Counting::Gcra { .. } = s.counting {
+                        s.lease = 0;
+                    } else if s.lease > 0 && give_back.is_none() {
                         give_back = Some((s.window_start(), s.lease));
                         s.lease = 0;
                     }
@@ -223,6 +391,7 @@ impl Limiter {
                     give_back,
                     want,
                     cost: 0,
+                    counting: s.counting,
                 };
                 let target = Target {
                     hash,
@@ -242,6 +411,7 @@ impl Limiter {
                 give_back: Some((orphan.window_start, orphan.tokens)),
                 want: 0,
                 cost: 0,
+                counting: orphan.counting,
                 prefix: orphan.prefix,
             };
             batches
@@ -264,18 +434,18 @@ impl Limiter {
         let mut pending: Vec<usize> = (0..batch.len()).collect();
         let mut loaded = false;
         while !pending.is_empty() {
-            let invocations: Vec<_> = pending
+            let calls: Vec<_> = pending
                 .iter()
-                .map(|&i| self.lease_invocation(std::slice::from_ref(&batch[i].1)))
+                .map(|&i| self.lease_call(&batch[i].1))
                 .collect();
             let mut pipe = redis::pipe();
             pipe.ignore_errors();
-            for invocation in &invocations {
-                pipe.invoke_script(invocation);
+            for call in &calls {
+                call.add_to(&mut pipe);
             }
             let call = async {
                 let mut connection = node.connection().await?;
-                pipe.query_async::<Vec<redis::RedisResult<LeaseTuple>>>(&mut connection)
+                pipe.query_async::<Vec<redis::RedisResult<redis::Value>>>(&mut connection)
                     .await
             };
             let super::Outcome::Done(replies) = self
@@ -289,9 +459,16 @@ impl Limiter {
             let mut not_loaded = Vec::new();
             for (i, reply) in pending.iter().copied().zip(replies) {
                 let (target, request) = &batch[i];
+                let reply = reply.and_then(|value| {
+                    self.lease_reply(request, &value, now_ms).ok_or_else(|| {
+                        redis::RedisError::from((
+                            redis::ErrorKind::Parse,
+                            "a lease reply of another shape",
+                        ))
+                    })
+                });
                 match reply {
                     Ok(reply) => {
-                        let reply = LeaseReply::from_tuple(reply);
                         self.note_server_time(reply.server_ms);
                         if let Some(target) = target {
                             let applied = self.inner.cache.with_serial(

@@ -327,7 +327,12 @@ impl Limiter {
         (local + self.inner.topology.offset_ms()).max(0) as u64
     }
 
+    /// Keeps the server's clock offset from a reply that carries its time
+    /// (0: one that does not, as INCREX's and CL.THROTTLE's).
     fn note_server_time(&self, server_ms: u64) {
+        if server_ms == 0 {
+            return;
+        }
         self.inner
             .topology
             .note_server_time(server_ms, self.inner.clock.now_ms());
@@ -346,9 +351,6 @@ impl Limiter {
         // and moved for every call).
         let decision = match self.inner.config.mode {
             Mode::Exact => Box::pin(self.check_exact(identity, endpoint, cost)).await,
-            Mode::Cached { .. } if self.counted_on_server(&identity.tier) => {
-                Box::pin(self.check_exact(identity, endpoint, cost)).await
-            }
             Mode::Cached { .. } => Box::pin(self.check_cached(identity, endpoint, cost)).await,
         };
         // One counter per decision: local ones are counted by the cache.
@@ -356,13 +358,6 @@ impl Limiter {
             self.inner.metrics.decision(decision.allowed);
         }
         decision
-    }
-
-    /// The tier's checks go to the server in cached mode too (see
-    /// [`TierPlan::counted_on_server`]).
-    fn counted_on_server(&self, tier: &str) -> bool {
-        let generation = self.inner.generation.load(Ordering::Acquire);
-        self.tier_plan(tier, generation).counted_on_server
     }
 
     fn applied_limits(
@@ -598,7 +593,7 @@ async fn invoke_asking<T: FromRedisValue>(
 fn status_of(state: &LimitState, allowed: bool) -> LimitStatus {
     LimitStatus {
         name: state.name.clone(),
-        limit: state.ceiling,
+        limit: state.reported_limit(),
         remaining: if allowed {
             (state.remaining + state.lease).min(state.ceiling)
         } else {

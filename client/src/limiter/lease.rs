@@ -262,15 +262,19 @@ impl Limiter {
         now_ms: u64,
     ) {
         let granted = reply.granted.get(i).copied().unwrap_or(0);
-        if state.window_start() == request.current {
+        // GCRA tokens belong to no window.
+        let gcra = matches!(state.counting, Counting::Gcra { .. });
+        if state.window_start() == request.current || gcra {
             state.lease += granted;
             state.remaining = reply.remaining.get(i).copied().unwrap_or(0);
             if state.remaining > 0 {
                 state.scarce = false;
             }
-        } else if granted > 0 {
+        } else if granted > 0 && state.counting == Counting::SlidingWindow {
             // The window rolled while the call was in flight: the grant was
-            // reserved on the old window's key.
+            // reserved on the old window's key, which the sliding estimate
+            // still weighs. (A fixed window's ended counter no longer
+            // matters.)
             state.give_back.push((request.current, granted));
         }
         if reply.allowed {

@@ -159,6 +159,19 @@ pub async fn wait_for_persistence(
 
 /// Waits until a server has loaded its snapshot (INFO answers while it
 /// loads; most commands get -LOADING).
+/// A server (manual clock) keeping its append-only log in `dir`, loaded
+/// and ready: what a test of logging and replay starts, and starts again.
+pub async fn logged_server(dir: &str) -> crate::TestServer {
+    let dir = dir.to_string();
+    let server = crate::TestServer::start_with(move |c| {
+        c.dir = dir;
+        c.appendonly = true;
+    })
+    .await;
+    wait_loaded(server.addr()).await;
+    server
+}
+
 pub async fn wait_loaded(addr: SocketAddr) {
     let mut conn = connect(addr).await;
     wait_for_persistence(&mut conn, "never loaded", |info| {

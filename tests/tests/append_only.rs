@@ -11,8 +11,8 @@ use std::time::Duration;
 use redis::AsyncCommands;
 use tally_server::{Config, Server, ServerHandle};
 use tally_tests::keyspace::{
-    all_contents, aof_increment, connect, fill, persistence_info, run, wait_for_persistence,
-    wait_loaded,
+    all_contents, aof_increment, connect, fill, logged_server, persistence_info, run,
+    wait_for_persistence, wait_loaded,
 };
 use tally_tests::{scratch_dir, words, RedisServer, TestServer};
 
@@ -189,12 +189,7 @@ async fn logs_load_in_either_server() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn expiry_is_logged_where_it_happened() {
     let dir = scratch_dir();
-    let server = TestServer::start_with(|c| {
-        c.dir = dir.clone();
-        c.appendonly = true;
-    })
-    .await;
-    wait_loaded(server.addr()).await;
+    let server = logged_server(&dir).await;
     run_lines(server.addr(), &["INCRBY hits 41", "PEXPIRE hits 1000"]).await;
     server.clock.advance_ms(1500);
     run_lines(server.addr(), &["INCR hits"]).await;

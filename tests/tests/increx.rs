@@ -4,7 +4,7 @@
 //! nothing changed, and the call logged as its effect. The server's clock
 //! is a manual one, so every TTL is exact.
 
-use tally_tests::keyspace::{aof_increment, connect, wait_loaded};
+use tally_tests::keyspace::{aof_increment, connect, logged_server};
 use tally_tests::{scratch_dir, RawConn, TestServer, T0_MS};
 
 /// `[a, b]` of integers, as RESP.
@@ -384,12 +384,7 @@ async fn errors_change_nothing() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_log_holds_the_value_and_its_deadline() {
     let dir = scratch_dir();
-    let server = TestServer::start_with(|c| {
-        c.dir = dir.clone();
-        c.appendonly = true;
-    })
-    .await;
-    wait_loaded(server.addr()).await;
+    let server = logged_server(&dir).await;
     let mut conn = server.raw().await;
     assert_eq!(
         conn.cmd(&["INCREX", "win", "UBOUND", "1", "EX", "60", "ENX"])
@@ -450,12 +445,7 @@ async fn the_log_holds_the_value_and_its_deadline() {
         "{log:?}"
     );
     server.handle.shutdown().await;
-    let again = TestServer::start_with(|c| {
-        c.dir = dir.clone();
-        c.appendonly = true;
-    })
-    .await;
-    wait_loaded(again.addr()).await;
+    let again = logged_server(&dir).await;
     let mut conn = connect(again.addr()).await;
     let (win, pttl, plain, multi): (i64, i64, String, i64) = redis::pipe()
         .get("win")

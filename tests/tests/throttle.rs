@@ -3,7 +3,7 @@
 //! the call logged as its effect. The server's clock is a manual one, so
 //! every expected reply is exact.
 
-use tally_tests::keyspace::{aof_increment, connect, wait_loaded};
+use tally_tests::keyspace::{aof_increment, connect, logged_server};
 use tally_tests::{scratch_dir, TestServer, T0_MS};
 
 /// A reply of five integers, as RESP.
@@ -130,12 +130,7 @@ async fn errors_are_redis_cells_and_change_nothing() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_log_holds_the_stored_value_and_its_deadline() {
     let dir = scratch_dir();
-    let server = TestServer::start_with(|c| {
-        c.dir = dir.clone();
-        c.appendonly = true;
-    })
-    .await;
-    wait_loaded(server.addr()).await;
+    let server = logged_server(&dir).await;
     let mut conn = server.raw().await;
     assert_eq!(
         conn.cmd(&["CL.THROTTLE", "api", "0", "1", "2"]).await,
@@ -180,12 +175,7 @@ async fn the_log_holds_the_stored_value_and_its_deadline() {
         "{log:?}"
     );
     server.handle.shutdown().await;
-    let again = TestServer::start_with(|c| {
-        c.dir = dir.clone();
-        c.appendonly = true;
-    })
-    .await;
-    wait_loaded(again.addr()).await;
+    let again = logged_server(&dir).await;
     let mut conn = connect(again.addr()).await;
     let stored: String = redis::cmd("GET")
         .arg("api")

@@ -73,28 +73,51 @@ impl Limiter {
         let Some((allowed, remaining, resets, retry_after)) = reply else {
             return self.unreachable(identity, endpoint, cost).await;
         };
+        let statuses = limits
+            .iter()
+            .enumerate()
+            .map(|(i, applied)| LimitStatus {
+                name: applied.name.clone(),
+                limit: applied.limit.ceiling(tightening),
+                remaining: remaining.get(i).copied().unwrap_or(0).max(0) as u64,
+                reset: resets.get(i).copied().unwrap_or(0).max(0) as u64,
+                window_seconds: applied.limit.window_seconds,
+            })
+            .collect();
+        let retry_after = if allowed == 1 {
+            0
+        } else {
+            retry_after.max(0) as u64
+        };
+        self.server_decision(
+            identity,
+            endpoint,
+            allowed == 1,
+            statuses,
+            retry_after,
+            now_ms,
+        )
+    }
+
+    /// The decision the server's replies give: counted, its deciding limit
+    /// chosen, and remembered for the hybrid policy.
+    fn server_decision(
+        &self,
+        identity: &Identity,
+        endpoint: &str,
+        allowed: bool,
+        limits: Vec<LimitStatus>,
+        retry_after: u64,
+        now_ms: u64,
+    ) -> Decision {
         self.inner.metrics.server_check();
         let mut decision = Decision {
-            allowed: allowed == 1,
-            limits: limits
-                .iter()
-                .enumerate()
-                .map(|(i, applied)| LimitStatus {
-                    name: applied.name.clone(),
-                    limit: applied.limit.ceiling(tightening),
-                    remaining: remaining.get(i).copied().unwrap_or(0).max(0) as u64,
-                    reset: resets.get(i).copied().unwrap_or(0).max(0) as u64,
-                    window_seconds: applied.limit.window_seconds,
-                })
-                .collect(),
-            retry_after: if allowed == 1 {
-                0
-            } else {
-                retry_after.max(0) as u64
-            },
+            allowed,
+            limits,
+            retry_after,
             deciding: None,
             source: Source::Server,
-            now_secs,
+            now_secs: now_ms / 1000,
         };
         decision.choose_deciding();
         if self.inner.config.policy == FailurePolicy::Hybrid {
@@ -180,7 +203,6 @@ impl Limiter {
             tracing::warn!("unexpected reply to a rate-limit check");
             return self.unreachable(identity, endpoint, cost).await;
         };
-        self.inner.metrics.server_check();
         let allowed = counted.iter().all(|c| c.allowed);
         let retry_after = counted
             .iter()
@@ -188,19 +210,8 @@ impl Limiter {
             .map(|c| c.retry_after)
             .max()
             .unwrap_or(0);
-        let mut decision = Decision {
-            allowed,
-            limits: counted.into_iter().map(|c| c.status).collect(),
-            retry_after,
-            deciding: None,
-            source: Source::Server,
-            now_secs,
-        };
-        decision.choose_deciding();
-        if self.inner.config.policy == FailurePolicy::Hybrid {
-            self.remember(identity, endpoint, &decision, now_ms);
-        }
-        decision
+        let statuses = counted.into_iter().map(|c| c.status).collect();
+        self.server_decision(identity, endpoint, allowed, statuses, retry_after, now_ms)
     }
 
     /// Keeps an exact check's outcome as the last known budget of its

@@ -298,3 +298,76 @@ async fn the_pubsub_limit_is_configurable_like_redis() {
     ];
     assert!(conn.cmd(&bad).await.starts_with(b"-ERR"));
 }
+
+/// What a client that silenced its replies (CLIENT REPLY OFF) and then
+/// subscribes reads: every confirmation and message still, since Redis
+/// sends them as pushes, not replies, in both protocols; the silenced PING
+/// in RESP3's subscribed mode sends nothing. Read frame by frame, each
+/// step's frames before the next, so that anything the server should have
+/// kept back shows up out of place.
+async fn silenced_subscriber(addr: SocketAddr, resp3: bool) -> Vec<String> {
+    let mut subscriber = RawConn::connect(addr).await;
+    let mut publisher = RawConn::connect(addr).await;
+    if resp3 {
+        subscriber.cmd(&["HELLO", "3"]).await;
+    }
+    let mut frames = Vec::new();
+    let lines = |lines: &[&str]| -> Vec<u8> {
+        lines
+            .iter()
+            .flat_map(|line| tally_tests::encode_command(&words(line)))
+            .collect()
+    };
+    subscriber
+        .send(&lines(&["CLIENT REPLY OFF", "SUBSCRIBE a b"]))
+        .await;
+    for _ in 0..2 {
+        frames.push(String::from_utf8_lossy(&subscriber.reply().await).into_owned());
+    }
+    assert_eq!(publisher.cmd(&["PUBLISH", "a", "hi"]).await, b":1\r\n");
+    frames.push(String::from_utf8_lossy(&subscriber.reply().await).into_owned());
+    let unsubscribe: &[&str] = if resp3 {
+        &["PING", "UNSUBSCRIBE a", "UNSUBSCRIBE"]
+    } else {
+        &["UNSUBSCRIBE a", "UNSUBSCRIBE"]
+    };
+    subscriber.send(&lines(unsubscribe)).await;
+    for _ in 0..2 {
+        frames.push(String::from_utf8_lossy(&subscriber.reply().await).into_owned());
+    }
+    subscriber.send(&lines(&["CLIENT REPLY ON", "PING"])).await;
+    for _ in 0..2 {
+        frames.push(String::from_utf8_lossy(&subscriber.reply().await).into_owned());
+    }
+    frames
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn confirmations_reach_a_subscriber_whose_replies_are_off() {
+    let tally = TestServer::start_real_clock().await;
+    let redis = RedisServer::start();
+    for resp3 in [false, true] {
+        let push = if resp3 { ">" } else { "*" };
+        let expected: Vec<String> = vec![
+            format!("{push}3\r\n$9\r\nsubscribe\r\n$1\r\na\r\n:1\r\n"),
+            format!("{push}3\r\n$9\r\nsubscribe\r\n$1\r\nb\r\n:2\r\n"),
+            format!("{push}3\r\n$7\r\nmessage\r\n$1\r\na\r\n$2\r\nhi\r\n"),
+            format!("{push}3\r\n$11\r\nunsubscribe\r\n$1\r\na\r\n:1\r\n"),
+            format!("{push}3\r\n$11\r\nunsubscribe\r\n$1\r\nb\r\n:0\r\n"),
+            "+OK\r\n".to_string(),
+            "+PONG\r\n".to_string(),
+        ];
+        if let Some(redis) = &redis {
+            assert_eq!(
+                silenced_subscriber(redis.addr, resp3).await,
+                expected,
+                "redis-server"
+            );
+        }
+        assert_eq!(
+            silenced_subscriber(tally.addr(), resp3).await,
+            expected,
+            "tally"
+        );
+    }
+}

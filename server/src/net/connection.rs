@@ -624,8 +624,9 @@ fn run_batch(
             *resume = Resume::Start;
             break;
         }
-        // CLIENT REPLY OFF / SKIP silence replies, as Redis does.
-        if client.replies.sends() {
+        // CLIENT REPLY OFF / SKIP silence replies, as Redis does, but not
+        // pub/sub confirmations, which are pushes rather than replies.
+        if client.replies.sends() || reply.is_push() {
             reply.encode(client.proto, output);
         }
         client.replies = client.replies.after_reply();

@@ -185,6 +185,17 @@ impl Reply {
         matches!(self, Reply::Error(_))
     }
 
+    /// True for out-of-band data (pub/sub confirmations), alone or several
+    /// back to back: not a reply to the command, so CLIENT REPLY OFF and
+    /// SKIP do not silence it (Redis's CLIENT_PUSHING, in both protocols).
+    pub fn is_push(&self) -> bool {
+        match self {
+            Reply::Push(_) => true,
+            Reply::Multi(replies) => !replies.is_empty() && replies.iter().all(Reply::is_push),
+            _ => false,
+        }
+    }
+
     /// Encodes a reply of any depth without recursion, consuming it: each
     /// aggregate's children are moved out before the aggregate is dropped,
     /// so neither the encoding nor the drop recurses. For script results,

@@ -65,12 +65,22 @@ impl Drop for StopScriptsOnDrop {
     }
 }
 
-/// A directory removed when dropped.
+/// A server's directory, removed when dropped if [`scratch_dir`] made it.
 struct ScratchDir(String);
 
 impl Drop for ScratchDir {
     fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
+        // Only a scratch directory: a test that points a server at another
+        // one (its working directory, say) must not lose it.
+        let scratch = std::fs::canonicalize(std::env::temp_dir())
+            .unwrap_or_else(|_| std::env::temp_dir())
+            .join("tally-test-");
+        let scratch = scratch.to_string_lossy().into_owned();
+        let ours = std::fs::canonicalize(&self.0)
+            .is_ok_and(|dir| dir.to_string_lossy().starts_with(&scratch));
+        if ours {
+            let _ = std::fs::remove_dir_all(&self.0);
+        }
     }
 }
 
@@ -92,16 +102,21 @@ impl TestServer {
     /// port found free can be taken by another test before the bind).
     pub async fn try_start_with(adjust: impl FnOnce(&mut Config)) -> std::io::Result<TestServer> {
         let clock = Arc::new(ManualClock::new(T0_MS));
+        let default_dir = scratch_dir();
         let mut config = Config {
             port: 0,
             shards: 4,
             clock: clock.clone(),
-            dir: scratch_dir(),
+            dir: default_dir.clone(),
             // As the redis-server the differential tests start (--save "").
             save_points: Vec::new(),
             ..Config::default()
         };
         adjust(&mut config);
+        if config.dir != default_dir {
+            // The test brought its own directory.
+            let _ = std::fs::remove_dir_all(&default_dir);
+        }
         let scratch = ScratchDir(config.dir.clone());
         let handle = Server::new(config).start().await?;
         Ok(TestServer {

@@ -62,6 +62,54 @@ async fn info_carries_the_fields_clients_and_exporters_read() {
     assert!(all.contains("# Commandstats") && all.contains("# Keyspace"));
 }
 
+/// `dir` and `dbfilename` decide where files are written: CONFIG SET
+/// refuses them unless `enable-protected-configs` allows (Redis 7's
+/// default refuses; `local` allows loopback clients, which a test's are),
+/// and CONFIG GET dir shows the absolute path, as Redis's getcwd() does.
+#[tokio::test]
+async fn protected_configs_are_refused_by_default_and_dir_is_absolute() {
+    // A scratch directory named relative to the working directory (the
+    // server removes its directory when dropped: never the tests' own).
+    let scratch = tally_tests::scratch_dir();
+    let up = std::env::current_dir().unwrap().components().count() - 1;
+    let relative = format!("{}{}", "../".repeat(up), scratch.trim_start_matches('/'));
+    let shown = std::fs::canonicalize(&scratch).unwrap();
+    let shown = shown.to_string_lossy().into_owned();
+    let server = TestServer::start_with(|c| c.dir = relative.clone()).await;
+    let mut conn = server.raw().await;
+    assert_eq!(
+        conn.line("CONFIG GET dir").await,
+        format!("*2\r\n$3\r\ndir\r\n${}\r\n{shown}\r\n", shown.len())
+    );
+    for name in ["dir", "dbfilename"] {
+        assert_eq!(
+            conn.line(&format!("CONFIG SET {name} elsewhere")).await,
+            format!("-ERR CONFIG SET failed (possibly related to argument '{name}') - can't set protected config\r\n")
+        );
+    }
+    assert_eq!(
+        conn.line("CONFIG GET enable-protected-configs").await,
+        "*2\r\n$24\r\nenable-protected-configs\r\n$2\r\nno\r\n"
+    );
+    assert_eq!(
+        conn.line("CONFIG SET enable-protected-configs yes").await,
+        "-ERR CONFIG SET failed (possibly related to argument 'enable-protected-configs') - can't set immutable config\r\n"
+    );
+    let local = TestServer::start_with(|c| {
+        c.enable_protected_configs = tally_server::config::ProtectedAction::Local;
+    })
+    .await;
+    let mut conn = local.raw().await;
+    assert_eq!(
+        conn.line("CONFIG SET dbfilename other.rdb").await,
+        "+OK\r\n"
+    );
+    assert_eq!(
+        conn.line("CONFIG GET dbfilename").await,
+        "*2\r\n$10\r\ndbfilename\r\n$9\r\nother.rdb\r\n"
+    );
+}
+
 #[tokio::test]
 async fn config_get_set_and_refusals() {
     let server = TestServer::start().await;

@@ -521,7 +521,12 @@ async fn changes_after_bgsave_starts_are_not_in_the_snapshot() {
 /// do not) until `stop-writes-on-bgsave-error no` or a save that succeeds.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn writes_are_refused_after_a_failed_background_save() {
-    let tally = TestServer::start_with(|config| config.save_points = vec![(3600, 1)]).await;
+    let tally = TestServer::start_with(|config| {
+        config.save_points = vec![(3600, 1)];
+        // The test moves `dir` with CONFIG SET, which Redis protects.
+        config.enable_protected_configs = tally_server::config::ProtectedAction::Yes;
+    })
+    .await;
     let mut conn = connect(tally.addr()).await;
     let dir = tally.handle.shared().config.read().dir.clone();
     let _: () = conn.set("a", "1").await.expect("SET");

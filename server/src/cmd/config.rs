@@ -68,6 +68,9 @@ pub fn config_set(ctx: &mut Ctx<'_>, argv: &[&[u8]]) -> Reply {
         if directive.change == Change::AtStart {
             return failed("can't set immutable config");
         }
+        if directive.protected && !next.enable_protected_configs.allows(ctx.client.info.addr) {
+            return failed("can't set protected config");
+        }
         if names.contains(&name) {
             return failed("duplicate parameter");
         }

@@ -8,7 +8,7 @@
 
 use std::path::Path;
 
-use super::settings::{ClientAuth, EndpointType, Fsync, OutputLimit};
+use super::settings::{ClientAuth, EndpointType, Fsync, OutputLimit, ProtectedAction};
 use super::values::{parse_memory, parse_yes_no, redis_number, Range};
 use super::{Config, ConfigError, MAXMEMORY_POLICY};
 
@@ -42,6 +42,9 @@ pub struct Directive {
     get: Option<Getter>,
     /// What it does, for `--help` (the binary adds the default).
     pub help: &'static str,
+    /// Redis's PROTECTED_CONFIG: CONFIG SET may change it only where
+    /// `enable-protected-configs` allows.
+    pub protected: bool,
 }
 
 impl Directive {
@@ -53,6 +56,16 @@ impl Directive {
             set,
             get: Some(get),
             help: "",
+            protected: false,
+        }
+    }
+
+    /// The same directive, settable by CONFIG SET only where
+    /// `enable-protected-configs` allows.
+    const fn protected(self) -> Directive {
+        Directive {
+            protected: true,
+            ..self
         }
     }
 
@@ -705,8 +718,17 @@ pub static DIRECTIVES: &[Directive] = &[
             c.dir = dir.to_string();
             Ok(())
         },
-        |c| c.dir.clone(),
-    ).help("Directory of the snapshot and the append-only file."),
+        // Redis chdirs to it and shows getcwd(): the absolute path, links
+        // resolved. tally (which may be embedded in another process) does
+        // not chdir, and shows what that would give.
+        |c| {
+            std::fs::canonicalize(&c.dir)
+                .map(|path| path.to_string_lossy().into_owned())
+                .unwrap_or_else(|_| c.dir.clone())
+        },
+    )
+    .protected()
+    .help("Directory of the snapshot and the append-only file."),
     Directive::new(
         "dbfilename",
         Change::Live,
@@ -720,7 +742,20 @@ pub static DIRECTIVES: &[Directive] = &[
             Ok(())
         },
         |c| c.dbfilename.clone(),
-    ).help("Snapshot file name, loaded at start and written by SAVE."),
+    )
+    .protected()
+    .help("Snapshot file name, loaded at start and written by SAVE."),
+    Directive::new(
+        "enable-protected-configs",
+        Change::AtStart,
+        |c, v| {
+            c.enable_protected_configs = ProtectedAction::parse(one(v)?).ok_or_else(|| {
+                "argument(s) must be one of the following: no, yes, local".to_string()
+            })?;
+            Ok(())
+        },
+        |c| c.enable_protected_configs.name().to_string(),
+    ).help("Who may CONFIG SET dir and dbfilename: no, yes, or local (loopback clients)."),
     flag!("rdbcompression", Live, rdbcompression).help("LZF-compress long strings in snapshots and DUMP (yes/no)."),
     flag!("rdbchecksum", Live, rdbchecksum).help("Stamp snapshots with a CRC64 (yes/no)."),
     flag!("rdb-skip-unsupported", Live, rdb_skip_unsupported).help("Load a snapshot's other keys when it holds streams or functions, which tally does not (yes/no); each skipped key is logged."),
@@ -755,6 +790,7 @@ pub static DIRECTIVES: &[Directive] = &[
         },
         get: None,
         help: "A user and its ACL rules, \"<name> <rule> ...\", as in an ACL file.",
+        protected: false,
     },
 ];
 
@@ -862,6 +898,7 @@ mod tests {
                 "cluster-port",
                 "daemonize",
                 "databases",
+                "enable-protected-configs",
                 "io-threads",
                 "metrics-port",
                 "port",
@@ -871,6 +908,13 @@ mod tests {
             ]
         );
         assert!(lookup("user").is_some_and(|d| !d.is_parameter()));
+        // Redis 7.0's PROTECTED_CONFIG ones.
+        let protected: Vec<&str> = DIRECTIVES
+            .iter()
+            .filter(|d| d.protected)
+            .map(|d| d.name)
+            .collect();
+        assert_eq!(protected, ["dir", "dbfilename"]);
         assert!(std::ptr::eq(
             lookup("hash-max-ziplist-entries").unwrap(),
             lookup("hash-max-listpack-entries").unwrap()

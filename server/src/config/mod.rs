@@ -13,7 +13,7 @@ pub mod rewrite;
 pub mod settings;
 mod values;
 
-pub use settings::{ClientAuth, EndpointType, Fsync, OutputLimit, TlsSettings};
+pub use settings::{ClientAuth, EndpointType, Fsync, OutputLimit, ProtectedAction, TlsSettings};
 pub use values::parse_memory;
 
 use std::fmt;
@@ -196,6 +196,9 @@ pub struct Config {
     /// `protected-mode`: with no password on the default user, refuse
     /// clients from outside the loopback interface.
     pub protected_mode: bool,
+    /// `enable-protected-configs`: who may CONFIG SET `dir` and
+    /// `dbfilename`.
+    pub enable_protected_configs: ProtectedAction,
     /// `user` directives: each user's name and rules, applied at start.
     pub users: Vec<Vec<Vec<u8>>>,
     /// `aclfile`: users are loaded from (and ACL SAVE writes) this file.
@@ -340,6 +343,7 @@ impl Default for Config {
             rdb_skip_unsupported: false,
             tls: crate::config::TlsSettings::default(),
             protected_mode: true,
+            enable_protected_configs: ProtectedAction::No,
             cluster_enabled: false,
             cluster_config_file: "nodes.conf".to_string(),
             cluster_require_full_coverage: true,

@@ -173,6 +173,50 @@ impl Default for TlsSettings {
     }
 }
 
+/// `enable-protected-configs`: who may CONFIG SET the parameters that
+/// decide where files are written (Redis's PROTECTED_CONFIG: `dir`,
+/// `dbfilename`), which an attacker with a connection would otherwise
+/// point at a file of their choosing.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ProtectedAction {
+    /// Refused to every client (Redis's default).
+    No,
+    /// Allowed to every client.
+    Yes,
+    /// Allowed to clients on the loopback interface.
+    Local,
+}
+
+impl ProtectedAction {
+    /// The setting's name.
+    pub fn name(self) -> &'static str {
+        match self {
+            ProtectedAction::No => "no",
+            ProtectedAction::Yes => "yes",
+            ProtectedAction::Local => "local",
+        }
+    }
+
+    /// Parses the setting's value.
+    pub fn parse(value: &str) -> Option<ProtectedAction> {
+        match value.to_ascii_lowercase().as_str() {
+            "no" => Some(ProtectedAction::No),
+            "yes" => Some(ProtectedAction::Yes),
+            "local" => Some(ProtectedAction::Local),
+            _ => None,
+        }
+    }
+
+    /// Whether a client connected from `peer` may take the action.
+    pub fn allows(self, peer: std::net::SocketAddr) -> bool {
+        match self {
+            ProtectedAction::No => false,
+            ProtectedAction::Yes => true,
+            ProtectedAction::Local => peer.ip().is_loopback(),
+        }
+    }
+}
+
 /// `appendfsync`: when the file is fsynced.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Fsync {

@@ -328,7 +328,11 @@ async fn a_damaged_snapshot_is_refused_at_start() {
 /// leaves the previous file as it was, answers -ERR and says so in INFO.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_failed_save_keeps_the_previous_file() {
-    let tally = TestServer::start_real_clock().await;
+    let tally = TestServer::start_with(|config| {
+        // The test moves `dir` with CONFIG SET, which Redis protects.
+        config.enable_protected_configs = tally_server::config::ProtectedAction::Yes;
+    })
+    .await;
     let mut conn = connect(tally.addr()).await;
     let _: () = conn.set("a", "1").await.expect("SET");
     save(tally.addr()).await;

@@ -53,8 +53,12 @@ pub fn command_count(_ctx: &mut Ctx<'_>, _argv: &[&[u8]]) -> Reply {
 }
 
 /// COMMAND LIST [FILTERBY MODULE name | ACLCAT category | PATTERN pattern]
+///
+/// Commands and their subcommands by full name (`acl|cat`), as Redis 7.0
+/// lists them, each filtered on its own (a subcommand's own categories, its
+/// full name against the pattern).
 pub fn command_list(_ctx: &mut Ctx<'_>, argv: &[&[u8]]) -> Reply {
-    let names = registry().top_level().map(|c| c.name);
+    let names = registry().all().map(|c| c.name);
     let filtered: Vec<&str> = match argv.len() {
         2 => names.collect(),
         5 if is(argv[2], "filterby") => {
@@ -65,7 +69,7 @@ pub fn command_list(_ctx: &mut Ctx<'_>, argv: &[&[u8]]) -> Reply {
                     .collect()
             } else if is(argv[3], "aclcat") {
                 registry()
-                    .top_level()
+                    .all()
                     .filter(|c| {
                         c.acl_category_names()
                             .iter()

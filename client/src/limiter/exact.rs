@@ -5,7 +5,7 @@
 //! their own: a request one limit refuses still spends on another that
 //! allowed it, as separate CL.THROTTLE calls do (docs/client.md).
 
-use super::{FailurePolicy, Limiter};
+use super::{FailurePolicy, Limiter, Throttled};
 use crate::decision::{Decision, LimitStatus, Source};
 use crate::keys::{fixed_window_key, gcra_key, limit_prefix, window_key, window_start, Identity};
 use crate::rules::{Algorithm, AppliedLimit, LimitName};
@@ -272,30 +272,17 @@ fn counted(
                 }
             }
             Algorithm::Gcra { .. } => {
-                // [limited, limit, remaining, retry_after, reset_after]
-                let (limited, limit, remaining, retry_after, reset_after): (
-                    i64,
-                    i64,
-                    i64,
-                    i64,
-                    i64,
-                ) = parse(replies.next()?).ok()?;
+                let reply = Throttled::read(replies.next()?, window)?;
                 Counted {
-                    allowed: limited == 0,
+                    allowed: reply.allowed,
                     status: LimitStatus {
                         name,
-                        limit: positive(limit),
-                        remaining: if limited == 0 { positive(remaining) } else { 0 },
-                        reset: now_secs + positive(reset_after),
+                        limit: reply.limit,
+                        remaining: if reply.allowed { reply.remaining } else { 0 },
+                        reset: now_secs + reply.reset_after,
                         window_seconds: window,
                     },
-                    // -1 when the request is larger than the limit ever
-                    // allows: waiting a window is the best advice.
-                    retry_after: if retry_after < 0 {
-                        window
-                    } else {
-                        positive(retry_after)
-                    },
+                    retry_after: reply.retry_after,
                 }
             }
             Algorithm::FixedWindow => {

@@ -11,7 +11,7 @@
 use std::collections::HashMap;
 use std::time::Instant;
 
-use super::Limiter;
+use super::{Limiter, Throttled};
 use crate::cache::{Counting, LimitState};
 use crate::keys::{fixed_window_key, gcra_key, window_key, window_start};
 use crate::rules::LimitName;
@@ -144,19 +144,13 @@ pub(super) fn command_lease_reply(
             })
         }
         Counting::Gcra { burst } => {
-            // [limited, limit, remaining, retry_after, reset_after]
-            let (limited, _, remaining, retry_after, reset_after): (i64, i64, i64, i64, i64) =
-                redis::from_redis_value_ref(reply).ok()?;
-            let allowed = limited == 0;
-            // -1: more than the burst can ever allow; a window is the best
-            // wait to advise.
-            let retry_after = if allowed {
-                0
-            } else if retry_after < 0 {
-                request.window_seconds
-            } else {
-                retry_after as u64
-            };
+            let Throttled {
+                allowed,
+                remaining,
+                retry_after,
+                reset_after,
+                ..
+            } = Throttled::read(reply, request.window_seconds)?;
             // CL.THROTTLE rounds its wait up to whole seconds; a token
             // frees every emission interval, which the deny cache should
             // not outlast (a node denying a second at 10 a second would
@@ -164,8 +158,8 @@ pub(super) fn command_lease_reply(
             let interval_ms = (request.window_seconds * 1000 / request.ceiling.max(1)).max(1);
             Some(LeaseReply {
                 allowed,
-                remaining: vec![remaining.max(0) as u64],
-                resets: vec![now_secs + reset_after.max(0) as u64],
+                remaining: vec![remaining],
+                resets: vec![now_secs + reset_after],
                 retry_after,
                 granted: vec![if allowed { request.gcra_want(burst) } else { 0 }],
                 server_ms: 0,

@@ -555,6 +555,42 @@ impl Limiter {
     }
 }
 
+/// A CL.THROTTLE reply, `[limited, limit, remaining, retry_after,
+/// reset_after]`, as exact checks and GCRA leases both read it.
+pub(super) struct Throttled {
+    pub(super) allowed: bool,
+    /// The burst and the request itself.
+    pub(super) limit: u64,
+    pub(super) remaining: u64,
+    /// Seconds until a retry can pass; 0 when allowed. CL.THROTTLE says -1
+    /// for a request larger than the limit ever allows: a window is the
+    /// wait advised then.
+    pub(super) retry_after: u64,
+    /// Seconds until the limit is full again.
+    pub(super) reset_after: u64,
+}
+
+impl Throttled {
+    /// Reads `reply` for a limit of `window_seconds`; `None` for another shape.
+    pub(super) fn read(reply: &redis::Value, window_seconds: u64) -> Option<Throttled> {
+        let (limited, limit, remaining, retry_after, reset_after): (i64, i64, i64, i64, i64) =
+            redis::from_redis_value_ref(reply).ok()?;
+        let allowed = limited == 0;
+        let positive = |n: i64| n.max(0) as u64;
+        Some(Throttled {
+            allowed,
+            limit: positive(limit),
+            remaining: positive(remaining),
+            retry_after: match retry_after {
+                _ if allowed => 0,
+                n if n < 0 => window_seconds,
+                n => n as u64,
+            },
+            reset_after: positive(reset_after),
+        })
+    }
+}
+
 /// The redirect an error is, or `Failed`.
 fn redirect_of<T>(error: &redis::RedisError) -> Outcome<T> {
     use redis::{ErrorKind, ServerErrorKind};

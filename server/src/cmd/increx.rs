@@ -22,11 +22,20 @@ use crate::float::{self, IncrexError};
 use crate::resp::Reply;
 use crate::store::ValueRef;
 
-/// The increment, as parsed: BYINT's (or the default 1), or BYFLOAT's text
-/// for the long double arithmetic.
+/// The increment and its bounds, as parsed: BYINT's (or the default 1)
+/// with bounds read as integers, or BYFLOAT's texts for the long double
+/// arithmetic (which reads them itself).
 enum By<'a> {
-    Int(i64),
-    Float(&'a [u8]),
+    Int {
+        by: i64,
+        lower: i64,
+        upper: i64,
+    },
+    Float {
+        by: &'a [u8],
+        lower: Option<&'a [u8]>,
+        upper: Option<&'a [u8]>,
+    },
 }
 
 /// What the key's TTL becomes when the increment applies.
@@ -53,8 +62,6 @@ enum Condition {
 
 struct Options<'a> {
     by: By<'a>,
-    lower: Option<&'a [u8]>,
-    upper: Option<&'a [u8]>,
     saturate: bool,
     expiry: Expiry,
     condition: Condition,
@@ -139,23 +146,21 @@ fn parse<'a>(options: &[&'a [u8]], now_ms: u64) -> Result<Options<'a>, Reply> {
     if enx && expire.is_none() {
         return Err(Reply::error(ENX_WITHOUT_EXPIRY));
     }
-    let by = match (by_int, by_float) {
-        (_, Some(text)) => By::Float(text),
-        (Some(text), None) => By::Int(int_arg(text)?),
-        (None, None) => By::Int(1),
-    };
-    match by {
-        By::Int(_) => {
-            let lb = lower.map(int_arg).transpose()?.unwrap_or(i64::MIN);
-            let ub = upper.map(int_arg).transpose()?.unwrap_or(i64::MAX);
-            if lb > ub {
+    let by = match by_float {
+        Some(by) => {
+            float::increx(None, by, lower, upper, saturate).map_err(float_error)?;
+            By::Float { by, lower, upper }
+        }
+        None => {
+            let by = by_int.map(int_arg).transpose()?.unwrap_or(1);
+            let lower = lower.map(int_arg).transpose()?.unwrap_or(i64::MIN);
+            let upper = upper.map(int_arg).transpose()?.unwrap_or(i64::MAX);
+            if lower > upper {
                 return Err(Reply::error(BOUNDS_CROSSED));
             }
+            By::Int { by, lower, upper }
         }
-        By::Float(incr) => {
-            float::increx(None, incr, lower, upper, saturate).map_err(float_error)?;
-        }
-    }
+    };
     let expiry = match expire {
         Some((unit, amount)) => Expiry::At {
             deadline: deadline_of(unit, int_arg(amount)?, now_ms, "increx")?,
@@ -166,8 +171,6 @@ fn parse<'a>(options: &[&'a [u8]], now_ms: u64) -> Result<Options<'a>, Reply> {
     };
     Ok(Options {
         by,
-        lower,
-        upper,
         saturate,
         expiry,
         condition,
@@ -186,13 +189,9 @@ fn float_error(error: IncrexError) -> Reply {
 fn add_int(
     current: i64,
     by: i64,
-    lower: Option<&[u8]>,
-    upper: Option<&[u8]>,
+    (lb, ub): (i64, i64),
     saturate: bool,
 ) -> Result<(i64, i64, bool), Reply> {
-    // Checked in `parse`.
-    let bound = |arg: Option<&[u8]>, default| arg.map_or(Ok(default), int_arg);
-    let (lb, ub) = (bound(lower, i64::MIN)?, bound(upper, i64::MAX)?);
     let value = match current.checked_add(by) {
         Some(sum) if (lb..=ub).contains(&sum) => sum,
         _ if !saturate => return Ok((current, 0, true)),
@@ -230,7 +229,7 @@ pub fn increx(ctx: &mut Ctx<'_>, argv: &[&[u8]]) -> Reply {
     let ttl = entry.map_or(0, |e| e.expire_at());
     // The value to store, the reply, and whether anything changes.
     let (stored, reply, skipped) = match options.by {
-        By::Int(by) => {
+        By::Int { by, lower, upper } => {
             let current = match entry.map(string_of) {
                 None => 0,
                 Some(Ok(ValueRef::Int(n))) => n,
@@ -238,26 +237,20 @@ pub fn increx(ctx: &mut Ctx<'_>, argv: &[&[u8]]) -> Reply {
                 Some(Err(reply)) => return reply,
             };
             let (value, applied, skipped) =
-                match add_int(current, by, options.lower, options.upper, options.saturate) {
+                match add_int(current, by, (lower, upper), options.saturate) {
                     Ok(outcome) => outcome,
                     Err(reply) => return reply,
                 };
             let reply = Reply::Array(vec![Reply::Int(value), Reply::Int(applied)]);
             (value.to_string().into_bytes(), reply, skipped)
         }
-        By::Float(by) => {
+        By::Float { by, lower, upper } => {
             let current = match entry.map(string_of) {
                 None => b"0".to_vec(),
                 Some(Ok(value)) => value_bytes(value),
                 Some(Err(reply)) => return reply,
             };
-            let outcome = match float::increx(
-                Some(&current),
-                by,
-                options.lower,
-                options.upper,
-                options.saturate,
-            ) {
+            let outcome = match float::increx(Some(&current), by, lower, upper, options.saturate) {
                 Ok(outcome) => outcome,
                 Err(error) => return float_error(error),
             };

@@ -62,18 +62,30 @@ use tokio::net::TcpListener;
 use tokio::task::JoinHandle;
 
 pub use config::Config;
+pub use net::workers::ConnectionWorkers;
 pub use state::Shared;
 pub use store::{Clock, ManualClock, SystemClock};
 
 /// A server built from a [`Config`], not yet listening.
 pub struct Server {
     config: Config,
+    workers: Option<Arc<ConnectionWorkers>>,
 }
 
 impl Server {
     /// A server for `config`.
     pub fn new(config: Config) -> Server {
-        Server { config }
+        Server {
+            config,
+            workers: None,
+        }
+    }
+
+    /// Serves each client connection on one of `workers` rather than on
+    /// the runtime the server starts in (see [`net::workers`]).
+    pub fn with_connection_workers(mut self, workers: Arc<ConnectionWorkers>) -> Server {
+        self.workers = Some(workers);
+        self
     }
 
     /// Binds every `bind` address on `port` and starts serving inside the
@@ -263,8 +275,12 @@ impl Server {
             bus_listener.map(|listener| tokio::spawn(net::bus::run(shared.clone(), listener)));
         let metrics =
             metrics_listener.map(|listener| tokio::spawn(metrics::run(shared.clone(), listener)));
-        let accept_loop =
-            tokio::spawn(net::listener::run(shared.clone(), listeners, tls_listeners));
+        let accept_loop = tokio::spawn(net::listener::run(
+            shared.clone(),
+            listeners,
+            tls_listeners,
+            self.workers,
+        ));
         let closing = shared.clone();
         let task = tokio::spawn(async move {
             let _ = accept_loop.await;

@@ -7,7 +7,7 @@ use std::process::ExitCode;
 
 use clap::{Arg, ArgAction, ArgMatches};
 use tally_server::config::directives::DIRECTIVES;
-use tally_server::{Config, Server};
+use tally_server::{Config, ConnectionWorkers, Server};
 
 /// The command line: a redis.conf-style file first, then any directive as
 /// `--<directive> <value>...`, as redis-server takes them. The options
@@ -147,19 +147,30 @@ fn main() -> ExitCode {
         }
     };
     init_logging(&config.loglevel);
-    let mut runtime = tokio::runtime::Builder::new_multi_thread();
-    if config.io_threads > 0 {
-        runtime.worker_threads(config.io_threads);
-    }
-    let runtime = match runtime.enable_all().build() {
-        Ok(runtime) => runtime,
+    // Clients are served on `io-threads` connection workers (one per core
+    // by default); the server's own tasks (accepting, expiry, persistence,
+    // the cluster bus) on a runtime of one worker, busy only in bursts.
+    let io_threads = match config.io_threads {
+        0 => std::thread::available_parallelism().map_or(1, |n| n.get()),
+        n => n,
+    };
+    let started = ConnectionWorkers::start(io_threads).and_then(|workers| {
+        tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(1)
+            .enable_all()
+            .build()
+            .map(|runtime| (runtime, workers))
+    });
+    let (runtime, workers) = match started {
+        Ok(started) => started,
         Err(e) => {
             eprintln!("tally-server: cannot start the runtime: {e}");
             return ExitCode::from(1);
         }
     };
     let served = runtime.block_on(async move {
-        let handle = match Server::new(config).start().await {
+        let server = Server::new(config).with_connection_workers(workers);
+        let handle = match server.start().await {
             Ok(handle) => handle,
             Err(e) => {
                 eprintln!("tally-server: cannot listen: {e}");

@@ -358,3 +358,62 @@ async fn eval_inside_multi_runs_on_the_transactions_shards() {
     assert_eq!(conn.line("EXEC").await, "*2\r\n+OK\r\n:3\r\n");
     assert_eq!(conn.line("MGET a b").await, "*2\r\n$1\r\n2\r\n$1\r\n1\r\n");
 }
+
+/// With one connection worker, every client shares it: a script that
+/// runs on and on must still let the others in (BUSY, SCRIPT KILL), as the
+/// worker's other connections move to another thread while it runs.
+#[test]
+fn a_busy_script_does_not_hold_up_the_clients_that_share_its_worker() {
+    use tally_tests::process::TallyProcess;
+    let server = TallyProcess::start(&["--io-threads", "1", "--busy-reply-threshold", "50"]);
+    let url = format!("redis://{}/", server.address());
+    let client = redis::Client::open(url).expect("client");
+    let mut scripted = client.get_connection().expect("connect");
+    let mut other = client.get_connection().expect("connect");
+    // A worker held by the script would leave this client unanswered: fail
+    // rather than wait for ever.
+    other
+        .set_read_timeout(Some(Duration::from_secs(5)))
+        .expect("timeout");
+    let looping = std::thread::spawn(move || {
+        redis::cmd("EVAL")
+            .arg("while true do end")
+            .arg(0)
+            .query::<redis::Value>(&mut scripted)
+            .expect_err("the script is killed")
+            .to_string()
+    });
+    let mut answers = Vec::new();
+    for _ in 0..500 {
+        match redis::cmd("SCRIPT").arg("KILL").query::<String>(&mut other) {
+            Ok(ok) => {
+                answers.push(ok);
+                break;
+            }
+            Err(e) => answers.push(e.to_string()),
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    assert_eq!(
+        answers.last().map(String::as_str),
+        Some("OK"),
+        "{answers:?}"
+    );
+    assert!(
+        answers[..answers.len() - 1]
+            .iter()
+            .all(|a| a.contains("No scripts in execution right now.")),
+        "{answers:?}"
+    );
+    let killed = looping.join().expect("the script's client");
+    assert!(
+        killed.contains("Script killed by user with SCRIPT KILL"),
+        "{killed}"
+    );
+    assert_eq!(
+        redis::cmd("PING")
+            .query::<String>(&mut other)
+            .expect("PING"),
+        "PONG"
+    );
+}

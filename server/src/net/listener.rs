@@ -1,5 +1,5 @@
 //! The accept loop: registers each connection (enforcing `maxclients`) and
-//! spawns its task; on shutdown stops accepting and waits for connections to
+//! spawns its task (on a connection worker, when the server has them); on shutdown stops accepting and waits for connections to
 //! finish the replies they owe.
 
 use std::net::SocketAddr;
@@ -11,6 +11,7 @@ use tokio::io::AsyncWriteExt;
 use tokio::net::{TcpListener, TcpStream};
 use tokio::task::JoinSet;
 
+use super::workers::ConnectionWorkers;
 use crate::cmd::error;
 use crate::state::{ClientInfo, Shared};
 
@@ -25,11 +26,13 @@ const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
 type Accepted = (TcpStream, SocketAddr, SocketAddr, bool);
 
 /// Accepts connections on `listeners` (plain) and `tls_listeners` until
-/// shutdown, then drains them.
+/// shutdown, then drains them. With `workers`, each connection is served
+/// on one of them; without, on this runtime.
 pub async fn run(
     shared: Arc<Shared>,
     listeners: Vec<TcpListener>,
     tls_listeners: Vec<TcpListener>,
+    workers: Option<Arc<ConnectionWorkers>>,
 ) {
     let mut connections = JoinSet::new();
     let mut accepts = JoinSet::new();
@@ -66,7 +69,7 @@ pub async fn run(
         tokio::select! {
             accepted = rx.recv() => {
                 let Some((stream, peer, local, tls)) = accepted else { break };
-                admit(&shared, &mut connections, stream, peer, local, tls);
+                admit(&shared, workers.as_deref(), &mut connections, stream, peer, local, tls);
             }
             Some(_) = connections.join_next(), if !connections.is_empty() => {}
             _ = stopping.wait_for(|&stop| stop) => break,
@@ -117,6 +120,7 @@ pub fn protected_refusal(shared: &Shared, peer: SocketAddr) -> bool {
 
 fn admit(
     shared: &Arc<Shared>,
+    workers: Option<&ConnectionWorkers>,
     connections: &mut JoinSet<()>,
     mut stream: TcpStream,
     peer: SocketAddr,
@@ -156,32 +160,60 @@ fn admit(
         return;
     }
     let shared = shared.clone();
-    if !tls {
-        connections.spawn(crate::net::connection::serve(shared, stream, info));
+    let Some(workers) = workers else {
+        connections.spawn(serve_accepted(shared, stream, info, tls));
         return;
+    };
+    let (worker, placement) = workers.place();
+    // A socket belongs to the reactor of the runtime that accepted it: it
+    // moves to its worker as a plain socket and is registered there.
+    let stream = match stream.into_std() {
+        Ok(stream) => stream,
+        Err(e) => {
+            tracing::debug!(%peer, "cannot hand the connection to a worker: {e}");
+            shared.clients.unregister(info.id);
+            return;
+        }
+    };
+    connections.spawn_on(
+        async move {
+            let _placement = placement;
+            match TcpStream::from_std(stream) {
+                Ok(stream) => serve_accepted(shared, stream, info, tls).await,
+                Err(e) => {
+                    tracing::debug!(%peer, "cannot serve the connection on its worker: {e}");
+                    shared.clients.unregister(info.id);
+                }
+            }
+        },
+        &worker,
+    );
+}
+
+/// Serves an admitted connection, TLS after its handshake.
+async fn serve_accepted(shared: Arc<Shared>, stream: TcpStream, info: Arc<ClientInfo>, tls: bool) {
+    if !tls {
+        return crate::net::connection::serve(shared, stream, info).await;
     }
     // The handshake runs in the connection's own task, bounded, so a slow
     // or silent TLS client holds up nobody else.
-    connections.spawn(async move {
-        let Some(acceptor) = shared.tls.acceptor() else {
+    let Some(acceptor) = shared.tls.acceptor() else {
+        shared.clients.unregister(info.id);
+        return;
+    };
+    let peer = info.addr;
+    crate::net::connection::prepare_socket(&stream, &info);
+    match tokio::time::timeout(HANDSHAKE_TIMEOUT, acceptor.accept(stream)).await {
+        Ok(Ok(tls_stream)) => crate::net::connection::serve_stream(shared, tls_stream, info).await,
+        Ok(Err(e)) => {
+            tracing::debug!(%peer, "TLS handshake failed: {e}");
             shared.clients.unregister(info.id);
-            return;
-        };
-        crate::net::connection::prepare_socket(&stream, &info);
-        match tokio::time::timeout(HANDSHAKE_TIMEOUT, acceptor.accept(stream)).await {
-            Ok(Ok(tls_stream)) => {
-                crate::net::connection::serve_stream(shared, tls_stream, info).await
-            }
-            Ok(Err(e)) => {
-                tracing::debug!(%peer, "TLS handshake failed: {e}");
-                shared.clients.unregister(info.id);
-            }
-            Err(_) => {
-                tracing::debug!(%peer, "TLS handshake timed out");
-                shared.clients.unregister(info.id);
-            }
         }
-    });
+        Err(_) => {
+            tracing::debug!(%peer, "TLS handshake timed out");
+            shared.clients.unregister(info.id);
+        }
+    }
 }
 
 #[cfg(test)]

@@ -7,6 +7,7 @@ pub mod listener;
 pub mod migrate;
 pub mod replica;
 pub mod tls;
+pub mod workers;
 
 /// Whether a failed `accept` failed for that one connection only, so the
 /// next one can be accepted at once. Linux reports a connection that was

@@ -185,3 +185,19 @@ pub fn unknown_subcommand(command: &[u8], sub: &[u8]) -> Vec<u8> {
     message.extend_from_slice(b" HELP.");
     message
 }
+
+/// A bit offset past `proto-max-bulk-len` bytes, negative, or no integer.
+pub const BIT_OFFSET: &str = "ERR bit offset is not an integer or out of range";
+/// SETBIT's value is neither 0 nor 1.
+pub const BIT_VALUE: &str = "ERR bit is not an integer or out of range";
+/// BITPOS looks for neither 0 nor 1.
+pub const BITPOS_BIT: &str = "ERR The bit argument must be 1 or 0.";
+/// A BITFIELD type that is not i1..i64 or u1..u63.
+pub const BITFIELD_TYPE: &str =
+    "ERR Invalid bitfield type. Use something like i16 u8. Note that u64 is not supported but i64 is.";
+/// BITFIELD OVERFLOW that is not WRAP, SAT or FAIL.
+pub const BITFIELD_OVERFLOW: &str = "ERR Invalid OVERFLOW type specified";
+/// BITFIELD_RO given SET or INCRBY.
+pub const BITFIELD_RO_WRITES: &str = "ERR BITFIELD_RO only supports the GET subcommand";
+/// BITOP NOT of more than one key.
+pub const BITOP_NOT_ONE_KEY: &str = "ERR BITOP NOT must be called with a single source key.";

@@ -7,9 +7,9 @@
 use std::sync::OnceLock;
 
 use super::{
-    acl, client, cluster, command, config, connection as conn, failover, hash, increx, info, keys,
-    latency, list, memory, migrate, multi, persistence, pubsub, replication, scripting, server,
-    set, string, throttle, zset, Ctx,
+    acl, bitfield, bitmap, client, cluster, command, config, connection as conn, failover, hash,
+    increx, info, keys, latency, list, memory, migrate, multi, persistence, pubsub, replication,
+    scripting, server, set, string, throttle, zset, Ctx,
 };
 use crate::catalog::registry;
 use crate::resp::Reply;
@@ -44,6 +44,13 @@ static BINDINGS: &[(&str, Handler)] = &[
     ("getrange", string::getrange),
     ("substr", string::getrange),
     ("setrange", string::setrange),
+    ("setbit", bitmap::setbit),
+    ("getbit", bitmap::getbit),
+    ("bitcount", bitmap::bitcount),
+    ("bitpos", bitmap::bitpos),
+    ("bitop", bitmap::bitop),
+    ("bitfield", bitfield::bitfield),
+    ("bitfield_ro", bitfield::bitfield_ro),
     ("del", keys::del),
     ("unlink", keys::del),
     ("exists", keys::exists),

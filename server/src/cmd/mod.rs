@@ -11,6 +11,8 @@
 
 pub mod acl;
 pub mod args;
+pub mod bitfield;
+pub mod bitmap;
 pub mod client;
 mod client_state;
 pub mod cluster;

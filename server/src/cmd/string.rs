@@ -604,4 +604,4 @@ pub fn setrange(ctx: &mut Ctx<'_>, argv: &[&[u8]]) -> Reply {
 
 /// The longest text of an i64 (`-9223372036854775808`): a string longer
 /// than this is never stored as an integer.
-const I64_TEXT_MAX: usize = 20;
+pub(super) const I64_TEXT_MAX: usize = 20;

@@ -505,3 +505,62 @@ async fn hardening_edge_cases_match_redis() {
     "#)
     .await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn lcs_matches_redis() {
+    run(r#"
+        MSET {l}a ohmytext {l}b mynewtext
+        LCS {l}a {l}b
+        LCS {l}a {l}b LEN
+        LCS {l}a {l}b IDX
+        LCS {l}a {l}b IDX MINMATCHLEN 4
+        LCS {l}a {l}b IDX MINMATCHLEN 4 WITHMATCHLEN
+        LCS {l}a {l}b IDX WITHMATCHLEN MINMATCHLEN -5
+        LCS {l}a {l}b LEN IDX
+        LCS {l}a {l}b MINMATCHLEN
+        LCS {l}a {l}b MINMATCHLEN x
+        LCS {l}a {l}b FOO
+        LCS {l}a {l}missing
+        LCS {l}missing {l}missing IDX
+        SET {l}n 12345
+        SET {l}m 2x4
+        LCS {l}n {l}m IDX WITHMATCHLEN
+        RPUSH {l}list a
+        LCS {l}a {l}list
+        LCS {l}list {l}a LEN IDX
+        LCS {l}a {l}list FOO
+        SET {l}x AAABBBAAA
+        SET {l}y ABABABABA
+        LCS {l}x {l}y IDX WITHMATCHLEN
+        HELLO 3
+        LCS {l}a {l}b IDX WITHMATCHLEN
+        LCS {l}x {l}y IDX MINMATCHLEN 2
+    "#)
+    .await;
+}
+
+/// Random strings over a small alphabet, so that ties in the table (which
+/// way the walk back turns) are common: every option against Redis.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn random_lcs_matches_redis() {
+    use rand::rngs::StdRng;
+    use rand::{RngExt, SeedableRng};
+    let mut rng = StdRng::seed_from_u64(41);
+    let mut text = String::new();
+    for _ in 0..300 {
+        let word = |rng: &mut StdRng| -> String {
+            let len = rng.random_range(1..40);
+            (0..len)
+                .map(|_| ['a', 'b', 'c', 'd'][rng.random_range(0..4)])
+                .collect()
+        };
+        let (a, b) = (word(&mut rng), word(&mut rng));
+        text.push_str(&format!("MSET {{l}}a {a} {{l}}b {b}\n"));
+        text.push_str("LCS {l}a {l}b\n");
+        let min = rng.random_range(0..5);
+        text.push_str(&format!(
+            "LCS {{l}}a {{l}}b IDX MINMATCHLEN {min} WITHMATCHLEN\n"
+        ));
+    }
+    run(&text).await;
+}

@@ -201,3 +201,16 @@ pub const BITFIELD_OVERFLOW: &str = "ERR Invalid OVERFLOW type specified";
 pub const BITFIELD_RO_WRITES: &str = "ERR BITFIELD_RO only supports the GET subcommand";
 /// BITOP NOT of more than one key.
 pub const BITOP_NOT_ONE_KEY: &str = "ERR BITOP NOT must be called with a single source key.";
+/// LCS of a key holding something other than a string.
+pub const LCS_NOT_STRINGS: &str = "ERR The specified keys must contain string values";
+/// LCS given both LEN and IDX.
+pub const LCS_LEN_AND_IDX: &str =
+    "ERR If you want both the length and indexes, please just use IDX.";
+/// LCS of a string of 4 GB or more.
+pub const LCS_TOO_LONG: &str = "ERR String too long for LCS";
+/// LCS whose table would pass `proto-max-bulk-len`.
+pub const LCS_TABLE_TOO_BIG: &str =
+    "ERR Insufficient memory, transient memory for LCS exceeds proto-max-bulk-len";
+/// LCS whose table could not be allocated.
+pub const LCS_NO_MEMORY: &str =
+    "ERR Insufficient memory, failed allocating transient memory for LCS";

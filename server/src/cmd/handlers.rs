@@ -8,8 +8,8 @@ use std::sync::OnceLock;
 
 use super::{
     acl, bitfield, bitmap, client, cluster, command, config, connection as conn, failover, hash,
-    increx, info, keys, latency, list, memory, migrate, multi, persistence, pubsub, replication,
-    scripting, server, set, string, throttle, zset, Ctx,
+    increx, info, keys, latency, lcs, list, memory, migrate, multi, persistence, pubsub,
+    replication, scripting, server, set, string, throttle, zset, Ctx,
 };
 use crate::catalog::registry;
 use crate::resp::Reply;
@@ -44,6 +44,7 @@ static BINDINGS: &[(&str, Handler)] = &[
     ("getrange", string::getrange),
     ("substr", string::getrange),
     ("setrange", string::setrange),
+    ("lcs", lcs::lcs),
     ("setbit", bitmap::setbit),
     ("getbit", bitmap::getbit),
     ("bitcount", bitmap::bitcount),

@@ -30,6 +30,7 @@ pub mod increx;
 pub mod info;
 pub mod keys;
 pub mod latency;
+pub mod lcs;
 pub mod list;
 pub mod memory;
 pub mod migrate;

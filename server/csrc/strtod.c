@@ -35,3 +35,14 @@ int tally_strtod_bound(const char *s, double *dp) {
     if (eptr[0] != '\0' || isnan(*dp)) return 0;
     return 1;
 }
+
+/* A SORT weight, as Redis 7.0's sortCommandGeneric reads one: strtod to the
+ * end of the C string, NaN and out-of-range values (ERANGE, overflow and
+ * underflow alike) refused. The empty string reads as 0, as it does there. */
+int tally_strtod_sort_weight(const char *s, double *dp) {
+    char *eptr;
+    errno = 0;
+    *dp = strtod(s, &eptr);
+    if (eptr[0] != '\0' || errno == ERANGE || isnan(*dp)) return 0;
+    return 1;
+}

@@ -32,6 +32,7 @@ extern "C" {
     fn tally_format_g(value: f64, precision: c_int, out: *mut c_char, outlen: usize) -> c_int;
     fn tally_string2d(s: *const c_char, slen: usize, out: *mut f64) -> c_int;
     fn tally_strtod_bound(s: *const c_char, out: *mut f64) -> c_int;
+    fn tally_strtod_sort_weight(s: *const c_char, out: *mut f64) -> c_int;
 }
 
 /// `bytes` with a NUL after them, as the C readers need.
@@ -61,6 +62,18 @@ pub fn strtod_bound(bytes: &[u8]) -> Option<f64> {
     let mut value = 0.0;
     // SAFETY: `text` is NUL-terminated and outlives the call.
     let ok = unsafe { tally_strtod_bound(text.as_ptr() as *const c_char, &mut value) };
+    (ok != 0).then_some(value)
+}
+
+/// A SORT weight read as Redis 7.0's SORT reads one: strtod to the end of
+/// the C string (so to a NUL byte inside the value), leading spaces
+/// skipped, NaN and out-of-range values (overflow or underflow) refused,
+/// the empty string 0.
+pub fn sort_weight(bytes: &[u8]) -> Option<f64> {
+    let text = c_string(bytes);
+    let mut value = 0.0;
+    // SAFETY: `text` is NUL-terminated and outlives the call.
+    let ok = unsafe { tally_strtod_sort_weight(text.as_ptr() as *const c_char, &mut value) };
     (ok != 0).then_some(value)
 }
 

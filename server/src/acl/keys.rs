@@ -210,6 +210,17 @@ fn find_keys(command: &Command, index: usize, argv: &[&[u8]], keys: &mut Vec<(us
         );
         true
     };
+    if command.name == "sort" {
+        // SORT's STORE key is found by its own finder (its spec is
+        // `incomplete`), read-only for the key sorted and written for the
+        // destination, as sortGetKeys flags them.
+        keys.extend(
+            crate::catalog::sort_key_positions(argv)
+                .into_iter()
+                .map(|at| (at, if at == 1 { READ } else { WRITE })),
+        );
+        return true;
+    }
     let Some(doc) = doc_of(index) else {
         return from_table(keys);
     };

@@ -309,6 +309,28 @@ pub fn check_indexed(
     Err(relevant)
 }
 
+/// True when some selector of `user` allows the command and may read every
+/// key (Redis's ACLUserCheckCmdWithUnrestrictedKeyAccess for read access):
+/// SORT's BY and GET patterns read keys no ACL check has seen, so only such
+/// a user may use them (Redis's fix for CVE-2023-41053).
+pub fn reads_every_key(user: &User, command: &Command, argv: &[&[u8]]) -> bool {
+    if user.unrestricted() {
+        return true;
+    }
+    let Some(index) = index_of(command) else {
+        return false;
+    };
+    let mut keys = keys::CallKeys::new(command, index, argv);
+    user.selectors.iter().any(|selector| {
+        check_selector(selector, command, index, argv, &mut keys).is_ok()
+            && (selector.all_keys
+                || selector
+                    .patterns
+                    .iter()
+                    .any(|p| p.flags & selector::READ != 0 && p.pattern == b"*"))
+    })
+}
+
 /// One selector's verdict. Inlined into [`check_indexed`]: the usual
 /// user has one selector, and a call here was a fifth of the check.
 #[inline(always)]

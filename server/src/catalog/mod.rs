@@ -177,6 +177,27 @@ fn migrate_key_positions(argv: &[&[u8]]) -> Vec<usize> {
     }
 }
 
+/// SORT's keys (Redis's sortGetKeys): the key sorted, and the last STORE's
+/// destination. LIMIT's two arguments and GET's and BY's one are skipped,
+/// so a pattern named `store` is not taken for the option; the word after
+/// STORE is not, so `STORE store x` stores into `x`.
+pub fn sort_key_positions(argv: &[&[u8]]) -> Vec<usize> {
+    let mut store = None;
+    let mut i = 2;
+    while i < argv.len() {
+        let word = argv[i];
+        if word.eq_ignore_ascii_case(b"limit") {
+            i += 2;
+        } else if word.eq_ignore_ascii_case(b"get") || word.eq_ignore_ascii_case(b"by") {
+            i += 1;
+        } else if word.eq_ignore_ascii_case(b"store") && i + 1 < argv.len() {
+            store = Some(i + 1);
+        }
+        i += 1;
+    }
+    std::iter::once(1).chain(store).collect()
+}
+
 impl Command {
     /// The argument indexes holding keys in this call, movable keys
     /// included (none when the count is out of range, as Redis's
@@ -184,6 +205,9 @@ impl Command {
     pub fn key_positions(&self, argv: &[&[u8]]) -> Vec<usize> {
         if self.name == "migrate" {
             return migrate_key_positions(argv);
+        }
+        if self.name == "sort" {
+            return sort_key_positions(argv);
         }
         match self.counted_key_range(argv) {
             Some(range) => range.collect(),

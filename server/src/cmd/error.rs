@@ -214,3 +214,13 @@ pub const LCS_TABLE_TOO_BIG: &str =
 /// LCS whose table could not be allocated.
 pub const LCS_NO_MEMORY: &str =
     "ERR Insufficient memory, failed allocating transient memory for LCS";
+/// SORT BY a pattern in cluster mode, where its keys may live elsewhere.
+pub const SORT_BY_CLUSTER: &str = "ERR BY option of SORT denied in Cluster mode.";
+/// SORT BY a pattern for a user who may not read every key.
+pub const SORT_BY_ACL: &str = "ERR BY option of SORT denied due to insufficient ACL permissions.";
+/// SORT GET in cluster mode.
+pub const SORT_GET_CLUSTER: &str = "ERR GET option of SORT denied in Cluster mode.";
+/// SORT GET for a user who may not read every key.
+pub const SORT_GET_ACL: &str = "ERR GET option of SORT denied due to insufficient ACL permissions.";
+/// A numeric SORT whose weights are not all numbers.
+pub const SORT_NOT_A_DOUBLE: &str = "ERR One or more scores can't be converted into double";

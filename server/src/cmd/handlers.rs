@@ -9,7 +9,7 @@ use std::sync::OnceLock;
 use super::{
     acl, bitfield, bitmap, client, cluster, command, config, connection as conn, failover, hash,
     increx, info, keys, latency, lcs, list, memory, migrate, multi, persistence, pubsub,
-    replication, scripting, server, set, string, throttle, zset, Ctx,
+    replication, scripting, server, set, sort, string, throttle, zset, Ctx,
 };
 use crate::catalog::registry;
 use crate::resp::Reply;
@@ -66,6 +66,8 @@ static BINDINGS: &[(&str, Handler)] = &[
     ("pexpiretime", keys::pexpiretime),
     ("persist", keys::persist),
     ("type", keys::type_of),
+    ("sort", sort::sort),
+    ("sort_ro", sort::sort_ro),
     ("rename", keys::rename),
     ("renamenx", keys::renamenx),
     ("dump", persistence::dump),

@@ -43,6 +43,7 @@ mod routing;
 pub mod scripting;
 pub mod server;
 pub mod set;
+pub mod sort;
 pub mod string;
 #[cfg(test)]
 mod tests;

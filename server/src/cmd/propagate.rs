@@ -118,6 +118,9 @@ fn rewritten(command: &Command, argv: &[&[u8]], reply: &Reply, now_ms: u64) -> O
         }
         "getset" => vec![vec![b"SET".to_vec(), key.to_vec(), argv[2].to_vec()]],
         "getdel" if is_nil(reply) => Vec::new(),
+        // SORT is a write command for its STORE, whose reply is a count;
+        // without STORE it changed nothing.
+        "sort" if !matches!(reply, Reply::Int(_)) => Vec::new(),
         "getdel" => del(),
         "getex" => getex(argv, reply, now_ms),
         "incrbyfloat" => match bulk(reply) {

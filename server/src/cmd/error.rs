@@ -224,3 +224,5 @@ pub const SORT_GET_CLUSTER: &str = "ERR GET option of SORT denied in Cluster mod
 pub const SORT_GET_ACL: &str = "ERR GET option of SORT denied due to insufficient ACL permissions.";
 /// A numeric SORT whose weights are not all numbers.
 pub const SORT_NOT_A_DOUBLE: &str = "ERR One or more scores can't be converted into double";
+/// A ZUNION / ZINTER (and STORE) weight that is not a float.
+pub const WEIGHT_NOT_FLOAT: &str = "ERR weight value is not a float";

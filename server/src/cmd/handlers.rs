@@ -9,7 +9,7 @@ use std::sync::OnceLock;
 use super::{
     acl, bitfield, bitmap, client, cluster, command, config, connection as conn, failover, hash,
     increx, info, keys, latency, lcs, list, memory, migrate, multi, persistence, pubsub,
-    replication, scripting, server, set, sort, string, throttle, zset, Ctx,
+    replication, scripting, server, set, sort, string, throttle, zset, zset_algebra, Ctx,
 };
 use crate::catalog::registry;
 use crate::resp::Reply;
@@ -166,6 +166,13 @@ static BINDINGS: &[(&str, Handler)] = &[
     ("zpopmax", zset::zpopmax),
     ("zrandmember", zset::zrandmember),
     ("zscan", zset::zscan),
+    ("zunion", zset_algebra::zunion),
+    ("zinter", zset_algebra::zinter),
+    ("zdiff", zset_algebra::zdiff),
+    ("zunionstore", zset_algebra::zunionstore),
+    ("zinterstore", zset_algebra::zinterstore),
+    ("zdiffstore", zset_algebra::zdiffstore),
+    ("zintercard", zset_algebra::zintercard),
     ("eval", scripting::eval),
     ("evalsha", scripting::evalsha),
     ("eval_ro", scripting::eval_ro),

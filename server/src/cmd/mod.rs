@@ -49,6 +49,7 @@ pub mod string;
 mod tests;
 pub mod throttle;
 pub mod zset;
+pub mod zset_algebra;
 
 use std::sync::atomic::Ordering;
 

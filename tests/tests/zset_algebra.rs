@@ -196,3 +196,57 @@ async fn random_algebra_matches_redis() {
         assert_no_mismatch(&compare_streams(redis.addr, tally.addr(), &commands).await);
     }
 }
+
+/// LMPOP and ZMPOP (kept here with the other multi-key sorted-set
+/// commands): the first key with elements, COUNT, nil, and every error.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn lmpop_and_zmpop_match_redis() {
+    assert_script_matches_redis(
+        r#"
+        RPUSH {m}l a b c d
+        RPUSH {m}l2 x
+        LMPOP 2 {m}missing {m}l LEFT
+        LMPOP 2 {m}missing {m}l RIGHT COUNT 2
+        LMPOP 2 {m}l {m}l2 left COUNT 10
+        EXISTS {m}l
+        LMPOP 2 {m}l {m}l2 LEFT COUNT 10
+        LMPOP 1 {m}l LEFT
+        LMPOP 0 {m}l LEFT
+        LMPOP -1 {m}l LEFT
+        LMPOP x {m}l LEFT
+        LMPOP 2 {m}l LEFT
+        LMPOP 9223372036854775807 {m}l LEFT
+        LMPOP 1 {m}l MIDDLE
+        LMPOP 1 {m}l LEFT COUNT 0
+        LMPOP 1 {m}l LEFT COUNT -1
+        LMPOP 1 {m}l LEFT COUNT x
+        LMPOP 1 {m}l LEFT COUNT 1 COUNT 1
+        LMPOP 1 {m}l LEFT COUNT
+        LMPOP 1 {m}l LEFT FOO
+        SET {m}s v
+        RPUSH {m}l y
+        LMPOP 2 {m}s {m}l LEFT
+        LMPOP 2 {m}l {m}s LEFT
+        ZADD {m}z 1 a 2 b 3 c -inf n
+        ZADD {m}z2 5 q
+        ZMPOP 2 {m}missing {m}z MIN
+        ZMPOP 2 {m}missing {m}z MAX COUNT 2
+        ZMPOP 2 {m}z {m}z2 min COUNT 10
+        EXISTS {m}z
+        ZMPOP 2 {m}z {m}z2 MAX
+        ZMPOP 1 {m}z MIN
+        ZMPOP 1 {m}z LEFT
+        ZMPOP 0 {m}z MIN
+        ZMPOP 1 {m}z MIN COUNT 0
+        ZMPOP 2 {m}s {m}z MIN
+        HELLO 3
+        RPUSH {m}l a b
+        LMPOP 1 {m}l RIGHT COUNT 5
+        LMPOP 1 {m}l RIGHT
+        ZADD {m}z 1.5 a 2 b
+        ZMPOP 1 {m}z MIN COUNT 5
+        ZMPOP 1 {m}z MIN
+        "#,
+    )
+    .await;
+}

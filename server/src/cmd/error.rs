@@ -226,3 +226,5 @@ pub const SORT_GET_ACL: &str = "ERR GET option of SORT denied due to insufficien
 pub const SORT_NOT_A_DOUBLE: &str = "ERR One or more scores can't be converted into double";
 /// A ZUNION / ZINTER (and STORE) weight that is not a float.
 pub const WEIGHT_NOT_FLOAT: &str = "ERR weight value is not a float";
+/// LMPOP / ZMPOP COUNT below 1 or not a number.
+pub const COUNT_POSITIVE: &str = "ERR count should be greater than 0";

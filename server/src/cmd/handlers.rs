@@ -8,7 +8,7 @@ use std::sync::OnceLock;
 
 use super::{
     acl, bitfield, bitmap, client, cluster, command, config, connection as conn, failover, hash,
-    increx, info, keys, latency, lcs, list, memory, migrate, multi, persistence, pubsub,
+    increx, info, keys, latency, lcs, list, memory, migrate, mpop, multi, persistence, pubsub,
     replication, scripting, server, set, sort, string, throttle, zset, zset_algebra, Ctx,
 };
 use crate::catalog::registry;
@@ -117,6 +117,7 @@ static BINDINGS: &[(&str, Handler)] = &[
     ("lpos", list::lpos),
     ("lmove", list::lmove),
     ("rpoplpush", list::rpoplpush),
+    ("lmpop", mpop::lmpop),
     ("blpop", list::blocking),
     ("brpop", list::blocking),
     ("blmove", list::blocking),
@@ -173,6 +174,7 @@ static BINDINGS: &[(&str, Handler)] = &[
     ("zinterstore", zset_algebra::zinterstore),
     ("zdiffstore", zset_algebra::zdiffstore),
     ("zintercard", zset_algebra::zintercard),
+    ("zmpop", mpop::zmpop),
     ("eval", scripting::eval),
     ("evalsha", scripting::evalsha),
     ("eval_ro", scripting::eval_ro),

@@ -34,6 +34,7 @@ pub mod lcs;
 pub mod list;
 pub mod memory;
 pub mod migrate;
+pub mod mpop;
 pub mod multi;
 pub mod persistence;
 pub mod propagate;

@@ -1,0 +1,113 @@
+//! LMPOP and ZMPOP: pop up to COUNT elements from the first of several
+//! keys that has any, as Redis 7.0 answers them (`[key, elements]`, nil
+//! when none has). Their blocking forms stay refused (see
+//! docs/compatibility.md).
+
+use super::args::{is, parse_i64};
+use super::collection::modify;
+use super::error;
+use super::Ctx;
+use crate::resp::Reply;
+use crate::store::object::{List, ZSet};
+
+/// The keys, the side word and COUNT of an [LZ]MPOP call, checked in
+/// Redis's order.
+struct Call<'a> {
+    keys: &'a [&'a [u8]],
+    side: &'a [u8],
+    count: usize,
+}
+
+fn parse<'a>(argv: &'a [&'a [u8]]) -> Result<Call<'a>, Reply> {
+    let numkeys = match parse_i64(argv[1]) {
+        Some(n) if n >= 1 => n as u64,
+        _ => return Err(Reply::error(error::NUMKEYS_POSITIVE)),
+    };
+    let side_at = 2u64.saturating_add(numkeys);
+    if side_at >= argv.len() as u64 {
+        return Err(Reply::error(error::SYNTAX));
+    }
+    let side_at = side_at as usize;
+    let mut count = None;
+    let mut j = side_at + 1;
+    while j < argv.len() {
+        if count.is_none() && is(argv[j], "count") && j + 1 < argv.len() {
+            count = match parse_i64(argv[j + 1]) {
+                Some(n) if n >= 1 => Some(n as usize),
+                _ => return Err(Reply::error(error::COUNT_POSITIVE)),
+            };
+            j += 2;
+        } else {
+            return Err(Reply::error(error::SYNTAX));
+        }
+    }
+    Ok(Call {
+        keys: &argv[2..side_at],
+        side: argv[side_at],
+        count: count.unwrap_or(1),
+    })
+}
+
+/// LMPOP numkeys key [key ...] LEFT | RIGHT [COUNT count]
+pub fn lmpop(ctx: &mut Ctx<'_>, argv: &[&[u8]]) -> Reply {
+    let call = match parse(argv) {
+        Ok(call) => call,
+        Err(reply) => return reply,
+    };
+    let left = match call.side {
+        s if is(s, "left") => true,
+        s if is(s, "right") => false,
+        _ => return Reply::error(error::SYNTAX),
+    };
+    let now = ctx.now_ms;
+    for name in call.keys {
+        let key = ctx.key(name);
+        let mut shard = ctx.lock(key);
+        let popped = modify::<List, _>(&mut shard, key, now, false, |list| {
+            (0..call.count)
+                .map_while(|_| list.pop(left))
+                .map(Reply::Bulk)
+                .collect::<Vec<_>>()
+        });
+        match popped {
+            Err(reply) => return reply,
+            Ok(Some(elements)) if !elements.is_empty() => {
+                return Reply::Array(vec![Reply::bulk(name), Reply::Array(elements)]);
+            }
+            Ok(_) => {}
+        }
+    }
+    Reply::NilArray
+}
+
+/// ZMPOP numkeys key [key ...] MIN | MAX [COUNT count]
+pub fn zmpop(ctx: &mut Ctx<'_>, argv: &[&[u8]]) -> Reply {
+    let call = match parse(argv) {
+        Ok(call) => call,
+        Err(reply) => return reply,
+    };
+    let min = match call.side {
+        s if is(s, "min") => true,
+        s if is(s, "max") => false,
+        _ => return Reply::error(error::SYNTAX),
+    };
+    let now = ctx.now_ms;
+    for name in call.keys {
+        let key = ctx.key(name);
+        let mut shard = ctx.lock(key);
+        let popped = modify::<ZSet, _>(&mut shard, key, now, false, |zset| {
+            (0..call.count)
+                .map_while(|_| zset.pop(min))
+                .map(|(member, score)| {
+                    Reply::Array(vec![Reply::Bulk(member.into_vec()), Reply::Double(score)])
+                })
+                .collect::<Vec<_>>()
+        });
+        match popped {
+            Err(reply) => return reply,
+            Ok(Some(pairs)) => return Reply::Array(vec![Reply::bulk(name), Reply::Array(pairs)]),
+            Ok(None) => {}
+        }
+    }
+    Reply::NilArray
+}

@@ -83,6 +83,18 @@ async fn algebra_matches_redis() {
         ZINTERSTORE {z}d 2 {z}str {z}a
         ZDIFF 2 {z}a {z}str
         ZINTERCARD 1 {z}str
+        COMMAND GETKEYS ZUNION 2 a b WEIGHTS 1 2
+        COMMAND GETKEYS ZINTER 1 a
+        COMMAND GETKEYS ZDIFF 3 a b
+        COMMAND GETKEYS ZINTERCARD 2 a b LIMIT 1
+        COMMAND GETKEYS ZUNIONSTORE d 2 a b
+        COMMAND GETKEYS ZINTERSTORE d 3 a b c AGGREGATE MAX
+        COMMAND GETKEYS ZDIFFSTORE d 0 a
+        COMMAND GETKEYS ZDIFFSTORE d 5 a
+        COMMAND GETKEYS ZUNION 0 a
+        COMMAND GETKEYS LMPOP 2 a b LEFT
+        COMMAND GETKEYS ZMPOP 1 a MIN COUNT 2
+        COMMAND GETKEYS SORT_RO a BY b
         HELLO 3
         ZUNION 2 {z}a {z}b WITHSCORES
         ZINTER 2 {z}a {z}b

@@ -145,10 +145,33 @@ pub const fn counted_keys(name: &str) -> Option<(usize, usize, bool)> {
         }
         i += 1;
     }
-    if const_str_eq(name, "sintercard") {
-        return Some((1, 2, true));
+    const COUNT_FIRST: [&str; 7] = [
+        "sintercard",
+        "zunion",
+        "zinter",
+        "zdiff",
+        "zintercard",
+        "lmpop",
+        "zmpop",
+    ];
+    let mut i = 0;
+    while i < COUNT_FIRST.len() {
+        if const_str_eq(COUNT_FIRST[i], name) {
+            return Some((1, 2, true));
+        }
+        i += 1;
+    }
+    if stores_first(name) {
+        return Some((2, 3, true));
     }
     None
+}
+
+/// The sorted-set STORE commands: a destination key, then counted keys.
+const fn stores_first(name: &str) -> bool {
+    const_str_eq(name, "zunionstore")
+        || const_str_eq(name, "zinterstore")
+        || const_str_eq(name, "zdiffstore")
 }
 
 /// MIGRATE's keys (Redis's migrateGetKeys): the key argument, or those
@@ -208,6 +231,15 @@ impl Command {
         }
         if self.name == "sort" {
             return sort_key_positions(argv);
+        }
+        if stores_first(self.name) {
+            // The destination, then the inputs, as their key specs list
+            // them; none when the count is out of range.
+            let inputs = self.counted_key_range(argv).unwrap_or(0..0);
+            if inputs.is_empty() {
+                return Vec::new();
+            }
+            return std::iter::once(1).chain(inputs).collect();
         }
         match self.counted_key_range(argv) {
             Some(range) => range.collect(),
@@ -354,7 +386,10 @@ pub const ACL_CATEGORIES: &[&str] = &[
 /// Commands whose keys are not at fixed positions: those `counted_keys`
 /// knows, and MIGRATE.
 const fn is_movable(name: &str) -> bool {
-    counted_keys(name).is_some() || const_str_eq(name, "migrate")
+    counted_keys(name).is_some()
+        || const_str_eq(name, "migrate")
+        || const_str_eq(name, "sort")
+        || const_str_eq(name, "sort_ro")
 }
 
 /// `a == b` where the table is built: in a `const fn`.
@@ -507,12 +542,14 @@ mod tests {
         marked.sort_unstable();
         let mut movable: Vec<&str> = registry
             .all()
-            .filter(|c| counted_keys(c.name).is_some() || c.name == "migrate")
+            .filter(|c| {
+                counted_keys(c.name).is_some() || ["migrate", "sort", "sort_ro"].contains(&c.name)
+            })
             .map(|c| c.name)
             .collect();
         movable.sort_unstable();
         assert_eq!(marked, movable);
-        assert_eq!(marked.len(), 6, "{marked:?}");
+        assert_eq!(marked.len(), 17, "{marked:?}");
         let evalsha = registry.lookup(b"evalsha").unwrap();
         let argv: [&[u8]; 6] = [b"evalsha", b"sha", b"2", b"k1", b"k2", b"arg"];
         assert_eq!(evalsha.counted_key_range(&argv), Some(3..5));

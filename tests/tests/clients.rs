@@ -75,6 +75,29 @@ async fn client_list_shows_each_connection_as_it_is() {
     assert_eq!(client_field(&list, &tx_id, "multi"), "-1");
 }
 
+/// A client's query buffer, once its commands are consumed, is one read
+/// buffer again (qbuf + qbuf-free of 16 KiB, as Redis's PROTO_IOBUF_LEN),
+/// not a buffer that shrank by each command read (Redis's querybuf unit).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_consumed_query_buffer_is_one_read_buffer_again() {
+    let tally = TestServer::start().await;
+    let mut named = tally.raw().await;
+    for _ in 0..100 {
+        assert_eq!(
+            run(&mut named, "CLIENT SETNAME test_client").await,
+            "+OK\r\n"
+        );
+    }
+    let id = run(&mut named, "CLIENT ID").await[1..].trim().to_string();
+    let mut me = tally.raw().await;
+    let list = run(&mut me, "CLIENT LIST").await;
+    let qbuf: usize = client_field(&list, &id, "qbuf").parse().expect("a number");
+    let free: usize = client_field(&list, &id, "qbuf-free")
+        .parse()
+        .expect("a number");
+    assert_eq!((qbuf, qbuf + free), (0, 16 * 1024), "{list}");
+}
+
 /// What each line gets back, replies silenced by CLIENT REPLY included:
 /// the whole stream is read at the end, after a PING that always answers.
 async fn reply_stream(addr: std::net::SocketAddr) -> String {

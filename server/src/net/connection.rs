@@ -657,6 +657,14 @@ fn run_batch(
         }
     }
     input.advance(pos);
+    if input.is_empty() {
+        // Everything read was consumed: the buffer's space before the read
+        // position is free again. Taking it back costs no allocation (the
+        // buffer is ours alone) and keeps a steady client on one buffer of
+        // the read size, which CLIENT LIST shows as Redis shows its own
+        // (qbuf + qbuf-free).
+        let _ = input.try_reclaim(READ_CHUNK);
+    }
     // What this batch changed reaches the append-only file before its
     // replies go out: `client.aof_offset` stays set for the connection's
     // loop, which awaits `aof::before_replies` before it writes.

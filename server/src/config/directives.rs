@@ -8,6 +8,7 @@
 
 use std::path::Path;
 
+use super::accepted;
 use super::settings::{ClientAuth, EndpointType, Fsync, OutputLimit, ProtectedAction};
 use super::values::{parse_memory, parse_yes_no, redis_number, Range};
 use super::{Config, ConfigError, MAXMEMORY_POLICY};
@@ -226,6 +227,31 @@ macro_rules! number {
             },
             |c| c.$($field).+.to_string(),
         )
+    };
+}
+
+/// A Redis 7.0 parameter tally reads, checks and shows as Redis does but
+/// does not act on (see [`super::accepted`]): its value is kept in
+/// `Config::accepted` and CONFIG GET shows it, or Redis's default. `why` is
+/// the reason, which `--help` and docs/compatibility.md give.
+macro_rules! accepted {
+    ($name:literal, $change:ident, $default:literal, $check:path $(, $arg:expr)?; $why:literal) => {
+        Directive::new(
+            $name,
+            Change::$change,
+            |c, v| {
+                let value = $check(v $(, $arg)?)?;
+                c.accepted.insert($name, value);
+                Ok(())
+            },
+            |c| {
+                c.accepted
+                    .get($name)
+                    .cloned()
+                    .unwrap_or_else(|| $default.to_string())
+            },
+        )
+        .help($why)
     };
 }
 
@@ -792,6 +818,58 @@ pub static DIRECTIVES: &[Directive] = &[
         help: "A user and its ACL rules, \"<name> <rule> ...\", as in an ACL file.",
         protected: false,
     },
+    // Redis 7.0 parameters accepted and shown, not acted on (see
+    // config/accepted.rs); each row gives the reason.
+    accepted!("active-defrag-cycle-max", Live, "25", accepted::int, Range::Signed(1, 99); "Accepted, not used: there is no defragmenter; jemalloc gives freed memory back on its own."),
+    accepted!("active-defrag-cycle-min", Live, "1", accepted::int, Range::Signed(1, 99); "Accepted, not used: there is no defragmenter."),
+    accepted!("active-defrag-ignore-bytes", Live, "104857600", accepted::bytes, Range::Unsigned(1, i64::MAX as u64); "Accepted, not used: there is no defragmenter."),
+    accepted!("active-defrag-max-scan-fields", Live, "1000", accepted::int, Range::Unsigned(1, i64::MAX as u64); "Accepted, not used: there is no defragmenter."),
+    accepted!("active-defrag-threshold-lower", Live, "10", accepted::int, Range::Signed(0, 1000); "Accepted, not used: there is no defragmenter."),
+    accepted!("active-defrag-threshold-upper", Live, "100", accepted::int, Range::Signed(0, 1000); "Accepted, not used: there is no defragmenter."),
+    accepted!("activedefrag", Live, "no", accepted::no_defragmenter; "Only 'no': there is no defragmenter (Redis built without its own jemalloc refuses 'yes' the same way)."),
+    accepted!("active-expire-effort", Live, "1", accepted::int, Range::Signed(1, 10); "Accepted, not used: the expiry sweep keeps its own pace."),
+    accepted!("activerehashing", Live, "yes", accepted::yes_no; "Accepted, not used: tables grow at once, there is no incremental rehashing to schedule."),
+    accepted!("dynamic-hz", Live, "yes", accepted::yes_no; "Accepted, not used: background work does not follow hz."),
+    accepted!("always-show-logo", AtStart, "no", accepted::yes_no; "Accepted, not used: there is no ASCII logo."),
+    accepted!("set-proc-title", AtStart, "yes", accepted::yes_no; "Accepted, not used: the process title is the binary's."),
+    accepted!("aof-disable-auto-gc", Live, "no", accepted::yes_no; "Accepted, not used: a rewrite deletes the files it replaced."),
+    accepted!("aof-timestamp-enabled", Live, "no", accepted::yes_no; "Accepted, not used: the append-only file carries no timestamp annotations."),
+    accepted!("aof_rewrite_cpulist", AtStart, "", accepted::text; "Accepted, not used: threads are not pinned to CPUs."),
+    accepted!("bgsave_cpulist", AtStart, "", accepted::text; "Accepted, not used: threads are not pinned to CPUs."),
+    accepted!("bio_cpulist", AtStart, "", accepted::text; "Accepted, not used: threads are not pinned to CPUs."),
+    accepted!("server_cpulist", AtStart, "", accepted::text; "Accepted, not used: threads are not pinned to CPUs."),
+    accepted!("bind-source-addr", Live, "", accepted::text; "Accepted, not used: outgoing links take the system's source address."),
+    accepted!("cluster-link-sendbuf-limit", Live, "0", accepted::bytes, Range::Unsigned(0, u64::MAX); "Accepted, not used: cluster bus links are not freed for their send buffer."),
+    accepted!("crash-log-enabled", Live, "yes", accepted::yes_no; "Accepted, not used: a panic is contained to its connection, there is no crash report."),
+    accepted!("crash-memcheck-enabled", Live, "yes", accepted::yes_no; "Accepted, not used: there is no crash report."),
+    accepted!("disable-thp", AtStart, "yes", accepted::yes_no; "Accepted, not used: there is no fork for huge pages to slow down."),
+    accepted!("hll-sparse-max-bytes", Live, "3000", accepted::bytes, Range::Unsigned(0, i64::MAX as u64); "Accepted, not used: there is no HyperLogLog yet."),
+    accepted!("ignore-warnings", Live, "", accepted::text; "Accepted, not used: there are no startup warnings to silence."),
+    accepted!("io-threads-do-reads", AtStart, "no", accepted::yes_no; "Accepted, not used: every connection worker reads its own connections."),
+    accepted!("jemalloc-bg-thread", Live, "yes", accepted::yes_no; "Accepted, not used: jemalloc's background thread is always on."),
+    accepted!("lazyfree-lazy-eviction", Live, "no", accepted::yes_no; "Accepted, not used: nothing is evicted."),
+    accepted!("lazyfree-lazy-expire", Live, "no", accepted::yes_no; "Accepted, not used: memory is freed inline."),
+    accepted!("lazyfree-lazy-server-del", Live, "no", accepted::yes_no; "Accepted, not used: memory is freed inline."),
+    accepted!("lazyfree-lazy-user-del", Live, "no", accepted::yes_no; "Accepted, not used: memory is freed inline."),
+    accepted!("lazyfree-lazy-user-flush", Live, "no", accepted::yes_no; "Accepted, not used: memory is freed inline."),
+    accepted!("replica-lazy-flush", Live, "no", accepted::yes_no; "Accepted, not used: memory is freed inline.").aliases(&["slave-lazy-flush"]),
+    accepted!("lfu-decay-time", Live, "1", accepted::int, Range::Signed(0, INT_MAX); "Accepted, not used: nothing is evicted (noeviction)."),
+    accepted!("lfu-log-factor", Live, "10", accepted::int, Range::Signed(0, INT_MAX); "Accepted, not used: nothing is evicted (noeviction)."),
+    accepted!("maxmemory-eviction-tenacity", Live, "10", accepted::int, Range::Signed(0, 100); "Accepted, not used: nothing is evicted (noeviction)."),
+    accepted!("maxmemory-samples", Live, "5", accepted::int, Range::Signed(1, INT_MAX); "Accepted, not used: nothing is evicted (noeviction)."),
+    accepted!("rdb-del-sync-files", Live, "no", accepted::yes_no; "Accepted, not used: snapshot files are kept as they are."),
+    accepted!("rdb-save-incremental-fsync", Live, "yes", accepted::yes_no; "Accepted, not used: a snapshot is fsynced once, when written."),
+    accepted!("repl-disable-tcp-nodelay", Live, "no", accepted::yes_no; "Accepted, not used: replication links keep TCP_NODELAY."),
+    accepted!("sanitize-dump-payload", Live, "no", accepted::one_of, &["no", "yes", "clients"]; "Accepted, not used: RESTORE and RDB loading always check a payload whole."),
+    accepted!("socket-mark-id", AtStart, "0", accepted::int, Range::Unsigned(0, u32::MAX as u64); "Accepted, not used: sockets are not marked."),
+    accepted!("stream-node-max-bytes", Live, "4096", accepted::bytes, Range::Unsigned(0, i64::MAX as u64); "Accepted, not used: there are no streams."),
+    accepted!("stream-node-max-entries", Live, "100", accepted::int, Range::Signed(0, i64::MAX); "Accepted, not used: there are no streams."),
+    accepted!("tls-dh-params-file", Live, "", accepted::text; "Accepted, not used: TLS key exchange is ECDHE only (rustls), which takes no DH parameters."),
+    accepted!("enable-debug-command", AtStart, "no", accepted::one_of, &["no", "yes", "local"]; "Accepted, not used: DEBUG has only SLEEP, HELP and a contained PANIC here, always allowed."),
+    accepted!("enable-module-command", AtStart, "no", accepted::one_of, &["no", "yes", "local"]; "Accepted, not used: there are no modules."),
+    accepted!("oom-score-adj", Live, "no", accepted::oom_score_adj; "Accepted, not used: the process's OOM score is left alone."),
+    accepted!("tcp-keepalive", Live, "300", accepted::int, Range::Signed(0, INT_MAX); "Accepted, not used: TCP keepalive follows the system's settings; `timeout` closes idle clients."),
+    accepted!("tcp-backlog", AtStart, "511", accepted::int, Range::Signed(0, INT_MAX); "Accepted, not used: the listen backlog is tokio's (1024)."),
 ];
 
 impl Config {
@@ -847,134 +925,5 @@ impl Config {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn every_parameter_reads_back_what_config_get_shows() {
-        let defaults = Config::default();
-        for directive in DIRECTIVES.iter().filter(|d| d.is_parameter()) {
-            let shown = directive.get(&defaults).expect("a parameter");
-            for name in directive.names() {
-                let mut config = Config::default();
-                config
-                    .apply(name, std::slice::from_ref(&shown))
-                    .unwrap_or_else(|e| panic!("{name} {shown:?}: {e}"));
-                assert_eq!(
-                    directive.get(&config).as_deref(),
-                    Some(shown.as_str()),
-                    "{name}"
-                );
-            }
-        }
-    }
-
-    #[test]
-    fn names_are_unique_lower_case_and_only_start_up_directives_are_at_start() {
-        let mut names: Vec<&str> = DIRECTIVES.iter().flat_map(|d| d.names()).collect();
-        assert!(names.iter().all(|n| *n == n.to_ascii_lowercase()));
-        let count = names.len();
-        names.sort_unstable();
-        names.dedup();
-        assert_eq!(names.len(), count, "a name used twice");
-        let mut at_start: Vec<&str> = DIRECTIVES
-            .iter()
-            .filter(|d| d.change == Change::AtStart && d.is_parameter())
-            .map(|d| d.name)
-            .collect();
-        at_start.sort_unstable();
-        // Redis 7.0's IMMUTABLE_CONFIG ones, and those tally reads only at
-        // start where Redis rebinds (bind, port, tls-port) or has no such
-        // directive (shards, metrics-port): docs/compatibility.md.
-        assert_eq!(
-            at_start,
-            [
-                "aclfile",
-                "appenddirname",
-                "appendfilename",
-                "bind",
-                "cluster-config-file",
-                "cluster-enabled",
-                "cluster-port",
-                "daemonize",
-                "databases",
-                "enable-protected-configs",
-                "io-threads",
-                "metrics-port",
-                "port",
-                "replicaof",
-                "shards",
-                "tls-port"
-            ]
-        );
-        assert!(lookup("user").is_some_and(|d| !d.is_parameter()));
-        // Redis 7.0's PROTECTED_CONFIG ones.
-        let protected: Vec<&str> = DIRECTIVES
-            .iter()
-            .filter(|d| d.protected)
-            .map(|d| d.name)
-            .collect();
-        assert_eq!(protected, ["dir", "dbfilename"]);
-        assert!(std::ptr::eq(
-            lookup("hash-max-ziplist-entries").unwrap(),
-            lookup("hash-max-listpack-entries").unwrap()
-        ));
-    }
-
-    #[test]
-    fn save_lines_of_a_file_add_up_and_config_set_replaces() {
-        let mut config = Config::default();
-        config
-            .apply_text("save 900 1\nsave 300 10\n", "test")
-            .expect("valid");
-        assert_eq!(config.save_points, vec![(900, 1), (300, 10)]);
-        config.apply("save", &["60 5".to_string()]).expect("valid");
-        assert_eq!(config.save_points, vec![(60, 5)]);
-        config.apply("save", &["".to_string()]).expect("valid");
-        assert!(config.save_points.is_empty());
-        for bad in ["60", "0 1", "60 -1", "x 1"] {
-            assert_eq!(
-                config.apply("save", &[bad.to_string()]),
-                Err("Invalid save parameters".to_string()),
-                "{bad}"
-            );
-        }
-    }
-
-    #[test]
-    fn memory_units_follow_redis() {
-        assert_eq!(parse_memory("100"), Some(100));
-        assert_eq!(parse_memory("1k"), Some(1000));
-        assert_eq!(parse_memory("1kb"), Some(1024));
-        assert_eq!(parse_memory("100mb"), Some(100 * 1024 * 1024));
-        assert_eq!(parse_memory("1GB"), Some(1024 * 1024 * 1024));
-        assert_eq!(parse_memory("1g"), Some(1_000_000_000));
-        assert_eq!(parse_memory("mb"), None);
-        assert_eq!(parse_memory("1tb"), None);
-    }
-
-    #[test]
-    fn config_file_errors_name_file_line_and_directive() {
-        let mut config = Config::default();
-        let err = config
-            .apply_text("port 7000\n# comment\nactivedefrag yes\n", "tally.conf")
-            .unwrap_err();
-        assert_eq!(
-            err.0,
-            "tally.conf:3: directive 'activedefrag': unsupported directive 'activedefrag'"
-        );
-        assert_eq!(config.port, 7000);
-    }
-
-    #[test]
-    fn eviction_policies_other_than_noeviction_are_refused() {
-        let mut config = Config::default();
-        let err = config
-            .apply_text("maxmemory 1gb\nmaxmemory-policy allkeys-lru\n", "x.conf")
-            .unwrap_err();
-        assert!(err.0.starts_with("x.conf:2: directive 'maxmemory-policy': maxmemory-policy 'allkeys-lru' is not supported"), "{}", err.0);
-        assert!(config
-            .apply_text("maxmemory-policy noeviction", "x")
-            .is_ok());
-    }
-}
+#[path = "directives_tests.rs"]
+mod tests;

@@ -8,6 +8,7 @@
 //! The directives and how each is read are in `directives`; the number,
 //! memory and yes/no readers Redis's parameters share in `values`.
 
+mod accepted;
 pub mod directives;
 pub mod rewrite;
 pub mod settings;
@@ -251,6 +252,9 @@ pub struct Config {
     pub pubsub_output_limit: crate::config::OutputLimit,
     /// `client-output-buffer-limit replica`: MONITOR clients' limit.
     pub replica_output_limit: crate::config::OutputLimit,
+    /// Values of the Redis parameters tally accepts but does not act on
+    /// (config/accepted.rs), by name; a missing one shows Redis's default.
+    pub accepted: std::collections::BTreeMap<&'static str, String>,
 }
 
 impl fmt::Debug for Config {
@@ -288,6 +292,7 @@ pub fn default_shards() -> usize {
 impl Default for Config {
     fn default() -> Config {
         Config {
+            accepted: std::collections::BTreeMap::new(),
             config_file: None,
             bind: vec!["127.0.0.1".to_string()],
             port: 6379,

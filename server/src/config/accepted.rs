@@ -1,0 +1,118 @@
+//! Redis 7.0 parameters tally accepts but does not act on: tuning of
+//! machinery tally does not have (the defragmenter, lazy freeing, eviction,
+//! incremental rehashing, CPU pinning, streams, HyperLogLog) or has in
+//! another form. Config files written for Redis, tools that read them back
+//! and clients that set them at start work unchanged: each value is checked
+//! as Redis checks it (its ranges and error texts) and CONFIG GET shows it
+//! as Redis would. Each row in the directive table says why the value
+//! changes nothing here, and docs/compatibility.md lists them.
+//!
+//! A parameter whose silent acceptance would mislead (one that promises
+//! keyspace notifications, a pid file, a log file, syslog, a Unix socket
+//! or a shutdown behaviour) is not here: it stays refused, with the reason
+//! in docs/compatibility.md.
+
+use super::values::{redis_number, Range};
+
+fn one(values: &[String]) -> Result<&str, String> {
+    match values {
+        [value] => Ok(value.as_str()),
+        _ => Err("wrong number of arguments".to_string()),
+    }
+}
+
+/// yes or no, shown lower-case.
+pub(super) fn yes_no(values: &[String]) -> Result<String, String> {
+    match one(values)?.to_ascii_lowercase().as_str() {
+        value @ ("yes" | "no") => Ok(value.to_string()),
+        _ => Err("argument must be 'yes' or 'no'".to_string()),
+    }
+}
+
+/// `activedefrag`: only `no`, refused as a Redis built without its own
+/// jemalloc refuses `yes` (Debian's, for one).
+pub(super) fn no_defragmenter(values: &[String]) -> Result<String, String> {
+    match yes_no(values)?.as_str() {
+        "no" => Ok("no".to_string()),
+        _ => Err("Active defragmentation cannot be enabled: it requires a Redis server compiled with \
+                  a modified Jemalloc like the one shipped by default with the Redis source distribution"
+            .to_string()),
+    }
+}
+
+/// A number in `range`, shown as read.
+pub(super) fn int(values: &[String], range: Range) -> Result<String, String> {
+    redis_number(one(values)?, false, range).map(|n| n.to_string())
+}
+
+/// A memory amount in `range`, shown in bytes.
+pub(super) fn bytes(values: &[String], range: Range) -> Result<String, String> {
+    redis_number(one(values)?, true, range).map(|n| n.to_string())
+}
+
+/// One of `names` (any case), shown as named.
+pub(super) fn one_of(values: &[String], names: &[&str]) -> Result<String, String> {
+    let value = one(values)?;
+    names
+        .iter()
+        .find(|name| name.eq_ignore_ascii_case(value))
+        .map(|name| name.to_string())
+        .ok_or_else(|| {
+            format!(
+                "argument(s) must be one of the following: {}",
+                names.join(", ")
+            )
+        })
+}
+
+/// `oom-score-adj`: no, yes, relative (Redis's other name for yes, shown
+/// as yes) or absolute.
+pub(super) fn oom_score_adj(values: &[String]) -> Result<String, String> {
+    let value = one_of(values, &["no", "yes", "relative", "absolute"])?;
+    Ok(if value == "relative" {
+        "yes".to_string()
+    } else {
+        value
+    })
+}
+
+/// Any text.
+pub(super) fn text(values: &[String]) -> Result<String, String> {
+    one(values).map(str::to_string)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn v(value: &str) -> Vec<String> {
+        vec![value.to_string()]
+    }
+
+    #[test]
+    fn values_are_checked_and_shown_as_redis_does() {
+        assert_eq!(yes_no(&v("YES")), Ok("yes".to_string()));
+        assert_eq!(
+            yes_no(&v("maybe")),
+            Err("argument must be 'yes' or 'no'".to_string())
+        );
+        assert_eq!(int(&v("25"), Range::Signed(1, 99)), Ok("25".to_string()));
+        assert_eq!(
+            int(&v("100"), Range::Signed(1, 99)),
+            Err("argument must be between 1 and 99 inclusive".to_string())
+        );
+        assert_eq!(
+            bytes(&v("1mb"), Range::Signed(1, i64::MAX)),
+            Ok("1048576".to_string())
+        );
+        assert_eq!(
+            one_of(&v("Clients"), &["no", "yes", "clients"]),
+            Ok("clients".to_string())
+        );
+        assert_eq!(
+            one_of(&v("x"), &["no", "yes"]),
+            Err("argument(s) must be one of the following: no, yes".to_string())
+        );
+        assert_eq!(text(&[]), Err("wrong number of arguments".to_string()));
+    }
+}

@@ -220,6 +220,18 @@ struct ByteRange {
     last_outside: u8,
 }
 
+impl ByteRange {
+    /// Every byte of a string of `len` bytes.
+    fn whole(len: i64) -> ByteRange {
+        ByteRange {
+            start: 0,
+            end: len - 1,
+            first_outside: 0,
+            last_outside: 0,
+        }
+    }
+}
+
 /// Redis's conversion of a range given in bytes or bits over a string of
 /// `len` bytes: negative ends count from the end, both are clamped, and a
 /// BIT range keeps masks of the edge bits outside it.
@@ -279,12 +291,7 @@ pub fn bitcount(ctx: &mut Ctx<'_>, argv: &[&[u8]]) -> Reply {
 fn bitcount_of(bytes: &[u8], argv: &[&[u8]]) -> Result<i64, Reply> {
     let len = bytes.len() as i64;
     let range = match argv.len() {
-        2 => ByteRange {
-            start: 0,
-            end: len - 1,
-            first_outside: 0,
-            last_outside: 0,
-        },
+        2 => ByteRange::whole(len),
         4 | 5 => {
             let start = int_arg(argv[2])?;
             let end = int_arg(argv[3])?;
@@ -356,12 +363,7 @@ fn bitpos_of(bytes: &[u8], bit: bool, argv: &[&[u8]]) -> Result<i64, Reply> {
     let len = bytes.len() as i64;
     let mut end_given = false;
     let range = match argv.len() {
-        3 => ByteRange {
-            start: 0,
-            end: len - 1,
-            first_outside: 0,
-            last_outside: 0,
-        },
+        3 => ByteRange::whole(len),
         4..=6 => {
             let start = int_arg(argv[3])?;
             let in_bits = match argv.get(5) {

@@ -232,23 +232,16 @@ fn sort_generic(ctx: &mut Ctx<'_>, argv: &[&[u8]], read_only: bool) -> Reply {
         end -= start;
         start = 0;
         picked
-            .into_iter()
-            .map(|element| Item {
-                element,
-                score: 0.0,
-                weight: None,
-            })
-            .collect()
     } else {
         elements
-            .into_iter()
-            .map(|element| Item {
-                element,
-                score: 0.0,
-                weight: None,
-            })
-            .collect()
-    };
+    }
+    .into_iter()
+    .map(|element| Item {
+        element,
+        score: 0.0,
+        weight: None,
+    })
+    .collect();
     let mut not_a_number = false;
     if !options.dont_sort {
         for item in &mut items {

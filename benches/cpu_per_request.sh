@@ -26,7 +26,8 @@
 # github:brandur/redis-cell with `cargo build --release`.
 #
 # Usage: [ROUNDS=5] [REQUESTS=300000] [LOADS="set get ..."] [PIPELINE=16]
-#        [REDIS_CELL=.../libredis_cell.so] benches/cpu_per_request.sh
+#        [REDIS_CELL=.../libredis_cell.so] [TALLY_ARGS="--shards 256"]
+#        benches/cpu_per_request.sh
 set -euo pipefail
 cd "$(dirname "$0")/.."
 . benches/lib.sh
@@ -46,7 +47,7 @@ PIDS+=($!)
 REDIS_PID=$!
 TALLY_PORT=$(free_port)
 target/release/tally-server --port "$TALLY_PORT" --bind 127.0.0.1 --save "" \
-    --dir "$WORK/tally" >/dev/null 2>&1 &
+    --dir "$WORK/tally" ${TALLY_ARGS:-} >/dev/null 2>&1 &
 PIDS+=($!)
 TALLY_PID=$!
 wait_up "$REDIS_PORT"

@@ -272,7 +272,10 @@ pub fn hrandfield(ctx: &mut Ctx<'_>, argv: &[&[u8]]) -> Reply {
                 .map_or(Reply::Nil, |(f, _)| Reply::bulk(f));
         };
         let picked = super::collection::random_indexes(hash.len(), count);
-        let chosen = picked.into_iter().filter_map(|i| hash.get_index(i));
+        // One pass over the fields, so a count in the thousands does not
+        // scan a small hash's buffer once per pick.
+        let fields: Vec<_> = hash.iter().collect();
+        let chosen = picked.into_iter().filter_map(|i| fields.get(i).copied());
         if with_values {
             pairs(
                 proto,

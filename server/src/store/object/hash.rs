@@ -1,5 +1,12 @@
 //! A hash: field → value, in insertion order while Redis would keep it as a
 //! listpack.
+//!
+//! A small hash lives as Redis keeps it: every field and value packed one
+//! after the other in a single buffer, found by a linear scan. Limiter
+//! scripts keep their state in hashes of two or three fields, and one
+//! buffer is one allocation and one cache miss per lookup, where a hash
+//! table costs a table, an entry array and two boxes per field. Past the
+//! thresholds Redis converts to a hash table, and so does this type.
 
 use hashbrown::DefaultHashBuilder;
 use indexmap::IndexMap;
@@ -9,42 +16,152 @@ use super::{element_bytes, Encodings};
 const FIELD_OVERHEAD: usize = 16;
 
 /// A hash value.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone)]
 pub struct Hash {
-    fields: IndexMap<Box<[u8]>, Box<[u8]>, DefaultHashBuilder>,
-    /// False once Redis would have converted it to a hash table; it never
-    /// converts back, so neither does this flag.
-    converted: bool,
+    fields: Fields,
+    /// The table's running estimate of its heap bytes (the packed form
+    /// reports its buffer's capacity instead).
     bytes: usize,
+}
+
+#[derive(Debug, Clone)]
+enum Fields {
+    /// Redis's listpack: field, value, field, value, ... in insertion
+    /// order, each a LEB128 length followed by its bytes.
+    Packed { buffer: Vec<u8>, len: usize },
+    /// Redis's hash table, for good once converted, as in Redis.
+    Table(IndexMap<Box<[u8]>, Box<[u8]>, DefaultHashBuilder>),
+}
+
+impl Default for Hash {
+    fn default() -> Hash {
+        Hash {
+            fields: Fields::Packed {
+                buffer: Vec::new(),
+                len: 0,
+            },
+            bytes: 0,
+        }
+    }
+}
+
+/// Appends one element: its length, then its bytes.
+fn push_element(buffer: &mut Vec<u8>, bytes: &[u8]) {
+    let mut n = bytes.len();
+    loop {
+        let low = (n & 0x7f) as u8;
+        n >>= 7;
+        if n == 0 {
+            buffer.push(low);
+            break;
+        }
+        buffer.push(low | 0x80);
+    }
+    buffer.extend_from_slice(bytes);
+}
+
+/// The packed buffer's elements in order, each with the offset where its
+/// length begins and the offset just past it.
+struct Elements<'a> {
+    buffer: &'a [u8],
+    at: usize,
+}
+
+impl<'a> Iterator for Elements<'a> {
+    type Item = (usize, &'a [u8], usize);
+
+    fn next(&mut self) -> Option<Self::Item> {
+        let start = self.at;
+        let mut len = 0usize;
+        let mut shift = 0;
+        loop {
+            let byte = *self.buffer.get(self.at)?;
+            self.at += 1;
+            len |= usize::from(byte & 0x7f) << shift;
+            shift += 7;
+            if byte & 0x80 == 0 {
+                break;
+            }
+        }
+        let bytes = &self.buffer[self.at..self.at + len];
+        self.at += len;
+        Some((start, bytes, self.at))
+    }
+}
+
+/// A packed field found: where its pair begins and ends, and its value.
+struct Found<'a> {
+    start: usize,
+    value_start: usize,
+    end: usize,
+    value: &'a [u8],
+}
+
+fn elements(buffer: &[u8]) -> Elements<'_> {
+    Elements { buffer, at: 0 }
+}
+
+fn find<'a>(buffer: &'a [u8], field: &[u8]) -> Option<Found<'a>> {
+    let mut elements = elements(buffer);
+    while let Some((start, name, _)) = elements.next() {
+        let (value_start, value, end) = elements.next()?;
+        if name == field {
+            return Some(Found {
+                start,
+                value_start,
+                end,
+                value,
+            });
+        }
+    }
+    None
+}
+
+/// The pairs of a packed buffer, in order.
+fn pairs(buffer: &[u8]) -> impl Iterator<Item = (&[u8], &[u8])> {
+    let mut elements = elements(buffer);
+    std::iter::from_fn(move || {
+        let (_, field, _) = elements.next()?;
+        let (_, value, _) = elements.next()?;
+        Some((field, value))
+    })
 }
 
 impl Hash {
     /// Number of fields.
     pub fn len(&self) -> usize {
-        self.fields.len()
+        match &self.fields {
+            Fields::Packed { len, .. } => *len,
+            Fields::Table(table) => table.len(),
+        }
     }
 
     /// True when there is no field.
     pub fn is_empty(&self) -> bool {
-        self.fields.is_empty()
+        self.len() == 0
     }
 
     /// `listpack` or `hashtable`.
     pub fn encoding(&self) -> &'static str {
-        if self.converted {
-            "hashtable"
-        } else {
-            "listpack"
+        match self.fields {
+            Fields::Packed { .. } => "listpack",
+            Fields::Table(_) => "hashtable",
         }
     }
 
     pub(super) fn heap_bytes(&self) -> usize {
-        self.bytes
+        match &self.fields {
+            Fields::Packed { buffer, .. } => buffer.capacity(),
+            Fields::Table(_) => self.bytes,
+        }
     }
 
     /// The value of a field.
     pub fn get(&self, field: &[u8]) -> Option<&[u8]> {
-        self.fields.get(field).map(|v| &**v)
+        match &self.fields {
+            Fields::Packed { buffer, .. } => find(buffer, field).map(|found| found.value),
+            Fields::Table(table) => table.get(field).map(|v| &**v),
+        }
     }
 
     /// Sets a field; true when the field is new. Past
@@ -53,47 +170,94 @@ impl Hash {
     pub fn insert(&mut self, field: &[u8], value: &[u8], limits: &Encodings) -> bool {
         let longest = limits.hash_max_listpack_value;
         if field.len() > longest || value.len() > longest {
-            self.converted = true;
+            self.convert();
         }
-        if let Some(old) = self.fields.get_mut(field) {
+        if let Fields::Packed { buffer, len } = &mut self.fields {
+            if let Some(found) = find(buffer, field) {
+                let (value_start, end) = (found.value_start, found.end);
+                let mut encoded = Vec::with_capacity(value.len() + 2);
+                push_element(&mut encoded, value);
+                buffer.splice(value_start..end, encoded);
+                return false;
+            }
+            if *len < limits.hash_max_listpack_entries {
+                push_element(buffer, field);
+                push_element(buffer, value);
+                *len += 1;
+                return true;
+            }
+            self.convert();
+        }
+        let Fields::Table(table) = &mut self.fields else {
+            unreachable!("converted above")
+        };
+        if let Some(old) = table.get_mut(field) {
             self.bytes = self.bytes + value.len() - old.len();
             *old = value.into();
             return false;
         }
         self.bytes += element_bytes(field) + element_bytes(value) + FIELD_OVERHEAD;
-        self.fields.insert(field.into(), value.into());
-        if self.fields.len() > limits.hash_max_listpack_entries {
-            self.converted = true;
-        }
+        table.insert(field.into(), value.into());
         true
+    }
+
+    /// Turns a packed hash into a table, keeping its order.
+    fn convert(&mut self) {
+        let Fields::Packed { buffer, .. } = &self.fields else {
+            return;
+        };
+        let mut table = IndexMap::with_capacity_and_hasher(self.len(), Default::default());
+        let mut bytes = 0;
+        for (field, value) in pairs(buffer) {
+            bytes += element_bytes(field) + element_bytes(value) + FIELD_OVERHEAD;
+            table.insert(field.into(), value.into());
+        }
+        self.fields = Fields::Table(table);
+        self.bytes = bytes;
     }
 
     /// Removes a field; true when it existed.
     pub fn remove(&mut self, field: &[u8]) -> bool {
-        // A listpack keeps the order of the remaining fields; a hash table
-        // has no order to keep, so the cheaper swap is fine there.
-        let removed = if self.converted {
-            self.fields.swap_remove_entry(field)
-        } else {
-            self.fields.shift_remove_entry(field)
-        };
-        match removed {
-            Some((field, value)) => {
-                self.bytes -= element_bytes(&field) + element_bytes(&value) + FIELD_OVERHEAD;
-                true
-            }
-            None => false,
+        match &mut self.fields {
+            // A listpack keeps the order of the remaining fields.
+            Fields::Packed { buffer, len } => match find(buffer, field) {
+                Some(found) => {
+                    let range = found.start..found.end;
+                    buffer.drain(range);
+                    *len -= 1;
+                    true
+                }
+                None => false,
+            },
+            // A hash table has no order to keep, so the cheaper swap is fine.
+            Fields::Table(table) => match table.swap_remove_entry(field) {
+                Some((field, value)) => {
+                    self.bytes -= element_bytes(&field) + element_bytes(&value) + FIELD_OVERHEAD;
+                    true
+                }
+                None => false,
+            },
         }
     }
 
     /// Fields and values in Redis's iteration order.
     pub fn iter(&self) -> impl Iterator<Item = (&[u8], &[u8])> {
-        self.fields.iter().map(|(f, v)| (&**f, &**v))
+        let (packed, table) = match &self.fields {
+            Fields::Packed { buffer, .. } => (Some(pairs(buffer)), None),
+            Fields::Table(table) => (None, Some(table.iter().map(|(f, v)| (&**f, &**v)))),
+        };
+        packed
+            .into_iter()
+            .flatten()
+            .chain(table.into_iter().flatten())
     }
 
     /// The field at a position of the iteration order (HRANDFIELD).
     pub fn get_index(&self, index: usize) -> Option<(&[u8], &[u8])> {
-        self.fields.get_index(index).map(|(f, v)| (&**f, &**v))
+        match &self.fields {
+            Fields::Packed { buffer, .. } => pairs(buffer).nth(index),
+            Fields::Table(table) => table.get_index(index).map(|(f, v)| (&**f, &**v)),
+        }
     }
 }
 
@@ -115,6 +279,53 @@ mod tests {
             vec![(&b"a"[..], &b"one"[..]), (&b"c"[..], &b"3"[..])]
         );
         assert_eq!(hash.encoding(), "listpack");
+    }
+
+    #[test]
+    fn packed_fields_are_rewritten_in_place_whatever_their_lengths() {
+        let limits = Encodings {
+            hash_max_listpack_value: 1000,
+            ..Encodings::default()
+        };
+        let long = vec![b'x'; 300];
+        let mut hash = Hash::default();
+        hash.insert(b"a", b"1", &limits);
+        hash.insert(&long, b"2", &limits);
+        hash.insert(b"c", &long, &limits);
+        assert!(!hash.insert(b"a", &long, &limits));
+        assert!(!hash.insert(&long, b"", &limits));
+        assert!(!hash.insert(b"c", b"3", &limits));
+        assert_eq!(hash.encoding(), "listpack");
+        assert_eq!(hash.len(), 3);
+        assert_eq!(hash.get(b"a"), Some(&long[..]));
+        assert_eq!(hash.get(&long), Some(&b""[..]));
+        assert_eq!(hash.get(b"c"), Some(&b"3"[..]));
+        assert_eq!(hash.get(b"x"), None);
+        assert!(hash.remove(&long));
+        assert!(!hash.remove(&long));
+        let order: Vec<_> = hash.iter().collect();
+        assert_eq!(order, vec![(&b"a"[..], &long[..]), (&b"c"[..], &b"3"[..])]);
+        assert_eq!(hash.get_index(1), Some((&b"c"[..], &b"3"[..])));
+        assert_eq!(hash.get_index(2), None);
+    }
+
+    #[test]
+    fn conversion_keeps_the_order_and_every_value() {
+        let limits = Encodings {
+            hash_max_listpack_entries: 3,
+            ..Encodings::default()
+        };
+        let mut hash = Hash::default();
+        for field in [&b"z"[..], b"y", b"x"] {
+            hash.insert(field, field, &limits);
+        }
+        assert_eq!(hash.encoding(), "listpack");
+        hash.insert(b"w", b"w", &limits);
+        assert_eq!(hash.encoding(), "hashtable");
+        let order: Vec<_> = hash.iter().map(|(f, _)| f).collect();
+        assert_eq!(order, vec![&b"z"[..], b"y", b"x", b"w"]);
+        assert!(hash.iter().all(|(f, v)| f == v));
+        assert!(hash.heap_bytes() > 0);
     }
 
     #[test]

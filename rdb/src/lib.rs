@@ -169,6 +169,65 @@ pub fn restore(payload: &[u8]) -> Result<Value, Error> {
     }
 }
 
+/// FUNCTION DUMP's payload: each library's code after the FUNCTION2
+/// opcode (LZF-compressed past 20 bytes when `compress`, as
+/// `rdbcompression` makes Redis's), then DUMP's footer (RDB version and
+/// CRC64).
+pub fn dump_functions<'a>(codes: impl IntoIterator<Item = &'a [u8]>, compress: bool) -> Vec<u8> {
+    let mut out = Vec::new();
+    for code in codes {
+        out.push(reader::opcodes::FUNCTION2);
+        encoding::write_string(&mut out, code, compress);
+    }
+    out.extend_from_slice(&RDB_VERSION.to_le_bytes());
+    let crc = crc64(&out);
+    out.extend_from_slice(&crc.to_le_bytes());
+    out
+}
+
+/// Why a FUNCTION RESTORE payload was refused, in Redis's words.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum FunctionsPayloadError {
+    /// The footer's version or checksum.
+    Footer,
+    /// Something else than FUNCTION2 where a library should start.
+    NotAFunction,
+    /// A truncated or malformed library.
+    Unreadable,
+}
+
+/// The library codes of a FUNCTION DUMP payload, checked as Redis's
+/// FUNCTION RESTORE checks it.
+pub fn restore_functions(payload: &[u8]) -> Result<Vec<Vec<u8>>, FunctionsPayloadError> {
+    if payload.len() < 10 {
+        return Err(FunctionsPayloadError::Footer);
+    }
+    let footer = &payload[payload.len() - 10..];
+    let version = u16::from_le_bytes([footer[0], footer[1]]);
+    let stored = u64::from_le_bytes([
+        footer[2], footer[3], footer[4], footer[5], footer[6], footer[7], footer[8], footer[9],
+    ]);
+    if version > MAX_READ_VERSION || crc64(&payload[..payload.len() - 8]) != stored {
+        return Err(FunctionsPayloadError::Footer);
+    }
+    let mut input = encoding::Input::new(&payload[..payload.len() - 10]);
+    let mut codes = Vec::new();
+    while input.remaining() > 0 {
+        let opcode = input
+            .byte()
+            .map_err(|_| FunctionsPayloadError::Unreadable)?;
+        if opcode != reader::opcodes::FUNCTION2 {
+            return Err(FunctionsPayloadError::NotAFunction);
+        }
+        codes.push(
+            input
+                .string()
+                .map_err(|_| FunctionsPayloadError::Unreadable)?,
+        );
+    }
+    Ok(codes)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -63,8 +63,10 @@ pub enum Item {
     ResizeDb { keys: u64, volatile: u64 },
     /// A key and its value.
     Entry(Entry),
-    /// A key whose value tally cannot hold (`stream`), or a
-    /// function library (`function`, key empty); see [`Reader::next_item`].
+    /// A function library's code (FUNCTION2), as FUNCTION LOAD took it.
+    Function(Vec<u8>),
+    /// A key whose value tally cannot hold (`stream`); see
+    /// [`Reader::next_item`].
     Unsupported {
         db: u32,
         key: Vec<u8>,
@@ -182,14 +184,7 @@ impl<'a> Reader<'a> {
                 opcodes::FREQ => {
                     self.input.byte()?;
                 }
-                opcodes::FUNCTION2 => {
-                    self.input.string()?;
-                    return Ok(Some(Item::Unsupported {
-                        db: self.db,
-                        key: Vec::new(),
-                        kind: "function",
-                    }));
-                }
+                opcodes::FUNCTION2 => return Ok(Some(Item::Function(self.input.string()?))),
                 opcodes::FUNCTION_PRE_GA | opcodes::MODULE_AUX => {
                     return Err(Error::Corrupt(format!(
                         "opcode {opcode} (modules or pre-release functions) is not supported"

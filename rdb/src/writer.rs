@@ -204,6 +204,12 @@ impl Writer {
         write_string(&mut self.buffer, value, false);
     }
 
+    /// A function library's code (Redis 7's FUNCTION2 opcode).
+    pub fn function(&mut self, code: &[u8]) {
+        self.buffer.push(opcodes::FUNCTION2);
+        write_string(&mut self.buffer, code, self.encodings.compress);
+    }
+
     /// SELECTDB and RESIZEDB for the database whose keys follow.
     pub fn select_db(&mut self, db: u32, keys: u64, volatile: u64) {
         self.buffer.push(opcodes::SELECTDB);

@@ -133,11 +133,21 @@ impl KeySpec {
     }
 }
 
+/// The commands that run a script or a function: their keys are counted
+/// (`numkeys`), and what else they touch is known only when they run.
+pub const SCRIPT_RUNS: [&str; 6] = [
+    "eval",
+    "evalsha",
+    "eval_ro",
+    "evalsha_ro",
+    "fcall",
+    "fcall_ro",
+];
+
 /// Commands whose keys are counted by an argument (Redis's movable keys):
 /// where the count is, where the keys start, and whether a call without
 /// keys is an error (commands not flagged NO_MANDATORY_KEYS).
 pub const fn counted_keys(name: &str) -> Option<(usize, usize, bool)> {
-    const SCRIPT_RUNS: [&str; 4] = ["eval", "evalsha", "eval_ro", "evalsha_ro"];
     let mut i = 0;
     while i < SCRIPT_RUNS.len() {
         if const_str_eq(SCRIPT_RUNS[i], name) {
@@ -549,7 +559,7 @@ mod tests {
             .collect();
         movable.sort_unstable();
         assert_eq!(marked, movable);
-        assert_eq!(marked.len(), 17, "{marked:?}");
+        assert_eq!(marked.len(), 19, "{marked:?}");
         let evalsha = registry.lookup(b"evalsha").unwrap();
         let argv: [&[u8]; 6] = [b"evalsha", b"sha", b"2", b"k1", b"k2", b"arg"];
         assert_eq!(evalsha.counted_key_range(&argv), Some(3..5));

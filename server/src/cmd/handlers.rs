@@ -7,9 +7,10 @@
 use std::sync::OnceLock;
 
 use super::{
-    acl, bitfield, bitmap, client, cluster, command, config, connection as conn, failover, hash,
-    increx, info, keys, latency, lcs, list, memory, migrate, mpop, multi, persistence, pubsub,
-    replication, scripting, server, set, sort, string, throttle, zset, zset_algebra, Ctx,
+    acl, bitfield, bitmap, client, cluster, command, config, connection as conn, failover,
+    functions, hash, increx, info, keys, latency, lcs, list, memory, migrate, mpop, multi,
+    persistence, pubsub, replication, scripting, server, set, sort, string, throttle, zset,
+    zset_algebra, Ctx,
 };
 use crate::catalog::registry;
 use crate::resp::Reply;
@@ -177,6 +178,8 @@ static BINDINGS: &[(&str, Handler)] = &[
     ("zmpop", mpop::zmpop),
     ("eval", scripting::eval),
     ("evalsha", scripting::evalsha),
+    ("fcall", functions::fcall),
+    ("fcall_ro", functions::fcall_ro),
     ("eval_ro", scripting::eval_ro),
     ("evalsha_ro", scripting::evalsha_ro),
     ("script", container_without_subcommand),
@@ -241,7 +244,15 @@ static BINDINGS: &[(&str, Handler)] = &[
     ("script|kill", scripting::script_kill),
     ("script|help", scripting::script_help),
     // FUNCTION subcommands
-    ("function|flush", scripting::function_flush),
+    ("function|load", functions::function_load),
+    ("function|delete", functions::function_delete),
+    ("function|flush", functions::function_flush),
+    ("function|list", functions::function_list),
+    ("function|stats", functions::function_stats),
+    ("function|kill", functions::function_kill),
+    ("function|dump", functions::function_dump),
+    ("function|restore", functions::function_restore),
+    ("function|help", functions::function_help),
     // PUBSUB subcommands
     ("pubsub|channels", pubsub::pubsub_channels),
     ("pubsub|numsub", pubsub::pubsub_numsub),

@@ -22,6 +22,7 @@ pub mod config;
 pub mod connection;
 pub mod error;
 pub mod failover;
+pub mod functions;
 pub mod handlers;
 #[cfg(any(test, feature = "fuzzing"))]
 pub mod harness;
@@ -317,7 +318,7 @@ fn rejection(
         && command.flags & flags::ALLOW_BUSY == 0
         && ctx.shared.scripts.busy()
     {
-        Some(Reply::error(crate::scripting::BUSY))
+        Some(Reply::error(ctx.shared.scripts.busy_error()))
     } else if ctx.client.monitor.is_some()
         && command.flags & (flags::WRITE | flags::READONLY | flags::MAY_REPLICATE) != 0
     {

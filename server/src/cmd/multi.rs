@@ -183,7 +183,8 @@ pub fn forget_client(shared: &Shared, client: &mut ClientState) {
 /// Whether the shards a queued command touches are known from its keys.
 pub(crate) fn keys_known(command: &Command) -> bool {
     command.keys.first > 0
-        && !["move", "copy", "eval", "evalsha", "eval_ro", "evalsha_ro"].contains(&command.name)
+        && !["move", "copy"].contains(&command.name)
+        && !crate::catalog::SCRIPT_RUNS.contains(&command.name)
 }
 
 /// EXEC refused before it ran (subscribe mode, BUSY, OOM, ...): as Redis's

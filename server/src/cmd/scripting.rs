@@ -151,20 +151,9 @@ pub fn script_flush(ctx: &mut Ctx<'_>, argv: &[&[u8]]) -> Reply {
     Reply::Ok
 }
 
-/// FUNCTION FLUSH [ASYNC|SYNC]: there are no functions to delete.
-pub fn function_flush(_ctx: &mut Ctx<'_>, argv: &[&[u8]]) -> Reply {
-    match argv.len() {
-        2 => {}
-        3 if is(argv[2], "async") || is(argv[2], "sync") => {}
-        3 => return Reply::error("ERR FUNCTION FLUSH only supports SYNC|ASYNC option"),
-        _ => return Reply::error_bytes(super::error::subcommand_syntax("FUNCTION", argv[1])),
-    }
-    Reply::Ok
-}
-
 /// SCRIPT KILL
 pub fn script_kill(ctx: &mut Ctx<'_>, _argv: &[&[u8]]) -> Reply {
-    ctx.shared.scripts.kill()
+    ctx.shared.scripts.kill(false)
 }
 
 /// SCRIPT HELP

@@ -13,6 +13,7 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
+use crate::scripting::functions::RestorePolicy;
 use tally_rdb::{Encodings, Item, Reader, Writer};
 
 use crate::state::Shared;
@@ -104,6 +105,11 @@ fn start_file(shared: &Shared, now_ms: u64, aof_base: bool, repl: Option<&ReplIn
         writer.aux("repl-offset", repl.offset.to_string().as_bytes());
     }
     writer.aux("aof-base", if aof_base { b"1" } else { b"0" });
+    // Function libraries, as Redis 7 keeps them (FUNCTION2), before the
+    // keys.
+    for library in shared.scripts.functions.libraries() {
+        writer.function(&library.code);
+    }
     // The scripts clients loaded, as Redis 6 kept them (a `lua` AUX field
     // each): tally loads them back, Redis 7 skips the field.
     if shared.config.read().lua_persist_scripts {
@@ -534,6 +540,8 @@ pub fn replace_with_masters(shared: &Shared, data: &[u8]) -> Result<Loaded, Stri
             }
         }
         shared.tracking.flushed();
+        // The master's libraries replace the replica's, as its keys do.
+        shared.scripts.functions.flush();
     };
     let state = &shared.persistence;
     state.loading.store(true, Ordering::SeqCst);
@@ -631,6 +639,15 @@ pub(crate) fn load_entries(
                 loaded.skipped += 1;
             }
             Item::Aux(field, source) if field == b"lua" => load_script(shared, &source),
+            // A library of the same name is replaced, as Redis's load with
+            // RDBFLAGS_ALLOW_DUP does; one that does not load fails the file.
+            Item::Function(code) => shared
+                .scripts
+                .functions
+                .restore(&[code], RestorePolicy::Replace)
+                .map_err(|e| {
+                    format!("{}: failed loading a function library: {e}", file.display())
+                })?,
             Item::Aux(field, value) if field.starts_with(b"repl-") => {
                 let text = String::from_utf8_lossy(&value).into_owned();
                 match &field[..] {

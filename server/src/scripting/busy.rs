@@ -8,6 +8,10 @@ use std::time::Instant;
 use super::Scripts;
 use crate::resp::Reply;
 
+/// `-BUSY` text while a function runs.
+pub const BUSY_FUNCTION: &str =
+    "BUSY Redis is busy running a script. You can only call FUNCTION KILL or SHUTDOWN NOSAVE.";
+
 /// One script run, as the busy-script machinery sees it.
 pub struct RunState {
     pub(super) started: Instant,
@@ -20,6 +24,11 @@ pub struct RunState {
     pub(super) kill: AtomicBool,
     /// Set once the run passed the busy threshold.
     pub(super) busy: AtomicBool,
+    /// The function's name when the run is an FCALL's (FUNCTION KILL and
+    /// FUNCTION STATS see it; SCRIPT KILL does not kill it).
+    pub(super) function: Option<String>,
+    /// The command that started it (FUNCTION STATS).
+    pub(super) command: Vec<Vec<u8>>,
     /// Running time (ms) at which to hand the worker's other connections
     /// off next; see `check_current_run`.
     pub(super) next_hand_off_ms: AtomicU64,
@@ -27,13 +36,15 @@ pub struct RunState {
 
 impl RunState {
     /// A run starting now.
-    pub(super) fn new() -> RunState {
+    pub(super) fn new(function: Option<String>, command: Vec<Vec<u8>>) -> RunState {
         RunState {
             started: Instant::now(),
             wrote: AtomicBool::new(false),
             read: AtomicBool::new(false),
             kill: AtomicBool::new(false),
             busy: AtomicBool::new(false),
+            function,
+            command,
             next_hand_off_ms: AtomicU64::new(HAND_OFF_AFTER_MS),
         }
     }
@@ -56,13 +67,70 @@ impl Scripts {
         self.stopping.store(true, Ordering::SeqCst);
     }
 
-    /// SCRIPT KILL: stops busy scripts that have not written.
+    /// True while an EVAL script (not a function) runs past the busy
+    /// threshold.
+    pub fn busy_eval(&self) -> bool {
+        self.busy()
+            && self
+                .running
+                .lock()
+                .iter()
+                .any(|r| r.busy.load(Ordering::SeqCst) && r.function.is_none())
+    }
+
+    /// The `-BUSY` error other clients get: Redis names the KILL that
+    /// stops what runs.
+    pub fn busy_error(&self) -> &'static str {
+        let function = self
+            .running
+            .lock()
+            .iter()
+            .any(|r| r.busy.load(Ordering::SeqCst) && r.function.is_some());
+        if function {
+            BUSY_FUNCTION
+        } else {
+            super::BUSY
+        }
+    }
+
+    /// FUNCTION STATS' `running_script`: the busy function, or nil.
+    pub fn running_function(&self) -> Reply {
+        let running = self.running.lock();
+        let Some(run) = running
+            .iter()
+            .find(|r| r.busy.load(Ordering::SeqCst) && r.function.is_some())
+        else {
+            return Reply::Nil;
+        };
+        Reply::Map(vec![
+            (
+                Reply::bulk(b"name"),
+                Reply::bulk(run.function.as_deref().unwrap_or_default().as_bytes()),
+            ),
+            (
+                Reply::bulk(b"command"),
+                Reply::Array(run.command.iter().map(|a| Reply::bulk(a)).collect()),
+            ),
+            (
+                Reply::bulk(b"duration_ms"),
+                Reply::Int(run.started.elapsed().as_millis() as i64),
+            ),
+        ])
+    }
+
+    /// FUNCTION KILL: as SCRIPT KILL, for a function.
+    pub fn kill_function(&self) -> Reply {
+        self.kill(true)
+    }
+
+    /// SCRIPT KILL (`function` false) or FUNCTION KILL: stops busy runs
+    /// that have not written.
     ///
     /// On Redis a script blocks the server until it passes the busy
     /// threshold, so a SCRIPT KILL sent earlier is read only then and kills
     /// it. Here it is read at once; it waits the same way: until a running
     /// script passes the threshold, or none is running any more.
-    pub fn kill(&self) -> Reply {
+    pub fn kill(&self, function: bool) -> Reply {
         let patience = std::time::Duration::from_millis(
             self.busy_threshold_ms
                 .load(Ordering::Relaxed)
@@ -87,6 +155,9 @@ impl Scripts {
             return Reply::error(
                 "UNKILLABLE Sorry the script already executed write commands against the dataset. You can either wait the script termination or kill the server in a hard way using the SHUTDOWN NOSAVE command.",
             );
+        }
+        if busy.iter().any(|r| r.function.is_some() != function) {
+            return Reply::error(if function { super::BUSY } else { BUSY_FUNCTION });
         }
         for run in busy {
             run.kill.store(true, Ordering::SeqCst);

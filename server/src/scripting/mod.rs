@@ -17,6 +17,7 @@
 mod bridge;
 mod busy;
 pub mod convert;
+pub mod functions;
 mod lookup;
 pub mod native;
 mod raw;
@@ -54,6 +55,8 @@ pub struct ScriptFlags {
     /// `allow-stale`: may run on a replica whose link is down with
     /// `replica-serve-stale-data no`.
     pub allow_stale: bool,
+    /// `no-cluster`: refused in cluster mode.
+    pub no_cluster: bool,
 }
 
 /// A loaded script.
@@ -74,6 +77,9 @@ pub struct Script {
     /// Set once the script touched a key outside KEYS: it then always runs
     /// holding every shard (see the module docs).
     pub needs_everything: AtomicBool,
+    /// For a function (FCALL), which one: its library's code is what runs,
+    /// and `sha` is the function's name, as Redis's errors name it.
+    pub function: Option<functions::FunctionTarget>,
 }
 
 /// Parses the shebang line, if any, as Redis 7.0 does.
@@ -104,7 +110,8 @@ pub fn parse_shebang(source: &[u8]) -> Result<(ScriptFlags, Vec<u8>), String> {
                 "no-writes" => flags.no_writes = true,
                 "allow-oom" => flags.allow_oom = true,
                 "allow-stale" => flags.allow_stale = true,
-                "no-cluster" | "allow-cross-slot-keys" => {}
+                "no-cluster" => flags.no_cluster = true,
+                "allow-cross-slot-keys" => {}
                 other => return Err(format!("ERR Unexpected flag in script shebang: {other}")),
             }
         }
@@ -149,6 +156,8 @@ pub struct Scripts {
     /// Bytes the worker threads' Lua VMs hold, as of their last runs
     /// (INFO used_memory_lua).
     pub vm_memory: StripedCount,
+    /// The function libraries (FUNCTION LOAD, FCALL).
+    pub functions: functions::Functions,
 }
 
 impl Default for Scripts {
@@ -170,6 +179,7 @@ impl Default for Scripts {
                             flags,
                             native: Some(index),
                             needs_everything: AtomicBool::new(false),
+                            function: None,
                         })
                     })
                 })
@@ -193,6 +203,7 @@ impl Default for Scripts {
             native_enabled: AtomicBool::new(true),
             memory_limit: AtomicU64::new(256 * 1024 * 1024),
             vm_memory: StripedCount::default(),
+            functions: functions::Functions::default(),
         }
     }
 }
@@ -230,6 +241,7 @@ impl Scripts {
             flags,
             native,
             needs_everything: AtomicBool::new(false),
+            function: None,
         });
         self.cache.write().insert(sha, script.clone());
         Ok((script, true))
@@ -318,9 +330,12 @@ fn over_maxmemory_at_start(
     keys: &[&[u8]],
     args: &[&[u8]],
 ) -> bool {
-    shared.over_maxmemory_with(
-        script.body.len() + keys.iter().chain(args).map(|a| a.len()).sum::<usize>(),
-    )
+    // A function's call names it; a script's carries its body (or SHA1).
+    let named_by = match &script.function {
+        Some(target) => target.function.len(),
+        None => script.body.len(),
+    };
+    shared.over_maxmemory_with(named_by + keys.iter().chain(args).map(|a| a.len()).sum::<usize>())
 }
 
 /// Why a replica refuses to start the script, if it does: its link is
@@ -354,6 +369,31 @@ pub fn eval(
     args: &[&[u8]],
     read_only: bool,
 ) -> Reply {
+    run_script(ctx, script, keys, args, read_only, Vec::new())
+}
+
+/// Runs a function (FCALL, FCALL_RO) as [`eval`] runs a script; `command`
+/// is the call as sent, for FUNCTION STATS.
+pub fn call_function(
+    ctx: &mut Ctx<'_>,
+    function: &Script,
+    command: &[&[u8]],
+    keys: &[&[u8]],
+    args: &[&[u8]],
+    read_only: bool,
+) -> Reply {
+    let command = command.iter().map(|a| a.to_vec()).collect();
+    run_script(ctx, function, keys, args, read_only, command)
+}
+
+fn run_script(
+    ctx: &mut Ctx<'_>,
+    script: &Script,
+    keys: &[&[u8]],
+    args: &[&[u8]],
+    read_only: bool,
+    command: Vec<Vec<u8>>,
+) -> Reply {
     let shared = ctx.shared;
     ctx.client.script_read = false;
     if let Some(refusal) = replica_refusal(ctx, script) {
@@ -375,11 +415,23 @@ pub fn eval(
         ctx.client.batch.fallback_script_runs[index] += 1;
     }
     let may_write = !read_only && !script.flags.no_writes;
-    if script.flags.shebang && may_write && !script.flags.allow_oom && shared.over_maxmemory() {
+    // Redis refuses such a call before it runs (its command flags say
+    // DENYOOM); a function's call is measured with its arguments, as the
+    // dispatcher measures a command's.
+    let over = if script.function.is_some() {
+        over_maxmemory_at_start(shared, script, keys, args)
+    } else {
+        shared.over_maxmemory()
+    };
+    if script.flags.shebang && may_write && !script.flags.allow_oom && over {
         return Reply::error(cmd::error::OOM);
     }
     let scripts = &shared.scripts;
-    let run = Arc::new(RunState::new());
+    // Only a function's run is named for FUNCTION STATS and FUNCTION KILL.
+    let run = Arc::new(match &script.function {
+        Some(target) => RunState::new(Some(target.function.clone()), command),
+        None => RunState::new(None, Vec::new()),
+    });
     let registration = RunRegistration::new(scripts, &run);
     let mut everything = script.needs_everything.load(Ordering::Relaxed);
     let (reply, errors) = if let Some(lender) = ctx.held {
@@ -517,15 +569,20 @@ fn run_once(
         // next run with the limit lifted, so garbage cannot fail it.
         let memory_limit = shared.scripts.memory_limit.load(Ordering::Relaxed) as usize;
         vm.collect_if_near(memory_limit);
-        let function = vm.function_id(&script.sha, &script.body)?;
+        vm.sync_library_generation(shared.scripts.functions.generation());
+        let (runner, function) = match &script.function {
+            Some(target) => (vm.function_runner_id(), vm.library_function(target)?),
+            None => (vm.runner_id(), vm.function_id(&script.sha, &script.body)?),
+        };
         bridge.lua = &vm.lua;
         BRIDGE.with(|b| b.set(&mut bridge as *mut Bridge<'_, '_> as *mut ()));
         let _reset = BridgeGuard;
         let mut conversion = convert::Conversion::new(convert::ResultLimits::default());
         let called = raw::run(
             &vm.lua,
-            vm.runner_id(),
+            runner,
             function,
+            script.function.is_some(),
             keys,
             args,
             memory_limit,

@@ -36,7 +36,8 @@ pub(super) enum Ran {
 
 /// Runs the compiled script at registry index `function` with `runner`
 /// (also by registry index: xpcall with Redis's error handler), its KEYS
-/// and ARGV set to `keys` and `args`, the VM's memory limited to
+/// and ARGV set to `keys` and `args` (globals for a script, the two
+/// arguments of a function when `as_function`), the VM's memory limited to
 /// `memory_limit` while the script's own code runs, and converts what it
 /// returned with `conversion`. One protected call does it all: a
 /// second one to convert the result cost a short script a tenth of its
@@ -47,10 +48,12 @@ pub(super) enum Ran {
 /// is off while tally builds or reads values in the VM (with a limit set,
 /// mlua guards each of its API calls against memory errors, a third of a
 /// short script's cost).
+#[allow(clippy::too_many_arguments)]
 pub(super) fn run(
     lua: &mlua::Lua,
     runner: c_int,
     function: c_int,
+    as_function: bool,
     keys: &[&[u8]],
     args: &[&[u8]],
     memory_limit: usize,
@@ -74,12 +77,19 @@ pub(super) fn run(
             // memory error cannot leave them writable.
             push_sequence(state, keys);
             push_sequence(state, args);
-            readonly::enable(state, ffi::LUA_GLOBALSINDEX, false);
-            ffi::lua_setfield(state, ffi::LUA_GLOBALSINDEX, c"ARGV".as_ptr());
-            ffi::lua_setfield(state, ffi::LUA_GLOBALSINDEX, c"KEYS".as_ptr());
-            readonly::enable(state, ffi::LUA_GLOBALSINDEX, true);
+            // A function (FCALL) is given KEYS and ARGV as its two
+            // arguments; a script (EVAL) finds them as globals.
+            let arguments = if as_function {
+                3
+            } else {
+                readonly::enable(state, ffi::LUA_GLOBALSINDEX, false);
+                ffi::lua_setfield(state, ffi::LUA_GLOBALSINDEX, c"ARGV".as_ptr());
+                ffi::lua_setfield(state, ffi::LUA_GLOBALSINDEX, c"KEYS".as_ptr());
+                readonly::enable(state, ffi::LUA_GLOBALSINDEX, true);
+                1
+            };
             let _ = lua.set_memory_limit(memory_limit);
-            ffi::lua_call(state, 1, 2);
+            ffi::lua_call(state, arguments, 2);
             let _ = lua.set_memory_limit(0);
             // (ok, value) at 1 and 2: a result is converted here and
             // nothing is left; an error value is left for the caller.

@@ -20,7 +20,7 @@ use mlua::{Function, Lua, LuaOptions, RegistryKey, StdLib, Table, Value};
 /// (`super::raw`). The chunk name `=redis_lib` lets the error handler
 /// skip these frames and report the user's line, as Redis does.
 const REDIS_LIB: &str = r#"
-local sha1hex, log, call, pcall, setresp, acl_check_cmd = ...
+local sha1hex, log, call, pcall, setresp, acl_check_cmd, version, version_num = ...
 local error, type = error, type
 local redis = {}
 redis.call = call
@@ -46,6 +46,7 @@ redis.sha1hex = sha1hex
 redis.acl_check_cmd = acl_check_cmd
 redis.log = log
 redis.LOG_DEBUG, redis.LOG_VERBOSE, redis.LOG_NOTICE, redis.LOG_WARNING = 0, 1, 2, 3
+redis.REDIS_VERSION, redis.REDIS_VERSION_NUM = version, version_num
 redis.REPL_NONE, redis.REPL_AOF, redis.REPL_SLAVE, redis.REPL_REPLICA, redis.REPL_ALL = 0, 1, 2, 2, 3
 redis.setresp = function(v)
   if v ~= 2 and v ~= 3 then error("RESP version must be 2 or 3.", 0) end
@@ -154,6 +155,126 @@ protect(getmetatable(''))
 protect(globals)
 "#;
 
+/// FUNCTION LOAD's run of a library's code, as Redis's luaEngineCreate:
+/// the code sees only `redis.register_function`, `redis.log` and the
+/// version (every other global is "nonexistent"), may not set globals,
+/// and registers its functions. Each library gets a globals table of its
+/// own, empty and read-only, whose lookups go to that API while it loads
+/// and to the server's globals once it has (where KEYS and ARGV, an EVAL's,
+/// are not a function's to see). Returns `(true, registered)` with each
+/// function as `{name, callback, description or false, flags}`, or
+/// `(false, error)`.
+const LIBRARY_LOADER: &str = r#"
+local setfenv, pcall, set_readonly, globals, log, version, version_num = ...
+local setmetatable, getmetatable, pairs, select, type, tostring, error, rawget =
+  setmetatable, getmetatable, pairs, select, type, tostring, error, rawget
+local FLAGS = {['no-writes']=true, ['allow-oom']=true, ['allow-stale']=true,
+  ['no-cluster']=true, ['allow-cross-slot-keys']=true}
+local function fail(message) error({err='ERR ' .. message}) end
+local function missing(_, name)
+  error("Script attempted to access nonexistent global variable '" .. tostring(name) .. "'", 2)
+end
+local function is_string(v) return type(v) == 'string' or type(v) == 'number' end
+local function runtime_global(_, name)
+  local value = rawget(globals, name)
+  if value == nil or name == 'KEYS' or name == 'ARGV' then
+    error("Script attempted to access nonexistent global variable '" .. tostring(name) .. "'", 2)
+  end
+  return value
+end
+local function read_flags(given)
+  local flags = {}
+  for _, flag in pairs(given) do
+    if not is_string(flag) then return nil end
+    flag = tostring(flag):lower()
+    if not FLAGS[flag] then return nil end
+    flags[#flags + 1] = flag
+  end
+  return flags
+end
+return function(chunk)
+  local registered, names, loading = {}, {}, true
+  local function register(...)
+    if not loading then
+      fail('redis.register_function can only be called on FUNCTION LOAD command')
+    end
+    local count = select('#', ...)
+    if count < 1 or count > 2 then fail('wrong number of arguments to redis.register_function') end
+    local name, callback, description, flags
+    if count == 1 then
+      local named = ...
+      if type(named) ~= 'table' then
+        fail('calling redis.register_function with a single argument is only applicable to Lua table (representing named arguments).')
+      end
+      for key, value in pairs(named) do
+        if not is_string(key) then fail('named argument key given to redis.register_function is not a string') end
+        key = tostring(key):lower()
+        if key == 'function_name' then
+          if not is_string(value) then fail('function_name argument given to redis.register_function must be a string') end
+          name = tostring(value)
+        elseif key == 'description' then
+          if not is_string(value) then fail('description argument given to redis.register_function must be a string') end
+          description = tostring(value)
+        elseif key == 'callback' then
+          if type(value) ~= 'function' then fail('callback argument given to redis.register_function must be a function') end
+          callback = value
+        elseif key == 'flags' then
+          if type(value) ~= 'table' then fail('flags argument to redis.register_function must be a table representing function flags') end
+          flags = read_flags(value)
+          if not flags then fail('unknown flag given') end
+        else
+          fail('unknown argument given to redis.register_function')
+        end
+      end
+      if not name then fail('redis.register_function must get a function name argument') end
+      if not callback then fail('redis.register_function must get a callback argument') end
+    else
+      local first, second = ...
+      if not is_string(first) then fail('first argument to redis.register_function must be a string') end
+      if type(second) ~= 'function' then fail('second argument to redis.register_function must be a function') end
+      name, callback = tostring(first), second
+    end
+    if name == '' or name:find('[^%w_]') then
+      fail('Library names can only contain letters, numbers, or underscores(_) and must be at least one character long')
+    end
+    if names[name:lower()] then fail('Function already exists in the library') end
+    names[name:lower()] = true
+    registered[#registered + 1] = {name, callback, description or false, flags or {}}
+  end
+  local api_redis = setmetatable({
+    register_function = register, log = log,
+    LOG_DEBUG = 0, LOG_VERBOSE = 1, LOG_NOTICE = 2, LOG_WARNING = 3,
+    REDIS_VERSION = version, REDIS_VERSION_NUM = version_num,
+  }, {__index = missing})
+  local api = setmetatable({redis = api_redis}, {__index = missing})
+  for _, t in pairs({api_redis, api}) do
+    set_readonly(t, true)
+    set_readonly(getmetatable(t), true)
+  end
+  local meta = {__index = api}
+  local env = setmetatable({}, meta)
+  set_readonly(env, true)
+  set_readonly(meta, true)
+  setfenv(chunk, env)
+  local ok, err = pcall(chunk)
+  loading = false
+  set_readonly(meta, false)
+  meta.__index = runtime_global
+  set_readonly(meta, true)
+  if not ok then return false, err end
+  return true, registered
+end
+"#;
+
+/// Redis's version as `redis.REDIS_VERSION_NUM` gives it: 0x00MMmmpp.
+fn version_num() -> i64 {
+    let mut parts = crate::catalog::REDIS_VERSION
+        .split('.')
+        .map(|p| p.parse::<i64>().unwrap_or(0));
+    let mut next = || parts.next().unwrap_or(0);
+    (next() << 16) | (next() << 8) | next()
+}
+
 /// The libraries Redis 7.0 compiles into its Lua (deps/lua/src), compiled
 /// from the same sources in vendor/lua-src: cjson, struct, cmsgpack, bit.
 mod redis_libs {
@@ -225,6 +346,9 @@ const GARBAGE_MAX: usize = 16 * 1024 * 1024;
 /// The error a stopped script raises.
 const KILLED: &str = "Script killed by user with SCRIPT KILL...";
 
+/// The error a library's code raises when it loads for too long.
+const LOAD_TIMEOUT: &str = "FUNCTION LOAD timeout";
+
 /// A worker thread's VM and what it keeps between runs.
 pub struct Vm {
     /// The interpreter.
@@ -234,10 +358,30 @@ pub struct Vm {
     /// `xpcall` with Redis's error handler: `(ok, result_or_error_table)`,
     /// kept in the registry: a run pushes it by its index.
     runner: RegistryKey,
+    /// The same for a function, which takes KEYS and ARGV as arguments.
+    function_runner: RegistryKey,
+    /// FUNCTION LOAD's run of a library's code ([`LIBRARY_LOADER`]).
+    loader: RegistryKey,
+    /// Libraries compiled here, by name: which load, and their callbacks.
+    libraries: HashMap<String, LoadedLibrary>,
+    /// The functions generation `libraries` belong to.
+    library_generation: u64,
     /// The SCRIPT FLUSH generation the compiled functions belong to.
     generation: u64,
     /// What this VM last added to the server's `vm_memory`.
     accounted: i64,
+}
+
+/// A library as compiled in one VM.
+struct LoadedLibrary {
+    load_id: u64,
+    callbacks: HashMap<String, RegistryKey>,
+}
+
+thread_local! {
+    /// While a library's code runs for FUNCTION LOAD: when it must stop.
+    static LOAD_DEADLINE: std::cell::Cell<Option<std::time::Instant>> =
+        const { std::cell::Cell::new(None) };
 }
 
 /// An error reply raised by redis.call; its text is exactly the reply's.
@@ -365,6 +509,7 @@ impl Vm {
             super::set_resp(version);
             Ok(())
         })?;
+        let log_function = log.clone();
         let redis: Table = lua.load(REDIS_LIB).set_name("=redis_lib").call((
             sha1hex,
             log,
@@ -372,9 +517,14 @@ impl Vm {
             pcall,
             setresp,
             acl_check_cmd,
+            crate::catalog::REDIS_VERSION,
+            version_num(),
         ))?;
         globals.raw_set("redis", redis.clone())?;
         globals.raw_set("server", redis)?;
+        // The library loader needs Lua's own pcall, which hands it the
+        // `{err=...}` table a failed registration raises.
+        let raw_pcall: Function = globals.get("pcall")?;
         let debug: Table = globals.get("debug")?;
         let (handler, safe_pcall): (Function, Function) =
             lua.load(ERROR_HANDLER).set_name("=redis_lib").call((
@@ -390,7 +540,17 @@ impl Vm {
         let runner: Function = lua
             .load("local handler, xpcall = ...; return function(f) return xpcall(f, handler) end")
             .set_name("=redis_lib")
+            .call((handler.clone(), globals.get::<Function>("xpcall")?))?;
+        let function_runner: Function = lua
+            .load(
+                "local handler, xpcall = ...
+                 return function(f, keys, args)
+                   return xpcall(function() return f(keys, args) end, handler)
+                 end",
+            )
+            .set_name("=redis_lib")
             .call((handler, globals.get::<Function>("xpcall")?))?;
+        let setfenv: Function = globals.get("setfenv")?;
         // Removed as the Redis 7.0 of Debian removes them: an environment
         // switch or a userdata with a writable metatable would reopen what
         // the read-only tables close.
@@ -409,6 +569,15 @@ impl Vm {
                 lua.create_c_function(readonly::get)?,
             )
         };
+        let loader: Function = lua.load(LIBRARY_LOADER).set_name("=redis_lib").call((
+            setfenv,
+            raw_pcall,
+            set_readonly.clone(),
+            globals.clone(),
+            log_function,
+            crate::catalog::REDIS_VERSION,
+            version_num(),
+        ))?;
         lua.load(PROTECT_GLOBALS)
             .set_name("=redis_lib")
             .call::<()>((globals.clone(), set_readonly, is_readonly, recheck))?;
@@ -418,16 +587,30 @@ impl Vm {
         // thread it was not set on).
         lua.set_global_hook(
             mlua::HookTriggers::new().every_nth_instruction(100_000),
-            |_, _| match super::check_current_run() {
-                Ok(()) => Ok(mlua::VmState::Continue),
-                Err(super::Killed) => Err(mlua::Error::runtime(KILLED)),
+            |_, _| {
+                if let Some(deadline) = LOAD_DEADLINE.get() {
+                    if std::time::Instant::now() > deadline {
+                        return Err(mlua::Error::runtime(LOAD_TIMEOUT));
+                    }
+                    return Ok(mlua::VmState::Continue);
+                }
+                match super::check_current_run() {
+                    Ok(()) => Ok(mlua::VmState::Continue),
+                    Err(super::Killed) => Err(mlua::Error::runtime(KILLED)),
+                }
             },
         )?;
         let runner = lua.create_registry_value(runner)?;
+        let function_runner = lua.create_registry_value(function_runner)?;
+        let loader = lua.create_registry_value(loader)?;
         Ok(Vm {
             lua,
             functions: HashMap::new(),
             runner,
+            function_runner,
+            loader,
+            libraries: HashMap::new(),
+            library_generation: 0,
             generation: 0,
             accounted: 0,
         })
@@ -460,6 +643,142 @@ impl Vm {
         let id = key.id();
         self.functions.insert(sha.to_string(), key);
         Ok(id)
+    }
+
+    /// Runs a library's code (from its shebang line's newline on) to
+    /// collect the functions it registers, as FUNCTION LOAD does, with
+    /// Redis's errors. `timeout_ms` bounds the run (0: none).
+    pub fn register_library(
+        &mut self,
+        body: &[u8],
+        timeout_ms: u64,
+    ) -> Result<Vec<super::functions::Registered>, String> {
+        self.run_library(body, timeout_ms).map(|functions| {
+            functions
+                .into_iter()
+                .map(|(registered, callback)| {
+                    let _ = self.lua.remove_registry_value(callback);
+                    registered
+                })
+                .collect()
+        })
+    }
+
+    fn run_library(
+        &mut self,
+        body: &[u8],
+        timeout_ms: u64,
+    ) -> Result<Vec<(super::functions::Registered, RegistryKey)>, String> {
+        let chunk = self
+            .lua
+            .load(body)
+            .set_name("@user_function")
+            .into_function()
+            .map_err(|e| {
+                let message = match &e {
+                    mlua::Error::SyntaxError { message, .. } => message.clone(),
+                    other => other.to_string(),
+                };
+                format!("ERR Error compiling function: {message}")
+            })?;
+        let loader: Function = self
+            .lua
+            .registry_value(&self.loader)
+            .map_err(|e| format!("ERR {e}"))?;
+        let deadline = (timeout_ms > 0)
+            .then(|| std::time::Instant::now() + std::time::Duration::from_millis(timeout_ms));
+        LOAD_DEADLINE.set(deadline.or(Some(std::time::Instant::now() + FOREVER)));
+        let ran = loader.call::<(bool, Value)>(chunk);
+        LOAD_DEADLINE.set(None);
+        let (ok, value) = ran.map_err(|e| format!("ERR {e}"))?;
+        if !ok {
+            return Err(format!(
+                "ERR Error registering functions: {}",
+                load_error_text(&value)
+            ));
+        }
+        let Value::Table(list) = value else {
+            return Ok(Vec::new());
+        };
+        let mut registered = Vec::new();
+        for entry in list.sequence_values::<Table>() {
+            let entry = entry.map_err(|e| format!("ERR {e}"))?;
+            let name: String = entry.raw_get(1).map_err(|e| format!("ERR {e}"))?;
+            let callback: Function = entry.raw_get(2).map_err(|e| format!("ERR {e}"))?;
+            let description = match entry.raw_get::<Value>(3) {
+                Ok(Value::String(s)) => Some(s.as_bytes().to_vec()),
+                _ => None,
+            };
+            let flags: Vec<String> = entry
+                .raw_get::<Table>(4)
+                .map_err(|e| format!("ERR {e}"))?
+                .sequence_values::<String>()
+                .collect::<mlua::Result<_>>()
+                .map_err(|e| format!("ERR {e}"))?;
+            let key = self
+                .lua
+                .create_registry_value(callback)
+                .map_err(|e| format!("ERR {e}"))?;
+            registered.push((
+                super::functions::Registered {
+                    name,
+                    description,
+                    flags,
+                },
+                key,
+            ));
+        }
+        Ok(registered)
+    }
+
+    /// Drops the libraries compiled here when the registry changed since.
+    pub fn sync_library_generation(&mut self, generation: u64) {
+        if self.library_generation != generation {
+            for (_, library) in self.libraries.drain() {
+                for (_, key) in library.callbacks {
+                    let _ = self.lua.remove_registry_value(key);
+                }
+            }
+            self.library_generation = generation;
+        }
+    }
+
+    /// The callback of a function, compiling its library here on first use,
+    /// as its index in the Lua registry.
+    pub fn library_function(
+        &mut self,
+        target: &super::functions::FunctionTarget,
+    ) -> Result<std::ffi::c_int, String> {
+        let current = self
+            .libraries
+            .get(&target.library)
+            .is_some_and(|l| l.load_id == target.load_id);
+        if !current {
+            let functions = self.run_library(&target.body, 0)?;
+            let callbacks = functions
+                .into_iter()
+                .map(|(registered, key)| (registered.name, key))
+                .collect();
+            let loaded = LoadedLibrary {
+                load_id: target.load_id,
+                callbacks,
+            };
+            if let Some(old) = self.libraries.insert(target.library.clone(), loaded) {
+                for (_, key) in old.callbacks {
+                    let _ = self.lua.remove_registry_value(key);
+                }
+            }
+        }
+        self.libraries
+            .get(&target.library)
+            .and_then(|l| l.callbacks.get(&target.function))
+            .map(|key| key.id())
+            .ok_or_else(|| "ERR Function not found".to_string())
+    }
+
+    /// The function runner's index in the Lua registry.
+    pub fn function_runner_id(&self) -> std::ffi::c_int {
+        self.function_runner.id()
     }
 
     /// The runner's index in the Lua registry (see [`Vm::function_id`]).
@@ -509,6 +828,31 @@ impl Vm {
             let _ = self.lua.remove_registry_value(key);
         }
         let _ = self.lua.gc_collect();
+    }
+}
+
+/// A load without a timeout (from the master, the append-only file or a
+/// snapshot) still marks the thread as loading, so the hook does not take
+/// it for a script run.
+const FOREVER: std::time::Duration = std::time::Duration::from_secs(100 * 365 * 24 * 3600);
+
+/// What FUNCTION LOAD reports of an error the library's code raised, as
+/// Redis's luaExtractErrorInformation reads it: an `{err=...}` table's
+/// text, or `ERR ` and the message.
+fn load_error_text(value: &Value) -> String {
+    match value {
+        Value::Table(table) => match table.raw_get::<Value>("err") {
+            Ok(Value::String(s)) => String::from_utf8_lossy(&s.as_bytes()).into_owned(),
+            _ => "ERR unknown error".to_string(),
+        },
+        Value::String(s) => format!("ERR {}", String::from_utf8_lossy(&s.as_bytes())),
+        Value::Error(e) => {
+            let text = e.to_string();
+            let text = text.split("\nstack traceback:").next().unwrap_or("");
+            let text = text.strip_prefix("runtime error: ").unwrap_or(text);
+            format!("ERR {text}")
+        }
+        other => format!("ERR {other:?}"),
     }
 }
 

@@ -1,0 +1,412 @@
+//! Redis 7 functions: libraries of Lua functions loaded with FUNCTION LOAD
+//! and called by name with FCALL.
+//!
+//! The registry here is the server's one truth about which libraries exist;
+//! every worker thread's VM compiles a library from its code the first time
+//! one of its functions is called there (see `Vm::library_function`), as it
+//! compiles an EVAL script. A function runs through the same path as EVAL
+//! (`scripting::eval`), as a [`Script`] whose body is its library's: the
+//! same shard locks, undo log, busy handling and effects replication.
+//!
+//! Loading checks a library in the loading thread's VM first (Redis's
+//! errors, the functions it registers, their flags), so a library in the
+//! registry is one every VM can load.
+
+use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Arc;
+
+use hashbrown::HashMap;
+use parking_lot::RwLock;
+
+use super::{vm, Script, ScriptFlags};
+
+/// The only engine Redis 7.0 has.
+pub const ENGINE: &str = "LUA";
+
+/// A library: its code as loaded and the functions it registered.
+#[derive(Debug)]
+pub struct Library {
+    /// The name from the code's `#!lua name=<name>` line.
+    pub name: String,
+    /// The code as FUNCTION LOAD received it, shebang line included (what
+    /// FUNCTION LIST WITHCODE, FUNCTION DUMP and snapshots give back).
+    pub code: Vec<u8>,
+    /// The functions, in the order the code registered them.
+    pub functions: Vec<Arc<Function>>,
+    /// Tells this load of the library from an earlier one of the same name
+    /// (a worker VM holding an older one compiles it again).
+    pub load_id: u64,
+}
+
+impl Library {
+    /// The code a VM compiles: the shebang line blanked to an empty line,
+    /// so line numbers stay the code's, as Redis hands its engine the code
+    /// from the shebang's newline on.
+    pub fn body(&self) -> &[u8] {
+        let newline = self.code.iter().position(|&b| b == b'\n').unwrap_or(0);
+        &self.code[newline..]
+    }
+}
+
+/// A function a library registered.
+#[derive(Debug)]
+pub struct Function {
+    /// Its name, unique across libraries.
+    pub name: String,
+    /// `description`, if given.
+    pub description: Option<Vec<u8>>,
+    /// Its flags, in Redis's order (FUNCTION LIST).
+    pub flag_names: Vec<&'static str>,
+    /// How it runs: a script whose `function` names it.
+    pub script: Arc<Script>,
+}
+
+/// What a function call runs: which library's load, which function.
+#[derive(Debug, Clone)]
+pub struct FunctionTarget {
+    /// The library's name.
+    pub library: String,
+    /// The library's load (see [`Library::load_id`]).
+    pub load_id: u64,
+    /// The library's code.
+    pub body: Arc<[u8]>,
+    /// The function's name.
+    pub function: String,
+}
+
+/// One function as the library's code registered it, before it is checked
+/// against the other libraries.
+#[derive(Debug)]
+pub struct Registered {
+    /// The function's name.
+    pub name: String,
+    /// `description`, if given.
+    pub description: Option<Vec<u8>>,
+    /// Flag names as given (checked: each is one of [`FLAGS`]).
+    pub flags: Vec<String>,
+}
+
+/// Redis's function flags, in the order FUNCTION LIST shows them.
+pub const FLAGS: [&str; 5] = [
+    "no-writes",
+    "allow-oom",
+    "allow-stale",
+    "no-cluster",
+    "allow-cross-slot-keys",
+];
+
+/// The libraries and the functions they registered.
+#[derive(Default)]
+pub struct Functions {
+    registry: RwLock<Registry>,
+    /// Bumped by every change: a VM drops the libraries it compiled when it
+    /// sees a new generation, and compiles again those still called.
+    generation: AtomicU64,
+    next_load_id: AtomicU64,
+}
+
+/// Libraries and functions by name; names compare without case, as
+/// Redis's dictionaries of them do (the keys here are lower-cased).
+#[derive(Default)]
+struct Registry {
+    libraries: BTreeMap<String, Arc<Library>>,
+    functions: HashMap<String, Arc<Function>>,
+}
+
+/// A name as the registry keys it.
+fn folded(name: &str) -> String {
+    name.to_ascii_lowercase()
+}
+
+/// How FUNCTION RESTORE treats libraries that exist already.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RestorePolicy {
+    /// Remove every library first.
+    Flush,
+    /// Add, failing on a name that exists (the default).
+    Append,
+    /// Replace libraries of the same name.
+    Replace,
+}
+
+/// The library name of a code's `#!<engine> name=<name>` line, checked as
+/// Redis's functionExtractLibMetaData and functionsCreateWithLibraryCtx
+/// check it (their error texts, without the `ERR `).
+pub fn library_name(code: &[u8]) -> Result<String, String> {
+    if !code.starts_with(b"#!") {
+        return Err("Missing library metadata".into());
+    }
+    let Some(end) = code.iter().position(|&b| b == b'\n') else {
+        return Err("Invalid library metadata".into());
+    };
+    let parts = match crate::resp::parse::split_args(&code[..end]) {
+        Some(parts) if !parts.is_empty() => parts,
+        _ => return Err("Invalid library metadata".into()),
+    };
+    let engine = String::from_utf8_lossy(&parts[0][2..]).into_owned();
+    let mut name = None;
+    for part in &parts[1..] {
+        if part.len() >= 5 && part[..5].eq_ignore_ascii_case(b"name=") {
+            if name.is_some() {
+                return Err(
+                    "Invalid metadata value, name argument was given multiple times".into(),
+                );
+            }
+            name = Some(String::from_utf8_lossy(&part[5..]).into_owned());
+            continue;
+        }
+        return Err(format!(
+            "Invalid metadata value given: {}",
+            String::from_utf8_lossy(part)
+        ));
+    }
+    let Some(name) = name else {
+        return Err("Library name was not given".into());
+    };
+    if !valid_name(&name) {
+        return Err(INVALID_NAME.into());
+    }
+    if !engine.eq_ignore_ascii_case(ENGINE) {
+        return Err(format!("Engine '{engine}' not found"));
+    }
+    Ok(name)
+}
+
+/// Redis's text for a library or function name that is not a word.
+pub const INVALID_NAME: &str = "Library names can only contain letters, numbers, or underscores(_) and must be at least one character long";
+
+/// Letters, digits and underscores, at least one (functionsVerifyName).
+pub fn valid_name(name: &str) -> bool {
+    !name.is_empty() && name.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_')
+}
+
+impl Functions {
+    /// The generation VMs compare with theirs.
+    pub fn generation(&self) -> u64 {
+        self.generation.load(Ordering::SeqCst)
+    }
+
+    fn changed(&self) {
+        self.generation.fetch_add(1, Ordering::SeqCst);
+    }
+
+    /// A function by name (case-sensitive, as Redis's dictionary is).
+    pub fn get(&self, name: &[u8]) -> Option<Arc<Function>> {
+        let name = std::str::from_utf8(name).ok()?;
+        self.registry.read().functions.get(&folded(name)).cloned()
+    }
+
+    /// FUNCTION LOAD: checks `code` in this thread's VM and adds its
+    /// library, replacing one of the same name when `replace`. Returns the
+    /// library's name, or Redis's error text (with its `ERR `).
+    /// `timeout_ms` bounds the run of the library's code (0: none).
+    pub fn load(&self, code: &[u8], replace: bool, timeout_ms: u64) -> Result<String, String> {
+        // As Redis: a name taken is refused before the code runs.
+        let name = library_name(code).map_err(|e| format!("ERR {e}"))?;
+        if !replace && self.registry.read().libraries.contains_key(&folded(&name)) {
+            return Err(format!("ERR Library '{name}' already exists"));
+        }
+        let library = self.compile(code, timeout_ms)?;
+        let name = library.name.clone();
+        let mut registry = self.registry.write();
+        if !replace && registry.libraries.contains_key(&folded(&name)) {
+            return Err(format!("ERR Library '{name}' already exists"));
+        }
+        let old = registry.libraries.get(&folded(&name)).cloned();
+        for function in &library.functions {
+            let taken = registry
+                .functions
+                .get(&folded(&function.name))
+                .is_some_and(|f| old.as_ref().is_none_or(|old| !owns(old, f)));
+            if taken {
+                return Err(format!("ERR Function {} already exists", function.name));
+            }
+        }
+        if let Some(old) = old {
+            unlink(&mut registry, &old);
+        }
+        link(&mut registry, library);
+        drop(registry);
+        self.changed();
+        Ok(name)
+    }
+
+    /// Runs a library's code in this thread's VM and builds the library.
+    fn compile(&self, code: &[u8], timeout_ms: u64) -> Result<Arc<Library>, String> {
+        let name = library_name(code).map_err(|e| format!("ERR {e}"))?;
+        let load_id = self.next_load_id.fetch_add(1, Ordering::Relaxed);
+        let newline = code.iter().position(|&b| b == b'\n').unwrap_or(0);
+        let body: Arc<[u8]> = code[newline..].into();
+        let registered = vm::with_vm(|vm| vm.register_library(&body, timeout_ms))?;
+        if registered.is_empty() {
+            return Err("ERR No functions registered".into());
+        }
+        let functions = registered
+            .into_iter()
+            .map(|r| {
+                let flag_names: Vec<&'static str> = FLAGS
+                    .iter()
+                    .copied()
+                    .filter(|flag| r.flags.iter().any(|f| f.eq_ignore_ascii_case(flag)))
+                    .collect();
+                let has = |flag: &str| flag_names.contains(&flag);
+                let flags = ScriptFlags {
+                    shebang: true,
+                    no_writes: has("no-writes"),
+                    allow_oom: has("allow-oom"),
+                    allow_stale: has("allow-stale"),
+                    no_cluster: has("no-cluster"),
+                };
+                let script = Arc::new(Script {
+                    sha: r.name.clone(),
+                    source: Vec::new(),
+                    body: Vec::new(),
+                    flags,
+                    native: None,
+                    needs_everything: AtomicBool::new(false),
+                    function: Some(FunctionTarget {
+                        library: name.clone(),
+                        load_id,
+                        body: body.clone(),
+                        function: r.name.clone(),
+                    }),
+                });
+                Arc::new(Function {
+                    name: r.name,
+                    description: r.description,
+                    flag_names,
+                    script,
+                })
+            })
+            .collect();
+        Ok(Arc::new(Library {
+            name,
+            code: code.to_vec(),
+            functions,
+            load_id,
+        }))
+    }
+
+    /// FUNCTION DELETE: false when there is no such library.
+    pub fn delete(&self, name: &[u8]) -> bool {
+        let mut registry = self.registry.write();
+        let Some(library) = std::str::from_utf8(name)
+            .ok()
+            .and_then(|name| registry.libraries.get(&folded(name)).cloned())
+        else {
+            return false;
+        };
+        unlink(&mut registry, &library);
+        drop(registry);
+        self.changed();
+        true
+    }
+
+    /// FUNCTION FLUSH.
+    pub fn flush(&self) {
+        *self.registry.write() = Registry::default();
+        self.changed();
+    }
+
+    /// Every library, by name.
+    pub fn libraries(&self) -> Vec<Arc<Library>> {
+        self.registry.read().libraries.values().cloned().collect()
+    }
+
+    /// Libraries and functions (FUNCTION STATS).
+    pub fn counts(&self) -> (usize, usize) {
+        let registry = self.registry.read();
+        (registry.libraries.len(), registry.functions.len())
+    }
+
+    /// FUNCTION RESTORE, and a snapshot's libraries: loads every code of
+    /// `codes` under `policy`, all or none.
+    pub fn restore(&self, codes: &[Vec<u8>], policy: RestorePolicy) -> Result<(), String> {
+        let mut libraries = Vec::with_capacity(codes.len());
+        for code in codes {
+            libraries.push(self.compile(code, 0)?);
+        }
+        let mut registry = self.registry.write();
+        let mut next = match policy {
+            RestorePolicy::Flush => Registry::default(),
+            _ => Registry {
+                libraries: registry.libraries.clone(),
+                functions: registry.functions.clone(),
+            },
+        };
+        for library in &libraries {
+            if let Some(old) = next.libraries.get(&folded(&library.name)).cloned() {
+                if policy != RestorePolicy::Replace {
+                    return Err(format!("ERR Library {} already exists", library.name));
+                }
+                unlink(&mut next, &old);
+            }
+        }
+        for library in libraries {
+            if let Some(f) = library
+                .functions
+                .iter()
+                .find(|f| next.functions.contains_key(&folded(&f.name)))
+            {
+                return Err(format!("ERR Function {} already exists", f.name));
+            }
+            link(&mut next, library);
+        }
+        *registry = next;
+        drop(registry);
+        self.changed();
+        Ok(())
+    }
+}
+
+fn owns(library: &Library, function: &Function) -> bool {
+    library
+        .functions
+        .iter()
+        .any(|f| Arc::ptr_eq(&f.script, &function.script))
+}
+
+fn link(registry: &mut Registry, library: Arc<Library>) {
+    for function in &library.functions {
+        registry
+            .functions
+            .insert(folded(&function.name), function.clone());
+    }
+    registry.libraries.insert(folded(&library.name), library);
+}
+
+fn unlink(registry: &mut Registry, library: &Library) {
+    for function in &library.functions {
+        registry.functions.remove(&folded(&function.name));
+    }
+    registry.libraries.remove(&folded(&library.name));
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn library_metadata_is_read_and_refused_as_redis_does() {
+        assert_eq!(library_name(b"#!lua name=lib1\nx").unwrap(), "lib1");
+        assert_eq!(library_name(b"#!LUA NAME=a_1\n").unwrap(), "a_1");
+        let refused = |code: &[u8]| library_name(code).unwrap_err();
+        assert_eq!(refused(b"return 1"), "Missing library metadata");
+        assert_eq!(refused(b"#!lua name=x"), "Invalid library metadata");
+        assert_eq!(refused(b"#!lua\n"), "Library name was not given");
+        assert_eq!(
+            refused(b"#!lua name=a name=b\n"),
+            "Invalid metadata value, name argument was given multiple times"
+        );
+        assert_eq!(
+            refused(b"#!lua foo=bar\n"),
+            "Invalid metadata value given: foo=bar"
+        );
+        assert_eq!(refused(b"#!lua name=a-b\n"), INVALID_NAME);
+        assert_eq!(
+            refused(b"#!bad_engine name=x\n"),
+            "Engine 'bad_engine' not found"
+        );
+    }
+}

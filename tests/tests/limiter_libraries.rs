@@ -83,3 +83,50 @@ async fn the_libraries_decide_as_on_redis_and_run_natively() {
         );
     }
 }
+
+/// rate-limiter-flexible's RateLimiterValkeyGlide loads its limiter as a
+/// function library, through Valkey's `server` table (so redis-server 7.0
+/// refuses it: `server` is Valkey's name), and consumes with FCALL. Against
+/// tally it decides as the library means to: five points, then refusals,
+/// then a block of blockDuration.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn rate_limiter_flexible_over_valkey_glide_loads_its_functions_and_decides() {
+    let ready = Command::new("node").arg("--version").output().is_ok()
+        && clients().join("node_modules/@valkey/valkey-glide").is_dir();
+    if !ready {
+        tally_tests::tool_missing("@valkey/valkey-glide (npm ci --prefix tests/clients)");
+        return;
+    }
+    let tally = TestServer::start_real_clock().await;
+    let program = clients().join("limiter_glide.js");
+    let (ok, output) = run_program(
+        "node",
+        vec![
+            program.display().to_string(),
+            tally.addr().port().to_string(),
+        ],
+    )
+    .await;
+    assert!(ok, "node: {output}");
+    assert_eq!(
+        output.lines().collect::<Vec<_>>(),
+        [
+            "glide allowed consumed=1 remaining=4 ttl_ok=true",
+            "glide allowed consumed=2 remaining=3 ttl_ok=true",
+            "glide allowed consumed=3 remaining=2 ttl_ok=true",
+            "glide allowed consumed=4 remaining=1 ttl_ok=true",
+            "glide allowed consumed=5 remaining=0 ttl_ok=true",
+            "glide refused consumed=6 remaining=0",
+            "glide refused consumed=7 remaining=0",
+            "glide get consumed=7",
+            "glide blocked ms_ok=true",
+            "OK",
+        ]
+    );
+    let mut conn = tally.raw().await;
+    let libraries = conn.line("FUNCTION LIST").await;
+    assert!(
+        libraries.contains("ratelimiterflexible") && libraries.contains("consume"),
+        "{libraries}"
+    );
+}

@@ -423,6 +423,16 @@ fn run_script(
     } else {
         shared.over_maxmemory()
     };
+    // Redis's scriptPrepareForRun: a script that may write is refused
+    // before it runs while too few replicas acknowledge (no shebang: its
+    // first write is, in the bridge).
+    if script.flags.shebang
+        && may_write
+        && !ctx.client.master
+        && !crate::cmd::replication::enough_good_replicas(shared, ctx.now_ms)
+    {
+        return Reply::error(cmd::error::NOREPLICAS);
+    }
     if script.flags.shebang && may_write && !script.flags.allow_oom && over {
         return Reply::error(cmd::error::OOM);
     }

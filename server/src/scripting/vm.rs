@@ -246,7 +246,9 @@ return function(chunk)
     LOG_DEBUG = 0, LOG_VERBOSE = 1, LOG_NOTICE = 2, LOG_WARNING = 3,
     REDIS_VERSION = version, REDIS_VERSION_NUM = version_num,
   }, {__index = missing})
-  local api = setmetatable({redis = api_redis}, {__index = missing})
+  -- `server` as well, Valkey's name for the same table (libraries written
+  -- for Valkey, rate-limiter-flexible's among them, register with it).
+  local api = setmetatable({redis = api_redis, server = api_redis}, {__index = missing})
   for _, t in pairs({api_redis, api}) do
     set_readonly(t, true)
     set_readonly(getmetatable(t), true)

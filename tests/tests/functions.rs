@@ -389,3 +389,28 @@ async fn function_kill_stops_a_busy_function_that_script_kill_may_not() {
     let pong: String = redis::cmd("PING").query_async(&mut conn).await.unwrap();
     assert_eq!(pong, "PONG");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn scripts_and_functions_that_may_write_wait_for_enough_replicas_as_on_redis() {
+    let Some(redis) = RedisServer::start() else {
+        return;
+    };
+    let tally = TestServer::start_real_clock().await;
+    let commands = vec![
+        line("SET x value"),
+        load("#!lua name=reads\nredis.register_function{function_name='reader', callback=function(keys) return redis.call('get', keys[1]) end, flags={'no-writes'}}"),
+        load("#!lua name=writes\nredis.register_function('writer', function(keys) return redis.call('get', keys[1]) end)"),
+        line("CONFIG SET min-replicas-to-write 1"),
+        command(&["EVAL", "#!lua flags=no-writes\nreturn redis.call('get', KEYS[1])", "1", "x"]),
+        command(&["EVAL", "return redis.call('get', KEYS[1])", "1", "x"]),
+        command(&["EVAL", "#!lua\nreturn redis.call('get', KEYS[1])", "1", "x"]),
+        command(&["EVAL", "return redis.call('set', KEYS[1], 1)", "1", "x"]),
+        line("FCALL reader 1 x"),
+        line("FCALL writer 1 x"),
+        load("#!lua name=refused\nredis.register_function('f', function() return 1 end)"),
+        line("CONFIG SET min-replicas-to-write 0"),
+        line("FCALL writer 1 x"),
+    ];
+    let mismatches = compare_streams(redis.addr, tally.addr(), &commands).await;
+    assert_no_mismatch(&mismatches);
+}

@@ -8,7 +8,8 @@
 # what a request costs the server; ticks per 100,000 requests do not.
 #
 # Loads: SET, GET, INCR; a one-command EVAL; a fixed window (INCRBY, EXPIRE
-# if new) and a token bucket (HMGET, HSET, PEXPIRE) through EVALSHA, neither
+# if new; through EVALSHA, and as a function through FCALL,
+# `fcall_fixed_window`, not in the default list) and a token bucket (HMGET, HSET, PEXPIRE) through EVALSHA, neither
 # of which tally recognises, so both take the Lua path; and the seed's
 # sliding window through EVALSHA, which tally runs natively; and the
 # limiter scripts of six libraries as their packages send them (Python
@@ -27,6 +28,7 @@
 #
 # Usage: [ROUNDS=5] [REQUESTS=300000] [LOADS="set get ..."] [PIPELINE=16]
 #        [REDIS_CELL=.../libredis_cell.so] [TALLY_ARGS="--shards 256"]
+#        [TALLY_BIN=<another build's tally-server>]
 #        benches/cpu_per_request.sh
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -46,7 +48,7 @@ redis-server --port "$REDIS_PORT" --bind 127.0.0.1 --save "" --appendonly no \
 PIDS+=($!)
 REDIS_PID=$!
 TALLY_PORT=$(free_port)
-target/release/tally-server --port "$TALLY_PORT" --bind 127.0.0.1 --save "" \
+${TALLY_BIN:-target/release/tally-server} --port "$TALLY_PORT" --bind 127.0.0.1 --save "" \
     --dir "$WORK/tally" ${TALLY_ARGS:-} >/dev/null 2>&1 &
 PIDS+=($!)
 TALLY_PID=$!
@@ -79,6 +81,10 @@ REDIS_RATE=$(cat lua/scripts/redis_rate_allow_n.lua)
 BUCKET4J=$(cat lua/scripts/bucket4j_compare_and_swap_px.lua)
 K='rl:u:__rand_int__'
 
+FIXED_WINDOW_LIBRARY="#!lua name=limiter
+redis.register_function('fixed_window', function(KEYS, ARGV)
+$FIXED_WINDOW
+end)"
 load() { # PORT LOAD: runs it; prints requests per second
     local port=$1 name=$2 args
     case $name in
@@ -87,6 +93,10 @@ load() { # PORT LOAD: runs it; prints requests per second
         incr) args=(-t incr) ;;
         eval_incr) args=(EVAL "return redis.call('INCR', KEYS[1])" 1 "$K") ;;
         fixed_window) args=(EVALSHA "$(redis-cli -p "$port" SCRIPT LOAD "$FIXED_WINDOW")" 1 "$K" 1 60) ;;
+        # The same fixed window as a Redis 7 function, called with FCALL.
+        fcall_fixed_window)
+            redis-cli -p "$port" FUNCTION LOAD REPLACE "$FIXED_WINDOW_LIBRARY" >/dev/null
+            args=(FCALL fixed_window 1 "$K" 1 60) ;;
         token_bucket) args=(EVALSHA "$(redis-cli -p "$port" SCRIPT LOAD "$TOKEN_BUCKET")" 1 "$K" 10 20 1720000030000) ;;
         sliding_window) args=(EVALSHA "$(redis-cli -p "$port" SCRIPT LOAD "$SEED")" 2 "$K:c" "$K:p" 1000 60 1720000030 1) ;;
         # As each library calls it: limits (expiry s, amount), rate-limit-

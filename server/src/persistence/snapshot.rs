@@ -13,7 +13,6 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
-use crate::scripting::functions::RestorePolicy;
 use tally_rdb::{Encodings, Item, Reader, Writer};
 
 use crate::state::Shared;
@@ -639,15 +638,16 @@ pub(crate) fn load_entries(
                 loaded.skipped += 1;
             }
             Item::Aux(field, source) if field == b"lua" => load_script(shared, &source),
-            // A library of the same name is replaced, as Redis's load with
-            // RDBFLAGS_ALLOW_DUP does; one that does not load fails the file.
-            Item::Function(code) => shared
-                .scripts
-                .functions
-                .restore(&[code], RestorePolicy::Replace)
-                .map_err(|e| {
-                    format!("{}: failed loading a function library: {e}", file.display())
-                })?,
+            // A library that does not load fails the file.
+            Item::Function(code) => {
+                shared
+                    .scripts
+                    .functions
+                    .load_from_snapshot(code)
+                    .map_err(|e| {
+                        format!("{}: failed loading a function library: {e}", file.display())
+                    })?
+            }
             Item::Aux(field, value) if field.starts_with(b"repl-") => {
                 let text = String::from_utf8_lossy(&value).into_owned();
                 match &field[..] {

@@ -8,6 +8,47 @@ use std::time::Instant;
 use super::Scripts;
 use crate::resp::Reply;
 
+thread_local! {
+    /// The FCALL this thread is running, borrowed for the run.
+    static CALLING: std::cell::Cell<(*const &'static [u8], usize)> =
+        const { std::cell::Cell::new((std::ptr::null(), 0)) };
+}
+
+/// The command of the function call running on this thread, lent for the
+/// call's length: FUNCTION STATS shows it once the run is busy, and only
+/// then is it copied (a call that never turns busy costs no copy).
+pub struct CallingCommand;
+
+impl CallingCommand {
+    /// Lends `argv` until `f` returns.
+    pub fn lend<R>(argv: &[&[u8]], f: impl FnOnce() -> R) -> R {
+        // SAFETY of the lifetime erasure: the pointer is cleared before
+        // `argv`'s borrow ends, by the guard, however `f` returns.
+        let erased = argv.as_ptr().cast::<&'static [u8]>();
+        CALLING.set((erased, argv.len()));
+        struct Clear;
+        impl Drop for Clear {
+            fn drop(&mut self) {
+                CALLING.set((std::ptr::null(), 0));
+            }
+        }
+        let _clear = Clear;
+        f()
+    }
+
+    /// A copy of the lent command (empty when none is lent).
+    fn copy() -> Vec<Vec<u8>> {
+        let (ptr, len) = CALLING.get();
+        if ptr.is_null() {
+            return Vec::new();
+        }
+        // SAFETY: set by `lend` from a live slice, cleared before it ends;
+        // read on the same thread, inside `lend`'s `f`.
+        let argv = unsafe { std::slice::from_raw_parts(ptr, len) };
+        argv.iter().map(|a| a.to_vec()).collect()
+    }
+}
+
 /// `-BUSY` text while a function runs.
 pub const BUSY_FUNCTION: &str =
     "BUSY Redis is busy running a script. You can only call FUNCTION KILL or SHUTDOWN NOSAVE.";
@@ -26,9 +67,10 @@ pub struct RunState {
     pub(super) busy: AtomicBool,
     /// The function's name when the run is an FCALL's (FUNCTION KILL and
     /// FUNCTION STATS see it; SCRIPT KILL does not kill it).
-    pub(super) function: Option<String>,
-    /// The command that started it (FUNCTION STATS).
-    pub(super) command: Vec<Vec<u8>>,
+    pub(super) function: Option<Arc<str>>,
+    /// The command that started it, for FUNCTION STATS: copied only when
+    /// the run turns busy (see [`CallingCommand`]).
+    pub(super) command: parking_lot::Mutex<Vec<Vec<u8>>>,
     /// Running time (ms) at which to hand the worker's other connections
     /// off next; see `check_current_run`.
     pub(super) next_hand_off_ms: AtomicU64,
@@ -36,7 +78,7 @@ pub struct RunState {
 
 impl RunState {
     /// A run starting now.
-    pub(super) fn new(function: Option<String>, command: Vec<Vec<u8>>) -> RunState {
+    pub(super) fn new(function: Option<Arc<str>>) -> RunState {
         RunState {
             started: Instant::now(),
             wrote: AtomicBool::new(false),
@@ -44,7 +86,7 @@ impl RunState {
             kill: AtomicBool::new(false),
             busy: AtomicBool::new(false),
             function,
-            command,
+            command: parking_lot::Mutex::new(Vec::new()),
             next_hand_off_ms: AtomicU64::new(HAND_OFF_AFTER_MS),
         }
     }
@@ -99,18 +141,18 @@ impl Scripts {
         let Some(run) = running
             .iter()
             .find(|r| r.busy.load(Ordering::SeqCst) && r.function.is_some())
+            .cloned()
         else {
             return Reply::Nil;
         };
+        drop(running);
+        let command: Vec<Reply> = run.command.lock().iter().map(|a| Reply::bulk(a)).collect();
         Reply::Map(vec![
             (
                 Reply::bulk(b"name"),
                 Reply::bulk(run.function.as_deref().unwrap_or_default().as_bytes()),
             ),
-            (
-                Reply::bulk(b"command"),
-                Reply::Array(run.command.iter().map(|a| Reply::bulk(a)).collect()),
-            ),
+            (Reply::bulk(b"command"), Reply::Array(command)),
             (
                 Reply::bulk(b"duration_ms"),
                 Reply::Int(run.started.elapsed().as_millis() as i64),
@@ -229,6 +271,9 @@ pub fn check_current_run() -> Result<(), Killed> {
             // Only busy runs are registered: SCRIPT KILL looks at no other,
             // and the common short script touches no shared state at all.
             run.busy.store(true, Ordering::SeqCst);
+            if run.function.is_some() {
+                *run.command.lock() = CallingCommand::copy();
+            }
             scripts.running.lock().push(run.clone());
             scripts.busy.fetch_add(1, Ordering::SeqCst);
         }

@@ -369,7 +369,7 @@ pub fn eval(
     args: &[&[u8]],
     read_only: bool,
 ) -> Reply {
-    run_script(ctx, script, keys, args, read_only, Vec::new())
+    run_script(ctx, script, keys, args, read_only)
 }
 
 /// Runs a function (FCALL, FCALL_RO) as [`eval`] runs a script; `command`
@@ -382,8 +382,7 @@ pub fn call_function(
     args: &[&[u8]],
     read_only: bool,
 ) -> Reply {
-    let command = command.iter().map(|a| a.to_vec()).collect();
-    run_script(ctx, function, keys, args, read_only, command)
+    busy::CallingCommand::lend(command, || run_script(ctx, function, keys, args, read_only))
 }
 
 fn run_script(
@@ -392,7 +391,6 @@ fn run_script(
     keys: &[&[u8]],
     args: &[&[u8]],
     read_only: bool,
-    command: Vec<Vec<u8>>,
 ) -> Reply {
     let shared = ctx.shared;
     ctx.client.script_read = false;
@@ -438,10 +436,12 @@ fn run_script(
     }
     let scripts = &shared.scripts;
     // Only a function's run is named for FUNCTION STATS and FUNCTION KILL.
-    let run = Arc::new(match &script.function {
-        Some(target) => RunState::new(Some(target.function.clone()), command),
-        None => RunState::new(None, Vec::new()),
-    });
+    let run = Arc::new(RunState::new(
+        script
+            .function
+            .as_ref()
+            .map(|target| target.function.clone()),
+    ));
     let registration = RunRegistration::new(scripts, &run);
     let mut everything = script.needs_everything.load(Ordering::Relaxed);
     let (reply, errors) = if let Some(lender) = ctx.held {
@@ -580,9 +580,9 @@ fn run_once(
         let memory_limit = shared.scripts.memory_limit.load(Ordering::Relaxed) as usize;
         vm.collect_if_near(memory_limit);
         vm.sync_library_generation(shared.scripts.functions.generation());
-        let (runner, function) = match &script.function {
-            Some(target) => (vm.function_runner_id(), vm.library_function(target)?),
-            None => (vm.runner_id(), vm.function_id(&script.sha, &script.body)?),
+        let function = match &script.function {
+            Some(target) => vm.library_function(target)?,
+            None => vm.function_id(&script.sha, &script.body)?,
         };
         bridge.lua = &vm.lua;
         BRIDGE.with(|b| b.set(&mut bridge as *mut Bridge<'_, '_> as *mut ()));
@@ -590,7 +590,7 @@ fn run_once(
         let mut conversion = convert::Conversion::new(convert::ResultLimits::default());
         let called = raw::run(
             &vm.lua,
-            runner,
+            vm.error_handler_id(),
             function,
             script.function.is_some(),
             keys,

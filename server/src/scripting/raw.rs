@@ -34,8 +34,9 @@ pub(super) enum Ran {
     Raised(mlua::Value),
 }
 
-/// Runs the compiled script at registry index `function` with `runner`
-/// (also by registry index: xpcall with Redis's error handler), its KEYS
+/// Runs the compiled script at registry index `function` under Redis's
+/// error handler (also by registry index, given to `lua_pcall` as Redis's
+/// luaCallFunction does, with no wrapper to call through), its KEYS
 /// and ARGV set to `keys` and `args` (globals for a script, the two
 /// arguments of a function when `as_function`), the VM's memory limited to
 /// `memory_limit` while the script's own code runs, and converts what it
@@ -51,7 +52,7 @@ pub(super) enum Ran {
 #[allow(clippy::too_many_arguments)]
 pub(super) fn run(
     lua: &mlua::Lua,
-    runner: c_int,
+    handler: c_int,
     function: c_int,
     as_function: bool,
     keys: &[&[u8]],
@@ -68,10 +69,10 @@ pub(super) fn run(
     // script code runs in it.
     let left = unsafe {
         lua.exec_raw::<mlua::Value>((), |state| {
-            // The runner and the script, by their registry indexes (see
-            // `Vm::function_id`).
+            // The error handler and the script, by their registry indexes
+            // (see `Vm::function_id`).
             ffi::luaL_checkstack(state, 4, c"a script run".as_ptr());
-            ffi::lua_rawgeti(state, ffi::LUA_REGISTRYINDEX, runner as ffi::lua_Integer);
+            ffi::lua_rawgeti(state, ffi::LUA_REGISTRYINDEX, handler as ffi::lua_Integer);
             ffi::lua_rawgeti(state, ffi::LUA_REGISTRYINDEX, function as ffi::lua_Integer);
             // Both tables are made before the globals open, so that a
             // memory error cannot leave them writable.
@@ -80,20 +81,22 @@ pub(super) fn run(
             // A function (FCALL) is given KEYS and ARGV as its two
             // arguments; a script (EVAL) finds them as globals.
             let arguments = if as_function {
-                3
+                2
             } else {
                 readonly::enable(state, ffi::LUA_GLOBALSINDEX, false);
                 ffi::lua_setfield(state, ffi::LUA_GLOBALSINDEX, c"ARGV".as_ptr());
                 ffi::lua_setfield(state, ffi::LUA_GLOBALSINDEX, c"KEYS".as_ptr());
                 readonly::enable(state, ffi::LUA_GLOBALSINDEX, true);
-                1
+                0
             };
             let _ = lua.set_memory_limit(memory_limit);
-            ffi::lua_call(state, arguments, 2);
+            let status = ffi::lua_pcall(state, arguments, 1, 1);
             let _ = lua.set_memory_limit(0);
-            // (ok, value) at 1 and 2: a result is converted here and
-            // nothing is left; an error value is left for the caller.
-            if ffi::lua_toboolean(state, 1) != 0 {
+            // The handler at 1, then the result or the error value (the
+            // handler's table; a memory error's message, which Lua hands
+            // no handler): a result is converted here and nothing is left;
+            // an error value is left for the caller.
+            if status == 0 {
                 let resp3 = bridge::with_bridge(|bridge| bridge.resp3).unwrap_or(false);
                 let reply = conversion.convert_top(state, resp3);
                 ffi::lua_settop(state, 0);

@@ -166,8 +166,8 @@ protect(globals)
 /// `(false, error)`.
 const LIBRARY_LOADER: &str = r#"
 local setfenv, pcall, set_readonly, globals, log, version, version_num = ...
-local setmetatable, getmetatable, pairs, select, type, tostring, error, rawget =
-  setmetatable, getmetatable, pairs, select, type, tostring, error, rawget
+local setmetatable, getmetatable, pairs, next, select, type, tostring, error =
+  setmetatable, getmetatable, pairs, next, select, type, tostring, error
 local FLAGS = {['no-writes']=true, ['allow-oom']=true, ['allow-stale']=true,
   ['no-cluster']=true, ['allow-cross-slot-keys']=true}
 local function fail(message) error({err='ERR ' .. message}) end
@@ -175,12 +175,22 @@ local function missing(_, name)
   error("Script attempted to access nonexistent global variable '" .. tostring(name) .. "'", 2)
 end
 local function is_string(v) return type(v) == 'string' or type(v) == 'number' end
-local function runtime_global(_, name)
-  local value = rawget(globals, name)
-  if value == nil or name == 'KEYS' or name == 'ARGV' then
-    error("Script attempted to access nonexistent global variable '" .. tostring(name) .. "'", 2)
+-- What a function sees as globals once loaded: a copy of the server's
+-- (final once the VM is set up, and read-only), without an EVAL's KEYS and
+-- ARGV, under the same metatable reporting unknown names. A table, not a
+-- function, behind __index, so a function's global lookups cost what a
+-- script's do.
+local runtime_globals
+local function function_globals()
+  if not runtime_globals then
+    runtime_globals = {}
+    for name, value in next, globals do
+      if name ~= 'KEYS' and name ~= 'ARGV' then runtime_globals[name] = value end
+    end
+    setmetatable(runtime_globals, getmetatable(globals))
+    set_readonly(runtime_globals, true)
   end
-  return value
+  return runtime_globals
 end
 local function read_flags(given)
   local flags = {}
@@ -261,7 +271,7 @@ return function(chunk)
   local ok, err = pcall(chunk)
   loading = false
   set_readonly(meta, false)
-  meta.__index = runtime_global
+  meta.__index = function_globals()
   set_readonly(meta, true)
   if not ok then return false, err end
   return true, registered
@@ -357,11 +367,9 @@ pub struct Vm {
     pub lua: Lua,
     /// Compiled scripts by SHA1 (lower-case hex).
     functions: HashMap<String, RegistryKey>,
-    /// `xpcall` with Redis's error handler: `(ok, result_or_error_table)`,
-    /// kept in the registry: a run pushes it by its index.
-    runner: RegistryKey,
-    /// The same for a function, which takes KEYS and ARGV as arguments.
-    function_runner: RegistryKey,
+    /// Redis's error handler, which a run hands `lua_pcall` by its
+    /// registry index, as Redis's luaCallFunction does.
+    error_handler: RegistryKey,
     /// FUNCTION LOAD's run of a library's code ([`LIBRARY_LOADER`]).
     loader: RegistryKey,
     /// Libraries compiled here, by name: which load, and their callbacks.
@@ -539,19 +547,6 @@ impl Vm {
         globals.raw_set("pcall", safe_pcall)?;
         // Like Redis, `debug` is only kept for the error handler.
         globals.raw_set("debug", Value::Nil)?;
-        let runner: Function = lua
-            .load("local handler, xpcall = ...; return function(f) return xpcall(f, handler) end")
-            .set_name("=redis_lib")
-            .call((handler.clone(), globals.get::<Function>("xpcall")?))?;
-        let function_runner: Function = lua
-            .load(
-                "local handler, xpcall = ...
-                 return function(f, keys, args)
-                   return xpcall(function() return f(keys, args) end, handler)
-                 end",
-            )
-            .set_name("=redis_lib")
-            .call((handler, globals.get::<Function>("xpcall")?))?;
         let setfenv: Function = globals.get("setfenv")?;
         // Removed as the Redis 7.0 of Debian removes them: an environment
         // switch or a userdata with a writable metatable would reopen what
@@ -602,14 +597,12 @@ impl Vm {
                 }
             },
         )?;
-        let runner = lua.create_registry_value(runner)?;
-        let function_runner = lua.create_registry_value(function_runner)?;
+        let error_handler = lua.create_registry_value(handler)?;
         let loader = lua.create_registry_value(loader)?;
         Ok(Vm {
             lua,
             functions: HashMap::new(),
-            runner,
-            function_runner,
+            error_handler,
             loader,
             libraries: HashMap::new(),
             library_generation: 0,
@@ -773,19 +766,15 @@ impl Vm {
         }
         self.libraries
             .get(&target.library)
-            .and_then(|l| l.callbacks.get(&target.function))
+            .and_then(|l| l.callbacks.get(&*target.function))
             .map(|key| key.id())
             .ok_or_else(|| "ERR Function not found".to_string())
     }
 
-    /// The function runner's index in the Lua registry.
-    pub fn function_runner_id(&self) -> std::ffi::c_int {
-        self.function_runner.id()
-    }
-
-    /// The runner's index in the Lua registry (see [`Vm::function_id`]).
-    pub fn runner_id(&self) -> std::ffi::c_int {
-        self.runner.id()
+    /// The error handler's index in the Lua registry (see
+    /// [`Vm::function_id`]).
+    pub fn error_handler_id(&self) -> std::ffi::c_int {
+        self.error_handler.id()
     }
 
     /// Brings the server's total of VM memory up to date with this VM's.

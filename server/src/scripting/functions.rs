@@ -122,10 +122,12 @@ fn folded(name: &str) -> String {
 /// Functions a thread remembers by the name it was called with, at most.
 const FOUND_HERE_MAX: usize = 1024;
 
+/// A thread's index of the functions it called: the registry's generation
+/// it holds, and the functions by the name as sent.
+type FoundHere = (u64, HashMap<Vec<u8>, Arc<Function>>);
+
 thread_local! {
-    /// This thread's index of the functions it called: the registry's
-    /// generation it holds, and the functions by the name as sent.
-    static FOUND_HERE: std::cell::RefCell<(u64, HashMap<Vec<u8>, Arc<Function>>)> =
+    static FOUND_HERE: std::cell::RefCell<FoundHere> =
         std::cell::RefCell::new((u64::MAX, HashMap::new()));
 }
 

@@ -8,6 +8,10 @@
 //! - `scripts/rate_limit_redis_increment.lua`: npm `rate-limit-redis` 6.0.1
 //!   (the store of express-rate-limit), its `increment` script after the
 //!   package's own whitespace stripping. ARGV = window ms.
+//! - `scripts/rate_limiter_flexible_valkey_glide.lua`: npm
+//!   rate-limiter-flexible 11.4.0's `DEFAULT_VALKEY_SCRIPT`, the body of the
+//!   `consume` function `RateLimiterValkeyGlide` loads (FUNCTION LOAD) and
+//!   calls with FCALL.
 //! - `scripts/rate_limiter_flexible_incr_ttl.lua`: npm
 //!   `rate-limiter-flexible` 11.4.0, `RateLimiterRedis`'s consume script
 //!   (one line: the source ends its lines with `\`). ARGV = points,
@@ -207,6 +211,43 @@ pub fn rate_limiter_flexible(args: &[&[u8]], stored: Option<Counter>) -> Result<
     Ok(Outcome { reply, writes })
 }
 
+/// `scripts/rate_limiter_flexible_valkey_glide.lua`, the consume function
+/// `RateLimiterValkeyGlide` loads as a library: with a duration, SET NX EX
+/// then INCRBY and PTTL, and unlike `RateLimiterRedis`' script no repair of
+/// a key left without a deadline (its PTTL, -1, is the reply). A duration
+/// of 0 (no deadline) runs in Lua.
+pub fn rate_limiter_flexible_valkey_glide(
+    args: &[&[u8]],
+    stored: Option<Counter>,
+) -> Result<Outcome, Fallback> {
+    let [points, duration, ..] = args else {
+        return Err(Fallback);
+    };
+    let seconds = positive(duration, SECONDS_BOUND)?;
+    let points = canonical_integer(points)?;
+    let increment = Write::Increment {
+        by: points,
+        spelled: "incrby",
+    };
+    let (reply, writes) = match stored {
+        None => (
+            Reply::Pair(points, seconds * 1000),
+            [
+                Some(Write::Set {
+                    value: 0,
+                    ttl_ms: seconds * 1000,
+                }),
+                Some(increment),
+            ],
+        ),
+        Some(Counter { value, pttl }) => (
+            Reply::Pair(add(value, points)?, pttl),
+            [Some(increment), None],
+        ),
+    };
+    Ok(Outcome { reply, writes })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -276,6 +317,17 @@ mod tests {
         }
         let counting = rate_limit_redis(&[b"1000"], counter(9, 250)).unwrap();
         assert_eq!(counting.reply, Reply::Pair(10, 250));
+    }
+
+    #[test]
+    fn the_valkey_glide_consume_leaves_a_key_without_deadline_as_it_is() {
+        let fresh = rate_limiter_flexible_valkey_glide(&[b"2", b"10"], None).unwrap();
+        assert_eq!(fresh.reply, Reply::Pair(2, 10_000));
+        let unbounded = rate_limiter_flexible_valkey_glide(&[b"2", b"10"], counter(5, -1)).unwrap();
+        assert_eq!(unbounded.reply, Reply::Pair(7, -1));
+        assert_eq!(unbounded.writes[1], None);
+        assert!(rate_limiter_flexible_valkey_glide(&[b"2", b"0"], None).is_err());
+        assert!(rate_limiter_flexible_valkey_glide(&[b"2"], None).is_err());
     }
 
     #[test]

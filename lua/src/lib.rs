@@ -57,6 +57,9 @@ pub enum Twin {
     RateLimitRedis,
     /// [`fixed_window::rate_limiter_flexible`], `RateLimiterRedis`' consume.
     RateLimiterFlexible,
+    /// [`fixed_window::rate_limiter_flexible_valkey_glide`],
+    /// `RateLimiterValkeyGlide`'s consume function.
+    RateLimiterFlexibleValkeyGlide,
     /// [`token_bucket`], Spring Cloud Gateway's `RedisRateLimiter`.
     SpringCloudGateway,
     /// [`limits_sliding_window`], Python `limits`' sliding-window counter.
@@ -85,6 +88,7 @@ impl Twin {
             Twin::LimitsIncrExpire
                 | Twin::RateLimitRedis
                 | Twin::RateLimiterFlexible
+                | Twin::RateLimiterFlexibleValkeyGlide
                 | Twin::LimitsSlidingWindow
                 | Twin::RedisRateAllowN
                 | Twin::RedisRateAllowAtMost
@@ -130,6 +134,11 @@ pub const SCRIPTS: &[KnownScript] = &[
         name: "rate_limiter_flexible",
         source: include_str!("../scripts/rate_limiter_flexible_incr_ttl.lua"),
         twin: Twin::RateLimiterFlexible,
+    },
+    KnownScript {
+        name: "rate_limiter_flexible_valkey_glide",
+        source: include_str!("../scripts/rate_limiter_flexible_valkey_glide.lua"),
+        twin: Twin::RateLimiterFlexibleValkeyGlide,
     },
     KnownScript {
         name: "spring_cloud_gateway",
@@ -286,6 +295,10 @@ mod tests {
         assert_eq!(
             digest("rate_limiter_flexible"),
             "a1de965f42e177aa339706bd580f049065eca79a"
+        );
+        assert_eq!(
+            digest("rate_limiter_flexible_valkey_glide"),
+            "c2dd110244ccc4448172c0148049c05a426917b4"
         );
         assert_eq!(
             digest("limits_moving_window"),

@@ -129,4 +129,12 @@ async fn rate_limiter_flexible_over_valkey_glide_loads_its_functions_and_decides
         libraries.contains("ratelimiterflexible") && libraries.contains("consume"),
         "{libraries}"
     );
+    // Its consume function is a known limiter script: every call but the
+    // refused ones' ran natively (a block is decided by the client).
+    let info = conn.line("INFO limiter_scripts").await;
+    let line = info
+        .lines()
+        .find(|l| l.starts_with("script_rate_limiter_flexible_valkey_glide:"))
+        .unwrap_or_else(|| panic!("{info}"));
+    assert!(line.ends_with("native_runs=9,lua_runs=0"), "{line}");
 }

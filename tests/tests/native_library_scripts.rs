@@ -69,6 +69,11 @@ fn native_limits_fixed_window_equals_lua() {
 }
 
 #[test]
+fn native_rate_limiter_flexible_valkey_glide_equals_lua() {
+    library_script_equals_lua("rate_limiter_flexible_valkey_glide", 2);
+}
+
+#[test]
 fn native_rate_limit_redis_equals_lua() {
     library_script_equals_lua("rate_limit_redis", 1);
 }

@@ -296,7 +296,7 @@ impl Functions {
                     source: Vec::new(),
                     body: Vec::new(),
                     flags,
-                    native: None,
+                    native: known_function(&body, &r.name),
                     needs_everything: AtomicBool::new(false),
                     function: Some(FunctionTarget {
                         library: name.clone(),
@@ -397,6 +397,30 @@ impl Functions {
         self.changed();
         Ok(())
     }
+}
+
+/// The libraries limiter packages load around a known limiter script, by
+/// the script's name in `tally_lua::SCRIPTS`, the function's name, and the
+/// library's code after its shebang line with the script's text at `{}`.
+const KNOWN_LIBRARIES: &[(&str, &str, &str)] = &[(
+    // rate-limiter-flexible 11.4.0's RateLimiterValkeyGlide (_loadScripts),
+    // under any library name.
+    "rate_limiter_flexible_valkey_glide",
+    "consume",
+    "\n        local function consume(KEYS, ARGV)\n          {}\n        end\n        server.register_function('consume', consume)",
+)];
+
+/// The known script a function runs natively, as EVALSHA of that script
+/// does: when its library is, byte for byte, one a limiter package loads.
+fn known_function(body: &[u8], function: &str) -> Option<usize> {
+    KNOWN_LIBRARIES
+        .iter()
+        .filter(|(_, name, _)| *name == function)
+        .find_map(|(script, _, shape)| {
+            let index = tally_lua::SCRIPTS.iter().position(|s| s.name == *script)?;
+            let expected = shape.replacen("{}", tally_lua::SCRIPTS[index].source.trim(), 1);
+            (expected.as_bytes() == body).then_some(index)
+        })
 }
 
 fn owns(library: &Library, function: &Function) -> bool {

@@ -27,6 +27,9 @@ pub(super) fn run(
         Twin::LimitsIncrExpire => fixed_window::limits_incr_expire(args, stored),
         Twin::RateLimitRedis => fixed_window::rate_limit_redis(args, stored),
         Twin::RateLimiterFlexible => fixed_window::rate_limiter_flexible(args, stored),
+        Twin::RateLimiterFlexibleValkeyGlide => {
+            fixed_window::rate_limiter_flexible_valkey_glide(args, stored)
+        }
         _ => return None,
     }
     .ok()?;
@@ -40,7 +43,7 @@ pub(super) fn run(
         // rate-limit-redis reads PTTL before writing.
         Twin::RateLimitRedis => shard.count_read(stored.is_some()),
         // rate-limiter-flexible reads it after its SET NX made the key.
-        Twin::RateLimiterFlexible => shard.count_read(true),
+        Twin::RateLimiterFlexible | Twin::RateLimiterFlexibleValkeyGlide => shard.count_read(true),
         _ => {}
     }
     let logging = ctx.shared.store.feed().active();

@@ -60,7 +60,10 @@ pub fn run(
         Twin::SlidingWindow | Twin::SlidingWindowServerTime | Twin::MultiLimit | Twin::Lease => {
             own::run(ctx, twin, keys, args, read_only, over_maxmemory)
         }
-        Twin::LimitsIncrExpire | Twin::RateLimitRedis | Twin::RateLimiterFlexible => {
+        Twin::LimitsIncrExpire
+        | Twin::RateLimitRedis
+        | Twin::RateLimiterFlexible
+        | Twin::RateLimiterFlexibleValkeyGlide => {
             fixed_window::run(ctx, twin, one(keys)?, args, writes_refused)
         }
         Twin::LimitsSlidingWindow => limits_sliding_window::run(ctx, keys, args, writes_refused),
@@ -277,6 +280,14 @@ fn calls(twin: Twin) -> &'static [Call] {
                 call("get", EACH, &[]),
                 call("setex", EACH, &["1", "1"]),
                 call("time", Keys::None, &[]),
+            ];
+            CALLS
+        }
+        Twin::RateLimiterFlexibleValkeyGlide => {
+            const CALLS: &[Call] = &[
+                call("set", EACH, &["0", "EX", "1", "NX"]),
+                call("incrby", EACH, &["1"]),
+                call("pttl", EACH, &[]),
             ];
             CALLS
         }

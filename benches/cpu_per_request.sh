@@ -9,7 +9,8 @@
 #
 # Loads: SET, GET, INCR; a one-command EVAL; a fixed window (INCRBY, EXPIRE
 # if new; through EVALSHA, and as a function through FCALL,
-# `fcall_fixed_window`, not in the default list) and a token bucket (HMGET, HSET, PEXPIRE) through EVALSHA, neither
+# `fcall_fixed_window`, and rate-limiter-flexible's Valkey Glide function,
+# `rate_limiter_flexible_glide`, neither in the default list) and a token bucket (HMGET, HSET, PEXPIRE) through EVALSHA, neither
 # of which tally recognises, so both take the Lua path; and the seed's
 # sliding window through EVALSHA, which tally runs natively; and the
 # limiter scripts of six libraries as their packages send them (Python
@@ -85,6 +86,11 @@ FIXED_WINDOW_LIBRARY="#!lua name=limiter
 redis.register_function('fixed_window', function(KEYS, ARGV)
 $FIXED_WINDOW
 end)"
+GLIDE_LIBRARY="#!lua name=ratelimiterflexible
+        local function consume(KEYS, ARGV)
+          $(cat lua/scripts/rate_limiter_flexible_valkey_glide.lua)
+        end
+        server.register_function('consume', consume)"
 load() { # PORT LOAD: runs it; prints requests per second
     local port=$1 name=$2 args
     case $name in
@@ -93,6 +99,14 @@ load() { # PORT LOAD: runs it; prints requests per second
         incr) args=(-t incr) ;;
         eval_incr) args=(EVAL "return redis.call('INCR', KEYS[1])" 1 "$K") ;;
         fixed_window) args=(EVALSHA "$(redis-cli -p "$port" SCRIPT LOAD "$FIXED_WINDOW")" 1 "$K" 1 60) ;;
+        # rate-limiter-flexible's RateLimiterValkeyGlide: the library it
+        # loads and its FCALL (points, duration s). Redis 7.0 has no
+        # `server` table, so there its calls are spelled `redis.`.
+        rate_limiter_flexible_glide)
+            local library=$GLIDE_LIBRARY
+            [ "$port" = "$REDIS_PORT" ] && library=${library//server./redis.}
+            redis-cli -p "$port" FUNCTION LOAD REPLACE "$library" >/dev/null
+            args=(FCALL consume 1 "$K" 1 60) ;;
         # The same fixed window as a Redis 7 function, called with FCALL.
         fcall_fixed_window)
             redis-cli -p "$port" FUNCTION LOAD REPLACE "$FIXED_WINDOW_LIBRARY" >/dev/null

@@ -179,36 +179,7 @@ pub fn rate_limit_redis(args: &[&[u8]], stored: Option<Counter>) -> Result<Outco
 /// INCRBY the points, and give a key without a deadline one; replies
 /// `{consumed, ms left}`.
 pub fn rate_limiter_flexible(args: &[&[u8]], stored: Option<Counter>) -> Result<Outcome, Fallback> {
-    let [points, duration, ..] = args else {
-        return Err(Fallback);
-    };
-    let seconds = positive(duration, SECONDS_BOUND)?;
-    let points = canonical_integer(points)?;
-    let increment = Write::Increment {
-        by: points,
-        spelled: "incrby",
-    };
-    let (reply, writes) = match stored {
-        None => (
-            Reply::Pair(points, seconds * 1000),
-            [
-                Some(Write::Set {
-                    value: 0,
-                    ttl_ms: seconds * 1000,
-                }),
-                Some(increment),
-            ],
-        ),
-        Some(Counter { value, pttl: -1 }) => (
-            Reply::Pair(add(value, points)?, seconds * 1000),
-            [Some(increment), Some(Write::Expire { seconds })],
-        ),
-        Some(Counter { value, pttl }) => (
-            Reply::Pair(add(value, points)?, pttl),
-            [Some(increment), None],
-        ),
-    };
-    Ok(Outcome { reply, writes })
+    set_nx_incrby_pttl(args, stored, true)
 }
 
 /// `scripts/rate_limiter_flexible_valkey_glide.lua`, the consume function
@@ -219,6 +190,16 @@ pub fn rate_limiter_flexible(args: &[&[u8]], stored: Option<Counter>) -> Result<
 pub fn rate_limiter_flexible_valkey_glide(
     args: &[&[u8]],
     stored: Option<Counter>,
+) -> Result<Outcome, Fallback> {
+    set_nx_incrby_pttl(args, stored, false)
+}
+
+/// rate-limiter-flexible's consume: SET NX EX, INCRBY, PTTL; when
+/// `give_deadline`, a key found without one gets the window's (EXPIRE).
+fn set_nx_incrby_pttl(
+    args: &[&[u8]],
+    stored: Option<Counter>,
+    give_deadline: bool,
 ) -> Result<Outcome, Fallback> {
     let [points, duration, ..] = args else {
         return Err(Fallback);
@@ -239,6 +220,10 @@ pub fn rate_limiter_flexible_valkey_glide(
                 }),
                 Some(increment),
             ],
+        ),
+        Some(Counter { value, pttl: -1 }) if give_deadline => (
+            Reply::Pair(add(value, points)?, seconds * 1000),
+            [Some(increment), Some(Write::Expire { seconds })],
         ),
         Some(Counter { value, pttl }) => (
             Reply::Pair(add(value, points)?, pttl),

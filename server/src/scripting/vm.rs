@@ -619,18 +619,11 @@ impl Vm {
         if let Some(key) = self.functions.get(sha) {
             return Ok(key.id());
         }
-        let function = self
-            .lua
-            .load(source)
-            .set_name("@user_script")
-            .into_function()
-            .map_err(|e| {
-                let message = match &e {
-                    mlua::Error::SyntaxError { message, .. } => message.clone(),
-                    other => other.to_string(),
-                };
-                format!("ERR Error compiling script (new function): {message}")
-            })?;
+        let function = self.compile(
+            source,
+            "@user_script",
+            "ERR Error compiling script (new function)",
+        )?;
         let key = self
             .lua
             .create_registry_value(function)
@@ -638,6 +631,22 @@ impl Vm {
         let id = key.id();
         self.functions.insert(sha.to_string(), key);
         Ok(id)
+    }
+
+    /// Compiles `source` as the chunk `name`; a syntax error is `context`
+    /// and Lua's message, as Redis words it.
+    fn compile(&self, source: &[u8], name: &str, context: &str) -> Result<Function, String> {
+        self.lua
+            .load(source)
+            .set_name(name)
+            .into_function()
+            .map_err(|e| {
+                let message = match &e {
+                    mlua::Error::SyntaxError { message, .. } => message.clone(),
+                    other => other.to_string(),
+                };
+                format!("{context}: {message}")
+            })
     }
 
     /// Runs a library's code (from its shebang line's newline on) to
@@ -664,18 +673,7 @@ impl Vm {
         body: &[u8],
         timeout_ms: u64,
     ) -> Result<Vec<(super::functions::Registered, RegistryKey)>, String> {
-        let chunk = self
-            .lua
-            .load(body)
-            .set_name("@user_function")
-            .into_function()
-            .map_err(|e| {
-                let message = match &e {
-                    mlua::Error::SyntaxError { message, .. } => message.clone(),
-                    other => other.to_string(),
-                };
-                format!("ERR Error compiling function: {message}")
-            })?;
+        let chunk = self.compile(body, "@user_function", "ERR Error compiling function")?;
         let loader: Function = self
             .lua
             .registry_value(&self.loader)

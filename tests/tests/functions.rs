@@ -414,3 +414,51 @@ async fn scripts_and_functions_that_may_write_wait_for_enough_replicas_as_on_red
     let mismatches = compare_streams(redis.addr, tally.addr(), &commands).await;
     assert_no_mismatch(&mismatches);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn no_cluster_scripts_and_functions_are_refused_in_cluster_mode() {
+    let node = TallyProcess::start(&["--cluster-enabled", "yes"]);
+    let addr = node.addr();
+    let _: String = query(
+        addr,
+        &[
+            "FUNCTION",
+            "LOAD",
+            "#!lua name=local_only\nredis.register_function{function_name='local_only', callback=function() return 1 end, flags={'no-cluster'}}\nredis.register_function('anywhere', function() return 2 end)",
+        ],
+    )
+    .await;
+    let mut conn = redis::Client::open(format!("redis://{addr}"))
+        .unwrap()
+        .get_multiplexed_async_connection()
+        .await
+        .unwrap();
+    let refused = "Can not run script on cluster, 'no-cluster' flag is set.";
+    for command in [
+        redis::cmd("FCALL").arg("local_only").arg(0).clone(),
+        redis::cmd("EVAL")
+            .arg("#!lua flags=no-cluster\nreturn 1")
+            .arg(0)
+            .clone(),
+    ] {
+        let error = command
+            .query_async::<redis::Value>(&mut conn)
+            .await
+            .unwrap_err();
+        assert_eq!(error.detail(), Some(refused), "{error}");
+    }
+    let ran: i64 = redis::cmd("FCALL")
+        .arg("anywhere")
+        .arg(0)
+        .query_async(&mut conn)
+        .await
+        .unwrap();
+    assert_eq!(ran, 2);
+    let ran: i64 = redis::cmd("EVAL")
+        .arg("#!lua\nreturn 3")
+        .arg(0)
+        .query_async(&mut conn)
+        .await
+        .unwrap();
+    assert_eq!(ran, 3);
+}

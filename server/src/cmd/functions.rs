@@ -282,11 +282,7 @@ fn fcall_generic(ctx: &mut Ctx<'_>, argv: &[&[u8]], read_only: bool) -> Reply {
     if numkeys < 0 {
         return Reply::error("ERR Number of keys can't be negative");
     }
-    let flags = function.script.flags;
-    if flags.no_cluster && ctx.shared.cluster.get().is_some() {
-        return Reply::error("ERR Can not run script on cluster, 'no-cluster' flag is set.");
-    }
-    if read_only && !flags.no_writes {
+    if read_only && !function.script.flags.no_writes {
         return Reply::error("ERR Can not execute a script with write flag using *_ro command.");
     }
     let split = 3 + numkeys as usize;

@@ -394,6 +394,10 @@ fn run_script(
 ) -> Reply {
     let shared = ctx.shared;
     ctx.client.script_read = false;
+    // Redis's scriptPrepareForRun, for a shebang script or a function.
+    if script.flags.no_cluster && shared.cluster.get().is_some() {
+        return Reply::error("ERR Can not run script on cluster, 'no-cluster' flag is set.");
+    }
     if let Some(refusal) = replica_refusal(ctx, script) {
         return refusal;
     }

@@ -221,6 +221,17 @@ async fn libraries_are_kept_by_the_snapshot_and_the_append_only_file() {
     assert_eq!(name, "kept");
     let n: i64 = query(tally.addr(), &["FCALL", "kept_incr", "1", "c"]).await;
     assert_eq!(n, 1);
+    let info: String = query(tally.addr(), &["INFO", "memory"]).await;
+    for expected in [
+        "number_of_functions:1\r\n".to_string(),
+        "number_of_libraries:1\r\n".to_string(),
+        format!(
+            "used_memory_functions:{}\r\n",
+            COUNTER.len() + "kept".len() + "kept_incr".len()
+        ),
+    ] {
+        assert!(info.contains(&expected), "{expected} in {info}");
+    }
     // From the append-only file's commands.
     tally.kill();
     tally.restart();

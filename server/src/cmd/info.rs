@@ -295,6 +295,8 @@ fn memory(ctx: &Ctx<'_>, totals: &ShardTotals) -> Vec<String> {
     let dataset = used - overhead;
     let lua = shared.scripts.vm_memory.sum().max(0) as u64;
     let (cached_scripts, script_bytes) = shared.scripts.cache_stats();
+    let (libraries, functions) = shared.scripts.functions.counts();
+    let function_bytes = shared.scripts.functions.memory();
     let system = total_system_memory();
     let mut lines = vec![
         format!("used_memory:{used}"),
@@ -325,16 +327,18 @@ fn memory(ctx: &Ctx<'_>, totals: &ShardTotals) -> Vec<String> {
         format!("used_memory_lua_human:{}", human_bytes(lua)),
         format!("used_memory_scripts_eval:{script_bytes}"),
         format!("number_of_cached_scripts:{cached_scripts}"),
-        "number_of_functions:0".to_string(),
-        "number_of_libraries:0".to_string(),
+        format!("number_of_functions:{functions}"),
+        format!("number_of_libraries:{libraries}"),
+        // Functions run in the same worker VMs as scripts: their Lua
+        // memory is counted under used_memory_vm_eval.
         "used_memory_vm_functions:0".to_string(),
         format!("used_memory_vm_total:{lua}"),
         format!("used_memory_vm_total_human:{}", human_bytes(lua)),
-        "used_memory_functions:0".to_string(),
-        format!("used_memory_scripts:{script_bytes}"),
+        format!("used_memory_functions:{function_bytes}"),
+        format!("used_memory_scripts:{}", script_bytes + function_bytes),
         format!(
             "used_memory_scripts_human:{}",
-            human_bytes(script_bytes as u64)
+            human_bytes((script_bytes + function_bytes) as u64)
         ),
         format!("maxmemory:{}", config.maxmemory),
         format!("maxmemory_human:{}", human_bytes(config.maxmemory)),

@@ -347,6 +347,25 @@ impl Functions {
         self.registry.read().libraries.values().cloned().collect()
     }
 
+    /// Bytes the libraries hold, their code and names (INFO
+    /// used_memory_functions).
+    pub fn memory(&self) -> usize {
+        let registry = self.registry.read();
+        registry
+            .libraries
+            .values()
+            .map(|library| {
+                library.code.len()
+                    + library.name.len()
+                    + library
+                        .functions
+                        .iter()
+                        .map(|f| f.name.len() + f.description.as_ref().map_or(0, Vec::len))
+                        .sum::<usize>()
+            })
+            .sum()
+    }
+
     /// Libraries and functions (FUNCTION STATS).
     pub fn counts(&self) -> (usize, usize) {
         let registry = self.registry.read();

@@ -362,7 +362,8 @@ fn build_lua_value(lua: &mlua::Lua, data: &[u8]) -> Option<mlua::Value> {
 /// reader never panics nor over-allocates; a payload it accepts dumps
 /// again into one that restores, and dumping is stable from then on; the
 /// store accepts what the reader gives. The same bytes are also read as
-/// the body of an RDB 10 file.
+/// a FUNCTION RESTORE payload (accepted libraries dump and read back the
+/// same) and as the body of an RDB 10 file.
 pub fn rdb(data: &[u8]) {
     if let Ok(value) = tally_rdb::restore(data) {
         let encodings = tally_rdb::Encodings::default();
@@ -375,6 +376,18 @@ pub fn rdb(data: &[u8]) {
         );
         assert_eq!(first, second, "dumping is not stable");
         let _ = crate::persistence::from_rdb(value, &Default::default());
+    }
+    // FUNCTION RESTORE's payloads: what is accepted dumps and reads back
+    // to the same libraries, compressed or not.
+    if let Ok(codes) = tally_rdb::restore_functions(data) {
+        for compress in [false, true] {
+            let again = tally_rdb::restore_functions(&tally_rdb::dump_functions(
+                codes.iter().map(Vec::as_slice),
+                compress,
+            ))
+            .expect("a dump of accepted libraries restores");
+            assert_eq!(again, codes, "libraries changed through a dump");
+        }
     }
     let mut file = b"REDIS0010".to_vec();
     file.extend_from_slice(data);

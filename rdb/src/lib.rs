@@ -135,16 +135,20 @@ pub fn crc64_update(crc: u64, data: &[u8]) -> u64 {
 pub fn dump(value: &Value, encodings: &Encodings) -> Vec<u8> {
     let mut out = Vec::new();
     writer::write_value(&mut out, value, encodings);
-    out.extend_from_slice(&RDB_VERSION.to_le_bytes());
-    let crc = crc64(&out);
-    out.extend_from_slice(&crc.to_le_bytes());
-    out
+    sealed(out)
 }
 
-/// Reads a DUMP payload back, as RESTORE does: the footer's version must
-/// be one this reader knows (up to Redis 7.2's 11) and the checksum must
-/// match ("DUMP payload version or checksum are wrong" on Redis).
-pub fn restore(payload: &[u8]) -> Result<Value, Error> {
+/// `body` with DUMP's footer: the RDB version and the CRC64 of both.
+fn sealed(mut body: Vec<u8>) -> Vec<u8> {
+    body.extend_from_slice(&RDB_VERSION.to_le_bytes());
+    let crc = crc64(&body);
+    body.extend_from_slice(&crc.to_le_bytes());
+    body
+}
+
+/// A DUMP payload's body, once its footer says a version this reader
+/// knows (up to Redis 7.2's 11) and a matching checksum.
+fn unsealed(payload: &[u8]) -> Result<&[u8], Error> {
     // Too short for the footer: Redis reports the footer as wrong.
     if payload.len() < 10 {
         return Err(Error::Checksum);
@@ -158,7 +162,14 @@ pub fn restore(payload: &[u8]) -> Result<Value, Error> {
     if crc64(&payload[..payload.len() - 8]) != stored {
         return Err(Error::Checksum);
     }
-    let mut input = encoding::Input::new(body);
+    Ok(body)
+}
+
+/// Reads a DUMP payload back, as RESTORE does: the footer's version must
+/// be one this reader knows (up to Redis 7.2's 11) and the checksum must
+/// match ("DUMP payload version or checksum are wrong" on Redis).
+pub fn restore(payload: &[u8]) -> Result<Value, Error> {
+    let mut input = encoding::Input::new(unsealed(payload)?);
     let kind = input.byte()?;
     match reader::read_value(&mut input, kind)? {
         // Bytes after the value are ignored, as Redis's RESTORE does.
@@ -179,10 +190,7 @@ pub fn dump_functions<'a>(codes: impl IntoIterator<Item = &'a [u8]>, compress: b
         out.push(reader::opcodes::FUNCTION2);
         encoding::write_string(&mut out, code, compress);
     }
-    out.extend_from_slice(&RDB_VERSION.to_le_bytes());
-    let crc = crc64(&out);
-    out.extend_from_slice(&crc.to_le_bytes());
-    out
+    sealed(out)
 }
 
 /// Why a FUNCTION RESTORE payload was refused, in Redis's words.
@@ -199,18 +207,8 @@ pub enum FunctionsPayloadError {
 /// The library codes of a FUNCTION DUMP payload, checked as Redis's
 /// FUNCTION RESTORE checks it.
 pub fn restore_functions(payload: &[u8]) -> Result<Vec<Vec<u8>>, FunctionsPayloadError> {
-    if payload.len() < 10 {
-        return Err(FunctionsPayloadError::Footer);
-    }
-    let footer = &payload[payload.len() - 10..];
-    let version = u16::from_le_bytes([footer[0], footer[1]]);
-    let stored = u64::from_le_bytes([
-        footer[2], footer[3], footer[4], footer[5], footer[6], footer[7], footer[8], footer[9],
-    ]);
-    if version > MAX_READ_VERSION || crc64(&payload[..payload.len() - 8]) != stored {
-        return Err(FunctionsPayloadError::Footer);
-    }
-    let mut input = encoding::Input::new(&payload[..payload.len() - 10]);
+    let body = unsealed(payload).map_err(|_| FunctionsPayloadError::Footer)?;
+    let mut input = encoding::Input::new(body);
     let mut codes = Vec::new();
     while input.remaining() > 0 {
         let opcode = input

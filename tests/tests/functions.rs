@@ -14,6 +14,7 @@
 use std::time::Duration;
 
 use redis::AsyncCommands;
+use tally_tests::keyspace::connect;
 use tally_tests::process::TallyProcess;
 use tally_tests::replication::{replication_field, wait_in_sync};
 use tally_tests::{assert_no_mismatch, compare_streams, RedisServer, TestServer};
@@ -147,11 +148,7 @@ async fn loading_calling_and_listing_functions_match_redis() {
     let mut mismatches = compare_streams(redis.addr, tally.addr(), &commands).await;
     // The payload each server dumped is restored on both, under each
     // policy, beside corrupt payloads.
-    let mut conn = redis::Client::open(format!("redis://{}", redis.addr))
-        .unwrap()
-        .get_multiplexed_async_connection()
-        .await
-        .unwrap();
+    let mut conn = connect(redis.addr).await;
     let payload: Vec<u8> = redis::cmd("FUNCTION")
         .arg("DUMP")
         .query_async(&mut conn)
@@ -200,11 +197,7 @@ async fn loading_calling_and_listing_functions_match_redis() {
 }
 
 async fn query<T: redis::FromRedisValue>(addr: std::net::SocketAddr, args: &[&str]) -> T {
-    let mut conn = redis::Client::open(format!("redis://{addr}"))
-        .unwrap()
-        .get_multiplexed_async_connection()
-        .await
-        .unwrap();
+    let mut conn = connect(addr).await;
     let mut cmd = redis::cmd(args[0]);
     for arg in &args[1..] {
         cmd.arg(*arg);
@@ -334,22 +327,14 @@ async fn function_kill_stops_a_busy_function_that_script_kill_may_not() {
     )
     .await;
     let busy = tokio::spawn(async move {
-        let mut conn = redis::Client::open(format!("redis://{addr}"))
-            .unwrap()
-            .get_multiplexed_async_connection()
-            .await
-            .unwrap();
+        let mut conn = connect(addr).await;
         redis::cmd("FCALL")
             .arg("spin")
             .arg(0)
             .query_async::<redis::Value>(&mut conn)
             .await
     });
-    let mut conn = redis::Client::open(format!("redis://{addr}"))
-        .unwrap()
-        .get_multiplexed_async_connection()
-        .await
-        .unwrap();
+    let mut conn = connect(addr).await;
     // Other clients are told which KILL stops what runs.
     let deadline = std::time::Instant::now() + Duration::from_secs(10);
     let refused = loop {
@@ -439,11 +424,7 @@ async fn no_cluster_scripts_and_functions_are_refused_in_cluster_mode() {
         ],
     )
     .await;
-    let mut conn = redis::Client::open(format!("redis://{addr}"))
-        .unwrap()
-        .get_multiplexed_async_connection()
-        .await
-        .unwrap();
+    let mut conn = connect(addr).await;
     let refused = "Can not run script on cluster, 'no-cluster' flag is set.";
     for command in [
         redis::cmd("FCALL").arg("local_only").arg(0).clone(),
@@ -458,18 +439,8 @@ async fn no_cluster_scripts_and_functions_are_refused_in_cluster_mode() {
             .unwrap_err();
         assert_eq!(error.detail(), Some(refused), "{error}");
     }
-    let ran: i64 = redis::cmd("FCALL")
-        .arg("anywhere")
-        .arg(0)
-        .query_async(&mut conn)
-        .await
-        .unwrap();
+    let ran: i64 = query(addr, &["FCALL", "anywhere", "0"]).await;
     assert_eq!(ran, 2);
-    let ran: i64 = redis::cmd("EVAL")
-        .arg("#!lua\nreturn 3")
-        .arg(0)
-        .query_async(&mut conn)
-        .await
-        .unwrap();
+    let ran: i64 = query(addr, &["EVAL", "#!lua\nreturn 3", "0"]).await;
     assert_eq!(ran, 3);
 }

@@ -12,9 +12,9 @@ use crate::scripting::{self, functions};
 const LOAD_TIMEOUT_MS: u64 = 500;
 
 /// The client whose commands must be applied whatever they cost: the
-/// master's link, or the append-only file's replay (id `u64::MAX`).
+/// master's link, or the append-only file's replay.
 fn must_obey(ctx: &Ctx<'_>) -> bool {
-    ctx.client.master || ctx.client.info.id == u64::MAX
+    ctx.client.master || ctx.client.info.id == super::persistence::AOF_REPLAY_CLIENT_ID
 }
 
 /// FUNCTION LOAD [REPLACE] function-code

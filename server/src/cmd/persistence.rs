@@ -210,13 +210,18 @@ pub fn bgrewriteaof(ctx: &mut Ctx<'_>, _argv: &[&[u8]]) -> Reply {
     }
 }
 
+/// The id of the client that replays the append-only file, which no
+/// connection gets (FUNCTION LOAD lifts its load timeout for it, as for
+/// the master).
+pub const AOF_REPLAY_CLIENT_ID: u64 = u64::MAX;
+
 /// The append-only file's replay client: each logged command goes
 /// straight to its handler, as Redis's loader calls `cmd->proc` (none of
 /// the checks meant for clients; the reply is dropped), at the replay
 /// clock, before every deadline. `Err` for a command tally does not have.
 pub fn aof_replayer(shared: &Shared) -> impl FnMut(&[&[u8]]) -> Result<(), ()> + '_ {
     let info = Arc::new(ClientInfo::new(
-        u64::MAX,
+        AOF_REPLAY_CLIENT_ID,
         ([0, 0, 0, 0], 0).into(),
         ([0, 0, 0, 0], 0).into(),
         0,

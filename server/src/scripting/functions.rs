@@ -39,14 +39,11 @@ pub struct Library {
     pub load_id: u64,
 }
 
-impl Library {
-    /// The code a VM compiles: the shebang line blanked to an empty line,
-    /// so line numbers stay the code's, as Redis hands its engine the code
-    /// from the shebang's newline on.
-    pub fn body(&self) -> &[u8] {
-        let newline = self.code.iter().position(|&b| b == b'\n').unwrap_or(0);
-        &self.code[newline..]
-    }
+/// The code a VM compiles: from the shebang line's newline on, so line
+/// numbers stay the code's, as Redis hands its engine the code.
+fn body_of(code: &[u8]) -> &[u8] {
+    let newline = code.iter().position(|&b| b == b'\n').unwrap_or(0);
+    &code[newline..]
 }
 
 /// A function a library registered.
@@ -240,8 +237,7 @@ impl Functions {
         if !replace && self.registry.read().libraries.contains_key(&folded(&name)) {
             return Err(format!("ERR Library '{name}' already exists"));
         }
-        let library = self.compile(code, timeout_ms)?;
-        let name = library.name.clone();
+        let library = self.compile(name.clone(), code, timeout_ms)?;
         let mut registry = self.registry.write();
         if !replace && registry.libraries.contains_key(&folded(&name)) {
             return Err(format!("ERR Library '{name}' already exists"));
@@ -266,11 +262,10 @@ impl Functions {
     }
 
     /// Runs a library's code in this thread's VM and builds the library.
-    fn compile(&self, code: &[u8], timeout_ms: u64) -> Result<Arc<Library>, String> {
-        let name = library_name(code).map_err(|e| format!("ERR {e}"))?;
+    /// `name` is the one [`library_name`] read from `code`.
+    fn compile(&self, name: String, code: &[u8], timeout_ms: u64) -> Result<Arc<Library>, String> {
         let load_id = self.next_load_id.fetch_add(1, Ordering::Relaxed);
-        let newline = code.iter().position(|&b| b == b'\n').unwrap_or(0);
-        let body: Arc<[u8]> = code[newline..].into();
+        let body: Arc<[u8]> = body_of(code).into();
         let registered = vm::with_vm(|vm| vm.register_library(&body, timeout_ms))?;
         if registered.is_empty() {
             return Err("ERR No functions registered".into());
@@ -383,7 +378,8 @@ impl Functions {
     pub fn restore(&self, codes: &[Vec<u8>], policy: RestorePolicy) -> Result<(), String> {
         let mut libraries = Vec::with_capacity(codes.len());
         for code in codes {
-            libraries.push(self.compile(code, 0)?);
+            let name = library_name(code).map_err(|e| format!("ERR {e}"))?;
+            libraries.push(self.compile(name, code, 0)?);
         }
         let mut registry = self.registry.write();
         let mut next = match policy {

@@ -417,14 +417,6 @@ fn run_script(
         ctx.client.batch.fallback_script_runs[index] += 1;
     }
     let may_write = !read_only && !script.flags.no_writes;
-    // Redis refuses such a call before it runs (its command flags say
-    // DENYOOM); a function's call is measured with its arguments, as the
-    // dispatcher measures a command's.
-    let over = if script.function.is_some() {
-        over_maxmemory_at_start(shared, script, keys, args)
-    } else {
-        shared.over_maxmemory()
-    };
     // Redis's scriptPrepareForRun: a script that may write is refused
     // before it runs while too few replicas acknowledge (no shebang: its
     // first write is, in the bridge).
@@ -435,7 +427,18 @@ fn run_script(
     {
         return Reply::error(cmd::error::NOREPLICAS);
     }
-    if script.flags.shebang && may_write && !script.flags.allow_oom && over {
+    // Redis refuses such a call before it runs (its command flags say
+    // DENYOOM); a function's call is measured with its arguments, as the
+    // dispatcher measures a command's.
+    if script.flags.shebang
+        && may_write
+        && !script.flags.allow_oom
+        && if script.function.is_some() {
+            over_maxmemory_at_start(shared, script, keys, args)
+        } else {
+            shared.over_maxmemory()
+        }
+    {
         return Reply::error(cmd::error::OOM);
     }
     let scripts = &shared.scripts;

@@ -172,33 +172,36 @@ impl Hash {
         if field.len() > longest || value.len() > longest {
             self.convert();
         }
-        if let Fields::Packed { buffer, len } = &mut self.fields {
-            if let Some(found) = find(buffer, field) {
-                let (value_start, end) = (found.value_start, found.end);
-                let mut encoded = Vec::with_capacity(value.len() + 2);
-                push_element(&mut encoded, value);
-                buffer.splice(value_start..end, encoded);
-                return false;
+        match &mut self.fields {
+            Fields::Packed { buffer, len } => {
+                if let Some(found) = find(buffer, field) {
+                    let (value_start, end) = (found.value_start, found.end);
+                    let mut encoded = Vec::with_capacity(value.len() + 2);
+                    push_element(&mut encoded, value);
+                    buffer.splice(value_start..end, encoded);
+                    return false;
+                }
+                if *len < limits.hash_max_listpack_entries {
+                    push_element(buffer, field);
+                    push_element(buffer, value);
+                    *len += 1;
+                    return true;
+                }
+                // One field too many: the table takes it.
+                self.convert();
+                self.insert(field, value, limits)
             }
-            if *len < limits.hash_max_listpack_entries {
-                push_element(buffer, field);
-                push_element(buffer, value);
-                *len += 1;
-                return true;
+            Fields::Table(table) => {
+                if let Some(old) = table.get_mut(field) {
+                    self.bytes = self.bytes + value.len() - old.len();
+                    *old = value.into();
+                    return false;
+                }
+                self.bytes += element_bytes(field) + element_bytes(value) + FIELD_OVERHEAD;
+                table.insert(field.into(), value.into());
+                true
             }
-            self.convert();
         }
-        let Fields::Table(table) = &mut self.fields else {
-            unreachable!("converted above")
-        };
-        if let Some(old) = table.get_mut(field) {
-            self.bytes = self.bytes + value.len() - old.len();
-            *old = value.into();
-            return false;
-        }
-        self.bytes += element_bytes(field) + element_bytes(value) + FIELD_OVERHEAD;
-        table.insert(field.into(), value.into());
-        true
     }
 
     /// Turns a packed hash into a table, keeping its order.

@@ -5,7 +5,7 @@ documentation (COMMAND DOCS, COMMAND INFO's key specs and tips, ACL
 categories), taken from Redis 7.0's command JSON files (src/commands/*.json)
 so that replies, redis-cli's hints and cluster clients' key lookups are
 Redis's own, plus tools/command_overlay.json for what tally says
-differently (commands Redis 7.0 does not have, refused blocking commands).
+differently (commands Redis 7.0 does not have).
 
 Which commands tally has, and in which order, comes from the handler
 bindings (server/src/cmd/handlers.rs): add the binding, run this tool,
@@ -30,13 +30,12 @@ FLAGS = [
     "WRITE", "READONLY", "DENYOOM", "ADMIN", "PUBSUB", "NOSCRIPT", "FAST",
     "NO_AUTH", "LOADING", "STALE", "NO_MULTI", "ALLOW_BUSY", "SKIP_SLOWLOG",
     "MAY_REPLICATE", "SKIP_MONITOR", "ASKING", "NO_MANDATORY_KEYS",
-    "NO_ASYNC_LOADING",
+    "NO_ASYNC_LOADING", "BLOCKING",
 ]
-# Redis's flags tally has no use for: Sentinel's, BLOCKING (tally refuses
-# blocking commands), PROTECTED (enable-debug-command is not a directive
-# here), TOUCHES_ARBITRARY_KEYS (not shown by Redis 7.0's COMMAND INFO).
+# Redis's flags tally has no use for: Sentinel's, PROTECTED
+# (enable-debug-command is not a directive here), TOUCHES_ARBITRARY_KEYS (not shown by Redis 7.0's COMMAND INFO).
 IGNORED_FLAGS = {
-    "SENTINEL", "ONLY_SENTINEL", "BLOCKING", "PROTECTED", "TOUCHES_ARBITRARY_KEYS",
+    "SENTINEL", "ONLY_SENTINEL", "PROTECTED", "TOUCHES_ARBITRARY_KEYS",
 }
 
 

@@ -130,3 +130,16 @@ int tally_long_double_increx(const char *current, size_t current_len, const char
 int tally_format_g(double value, int precision, char *out, size_t outlen) {
     return snprintf(out, outlen, "%.*g", precision, value);
 }
+
+/* A blocking command's timeout in seconds, as Redis 7.0's
+ * getTimeoutFromObjectOrReply reads it: string2ld, then
+ * (long long) ceill(seconds * 1000). The conversion of a value past the
+ * range of long long is the machine's (on x86-64 the "integer indefinite",
+ * LLONG_MIN), so a huge timeout is refused as negative here exactly when it
+ * is in Redis. Returns 0 when the text is not a float. */
+int tally_timeout_ms(const char *s, size_t slen, long long *out) {
+    long double seconds;
+    if (!parse_long_double(s, slen, &seconds)) return 0;
+    *out = (long long) ceill(seconds * 1000.0);
+    return 1;
+}

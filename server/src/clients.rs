@@ -94,6 +94,8 @@ pub struct ClientInfo {
     pub tracking_redirect: AtomicI64,
     /// CLIENT TRACKING in BCAST mode.
     pub tracking_bcast: AtomicBool,
+    /// Blocked on keys (CLIENT LIST's `b` flag); kept by `crate::blocking`.
+    pub blocked: AtomicBool,
 }
 
 /// What a connection publishes of its buffers and state for CLIENT LIST,
@@ -188,6 +190,7 @@ impl ClientInfo {
             replica: ReplicaLink::default(),
             tracking_redirect: AtomicI64::new(-1),
             tracking_bcast: AtomicBool::new(false),
+            blocked: AtomicBool::new(false),
         }
     }
 

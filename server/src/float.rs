@@ -33,6 +33,7 @@ extern "C" {
     fn tally_string2d(s: *const c_char, slen: usize, out: *mut f64) -> c_int;
     fn tally_strtod_bound(s: *const c_char, out: *mut f64) -> c_int;
     fn tally_strtod_sort_weight(s: *const c_char, out: *mut f64) -> c_int;
+    fn tally_timeout_ms(s: *const c_char, slen: usize, out: *mut i64) -> c_int;
 }
 
 /// `bytes` with a NUL after them, as the C readers need.
@@ -75,6 +76,18 @@ pub fn sort_weight(bytes: &[u8]) -> Option<f64> {
     // SAFETY: `text` is NUL-terminated and outlives the call.
     let ok = unsafe { tally_strtod_sort_weight(text.as_ptr() as *const c_char, &mut value) };
     (ok != 0).then_some(value)
+}
+
+/// A blocking command's timeout, given in seconds, in milliseconds as
+/// Redis 7.0 computes it: `(long long) ceill(seconds * 1000)` in long
+/// double, with the machine's conversion of a value past the range (a
+/// negative number on x86-64, which Redis then refuses as negative).
+/// `None`: not a float.
+pub fn timeout_ms(bytes: &[u8]) -> Option<i64> {
+    let mut ms = 0i64;
+    // SAFETY: the C reader copies at most `bytes.len()` bytes of `bytes`.
+    let ok = unsafe { tally_timeout_ms(bytes.as_ptr() as *const c_char, bytes.len(), &mut ms) };
+    (ok != 0).then_some(ms)
 }
 
 /// Formats `value` as C's `%.17g`, as Redis 7.0 formats numbers passed from

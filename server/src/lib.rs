@@ -22,6 +22,7 @@
 
 pub mod acl;
 pub mod allocator;
+pub mod blocking;
 pub mod catalog;
 pub mod clients;
 pub mod cluster;

@@ -71,6 +71,8 @@ pub struct Shared {
     pub scripts: crate::scripting::Scripts,
     /// Channel and pattern subscriptions.
     pub pubsub: crate::pubsub::PubSub,
+    /// Clients blocked on keys (BLPOP and its kin).
+    pub blocked: crate::blocking::Blocked,
     /// CLIENT PAUSE.
     pub pause: crate::pause::ClientPause,
     /// MONITOR clients.
@@ -126,6 +128,7 @@ impl Shared {
             run_id,
             scripts: crate::scripting::Scripts::default(),
             pubsub: crate::pubsub::PubSub::default(),
+            blocked: crate::blocking::Blocked::default(),
             pause: crate::pause::ClientPause::default(),
             monitors: crate::monitor::Monitors::default(),
             replica_acks: Notify::new(),

@@ -43,8 +43,8 @@ const LAYERS: &[(&str, &[&str])] = &[
     ),
     ("the configuration", &["config"]),
     (
-        "pub/sub and the cluster's node state",
-        &["pubsub", "cluster"],
+        "pub/sub, clients blocked on keys and the cluster's node state",
+        &["pubsub", "blocking", "cluster"],
     ),
     ("what feeds subscribers", &["tracking", "monitor"]),
     (

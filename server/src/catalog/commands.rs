@@ -5965,8 +5965,8 @@ pub static COMMANDS: &[Command] = &[
         },
     ),
     Command::new(
-        "blpop", -3, WRITE | NOSCRIPT,
-        KeySpec { first: 0, last: 0, step: 0 },
+        "blpop", -3, WRITE | NOSCRIPT | BLOCKING,
+        KeySpec { first: 1, last: -2, step: 1 },
         "list", &[],
         &CommandDoc {
             summary: "Remove and get the first element in a list, or block until one is available",
@@ -6011,8 +6011,8 @@ pub static COMMANDS: &[Command] = &[
         },
     ),
     Command::new(
-        "brpop", -3, WRITE | NOSCRIPT,
-        KeySpec { first: 0, last: 0, step: 0 },
+        "brpop", -3, WRITE | NOSCRIPT | BLOCKING,
+        KeySpec { first: 1, last: -2, step: 1 },
         "list", &[],
         &CommandDoc {
             summary: "Remove and get the last element in a list, or block until one is available",
@@ -6057,8 +6057,8 @@ pub static COMMANDS: &[Command] = &[
         },
     ),
     Command::new(
-        "blmove", 6, WRITE | DENYOOM | NOSCRIPT,
-        KeySpec { first: 0, last: 0, step: 0 },
+        "blmove", 6, WRITE | DENYOOM | NOSCRIPT | BLOCKING,
+        KeySpec { first: 1, last: 2, step: 1 },
         "list", &[],
         &CommandDoc {
             summary: "Pop an element from a list, push it to another list and return it; or block until one is available",
@@ -6181,8 +6181,8 @@ pub static COMMANDS: &[Command] = &[
         },
     ),
     Command::new(
-        "brpoplpush", 4, WRITE | DENYOOM | NOSCRIPT,
-        KeySpec { first: 0, last: 0, step: 0 },
+        "brpoplpush", 4, WRITE | DENYOOM | NOSCRIPT | BLOCKING,
+        KeySpec { first: 1, last: 2, step: 1 },
         "list", &[],
         &CommandDoc {
             summary: "Pop an element from a list, push it to another list and return it; or block until one is available",
@@ -6239,7 +6239,7 @@ pub static COMMANDS: &[Command] = &[
         },
     ),
     Command::new(
-        "blmpop", -5, WRITE | NOSCRIPT,
+        "blmpop", -5, WRITE | BLOCKING,
         KeySpec { first: 0, last: 0, step: 0 },
         "list", &[],
         &CommandDoc {
@@ -6339,8 +6339,8 @@ pub static COMMANDS: &[Command] = &[
         },
     ),
     Command::new(
-        "bzpopmin", -3, WRITE | NOSCRIPT | FAST,
-        KeySpec { first: 0, last: 0, step: 0 },
+        "bzpopmin", -3, WRITE | NOSCRIPT | FAST | BLOCKING,
+        KeySpec { first: 1, last: -2, step: 1 },
         "sorted_set", &[],
         &CommandDoc {
             summary: "Remove and return the member with the lowest score from one or more sorted sets, or block until one is available",
@@ -6385,8 +6385,8 @@ pub static COMMANDS: &[Command] = &[
         },
     ),
     Command::new(
-        "bzpopmax", -3, WRITE | NOSCRIPT | FAST,
-        KeySpec { first: 0, last: 0, step: 0 },
+        "bzpopmax", -3, WRITE | NOSCRIPT | FAST | BLOCKING,
+        KeySpec { first: 1, last: -2, step: 1 },
         "sorted_set", &[],
         &CommandDoc {
             summary: "Remove and return the member with the highest score from one or more sorted sets, or block until one is available",
@@ -6431,7 +6431,7 @@ pub static COMMANDS: &[Command] = &[
         },
     ),
     Command::new(
-        "bzmpop", -5, WRITE | NOSCRIPT,
+        "bzmpop", -5, WRITE | BLOCKING,
         KeySpec { first: 0, last: 0, step: 0 },
         "sorted_set", &[],
         &CommandDoc {
@@ -13259,6 +13259,71 @@ static CLIENT_SUBCOMMANDS: &[Command] = &[
                                     arguments: &[],
                                 },
                             ],
+                        },
+                    ],
+                },
+            ],
+            tips: &[],
+            acl_categories: &["connection"],
+            key_specs: &[],
+        },
+    ),
+    Command::new(
+        "client|unblock", -3, ADMIN | NOSCRIPT | LOADING | STALE,
+        KeySpec { first: 0, last: 0, step: 0 },
+        "connection", &[],
+        &CommandDoc {
+            summary: "Unblock a client blocked in a blocking command from a different connection",
+            since: "5.0.0",
+            group: "connection",
+            complexity: Some("O(log N) where N is the number of client connections"),
+            doc_flags: &[],
+            deprecated_since: None,
+            replaced_by: None,
+            history: &[],
+            arguments: &[
+                DocArg {
+                    name: "client-id",
+                    kind: "integer",
+                    key_spec_index: -1,
+                    token: None,
+                    summary: None,
+                    since: None,
+                    deprecated_since: None,
+                    flags: &[],
+                    arguments: &[],
+                },
+                DocArg {
+                    name: "timeout_error",
+                    kind: "oneof",
+                    key_spec_index: -1,
+                    token: None,
+                    summary: None,
+                    since: None,
+                    deprecated_since: None,
+                    flags: &["optional"],
+                    arguments: &[
+                        DocArg {
+                            name: "timeout",
+                            kind: "pure-token",
+                            key_spec_index: -1,
+                            token: Some("TIMEOUT"),
+                            summary: None,
+                            since: None,
+                            deprecated_since: None,
+                            flags: &[],
+                            arguments: &[],
+                        },
+                        DocArg {
+                            name: "error",
+                            kind: "pure-token",
+                            key_spec_index: -1,
+                            token: Some("ERROR"),
+                            summary: None,
+                            since: None,
+                            deprecated_since: None,
+                            flags: &[],
+                            arguments: &[],
                         },
                     ],
                 },

@@ -71,6 +71,8 @@ pub mod flags {
     /// Refused while a replica loads its data asynchronously (Redis's
     /// repl-diskless-load swapdb); tally only names it for COMMAND INFO.
     pub const NO_ASYNC_LOADING: u32 = 1 << 18;
+    /// May block the client (BLPOP and its kin); shown by COMMAND INFO.
+    pub const BLOCKING: u32 = 1 << 19;
 
     /// Flag names for COMMAND INFO, in Redis's order
     /// (`addReplyFlagsForCommand`; MAY_REPLICATE is hidden there too).
@@ -81,6 +83,7 @@ pub mod flags {
         (ADMIN, "admin"),
         (PUBSUB, "pubsub"),
         (NOSCRIPT, "noscript"),
+        (BLOCKING, "blocking"),
         (LOADING, "loading"),
         (STALE, "stale"),
         (SKIP_MONITOR, "skip_monitor"),
@@ -171,7 +174,9 @@ pub const fn counted_keys(name: &str) -> Option<(usize, usize, bool)> {
         }
         i += 1;
     }
-    if stores_first(name) {
+    // The STORE commands (after their destination) and the blocking
+    // MPOPs (after their timeout).
+    if stores_first(name) || const_str_eq(name, "blmpop") || const_str_eq(name, "bzmpop") {
         return Some((2, 3, true));
     }
     None

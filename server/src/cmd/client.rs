@@ -89,6 +89,9 @@ pub(crate) fn describe(client: &ClientInfo, now_ms: u64, argv_mem: usize) -> Str
     if multi >= 0 {
         flags.push('x');
     }
+    if client.blocked.load(Ordering::Relaxed) {
+        flags.push('b');
+    }
     let redirect = client.tracking_redirect.load(Ordering::Relaxed);
     if redirect >= 0 {
         flags.push('t');

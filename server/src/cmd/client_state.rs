@@ -75,6 +75,11 @@ pub struct ClientState {
     /// The feed position after this client's last change: its replies wait
     /// until the append-only file holds it.
     pub aof_offset: u64,
+    /// The command running now was sent by the client itself, outside
+    /// MULTI and scripts: a blocking command may block (elsewhere it
+    /// answers at once, as Redis's do for a client that may not block).
+    /// Set by the dispatcher for each command.
+    pub may_block: bool,
     /// The user this client authenticated as, as of `acl_generation`.
     pub user: Arc<crate::acl::User>,
     /// The ACL generation `user` was read at (see `crate::acl`).
@@ -135,6 +140,7 @@ impl ClientState {
             reply_errors_counted,
             propagated,
             aof_offset,
+            may_block,
             user,
             acl_generation,
         } = self;
@@ -170,6 +176,18 @@ impl ClientState {
         *reply_errors_counted = false;
         propagated.clear();
         *aof_offset = 0;
+        *may_block = false;
+    }
+
+    /// The client a blocked client's command runs again as, on the
+    /// connection that made one of its keys ready: the blocked client's
+    /// connection, user, database and protocol.
+    pub fn for_waiter(waiter: &crate::blocking::Waiter) -> ClientState {
+        let mut client = ClientState::acting_as(waiter.info.clone(), true, waiter.user.clone());
+        client.db = waiter.db;
+        client.proto = waiter.proto;
+        client.acl_generation = waiter.acl_generation;
+        client
     }
 
     fn acting_as(
@@ -201,6 +219,7 @@ impl ClientState {
             no_evict: false,
             propagated: Vec::new(),
             aof_offset: 0,
+            may_block: false,
             user,
             acl_generation: 0,
         }
@@ -242,6 +261,16 @@ pub enum After {
     /// MIGRATE's network half, for the connection to carry out; its reply
     /// comes from there, and the commands after it wait for it.
     Migrate(Box<super::migrate::Migration>),
+    /// A blocking command found nothing and waits for one of its keys
+    /// (registered in `Shared::blocked`): its reply comes through the
+    /// waiter, by `deadline` at the latest (none: no limit); the commands
+    /// after it wait for it.
+    Block {
+        /// The registered waiter.
+        waiter: Arc<crate::blocking::Waiter>,
+        /// When it times out.
+        deadline: Option<std::time::Instant>,
+    },
     /// WAIT: the reply is the number of replicas that acknowledged
     /// `offset`, once `wanted` have or `timeout_ms` passed (0: no limit);
     /// the commands after it wait for it.

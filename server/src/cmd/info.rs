@@ -268,7 +268,7 @@ fn clients(ctx: &Ctx<'_>) -> Vec<String> {
             load(&shared.stats.max_input_buffer)
         ),
         "client_recent_max_output_buffer:0".to_string(),
-        "blocked_clients:0".to_string(),
+        format!("blocked_clients:{}", shared.blocked.count()),
         format!("tracking_clients:{}", shared.tracking.counts().0),
         "clients_in_timeout_table:0".to_string(),
     ]

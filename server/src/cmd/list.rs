@@ -351,7 +351,7 @@ pub fn lpos(ctx: &mut Ctx<'_>, argv: &[&[u8]]) -> Reply {
 }
 
 /// Which end LMOVE takes from or adds to.
-fn end(arg: &[u8]) -> Option<bool> {
+pub fn end(arg: &[u8]) -> Option<bool> {
     if is(arg, "left") {
         Some(true)
     } else if is(arg, "right") {
@@ -400,12 +400,4 @@ pub fn lmove(ctx: &mut Ctx<'_>, argv: &[&[u8]]) -> Reply {
 /// RPOPLPUSH source destination
 pub fn rpoplpush(ctx: &mut Ctx<'_>, argv: &[&[u8]]) -> Reply {
     move_element(ctx, argv, false, true)
-}
-
-/// BLPOP, BRPOP, BLMOVE, BRPOPLPUSH, BLMPOP, BZPOPMIN, BZPOPMAX, BZMPOP:
-/// refused with an error naming the command (docs/compatibility.md).
-pub fn blocking(_ctx: &mut Ctx<'_>, argv: &[&[u8]]) -> Reply {
-    Reply::error(error::blocking_unsupported(&String::from_utf8_lossy(
-        argv[0],
-    )))
 }

@@ -13,6 +13,7 @@ pub mod acl;
 pub mod args;
 pub mod bitfield;
 pub mod bitmap;
+pub mod blocking;
 pub mod client;
 mod client_state;
 pub mod cluster;
@@ -631,6 +632,9 @@ fn check_and_call(
         .tracking
         .active()
         .then(|| crate::tracking::WriterGuard::enter(ctx.client.info.id));
+    // Only a client's own command may block; inside EXEC or a script the
+    // blocking commands answer at once.
+    ctx.client.may_block = ctx.held.is_none() && !ctx.client.in_script;
     let reply;
     let usec = if ctx.held.is_some() {
         reply = call(ctx, index, command, argv);
@@ -649,6 +653,17 @@ fn check_and_call(
         }
         ns / 1000
     };
+    // A write to a key a client is blocked on: that client is served once
+    // the command that wrote it has run whole (`blocking::serve_ready`).
+    // The master's stream serves nobody: a replica's clients cannot have
+    // blocked on its keys, which are read-only to them.
+    if command.flags & flags::WRITE != 0
+        && ctx.shared.blocked.any()
+        && !ctx.client.master
+        && !reply.is_error()
+    {
+        blocking::signal(ctx, command, argv);
+    }
     if command.flags & flags::SKIP_SLOWLOG == 0 && ctx.shared.slowlog.wants(usec) {
         log_slow(ctx, argv, usec);
     }

@@ -1,7 +1,6 @@
 //! LMPOP and ZMPOP: pop up to COUNT elements from the first of several
 //! keys that has any, as Redis 7.0 answers them (`[key, elements]`, nil
-//! when none has). Their blocking forms stay refused (see
-//! docs/compatibility.md).
+//! when none has). Their blocking forms (`blocking.rs`) pop the same way.
 
 use super::args::{is, parse_i64};
 use super::collection::modify;
@@ -12,10 +11,21 @@ use crate::store::object::{List, ZSet};
 
 /// The keys, the side word and COUNT of an [LZ]MPOP call, checked in
 /// Redis's order.
-struct Call<'a> {
-    keys: &'a [&'a [u8]],
-    side: &'a [u8],
-    count: usize,
+pub struct Call<'a> {
+    /// The keys, in the order they are tried.
+    pub keys: &'a [&'a [u8]],
+    /// LEFT/RIGHT or MIN/MAX, as given (checked by the caller).
+    pub side: &'a [u8],
+    /// Elements wanted from the first key that has any.
+    pub count: usize,
+}
+
+impl<'a> Call<'a> {
+    /// Reads `numkeys key ... side [COUNT count]`, preceded by one
+    /// argument (the command's name, or B[LZ]MPOP's timeout).
+    pub fn parse(argv: &'a [&'a [u8]]) -> Result<Call<'a>, Reply> {
+        parse(argv)
+    }
 }
 
 fn parse<'a>(argv: &'a [&'a [u8]]) -> Result<Call<'a>, Reply> {
@@ -59,12 +69,18 @@ pub fn lmpop(ctx: &mut Ctx<'_>, argv: &[&[u8]]) -> Reply {
         s if is(s, "right") => false,
         _ => return Reply::error(error::SYNTAX),
     };
+    pop_lists(ctx, call.keys, left, call.count)
+}
+
+/// Pops up to `count` elements from the first of `keys` that has any (from
+/// the head when `left`): `[key, [element ...]]`, or a nil array.
+pub fn pop_lists(ctx: &mut Ctx<'_>, keys: &[&[u8]], left: bool, count: usize) -> Reply {
     let now = ctx.now_ms;
-    for name in call.keys {
+    for name in keys {
         let key = ctx.key(name);
         let mut shard = ctx.lock(key);
         let popped = modify::<List, _>(&mut shard, key, now, false, |list| {
-            (0..call.count)
+            (0..count)
                 .map_while(|_| list.pop(left))
                 .map(Reply::Bulk)
                 .collect::<Vec<_>>()
@@ -91,12 +107,19 @@ pub fn zmpop(ctx: &mut Ctx<'_>, argv: &[&[u8]]) -> Reply {
         s if is(s, "max") => false,
         _ => return Reply::error(error::SYNTAX),
     };
+    pop_zsets(ctx, call.keys, min, call.count)
+}
+
+/// Pops up to `count` members from the first of `keys` that has any (the
+/// lowest scores when `min`): `[key, [[member, score] ...]]`, or a nil
+/// array.
+pub fn pop_zsets(ctx: &mut Ctx<'_>, keys: &[&[u8]], min: bool, count: usize) -> Reply {
     let now = ctx.now_ms;
-    for name in call.keys {
+    for name in keys {
         let key = ctx.key(name);
         let mut shard = ctx.lock(key);
         let popped = modify::<ZSet, _>(&mut shard, key, now, false, |zset| {
-            (0..call.count)
+            (0..count)
                 .map_while(|_| zset.pop(min))
                 .map(|(member, score)| {
                     Reply::Array(vec![Reply::Bulk(member.into_vec()), Reply::Double(score)])

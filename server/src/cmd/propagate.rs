@@ -168,6 +168,38 @@ fn rewritten(command: &Command, argv: &[&[u8]], reply: &Reply, now_ms: u64) -> O
             out.extend(members);
             vec![out]
         }
+        // A pop from several keys, or a blocking one, goes as the plain
+        // pop it was from the key it took from, as Redis 7.0 rewrites it.
+        "blpop" | "brpop" | "bzpopmin" | "bzpopmax" => match reply {
+            Reply::Array(items) => match items.first().and_then(bulk) {
+                Some(popped_from) => vec![vec![plain_pop(command.name, argv), popped_from]],
+                None => Vec::new(),
+            },
+            _ => Vec::new(),
+        },
+        "lmpop" | "zmpop" | "blmpop" | "bzmpop" => match reply {
+            Reply::Array(items) => match (items.first().and_then(bulk), items.get(1)) {
+                (Some(popped_from), Some(Reply::Array(elements))) => {
+                    vec![vec![
+                        plain_pop(command.name, argv),
+                        popped_from,
+                        number(elements.len() as i64),
+                    ]]
+                }
+                _ => Vec::new(),
+            },
+            _ => Vec::new(),
+        },
+        "blmove" | "brpoplpush" if bulk(reply).is_none() => Vec::new(),
+        "blmove" => vec![[b"LMOVE".as_slice(), argv[1], argv[2], argv[3], argv[4]]
+            .iter()
+            .map(|a| a.to_vec())
+            .collect()],
+        "brpoplpush" => vec![vec![
+            b"RPOPLPUSH".to_vec(),
+            argv[1].to_vec(),
+            argv[2].to_vec(),
+        ]],
         "restore" | "restore-asking" => restore(argv, now_ms),
         // The keys it moved out are logged as DELs when the target took them.
         "migrate" => Vec::new(),
@@ -295,6 +327,30 @@ fn restore(argv: &[&[u8]], now_ms: u64) -> Vec<Argv> {
 }
 
 /// An argument the handler already accepted as an integer.
+/// The plain pop standing for a pop from several keys or a blocking one:
+/// LPOP/RPOP or ZPOPMIN/ZPOPMAX, by the side the command names.
+fn plain_pop(name: &str, argv: &[&[u8]]) -> Vec<u8> {
+    let side = match name {
+        "blpop" | "bzpopmin" => true,
+        "brpop" | "bzpopmax" => false,
+        // [B]LMPOP / [B]ZMPOP: the side word follows the keys.
+        _ => {
+            let numkeys_at = if name.starts_with('b') { 2 } else { 1 };
+            let numkeys = int(argv[numkeys_at]).max(0) as usize;
+            argv.get(numkeys_at + 1 + numkeys).is_some_and(|word| {
+                word.eq_ignore_ascii_case(b"left") || word.eq_ignore_ascii_case(b"min")
+            })
+        }
+    };
+    let zset = name.contains('z');
+    match (zset, side) {
+        (false, true) => b"LPOP".to_vec(),
+        (false, false) => b"RPOP".to_vec(),
+        (true, true) => b"ZPOPMIN".to_vec(),
+        (true, false) => b"ZPOPMAX".to_vec(),
+    }
+}
+
 fn int(arg: &[u8]) -> i64 {
     std::str::from_utf8(arg)
         .ok()

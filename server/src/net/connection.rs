@@ -186,6 +186,47 @@ pub async fn serve_stream<S: ClientStream>(
                 resume_buffered = !input.is_empty();
                 After::Continue
             }
+            After::Block { waiter, deadline } => {
+                // The replies owed before the blocking command go now.
+                if client.aof_offset != 0
+                    && !crate::persistence::aof::before_replies(
+                        &shared,
+                        std::mem::take(&mut client.aof_offset),
+                    )
+                    .await
+                {
+                    shared.blocked.remove(&waiter);
+                    break;
+                }
+                if !output.is_empty() {
+                    if !write_out(&shared, &info, &mut stream, &output, true, killed.as_mut()).await
+                    {
+                        shared.blocked.remove(&waiter);
+                        break;
+                    }
+                    output.clear();
+                }
+                publish_state(client, &input, &output);
+                let outcome =
+                    wait_blocked(&shared, &waiter, deadline, &mut stream, &mut input, killed.as_mut())
+                        .await;
+                shared.blocked.remove(&waiter);
+                let Some(outcome) = outcome else {
+                    break;
+                };
+                if let crate::blocking::Outcome::Served { aof_offset, .. } = &outcome {
+                    client.aof_offset = client.aof_offset.max(*aof_offset);
+                }
+                let reply = outcome.into_reply();
+                if let Reply::Error(text) = &reply {
+                    client.batch.errors.count(text);
+                }
+                if client.replies != ReplyMode::Off {
+                    reply.encode(client.proto, &mut output);
+                }
+                resume_buffered = !input.is_empty();
+                After::Continue
+            }
             After::WaitForReplicas {
                 wanted,
                 offset,
@@ -284,8 +325,13 @@ pub async fn serve_stream<S: ClientStream>(
                 }
                 resume_buffered = true;
             }
-            // Closing is `next`'s; a migration or a WAIT was carried out above.
-            After::Continue | After::Close | After::Migrate(_) | After::WaitForReplicas { .. } => {}
+            // Closing is `next`'s; a migration, a WAIT or a blocked command
+            // was carried out above.
+            After::Continue
+            | After::Close
+            | After::Migrate(_)
+            | After::WaitForReplicas { .. }
+            | After::Block { .. } => {}
         }
     }
     // Forgotten before the socket closes, so that a peer who sees the close
@@ -323,6 +369,63 @@ async fn wait_for_replicas(
             _ = killed.as_mut() => return None,
             _ = acked => {}
             _ = tokio::time::sleep_until(wake) => shared.store.feed().request_acks(),
+        }
+    }
+}
+
+/// A blocked client's wait: the outcome of its waiter (served, timed out,
+/// unblocked), or `None` when the client was killed or closed its
+/// connection meanwhile. What the client sends while blocked is read and
+/// kept for after, as Redis keeps it; an end of stream ends the wait.
+async fn wait_blocked(
+    shared: &Shared,
+    waiter: &crate::blocking::Waiter,
+    deadline: Option<std::time::Instant>,
+    stream: &mut impl ClientStream,
+    input: &mut BytesMut,
+    mut killed: std::pin::Pin<&mut tokio::sync::futures::Notified<'_>>,
+) -> Option<crate::blocking::Outcome> {
+    let deadline = deadline.map(tokio::time::Instant::from_std);
+    // Past the deadline while another connection was serving it: the
+    // outcome comes from there (or the waiter is handed back and gives up).
+    let mut expired = false;
+    loop {
+        let woken = waiter.wake.notified();
+        tokio::pin!(woken);
+        woken.as_mut().enable();
+        if let Some(outcome) = waiter.outcome() {
+            return Some(outcome);
+        }
+        if expired && waiter.give_up() {
+            return Some(crate::blocking::Outcome::TimedOut);
+        }
+        if input.capacity() - input.len() < READ_CHUNK / 4 {
+            input.reserve(READ_CHUNK);
+        }
+        tokio::select! {
+            biased;
+            _ = killed.as_mut() => {
+                waiter.give_up();
+                return None;
+            }
+            _ = woken => {}
+            _ = tokio::time::sleep_until(deadline.unwrap_or_else(tokio::time::Instant::now)),
+                if deadline.is_some() && !expired => {
+                if waiter.give_up() {
+                    return Some(crate::blocking::Outcome::TimedOut);
+                }
+                expired = true;
+            }
+            read = stream.read_buf(input) => match read {
+                Ok(0) | Err(_) => {
+                    waiter.give_up();
+                    return None;
+                }
+                Ok(n) => {
+                    shared.stats.net_input_bytes.fetch_add(n as u64, Ordering::Relaxed);
+                    shared.stats.reads_processed.fetch_add(1, Ordering::Relaxed);
+                }
+            },
         }
     }
 }
@@ -649,10 +752,11 @@ fn run_batch(
         }
         if matches!(
             client.after,
-            After::Sleep(_) | After::Migrate(_) | After::WaitForReplicas { .. }
+            After::Sleep(_) | After::Migrate(_) | After::WaitForReplicas { .. } | After::Block { .. }
         ) {
             // DEBUG SLEEP: send what is owed, pause, then carry on with the
-            // rest. MIGRATE: its reply comes once the target answered.
+            // rest. MIGRATE: its reply comes once the target answered. A
+            // blocked command: its reply comes when it is served.
             break;
         }
     }
@@ -686,7 +790,13 @@ fn run_one(shared: &Shared, client: &mut ClientState, argv: &[&[u8]], now_ms: u6
             now_ms,
             held: None,
         };
-        cmd::dispatch(&mut ctx, argv)
+        let reply = cmd::dispatch(&mut ctx, argv);
+        // Clients blocked on the keys it wrote are served before its reply
+        // goes out, as Redis serves them before its next command.
+        if shared.blocked.any() {
+            cmd::blocking::serve_ready(shared, now_ms);
+        }
+        reply
     }));
     outcome.unwrap_or_else(|panic| {
         let what = panic

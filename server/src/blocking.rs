@@ -84,9 +84,7 @@ impl Outcome {
             // Redis's replyToBlockedClientTimedOut: a null array for every
             // key-blocking command, BLMOVE's included.
             Outcome::TimedOut => Reply::NilArray,
-            Outcome::Unblocked => {
-                Reply::error("UNBLOCKED client unblocked via CLIENT UNBLOCK")
-            }
+            Outcome::Unblocked => Reply::error("UNBLOCKED client unblocked via CLIENT UNBLOCK"),
         }
     }
 }
@@ -263,10 +261,7 @@ impl Blocked {
     pub fn is_waited(&self, db: usize, key: &[u8]) -> bool {
         // Keys are looked up by value; the clone is paid only while
         // someone is blocked.
-        self.waiting
-            .lock()
-            .by_key
-            .contains_key(&(db, key.to_vec()))
+        self.waiting.lock().by_key.contains_key(&(db, key.to_vec()))
     }
 
     /// The waiters of `key` in `db`, first come first.

@@ -202,21 +202,9 @@ async fn info_fields(
 /// Redis 7.0 has nothing to compare with.
 const NOT_IN_REDIS_7_0: &[&str] = &["cl.throttle", "increx"];
 
-const BLOCKING: &[&str] = &[
-    "blpop",
-    "brpop",
-    "blmove",
-    "brpoplpush",
-    "blmpop",
-    "bzpopmin",
-    "bzpopmax",
-    "bzmpop",
-];
-
 /// COMMAND INFO's fields `fields` on tally and on Redis, (command, tally's,
-/// Redis's), for every command and subcommand tally serves. Blocking
-/// commands are refused by tally and described as such (no keys,
-/// noscript; docs/compatibility.md); CLIENT SETINFO is Redis 7.2's. `None`
+/// Redis's), for every command and subcommand tally serves. CLIENT SETINFO
+/// is Redis 7.2's. `None`
 /// without redis-server.
 async fn info_compared(
     fields: std::ops::Range<usize>,
@@ -230,7 +218,7 @@ async fn info_compared(
             panic!("a name");
         };
         let name = String::from_utf8(name).expect("ascii");
-        if BLOCKING.contains(&name.as_str()) || NOT_IN_REDIS_7_0.contains(&name.as_str()) {
+        if NOT_IN_REDIS_7_0.contains(&name.as_str()) {
             continue;
         }
         let mut expected = info_fields(&mut theirs, &name, fields.clone()).await;

@@ -1,6 +1,6 @@
 //! Socket tests for what the differential streams cannot pin down: random
 //! picks checked by content, WATCH across connections and on expiry,
-//! blocking commands refused, memory accounting and noeviction for the
+//! memory accounting and noeviction for the
 //! collection types.
 
 use std::collections::BTreeSet;
@@ -99,29 +99,6 @@ async fn hrandfield_and_zrandmember_pick_existing_entries() {
     }
     let distinct = bulks(&conn.cmd(&["ZRANDMEMBER", "z", "3"]).await);
     assert_eq!(distinct.iter().collect::<BTreeSet<_>>().len(), 3);
-}
-
-#[tokio::test]
-async fn blocking_commands_are_refused_with_a_clear_error() {
-    let server = TestServer::start().await;
-    let mut conn = server.raw().await;
-    conn.line("RPUSH l a").await;
-    for (command, name) in [
-        ("BLPOP l 0", "BLPOP"),
-        ("BRPOP l 0", "BRPOP"),
-        ("BLMOVE l m LEFT LEFT 0", "BLMOVE"),
-        ("BRPOPLPUSH l m 0", "BRPOPLPUSH"),
-        ("BLMPOP 0 1 l LEFT", "BLMPOP"),
-        ("BZPOPMIN z 0", "BZPOPMIN"),
-        ("BZPOPMAX z 0", "BZPOPMAX"),
-        ("BZMPOP 0 1 z MIN", "BZMPOP"),
-    ] {
-        assert_eq!(
-            conn.line(command).await,
-            format!("-ERR {name} is a blocking command, which tally does not support; use its non-blocking form\r\n")
-        );
-    }
-    assert_eq!(conn.line("LLEN l").await, ":1\r\n", "nothing was popped");
 }
 
 #[tokio::test]

@@ -364,6 +364,7 @@ impl Command {
                         "read" => has(READONLY) && !scripting,
                         "admin" | "dangerous" => has(ADMIN),
                         "pubsub" => has(PUBSUB),
+                        "blocking" => has(BLOCKING),
                         "fast" => has(FAST),
                         "slow" => !has(FAST) && !named.contains(&"fast"),
                         _ => false,
@@ -564,7 +565,7 @@ mod tests {
             .collect();
         movable.sort_unstable();
         assert_eq!(marked, movable);
-        assert_eq!(marked.len(), 19, "{marked:?}");
+        assert_eq!(marked.len(), 21, "{marked:?}");
         let evalsha = registry.lookup(b"evalsha").unwrap();
         let argv: [&[u8]; 6] = [b"evalsha", b"sha", b"2", b"k1", b"k2", b"arg"];
         assert_eq!(evalsha.counted_key_range(&argv), Some(3..5));

@@ -187,10 +187,17 @@ fn pop_many(ctx: &mut Ctx<'_>, argv: &[&[u8]]) -> Reply {
         Err(reply) => return reply,
     };
     let kind = kind_of(argv[0]);
-    or_block(ctx, argv, call.keys, timeout_ms, Reply::NilArray, |ctx| match kind {
-        Kind::List => mpop::pop_lists(ctx, call.keys, first, call.count),
-        Kind::ZSet => mpop::pop_zsets(ctx, call.keys, first, call.count),
-    })
+    or_block(
+        ctx,
+        argv,
+        call.keys,
+        timeout_ms,
+        Reply::NilArray,
+        |ctx| match kind {
+            Kind::List => mpop::pop_lists(ctx, call.keys, first, call.count),
+            Kind::ZSet => mpop::pop_zsets(ctx, call.keys, first, call.count),
+        },
+    )
 }
 
 /// BLMOVE source destination LEFT|RIGHT LEFT|RIGHT timeout
@@ -365,7 +372,12 @@ fn narrowed(argv: &[Vec<u8>], key: &[u8]) -> Vec<Vec<u8>> {
         }
         b"blmpop" | b"bzmpop" => {
             let numkeys = crate::number::parse_i64(&argv[2]).unwrap_or(0).max(0) as usize;
-            let mut narrowed = vec![argv[0].clone(), argv[1].clone(), b"1".to_vec(), key.to_vec()];
+            let mut narrowed = vec![
+                argv[0].clone(),
+                argv[1].clone(),
+                b"1".to_vec(),
+                key.to_vec(),
+            ];
             narrowed.extend(argv.iter().skip(3 + numkeys).cloned());
             narrowed
         }
@@ -376,7 +388,7 @@ fn narrowed(argv: &[Vec<u8>], key: &[u8]) -> Vec<Vec<u8>> {
 /// CLIENT UNBLOCK client-id [TIMEOUT | ERROR]
 pub fn client_unblock(ctx: &mut Ctx<'_>, argv: &[&[u8]]) -> Reply {
     if argv.len() > 4 {
-        return Reply::error_bytes(error::subcommand_syntax("client", argv[1]));
+        return Reply::error_bytes(error::subcommand_syntax("CLIENT", argv[1]));
     }
     let as_error = match argv.get(3) {
         None => false,

@@ -119,14 +119,6 @@ pub const LIMIT_NEEDS_BY: &str =
 pub const BYLEX_WITHSCORES: &str =
     "ERR syntax error, WITHSCORES not supported in combination with BYLEX";
 
-/// `ERR <NAME> is not supported by tally: ...` for blocking commands.
-pub fn blocking_unsupported(name: &str) -> String {
-    format!(
-        "ERR {} is a blocking command, which tally does not support; use its non-blocking form",
-        name.to_uppercase()
-    )
-}
-
 /// `ERR wrong number of arguments for '<name>' command`.
 pub fn wrong_arity(full_name: &str) -> String {
     format!("ERR wrong number of arguments for '{full_name}' command")

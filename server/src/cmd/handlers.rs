@@ -7,9 +7,9 @@
 use std::sync::OnceLock;
 
 use super::{
-    acl, bitfield, bitmap, blocking, client, cluster, command, config, connection as conn, failover,
-    functions, hash, increx, info, keys, latency, lcs, list, memory, migrate, mpop, multi,
-    persistence, pubsub, replication, scripting, server, set, sort, string, throttle, zset,
+    acl, bitfield, bitmap, blocking, client, cluster, command, config, connection as conn,
+    failover, functions, hash, increx, info, keys, latency, lcs, list, memory, migrate, mpop,
+    multi, persistence, pubsub, replication, scripting, server, set, sort, string, throttle, zset,
     zset_algebra, Ctx,
 };
 use crate::catalog::registry;

@@ -67,7 +67,14 @@ impl Harness {
             now_ms: self.clock.now_ms(),
             held: None,
         };
-        let reply = super::dispatch(&mut ctx, argv);
+        let mut reply = super::dispatch(&mut ctx, argv);
+        // No connection waits here: a command that blocks times out at
+        // once, with the reply a timeout gives.
+        if let super::After::Block { waiter, .. } = &self.client.after {
+            self.shared.blocked.remove(waiter);
+            self.client.after = super::After::Continue;
+            reply = crate::blocking::Outcome::TimedOut.into_reply();
+        }
         self.client.batch.flush(&self.shared, self.client.info.id);
         reply
     }

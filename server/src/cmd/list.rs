@@ -1,5 +1,5 @@
 //! List commands: pushes and pops at both ends, ranges, LMOVE and friends.
-//! Blocking forms (BLPOP ...) are refused: see [`blocking`].
+//! The blocking forms (BLPOP ...) are `blocking.rs`'s.
 
 use super::args::{int_arg, int_pair, is};
 use super::collection::{either, exists_as, index_range, modify, modify_if, positive_count, read};

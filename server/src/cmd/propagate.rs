@@ -402,6 +402,61 @@ mod tests {
             .collect()
     }
 
+    fn bulk(text: &str) -> Reply {
+        Reply::Bulk(text.as_bytes().to_vec())
+    }
+
+    #[test]
+    fn pops_from_several_keys_and_blocking_pops_go_as_the_plain_pop() {
+        let pair = |key: &str, value: &str| Reply::Array(vec![bulk(key), bulk(value)]);
+        assert_eq!(
+            run(&["blpop", "a", "b", "0"], pair("b", "x")),
+            [["LPOP", "b"]]
+        );
+        assert_eq!(run(&["brpop", "a", "0"], pair("a", "x")), [["RPOP", "a"]]);
+        assert!(run(&["blpop", "a", "0"], Reply::NilArray).is_empty());
+        assert!(run(&["blpop", "a", "0"], Reply::Nothing).is_empty());
+        let scored = Reply::Array(vec![bulk("z"), bulk("m"), Reply::Double(1.0)]);
+        assert_eq!(
+            run(&["bzpopmax", "y", "z", "0"], scored),
+            [["ZPOPMAX", "z"]]
+        );
+        let popped =
+            |key: &str, n: usize| Reply::Array(vec![bulk(key), Reply::Array(vec![bulk("e"); n])]);
+        assert_eq!(
+            run(
+                &["lmpop", "2", "a", "b", "RIGHT", "COUNT", "10"],
+                popped("b", 3)
+            ),
+            [["RPOP", "b", "3"]]
+        );
+        assert_eq!(
+            run(&["blmpop", "0", "2", "a", "b", "left"], popped("a", 1)),
+            [["LPOP", "a", "1"]]
+        );
+        assert_eq!(
+            run(&["zmpop", "1", "z", "MAX"], popped("z", 1)),
+            [["ZPOPMAX", "z", "1"]]
+        );
+        assert_eq!(
+            run(
+                &["bzmpop", "1", "1", "z", "MIN", "COUNT", "2"],
+                popped("z", 2)
+            ),
+            [["ZPOPMIN", "z", "2"]]
+        );
+        assert!(run(&["lmpop", "1", "a", "LEFT"], Reply::NilArray).is_empty());
+        assert_eq!(
+            run(&["blmove", "s", "d", "LEFT", "RIGHT", "0"], bulk("x")),
+            [["LMOVE", "s", "d", "LEFT", "RIGHT"]]
+        );
+        assert_eq!(
+            run(&["brpoplpush", "s", "d", "0"], bulk("x")),
+            [["RPOPLPUSH", "s", "d"]]
+        );
+        assert!(run(&["brpoplpush", "s", "d", "0"], Reply::Nil).is_empty());
+    }
+
     #[test]
     fn relative_deadlines_become_absolute() {
         assert_eq!(

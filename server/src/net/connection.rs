@@ -207,9 +207,15 @@ pub async fn serve_stream<S: ClientStream>(
                     output.clear();
                 }
                 publish_state(client, &input, &output);
-                let outcome =
-                    wait_blocked(&shared, &waiter, deadline, &mut stream, &mut input, killed.as_mut())
-                        .await;
+                let outcome = wait_blocked(
+                    &shared,
+                    &waiter,
+                    deadline,
+                    &mut stream,
+                    &mut input,
+                    killed.as_mut(),
+                )
+                .await;
                 shared.blocked.remove(&waiter);
                 let Some(outcome) = outcome else {
                     break;
@@ -752,7 +758,10 @@ fn run_batch(
         }
         if matches!(
             client.after,
-            After::Sleep(_) | After::Migrate(_) | After::WaitForReplicas { .. } | After::Block { .. }
+            After::Sleep(_)
+                | After::Migrate(_)
+                | After::WaitForReplicas { .. }
+                | After::Block { .. }
         ) {
             // DEBUG SLEEP: send what is owed, pause, then carry on with the
             // rest. MIGRATE: its reply comes once the target answered. A

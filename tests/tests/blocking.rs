@@ -1,0 +1,439 @@
+//! Blocking commands (BLPOP, BRPOP, BLMOVE, BRPOPLPUSH, BLMPOP, BZPOPMIN,
+//! BZPOPMAX, BZMPOP) against a real redis-server: several connections play
+//! the same scenario on both servers, and every reply must be the same
+//! bytes, the blocked clients' included. A scenario names the connection
+//! each step runs on:
+//!
+//! - `N> COMMAND`: send on connection N and read its reply;
+//! - `N! COMMAND`: send on connection N without reading (it blocks);
+//! - `N<`: read connection N's pending reply;
+//! - `blocked K`: wait until INFO reports K blocked clients;
+//! - `id N`: remember connection N's CLIENT ID as `$N` (not compared);
+//! - `close N`: close connection N.
+
+use std::collections::HashMap;
+use std::net::SocketAddr;
+use std::time::{Duration, Instant};
+
+use tally_tests::{words, RawConn, RedisServer, TestServer};
+
+/// Plays `scenario` on the server at `addr`: each compared step and the
+/// reply it got.
+async fn play(addr: SocketAddr, scenario: &str) -> Vec<(String, String)> {
+    let mut conns: HashMap<usize, RawConn> = HashMap::new();
+    let mut ids: HashMap<usize, String> = HashMap::new();
+    let mut admin = RawConn::connect(addr).await;
+    let mut transcript = Vec::new();
+    for line in scenario.lines().map(str::trim) {
+        if line.is_empty() || line.starts_with('#') {
+            continue;
+        }
+        if let Some(count) = line.strip_prefix("blocked ") {
+            if !wait_blocked(&mut admin, count.parse().expect("a count")).await {
+                panic!("{addr}: never `{line}`; replies so far: {transcript:#?}");
+            }
+            continue;
+        }
+        if let Some(n) = line.strip_prefix("id ") {
+            let n: usize = n.parse().expect("a connection");
+            let conn = conn(&mut conns, addr, n).await;
+            let reply = conn.line("CLIENT ID").await;
+            ids.insert(n, reply.trim().trim_start_matches(':').to_string());
+            continue;
+        }
+        if let Some(n) = line.strip_prefix("close ") {
+            conns.remove(&n.parse().expect("a connection"));
+            continue;
+        }
+        let (n, rest) = line.split_at(line.find(['>', '!', '<']).expect("a step"));
+        let n: usize = n.trim().parse().expect("a connection");
+        let conn = conn(&mut conns, addr, n).await;
+        let mut command = rest[1..].trim().to_string();
+        for (who, id) in &ids {
+            command = command.replace(&format!("${who}"), id);
+        }
+        let argv = split(&command);
+        let reply = match &rest[..1] {
+            ">" => within(addr, line, &transcript, conn.cmd(&argv)).await,
+            "!" => {
+                conn.send(&tally_tests::encode_command(&argv)).await;
+                continue;
+            }
+            _ => within(addr, line, &transcript, conn.reply()).await,
+        };
+        let mut reply = String::from_utf8_lossy(&reply).into_owned();
+        if command.starts_with("HELLO") {
+            // The connection's id differs between the servers.
+            if let Some(at) = reply.find("$2\r\nid\r\n:") {
+                let start = at + "$2\r\nid\r\n:".len();
+                let end = start + reply[start..].find('\r').unwrap_or(0);
+                reply.replace_range(start..end, "?");
+            }
+        }
+        transcript.push((line.to_string(), reply));
+    }
+    transcript
+}
+
+/// A command's words: split on spaces, except inside double quotes.
+fn split(command: &str) -> Vec<Vec<u8>> {
+    let mut argv = Vec::new();
+    let mut word = String::new();
+    let mut quoted = false;
+    for ch in command.chars() {
+        match ch {
+            '"' => quoted = !quoted,
+            ' ' if !quoted => {
+                if !word.is_empty() {
+                    argv.push(std::mem::take(&mut word).into_bytes());
+                }
+            }
+            _ => word.push(ch),
+        }
+    }
+    if !word.is_empty() {
+        argv.push(word.into_bytes());
+    }
+    argv
+}
+
+/// A reply, or a failure naming the step that got none.
+async fn within(
+    addr: SocketAddr,
+    step: &str,
+    transcript: &[(String, String)],
+    reply: impl std::future::Future<Output = Vec<u8>>,
+) -> Vec<u8> {
+    match tokio::time::timeout(Duration::from_secs(5), reply).await {
+        Ok(reply) => reply,
+        Err(_) => panic!("{addr}: no reply to `{step}`; replies so far: {transcript:#?}"),
+    }
+}
+
+async fn conn(conns: &mut HashMap<usize, RawConn>, addr: SocketAddr, n: usize) -> &mut RawConn {
+    if let std::collections::hash_map::Entry::Vacant(slot) = conns.entry(n) {
+        slot.insert(RawConn::connect(addr).await);
+    }
+    conns.get_mut(&n).expect("just made")
+}
+
+/// Waits until INFO clients shows `count` blocked clients: false when it
+/// never does.
+async fn wait_blocked(admin: &mut RawConn, count: usize) -> bool {
+    let wanted = format!("blocked_clients:{count}\r");
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while Instant::now() < deadline {
+        if admin.line("INFO clients").await.contains(&wanted) {
+            return true;
+        }
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    false
+}
+
+/// Plays `scenario` on redis-server and on tally and asserts the same
+/// replies.
+async fn assert_same(scenario: &str) {
+    let Some(redis) = RedisServer::start() else {
+        return;
+    };
+    let tally = TestServer::start_real_clock().await;
+    let expected = play(redis.addr, scenario).await;
+    let actual = play(tally.addr(), scenario).await;
+    assert_eq!(expected.len(), actual.len());
+    let differences: Vec<String> = expected
+        .iter()
+        .zip(&actual)
+        .filter(|(e, a)| e != a)
+        .map(|((step, e), (_, a))| format!("{step}\n  redis: {e:?}\n  tally: {a:?}"))
+        .collect();
+    assert!(differences.is_empty(), "{}", differences.join("\n"));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn list_pops_block_and_are_served_as_in_redis() {
+    assert_same(
+        "
+        # Data already there: no blocking.
+        0> RPUSH a 1 2 3
+        1> BLPOP nothing a 0
+        1> BRPOP nothing a 0
+        1> BLMPOP 0 2 nothing a LEFT COUNT 5
+        1> EXISTS a
+        # Served by a later push, from the key that became ready.
+        1! BLPOP l1 l2 0
+        blocked 1
+        0> RPUSH l2 x y
+        1<
+        0> LRANGE l2 0 -1
+        0> DEL l2
+        1! BRPOP l1 l2 0
+        blocked 1
+        0> LPUSH l1 p q
+        1<
+        0> LRANGE l1 0 -1
+        # Waiters are served first come, first served, one element each.
+        1! BLPOP q 0
+        blocked 1
+        2! BLPOP q 0
+        blocked 2
+        3! BLMPOP 0 1 q RIGHT COUNT 2
+        blocked 3
+        0> RPUSH q a b c d e
+        1<
+        2<
+        3<
+        0> LRANGE q 0 -1
+        0> DEL q
+        # BLMPOP's count takes what is there.
+        1! BLMPOP 0 2 m1 m2 LEFT COUNT 10
+        blocked 1
+        0> RPUSH m2 1 2 3
+        1<
+        0> EXISTS m2
+        # The same key named twice.
+        1! BLPOP d d d 0
+        blocked 1
+        0> LPUSH d v
+        1<
+        ",
+    )
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn moves_chain_and_carry_their_errors_as_in_redis() {
+    assert_same(
+        "
+        # A BLMOVE into a list another client waits on: both are served.
+        2! BLPOP target 0
+        blocked 1
+        1! BLMOVE src target RIGHT LEFT 0
+        blocked 2
+        0> RPUSH src foo
+        1<
+        2<
+        0> EXISTS target
+        # Linked BRPOPLPUSHes.
+        1! BRPOPLPUSH list1 list2 0
+        blocked 1
+        2! BRPOPLPUSH list2 list3 0
+        blocked 2
+        0> RPUSH list1 foo
+        1<
+        2<
+        0> LRANGE list1 0 -1
+        0> LRANGE list2 0 -1
+        0> LRANGE list3 0 -1
+        # A destination of the wrong type: the waiter gets the error and
+        # the element stays.
+        0> SET dest notalist
+        1! BRPOPLPUSH blist dest 0
+        blocked 1
+        0> RPUSH blist foo
+        1<
+        0> LRANGE blist 0 -1
+        0> DEL blist dest
+        # Errors at once.
+        0> SET str x
+        1> BLPOP str 0
+        1> BLPOP nothing str 0
+        1> BRPOPLPUSH str dest 0
+        1> BLMOVE a b UP LEFT 0
+        1> BLMOVE a b LEFT LEFT -1
+        1> BLPOP k -1
+        1> BLPOP k abc
+        1> BLPOP k 1e30
+        1> BLPOP k inf
+        1> BLPOP k 0x7FFFFFFFFFFFFF
+        1> BLMPOP 0 0 k LEFT
+        1> BLMPOP 0 -1 k LEFT
+        1> BLMPOP 0 2 k LEFT
+        1> BLMPOP 0 1 k UP
+        1> BLMPOP 0 1 k LEFT COUNT 0
+        1> BLMPOP 0 1 k LEFT COUNT 1 COUNT 2
+        1> BLMPOP -1 1 k LEFT
+        1> BLMPOP x 1 k LEFT
+        1> BZMPOP 0 1 k LEFT
+        1> BZPOPMIN str 0
+        ",
+    )
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sorted_set_pops_block_in_both_protocols() {
+    assert_same(
+        "
+        0> ZADD z 1 a 2 b 3 c
+        1> BZPOPMIN z 0
+        1> BZPOPMAX z 0
+        1> BZMPOP 0 1 z MIN COUNT 5
+        1! BZPOPMIN z1 z2 0
+        blocked 1
+        0> ZADD z2 5 five 6 six
+        1<
+        0> DEL z2
+        1! BZPOPMAX z1 z2 0
+        blocked 1
+        0> ZADD z1 1.5 x
+        1<
+        1! BZMPOP 0 2 z1 z2 MAX COUNT 3
+        blocked 1
+        0> ZADD z1 1 one 2 two
+        1<
+        0> ZRANGE z1 0 -1 WITHSCORES
+        # RESP3: scores are doubles, a timeout is a null.
+        1> HELLO 3
+        1! BZPOPMIN r 0
+        blocked 1
+        0> ZADD r 2.5 m
+        1<
+        1! BZMPOP 0 1 r MIN COUNT 2
+        blocked 1
+        0> ZADD r 1 a 2 b 3 c
+        1<
+        1! BLPOP rl 0
+        blocked 1
+        0> RPUSH rl v
+        1<
+        1> BZPOPMIN none 0.01
+        1> BLMOVE none other LEFT LEFT 0.01
+        1> BLMPOP 0.01 1 none LEFT
+        ",
+    )
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn timeouts_transactions_scripts_and_unblocking_behave_as_in_redis() {
+    assert_same(
+        "
+        # Timeouts: a null array for every one of them (RESP2).
+        1> BLPOP none 0.01
+        1> BRPOP none 0.01
+        1> BLMOVE none other LEFT LEFT 0.01
+        1> BRPOPLPUSH none other 0.01
+        1> BLMPOP 0.01 1 none LEFT
+        1> BZPOPMIN none 0.01
+        1> BZMPOP 0.01 1 none MAX
+        # Inside MULTI nothing blocks: nulls at once (a null bulk for the
+        # moves).
+        1> MULTI
+        1> BLPOP none 0
+        1> BLMOVE none other LEFT LEFT 0
+        1> BRPOPLPUSH none other 0
+        1> BLMPOP 0 1 none LEFT
+        1> BZPOPMAX none 0
+        1> EXEC
+        # In a script, BLMPOP and BZMPOP do not block either; the others
+        # may not be called.
+        1> EVAL \"return redis.call('blmpop', 0, 1, KEYS[1], 'LEFT')\" 1 none
+        1> EVAL \"return redis.call('bzmpop', 0, 1, KEYS[1], 'MIN')\" 1 none
+        1> EVAL \"return redis.call('blpop', KEYS[1], 0)\" 1 none
+        # A transaction's pushes are seen whole: the waiter gets the last.
+        1! BLPOP t 0
+        blocked 1
+        0> MULTI
+        0> LPUSH t a
+        0> LPUSH t b
+        0> LPUSH t c
+        0> EXEC
+        1<
+        0> DEL t
+        # A push undone in the same transaction wakes nobody.
+        1! BLPOP t 0
+        blocked 1
+        0> MULTI
+        0> LPUSH t a
+        0> DEL t
+        0> SET t foo
+        0> EXEC
+        0> DEL t
+        0> LPUSH t b
+        1<
+        # A script's push.
+        1! BRPOP s 0
+        blocked 1
+        0> EVAL \"redis.call('rpush', KEYS[1], 'x', 'y') return 1\" 1 s
+        1<
+        # Keys that arrive by RENAME, SORT ... STORE and SWAPDB.
+        1! BLPOP moved 0
+        blocked 1
+        0> RPUSH bob abc def
+        0> RENAME bob moved
+        1<
+        1! BLPOP sorted 0
+        blocked 1
+        0> RPUSH unsorted c a b
+        0> SORT unsorted ALPHA STORE sorted
+        1<
+        0> SELECT 1
+        0> RPUSH k hello
+        0> SELECT 0
+        1! BRPOP k 5
+        blocked 1
+        0> SWAPDB 1 0
+        1<
+        0> SWAPDB 1 0
+        # CLIENT UNBLOCK: a timeout's reply, or an error.
+        id 1
+        1! BLPOP u 0
+        blocked 1
+        0> CLIENT UNBLOCK $1
+        1<
+        1! BLPOP u 0
+        blocked 1
+        0> CLIENT UNBLOCK $1 ERROR
+        1<
+        0> CLIENT UNBLOCK $1
+        0> CLIENT UNBLOCK $1 PLEASE
+        0> CLIENT UNBLOCK abc
+        0> CLIENT UNBLOCK 1 TIMEOUT extra
+        # A blocked client that leaves is served nothing.
+        1! BLPOP gone 0
+        blocked 1
+        close 1
+        blocked 0
+        0> RPUSH gone v
+        0> LRANGE gone 0 -1
+        # What a blocked client sent after its command runs once served.
+        2! BLPOP p 0
+        2! PING
+        blocked 1
+        0> RPUSH p v
+        2<
+        2<
+        ",
+    )
+    .await;
+}
+
+/// What only tally's own view shows: CLIENT LIST's `b` flag and INFO's
+/// count while a client waits, and a waiter that costs nothing once it
+/// timed out.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_blocked_client_is_listed_with_the_b_flag() {
+    let tally = TestServer::start_real_clock().await;
+    let mut admin = tally.raw().await;
+    let mut blocked = tally.raw().await;
+    blocked
+        .send(&tally_tests::encode_command(&words("BLPOP k 0")))
+        .await;
+    assert!(wait_blocked(&mut admin, 1).await);
+    let list = admin.line("CLIENT LIST").await;
+    let line = list
+        .lines()
+        .find(|l| l.contains("cmd=blpop"))
+        .expect("the blocked client is listed");
+    assert!(line.contains("flags=b "), "{line}");
+    assert!(line.contains("qbuf=0 "), "{line}");
+    assert_eq!(admin.line("RPUSH k v").await, ":1\r\n");
+    assert_eq!(
+        String::from_utf8_lossy(&blocked.reply().await),
+        "*2\r\n$1\r\nk\r\n$1\r\nv\r\n"
+    );
+    assert!(wait_blocked(&mut admin, 0).await);
+    let list = admin.line("CLIENT LIST").await;
+    assert!(!list.contains("flags=b "), "{list}");
+}

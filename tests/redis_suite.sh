@@ -11,7 +11,9 @@
 #   scan 17 (17), other 15 (15), sort 52 (52), bitfield 16 (16),
 #   bitops 44 (45: rdb_changes_since_last_save counts calls),
 #   type/string 74 (75: a string's OBJECT ENCODING follows its length),
-#   functions 90 (90).
+#   functions 90 (90),
+#   type/list 219 (220: a test orders two connections' commands, EXEC on
+#   one and the push that serves a blocked client on the other).
 # Left out: units that stop at something tally does not have yet (see
 # docs/compatibility.md, "Redis's own test suite"), and those whose tests
 # depend on timing on a shared box (querybuf waits for idle seconds;
@@ -35,8 +37,9 @@ fi
 declare -A EXPECTED=(
     [type/incr]=23 [type/set]=95 [protocol]=19 [info-command]=3 [scan]=17
     [other]=15 [sort]=52 [bitfield]=16 [bitops]=44 [type/string]=74 [functions]=90
+    [type/list]=219
 )
-UNITS="type/incr type/set protocol info-command scan other sort bitfield bitops type/string functions"
+UNITS="type/incr type/set protocol info-command scan other sort bitfield bitops type/string functions type/list"
 export LOGS=${LOGS:-$(mktemp -d)}
 result=$(bash "$SUITE/run.sh" "$BINARY --port {PORT}" $UNITS)
 echo "$result"

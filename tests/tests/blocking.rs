@@ -437,3 +437,118 @@ async fn a_blocked_client_is_listed_with_the_b_flag() {
     let list = admin.line("CLIENT LIST").await;
     assert!(!list.contains("flags=b "), "{list}");
 }
+
+/// The replication stream a raw PSYNC gets from `addr`, read for a moment
+/// once the snapshot is through: its commands as words, PINGs and SELECTs
+/// left out.
+async fn stream_after(
+    addr: SocketAddr,
+    writes: impl std::future::Future<Output = ()>,
+) -> Vec<String> {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let mut replica = tokio::net::TcpStream::connect(addr).await.expect("connect");
+    replica.write_all(b"PSYNC ? -1\r\n").await.expect("psync");
+    let mut got = Vec::new();
+    // +FULLRESYNC ...\r\n$<len>\r\n<snapshot>, then the stream.
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let stream_start = loop {
+        let mut chunk = vec![0u8; 64 * 1024];
+        let n = tokio::time::timeout(Duration::from_secs(10), replica.read(&mut chunk))
+            .await
+            .expect("the snapshot arrives")
+            .expect("read");
+        got.extend_from_slice(&chunk[..n]);
+        let text = String::from_utf8_lossy(&got).into_owned();
+        if let Some(at) = text.find("\r\n$") {
+            let len_start = at + 3;
+            if let Some(len_end) = text[len_start..].find("\r\n") {
+                let len: usize = text[len_start..len_start + len_end]
+                    .parse()
+                    .expect("a length");
+                let body = len_start + len_end + 2;
+                if got.len() >= body + len {
+                    break body + len;
+                }
+            }
+        }
+        assert!(Instant::now() < deadline, "no snapshot");
+    };
+    writes.await;
+    let mut rest = got.split_off(stream_start);
+    let mut chunk = vec![0u8; 64 * 1024];
+    while let Ok(Ok(n)) =
+        tokio::time::timeout(Duration::from_millis(300), replica.read(&mut chunk)).await
+    {
+        if n == 0 {
+            break;
+        }
+        rest.extend_from_slice(&chunk[..n]);
+    }
+    let mut commands = Vec::new();
+    let mut at = 0;
+    while at < rest.len() {
+        if rest[at] == b'\n' {
+            at += 1;
+            continue;
+        }
+        let len = tally_tests::frame_len(&rest[at..], false).expect("whole commands");
+        let frame = String::from_utf8_lossy(&rest[at..at + len]).into_owned();
+        at += len;
+        let words: Vec<&str> = frame
+            .split("\r\n")
+            .filter(|w| !w.is_empty() && !w.starts_with('*') && !w.starts_with('$'))
+            .collect();
+        let line = words.join(" ");
+        if !line.eq_ignore_ascii_case("ping") && !line.to_ascii_uppercase().starts_with("SELECT") {
+            commands.push(line);
+        }
+    }
+    commands
+}
+
+/// A served pop reaches the replicas (and the append-only file) as the
+/// plain pop Redis 7.0 propagates, after the write that served it; a pop
+/// that timed out propagates nothing.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn served_pops_are_replicated_as_the_plain_pops_redis_propagates() {
+    let tally = TestServer::start_real_clock().await;
+    let addr = tally.addr();
+    let stream = stream_after(addr, async {
+        let mut admin = RawConn::connect(addr).await;
+        let mut writer = RawConn::connect(addr).await;
+        let mut waiter = RawConn::connect(addr).await;
+        for (block, write) in [
+            ("BLMPOP 0 2 mylist other LEFT COUNT 5", "LPUSH mylist a b c"),
+            ("BLPOP l 0", "RPUSH l x y"),
+            ("BLMOVE src dst LEFT RIGHT 0", "RPUSH src x"),
+            ("BZPOPMAX z 0", "ZADD z 1 a 2 b"),
+            ("BZMPOP 0 1 z2 MIN COUNT 9", "ZADD z2 1 a 2 b"),
+        ] {
+            waiter
+                .send(&tally_tests::encode_command(&words(block)))
+                .await;
+            assert!(wait_blocked(&mut admin, 1).await, "{block}");
+            writer.line(write).await;
+            waiter.reply().await;
+        }
+        assert_eq!(waiter.line("BLPOP nothing 0.01").await, "*-1\r\n");
+        writer.line("SET after x").await;
+    })
+    .await;
+    assert_eq!(
+        stream,
+        [
+            "LPUSH mylist a b c",
+            "LPOP mylist 3",
+            "RPUSH l x y",
+            "LPOP l",
+            "RPUSH src x",
+            "LMOVE src dst LEFT RIGHT",
+            "ZADD z 1 a 2 b",
+            "ZPOPMAX z",
+            "ZADD z2 1 a 2 b",
+            "ZPOPMIN z2 2",
+            "SET after x",
+        ]
+    );
+}

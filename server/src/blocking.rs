@@ -74,6 +74,9 @@ pub enum Outcome {
     TimedOut,
     /// CLIENT UNBLOCK ... ERROR.
     Unblocked,
+    /// The server became a replica: the client gets an error, and its
+    /// connection closes after it.
+    RoleChanged,
 }
 
 impl Outcome {
@@ -85,6 +88,9 @@ impl Outcome {
             // key-blocking command, BLMOVE's included.
             Outcome::TimedOut => Reply::NilArray,
             Outcome::Unblocked => Reply::error("UNBLOCKED client unblocked via CLIENT UNBLOCK"),
+            Outcome::RoleChanged => Reply::error(
+                "UNBLOCKED force unblock from blocking operation, instance state changed (master -> replica?)",
+            ),
         }
     }
 }

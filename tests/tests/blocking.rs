@@ -552,3 +552,34 @@ async fn served_pops_are_replicated_as_the_plain_pops_redis_propagates() {
         ]
     );
 }
+
+/// A server that becomes a replica lets its blocked clients go with
+/// Redis's error and closes their connections.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn becoming_a_replica_unblocks_and_disconnects_as_redis_does() {
+    let Some(redis) = RedisServer::start() else {
+        return;
+    };
+    let tally = TestServer::start_real_clock().await;
+    let mut seen = Vec::new();
+    for addr in [redis.addr, tally.addr()] {
+        let mut admin = RawConn::connect(addr).await;
+        let mut blocked = RawConn::connect(addr).await;
+        blocked
+            .send(&tally_tests::encode_command(&words("BLPOP k 0")))
+            .await;
+        assert!(wait_blocked(&mut admin, 1).await);
+        // Nothing listens on port 1: the link stays down, which is all the
+        // test needs.
+        assert_eq!(admin.line("REPLICAOF 127.0.0.1 1").await, "+OK\r\n");
+        let last = blocked.read_until_closed().await;
+        assert!(wait_blocked(&mut admin, 0).await);
+        assert_eq!(admin.line("REPLICAOF NO ONE").await, "+OK\r\n");
+        seen.push(String::from_utf8_lossy(&last).into_owned());
+    }
+    assert_eq!(
+        seen[0],
+        "-UNBLOCKED force unblock from blocking operation, instance state changed (master -> replica?)\r\n"
+    );
+    assert_eq!(seen[0], seen[1]);
+}

@@ -226,6 +226,14 @@ pub fn follow(shared: &Shared, target: Target) {
     tracing::info!(host = %target.host, port = target.port, "replicating a master");
     shared.store.feed().start_following();
     shared.master_link.set_target(Some(target));
+    // Its keys now change only as the master's do: clients blocked on
+    // them are let go, and disconnected, as Redis's
+    // disconnectAllBlockedClients does.
+    for waiter in shared.blocked.all() {
+        if waiter.settle(crate::blocking::Outcome::RoleChanged) {
+            shared.blocked.remove(&waiter);
+        }
+    }
 }
 
 /// This server stops replicating and is a master (REPLICAOF NO ONE, a

@@ -164,7 +164,7 @@ pub async fn serve_stream<S: ClientStream>(
                 }
             }
         }
-        let (next, commands) = run_batch(&shared, client, &mut input, &mut resume, &mut output);
+        let (mut next, commands) = run_batch(&shared, client, &mut input, &mut resume, &mut output);
         // The batch's changes go to the replicas in one piece.
         shared.store.feed().flush_replicas();
         let after = match std::mem::take(&mut client.after) {
@@ -220,8 +220,12 @@ pub async fn serve_stream<S: ClientStream>(
                 let Some(outcome) = outcome else {
                     break;
                 };
-                if let crate::blocking::Outcome::Served { aof_offset, .. } = &outcome {
-                    client.aof_offset = client.aof_offset.max(*aof_offset);
+                match &outcome {
+                    crate::blocking::Outcome::Served { aof_offset, .. } => {
+                        client.aof_offset = client.aof_offset.max(*aof_offset);
+                    }
+                    crate::blocking::Outcome::RoleChanged => client.then(After::Close),
+                    _ => {}
                 }
                 let reply = outcome.into_reply();
                 if let Reply::Error(text) = &reply {
@@ -230,7 +234,13 @@ pub async fn serve_stream<S: ClientStream>(
                 if client.replies != ReplyMode::Off {
                     reply.encode(client.proto, &mut output);
                 }
-                resume_buffered = !input.is_empty();
+                if matches!(client.after, After::Close) {
+                    // Sent, then the connection closes.
+                    std::mem::take(&mut client.after);
+                    next = Next::Close;
+                } else {
+                    resume_buffered = !input.is_empty();
+                }
                 After::Continue
             }
             After::WaitForReplicas {

@@ -583,3 +583,65 @@ async fn becoming_a_replica_unblocks_and_disconnects_as_redis_does() {
     );
     assert_eq!(seen[0], seen[1]);
 }
+
+/// Waiters that time out while writers push: every element pushed is
+/// either popped by exactly one waiter or still in the list, whichever way
+/// a timeout and a push race (a waiter being served when its timeout
+/// passes gets the element, not a timeout).
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn racing_timeouts_and_pushes_lose_and_duplicate_nothing() {
+    let tally = TestServer::start_real_clock().await;
+    let addr = tally.addr();
+    const PUSHED_EACH: usize = 300;
+    let mut waiters = Vec::new();
+    for _ in 0..6 {
+        waiters.push(tokio::spawn(async move {
+            let mut conn = RawConn::connect(addr).await;
+            let mut got = Vec::new();
+            let deadline = Instant::now() + Duration::from_secs(3);
+            while Instant::now() < deadline {
+                let reply = conn.line("BLPOP race 0.001").await;
+                if reply != "*-1\r\n" {
+                    let value = reply.rsplit("\r\n").nth(1).expect("a value").to_string();
+                    got.push(value);
+                }
+            }
+            got
+        }));
+    }
+    let mut writers = Vec::new();
+    for writer in 0..2 {
+        writers.push(tokio::spawn(async move {
+            let mut conn = RawConn::connect(addr).await;
+            for i in 0..PUSHED_EACH {
+                conn.line(&format!("RPUSH race {writer}-{i}")).await;
+                if i % 10 == 0 {
+                    tokio::time::sleep(Duration::from_millis(1)).await;
+                }
+            }
+        }));
+    }
+    for writer in writers {
+        writer.await.expect("writer");
+    }
+    let mut seen = Vec::new();
+    for waiter in waiters {
+        seen.extend(waiter.await.expect("waiter"));
+    }
+    // Most elements reach a waiter (the rest would be a test of nothing).
+    assert!(seen.len() > PUSHED_EACH, "only {} popped", seen.len());
+    let mut conn = RawConn::connect(addr).await;
+    let left = conn.cmd(&["LRANGE", "race", "0", "-1"]).await;
+    let left = String::from_utf8_lossy(&left).into_owned();
+    seen.extend(
+        left.split("\r\n")
+            .filter(|w| w.contains('-') && !w.starts_with('$') && !w.starts_with('*'))
+            .map(str::to_string),
+    );
+    let total = seen.len();
+    seen.sort();
+    seen.dedup();
+    assert_eq!(total, seen.len(), "an element was delivered twice");
+    assert_eq!(seen.len(), 2 * PUSHED_EACH, "an element was lost");
+    assert!(wait_blocked(&mut conn, 0).await);
+}

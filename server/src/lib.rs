@@ -108,7 +108,7 @@ impl Server {
                     // Every address listens on the same port, like Redis.
                     port = listener.local_addr()?.port();
                 }
-                listeners.push(listener);
+                listeners.push(((address.clone(), port, false), listener));
             }
         }
         // TLS beside the plain port, on every bind address.
@@ -116,11 +116,17 @@ impl Server {
         if self.config.tls.port != 0 {
             for address in &self.config.bind {
                 let host = address.trim_start_matches('-');
-                tls_listeners.push(TcpListener::bind((host, self.config.tls.port)).await?);
+                tls_listeners.push((
+                    (address.clone(), self.config.tls.port, true),
+                    TcpListener::bind((host, self.config.tls.port)).await?,
+                ));
             }
         }
-        let tls_addr = tls_listeners.first().map(|l| l.local_addr()).transpose()?;
-        let plain_addr = listeners.first().map(|l| l.local_addr()).transpose()?;
+        let tls_addr = tls_listeners
+            .first()
+            .map(|(_, l)| l.local_addr())
+            .transpose()?;
+        let plain_addr = listeners.first().map(|(_, l)| l.local_addr()).transpose()?;
         // The port clients reach; in a TLS-only server the TLS one, which
         // is also what Redis's INFO gives as tcp_port then.
         let local_addr = plain_addr.or(tls_addr).ok_or_else(|| {

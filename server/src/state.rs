@@ -61,6 +61,9 @@ pub struct Shared {
     pub itself: std::sync::OnceLock<std::sync::Weak<Shared>>,
     /// The address actually bound.
     pub local_addr: Mutex<Option<SocketAddr>>,
+    /// The client ports' sockets, once the server listens (CONFIG SET bind
+    /// and port replace them).
+    pub listening: Mutex<Option<crate::net::listener::Listening>>,
     /// Set once shutdown began; notified to stop the listener.
     pub shutting_down: AtomicBool,
     /// Turns true when shutdown begins; the listener and sweeper watch it.
@@ -123,6 +126,7 @@ impl Shared {
             started: Instant::now(),
             started_unix,
             local_addr: Mutex::new(None),
+            listening: Mutex::new(None),
             shutting_down: AtomicBool::new(false),
             shutdown: tokio::sync::watch::Sender::new(false),
             run_id,

@@ -218,6 +218,11 @@ impl RawConn {
         }
     }
 
+    /// True when a connection to `addr` is accepted (something listens).
+    pub async fn try_connect(addr: SocketAddr) -> bool {
+        TcpStream::connect(addr).await.is_ok()
+    }
+
     /// Connects with a small, fixed socket receive buffer (which turns off
     /// the kernel's autotuning): a client that stops reading then backs
     /// data up into the server after a few kilobytes rather than tens of

@@ -68,6 +68,15 @@ pub fn config_set(ctx: &mut Ctx<'_>, argv: &[&[u8]]) -> Reply {
         if directive.change == Change::AtStart {
             return failed("can't set immutable config");
         }
+        if directive.change == Change::AtStartOwn {
+            let value = String::from_utf8_lossy(pair[1]).into_owned();
+            let mut probe = next.clone();
+            let unchanged = probe.apply(&name, &[value]).is_ok()
+                && directive.get(&probe) == directive.get(&next);
+            if !unchanged {
+                return failed("can't set immutable config");
+            }
+        }
         if directive.protected && !next.enable_protected_configs.allows(ctx.client.info.addr) {
             return failed("can't set protected config");
         }
@@ -99,6 +108,9 @@ pub fn config_set(ctx: &mut Ctx<'_>, argv: &[&[u8]]) -> Reply {
             ));
         }
     }
+    if let Err(reply) = listen_as_configured(ctx.shared, &next) {
+        return reply;
+    }
     let appendonly = next.appendonly;
     let was_on = ctx.shared.config.read().appendonly;
     ctx.shared.install_config(next);
@@ -108,6 +120,41 @@ pub fn config_set(ctx: &mut Ctx<'_>, argv: &[&[u8]]) -> Reply {
         }
     }
     Reply::Ok
+}
+
+/// CONFIG SET bind or port: the client ports are listened on as `next`
+/// says, or nothing changes and the error is Redis's (its apply step).
+/// A port of 0 given at start picked a free port, which stays the port.
+fn listen_as_configured(shared: &crate::state::Shared, next: &Config) -> Result<(), Reply> {
+    let current = shared.config.read();
+    let bind_changed = current.bind != next.bind;
+    let port_changed = current.port != next.port;
+    if !bind_changed && !port_changed {
+        return Ok(());
+    }
+    let picked = shared.local_addr.lock().map_or(0, |a| a.port());
+    let port = match next.port {
+        0 if current.port == 0 && current.tls.port == 0 => picked,
+        port => port,
+    };
+    let tls_port = current.tls.port;
+    drop(current);
+    match crate::net::listener::relisten(shared, &next.bind, port, tls_port) {
+        Ok(first) => {
+            if let Some(first) = first {
+                *shared.local_addr.lock() = Some(first);
+            }
+            Ok(())
+        }
+        Err(_) if bind_changed => Err(Reply::error(
+            "ERR CONFIG SET failed (possibly related to argument 'bind') - Failed to bind to \
+             specified addresses.",
+        )),
+        Err(_) => Err(Reply::error(
+            "ERR CONFIG SET failed (possibly related to argument 'port') - Unable to listen on \
+             this port. Check server logs.",
+        )),
+    }
 }
 
 /// CONFIG SET appendonly: turning the log on starts a rewrite that gives

@@ -76,6 +76,35 @@ pub(super) fn oom_score_adj(values: &[String]) -> Result<String, String> {
     })
 }
 
+/// A memory amount or a percentage of `maxmemory` (`maxmemory-clients`),
+/// read as Redis reads a MEMORY_CONFIG | PERCENT_CONFIG value: a
+/// percentage shown with its `%`, at most `max_percent`.
+pub(super) fn memory_or_percent(values: &[String], max_percent: i64) -> Result<String, String> {
+    let value = one(values)?;
+    if let Some(bytes) = super::values::memtoull(value) {
+        // Redis keeps the amount signed: past its range it reads as a
+        // percentage, which the bound then refuses.
+        if (bytes as i64) < -max_percent {
+            return Err(format!(
+                "percentage argument must be less or equal to {max_percent}"
+            ));
+        }
+        return Ok(bytes.to_string());
+    }
+    let percent = value
+        .strip_suffix('%')
+        .filter(|digits| !digits.is_empty())
+        .and_then(|digits| crate::number::parse_i64(digits.as_bytes()))
+        .filter(|p| *p >= 0)
+        .ok_or("argument must be a memory or percent value")?;
+    if percent > max_percent {
+        return Err(format!(
+            "percentage argument must be less or equal to {max_percent}"
+        ));
+    }
+    Ok(format!("{percent}%"))
+}
+
 /// Any text.
 pub(super) fn text(values: &[String]) -> Result<String, String> {
     one(values).map(str::to_string)
@@ -114,5 +143,15 @@ mod tests {
             Err("argument(s) must be one of the following: no, yes".to_string())
         );
         assert_eq!(text(&[]), Err("wrong number of arguments".to_string()));
+        assert_eq!(memory_or_percent(&v("1mb"), 100), Ok("1048576".to_string()));
+        assert_eq!(memory_or_percent(&v("50%"), 100), Ok("50%".to_string()));
+        assert_eq!(
+            memory_or_percent(&v("200%"), 100),
+            Err("percentage argument must be less or equal to 100".to_string())
+        );
+        assert_eq!(
+            memory_or_percent(&v("x%"), 100),
+            Err("argument must be a memory or percent value".to_string())
+        );
     }
 }

@@ -20,6 +20,11 @@ pub enum Change {
     Live,
     /// Only at start (Redis's IMMUTABLE_CONFIG): CONFIG SET refuses it.
     AtStart,
+    /// tally's own, and only at start: CONFIG SET accepts the value it
+    /// has (nothing to do) and refuses any other, so that a tool that
+    /// saves CONFIG GET * and sets it all back works (Redis has no such
+    /// directive whose behaviour this could differ from).
+    AtStartOwn,
 }
 
 /// Reads a directive's values into the configuration; the error names
@@ -259,7 +264,7 @@ macro_rules! accepted {
 pub static DIRECTIVES: &[Directive] = &[
     Directive::new(
         "bind",
-        Change::AtStart,
+        Change::Live,
         |c, v| {
             if v.is_empty() {
                 return Err("wrong number of arguments".to_string());
@@ -268,8 +273,8 @@ pub static DIRECTIVES: &[Directive] = &[
             Ok(())
         },
         |c| c.bind.join(" "),
-    ).help("Addresses to listen on."),
-    number!("port", AtStart, port, int(PORT) as u16).help("TCP port to listen on (0 picks a free port; with --tls-port, no plain port)."),
+    ).help("Addresses to listen on (CONFIG SET replaces the listening sockets; open connections stay)."),
+    number!("port", Live, port, int(PORT) as u16).help("TCP port to listen on (0 picks a free port; with --tls-port, no plain port)."),
     number!("maxmemory", Live, maxmemory, bytes(Range::Unsigned(0, u64::MAX)) as u64).help("Memory limit for data, e.g. 100mb or 1gb (0 = none). Past it, writes get an OOM error; nothing is evicted."),
     Directive::new(
         "maxmemory-policy",
@@ -353,7 +358,7 @@ pub static DIRECTIVES: &[Directive] = &[
     number!("list-compress-depth", Live, list_compress_depth, int(INT) as i32).help("Quicklist nodes at each end of a list left uncompressed (shown; lists are not compressed)."),
     Directive::new(
         "shards",
-        Change::AtStart,
+        Change::AtStartOwn,
         |c, v| {
             let n = count(one(v)?)?;
             if n == 0 || n > 65536 {
@@ -391,7 +396,7 @@ pub static DIRECTIVES: &[Directive] = &[
     ).help("Memory one worker's Lua VM may use; a script that needs more fails with an error."),
     number!("slowlog-max-len", Live, slowlog_max_len, int(ULONG) as u64).help("Entries SLOWLOG keeps."),
     number!("slowlog-log-slower-than", Live, slowlog_log_slower_than, int(Range::Signed(-1, i64::MAX)) as i64).help("Microseconds past which a command is logged in SLOWLOG (negative: off)."),
-    number!("metrics-port", AtStart, metrics_port, int(PORT) as u16).help("Serve Prometheus metrics on this port, on the first bind address (0 = off)."),
+    number!("metrics-port", AtStartOwn, metrics_port, int(PORT) as u16).help("Serve Prometheus metrics on this port, on the first bind address (0 = off)."),
     number!("latency-monitor-threshold", Live, latency_monitor_threshold_ms, int(LONG) as u64).help("Milliseconds past which an event is kept by LATENCY (0 = off)."),
     flag!("latency-tracking", Live, latency_tracking).help("Keep per-command latency histograms for INFO latencystats (yes/no)."),
     number!("tracking-table-max-keys", Live, tracking_table_max_keys, int(ULONG) as u64).help("Keys CLIENT TRACKING remembers before it invalidates the oldest (0 = no limit)."),
@@ -847,6 +852,7 @@ pub static DIRECTIVES: &[Directive] = &[
     accepted!("ignore-warnings", Live, "", accepted::text; "Accepted, not used: there are no startup warnings to silence."),
     accepted!("io-threads-do-reads", AtStart, "no", accepted::yes_no; "Accepted, not used: every connection worker reads its own connections."),
     accepted!("jemalloc-bg-thread", Live, "yes", accepted::yes_no; "Accepted, not used: jemalloc's background thread is always on."),
+    accepted!("maxmemory-clients", Live, "0", accepted::memory_or_percent, 100; "Accepted, not used: tally does not evict clients; each client's buffers are bounded by client-query-buffer-limit and client-output-buffer-limit."),
     accepted!("lazyfree-lazy-eviction", Live, "no", accepted::yes_no; "Accepted, not used: nothing is evicted."),
     accepted!("lazyfree-lazy-expire", Live, "no", accepted::yes_no; "Accepted, not used: memory is freed inline."),
     accepted!("lazyfree-lazy-server-del", Live, "no", accepted::yes_no; "Accepted, not used: memory is freed inline."),

@@ -34,9 +34,9 @@ fn names_are_unique_lower_case_and_only_start_up_directives_are_at_start() {
         .map(|d| d.name)
         .collect();
     at_start.sort_unstable();
-    // Redis 7.0's IMMUTABLE_CONFIG ones, and those tally reads only at
-    // start where Redis rebinds (bind, port, tls-port) or has no such
-    // directive (shards, metrics-port): docs/compatibility.md.
+    // Redis 7.0's IMMUTABLE_CONFIG ones, and tls-port, which tally reads
+    // only at start where Redis rebinds (docs/compatibility.md). tally's
+    // own start-up directives (shards, metrics-port) are AtStartOwn.
     assert_eq!(
         at_start,
         [
@@ -46,7 +46,6 @@ fn names_are_unique_lower_case_and_only_start_up_directives_are_at_start() {
             "appenddirname",
             "appendfilename",
             "bgsave_cpulist",
-            "bind",
             "bio_cpulist",
             "cluster-config-file",
             "cluster-enabled",
@@ -59,17 +58,20 @@ fn names_are_unique_lower_case_and_only_start_up_directives_are_at_start() {
             "enable-protected-configs",
             "io-threads",
             "io-threads-do-reads",
-            "metrics-port",
-            "port",
             "replicaof",
             "server_cpulist",
             "set-proc-title",
-            "shards",
             "socket-mark-id",
             "tcp-backlog",
             "tls-port"
         ]
     );
+    let own: Vec<&str> = DIRECTIVES
+        .iter()
+        .filter(|d| d.change == Change::AtStartOwn)
+        .map(|d| d.name)
+        .collect();
+    assert_eq!(own, ["shards", "metrics-port"]);
     assert!(lookup("user").is_some_and(|d| !d.is_parameter()));
     // Redis 7.0's PROTECTED_CONFIG ones.
     let protected: Vec<&str> = DIRECTIVES

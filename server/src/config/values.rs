@@ -34,7 +34,7 @@ fn memory_unit(unit: &str) -> Option<u64> {
 /// Redis's `memtoull`: digits and an optional unit, read with strtoull, so
 /// overflow saturates and the unit's multiplication wraps, exactly as Redis
 /// stores `maxmemory 99999999999999999999999gb` (18446744072635809792).
-fn memtoull(text: &str) -> Option<u64> {
+pub(super) fn memtoull(text: &str) -> Option<u64> {
     if text.starts_with('-') {
         return None;
     }

@@ -23,47 +23,24 @@ const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// An accepted socket: the stream, its peer and local addresses, and
 /// whether it came in on a TLS port.
-type Accepted = (TcpStream, SocketAddr, SocketAddr, bool);
+pub type Accepted = (TcpStream, SocketAddr, SocketAddr, bool);
 
 /// Accepts connections on `listeners` (plain) and `tls_listeners` until
 /// shutdown, then drains them. With `workers`, each connection is served
 /// on one of them; without, on this runtime.
 pub async fn run(
     shared: Arc<Shared>,
-    listeners: Vec<TcpListener>,
-    tls_listeners: Vec<TcpListener>,
+    listeners: Vec<(Endpoint, TcpListener)>,
+    tls_listeners: Vec<(Endpoint, TcpListener)>,
     workers: Option<Arc<ConnectionWorkers>>,
 ) {
     let mut connections = JoinSet::new();
-    let mut accepts = JoinSet::new();
     let (tx, mut rx) = tokio::sync::mpsc::channel::<Accepted>(1024);
-    let all = listeners
-        .into_iter()
-        .map(|l| (l, false))
-        .chain(tls_listeners.into_iter().map(|l| (l, true)));
-    for (listener, tls) in all {
-        let tx = tx.clone();
-        accepts.spawn(async move {
-            loop {
-                match listener.accept().await {
-                    Ok((stream, peer)) => {
-                        let local = stream.local_addr().unwrap_or(peer);
-                        if tx.send((stream, peer, local, tls)).await.is_err() {
-                            return;
-                        }
-                    }
-                    // That connection's own failure: take the next at once.
-                    Err(e) if super::accept_failed_for_that_connection_only(&e) => {}
-                    Err(e) => {
-                        // Out of file descriptors and similar: back off briefly.
-                        tracing::warn!("accept failed: {e}");
-                        tokio::time::sleep(Duration::from_millis(10)).await;
-                    }
-                }
-            }
-        });
-    }
-    drop(tx);
+    *shared.listening.lock() = Some(Listening::new(
+        tx,
+        tokio::runtime::Handle::current(),
+        listeners.into_iter().chain(tls_listeners).collect(),
+    ));
     let mut stopping = shared.shutdown.subscribe();
     loop {
         tokio::select! {
@@ -81,8 +58,10 @@ pub async fn run(
     // Closed before the server's shutdown returns: an aborted task's
     // listener is dropped only when the runtime next gets to it, and a
     // server started again on the same port must find it free.
-    accepts.abort_all();
-    while accepts.join_next().await.is_some() {}
+    let listening = shared.listening.lock().take();
+    if let Some(listening) = listening {
+        listening.close().await;
+    }
     shared.clients.kill_all();
     let drained = tokio::time::timeout(DRAIN_TIMEOUT, async {
         while connections.join_next().await.is_some() {}
@@ -91,6 +70,134 @@ pub async fn run(
     if drained.is_err() {
         connections.abort_all();
     }
+}
+
+/// Takes connections from one listening socket and hands them to the
+/// accept loop, until aborted.
+async fn accept_loop(listener: TcpListener, tls: bool, tx: tokio::sync::mpsc::Sender<Accepted>) {
+    loop {
+        match listener.accept().await {
+            Ok((stream, peer)) => {
+                let local = stream.local_addr().unwrap_or(peer);
+                if tx.send((stream, peer, local, tls)).await.is_err() {
+                    return;
+                }
+            }
+            // That connection's own failure: take the next at once.
+            Err(e) if super::accept_failed_for_that_connection_only(&e) => {}
+            Err(e) => {
+                // Out of file descriptors and similar: back off briefly.
+                tracing::warn!("accept failed: {e}");
+                tokio::time::sleep(Duration::from_millis(10)).await;
+            }
+        }
+    }
+}
+
+/// The sockets the server listens on for clients, which CONFIG SET bind,
+/// port and tls-port replace while it runs.
+pub struct Listening {
+    /// Where accepted connections go (the accept loop).
+    tx: tokio::sync::mpsc::Sender<Accepted>,
+    /// The runtime the sockets are registered with.
+    runtime: tokio::runtime::Handle,
+    /// Each socket's address as configured, its port, whether it speaks
+    /// TLS, and its accept task.
+    open: Vec<(Endpoint, tokio::task::JoinHandle<()>)>,
+}
+
+/// A listening socket as configured: the bind address, the port, TLS.
+pub type Endpoint = (String, u16, bool);
+
+impl Listening {
+    /// The sockets the server listens on from its start.
+    pub fn new(
+        tx: tokio::sync::mpsc::Sender<Accepted>,
+        runtime: tokio::runtime::Handle,
+        sockets: Vec<(Endpoint, TcpListener)>,
+    ) -> Listening {
+        let open = sockets
+            .into_iter()
+            .map(|(endpoint, socket)| {
+                let task = runtime.spawn(accept_loop(socket, endpoint.2, tx.clone()));
+                (endpoint, task)
+            })
+            .collect();
+        Listening { tx, runtime, open }
+    }
+
+    /// Stops every accept task and waits until their sockets are closed.
+    pub async fn close(self) {
+        for (_, task) in self.open {
+            task.abort();
+            let _ = task.await;
+        }
+    }
+}
+
+/// Listens on `port` and `tls_port` at every `bind` address, instead of
+/// the sockets open now, as Redis's changeListenPort and changeBindAddr
+/// do. A socket already open at an address and port that stays is kept;
+/// the new ones are all opened before any old one closes, so a failure
+/// (the port taken, an address this host does not have) changes nothing.
+/// Port 0 means no socket of that kind, as in Redis. Connections already
+/// made stay open. Returns the first plain address listened on, if any.
+pub fn relisten(
+    shared: &Shared,
+    bind: &[String],
+    port: u16,
+    tls_port: u16,
+) -> Result<Option<SocketAddr>, String> {
+    let mut slot = shared.listening.lock();
+    let Some(listening) = slot.as_mut() else {
+        return Err("the server is not listening".to_string());
+    };
+    let wanted: Vec<Endpoint> = [(port, false), (tls_port, true)]
+        .into_iter()
+        .filter(|(port, _)| *port != 0)
+        .flat_map(|(port, tls)| bind.iter().map(move |host| (host.clone(), port, tls)))
+        .collect();
+    let _runtime = listening.runtime.enter();
+    let mut opened = Vec::new();
+    for endpoint in &wanted {
+        if listening.open.iter().any(|(e, _)| e == endpoint) {
+            continue;
+        }
+        let (host, port, _) = endpoint;
+        let host = host.trim_start_matches('-');
+        let socket = std::net::TcpListener::bind((host, *port))
+            .and_then(|socket| {
+                socket.set_nonblocking(true)?;
+                TcpListener::from_std(socket)
+            })
+            .map_err(|e| {
+                tracing::warn!("cannot listen on {host}:{port}: {e}");
+                format!("{host}:{port}: {e}")
+            })?;
+        opened.push((endpoint.clone(), socket));
+    }
+    let kept = std::mem::take(&mut listening.open);
+    for (endpoint, task) in kept {
+        if wanted.contains(&endpoint) {
+            listening.open.push((endpoint, task));
+        } else {
+            task.abort();
+        }
+    }
+    for (endpoint, socket) in opened {
+        let task = listening
+            .runtime
+            .spawn(accept_loop(socket, endpoint.2, listening.tx.clone()));
+        listening.open.push((endpoint, task));
+    }
+    let first_plain = wanted.iter().find(|(_, _, tls)| !tls).and_then(|endpoint| {
+        let (host, port, _) = endpoint;
+        let host = host.trim_start_matches('-');
+        std::net::ToSocketAddrs::to_socket_addrs(&(host, *port))
+            .ok()
+            .and_then(|mut addrs| addrs.next())
+    });
+    Ok(first_plain)
 }
 
 /// Redis's refusal of a client from outside the loopback interface while

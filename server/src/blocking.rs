@@ -43,6 +43,8 @@ pub struct Waiter {
     pub argv: Vec<Vec<u8>>,
     /// The keys it waits for, each once.
     pub keys: Vec<Vec<u8>>,
+    /// It waits with a timeout (INFO `clients_in_timeout_table`).
+    pub timed: bool,
     phase: Mutex<Phase>,
     /// Wakes the waiter's connection when its phase changes.
     pub wake: Notify,
@@ -106,6 +108,7 @@ impl Waiter {
         db: usize,
         argv: Vec<Vec<u8>>,
         mut keys: Vec<Vec<u8>>,
+        timed: bool,
     ) -> Waiter {
         let mut seen = std::collections::HashSet::new();
         keys.retain(|k| seen.insert(k.clone()));
@@ -117,6 +120,7 @@ impl Waiter {
             db,
             argv,
             keys,
+            timed,
             phase: Mutex::new(Phase::Waiting),
             wake: Notify::new(),
         }
@@ -198,6 +202,8 @@ pub struct Blocked {
     /// How many: read without the lock on every write, so that a server
     /// nobody blocks on pays one atomic load for blocking.
     count: AtomicUsize,
+    /// How many of them wait with a timeout.
+    timed: AtomicUsize,
     waiting: Mutex<Waiting>,
 }
 
@@ -221,9 +227,10 @@ impl Blocked {
         self.count.load(Ordering::Relaxed)
     }
 
-    /// Keys waited for (INFO `total_blocking_keys` as Redis 7.2 counts).
-    pub fn keys(&self) -> usize {
-        self.waiting.lock().by_key.len()
+    /// Blocked clients waiting with a timeout (INFO
+    /// `clients_in_timeout_table`).
+    pub fn timed(&self) -> usize {
+        self.timed.load(Ordering::Relaxed)
     }
 
     /// Registers a waiter behind the ones already waiting for its keys.
@@ -237,6 +244,9 @@ impl Blocked {
                 .push_back(waiter.clone());
         }
         waiter.info.blocked.store(true, Ordering::Relaxed);
+        if waiter.timed {
+            self.timed.fetch_add(1, Ordering::Relaxed);
+        }
         waiting.by_client.insert(waiter.info.id, waiter);
         self.count.fetch_add(1, Ordering::Relaxed);
     }
@@ -260,6 +270,9 @@ impl Blocked {
             }
         }
         waiter.info.blocked.store(false, Ordering::Relaxed);
+        if waiter.timed {
+            self.timed.fetch_sub(1, Ordering::Relaxed);
+        }
         self.count.fetch_sub(1, Ordering::Relaxed);
     }
 

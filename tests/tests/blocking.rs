@@ -390,6 +390,14 @@ async fn timeouts_transactions_scripts_and_unblocking_behave_as_in_redis() {
         0> CLIENT UNBLOCK $1 PLEASE
         0> CLIENT UNBLOCK abc
         0> CLIENT UNBLOCK 1 TIMEOUT extra
+        # A blocked client killed is served nothing.
+        id 3
+        3! BLPOP killed 0
+        blocked 1
+        0> CLIENT KILL ID $3
+        blocked 0
+        0> RPUSH killed v
+        0> LLEN killed
         # A blocked client that leaves is served nothing.
         1! BLPOP gone 0
         blocked 1
@@ -422,6 +430,8 @@ async fn a_blocked_client_is_listed_with_the_b_flag() {
         .await;
     assert!(wait_blocked(&mut admin, 1).await);
     let list = admin.line("CLIENT LIST").await;
+    let info = admin.line("INFO clients").await;
+    assert!(info.contains("clients_in_timeout_table:0\r\n"), "{info}");
     let line = list
         .lines()
         .find(|l| l.contains("cmd=blpop"))
@@ -436,6 +446,13 @@ async fn a_blocked_client_is_listed_with_the_b_flag() {
     assert!(wait_blocked(&mut admin, 0).await);
     let list = admin.line("CLIENT LIST").await;
     assert!(!list.contains("flags=b "), "{list}");
+    // One with a timeout is in Redis's timeout table.
+    blocked
+        .send(&tally_tests::encode_command(&words("BLPOP k 100")))
+        .await;
+    assert!(wait_blocked(&mut admin, 1).await);
+    let info = admin.line("INFO clients").await;
+    assert!(info.contains("clients_in_timeout_table:1\r\n"), "{info}");
 }
 
 /// The replication stream a raw PSYNC gets from `addr`, read for a moment

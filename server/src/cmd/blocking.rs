@@ -92,6 +92,7 @@ fn or_block(
             client.db,
             argv.iter().map(|a| a.to_vec()).collect(),
             keys.iter().map(|k| k.to_vec()).collect(),
+            timeout_ms != 0,
         ));
         ctx.shared.blocked.block(waiter.clone());
         drop(locked);

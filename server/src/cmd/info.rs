@@ -270,7 +270,7 @@ fn clients(ctx: &Ctx<'_>) -> Vec<String> {
         "client_recent_max_output_buffer:0".to_string(),
         format!("blocked_clients:{}", shared.blocked.count()),
         format!("tracking_clients:{}", shared.tracking.counts().0),
-        "clients_in_timeout_table:0".to_string(),
+        format!("clients_in_timeout_table:{}", shared.blocked.timed()),
     ]
 }
 

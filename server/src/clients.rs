@@ -32,6 +32,9 @@ pub struct ReplicaLink {
     /// REPLCONF ip-address: the address the replica announces (its
     /// connection's peer address stands for it when it announces none).
     pub announced_ip: Mutex<Option<String>>,
+    /// REPLCONF rdb-only 1: it wants the snapshot and no stream
+    /// (`redis-cli --rdb`).
+    pub rdb_only: AtomicBool,
 }
 
 impl ClientInfo {

@@ -437,3 +437,65 @@ async fn min_replicas_to_write_refuses_writes_until_a_replica_acknowledges() {
         .expect("CONFIG GET");
     assert_eq!(alias, ["min-slaves-to-write", "1"]);
 }
+
+/// `redis-cli --replica` (the old SYNC, no +FULLRESYNC line) gets the
+/// snapshot and then the stream, as from Redis; `redis-cli --rdb` (SYNC
+/// after REPLCONF rdb-only 1) gets the snapshot alone.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn redis_cli_replica_and_rdb_work_over_sync() {
+    let tally = TestServer::start_real_clock().await;
+    let port = tally.addr().port().to_string();
+    let mut replica = match std::process::Command::new("redis-cli")
+        .args(["-p", &port, "--replica"])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+    {
+        Ok(child) => child,
+        Err(_) => {
+            tally_tests::tool_missing("redis-cli");
+            return;
+        }
+    };
+    // Once it streams, it is listed as a replica.
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while replication_field(tally.addr(), "connected_slaves")
+        .await
+        .as_deref()
+        != Some("1")
+    {
+        assert!(
+            Instant::now() < deadline,
+            "redis-cli never became a replica"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    run_lines(tally.addr(), &["SET streamed value", "INCR counted"]).await;
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    replica.kill().expect("stop redis-cli");
+    let output = replica.wait_with_output().expect("its output");
+    let lines = String::from_utf8_lossy(&output.stdout).into_owned();
+    assert!(
+        lines.contains("\"SET\",\"streamed\",\"value\"")
+            || lines.contains("\"set\",\"streamed\",\"value\""),
+        "{lines}"
+    );
+    assert!(
+        lines.to_ascii_lowercase().contains("\"incr\",\"counted\""),
+        "{lines}"
+    );
+    let file = format!("{}/cli.rdb", tally_tests::scratch_dir());
+    let status = std::process::Command::new("redis-cli")
+        .args(["-p", &port, "--rdb", &file])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .status()
+        .expect("redis-cli --rdb");
+    assert!(status.success());
+    let snapshot = std::fs::read(&file).expect("the snapshot");
+    assert!(snapshot.starts_with(b"REDIS0010"), "a snapshot");
+    assert!(
+        snapshot.windows(8).any(|w| w == b"streamed"),
+        "with the key written"
+    );
+}

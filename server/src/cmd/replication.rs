@@ -15,11 +15,15 @@ use crate::persistence::snapshot;
 use crate::resp::Reply;
 use crate::state::Shared;
 
-/// SYNC: the old form of the first step, as `redis-cli --rdb` uses it:
-/// the snapshot of this moment as `$<len>\r\n` and the file, then the
-/// connection closes (Redis 7.0's replicas all send PSYNC). Taken as SAVE
-/// takes it (every shard held meanwhile).
-pub fn sync(ctx: &mut Ctx<'_>, _argv: &[&[u8]]) -> Reply {
+/// SYNC: the old form of the first step. The snapshot of this moment as
+/// `$<len>\r\n` and the file, then the stream, as Redis serves a
+/// pre-PSYNC replica (`redis-cli --replica` is one); after `REPLCONF
+/// rdb-only 1` (`redis-cli --rdb`) the snapshot only, and the connection
+/// closes.
+pub fn sync(ctx: &mut Ctx<'_>, argv: &[&[u8]]) -> Reply {
+    if !ctx.client.info.replica.rdb_only.load(Ordering::Relaxed) {
+        return stream_to(ctx, None, argv);
+    }
     match snapshot::snapshot_bytes(ctx.shared) {
         Ok(file) => {
             let mut out = format!("${}\r\n", file.len()).into_bytes();
@@ -42,6 +46,14 @@ pub fn sync(ctx: &mut Ctx<'_>, _argv: &[&[u8]]) -> Reply {
 /// `client-output-buffer-limit replica`; the replica's REPLCONF ACKs are
 /// read and get no reply.
 pub fn psync(ctx: &mut Ctx<'_>, argv: &[&[u8]]) -> Reply {
+    stream_to(ctx, Some((argv[1], argv[2])), argv)
+}
+
+/// A replica's request for the stream: PSYNC's (`asked`: the history and
+/// offset it has, `?` for none), or the old SYNC's (`None`), which gets
+/// the snapshot without the `+FULLRESYNC` line before it, as Redis's
+/// pre-PSYNC replicas do (`redis-cli --replica` is one).
+fn stream_to(ctx: &mut Ctx<'_>, asked: Option<(&[u8], &[u8])>, argv: &[&[u8]]) -> Reply {
     if ctx.client.monitor.is_some() {
         return Reply::error("ERR PSYNC on a connection that already streams");
     }
@@ -77,11 +89,10 @@ pub fn psync(ctx: &mut Ctx<'_>, argv: &[&[u8]]) -> Reply {
     let mode = ctx.shared.monitors.replica_queue(ctx.client.info.clone());
     let sink: Arc<dyn crate::store::feed::StreamSink> = mode.sink.clone();
     let feed = ctx.shared.store.feed();
-    let asked = argv[1] != b"?";
-    if asked {
-        if let Some(from) = parse_i64(argv[2]).filter(|o| *o >= 0) {
-            if let Some((replid, backlog)) = feed.continue_from(sink.clone(), argv[1], from as u64)
-            {
+    let continued = asked.filter(|(replid, _)| *replid != b"?");
+    if let Some((replid, offset)) = continued {
+        if let Some(from) = parse_i64(offset).filter(|o| *o >= 0) {
+            if let Some((replid, backlog)) = feed.continue_from(sink.clone(), replid, from as u64) {
                 let mut out = format!("+CONTINUE {replid}\r\n").into_bytes();
                 out.extend_from_slice(&backlog);
                 become_replica(ctx, mode);
@@ -93,7 +104,7 @@ pub fn psync(ctx: &mut Ctx<'_>, argv: &[&[u8]]) -> Reply {
             }
         }
     }
-    if asked {
+    if continued.is_some() {
         ctx.shared
             .stats
             .sync_partial_err
@@ -104,8 +115,11 @@ pub fn psync(ctx: &mut Ctx<'_>, argv: &[&[u8]]) -> Reply {
     // for its moment, so no piece of it falls between the two.
     match snapshot::snapshot_bytes_with(ctx.shared, || feed.attach(sink)) {
         Ok((file, (replid, offset))) => {
-            let mut out =
-                format!("+FULLRESYNC {replid} {offset}\r\n${}\r\n", file.len()).into_bytes();
+            let mut out = match asked {
+                Some(_) => format!("+FULLRESYNC {replid} {offset}\r\n${}\r\n", file.len()),
+                None => format!("${}\r\n", file.len()),
+            }
+            .into_bytes();
             out.extend_from_slice(&file);
             become_replica(ctx, mode);
             ctx.shared.stats.sync_full.fetch_add(1, Ordering::Relaxed);
@@ -168,11 +182,17 @@ pub fn replconf(ctx: &mut Ctx<'_>, argv: &[&[u8]]) -> Reply {
         } else if is(option, "getack") {
             return Reply::Nothing;
         } else if is(option, "rdb-only") {
-            if !matches!(parse_i64(value), Some(0 | 1)) {
-                return Reply::error(match parse_i64(value) {
-                    Some(_) => "ERR value is out of range, value must between 0 and 1",
-                    None => error::NOT_INTEGER,
-                });
+            match parse_i64(value) {
+                Some(flag @ (0 | 1)) => ctx
+                    .client
+                    .info
+                    .replica
+                    .rdb_only
+                    .store(flag == 1, Ordering::Relaxed),
+                Some(_) => {
+                    return Reply::error("ERR value is out of range, value must between 0 and 1")
+                }
+                None => return Reply::error(error::NOT_INTEGER),
             }
         } else if !is(option, "capa") && !is(option, "rdb-filter-only") {
             let mut message = b"ERR Unrecognized REPLCONF option: ".to_vec();

@@ -8,15 +8,20 @@
 
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
-use std::time::Duration;
 
 use bytes::{Buf, BytesMut};
-use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
+use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt};
 use tokio::net::TcpStream;
 
 use crate::cmd::{self, After, ClientState, Ctx, ReplyMode};
 use crate::resp::{parse_frame, Frame, FrameLimits, Reply, Resume};
 use crate::state::{ClientInfo, Shared};
+
+mod socket;
+mod waits;
+
+use socket::{wait, write_out, write_unauthenticated};
+use waits::{wait_blocked, wait_for_replicas};
 
 /// Bytes read per syscall at least; larger batches are read as they come.
 const READ_CHUNK: usize = 16 * 1024;
@@ -356,96 +361,6 @@ pub async fn serve_stream<S: ClientStream>(
     let _ = stream.shutdown().await;
 }
 
-/// WAIT's wait: the number of replicas that acknowledged `offset`, once
-/// `wanted` have or `timeout_ms` passed (0: no limit); `None` when the
-/// client was killed meanwhile. Rechecked at each acknowledgement, and
-/// every second, when the replicas are asked again.
-async fn wait_for_replicas(
-    shared: &Shared,
-    wanted: usize,
-    offset: u64,
-    timeout_ms: u64,
-    mut killed: std::pin::Pin<&mut tokio::sync::futures::Notified<'_>>,
-) -> Option<usize> {
-    let deadline = (timeout_ms != 0)
-        .then(|| tokio::time::Instant::now() + std::time::Duration::from_millis(timeout_ms));
-    loop {
-        let acked = shared.replica_acks.notified();
-        tokio::pin!(acked);
-        acked.as_mut().enable();
-        let count = cmd::replication::acknowledged(shared, offset);
-        let now = tokio::time::Instant::now();
-        if count >= wanted || deadline.is_some_and(|d| now >= d) {
-            return Some(count);
-        }
-        let second = now + std::time::Duration::from_secs(1);
-        let wake = deadline.map_or(second, |d| d.min(second));
-        tokio::select! {
-            biased;
-            _ = killed.as_mut() => return None,
-            _ = acked => {}
-            _ = tokio::time::sleep_until(wake) => shared.store.feed().request_acks(),
-        }
-    }
-}
-
-/// A blocked client's wait: the outcome of its waiter (served, timed out,
-/// unblocked), or `None` when the client was killed or closed its
-/// connection meanwhile. What the client sends while blocked is read and
-/// kept for after, as Redis keeps it; an end of stream ends the wait.
-async fn wait_blocked(
-    shared: &Shared,
-    waiter: &crate::blocking::Waiter,
-    deadline: Option<std::time::Instant>,
-    stream: &mut impl ClientStream,
-    input: &mut BytesMut,
-    mut killed: std::pin::Pin<&mut tokio::sync::futures::Notified<'_>>,
-) -> Option<crate::blocking::Outcome> {
-    let deadline = deadline.map(tokio::time::Instant::from_std);
-    // Past the deadline while another connection was serving it: the
-    // outcome comes from there (or the waiter is handed back and gives up).
-    let mut expired = false;
-    loop {
-        let woken = waiter.wake.notified();
-        tokio::pin!(woken);
-        woken.as_mut().enable();
-        if let Some(outcome) = waiter.outcome() {
-            return Some(outcome);
-        }
-        if expired && waiter.give_up() {
-            return Some(crate::blocking::Outcome::TimedOut);
-        }
-        if input.capacity() - input.len() < READ_CHUNK / 4 {
-            input.reserve(READ_CHUNK);
-        }
-        tokio::select! {
-            biased;
-            _ = killed.as_mut() => {
-                waiter.give_up();
-                return None;
-            }
-            _ = woken => {}
-            _ = tokio::time::sleep_until(deadline.unwrap_or_else(tokio::time::Instant::now)),
-                if deadline.is_some() && !expired => {
-                if waiter.give_up() {
-                    return Some(crate::blocking::Outcome::TimedOut);
-                }
-                expired = true;
-            }
-            read = stream.read_buf(input) => match read {
-                Ok(0) | Err(_) => {
-                    waiter.give_up();
-                    return None;
-                }
-                Ok(n) => {
-                    shared.stats.net_input_bytes.fetch_add(n as u64, Ordering::Relaxed);
-                    shared.stats.reads_processed.fetch_add(1, Ordering::Relaxed);
-                }
-            },
-        }
-    }
-}
-
 /// A connected client's place in the server: its slot under `maxclients`,
 /// its watches and subscriptions. Given back on drop, so that a connection
 /// task that ends in any way (return, panic, abort at shutdown) releases
@@ -485,193 +400,6 @@ fn publish_state(client: &ClientState, input: &BytesMut, output: &BytesMut) {
         client.tracking.as_ref().is_some_and(|m| m.bcast),
         Ordering::Relaxed,
     );
-}
-
-/// Waits for input, or for pub/sub messages when the client subscribed.
-async fn wait(
-    shared: &Shared,
-    stream: &mut impl ClientStream,
-    wakers: Wakers<'_, '_>,
-    input: &mut BytesMut,
-    client: &mut ClientState,
-    output: &mut BytesMut,
-) -> Wake {
-    if let Some(mode) = client.monitor.as_mut() {
-        let line = tokio::select! {
-            biased;
-            read = read_more(shared, stream, wakers, input) => return read,
-            line = mode.receiver.recv() => line,
-        };
-        // A replica's stream (or a monitor's lines) comes a connection
-        // batch at a time: before writing, the other connections' batches
-        // running now get a turn, so that one write (and one wake-up of
-        // the replica) carries several, as Redis writes to its replicas
-        // once per event loop.
-        tokio::task::yield_now().await;
-        let mut next = line;
-        let mut bytes = 0;
-        let mut copied = 0;
-        while let Some(line) = next {
-            bytes += line.len() as u64;
-            output.extend_from_slice(&line);
-            copied += 1;
-            if copied == MESSAGES_PER_WAKE {
-                break;
-            }
-            next = mode.receiver.try_recv().ok();
-        }
-        return Wake::Queued(Queue::Monitor, bytes);
-    }
-    let Some(subs) = client.pubsub.as_mut() else {
-        return read_more(shared, stream, wakers, input).await;
-    };
-    let message = tokio::select! {
-        biased;
-        read = read_more(shared, stream, wakers, input) => return read,
-        message = subs.receiver.recv() => message,
-    };
-    let mut bytes = 0;
-    let mut next = message;
-    let mut encoded = 0;
-    while let Some(message) = next {
-        bytes += message.size();
-        if let crate::pubsub::Message::ShardDropped(channel) = &message {
-            // The channel's slot moved away: the subscription ends here.
-            subs.shard_channels.shift_remove(channel.as_ref());
-            Reply::Push(vec![
-                Reply::BulkStatic(b"sunsubscribe"),
-                Reply::bulk(channel),
-                Reply::Int(subs.shard_channels.len() as i64),
-            ])
-            .encode(client.proto, output);
-        }
-        let invalidate_subscribed = subs.channels.contains(crate::tracking::INVALIDATE_CHANNEL);
-        if let Some(reply) = message.reply_for(client.proto, invalidate_subscribed) {
-            reply.encode(client.proto, output);
-        }
-        encoded += 1;
-        if encoded == MESSAGES_PER_WAKE {
-            break;
-        }
-        next = subs.receiver.try_recv().ok();
-    }
-    Wake::Queued(Queue::PubSub, bytes)
-}
-
-/// Writes `output`; false when the connection should close (a write error,
-/// or a kill while the peer is not reading, as a slow subscriber's is).
-/// `replies`: the bytes are replies, shown in CLIENT LIST `omem` while
-/// they are written (queued messages are shown by their budget).
-async fn write_out(
-    shared: &Shared,
-    info: &ClientInfo,
-    stream: &mut impl ClientStream,
-    output: &[u8],
-    replies: bool,
-    killed: std::pin::Pin<&mut tokio::sync::futures::Notified<'_>>,
-) -> bool {
-    let stats = &shared.stats;
-    stats
-        .net_output_bytes
-        .fetch_add(output.len() as u64, Ordering::Relaxed);
-    stats.writes_processed.fetch_add(1, Ordering::Relaxed);
-    if replies {
-        info.io.writing.store(output.len(), Ordering::Relaxed);
-    }
-    // The write first: replies owed before a kill (SHUTDOWN's drain, a
-    // killed client's last batch) still go out when the peer reads; only a
-    // write that cannot complete gives way to the kill.
-    let written = tokio::select! {
-        biased;
-        written = stream.write_all(output) => written.is_ok(),
-        _ = killed => false,
-    };
-    info.io.writing.store(0, Ordering::Relaxed);
-    written
-}
-
-/// [`write_out`] for a client that has not authenticated: the socket must
-/// take the replies now. A client that does not read them would have the
-/// server hold them, and the next read's, which Redis refuses to do for
-/// such a client (CVE-2025-21605): it closes the connection, and so does
-/// this. (An authenticated client that does not read is waited for: its
-/// commands are not read meanwhile, so nothing grows either.)
-async fn write_unauthenticated(
-    shared: &Shared,
-    info: &ClientInfo,
-    stream: &mut impl ClientStream,
-    output: &[u8],
-    killed: std::pin::Pin<&mut tokio::sync::futures::Notified<'_>>,
-) -> bool {
-    tokio::select! {
-        biased;
-        // Unconstrained: tokio's cooperative budget may answer Pending for
-        // a socket that is writable; only a full socket may close the client.
-        written = tokio::task::unconstrained(write_out(shared, info, stream, output, true, killed)) => written,
-        // Ready at its second poll: the write had one more chance after
-        // the socket said it was full.
-        _ = tokio::task::yield_now() => {
-            tracing::warn!(client = info.id, "closing unauthenticated client: it does not read its replies");
-            false
-        }
-    }
-}
-
-/// The kill listener and the buffer-release listener a wait for input
-/// watches besides the socket.
-type Wakers<'a, 'b> = (
-    std::pin::Pin<&'a mut tokio::sync::futures::Notified<'b>>,
-    std::pin::Pin<&'a mut tokio::sync::futures::Notified<'b>>,
-);
-
-/// Reads what the client sent next: [`Wake::Input`], [`Wake::Close`] when
-/// the connection should close (end of stream, error, kill, idle
-/// timeout), or [`Wake::Release`] when it idled long enough to give its
-/// buffers back.
-async fn read_more(
-    shared: &Shared,
-    stream: &mut impl ClientStream,
-    (killed, release): Wakers<'_, '_>,
-    input: &mut BytesMut,
-) -> Wake {
-    // A buffer given back while idle (capacity 0) is not refilled here:
-    // the first read after the idle spell grows it, so an idle connection
-    // holds nothing.
-    if input.capacity() != 0 && input.capacity() - input.len() < READ_CHUNK / 4 {
-        input.reserve(READ_CHUNK);
-    }
-    let idle_secs = shared.idle_timeout_secs.load(Ordering::Relaxed);
-    let read = tokio::select! {
-        biased;
-        _ = killed => return Wake::Close,
-        read = stream.read_buf(input) => read,
-        _ = release => return Wake::Release,
-        _ = idle(idle_secs) => return Wake::Close,
-    };
-    match read {
-        Ok(0) | Err(_) => Wake::Close,
-        Ok(n) => {
-            let stats = &shared.stats;
-            stats.net_input_bytes.fetch_add(n as u64, Ordering::Relaxed);
-            stats.reads_processed.fetch_add(1, Ordering::Relaxed);
-            let capacity = input.capacity() as u64;
-            if capacity > stats.max_input_buffer.load(Ordering::Relaxed) {
-                stats
-                    .max_input_buffer
-                    .fetch_max(capacity, Ordering::Relaxed);
-            }
-            Wake::Input
-        }
-    }
-}
-
-/// Sleeps for the idle timeout, or forever when there is none.
-async fn idle(secs: u64) {
-    if secs == 0 {
-        std::future::pending::<()>().await;
-    } else {
-        tokio::time::sleep(Duration::from_secs(secs)).await;
-    }
 }
 
 /// Frames and runs every whole command at the front of `input`, appending

@@ -1,0 +1,101 @@
+//! What a connection waits for after a command that does not answer at
+//! once: WAIT's replica acknowledgements, and a blocked command's outcome.
+
+use std::sync::atomic::Ordering;
+
+use bytes::BytesMut;
+use tokio::io::AsyncReadExt;
+
+use super::{ClientStream, READ_CHUNK};
+use crate::cmd;
+use crate::state::Shared;
+
+/// WAIT's wait: the number of replicas that acknowledged `offset`, once
+/// `wanted` have or `timeout_ms` passed (0: no limit); `None` when the
+/// client was killed meanwhile. Rechecked at each acknowledgement, and
+/// every second, when the replicas are asked again.
+pub(super) async fn wait_for_replicas(
+    shared: &Shared,
+    wanted: usize,
+    offset: u64,
+    timeout_ms: u64,
+    mut killed: std::pin::Pin<&mut tokio::sync::futures::Notified<'_>>,
+) -> Option<usize> {
+    let deadline = (timeout_ms != 0)
+        .then(|| tokio::time::Instant::now() + std::time::Duration::from_millis(timeout_ms));
+    loop {
+        let acked = shared.replica_acks.notified();
+        tokio::pin!(acked);
+        acked.as_mut().enable();
+        let count = cmd::replication::acknowledged(shared, offset);
+        let now = tokio::time::Instant::now();
+        if count >= wanted || deadline.is_some_and(|d| now >= d) {
+            return Some(count);
+        }
+        let second = now + std::time::Duration::from_secs(1);
+        let wake = deadline.map_or(second, |d| d.min(second));
+        tokio::select! {
+            biased;
+            _ = killed.as_mut() => return None,
+            _ = acked => {}
+            _ = tokio::time::sleep_until(wake) => shared.store.feed().request_acks(),
+        }
+    }
+}
+
+/// A blocked client's wait: the outcome of its waiter (served, timed out,
+/// unblocked), or `None` when the client was killed or closed its
+/// connection meanwhile. What the client sends while blocked is read and
+/// kept for after, as Redis keeps it; an end of stream ends the wait.
+pub(super) async fn wait_blocked(
+    shared: &Shared,
+    waiter: &crate::blocking::Waiter,
+    deadline: Option<std::time::Instant>,
+    stream: &mut impl ClientStream,
+    input: &mut BytesMut,
+    mut killed: std::pin::Pin<&mut tokio::sync::futures::Notified<'_>>,
+) -> Option<crate::blocking::Outcome> {
+    let deadline = deadline.map(tokio::time::Instant::from_std);
+    // Past the deadline while another connection was serving it: the
+    // outcome comes from there (or the waiter is handed back and gives up).
+    let mut expired = false;
+    loop {
+        let woken = waiter.wake.notified();
+        tokio::pin!(woken);
+        woken.as_mut().enable();
+        if let Some(outcome) = waiter.outcome() {
+            return Some(outcome);
+        }
+        if expired && waiter.give_up() {
+            return Some(crate::blocking::Outcome::TimedOut);
+        }
+        if input.capacity() - input.len() < READ_CHUNK / 4 {
+            input.reserve(READ_CHUNK);
+        }
+        tokio::select! {
+            biased;
+            _ = killed.as_mut() => {
+                waiter.give_up();
+                return None;
+            }
+            _ = woken => {}
+            _ = tokio::time::sleep_until(deadline.unwrap_or_else(tokio::time::Instant::now)),
+                if deadline.is_some() && !expired => {
+                if waiter.give_up() {
+                    return Some(crate::blocking::Outcome::TimedOut);
+                }
+                expired = true;
+            }
+            read = stream.read_buf(input) => match read {
+                Ok(0) | Err(_) => {
+                    waiter.give_up();
+                    return None;
+                }
+                Ok(n) => {
+                    shared.stats.net_input_bytes.fetch_add(n as u64, Ordering::Relaxed);
+                    shared.stats.reads_processed.fetch_add(1, Ordering::Relaxed);
+                }
+            },
+        }
+    }
+}

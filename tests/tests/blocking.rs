@@ -376,6 +376,17 @@ async fn timeouts_transactions_scripts_and_unblocking_behave_as_in_redis() {
         0> SWAPDB 1 0
         1<
         0> SWAPDB 1 0
+        # COPY into another database, and a source key named db.
+        0> SELECT 2
+        1! BLPOP copied 0
+        blocked 1
+        0> RPUSH db x
+        0> COPY db copied DB 0
+        0> SELECT 0
+        1<
+        0> SELECT 2
+        0> DEL db
+        0> SELECT 0
         # CLIENT UNBLOCK: a timeout's reply, or an error.
         id 1
         1! BLPOP u 0

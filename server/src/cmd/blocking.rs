@@ -262,10 +262,12 @@ pub fn signal(ctx: &Ctx<'_>, command: &Command, argv: &[&[u8]]) {
             }
         }
         "copy" => {
+            // DB is an option after the two keys (a key may be named `db`).
             let target = argv
                 .iter()
+                .skip(3)
                 .position(|a| super::args::is(a, "db"))
-                .and_then(|at| argv.get(at + 1))
+                .and_then(|at| argv.get(3 + at + 1))
                 .and_then(|n| crate::number::parse_i64(n))
                 .map_or(db, |n| n as usize);
             mark(target, argv[2]);

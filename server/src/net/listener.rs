@@ -101,9 +101,9 @@ pub struct Listening {
     tx: tokio::sync::mpsc::Sender<Accepted>,
     /// The runtime the sockets are registered with.
     runtime: tokio::runtime::Handle,
-    /// Each socket's address as configured, its port, whether it speaks
-    /// TLS, and its accept task.
-    open: Vec<(Endpoint, tokio::task::JoinHandle<()>)>,
+    /// Each socket as configured (address, port, TLS), the address it
+    /// is bound to, and its accept task.
+    open: Vec<(Endpoint, Option<SocketAddr>, tokio::task::JoinHandle<()>)>,
 }
 
 /// A listening socket as configured: the bind address, the port, TLS.
@@ -116,19 +116,29 @@ impl Listening {
         runtime: tokio::runtime::Handle,
         sockets: Vec<(Endpoint, TcpListener)>,
     ) -> Listening {
-        let open = sockets
-            .into_iter()
-            .map(|(endpoint, socket)| {
-                let task = runtime.spawn(accept_loop(socket, endpoint.2, tx.clone()));
-                (endpoint, task)
-            })
-            .collect();
-        Listening { tx, runtime, open }
+        let mut listening = Listening {
+            tx,
+            runtime,
+            open: Vec::new(),
+        };
+        for (endpoint, socket) in sockets {
+            listening.serve(endpoint, socket);
+        }
+        listening
+    }
+
+    /// Accepts connections on `socket` from now on.
+    fn serve(&mut self, endpoint: Endpoint, socket: TcpListener) {
+        let bound = socket.local_addr().ok();
+        let task = self
+            .runtime
+            .spawn(accept_loop(socket, endpoint.2, self.tx.clone()));
+        self.open.push((endpoint, bound, task));
     }
 
     /// Stops every accept task and waits until their sockets are closed.
     pub async fn close(self) {
-        for (_, task) in self.open {
+        for (_, _, task) in self.open {
             task.abort();
             let _ = task.await;
         }
@@ -160,7 +170,7 @@ pub fn relisten(
     let _runtime = listening.runtime.enter();
     let mut opened = Vec::new();
     for endpoint in &wanted {
-        if listening.open.iter().any(|(e, _)| e == endpoint) {
+        if listening.open.iter().any(|(e, _, _)| e == endpoint) {
             continue;
         }
         let (host, port, _) = endpoint;
@@ -176,26 +186,22 @@ pub fn relisten(
             })?;
         opened.push((endpoint.clone(), socket));
     }
-    let kept = std::mem::take(&mut listening.open);
-    for (endpoint, task) in kept {
+    for (endpoint, bound, task) in std::mem::take(&mut listening.open) {
         if wanted.contains(&endpoint) {
-            listening.open.push((endpoint, task));
+            listening.open.push((endpoint, bound, task));
         } else {
             task.abort();
         }
     }
     for (endpoint, socket) in opened {
-        let task = listening
-            .runtime
-            .spawn(accept_loop(socket, endpoint.2, listening.tx.clone()));
-        listening.open.push((endpoint, task));
+        listening.serve(endpoint, socket);
     }
-    let first_plain = wanted.iter().find(|(_, _, tls)| !tls).and_then(|endpoint| {
-        let (host, port, _) = endpoint;
-        let host = host.trim_start_matches('-');
-        std::net::ToSocketAddrs::to_socket_addrs(&(host, *port))
-            .ok()
-            .and_then(|mut addrs| addrs.next())
+    let first_plain = wanted.iter().find(|(_, _, tls)| !tls).and_then(|first| {
+        listening
+            .open
+            .iter()
+            .find(|(endpoint, _, _)| endpoint == first)
+            .and_then(|(_, bound, _)| *bound)
     });
     Ok(first_plain)
 }

@@ -20,7 +20,7 @@ use crate::state::{ClientInfo, Shared};
 mod socket;
 mod waits;
 
-use socket::{wait, write_out, write_unauthenticated};
+use socket::{send_owed, wait, write_out};
 use waits::{wait_blocked, wait_for_replicas};
 
 /// Bytes read per syscall at least; larger batches are read as they come.
@@ -192,35 +192,30 @@ pub async fn serve_stream<S: ClientStream>(
                 After::Continue
             }
             After::Block { waiter, deadline } => {
-                // The replies owed before the blocking command go now.
-                if client.aof_offset != 0
-                    && !crate::persistence::aof::before_replies(
-                        &shared,
-                        std::mem::take(&mut client.aof_offset),
-                    )
-                    .await
-                {
-                    shared.blocked.remove(&waiter);
-                    break;
-                }
-                if !output.is_empty() {
-                    if !write_out(&shared, &info, &mut stream, &output, true, killed.as_mut()).await
-                    {
-                        shared.blocked.remove(&waiter);
-                        break;
-                    }
-                    output.clear();
-                }
-                publish_state(client, &input, &output);
-                let outcome = wait_blocked(
+                // The replies owed before the blocking command go first.
+                let outcome = if send_owed(
                     &shared,
-                    &waiter,
-                    deadline,
+                    &info,
                     &mut stream,
-                    &mut input,
+                    client,
+                    &mut output,
                     killed.as_mut(),
                 )
-                .await;
+                .await
+                {
+                    publish_state(client, &input, &output);
+                    wait_blocked(
+                        &shared,
+                        &waiter,
+                        deadline,
+                        &mut stream,
+                        &mut input,
+                        killed.as_mut(),
+                    )
+                    .await
+                } else {
+                    None
+                };
                 shared.blocked.remove(&waiter);
                 let Some(outcome) = outcome else {
                     break;
@@ -229,7 +224,8 @@ pub async fn serve_stream<S: ClientStream>(
                     crate::blocking::Outcome::Served { aof_offset, .. } => {
                         client.aof_offset = client.aof_offset.max(*aof_offset);
                     }
-                    crate::blocking::Outcome::RoleChanged => client.then(After::Close),
+                    // The error is sent, then the connection closes.
+                    crate::blocking::Outcome::RoleChanged => next = Next::Close,
                     _ => {}
                 }
                 let reply = outcome.into_reply();
@@ -239,13 +235,7 @@ pub async fn serve_stream<S: ClientStream>(
                 if client.replies != ReplyMode::Off {
                     reply.encode(client.proto, &mut output);
                 }
-                if matches!(client.after, After::Close) {
-                    // Sent, then the connection closes.
-                    std::mem::take(&mut client.after);
-                    next = Next::Close;
-                } else {
-                    resume_buffered = !input.is_empty();
-                }
+                resume_buffered = !input.is_empty();
                 After::Continue
             }
             After::WaitForReplicas {
@@ -288,29 +278,17 @@ pub async fn serve_stream<S: ClientStream>(
         if commands > 1 && !output.is_empty() {
             tokio::task::yield_now().await;
         }
-        // What the batch changed is in the append-only file before its
-        // replies go. Under `appendfsync always` a write the log could not
-        // fsync is not acknowledged: the client is disconnected instead
-        // (Redis exits).
-        if client.aof_offset != 0
-            && !crate::persistence::aof::before_replies(
-                &shared,
-                std::mem::take(&mut client.aof_offset),
-            )
-            .await
+        if !send_owed(
+            &shared,
+            &info,
+            &mut stream,
+            client,
+            &mut output,
+            killed.as_mut(),
+        )
+        .await
         {
             break;
-        }
-        if !output.is_empty() {
-            let written = if client.authenticated {
-                write_out(&shared, &info, &mut stream, &output, true, killed.as_mut()).await
-            } else {
-                write_unauthenticated(&shared, &info, &mut stream, &output, killed.as_mut()).await
-            };
-            if !written {
-                break;
-            }
-            output.clear();
         }
         if matches!(next, Next::Close) {
             break;

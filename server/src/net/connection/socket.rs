@@ -84,6 +84,36 @@ pub(super) async fn wait(
     Wake::Queued(Queue::PubSub, bytes)
 }
 
+/// Sends the replies owed, once what their commands changed is in the
+/// append-only file; false when the connection should close. Under
+/// `appendfsync always` a write the log could not fsync is not
+/// acknowledged: the client is disconnected instead (Redis exits).
+pub(super) async fn send_owed(
+    shared: &Shared,
+    info: &ClientInfo,
+    stream: &mut impl ClientStream,
+    client: &mut ClientState,
+    output: &mut BytesMut,
+    killed: std::pin::Pin<&mut tokio::sync::futures::Notified<'_>>,
+) -> bool {
+    if client.aof_offset != 0
+        && !crate::persistence::aof::before_replies(shared, std::mem::take(&mut client.aof_offset))
+            .await
+    {
+        return false;
+    }
+    if output.is_empty() {
+        return true;
+    }
+    let written = if client.authenticated {
+        write_out(shared, info, stream, output, true, killed).await
+    } else {
+        write_unauthenticated(shared, info, stream, output, killed).await
+    };
+    output.clear();
+    written
+}
+
 /// Writes `output`; false when the connection should close (a write error,
 /// or a kill while the peer is not reading, as a slow subscriber's is).
 /// `replies`: the bytes are replies, shown in CLIENT LIST `omem` while
@@ -122,7 +152,7 @@ pub(super) async fn write_out(
 /// such a client (CVE-2025-21605): it closes the connection, and so does
 /// this. (An authenticated client that does not read is waited for: its
 /// commands are not read meanwhile, so nothing grows either.)
-pub(super) async fn write_unauthenticated(
+async fn write_unauthenticated(
     shared: &Shared,
     info: &ClientInfo,
     stream: &mut impl ClientStream,

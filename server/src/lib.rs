@@ -34,6 +34,7 @@ pub mod float;
 #[cfg(feature = "fuzzing")]
 pub mod fuzzing;
 pub mod glob;
+pub mod hyperloglog;
 pub mod latency;
 pub mod master_link;
 pub mod metrics;

@@ -23,6 +23,7 @@ const LAYERS: &[(&str, &[&str])] = &[
             "allocator",
             "striped",
             "throttle",
+            "hyperloglog",
         ],
     ),
     ("the protocol", &["resp"]),

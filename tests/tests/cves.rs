@@ -379,6 +379,38 @@ async fn cve_2026_25243_and_cve_2026_66373_corrupt_restore_payloads() {
     same_as_redis(commands).await;
 }
 
+// ------------------------------------------------------------ HyperLogLog
+
+/// CVE-2025-32023: a sparse HyperLogLog whose runs add up past 2^32
+/// registers wrapped Redis's index, and a VAL opcode after them wrote out
+/// of bounds. Redis's regression test, both payloads (XZERO runs, then
+/// ZERO runs: 33 MB), compared reply for reply, with PFMERGE and PFADD on
+/// the same value beside PFCOUNT and PFDEBUG GETREG.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn cve_2025_32023_hyperloglog_runs_past_the_registers() {
+    let header: &[u8] = b"HYLL\x01\0\0\0\0\0\0\0\0\0\0\0";
+    let mut xzero = header.to_vec();
+    for _ in 0..131_072 + 1000 {
+        xzero.extend_from_slice(&[0x40 | (16383 >> 8) as u8, (16383 & 0xff) as u8]);
+    }
+    xzero.push(0xff);
+    let mut zero = header.to_vec();
+    zero.extend(std::iter::repeat_n(0x3f, 33_554_432 + 1000));
+    zero.push(0xff);
+    let mut commands = Vec::new();
+    for payload in [xzero, zero] {
+        commands.push(command(&[b"SET", b"hll", &payload]));
+        commands.push(command(&[b"PFCOUNT", b"hll", b"hll"]));
+        commands.push(command(&[b"PFDEBUG", b"GETREG", b"hll"]));
+        commands.push(command(&[b"PFCOUNT", b"hll"]));
+        commands.push(command(&[b"PFMERGE", b"dest", b"hll"]));
+        commands.push(command(&[b"PFADD", b"hll", b"a", b"b"]));
+        commands.push(command(&[b"STRLEN", b"hll"]));
+        commands.push(command(&[b"PING"]));
+    }
+    same_as_redis(commands).await;
+}
+
 // ------------------------------------------------------ the Lua sandbox
 
 /// CVE-2025-46818: a script could change the metatable of a basic type

@@ -65,6 +65,17 @@ const WRONGTYPE_MIX: &str = r#"
     ZINCRBY str 1 m
     ZPOPMIN hash
     ZRANGESTORE dst set 0 -1
+    PFADD hash a
+    PFCOUNT list
+    PFCOUNT str set
+    PFMERGE zset str
+    PFMERGE dst hash
+    PFDEBUG ENCODING set
+    PFADD sketch a b
+    TYPE sketch
+    HSET sketch f v
+    LPUSH sketch x
+    DEL sketch
     TYPE str
     TYPE hash
     TYPE list

@@ -18,6 +18,10 @@ pub const OVERFLOW: &str = "ERR increment or decrement would overflow";
 pub const NAN_OR_INFINITY: &str = "ERR increment would produce NaN or Infinity";
 /// Operation on a key of another type.
 pub const WRONGTYPE: &str = "WRONGTYPE Operation against a key holding the wrong kind of value";
+/// A string value that is not a HyperLogLog sketch (PFADD, PFCOUNT, ...).
+pub const NOT_A_SKETCH: &str = "WRONGTYPE Key is not a valid HyperLogLog string value.";
+/// A sparse HyperLogLog whose runs do not cover exactly its registers.
+pub const CORRUPT_SKETCH: &str = "INVALIDOBJ Corrupted HLL object detected";
 /// RENAME of a missing key.
 pub const NO_SUCH_KEY: &str = "ERR no such key";
 /// SELECT / MOVE / SWAPDB / COPY DB outside 0..databases.

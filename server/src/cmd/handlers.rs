@@ -8,9 +8,9 @@ use std::sync::OnceLock;
 
 use super::{
     acl, bitfield, bitmap, blocking, client, cluster, command, config, connection as conn,
-    failover, functions, hash, increx, info, keys, latency, lcs, list, memory, migrate, mpop,
-    multi, persistence, pubsub, replication, scripting, server, set, sort, string, throttle, zset,
-    zset_algebra, Ctx,
+    failover, functions, hash, hyperloglog, increx, info, keys, latency, lcs, list, memory,
+    migrate, mpop, multi, persistence, pubsub, replication, scripting, server, set, sort, string,
+    throttle, zset, zset_algebra, Ctx,
 };
 use crate::catalog::registry;
 use crate::resp::Reply;
@@ -53,6 +53,11 @@ static BINDINGS: &[(&str, Handler)] = &[
     ("bitop", bitmap::bitop),
     ("bitfield", bitfield::bitfield),
     ("bitfield_ro", bitfield::bitfield_ro),
+    ("pfadd", hyperloglog::pfadd),
+    ("pfcount", hyperloglog::pfcount),
+    ("pfmerge", hyperloglog::pfmerge),
+    ("pfdebug", hyperloglog::pfdebug),
+    ("pfselftest", hyperloglog::pfselftest),
     ("del", keys::del),
     ("unlink", keys::del),
     ("exists", keys::exists),

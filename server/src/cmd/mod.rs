@@ -28,6 +28,7 @@ pub mod handlers;
 #[cfg(any(test, feature = "fuzzing"))]
 pub mod harness;
 pub mod hash;
+pub mod hyperloglog;
 pub mod increx;
 pub mod info;
 pub mod keys;
@@ -506,7 +507,13 @@ fn over_maxmemory(ctx: &Ctx<'_>, argv: &[&[u8]]) -> bool {
 fn call(ctx: &mut Ctx<'_>, index: usize, command: &'static Command, argv: &[&[u8]]) -> Reply {
     let handler = handlers::handler(index);
     if command.flags & flags::WRITE == 0 {
-        return handler(ctx, argv);
+        let reply = handler(ctx, argv);
+        // A read that refreshed a cache held in the value (PFCOUNT) left
+        // that change to propagate; inside a run, the run appends it.
+        if !ctx.client.propagated.is_empty() && !propagate::inside_run(ctx) {
+            propagate::append_pending(ctx);
+        }
+        return reply;
     }
     if propagate::inside_run(ctx) {
         // The enclosing run holds the shards: the feed cannot switch on

@@ -353,6 +353,7 @@ pub static DIRECTIVES: &[Directive] = &[
         .aliases(&["zset-max-ziplist-entries"]).help("Largest sorted set kept as a listpack, in members."),
     number!("zset-max-listpack-value", Live, encodings.zset_max_listpack_value, bytes(ULONG) as usize)
         .aliases(&["zset-max-ziplist-value"]).help("Longest member of a sorted set kept as a listpack."),
+    number!("hll-sparse-max-bytes", Live, encodings.hll_sparse_max_bytes, bytes(ULONG) as usize).help("Longest sparse HyperLogLog, in bytes, before it turns dense."),
     number!("list-max-listpack-size", Live, list_max_listpack_size, int(Range::Signed(i32::MIN as i64, INT_MAX)) as i32)
         .aliases(&["list-max-ziplist-size"]).help("Size of a list's quicklist nodes (negative: in kilobytes, -1 = 4kb ... -5 = 64kb)."),
     number!("list-compress-depth", Live, list_compress_depth, int(INT) as i32).help("Quicklist nodes at each end of a list left uncompressed (shown; lists are not compressed)."),
@@ -848,7 +849,6 @@ pub static DIRECTIVES: &[Directive] = &[
     accepted!("crash-log-enabled", Live, "yes", accepted::yes_no; "Accepted, not used: a panic is contained to its connection, there is no crash report."),
     accepted!("crash-memcheck-enabled", Live, "yes", accepted::yes_no; "Accepted, not used: there is no crash report."),
     accepted!("disable-thp", AtStart, "yes", accepted::yes_no; "Accepted, not used: there is no fork for huge pages to slow down."),
-    accepted!("hll-sparse-max-bytes", Live, "3000", accepted::bytes, Range::Unsigned(0, i64::MAX as u64); "Accepted, not used: there is no HyperLogLog yet."),
     accepted!("ignore-warnings", Live, "", accepted::text; "Accepted, not used: there are no startup warnings to silence."),
     accepted!("io-threads-do-reads", AtStart, "no", accepted::yes_no; "Accepted, not used: every connection worker reads its own connections."),
     accepted!("jemalloc-bg-thread", Live, "yes", accepted::yes_no; "Accepted, not used: jemalloc's background thread is always on."),

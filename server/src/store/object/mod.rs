@@ -39,6 +39,9 @@ pub struct Encodings {
     pub zset_max_listpack_entries: usize,
     /// `zset-max-listpack-value`: the longest member, in bytes.
     pub zset_max_listpack_value: usize,
+    /// `hll-sparse-max-bytes`: the longest sparse HyperLogLog, header
+    /// included, before it turns dense.
+    pub hll_sparse_max_bytes: usize,
 }
 
 impl Default for Encodings {
@@ -50,6 +53,7 @@ impl Default for Encodings {
             hash_max_listpack_value: 64,
             zset_max_listpack_entries: 128,
             zset_max_listpack_value: 64,
+            hll_sparse_max_bytes: 3000,
         }
     }
 }
@@ -59,7 +63,7 @@ impl Default for Encodings {
 /// locks its shard, and uses that copy throughout (a CONFIG SET changing
 /// several at that moment may be seen in part).
 #[derive(Debug)]
-pub struct EncodingLimits([AtomicUsize; 5]);
+pub struct EncodingLimits([AtomicUsize; 6]);
 
 impl EncodingLimits {
     /// Limits holding `encodings`.
@@ -71,7 +75,7 @@ impl EncodingLimits {
 
     /// The thresholds now.
     pub fn get(&self) -> Encodings {
-        let [set, hash_entries, hash_value, zset_entries, zset_value] =
+        let [set, hash_entries, hash_value, zset_entries, zset_value, hll_sparse] =
             self.0.each_ref().map(|limit| limit.load(Ordering::Relaxed));
         Encodings {
             set_max_intset_entries: set,
@@ -79,6 +83,7 @@ impl EncodingLimits {
             hash_max_listpack_value: hash_value,
             zset_max_listpack_entries: zset_entries,
             zset_max_listpack_value: zset_value,
+            hll_sparse_max_bytes: hll_sparse,
         }
     }
 
@@ -91,6 +96,7 @@ impl EncodingLimits {
             encodings.hash_max_listpack_value,
             encodings.zset_max_listpack_entries,
             encodings.zset_max_listpack_value,
+            encodings.hll_sparse_max_bytes,
         ];
         for (limit, value) in self.0.iter().zip(values) {
             limit.store(value, Ordering::Relaxed);

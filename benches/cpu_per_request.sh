@@ -130,6 +130,12 @@ load() { # PORT LOAD: runs it; prints requests per second
         # bucket4j sends EVAL with the text every time: a swap that fails
         # (the keys hold no state), the commonest outcome under contention.
         bucket4j) args=(EVAL "$BUCKET4J" 1 "$K" state-0 state-1 60000) ;;
+        # HyperLogLog: random elements into one sketch (dense after the
+        # first thousands), sketches per random key (sparse), and PFCOUNT
+        # of one sketch, whose cache the PFADDs keep stale.
+        pfadd_dense) args=(PFADD visitors "e:__rand_int__") ;;
+        pfadd_sparse) args=(PFADD "hll:__rand_int__" "e:__rand_int__") ;;
+        pfcount) args=(PFCOUNT visitors) ;;
         # redis-cell's GCRA: burst 100, 1000 per minute, one each.
         cl_throttle) args=(CL.THROTTLE "$K" 100 1000 60) ;;
         # The fixed window in one command (Redis 8.8's INCREX) on tally;

@@ -546,7 +546,10 @@ mod tests {
     fn sketch_commands_go_only_when_they_changed_the_value() {
         let none: Vec<Vec<String>> = Vec::new();
         assert_eq!(run(&["pfadd", "h", "a"], Reply::Int(0)), none);
-        assert_eq!(run(&["pfadd", "h", "a"], Reply::Int(1)), [["pfadd", "h", "a"]]);
+        assert_eq!(
+            run(&["pfadd", "h", "a"], Reply::Int(1)),
+            [["pfadd", "h", "a"]]
+        );
         assert_eq!(
             run(&["pfdebug", "todense", "h"], Reply::Int(1)),
             [["pfdebug", "todense", "h"]]

@@ -1,3 +1,4 @@
+use super::sparse::val_byte;
 use super::*;
 
 /// Elements `prefix0`, `prefix1`, ...

@@ -205,10 +205,10 @@ pub fn type_of(ctx: &mut Ctx<'_>, argv: &[&[u8]]) -> Reply {
     }
 }
 
-/// Copies an entry's value and deadline out so it can be written under
-/// another key (possibly in another shard or database). A collection is
-/// copied whole, so RENAME and MOVE of one are O(N) here where Redis's are
-/// O(1); docs/compatibility.md notes it.
+/// A copy of an entry's value and deadline, to be written under another
+/// key (possibly in another shard or database): COPY's, which copies a
+/// collection whole as Redis's does. RENAME and MOVE take the value out
+/// instead (`ShardData::take`), which moves a collection without copying.
 struct Detached {
     value: OwnedValue,
     expire_at: u64,
@@ -231,9 +231,9 @@ impl Detached {
 fn rename_generic(ctx: &mut Ctx<'_>, argv: &[&[u8]], only_if_absent: bool) -> Reply {
     let (src, dst) = (ctx.key(argv[1]), ctx.key(argv[2]));
     let mut locked = ctx.lock_keys(&[src, dst]);
-    let Some(moved) = locked.shard(src).get(src, ctx.now_ms).map(Detached::of) else {
+    if !locked.shard(src).contains(src, ctx.now_ms) {
         return Reply::error(error::NO_SUCH_KEY);
-    };
+    }
     if argv[1] == argv[2] {
         return if only_if_absent {
             Reply::Int(0)
@@ -244,8 +244,12 @@ fn rename_generic(ctx: &mut Ctx<'_>, argv: &[&[u8]], only_if_absent: bool) -> Re
     if only_if_absent && locked.shard(dst).contains(dst, ctx.now_ms) {
         return Reply::Int(0);
     }
-    locked.shard(src).remove(src, ctx.now_ms);
-    moved.store(locked.shard(dst), dst, ctx.now_ms);
+    let Some((value, expire_at)) = locked.shard(src).take(src, ctx.now_ms) else {
+        return Reply::error(error::NO_SUCH_KEY);
+    };
+    locked
+        .shard(dst)
+        .set_owned(dst, value, expire_at, ctx.now_ms);
     if only_if_absent {
         Reply::Int(1)
     } else {
@@ -374,14 +378,13 @@ pub fn move_key(ctx: &mut Ctx<'_>, argv: &[&[u8]]) -> Reply {
     let key = ctx.key(argv[1]);
     let now = ctx.now_ms;
     let mut shards = lock_two(ctx, src_db, key, dst_db, key);
-    let Some(moved) = shards.src().get(key, now).map(Detached::of) else {
-        return Reply::Int(0);
-    };
-    if shards.dst().contains(key, now) {
+    if !shards.src().contains(key, now) || shards.dst().contains(key, now) {
         return Reply::Int(0);
     }
-    shards.src().remove(key, now);
-    moved.store(shards.dst(), key, now);
+    let Some((value, expire_at)) = shards.src().take(key, now) else {
+        return Reply::Int(0);
+    };
+    shards.dst().set_owned(key, value, expire_at, now);
     Reply::Int(1)
 }
 

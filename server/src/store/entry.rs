@@ -399,6 +399,22 @@ impl Entry {
         block_size(self.total_len()) + object
     }
 
+    /// The collection, taken out of the entry (which then holds the integer
+    /// 0, so freeing it leaves the collection alone): moving a collection
+    /// to another key is a pointer's move, not a copy.
+    pub fn take_object(&mut self) -> Option<Box<Object>> {
+        let object = self.object_ptr()?;
+        let tag = self.tag() & !KIND_MASK | KIND_INT;
+        // SAFETY: header fields of a block exclusively ours (&mut self);
+        // the pointer came from Box::into_raw and is owned by this entry
+        // until the tag no longer says so, which the writes below make so.
+        unsafe {
+            *self.ptr.as_ptr() = tag;
+            *self.payload_ptr() = 0;
+            Some(Box::from_raw(object))
+        }
+    }
+
     /// Returns the block to `slab`, which must be the slab that allocated it
     /// (the owning shard's).
     pub fn free(self, slab: &mut Slab) {

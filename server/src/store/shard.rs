@@ -698,6 +698,31 @@ impl ShardData {
         !was_expired
     }
 
+    /// Removes a live key and hands back its value and deadline, to be
+    /// stored under another key (RENAME, MOVE): a collection is moved out
+    /// of the entry, not copied. `None` (and nothing removed) for a key
+    /// that is missing or expired.
+    pub fn take(&mut self, key: KeyRef<'_>, now_ms: u64) -> Option<(OwnedValue, u64)> {
+        self.get(key, now_ms)?;
+        self.preserve(key);
+        let Ok(occupied) = self.table.find_entry(key.hash, |e| e.key() == key.bytes) else {
+            return None;
+        };
+        let (mut removed, _) = occupied.remove();
+        touch(&self.observers, removed.key());
+        let expire_at = removed.expire_at();
+        // The collection's bytes leave this shard's count with it.
+        let heap_before = removed.heap_size();
+        let value = match removed.take_object() {
+            Some(object) => OwnedValue::Obj(object),
+            None => OwnedValue::of(removed.value()),
+        };
+        self.account(removed.heap_size() as isize - heap_before as isize);
+        self.unindex(removed.key());
+        self.forget(removed);
+        Some((value, expire_at))
+    }
+
     /// Drops a key that left the table from the slot index (cluster mode).
     #[inline]
     fn unindex(&mut self, key: &[u8]) {

@@ -151,3 +151,44 @@ fn the_observer_hears_of_writes_removals_and_expiries() {
     let heard: Vec<&[u8]> = vec![b"set", b"gone", b"gone", b"expires", b"expires"];
     assert_eq!(*recorder.keys.lock(), heard);
 }
+
+#[test]
+fn a_taken_collection_moves_without_a_copy_and_its_bytes_go_with_it() {
+    use crate::store::object::{Encodings, Object, Set};
+    use crate::store::OwnedValue;
+    let store = store_with(1, &Arc::default());
+    let mut shard = store.db(0).lock_shard(0);
+    let mut set = Set::default();
+    for i in 0..1000 {
+        set.insert(format!("m{i}").as_bytes(), &Encodings::default());
+    }
+    let object = Box::new(Object::Set(set));
+    let address = &*object as *const Object;
+    shard.set_object(store.key(b"src"), object, NOW + 5000, NOW);
+    let with_set = shard.bytes();
+    let Some((OwnedValue::Obj(taken), expire_at)) = shard.take(store.key(b"src"), NOW) else {
+        panic!("the collection comes out");
+    };
+    assert_eq!(&*taken as *const Object, address, "moved, not copied");
+    assert_eq!(expire_at, NOW + 5000);
+    // What stays is the table's bucket array.
+    assert_eq!(shard.bytes(), shard.table_bytes(), "its bytes left with it");
+    assert!(shard.get(store.key(b"src"), NOW).is_none());
+    shard.set_object(store.key(b"dst"), taken, expire_at, NOW);
+    assert_eq!(shard.bytes(), with_set);
+    assert_eq!(
+        shard
+            .get(store.key(b"dst"), NOW)
+            .map(|e| e.value().is_string()),
+        Some(false)
+    );
+    // Strings come out as copies; missing and expired keys not at all.
+    shard.set(store.key(b"n"), ValueRef::Int(7), NOW + 1, NOW);
+    assert!(matches!(
+        shard.take(store.key(b"n"), NOW),
+        Some((OwnedValue::Int(7), _))
+    ));
+    shard.set(store.key(b"gone"), ValueRef::Int(7), NOW + 1, NOW);
+    assert!(shard.take(store.key(b"gone"), NOW + 2).is_none());
+    assert!(shard.take(store.key(b"missing"), NOW).is_none());
+}

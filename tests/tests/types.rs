@@ -242,3 +242,114 @@ async fn sorted_set_window_log_works_as_limiters_use_it() {
         "an emptied set goes away"
     );
 }
+
+/// Walks SSCAN or HSCAN (`scan`) over `key` with COUNT `count`, removing
+/// and adding members between pages with `churn`; returns the members seen
+/// and the largest page.
+async fn paged_walk(
+    conn: &mut RawConn,
+    scan: &str,
+    key: &str,
+    count: usize,
+    churn: &[String],
+) -> (BTreeSet<String>, usize) {
+    let mut seen = BTreeSet::new();
+    let mut cursor = "0".to_string();
+    let mut largest = 0;
+    let mut step = 0;
+    loop {
+        let reply = conn
+            .line(&format!("{scan} {key} {cursor} COUNT {count}"))
+            .await;
+        let mut words = bulks(reply.as_bytes()).into_iter();
+        cursor = words.next().expect("a cursor");
+        let page: Vec<String> = words.collect();
+        let members: Vec<String> = if scan == "HSCAN" {
+            page.iter().step_by(2).cloned().collect()
+        } else {
+            page
+        };
+        largest = largest.max(members.len());
+        seen.extend(members);
+        if let Some(command) = churn.get(step) {
+            conn.line(command).await;
+        }
+        step += 1;
+        if cursor == "0" {
+            return (seen, largest);
+        }
+    }
+}
+
+/// SSCAN and HSCAN page a large set or hash by COUNT, as Redis does its
+/// hash tables, and keep SCAN's promise while members come and go between
+/// pages: every member present from the first call to the last is
+/// returned. The same walk runs on redis-server, which keeps it too.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sscan_and_hscan_page_large_collections_and_keep_the_promise() {
+    let tally = TestServer::start().await;
+    let redis = tally_tests::RedisServer::start();
+    let mut addrs = vec![("tally", tally.addr())];
+    if let Some(redis) = &redis {
+        addrs.push(("redis", redis.addr));
+    }
+    for (name, addr) in addrs {
+        let mut conn = RawConn::connect(addr).await;
+        let mut sadd = vec!["SADD".to_string(), "s".to_string()];
+        let mut hset = vec!["HSET".to_string(), "h".to_string()];
+        for i in 0..3000 {
+            sadd.push(format!("m{i}"));
+            hset.extend([format!("m{i}"), "v".to_string()]);
+        }
+        conn.cmd(&sadd).await;
+        conn.cmd(&hset).await;
+        // Removals of every seventh member and new arrivals, between pages.
+        let churn = |remove: &str, add: &str| -> Vec<String> {
+            (0..3000)
+                .step_by(7)
+                .map(|i| match i % 2 {
+                    0 => format!("{remove} m{i}"),
+                    _ => format!("{add} new{i}"),
+                })
+                .collect()
+        };
+        let removed: BTreeSet<String> = (0..3000)
+            .step_by(7)
+            .filter(|i| i % 2 == 0)
+            .map(|i| format!("m{i}"))
+            .collect();
+        let throughout: BTreeSet<String> = (0..3000)
+            .map(|i| format!("m{i}"))
+            .filter(|m| !removed.contains(m))
+            .collect();
+        for (scan, key, churn) in [
+            ("SSCAN", "s", churn("SREM s", "SADD s")),
+            ("HSCAN", "h", churn("HDEL h", "HSET h")),
+        ] {
+            let churn: Vec<String> = churn
+                .into_iter()
+                .map(|c| if c.starts_with("HSET") { c + " v" } else { c })
+                .collect();
+            let (seen, largest) = paged_walk(&mut conn, scan, key, 20, &churn).await;
+            let missed: Vec<_> = throughout.difference(&seen).collect();
+            assert!(missed.is_empty(), "{name} {scan} missed {missed:?}");
+            assert!(
+                largest < 200,
+                "{name} {scan}: pages follow COUNT, the largest had {largest}"
+            );
+        }
+        // An intset and a listpack hash come back whole, cursor 0, on both.
+        conn.line("SADD small 1 2 3").await;
+        assert_eq!(
+            bulks(conn.line("SSCAN small 0 COUNT 1").await.as_bytes()),
+            ["0", "1", "2", "3"],
+            "{name}"
+        );
+        conn.line("HSET smallh a 1 b 2").await;
+        assert_eq!(
+            bulks(conn.line("HSCAN smallh 0 COUNT 1").await.as_bytes()),
+            ["0", "a", "1", "b", "2"],
+            "{name}"
+        );
+    }
+}

@@ -125,25 +125,32 @@ pub fn pairs(proto: Protocol, items: Vec<(Reply, Reply)>) -> Reply {
     }
 }
 
-/// MATCH and COUNT of HSCAN, SSCAN and ZSCAN, after the cursor.
+/// The cursor, MATCH and COUNT of HSCAN, SSCAN and ZSCAN.
 pub struct ScanOptions<'a> {
     pattern: Option<&'a [u8]>,
+    /// Where the page starts (0: at the beginning).
+    pub cursor: u64,
+    /// About how many elements to visit (Redis's default 10).
+    pub count: usize,
 }
 
 impl<'a> ScanOptions<'a> {
     /// Parses `cursor [MATCH pattern] [COUNT count]` as Redis does.
     pub fn parse(cursor: &[u8], options: &[&'a [u8]]) -> Result<ScanOptions<'a>, Reply> {
-        if parse_cursor(cursor).is_none() {
+        let Some(cursor) = parse_cursor(cursor) else {
             return Err(Reply::error(error::INVALID_CURSOR));
-        }
+        };
         let mut pattern = None;
+        let mut count = 10;
         let mut i = 0;
         while i < options.len() {
             let remaining = options.len() - i;
             if is(options[i], "count") && remaining >= 2 {
-                if int_arg(options[i + 1])? < 1 {
+                let n = int_arg(options[i + 1])?;
+                if n < 1 {
                     return Err(Reply::error(error::SYNTAX));
                 }
+                count = usize::try_from(n).unwrap_or(usize::MAX);
             } else if is(options[i], "match") && remaining >= 2 {
                 pattern = Some(options[i + 1]).filter(|p| *p != b"*");
             } else {
@@ -151,7 +158,11 @@ impl<'a> ScanOptions<'a> {
             }
             i += 2;
         }
-        Ok(ScanOptions { pattern })
+        Ok(ScanOptions {
+            pattern,
+            cursor,
+            count,
+        })
     }
 
     /// True when `element` passes MATCH.
@@ -159,11 +170,11 @@ impl<'a> ScanOptions<'a> {
         self.pattern.is_none_or(|p| glob_match(p, element, false))
     }
 
-    /// The reply: the whole collection in one step, so the next cursor is
-    /// always 0. Redis does the same for its small encodings; for large
-    /// collections it pages, which COUNT only hints at (docs/compatibility.md).
-    pub fn reply(elements: Vec<Reply>) -> Reply {
-        Reply::Array(vec![Reply::BulkStatic(b"0"), Reply::Array(elements)])
+    /// The reply: the next cursor (0 when the walk is done) and the
+    /// elements of this page.
+    pub fn reply(next: u64, elements: Vec<Reply>) -> Reply {
+        let cursor = Reply::Bulk(itoa::Buffer::new().format(next).as_bytes().to_vec());
+        Reply::Array(vec![cursor, Reply::Array(elements)])
     }
 }
 
@@ -244,11 +255,12 @@ pub fn missing_pick(count: Option<i64>) -> Reply {
 }
 
 /// HSCAN, SSCAN and ZSCAN: parses `cursor [MATCH] [COUNT]`, then replies
-/// with the elements `list` gives for the collection (none when missing).
+/// with the next cursor and the elements `page` gives for the collection
+/// (none, and cursor 0, when missing).
 pub fn scan_collection<T: Kind>(
     ctx: &mut super::Ctx<'_>,
     argv: &[&[u8]],
-    list: impl FnOnce(&T, &ScanOptions<'_>) -> Vec<Reply>,
+    page: impl FnOnce(&T, &ScanOptions<'_>) -> (u64, Vec<Reply>),
 ) -> Reply {
     let options = match ScanOptions::parse(argv[2], &argv[3..]) {
         Ok(options) => options,
@@ -256,8 +268,11 @@ pub fn scan_collection<T: Kind>(
     };
     let key = ctx.key(argv[1]);
     let mut shard = ctx.lock(key);
-    let found = read::<T, _>(&mut shard, key, ctx.now_ms, |value| list(value, &options));
-    either(found.map(|r| ScanOptions::reply(r.unwrap_or_default())))
+    let found = read::<T, _>(&mut shard, key, ctx.now_ms, |value| page(value, &options));
+    either(found.map(|r| {
+        let (next, elements) = r.unwrap_or_default();
+        ScanOptions::reply(next, elements)
+    }))
 }
 
 /// The positions HRANDFIELD, SRANDMEMBER and ZRANDMEMBER return for a

@@ -293,9 +293,12 @@ pub fn hrandfield(ctx: &mut Ctx<'_>, argv: &[&[u8]]) -> Reply {
 /// HSCAN key cursor [MATCH pattern] [COUNT count]
 pub fn hscan(ctx: &mut Ctx<'_>, argv: &[&[u8]]) -> Reply {
     scan_collection::<Hash>(ctx, argv, |hash, options| {
-        hash.iter()
+        let (next, fields) = hash.scan_page(options.cursor, options.count);
+        let fields = fields
+            .into_iter()
             .filter(|(f, _)| options.keeps(f))
             .flat_map(|(f, v)| [Reply::bulk(f), Reply::bulk(v)])
-            .collect()
+            .collect();
+        (next, fields)
     })
 }

@@ -373,10 +373,13 @@ pub fn sintercard(ctx: &mut Ctx<'_>, argv: &[&[u8]]) -> Reply {
 /// SSCAN key cursor [MATCH pattern] [COUNT count]
 pub fn sscan(ctx: &mut Ctx<'_>, argv: &[&[u8]]) -> Reply {
     scan_collection::<Set>(ctx, argv, |set, options| {
-        set.iter()
+        let (next, members) = set.scan_page(options.cursor, options.count);
+        let members = members
+            .into_iter()
             .map(Member::to_vec)
             .filter(|m| options.keeps(m))
             .map(Reply::Bulk)
-            .collect()
+            .collect();
+        (next, members)
     })
 }

@@ -796,8 +796,12 @@ pub fn zrandmember(ctx: &mut Ctx<'_>, argv: &[&[u8]]) -> Reply {
 
 /// ZSCAN key cursor [MATCH pattern] [COUNT count]
 pub fn zscan(ctx: &mut Ctx<'_>, argv: &[&[u8]]) -> Reply {
+    // A sorted set comes back whole (cursor 0): its members are kept by
+    // score and by hash, with no position a cursor could name
+    // (docs/compatibility.md).
     scan_collection::<ZSet>(ctx, argv, |zset, options| {
-        zset.iter()
+        let members = zset
+            .iter()
             .filter(|(m, _)| options.keeps(m))
             .flat_map(|(m, s)| {
                 [
@@ -805,6 +809,7 @@ pub fn zscan(ctx: &mut Ctx<'_>, argv: &[&[u8]]) -> Reply {
                     Reply::Bulk(crate::float::format_g17(s).into_bytes()),
                 ]
             })
-            .collect()
+            .collect();
+        (0, members)
     })
 }

@@ -15,6 +15,9 @@ use super::{element_bytes, Encodings};
 /// Per-field cost of the index map beyond the two elements: hash, index slot.
 const FIELD_OVERHEAD: usize = 16;
 
+/// A field and its value, borrowed from a hash.
+pub type FieldValue<'a> = (&'a [u8], &'a [u8]);
+
 /// A hash value.
 #[derive(Debug, Clone)]
 pub struct Hash {
@@ -253,6 +256,22 @@ impl Hash {
             .into_iter()
             .flatten()
             .chain(table.into_iter().flatten())
+    }
+
+    /// One page of HSCAN from `cursor`, visiting about `count` fields (see
+    /// `Set::scan_page`): the packed form comes back whole with cursor 0.
+    pub fn scan_page(&self, cursor: u64, count: usize) -> (u64, Vec<FieldValue<'_>>) {
+        match &self.fields {
+            Fields::Packed { .. } => (0, self.iter().collect()),
+            Fields::Table(table) => {
+                let (next, positions) = super::scan_positions(table.len(), cursor, count);
+                let fields = positions
+                    .filter_map(|i| table.get_index(i))
+                    .map(|(f, v)| (&**f, &**v))
+                    .collect();
+                (next, fields)
+            }
+        }
     }
 
     /// The field at a position of the iteration order (HRANDFIELD).

@@ -156,6 +156,25 @@ impl Set {
         }
     }
 
+    /// One page of SSCAN from `cursor`, visiting about `count` members: the
+    /// next cursor (0 when done) and the members visited. An intset comes
+    /// back whole with cursor 0, as Redis's small encodings do. A table is
+    /// walked from its last position down (`scan_positions`), which keeps
+    /// SCAN's promise under the table's swap-removal.
+    pub fn scan_page(&self, cursor: u64, count: usize) -> (u64, Vec<Member<'_>>) {
+        match &self.repr {
+            Repr::Ints(_) => (0, self.iter().collect()),
+            Repr::Table(table) => {
+                let (next, positions) = super::scan_positions(table.len(), cursor, count);
+                let members = positions
+                    .filter_map(|i| table.get_index(i))
+                    .map(|m| Member::Bytes(m))
+                    .collect();
+                (next, members)
+            }
+        }
+    }
+
     /// Members in Redis's iteration order (numeric for an intset).
     pub fn iter(&self) -> Box<dyn Iterator<Item = Member<'_>> + '_> {
         match &self.repr {
@@ -206,5 +225,64 @@ mod tests {
             assert_eq!(set.encoding(), "hashtable", "{max}");
             assert_eq!(set.len(), max + 1);
         }
+    }
+
+    /// SCAN's promise over a table: every member present from the first
+    /// page to the last is returned, however members come and go between
+    /// pages; and a page visits at most COUNT positions.
+    #[test]
+    fn a_paged_scan_returns_every_member_present_throughout() {
+        let limits = Encodings::default();
+        let mut state = 0x2545_f491_4f6c_dd1du64;
+        let mut random = move |n: u64| {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            state % n
+        };
+        for round in 0..20 {
+            let mut set = Set::default();
+            for i in 0..2000 {
+                set.insert(format!("m{i}").as_bytes(), &limits);
+            }
+            let mut throughout: std::collections::HashSet<Vec<u8>> =
+                set.iter().map(Member::to_vec).collect();
+            let mut seen = std::collections::HashSet::new();
+            let mut cursor = 0;
+            let mut added = 0;
+            loop {
+                let count = 1 + random(50) as usize;
+                let (next, members) = set.scan_page(cursor, count);
+                assert!(members.len() <= count, "round {round}");
+                seen.extend(members.into_iter().map(Member::to_vec));
+                // Between pages: some members leave, some arrive.
+                for _ in 0..random(20) {
+                    let victim = format!("m{}", random(2000)).into_bytes();
+                    if set.remove(&victim) {
+                        throughout.remove(&victim);
+                    }
+                }
+                for _ in 0..random(20) {
+                    set.insert(format!("new{added}").as_bytes(), &limits);
+                    added += 1;
+                }
+                if next == 0 {
+                    break;
+                }
+                cursor = next;
+            }
+            let missed: Vec<_> = throughout.difference(&seen).collect();
+            assert!(missed.is_empty(), "round {round} missed {}", missed.len());
+        }
+    }
+
+    #[test]
+    fn an_intset_comes_back_whole() {
+        let mut set = Set::default();
+        for i in 0..100 {
+            set.insert(i.to_string().as_bytes(), &Encodings::default());
+        }
+        let (next, members) = set.scan_page(0, 10);
+        assert_eq!((next, members.len()), (0, 100));
     }
 }

@@ -73,7 +73,10 @@ pub struct Shared {
     /// Loaded scripts and script runs in progress.
     pub scripts: crate::scripting::Scripts,
     /// Channel and pattern subscriptions.
-    pub pubsub: crate::pubsub::PubSub,
+    pub pubsub: Arc<crate::pubsub::PubSub>,
+    /// Keyspace notifications (`notify-keyspace-events`), and the store's
+    /// key observer.
+    pub keyspace_events: Arc<crate::keyspace_events::KeyspaceEvents>,
     /// Clients blocked on keys (BLPOP and its kin).
     pub blocked: crate::blocking::Blocked,
     /// CLIENT PAUSE.
@@ -99,7 +102,13 @@ impl Shared {
     pub fn new(config: Config) -> Shared {
         let clock = config.clock.clone();
         let tracking = Arc::new(crate::tracking::Tracking::default());
-        let store = Store::new(config.databases, config.shards, tracking.clone());
+        let pubsub = Arc::new(crate::pubsub::PubSub::default());
+        let keyspace_events = Arc::new(crate::keyspace_events::KeyspaceEvents::new(
+            config.notify_keyspace_events,
+            pubsub.clone(),
+            tracking.clone(),
+        ));
+        let store = Store::new(config.databases, config.shards, keyspace_events.clone());
         let started_unix = clock.now_ms() / 1000;
         let run_id = crate::util::random_hex_id();
         let busy_threshold = config.busy_reply_threshold_ms;
@@ -131,7 +140,8 @@ impl Shared {
             shutdown: tokio::sync::watch::Sender::new(false),
             run_id,
             scripts: crate::scripting::Scripts::default(),
-            pubsub: crate::pubsub::PubSub::default(),
+            pubsub,
+            keyspace_events,
             blocked: crate::blocking::Blocked::default(),
             pause: crate::pause::ClientPause::default(),
             monitors: crate::monitor::Monitors::default(),
@@ -223,6 +233,8 @@ impl Shared {
         self.store.feed().set_backlog_size(config.repl_backlog_size);
         self.install_min_replicas(&config);
         self.encodings.set(config.encodings);
+        self.keyspace_events
+            .set_flags(config.notify_keyspace_events);
         self.idle_timeout_secs
             .store(config.timeout_secs, Ordering::Relaxed);
         self.proto_max_bulk_len

@@ -24,6 +24,7 @@ const LAYERS: &[(&str, &[&str])] = &[
             "striped",
             "throttle",
             "hyperloglog",
+            "event_classes",
         ],
     ),
     ("the protocol", &["resp"]),
@@ -47,7 +48,10 @@ const LAYERS: &[(&str, &[&str])] = &[
         "pub/sub, clients blocked on keys and the cluster's node state",
         &["pubsub", "blocking", "cluster"],
     ),
-    ("what feeds subscribers", &["tracking", "monitor"]),
+    (
+        "what feeds subscribers",
+        &["tracking", "monitor", "keyspace_events"],
+    ),
     (
         "the server: its shared state and what acts on all of it",
         &["state", "stats", "persistence", "expiry", "metrics"],

@@ -3,6 +3,7 @@
 use super::args::{glob_match, int_arg, is};
 use super::error;
 use super::Ctx;
+use crate::event_classes::class;
 use crate::resp::Reply;
 use crate::store::{Entry, KeyRef, OwnedValue, ShardData, ShardGuard, ValueRef};
 
@@ -19,11 +20,14 @@ pub fn type_name(entry: &Entry) -> &'static str {
 pub fn del(ctx: &mut Ctx<'_>, argv: &[&[u8]]) -> Reply {
     let keys: Vec<_> = argv[1..].iter().map(|k| ctx.key(k)).collect();
     let mut locked = ctx.lock_keys(&keys);
-    let removed = keys
-        .iter()
-        .filter(|key| locked.shard(**key).remove(**key, ctx.now_ms))
-        .count();
-    Reply::Int(removed as i64)
+    let mut removed = 0;
+    for key in &keys {
+        if locked.shard(*key).remove(*key, ctx.now_ms) {
+            ctx.notify(class::GENERIC, "del", key.bytes);
+            removed += 1;
+        }
+    }
+    Reply::Int(removed)
 }
 
 /// EXISTS key [key ...]; a key named twice counts twice.
@@ -116,8 +120,11 @@ fn expire_generic(ctx: &mut Ctx<'_>, argv: &[&[u8]], seconds: bool, relative: bo
     if when <= ctx.now_ms as i64 {
         drop(entry);
         shard.remove(key, ctx.now_ms);
+        ctx.notify(class::GENERIC, "del", argv[1]);
     } else {
         entry.set_expire_at(when as u64);
+        drop(entry);
+        ctx.notify(class::GENERIC, "expire", argv[1]);
     }
     Reply::Int(1)
 }
@@ -188,6 +195,8 @@ pub fn persist(ctx: &mut Ctx<'_>, argv: &[&[u8]]) -> Reply {
     let reply = match shard.get_mut(key, ctx.now_ms) {
         Some(mut entry) if entry.expire_at() != 0 => {
             entry.set_expire_at(0);
+            drop(entry);
+            ctx.notify(class::GENERIC, "persist", argv[1]);
             Reply::Int(1)
         }
         _ => Reply::Int(0),
@@ -241,7 +250,8 @@ fn rename_generic(ctx: &mut Ctx<'_>, argv: &[&[u8]], only_if_absent: bool) -> Re
             Reply::Ok
         };
     }
-    if only_if_absent && locked.shard(dst).contains(dst, ctx.now_ms) {
+    let replaced = locked.shard(dst).contains(dst, ctx.now_ms);
+    if only_if_absent && replaced {
         return Reply::Int(0);
     }
     let Some((value, expire_at)) = locked.shard(src).take(src, ctx.now_ms) else {
@@ -250,6 +260,13 @@ fn rename_generic(ctx: &mut Ctx<'_>, argv: &[&[u8]], only_if_absent: bool) -> Re
     locked
         .shard(dst)
         .set_owned(dst, value, expire_at, ctx.now_ms);
+    // Redis deletes a destination that exists and adds the key anew, so
+    // it is `new` either way (the store says so for one that did not).
+    if replaced {
+        ctx.notify(class::NEW, "new", argv[2]);
+    }
+    ctx.notify(class::GENERIC, "rename_from", argv[1]);
+    ctx.notify(class::GENERIC, "rename_to", argv[2]);
     if only_if_absent {
         Reply::Int(1)
     } else {
@@ -358,10 +375,15 @@ pub fn copy(ctx: &mut Ctx<'_>, argv: &[&[u8]]) -> Reply {
     let Some(copied) = shards.src().lookup_read(src, now).map(Detached::of) else {
         return Reply::Int(0);
     };
-    if shards.dst().contains(dst, now) && !replace {
+    let replaced = shards.dst().contains(dst, now);
+    if replaced && !replace {
         return Reply::Int(0);
     }
     copied.store(shards.dst(), dst, now);
+    if replaced {
+        ctx.notify_in(dst_db, class::NEW, "new", argv[2]);
+    }
+    ctx.notify_in(dst_db, class::GENERIC, "copy_to", argv[2]);
     Reply::Int(1)
 }
 
@@ -385,6 +407,8 @@ pub fn move_key(ctx: &mut Ctx<'_>, argv: &[&[u8]]) -> Reply {
         return Reply::Int(0);
     };
     shards.dst().set_owned(key, value, expire_at, now);
+    ctx.notify_in(src_db, class::GENERIC, "move_from", argv[1]);
+    ctx.notify_in(dst_db, class::GENERIC, "move_to", argv[1]);
     Reply::Int(1)
 }
 

@@ -144,6 +144,24 @@ impl<'a> Ctx<'a> {
     pub fn key<'k>(&self, bytes: &'k [u8]) -> KeyRef<'k> {
         self.shared.store.key(bytes)
     }
+
+    /// Raises keyspace notification `event` (of `class`, an
+    /// `event_classes::class` flag) about `key` in the selected database,
+    /// at the point of the change, as Redis's notifyKeyspaceEvent: one
+    /// load while notifications are off.
+    #[inline]
+    pub fn notify(&self, class: u32, event: &str, key: &[u8]) {
+        self.notify_in(self.client.db, class, event, key);
+    }
+
+    /// [`Self::notify`] for a key in database `db` (MOVE, COPY ... DB).
+    #[inline]
+    pub fn notify_in(&self, db: usize, class: u32, event: &str, key: &[u8]) {
+        let events = &self.shared.keyspace_events;
+        if events.wants(class) {
+            events.notify(class, event, key, db, self.now_ms);
+        }
+    }
 }
 
 /// Resolves argv to a catalog row and its index: the command, or its

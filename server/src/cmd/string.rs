@@ -3,6 +3,7 @@
 use super::args::{int_arg, is};
 use super::error;
 use super::Ctx;
+use crate::event_classes::class;
 use crate::resp::Reply;
 use crate::store::{Entry, ShardData, ValueRef};
 
@@ -233,6 +234,10 @@ pub fn set(ctx: &mut Ctx<'_>, argv: &[&[u8]]) -> Reply {
         };
     }
     write_string(&mut shard, key, argv[2], deadline, ctx.now_ms);
+    ctx.notify(class::STRING, "set", argv[1]);
+    if opts.expire.is_some() {
+        ctx.notify(class::GENERIC, "expire", argv[1]);
+    }
     if opts.get {
         old.unwrap_or(Reply::Nil)
     } else {
@@ -248,6 +253,7 @@ pub fn setnx(ctx: &mut Ctx<'_>, argv: &[&[u8]]) -> Reply {
         return Reply::Int(0);
     }
     shard.set(key, ValueRef::string(argv[2]), 0, ctx.now_ms);
+    ctx.notify(class::STRING, "set", argv[1]);
     Reply::Int(1)
 }
 
@@ -263,6 +269,8 @@ fn set_with_expire(ctx: &mut Ctx<'_>, argv: &[&[u8]], unit: ExpireUnit, name: &s
     let key = ctx.key(argv[1]);
     let mut shard = ctx.lock(key);
     write_string(&mut shard, key, argv[3], Deadline::At(at), ctx.now_ms);
+    ctx.notify(class::STRING, "set", argv[1]);
+    ctx.notify(class::GENERIC, "expire", argv[1]);
     Reply::Ok
 }
 
@@ -315,6 +323,7 @@ fn mset_generic(ctx: &mut Ctx<'_>, argv: &[&[u8]], only_if_none_exist: bool) -> 
     }
     for (key, value) in pairs {
         write_string(locked.shard(key), key, value, Deadline::Clear, ctx.now_ms);
+        ctx.notify(class::STRING, "set", key.bytes);
     }
     if only_if_none_exist {
         Reply::Int(1)
@@ -345,6 +354,7 @@ pub fn getset(ctx: &mut Ctx<'_>, argv: &[&[u8]]) -> Reply {
         None => Reply::Nil,
     };
     write_string(&mut shard, key, argv[2], Deadline::Clear, ctx.now_ms);
+    ctx.notify(class::STRING, "set", argv[1]);
     old
 }
 
@@ -360,6 +370,7 @@ pub fn getdel(ctx: &mut Ctx<'_>, argv: &[&[u8]]) -> Reply {
         None => return Reply::Nil,
     };
     shard.remove(key, ctx.now_ms);
+    ctx.notify(class::GENERIC, "del", argv[1]);
     reply
 }
 
@@ -393,12 +404,21 @@ pub fn getex(ctx: &mut Ctx<'_>, argv: &[&[u8]]) -> Reply {
     };
     match deadline {
         Deadline::Keep => {}
-        Deadline::Clear => entry.set_expire_at(0),
+        Deadline::Clear => {
+            if entry.expire_at() != 0 {
+                entry.set_expire_at(0);
+                ctx.notify(class::GENERIC, "persist", argv[1]);
+            }
+        }
         Deadline::At(at) if at <= ctx.now_ms => {
             drop(entry);
             shard.remove(key, ctx.now_ms);
+            ctx.notify(class::GENERIC, "del", argv[1]);
         }
-        Deadline::At(at) => entry.set_expire_at(at),
+        Deadline::At(at) => {
+            entry.set_expire_at(at);
+            ctx.notify(class::GENERIC, "expire", argv[1]);
+        }
     }
     reply
 }
@@ -417,9 +437,12 @@ fn incr_by(ctx: &mut Ctx<'_>, key: &[u8], delta: i64) -> Reply {
             return Reply::error(error::OVERFLOW);
         };
         entry.set_value(ValueRef::Int(next));
+        drop(entry);
+        ctx.notify(class::STRING, "incrby", key.bytes);
         return Reply::Int(next);
     }
     shard.set(key, ValueRef::Int(delta), 0, ctx.now_ms);
+    ctx.notify(class::STRING, "incrby", key.bytes);
     Reply::Int(delta)
 }
 
@@ -467,6 +490,7 @@ pub fn incrbyfloat(ctx: &mut Ctx<'_>, argv: &[&[u8]]) -> Reply {
         Err(crate::float::AddError::NanOrInfinity) => return Reply::error(error::NAN_OR_INFINITY),
     };
     write_string(&mut shard, key, &sum, Deadline::Keep, ctx.now_ms);
+    ctx.notify(class::STRING, "incrbyfloat", argv[1]);
     Reply::Bulk(sum)
 }
 
@@ -482,6 +506,7 @@ pub fn append(ctx: &mut Ctx<'_>, argv: &[&[u8]]) -> Reply {
         },
         None => {
             shard.set(key, ValueRef::string(argv[2]), 0, ctx.now_ms);
+            ctx.notify(class::STRING, "append", argv[1]);
             return Reply::Int(argv[2].len() as i64);
         }
     };
@@ -490,6 +515,7 @@ pub fn append(ctx: &mut Ctx<'_>, argv: &[&[u8]]) -> Reply {
     }
     value.extend_from_slice(argv[2]);
     write_string(&mut shard, key, &value, Deadline::Keep, ctx.now_ms);
+    ctx.notify(class::STRING, "append", argv[1]);
     Reply::Int(value.len() as i64)
 }
 
@@ -584,6 +610,7 @@ pub fn setrange(ctx: &mut Ctx<'_>, argv: &[&[u8]]) -> Reply {
         }
         value[offset as usize..end].copy_from_slice(patch);
         write_string(&mut shard, key, &value, Deadline::Keep, ctx.now_ms);
+        ctx.notify(class::STRING, "setrange", argv[1]);
         return Reply::Int(value.len() as i64);
     }
     // A long result is patched where it lies, as Redis patches its sds: a
@@ -599,7 +626,10 @@ pub fn setrange(ctx: &mut Ctx<'_>, argv: &[&[u8]]) -> Reply {
         entry.set_value(ValueRef::Str(digits.format(n).as_bytes()));
     }
     entry.patch_str(offset as usize, patch);
-    Reply::Int(value_len(entry.value()) as i64)
+    let len = value_len(entry.value());
+    drop(entry);
+    ctx.notify(class::STRING, "setrange", argv[1]);
+    Reply::Int(len as i64)
 }
 
 /// The longest text of an i64 (`-9223372036854775808`): a string longer

@@ -333,6 +333,17 @@ pub static DIRECTIVES: &[Directive] = &[
         |c| c.loglevel.clone(),
     ).help("debug, verbose, notice, warning or nothing."),
     Directive::new(
+        "notify-keyspace-events",
+        Change::Live,
+        |c, v| {
+            c.notify_keyspace_events = crate::event_classes::parse(one(v)?).ok_or_else(|| {
+                "Invalid event class character. Use 'Ag$lshzxeKEtmdn'.".to_string()
+            })?;
+            Ok(())
+        },
+        |c| crate::event_classes::format(c.notify_keyspace_events),
+    ).help("Keyspace notification classes, e.g. KEA (empty: none)."),
+    Directive::new(
         "hz",
         Change::Live,
         |c, v| {

@@ -123,13 +123,13 @@ fn config_file_errors_name_file_line_and_directive() {
     let mut config = Config::default();
     let err = config
         .apply_text(
-            "port 7000\n# comment\nnotify-keyspace-events KEA\n",
+            "port 7000\n# comment\nunixsocket /tmp/redis.sock\n",
             "tally.conf",
         )
         .unwrap_err();
     assert_eq!(
         err.0,
-        "tally.conf:3: directive 'notify-keyspace-events': unsupported directive 'notify-keyspace-events'"
+        "tally.conf:3: directive 'unixsocket': unsupported directive 'unixsocket'"
     );
     assert_eq!(config.port, 7000);
 }

@@ -52,6 +52,9 @@ pub struct Config {
     pub client_query_buffer_limit: u64,
     /// Log verbosity (`loglevel`): debug, verbose, notice, warning, nothing.
     pub loglevel: String,
+    /// `notify-keyspace-events`: the classes of keyspace notifications
+    /// published, as `crate::event_classes` flags (0: none).
+    pub notify_keyspace_events: u32,
     /// Shards per database (rounded up to a power of two).
     pub shards: usize,
     /// Active-expiry frequency per second (`hz`).
@@ -304,6 +307,7 @@ impl Default for Config {
             proto_max_bulk_len: 512 * 1024 * 1024,
             client_query_buffer_limit: 1024 * 1024 * 1024,
             loglevel: "notice".to_string(),
+            notify_keyspace_events: 0,
             shards: default_shards(),
             hz: 10,
             clock: Arc::new(SystemClock),

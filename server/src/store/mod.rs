@@ -86,6 +86,27 @@ pub trait KeyObserver: Send + Sync {
     fn active(&self) -> bool;
     /// `key` was modified.
     fn modified(&self, key: &[u8]);
+    /// Which of the store's own key events ([`key_events`]) it hears now,
+    /// read by a shard with one load before it raises one. The default
+    /// hears none.
+    fn key_events(&self) -> Arc<std::sync::atomic::AtomicU8> {
+        Arc::default()
+    }
+    /// A key event of the store's own ([`key_events`]): `key` in database
+    /// `db` expired, was created, or was looked up by a read and missing.
+    fn key_event(&self, _event: u8, _db: usize, _key: &[u8], _now_ms: u64) {}
+}
+
+/// The key events only the store sees happen, as bits of
+/// [`KeyObserver::key_events`] (keyspace notifications' `expired`, `new`
+/// and `keymiss`).
+pub mod key_events {
+    /// A key's deadline passed and it was dropped (lazily or by the sweep).
+    pub const EXPIRED: u8 = 1 << 0;
+    /// A key was added where there was none (or only an expired one).
+    pub const NEW: u8 = 1 << 1;
+    /// A read looked a key up and found nothing.
+    pub const MISSED: u8 = 1 << 2;
 }
 
 /// An observer that hears nothing (a scratch shard's, a store's in tests).

@@ -4,7 +4,7 @@
 //! an expired key is removed the moment anything looks at it and is never
 //! visible. The active sweep ([`ShardData::sweep`]) reclaims keys nobody looks at.
 
-use std::sync::atomic::{AtomicBool, AtomicIsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicIsize, AtomicU8, Ordering};
 use std::sync::Arc;
 
 use hashbrown::hash_table::{Entry as TableEntry, HashTable};
@@ -43,16 +43,30 @@ pub(crate) struct KeyObservers {
     feed: Arc<super::feed::Feed>,
     /// The database this shard belongs to (for the feed's SELECT).
     db: usize,
+    /// Which of the store's own key events the observer hears.
+    key_events: Arc<AtomicU8>,
+}
+
+impl KeyObservers {
+    /// Tells the observer of a store key event, if it hears that kind.
+    #[inline]
+    fn key_event(&self, event: u8, key: &[u8], now_ms: u64) {
+        if self.key_events.load(Ordering::Relaxed) & event != 0 {
+            self.observer.key_event(event, self.db, key, now_ms);
+        }
+    }
 }
 
 /// Tells the change feed that `key` expired and was dropped (Redis
 /// propagates the deletion, so that a replay, which expires nothing
-/// itself, drops it at the same point).
+/// itself, drops it at the same point), and the observer (the `expired`
+/// keyspace event).
 #[inline]
-fn feed_expired(observers: &KeyObservers, key: &[u8]) {
+fn feed_expired(observers: &KeyObservers, key: &[u8], now_ms: u64) {
     if observers.feed.active() {
         observers.feed.append_expired(observers.db, key);
     }
+    observers.key_event(super::key_events::EXPIRED, key, now_ms);
 }
 
 /// Marks the watchers of `key`, if any, and tells the observer.
@@ -270,6 +284,7 @@ impl ShardData {
             expired_uncounted: 0,
             observers: KeyObservers {
                 watchers: None,
+                key_events: observer.key_events(),
                 observer,
                 feed,
                 db,
@@ -516,7 +531,7 @@ impl ShardData {
                 // A watched key that expires aborts the transaction, as
                 // Redis's isWatchedKeyExpired makes EXEC do.
                 touch(&self.observers, removed.key());
-                feed_expired(&self.observers, removed.key());
+                feed_expired(&self.observers, removed.key(), now_ms);
                 self.unindex(removed.key());
                 self.forget(removed);
                 self.expired_uncounted += 1;
@@ -561,6 +576,10 @@ impl ShardData {
     pub fn lookup_read(&mut self, key: KeyRef<'_>, now_ms: u64) -> Option<&Entry> {
         let index = self.find_live(key, now_ms);
         self.count_read(index.is_some());
+        if index.is_none() {
+            self.observers
+                .key_event(super::key_events::MISSED, key.bytes, now_ms);
+        }
         self.table.get_bucket(index?)
     }
 
@@ -665,17 +684,22 @@ impl ShardData {
         };
         delta += self.table.allocation_size() as isize - table_before as isize;
         self.account(delta);
-        match previous {
+        let was_live = match previous {
             Some(old) => {
                 let was_live = !old.is_expired(now_ms);
                 if !was_live {
-                    feed_expired(&self.observers, old.key());
+                    feed_expired(&self.observers, old.key(), now_ms);
                 }
                 self.forget(old);
                 was_live
             }
             None => false,
+        };
+        if !was_live {
+            self.observers
+                .key_event(super::key_events::NEW, key.bytes, now_ms);
         }
+        was_live
     }
 
     /// Removes a key; true when it was live.
@@ -688,7 +712,7 @@ impl ShardData {
         let was_expired = removed.is_expired(now_ms);
         touch(&self.observers, removed.key());
         if was_expired {
-            feed_expired(&self.observers, removed.key());
+            feed_expired(&self.observers, removed.key(), now_ms);
         }
         self.unindex(removed.key());
         self.forget(removed);
@@ -788,7 +812,7 @@ impl ShardData {
                     }
                     let (gone, _) = occupied.remove();
                     touch(&self.observers, gone.key());
-                    feed_expired(&self.observers, gone.key());
+                    feed_expired(&self.observers, gone.key(), now_ms);
                     self.unindex(gone.key());
                     self.forget(gone);
                     self.expired_uncounted += 1;

@@ -60,6 +60,13 @@ impl KeyspaceEvents {
         flags & class != 0 && flags & (class::KEYSPACE | class::KEYEVENT) != 0
     }
 
+    /// True when some class of event is published at all.
+    #[inline]
+    pub fn enabled(&self) -> bool {
+        let flags = self.flags.load(Ordering::Relaxed);
+        self.wanted(flags, !(class::KEYSPACE | class::KEYEVENT))
+    }
+
     /// True when an event of `class` would be published: one load, so a
     /// command's call costs nothing while notifications are off.
     #[inline]

@@ -7,6 +7,7 @@ use super::bitmap::{bit_offset, BitWriter};
 use super::error;
 use super::string::{string_of, value_bytes};
 use super::Ctx;
+use crate::event_classes::class;
 use crate::resp::Reply;
 
 /// What BITFIELD does when a SET or INCRBY leaves a field's range.
@@ -304,7 +305,11 @@ fn bitfield_generic(ctx: &mut Ctx<'_>, argv: &[&[u8]], read_only: bool) -> Reply
         }
         replies.push(reply);
     }
-    writer.finish(&mut shard, key, now);
+    // Redis counts a change where the key was created or grown or a
+    // field's value differs, as the writer does.
+    if writer.finish(&mut shard, key, now) {
+        ctx.notify(class::STRING, "setbit", argv[1]);
+    }
     Reply::Array(replies)
 }
 

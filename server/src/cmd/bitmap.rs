@@ -16,6 +16,7 @@ use super::args::{int_arg, is, parse_i64};
 use super::error;
 use super::string::{string_of, value_bytes, write_string, Deadline, I64_TEXT_MAX};
 use super::Ctx;
+use crate::event_classes::class;
 use crate::resp::Reply;
 use crate::store::{KeyRef, ShardData, ValueRef};
 
@@ -153,11 +154,13 @@ impl BitWriter {
         }
     }
 
-    /// Stores a rebuilt short string, if anything changed.
-    pub(super) fn finish(self, shard: &mut ShardData, key: KeyRef<'_>, now: u64) {
-        if let (Some(value), true) = (self.short, self.changed) {
-            write_string(shard, key, &value, Deadline::Keep, now);
+    /// Stores a rebuilt short string, if anything changed; true when the
+    /// key was created, grown or changed.
+    pub(super) fn finish(self, shard: &mut ShardData, key: KeyRef<'_>, now: u64) -> bool {
+        if let (Some(value), true) = (&self.short, self.changed) {
+            write_string(shard, key, value, Deadline::Keep, now);
         }
+        self.changed
     }
 }
 
@@ -183,7 +186,9 @@ pub fn setbit(ctx: &mut Ctx<'_>, argv: &[&[u8]]) -> Reply {
     let mask = 1u8 << (7 - (offset & 7));
     let new = (old & !mask) | (on * mask);
     writer.write(&mut shard, key, now, byte, &[new]);
-    writer.finish(&mut shard, key, now);
+    if writer.finish(&mut shard, key, now) {
+        ctx.notify(class::STRING, "setbit", argv[1]);
+    }
     Reply::Int(i64::from(old & mask != 0))
 }
 
@@ -456,9 +461,14 @@ pub fn bitop(ctx: &mut Ctx<'_>, argv: &[&[u8]]) -> Reply {
         })
         .collect();
     let shard = locked.shard(dst);
-    shard.remove(dst, now);
-    if !result.is_empty() {
+    if result.is_empty() {
+        if shard.remove(dst, now) {
+            ctx.notify(class::GENERIC, "del", argv[2]);
+        }
+    } else {
+        // Replaced in place (a destination that existed is not `new`).
         shard.set(dst, ValueRef::string(&result), 0, now);
+        ctx.notify(class::STRING, "set", argv[2]);
     }
     Reply::Int(len as i64)
 }

@@ -97,6 +97,27 @@ pub fn modify_if<T: Kind, R>(
     Ok(Some(result))
 }
 
+/// Raises keyspace notification `event` (of `class`) about `key` after a
+/// change to its collection, then `del` when the change left it empty and
+/// so deleted it, as Redis's handlers do. A lookup only while someone
+/// listens.
+pub fn notify_changed(
+    ctx: &super::Ctx<'_>,
+    shard: &mut ShardData,
+    key: KeyRef<'_>,
+    class: u32,
+    event: &str,
+) {
+    let events = &ctx.shared.keyspace_events;
+    if !events.wants(class) && !events.wants(crate::event_classes::class::GENERIC) {
+        return;
+    }
+    ctx.notify(class, event, key.bytes);
+    if !shard.contains(key, ctx.now_ms) {
+        ctx.notify(crate::event_classes::class::GENERIC, "del", key.bytes);
+    }
+}
+
 /// Checks that `key` is missing or of type `T`; true when it exists.
 pub fn exists_as<T: Kind>(
     shard: &mut ShardData,

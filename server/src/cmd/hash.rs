@@ -2,10 +2,12 @@
 
 use super::args::int_arg;
 use super::collection::{
-    either, missing_pick, modify, modify_if, pairs, random_pick_args, read, scan_collection,
+    either, missing_pick, modify, modify_if, notify_changed, pairs, random_pick_args, read,
+    scan_collection,
 };
 use super::error;
 use super::Ctx;
+use crate::event_classes::class;
 use crate::float::{add_human, AddError};
 use crate::resp::Reply;
 use crate::store::object::Hash;
@@ -33,6 +35,9 @@ fn set_fields(ctx: &mut Ctx<'_>, argv: &[&[u8]], name: &str) -> Result<i64, Repl
             .filter(|pair| hash.insert(pair[0], pair[1], &limits))
             .count() as i64
     })?;
+    if added.is_some() {
+        notify_changed(ctx, &mut shard, key, class::HASH, "hset");
+    }
     Ok(added.unwrap_or(0))
 }
 
@@ -41,24 +46,25 @@ pub fn hsetnx(ctx: &mut Ctx<'_>, argv: &[&[u8]]) -> Reply {
     let key = ctx.key(argv[1]);
     let limits = ctx.shared.encodings.get();
     let mut shard = ctx.lock(key);
-    either(
-        modify_if::<Hash, _>(
-            &mut shard,
-            key,
-            ctx.now_ms,
-            true,
-            |hash| {
-                if hash.get(argv[2]).is_some() {
-                    Reply::Int(0)
-                } else {
-                    hash.insert(argv[2], argv[3], &limits);
-                    Reply::Int(1)
-                }
-            },
-            |reply| *reply == Reply::Int(1),
-        )
-        .map(|r| r.unwrap_or(Reply::Int(0))),
-    )
+    let set = modify_if::<Hash, _>(
+        &mut shard,
+        key,
+        ctx.now_ms,
+        true,
+        |hash| {
+            if hash.get(argv[2]).is_some() {
+                Reply::Int(0)
+            } else {
+                hash.insert(argv[2], argv[3], &limits);
+                Reply::Int(1)
+            }
+        },
+        |reply| *reply == Reply::Int(1),
+    );
+    if let Ok(Some(Reply::Int(1))) = set {
+        notify_changed(ctx, &mut shard, key, class::HASH, "hset");
+    }
+    either(set.map(|r| r.unwrap_or(Reply::Int(0))))
 }
 
 /// HGET key field
@@ -138,17 +144,18 @@ pub fn hvals(ctx: &mut Ctx<'_>, argv: &[&[u8]]) -> Reply {
 pub fn hdel(ctx: &mut Ctx<'_>, argv: &[&[u8]]) -> Reply {
     let key = ctx.key(argv[1]);
     let mut shard = ctx.lock(key);
-    either(
-        modify_if::<Hash, _>(
-            &mut shard,
-            key,
-            ctx.now_ms,
-            false,
-            |hash| argv[2..].iter().filter(|f| hash.remove(f)).count() as i64,
-            |&removed| removed > 0,
-        )
-        .map(|r| Reply::Int(r.unwrap_or(0))),
-    )
+    let removed = modify_if::<Hash, _>(
+        &mut shard,
+        key,
+        ctx.now_ms,
+        false,
+        |hash| argv[2..].iter().filter(|f| hash.remove(f)).count() as i64,
+        |&removed| removed > 0,
+    );
+    if matches!(removed, Ok(Some(n)) if n > 0) {
+        notify_changed(ctx, &mut shard, key, class::HASH, "hdel");
+    }
+    either(removed.map(|r| Reply::Int(r.unwrap_or(0))))
 }
 
 /// HEXISTS key field
@@ -220,6 +227,9 @@ pub fn hincrby(ctx: &mut Ctx<'_>, argv: &[&[u8]]) -> Reply {
         },
         |reply| !reply.is_error(),
     );
+    if matches!(&result, Ok(Some(reply)) if !reply.is_error()) {
+        notify_changed(ctx, &mut shard, key, class::HASH, "hincrby");
+    }
     either(result.map(|r| r.unwrap_or(Reply::Nil)))
 }
 
@@ -252,6 +262,9 @@ pub fn hincrbyfloat(ctx: &mut Ctx<'_>, argv: &[&[u8]]) -> Reply {
         },
         |reply| !reply.is_error(),
     );
+    if matches!(&result, Ok(Some(reply)) if !reply.is_error()) {
+        notify_changed(ctx, &mut shard, key, class::HASH, "hincrbyfloat");
+    }
     either(result.map(|r| r.unwrap_or(Reply::Nil)))
 }
 

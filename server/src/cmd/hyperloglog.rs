@@ -11,6 +11,7 @@ use super::error;
 use super::propagate;
 use super::string::string_of;
 use super::Ctx;
+use crate::event_classes::class;
 use crate::hyperloglog::{self as hll, Encoding, REGISTERS};
 use crate::resp::Reply;
 use crate::store::{Entry, KeyRef, MultiLock, ValueRef};
@@ -47,6 +48,7 @@ pub fn pfadd(ctx: &mut Ctx<'_>, argv: &[&[u8]]) -> Reply {
         }
         sketch[hll::STALE_OFFSET] = hll::stale_byte(&sketch);
         shard.set(key, ValueRef::Str(&sketch), 0, now);
+        ctx.notify(class::STRING, "pfadd", argv[1]);
         return Reply::Int(1);
     };
     let encoding = match sketch_of(&entry) {
@@ -103,6 +105,8 @@ pub fn pfadd(ctx: &mut Ctx<'_>, argv: &[&[u8]]) -> Reply {
         _ => 0,
     };
     entry.patch_str(hll::STALE_OFFSET, &[stale]);
+    drop(entry);
+    ctx.notify(class::STRING, "pfadd", argv[1]);
     Reply::Int(1)
 }
 
@@ -209,6 +213,8 @@ pub fn pfmerge(ctx: &mut Ctx<'_>, argv: &[&[u8]]) -> Reply {
         // In place: the destination keeps its TTL, as in Redis.
         entry.set_value(ValueRef::Str(&sketch));
     }
+    // A merge is a mass PFADD, to Redis's notifications too.
+    ctx.notify(class::STRING, "pfadd", argv[1]);
     Reply::Ok
 }
 

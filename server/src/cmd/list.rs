@@ -2,24 +2,29 @@
 //! The blocking forms (BLPOP ...) are `blocking.rs`'s.
 
 use super::args::{int_arg, int_pair, is};
-use super::collection::{either, exists_as, index_range, modify, modify_if, positive_count, read};
+use super::collection::{
+    either, exists_as, index_range, modify, modify_if, notify_changed, positive_count, read,
+};
 use super::error;
 use super::Ctx;
+use crate::event_classes::class;
 use crate::resp::{BulkList, Reply};
 use crate::store::object::List;
 
 fn push(ctx: &mut Ctx<'_>, argv: &[&[u8]], left: bool, only_existing: bool) -> Reply {
     let key = ctx.key(argv[1]);
     let mut shard = ctx.lock(key);
-    either(
-        modify::<List, _>(&mut shard, key, ctx.now_ms, !only_existing, |list| {
-            for value in &argv[2..] {
-                list.push(value, left);
-            }
-            list.len() as i64
-        })
-        .map(|r| Reply::Int(r.unwrap_or(0))),
-    )
+    let pushed = modify::<List, _>(&mut shard, key, ctx.now_ms, !only_existing, |list| {
+        for value in &argv[2..] {
+            list.push(value, left);
+        }
+        list.len() as i64
+    });
+    if let Ok(Some(_)) = pushed {
+        let event = if left { "lpush" } else { "rpush" };
+        notify_changed(ctx, &mut shard, key, class::LIST, event);
+    }
+    either(pushed.map(|r| Reply::Int(r.unwrap_or(0))))
 }
 
 /// LPUSH key element [element ...]
@@ -70,6 +75,10 @@ fn pop(ctx: &mut Ctx<'_>, argv: &[&[u8]], left: bool) -> Reply {
         },
         |_| count != Some(0),
     );
+    if matches!(popped, Ok(Some(_))) && count != Some(0) {
+        let event = if left { "lpop" } else { "rpop" };
+        notify_changed(ctx, &mut shard, key, class::LIST, event);
+    }
     either(popped.map(|r| {
         r.unwrap_or(match count {
             None => Reply::Nil,
@@ -150,13 +159,14 @@ pub fn ltrim(ctx: &mut Ctx<'_>, argv: &[&[u8]]) -> Reply {
     };
     let key = ctx.key(argv[1]);
     let mut shard = ctx.lock(key);
-    either(
-        modify::<List, _>(&mut shard, key, ctx.now_ms, false, |list| {
-            let range = index_range(start, stop, list.len());
-            list.retain_range(range.start, range.end);
-        })
-        .map(|_| Reply::Ok),
-    )
+    let trimmed = modify::<List, _>(&mut shard, key, ctx.now_ms, false, |list| {
+        let range = index_range(start, stop, list.len());
+        list.retain_range(range.start, range.end);
+    });
+    if let Ok(Some(())) = trimmed {
+        notify_changed(ctx, &mut shard, key, class::LIST, "ltrim");
+    }
+    either(trimmed.map(|_| Reply::Ok))
 }
 
 /// LSET key index element
@@ -167,23 +177,24 @@ pub fn lset(ctx: &mut Ctx<'_>, argv: &[&[u8]]) -> Reply {
     };
     let key = ctx.key(argv[1]);
     let mut shard = ctx.lock(key);
-    either(
-        modify_if::<List, _>(
-            &mut shard,
-            key,
-            ctx.now_ms,
-            false,
-            |list| match position(index, list.len()) {
-                Some(i) => {
-                    list.set(i, argv[3]);
-                    Reply::Ok
-                }
-                None => Reply::error(error::INDEX_OUT_OF_RANGE),
-            },
-            |reply| *reply == Reply::Ok,
-        )
-        .map(|r| r.unwrap_or_else(|| Reply::error(error::NO_SUCH_KEY))),
-    )
+    let set = modify_if::<List, _>(
+        &mut shard,
+        key,
+        ctx.now_ms,
+        false,
+        |list| match position(index, list.len()) {
+            Some(i) => {
+                list.set(i, argv[3]);
+                Reply::Ok
+            }
+            None => Reply::error(error::INDEX_OUT_OF_RANGE),
+        },
+        |reply| *reply == Reply::Ok,
+    );
+    if let Ok(Some(Reply::Ok)) = set {
+        notify_changed(ctx, &mut shard, key, class::LIST, "lset");
+    }
+    either(set.map(|r| r.unwrap_or_else(|| Reply::error(error::NO_SUCH_KEY))))
 }
 
 /// LREM key count element
@@ -194,44 +205,47 @@ pub fn lrem(ctx: &mut Ctx<'_>, argv: &[&[u8]]) -> Reply {
     };
     let key = ctx.key(argv[1]);
     let mut shard = ctx.lock(key);
-    either(
-        modify_if::<List, _>(
-            &mut shard,
-            key,
-            ctx.now_ms,
-            false,
-            |list| {
-                let limit = if count == 0 {
-                    usize::MAX
-                } else {
-                    count.unsigned_abs() as usize
-                };
-                let matches: Vec<usize> = if count < 0 {
-                    let len = list.len();
-                    (0..len)
-                        .rev()
-                        .filter(|&i| list.get(i) == Some(argv[3]))
-                        .take(limit)
-                        .collect()
-                } else {
-                    (0..list.len())
-                        .filter(|&i| list.get(i) == Some(argv[3]))
-                        .take(limit)
-                        .collect::<Vec<_>>()
-                        .into_iter()
-                        .rev()
-                        .collect()
-                };
-                // Highest position first, so earlier positions stay valid.
-                for &i in &matches {
-                    list.remove(i);
-                }
-                matches.len() as i64
-            },
-            |&removed| removed > 0,
-        )
-        .map(|r| Reply::Int(r.unwrap_or(0))),
-    )
+    let removed = modify_if::<List, _>(
+        &mut shard,
+        key,
+        ctx.now_ms,
+        false,
+        |list| {
+            let limit = if count == 0 {
+                usize::MAX
+            } else {
+                count.unsigned_abs() as usize
+            };
+            let matches: Vec<usize> = if count < 0 {
+                let len = list.len();
+                (0..len)
+                    .rev()
+                    .filter(|&i| list.get(i) == Some(argv[3]))
+                    .take(limit)
+                    .collect()
+            } else {
+                (0..list.len())
+                    .filter(|&i| list.get(i) == Some(argv[3]))
+                    .take(limit)
+                    .collect::<Vec<_>>()
+                    .into_iter()
+                    .rev()
+                    .collect()
+            };
+            // Highest position first, so earlier positions stay valid.
+            for &i in &matches {
+                list.remove(i);
+            }
+            matches.len() as i64
+        },
+        |&removed| removed > 0,
+    );
+    if let Ok(Some(removed)) = removed {
+        if removed > 0 {
+            notify_changed(ctx, &mut shard, key, class::LIST, "lrem");
+        }
+    }
+    either(removed.map(|r| Reply::Int(r.unwrap_or(0))))
 }
 
 /// LINSERT key BEFORE|AFTER pivot element
@@ -245,26 +259,29 @@ pub fn linsert(ctx: &mut Ctx<'_>, argv: &[&[u8]]) -> Reply {
     };
     let key = ctx.key(argv[1]);
     let mut shard = ctx.lock(key);
-    either(
-        modify_if::<List, _>(
-            &mut shard,
-            key,
-            ctx.now_ms,
-            false,
-            |list| {
-                let pivot = list.iter().position(|v| v == argv[3]);
-                match pivot {
-                    Some(i) => {
-                        list.insert(i + after as usize, argv[4]);
-                        list.len() as i64
-                    }
-                    None => -1,
+    let inserted = modify_if::<List, _>(
+        &mut shard,
+        key,
+        ctx.now_ms,
+        false,
+        |list| {
+            let pivot = list.iter().position(|v| v == argv[3]);
+            match pivot {
+                Some(i) => {
+                    list.insert(i + after as usize, argv[4]);
+                    list.len() as i64
                 }
-            },
-            |&length| length > 0,
-        )
-        .map(|r| Reply::Int(r.unwrap_or(0))),
-    )
+                None => -1,
+            }
+        },
+        |&length| length > 0,
+    );
+    if let Ok(Some(length)) = inserted {
+        if length > 0 {
+            notify_changed(ctx, &mut shard, key, class::LIST, "linsert");
+        }
+    }
+    either(inserted.map(|r| Reply::Int(r.unwrap_or(0))))
 }
 
 /// LPOS key element [RANK rank] [COUNT num-matches] [MAXLEN len]
@@ -377,6 +394,22 @@ fn move_element(ctx: &mut Ctx<'_>, argv: &[&[u8]], from_left: bool, to_left: boo
     if let Err(reply) = exists_as::<List>(locked.shard(dst), dst, now) {
         return reply;
     }
+    let push_event = if to_left { "lpush" } else { "rpush" };
+    let pop_event = if from_left { "lpop" } else { "rpop" };
+    if argv[1] == argv[2] {
+        // A rotation: the list never empties on the way.
+        let moved = modify::<List, _>(locked.shard(src), src, now, false, |list| {
+            let value = list.pop(from_left)?;
+            list.push(&value, to_left);
+            Some(value)
+        });
+        let Ok(Some(Some(value))) = moved else {
+            return Reply::Nil;
+        };
+        notify_changed(ctx, locked.shard(dst), dst, class::LIST, push_event);
+        notify_changed(ctx, locked.shard(src), src, class::LIST, pop_event);
+        return Reply::Bulk(value);
+    }
     let popped = modify::<List, _>(locked.shard(src), src, now, false, |list| {
         list.pop(from_left)
     });
@@ -386,6 +419,11 @@ fn move_element(ctx: &mut Ctx<'_>, argv: &[&[u8]], from_left: bool, to_left: boo
     let pushed = modify::<List, _>(locked.shard(dst), dst, now, true, |list| {
         list.push(&value, to_left)
     });
+    // Redis pushes before it pops: the destination's event comes first.
+    if let Ok(Some(_)) = pushed {
+        notify_changed(ctx, locked.shard(dst), dst, class::LIST, push_event);
+        notify_changed(ctx, locked.shard(src), src, class::LIST, pop_event);
+    }
     either(pushed.map(|_| Reply::Bulk(value)))
 }
 

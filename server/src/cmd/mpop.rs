@@ -3,9 +3,10 @@
 //! when none has). Their blocking forms (`blocking.rs`) pop the same way.
 
 use super::args::{is, parse_i64};
-use super::collection::modify;
+use super::collection::{modify, notify_changed};
 use super::error;
 use super::Ctx;
+use crate::event_classes::class;
 use crate::resp::Reply;
 use crate::store::object::{List, ZSet};
 
@@ -88,6 +89,8 @@ pub fn pop_lists(ctx: &mut Ctx<'_>, keys: &[&[u8]], left: bool, count: usize) ->
         match popped {
             Err(reply) => return reply,
             Ok(Some(elements)) if !elements.is_empty() => {
+                let event = if left { "lpop" } else { "rpop" };
+                notify_changed(ctx, &mut shard, key, class::LIST, event);
                 return Reply::Array(vec![Reply::bulk(name), Reply::Array(elements)]);
             }
             Ok(_) => {}
@@ -128,7 +131,11 @@ pub fn pop_zsets(ctx: &mut Ctx<'_>, keys: &[&[u8]], min: bool, count: usize) -> 
         });
         match popped {
             Err(reply) => return reply,
-            Ok(Some(pairs)) => return Reply::Array(vec![Reply::bulk(name), Reply::Array(pairs)]),
+            Ok(Some(pairs)) => {
+                let event = if min { "zpopmin" } else { "zpopmax" };
+                notify_changed(ctx, &mut shard, key, class::ZSET, event);
+                return Reply::Array(vec![Reply::bulk(name), Reply::Array(pairs)]);
+            }
             Ok(None) => {}
         }
     }

@@ -7,6 +7,7 @@ use std::sync::Arc;
 use super::args::{is, parse_i64};
 use super::error;
 use super::{ClientState, Ctx};
+use crate::event_classes::class;
 use crate::persistence::{self, snapshot};
 use crate::resp::Reply;
 use crate::state::{ClientInfo, Shared};
@@ -73,7 +74,8 @@ pub fn restore(ctx: &mut Ctx<'_>, argv: &[&[u8]]) -> Reply {
     let key = ctx.key(argv[1]);
     let now = ctx.now_ms;
     let mut shard = ctx.lock(key);
-    if !replace && shard.contains(key, now) {
+    let existed = shard.contains(key, now);
+    if !replace && existed {
         return Reply::error("BUSYKEY Target key name already exists.");
     }
     let ttl = match parse_i64(argv[2]) {
@@ -98,12 +100,18 @@ pub fn restore(ctx: &mut Ctx<'_>, argv: &[&[u8]]) -> Reply {
     };
     if expire_at != 0 && expire_at <= now {
         // Already expired: nothing is stored (a replaced key is deleted).
-        if replace {
-            shard.remove(key, now);
+        if replace && shard.remove(key, now) {
+            ctx.notify(class::GENERIC, "del", argv[1]);
         }
         return Reply::Ok;
     }
     shard.set_owned(key, value, expire_at, now);
+    // Redis deletes a key it replaces and adds the value anew: `new`
+    // either way (the store says so for a key that was missing).
+    if existed {
+        ctx.notify(class::NEW, "new", argv[1]);
+    }
+    ctx.notify(class::GENERIC, "restore", argv[1]);
     Reply::Ok
 }
 

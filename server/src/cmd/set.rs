@@ -2,11 +2,12 @@
 
 use super::args::is;
 use super::collection::{
-    either, exists_as, missing_pick, modify, modify_if, positive_count, random_indexes,
-    random_pick_args, read, read_for_write, scan_collection,
+    either, exists_as, missing_pick, modify, modify_if, notify_changed, positive_count,
+    random_indexes, random_pick_args, read, read_for_write, scan_collection,
 };
 use super::error;
 use super::Ctx;
+use crate::event_classes::class;
 use crate::resp::Reply;
 use crate::store::object::{Encodings, Member, Set};
 use crate::store::{KeyRef, MultiLock};
@@ -23,34 +24,36 @@ pub fn sadd(ctx: &mut Ctx<'_>, argv: &[&[u8]]) -> Reply {
     let key = ctx.key(argv[1]);
     let limits = ctx.shared.encodings.get();
     let mut shard = ctx.lock(key);
-    either(
-        modify_if::<Set, _>(
-            &mut shard,
-            key,
-            ctx.now_ms,
-            true,
-            |set| argv[2..].iter().filter(|m| set.insert(m, &limits)).count() as i64,
-            |&added| added > 0,
-        )
-        .map(|r| Reply::Int(r.unwrap_or(0))),
-    )
+    let added = modify_if::<Set, _>(
+        &mut shard,
+        key,
+        ctx.now_ms,
+        true,
+        |set| argv[2..].iter().filter(|m| set.insert(m, &limits)).count() as i64,
+        |&added| added > 0,
+    );
+    if matches!(added, Ok(Some(n)) if n > 0) {
+        notify_changed(ctx, &mut shard, key, class::SET, "sadd");
+    }
+    either(added.map(|r| Reply::Int(r.unwrap_or(0))))
 }
 
 /// SREM key member [member ...]
 pub fn srem(ctx: &mut Ctx<'_>, argv: &[&[u8]]) -> Reply {
     let key = ctx.key(argv[1]);
     let mut shard = ctx.lock(key);
-    either(
-        modify_if::<Set, _>(
-            &mut shard,
-            key,
-            ctx.now_ms,
-            false,
-            |set| argv[2..].iter().filter(|m| set.remove(m)).count() as i64,
-            |&removed| removed > 0,
-        )
-        .map(|r| Reply::Int(r.unwrap_or(0))),
-    )
+    let removed = modify_if::<Set, _>(
+        &mut shard,
+        key,
+        ctx.now_ms,
+        false,
+        |set| argv[2..].iter().filter(|m| set.remove(m)).count() as i64,
+        |&removed| removed > 0,
+    );
+    if matches!(removed, Ok(Some(n)) if n > 0) {
+        notify_changed(ctx, &mut shard, key, class::SET, "srem");
+    }
+    either(removed.map(|r| Reply::Int(r.unwrap_or(0))))
 }
 
 /// SMEMBERS key
@@ -135,6 +138,9 @@ pub fn spop(ctx: &mut Ctx<'_>, argv: &[&[u8]]) -> Reply {
         },
         |_| count != Some(0),
     );
+    if matches!(popped, Ok(Some(_))) && count != Some(0) {
+        notify_changed(ctx, &mut shard, key, class::SET, "spop");
+    }
     either(popped.map(|r| {
         r.unwrap_or(match count {
             None => Reply::Nil,
@@ -192,8 +198,9 @@ pub fn smove(ctx: &mut Ctx<'_>, argv: &[&[u8]]) -> Reply {
     let _ = modify::<Set, _>(locked.shard(src), src, now, false, |set| {
         set.remove(argv[3])
     });
+    notify_changed(ctx, locked.shard(src), src, class::SET, "srem");
     // The destination is signalled only when the member was new there.
-    let _ = modify_if::<Set, _>(
+    let added = modify_if::<Set, _>(
         locked.shard(dst),
         dst,
         now,
@@ -201,6 +208,9 @@ pub fn smove(ctx: &mut Ctx<'_>, argv: &[&[u8]]) -> Reply {
         |set| set.insert(argv[3], &limits),
         |&added| added,
     );
+    if let Ok(Some(true)) = added {
+        ctx.notify(class::SET, "sadd", argv[2]);
+    }
     Reply::Int(1)
 }
 
@@ -292,8 +302,10 @@ fn algebra_store(ctx: &mut Ctx<'_>, argv: &[&[u8]], algebra: Algebra) -> Reply {
         Err(reply) => return reply,
     };
     let shard = locked.shard(dst);
-    shard.remove(dst, now);
     if members.is_empty() {
+        if shard.remove(dst, now) {
+            ctx.notify(class::GENERIC, "del", argv[1]);
+        }
         return Reply::Int(0);
     }
     let mut set = Set::default();
@@ -301,7 +313,14 @@ fn algebra_store(ctx: &mut Ctx<'_>, argv: &[&[u8]], algebra: Algebra) -> Reply {
         set.insert(member, &limits);
     }
     let len = set.len() as i64;
+    // Replaced in place (a destination that existed is not `new`).
     shard.set_object(dst, Box::new(crate::store::Object::Set(set)), 0, now);
+    let event = match algebra {
+        Algebra::Inter => "sinterstore",
+        Algebra::Union => "sunionstore",
+        Algebra::Diff => "sdiffstore",
+    };
+    ctx.notify(class::SET, event, argv[1]);
     Reply::Int(len)
 }
 

@@ -15,6 +15,7 @@ use std::cmp::Ordering;
 use super::args::{int_arg, is};
 use super::error;
 use super::Ctx;
+use crate::event_classes::class;
 use crate::resp::Reply;
 use crate::store::object::{List, Object};
 use crate::store::{MultiLock, Store, ValueRef};
@@ -318,13 +319,18 @@ fn sort_generic(ctx: &mut Ctx<'_>, argv: &[&[u8]], read_only: bool) -> Reply {
         );
     };
     let shard = locked.shard(store);
-    shard.remove(store, now);
-    if !output.is_empty() {
+    if output.is_empty() {
+        if shard.remove(store, now) {
+            ctx.notify(class::GENERIC, "del", store.bytes);
+        }
+    } else {
         let mut list = List::default();
         for value in &output {
             list.push(value.as_deref().unwrap_or_default(), false);
         }
+        // Replaced in place (a destination that existed is not `new`).
         shard.set_object(store, Box::new(Object::List(list)), 0, now);
+        ctx.notify(class::LIST, "sortstore", store.bytes);
     }
     Reply::Int(output.len() as i64)
 }

@@ -5,11 +5,12 @@ use std::ops::Bound;
 
 use super::args::{int_pair, is};
 use super::collection::{
-    either, index_range, missing_pick, modify_if, pairs, positive_count, random_indexes,
-    random_pick_args, read, scan_collection,
+    either, index_range, missing_pick, modify_if, notify_changed, pairs, positive_count,
+    random_indexes, random_pick_args, read, scan_collection,
 };
 use super::error;
 use super::Ctx;
+use crate::event_classes::class;
 use crate::resp::{Protocol, Reply};
 use crate::store::object::{Encodings, ZSet};
 use crate::store::Object;
@@ -237,6 +238,10 @@ pub fn zadd(ctx: &mut Ctx<'_>, argv: &[&[u8]]) -> Reply {
     let result = modify_if::<ZSet, _>(&mut shard, key, ctx.now_ms, !xx, change, |&(_, changed)| {
         changed
     });
+    if let Ok(Some((_, true))) = result {
+        let event = if incr { "zincr" } else { "zadd" };
+        notify_changed(ctx, &mut shard, key, class::ZSET, event);
+    }
     match result {
         Ok(Some((Ok(reply) | Err(reply), _))) => reply,
         Ok(None) if incr => Reply::Nil,
@@ -308,22 +313,23 @@ pub fn zincrby(ctx: &mut Ctx<'_>, argv: &[&[u8]]) -> Reply {
 pub fn zrem(ctx: &mut Ctx<'_>, argv: &[&[u8]]) -> Reply {
     let key = ctx.key(argv[1]);
     let mut shard = ctx.lock(key);
-    either(
-        modify_if::<ZSet, _>(
-            &mut shard,
-            key,
-            ctx.now_ms,
-            false,
-            |zset| {
-                argv[2..]
-                    .iter()
-                    .filter(|m| zset.remove(m).is_some())
-                    .count() as i64
-            },
-            |&removed| removed > 0,
-        )
-        .map(|r| Reply::Int(r.unwrap_or(0))),
-    )
+    let removed = modify_if::<ZSet, _>(
+        &mut shard,
+        key,
+        ctx.now_ms,
+        false,
+        |zset| {
+            argv[2..]
+                .iter()
+                .filter(|m| zset.remove(m).is_some())
+                .count() as i64
+        },
+        |&removed| removed > 0,
+    );
+    if matches!(removed, Ok(Some(n)) if n > 0) {
+        notify_changed(ctx, &mut shard, key, class::ZSET, "zrem");
+    }
+    either(removed.map(|r| Reply::Int(r.unwrap_or(0))))
 }
 
 /// ZCARD key
@@ -507,11 +513,16 @@ fn zrange_generic(ctx: &mut Ctx<'_>, argv: &[&[u8]], call: RangeCall) -> Reply {
         Err(reply) => return reply,
     };
     let shard = locked.shard(dst);
-    shard.remove(dst, now);
     let len = result.len() as i64;
-    if len > 0 {
-        shard.set_object(dst, Box::new(Object::ZSet(result)), 0, now);
+    if len == 0 {
+        if shard.remove(dst, now) {
+            ctx.notify(class::GENERIC, "del", argv[dst_index]);
+        }
+        return Reply::Int(0);
     }
+    // Replaced in place (a destination that existed is not `new`).
+    shard.set_object(dst, Box::new(Object::ZSet(result)), 0, now);
+    ctx.notify(class::ZSET, "zrangestore", argv[dst_index]);
     Reply::Int(len)
 }
 
@@ -679,28 +690,34 @@ pub fn zrevrank(ctx: &mut Ctx<'_>, argv: &[&[u8]]) -> Reply {
 }
 
 fn remove_range(ctx: &mut Ctx<'_>, argv: &[&[u8]], range: Range) -> Reply {
+    let event = match range {
+        Range::Rank(..) => "zremrangebyrank",
+        Range::Score(..) => "zremrangebyscore",
+        Range::Lex(..) => "zremrangebylex",
+    };
     let key = ctx.key(argv[1]);
     let mut shard = ctx.lock(key);
-    either(
-        modify_if::<ZSet, _>(
-            &mut shard,
-            key,
-            ctx.now_ms,
-            false,
-            |zset| {
-                let doomed: Vec<Vec<u8>> = select(zset, &range, false, None)
-                    .into_iter()
-                    .map(|(m, _)| m.to_vec())
-                    .collect();
-                for member in &doomed {
-                    zset.remove(member);
-                }
-                doomed.len() as i64
-            },
-            |&removed| removed > 0,
-        )
-        .map(|r| Reply::Int(r.unwrap_or(0))),
-    )
+    let removed = modify_if::<ZSet, _>(
+        &mut shard,
+        key,
+        ctx.now_ms,
+        false,
+        |zset| {
+            let doomed: Vec<Vec<u8>> = select(zset, &range, false, None)
+                .into_iter()
+                .map(|(m, _)| m.to_vec())
+                .collect();
+            for member in &doomed {
+                zset.remove(member);
+            }
+            doomed.len() as i64
+        },
+        |&removed| removed > 0,
+    );
+    if matches!(removed, Ok(Some(n)) if n > 0) {
+        notify_changed(ctx, &mut shard, key, class::ZSET, event);
+    }
+    either(removed.map(|r| Reply::Int(r.unwrap_or(0))))
 }
 
 /// ZREMRANGEBYRANK key start stop
@@ -757,6 +774,10 @@ fn pop(ctx: &mut Ctx<'_>, argv: &[&[u8]], min: bool) -> Reply {
         },
         |_| count != Some(0),
     );
+    if matches!(popped, Ok(Some(_))) && count != Some(0) {
+        let event = if min { "zpopmin" } else { "zpopmax" };
+        notify_changed(ctx, &mut shard, key, class::ZSET, event);
+    }
     either(popped.map(|r| r.unwrap_or(Reply::Array(Vec::new()))))
 }
 

@@ -8,6 +8,7 @@ use super::args::{int_arg, is};
 use super::collection::pairs;
 use super::error;
 use super::Ctx;
+use crate::event_classes::class;
 use crate::resp::Reply;
 use crate::store::object::{Member, Object, ZSet};
 use crate::store::{KeyRef, ValueRef};
@@ -268,8 +269,10 @@ fn generic(
         };
     };
     let shard = locked.shard(dst);
-    shard.remove(dst, now);
     if result.is_empty() {
+        if shard.remove(dst, now) {
+            ctx.notify(class::GENERIC, "del", argv[1]);
+        }
         return Reply::Int(0);
     }
     let mut zset = ZSet::default();
@@ -277,6 +280,13 @@ fn generic(
         zset.insert(member, *score, &limits);
     }
     let len = zset.len() as i64;
+    // Replaced in place (a destination that existed is not `new`).
     shard.set_object(dst, Box::new(Object::ZSet(zset)), 0, now);
+    let event = match op {
+        Op::Union => "zunionstore",
+        Op::Inter => "zinterstore",
+        Op::Diff => "zdiffstore",
+    };
+    ctx.notify(class::ZSET, event, argv[1]);
     Reply::Int(len)
 }

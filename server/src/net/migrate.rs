@@ -181,7 +181,18 @@ fn release(shared: &Arc<Shared>, migration: &Migration, acknowledged: &[usize]) 
         for &index in acknowledged {
             let key = shared.store.key(&migration.keys[index].key);
             let mut shard = db.lock_for(key);
-            if shard.remove(key, now_ms) && shared.store.feed().active() {
+            if !shard.remove(key, now_ms) {
+                continue;
+            }
+            // Redis's MIGRATE deletes what the target took: a `del` event.
+            shared.keyspace_events.notify(
+                crate::keyspace_events::class::GENERIC,
+                "del",
+                key.bytes,
+                migration.source_db,
+                now_ms,
+            );
+            if shared.store.feed().active() {
                 offset = shared.store.feed().append(&[(
                     migration.source_db,
                     crate::store::feed::encoded(&[&b"DEL"[..], key.bytes]),

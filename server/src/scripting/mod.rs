@@ -402,7 +402,11 @@ fn run_script(
         return refusal;
     }
     if let Some(index) = script.native {
+        // The twins change keys without the commands' keyspace
+        // notifications: while anyone may be told of changes, the script
+        // runs in Lua, whose redis.calls raise them as Redis's do.
         if shared.scripts.native_enabled.load(Ordering::Relaxed)
+            && !shared.keyspace_events.enabled()
             && native::permitted(ctx, index, keys)
         {
             let over_maxmemory = over_maxmemory_at_start(shared, script, keys, args);

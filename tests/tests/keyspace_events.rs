@@ -363,3 +363,71 @@ async fn expired_and_keymiss_events_match_redis() {
         assert_eq!(all[0], all[1], "{classes}");
     }
 }
+
+const KEYS: [&str; 5] = ["{k}1", "{k}2", "{k}3", "{k}4", "{k}5"];
+
+fn key(rng: &mut StdRng) -> String {
+    KEYS[rng.random_range(0..KEYS.len())].to_string()
+}
+
+fn member(rng: &mut StdRng) -> String {
+    format!("m{}", rng.random_range(0..6))
+}
+
+/// A random command of any family on a few keys, so types collide
+/// (WRONGTYPE raises nothing) and collections empty out (`del`).
+fn command(rng: &mut StdRng) -> String {
+    let (k, k2, m) = (key(rng), key(rng), member(rng));
+    let n = rng.random_range(-2..4);
+    match rng.random_range(0..40) {
+        0 => format!("SET {k} {n}"),
+        1 => format!("SET {k} v EX 100 NX"),
+        2 => format!("INCRBY {k} {n}"),
+        3 => format!("APPEND {k} x"),
+        4 => format!("GETDEL {k}"),
+        5 => format!("GETEX {k} PERSIST"),
+        6 => format!("DEL {k} {k2}"),
+        7 => format!("EXPIRE {k} 100"),
+        8 => format!("PERSIST {k}"),
+        9 => format!("RENAME {k} {k2}"),
+        10 => format!("COPY {k} {k2} REPLACE"),
+        11 => format!("LPUSH {k} {m}"),
+        12 => format!("RPOP {k}"),
+        13 => format!("LMOVE {k} {k2} LEFT RIGHT"),
+        14 => format!("LREM {k} 0 {m}"),
+        15 => format!("LTRIM {k} 1 -1"),
+        16 => format!("SADD {k} {m}"),
+        17 => format!("SREM {k} {m}"),
+        18 => format!("SMOVE {k} {k2} {m}"),
+        19 => format!("SINTERSTORE {k} {k2} {k}"),
+        20 => format!("SUNIONSTORE {k} {k2}"),
+        21 => format!("HSET {k} {m} {n}"),
+        22 => format!("HDEL {k} {m}"),
+        23 => format!("HINCRBY {k} {m} {n}"),
+        24 => format!("ZADD {k} {n} {m}"),
+        25 => format!("ZINCRBY {k} {n} {m}"),
+        26 => format!("ZREM {k} {m}"),
+        27 => format!("ZPOPMIN {k}"),
+        28 => format!("ZREMRANGEBYSCORE {k} -1 1"),
+        29 => format!("ZUNIONSTORE {k} 2 {k} {k2}"),
+        30 => format!("ZRANGESTORE {k} {k2} 0 {n}"),
+        31 => format!("SETBIT {k} {} 1", rng.random_range(0..20)),
+        32 => format!("BITOP OR {k} {k2}"),
+        33 => format!("SORT {k2} STORE {k}"),
+        34 => format!("PFADD {k} {m}"),
+        35 => format!("LMPOP 2 {k} {k2} LEFT COUNT 2"),
+        36 => format!("ZMPOP 1 {k} MAX"),
+        37 => format!("HSETNX {k} {m} v"),
+        38 => format!("LINSERT {k} BEFORE {m} x"),
+        _ => format!("SETRANGE {k} {} ab", rng.random_range(0..5)),
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn random_streams_notify_as_redis() {
+    for seed in [51u64, 52, 53] {
+        let mut rng = StdRng::seed_from_u64(seed);
+        let commands: Vec<Vec<Vec<u8>>> = (0..1500).map(|_| words(&command(&mut rng))).collect();
+        assert_same_events("KEAn", &commands).await;
+    }
+}

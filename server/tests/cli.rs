@@ -53,7 +53,7 @@ fn an_unsupported_directive_names_file_line_and_directive() {
     let path = dir.join("tally.conf");
     std::fs::write(
         &path,
-        "port 7000\n# a comment\nnotify-keyspace-events KEA\n",
+        "port 7000\n# a comment\nunixsocket /tmp/tally.sock\n",
     )
     .unwrap();
     let out = Command::new(BIN).arg(&path).output().unwrap();
@@ -61,7 +61,7 @@ fn an_unsupported_directive_names_file_line_and_directive() {
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(
         err.contains(&format!(
-            "{}:3: directive 'notify-keyspace-events'",
+            "{}:3: directive 'unixsocket'",
             path.display()
         )),
         "{err}"

@@ -198,9 +198,9 @@ async fn info_fields(
 }
 
 /// Commands tally serves that Redis 7.0 does not have: redis-cell's
-/// CL.THROTTLE (a module's) and Redis 8.8's INCREX. tally documents them,
-/// Redis 7.0 has nothing to compare with.
-const NOT_IN_REDIS_7_0: &[&str] = &["cl.throttle", "increx"];
+/// CL.THROTTLE (a module's), Redis 8.8's INCREX and Redis 8.0's HGETDEL.
+/// tally documents them, Redis 7.0 has nothing to compare with.
+const NOT_IN_REDIS_7_0: &[&str] = &["cl.throttle", "increx", "hgetdel"];
 
 /// COMMAND INFO's fields `fields` on tally and on Redis, (command, tally's,
 /// Redis's), for every command and subcommand tally serves. CLIENT SETINFO

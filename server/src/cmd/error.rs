@@ -22,6 +22,10 @@ pub const WRONGTYPE: &str = "WRONGTYPE Operation against a key holding the wrong
 pub const NOT_A_SKETCH: &str = "WRONGTYPE Key is not a valid HyperLogLog string value.";
 /// A sparse HyperLogLog whose runs do not cover exactly its registers.
 pub const CORRUPT_SKETCH: &str = "INVALIDOBJ Corrupted HLL object detected";
+/// HGETDEL (and Redis 8's other FIELDS commands) without FIELDS where it
+/// belongs.
+pub const FIELDS_MISSING: &str =
+    "ERR Mandatory argument FIELDS is missing or not at the right position";
 /// RENAME of a missing key.
 pub const NO_SUCH_KEY: &str = "ERR no such key";
 /// SELECT / MOVE / SWAPDB / COPY DB outside 0..databases.

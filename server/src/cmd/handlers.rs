@@ -98,6 +98,7 @@ static BINDINGS: &[(&str, Handler)] = &[
     ("hmset", hash::hmset),
     ("hgetall", hash::hgetall),
     ("hdel", hash::hdel),
+    ("hgetdel", hash::hgetdel),
     ("hexists", hash::hexists),
     ("hlen", hash::hlen),
     ("hkeys", hash::hkeys),

@@ -1,9 +1,9 @@
 //! Hash commands: HSET HGET HINCRBY and the rest of the family.
 
-use super::args::int_arg;
+use super::args::{int_arg, is};
 use super::collection::{
-    either, missing_pick, modify, modify_if, notify_changed, pairs, random_pick_args, read,
-    scan_collection,
+    either, exists_as, missing_pick, modify, modify_if, notify_changed, pairs, random_pick_args,
+    read, scan_collection,
 };
 use super::error;
 use super::Ctx;
@@ -156,6 +156,64 @@ pub fn hdel(ctx: &mut Ctx<'_>, argv: &[&[u8]]) -> Reply {
         notify_changed(ctx, &mut shard, key, class::HASH, "hdel");
     }
     either(removed.map(|r| Reply::Int(r.unwrap_or(0))))
+}
+
+/// HGETDEL key FIELDS numfields field [field ...] (Redis 8.0): each
+/// field's value (nil for a missing one), deleting those found; the key
+/// goes with its last field. Checks and errors in Redis 8's order (the
+/// key's type, then FIELDS, then the count).
+pub fn hgetdel(ctx: &mut Ctx<'_>, argv: &[&[u8]]) -> Reply {
+    let key = ctx.key(argv[1]);
+    let mut shard = ctx.lock(key);
+    if let Err(reply) = exists_as::<Hash>(&mut shard, key, ctx.now_ms) {
+        return reply;
+    }
+    if !is(argv[2], "fields") {
+        return Reply::error(error::FIELDS_MISSING);
+    }
+    let count = match super::args::parse_i64(argv[3]) {
+        Some(n) if n >= 1 => n as u64,
+        _ => return Reply::error("ERR Number of fields must be a positive integer"),
+    };
+    let fields = &argv[4..];
+    if count != fields.len() as u64 {
+        return Reply::error("ERR The `numfields` parameter must match the number of arguments");
+    }
+    let taken = modify_if::<Hash, _>(
+        &mut shard,
+        key,
+        ctx.now_ms,
+        false,
+        |hash| {
+            fields
+                .iter()
+                .map(|field| {
+                    let value = hash.get(field).map(<[u8]>::to_vec);
+                    if value.is_some() {
+                        hash.remove(field);
+                    }
+                    value
+                })
+                .collect::<Vec<_>>()
+        },
+        |values| values.iter().any(Option::is_some),
+    );
+    let values = match taken {
+        Ok(Some(values)) => {
+            if values.iter().any(Option::is_some) {
+                notify_changed(ctx, &mut shard, key, class::HASH, "hdel");
+            }
+            values
+        }
+        Ok(None) => vec![None; fields.len()],
+        Err(reply) => return reply,
+    };
+    Reply::Array(
+        values
+            .into_iter()
+            .map(|v| v.map_or(Reply::Nil, Reply::Bulk))
+            .collect(),
+    )
 }
 
 /// HEXISTS key field

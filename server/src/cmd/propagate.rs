@@ -200,6 +200,16 @@ fn rewritten(command: &Command, argv: &[&[u8]], reply: &Reply, now_ms: u64) -> O
             argv[1].to_vec(),
             argv[2].to_vec(),
         ]],
+        // HGETDEL goes as the HDEL Redis 8 rewrites it to, when it took
+        // any field.
+        "hgetdel" => match reply {
+            Reply::Array(values) if values.iter().any(|v| !matches!(v, Reply::Nil)) => {
+                let mut out = vec![b"HDEL".to_vec(), key.to_vec()];
+                out.extend(argv[4..].iter().map(|f| f.to_vec()));
+                vec![out]
+            }
+            _ => Vec::new(),
+        },
         // A sketch no register of which rose is unchanged.
         "pfadd" if matches!(reply, Reply::Int(0)) => Vec::new(),
         // Only GETREG and a TODENSE that converted change the value (the
@@ -540,6 +550,17 @@ mod tests {
             [["set", "k", "v", "KEEPTTL"]]
         );
         assert_eq!(run(&["incr", "k"], Reply::Int(1)), [["incr", "k"]]);
+    }
+
+    #[test]
+    fn hgetdel_goes_as_hdel_of_its_fields_when_it_took_any() {
+        let none: Vec<Vec<String>> = Vec::new();
+        let argv = ["hgetdel", "h", "FIELDS", "2", "a", "b"];
+        assert_eq!(
+            run(&argv, Reply::Array(vec![bulk("1"), Reply::Nil])),
+            [["HDEL", "h", "a", "b"]]
+        );
+        assert_eq!(run(&argv, Reply::Array(vec![Reply::Nil, Reply::Nil])), none);
     }
 
     #[test]

@@ -461,9 +461,15 @@ async fn described_rules_and_categories_hold_redis_s_words() {
     for ((category, redis_names), (_, tally_names)) in described[0].1.iter().zip(&described[1].1) {
         // CLIENT SETINFO is Redis 7.2's (docs/compatibility.md); CL.THROTTLE
         // is redis-cell's, @write and @fast, which a Redis without the module
-        // does not have; INCREX is Redis 8.8's, @write @string @fast.
+        // does not have; INCREX is Redis 8.8's, @write @string @fast, and
+        // HGETDEL Redis 8.0's, @write @hash @fast.
         let mut tally_names = tally_names.clone();
         tally_names.remove("client|setinfo");
+        assert_eq!(
+            tally_names.remove("hgetdel"),
+            matches!(*category, "write" | "hash" | "fast"),
+            "HGETDEL in @{category}"
+        );
         assert_eq!(
             tally_names.remove("cl.throttle"),
             matches!(*category, "write" | "fast"),

@@ -182,22 +182,36 @@ pub fn pattern(element: &[u8]) -> (usize, u8) {
 /// all lie in the last byte; Redis reads the string's terminating zero
 /// past it, which adds nothing.
 pub fn dense_get(regs: &[u8], index: usize) -> u8 {
+    let (_, shift, [b0, b1]) = window(regs, index);
+    ((((b0 as u32) >> shift) | ((b1 as u32) << (8 - shift))) & REGISTER_MAX as u32) as u8
+}
+
+/// The two bytes from a register's first on, `window`, with the register
+/// (its bits from `shift` of the first byte) set to `value`.
+fn placed(window: [u8; 2], shift: usize, value: u8) -> [u8; 2] {
+    let (value, mask) = (value as u32, REGISTER_MAX as u32);
+    [
+        ((window[0] as u32 & !(mask << shift)) | (value << shift)) as u8,
+        ((window[1] as u32 & !(mask >> (8 - shift))) | (value >> (8 - shift))) as u8,
+    ]
+}
+
+/// The byte register `index` starts in, the bit it starts at, and the two
+/// bytes from there (zero past the end: the last register's bits all lie
+/// in the last byte).
+fn window(regs: &[u8], index: usize) -> (usize, usize, [u8; 2]) {
     let byte = index * BITS / 8;
-    let shift = (index * BITS) & 7;
-    let b0 = regs[byte] as u32;
-    let b1 = regs.get(byte + 1).copied().unwrap_or(0) as u32;
-    (((b0 >> shift) | (b1 << (8 - shift))) & REGISTER_MAX as u32) as u8
+    let next = regs.get(byte + 1).copied().unwrap_or(0);
+    (byte, (index * BITS) & 7, [regs[byte], next])
 }
 
 /// Sets register `index` to `value` (at most 63).
 fn dense_put(regs: &mut [u8], index: usize, value: u8) {
-    let byte = index * BITS / 8;
-    let shift = (index * BITS) & 7;
-    let value = value as u32;
-    let mask = REGISTER_MAX as u32;
-    regs[byte] = ((regs[byte] as u32 & !(mask << shift)) | (value << shift)) as u8;
+    let (byte, shift, bytes) = window(regs, index);
+    let [first, second] = placed(bytes, shift, value);
+    regs[byte] = first;
     if let Some(next) = regs.get_mut(byte + 1) {
-        *next = ((*next as u32 & !(mask >> (8 - shift))) | (value >> (8 - shift))) as u8;
+        *next = second;
     }
 }
 
@@ -221,15 +235,9 @@ pub fn dense_raise(sketch: &[u8], index: usize, count: u8) -> Option<Patch> {
     if count <= dense_get(regs, index) {
         return None;
     }
-    let byte = index * BITS / 8;
+    let (byte, shift, bytes) = window(regs, index);
     let len = if byte + 1 < regs.len() { 2 } else { 1 };
-    let mut window = [regs[byte], regs.get(byte + 1).copied().unwrap_or(0)];
-    // The register seen from its first byte: its index within the window.
-    let shift = (index * BITS) & 7;
-    let value = count as u32;
-    let mask = REGISTER_MAX as u32;
-    window[0] = ((window[0] as u32 & !(mask << shift)) | (value << shift)) as u8;
-    window[1] = ((window[1] as u32 & !(mask >> (8 - shift))) | (value >> (8 - shift))) as u8;
+    let window = placed(bytes, shift, count);
     Some(Patch {
         offset: HEADER_LEN + byte,
         bytes: window,

@@ -12,14 +12,18 @@
 #      preserved values and handled keys).
 #
 # Usage: benches/persistence.sh [counters]   (default 1000000)
+#        TALLY_BIN=<path> benches/persistence.sh   (another build, e.g. an
+#        older commit's, to compare before and after)
 # Prints a markdown table with tally/Redis ratios. Needs redis-server,
 # redis-cli, redis-benchmark and python3.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 COUNTERS=${1:-1000000}
-cargo build --release -p tally-server >/dev/null 2>&1
-TALLY_BIN=target/release/tally-server
+if [ -z "${TALLY_BIN:-}" ]; then
+    cargo build --release -p tally-server >/dev/null 2>&1
+    TALLY_BIN=target/release/tally-server
+fi
 
 . benches/lib.sh
 now() { python3 -c 'import time; print(time.time())'; }

@@ -186,13 +186,50 @@ pub fn write_length(out: &mut Vec<u8>, n: u64) {
 
 /// string2ll's strict form: the canonical decimal text of an i64 (no sign
 /// but '-', no leading zeros, no "-0"), which Redis stores as a number.
+/// Every string of a file passes here, so it allocates nothing.
 pub fn canonical_int(text: &[u8]) -> Option<i64> {
-    if text.is_empty() || text.len() > 20 {
+    let digits = text.strip_prefix(b"-").unwrap_or(text);
+    if digits.is_empty() || digits.len() > 19 || !digits.iter().all(u8::is_ascii_digit) {
         return None;
     }
-    let value: i64 = std::str::from_utf8(text).ok()?.parse().ok()?;
-    // The round trip rejects "+1", "01", "-0" and the like.
-    (value.to_string().as_bytes() == text).then_some(value)
+    // "0" is canonical; "01", "-0" and "-01" are not.
+    if digits[0] == b'0' && (digits.len() > 1 || digits.len() != text.len()) {
+        return None;
+    }
+    // Only digits and a leading '-': valid UTF-8, and the parse fails only
+    // on overflow.
+    std::str::from_utf8(text).ok()?.parse().ok()
+}
+
+/// An integer string as rdbSaveRawString writes its decimal text: a
+/// number when it fits 32 bits, else the text itself.
+pub fn write_int(out: &mut Vec<u8>, value: i64) {
+    if write_int_encoded(out, value) {
+        return;
+    }
+    let mut digits = [0u8; 20];
+    let text = format_i64(value, &mut digits);
+    write_length(out, text.len() as u64);
+    out.extend_from_slice(text);
+}
+
+/// The decimal text of `value`, written at the end of `buf`.
+fn format_i64(value: i64, buf: &mut [u8; 20]) -> &[u8] {
+    let mut n = value.unsigned_abs();
+    let mut at = buf.len();
+    loop {
+        at -= 1;
+        buf[at] = b'0' + (n % 10) as u8;
+        n /= 10;
+        if n == 0 {
+            break;
+        }
+    }
+    if value < 0 {
+        at -= 1;
+        buf[at] = b'-';
+    }
+    &buf[at..]
 }
 
 /// rdbEncodeInteger: the INT8/16/32 forms for values that fit.
@@ -249,6 +286,57 @@ mod tests {
         let mut out = Vec::new();
         write_string(&mut out, text, compress);
         out
+    }
+
+    #[test]
+    fn canonical_integers_are_told_from_other_text() {
+        for (text, value) in [
+            (&b"0"[..], Some(0)),
+            (b"7", Some(7)),
+            (b"-7", Some(-7)),
+            (b"9223372036854775807", Some(i64::MAX)),
+            (b"-9223372036854775808", Some(i64::MIN)),
+            (b"9223372036854775808", None),
+            (b"-0", None),
+            (b"01", None),
+            (b"-01", None),
+            (b"+1", None),
+            (b"", None),
+            (b"-", None),
+            (b"1 ", None),
+            (b"12a", None),
+        ] {
+            assert_eq!(
+                canonical_int(text),
+                value,
+                "{}",
+                String::from_utf8_lossy(text)
+            );
+        }
+    }
+
+    #[test]
+    fn an_integer_is_written_as_its_text_would_be() {
+        for value in [
+            0,
+            7,
+            -1,
+            127,
+            128,
+            -32769,
+            1 << 31,
+            -(1 << 31) - 1,
+            i64::MIN,
+            i64::MAX,
+        ] {
+            let mut direct = Vec::new();
+            write_int(&mut direct, value);
+            assert_eq!(
+                direct,
+                string_of(value.to_string().as_bytes(), true),
+                "{value}"
+            );
+        }
     }
 
     #[test]

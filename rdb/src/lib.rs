@@ -28,7 +28,7 @@ mod reader;
 mod writer;
 
 pub use reader::{Item, Reader};
-pub use writer::{encode_entry, Encodings, Writer};
+pub use writer::{encode_entry, encode_string_entry, Encodings, StringValue, Writer};
 
 /// The RDB version Redis 7.0 writes (and DUMP payloads carry).
 pub const RDB_VERSION: u16 = 10;
@@ -235,6 +235,36 @@ mod tests {
         // crc64.c's self test: "123456789" -> 0xe9c6d914c4b8d9ca.
         assert_eq!(crc64(b"123456789"), 0xe9c6d914c4b8d9ca);
         assert_eq!(crc64_update(crc64(b"1234"), b"56789"), 0xe9c6d914c4b8d9ca);
+    }
+
+    #[test]
+    fn a_string_entry_written_from_the_store_s_form_is_the_value_s_bytes() {
+        let encodings = Encodings::default();
+        let long = b"a string long enough to be compressed, compressed, compressed";
+        for (value, text) in [
+            (StringValue::Int(7), b"7".to_vec()),
+            (StringValue::Int(-40000), b"-40000".to_vec()),
+            (
+                StringValue::Int(i64::MAX),
+                i64::MAX.to_string().into_bytes(),
+            ),
+            (StringValue::Bytes(b"12"), b"12".to_vec()),
+            (StringValue::Bytes(b"v"), b"v".to_vec()),
+            (StringValue::Bytes(long), long.to_vec()),
+        ] {
+            for expire in [None, Some(1_720_000_000_000)] {
+                let (mut direct, mut built) = (Vec::new(), Vec::new());
+                encode_string_entry(&mut direct, b"rl:key", value, expire, &encodings);
+                encode_entry(
+                    &mut built,
+                    b"rl:key",
+                    &Value::String(text.clone()),
+                    expire,
+                    &encodings,
+                );
+                assert_eq!(direct, built, "{value:?} {expire:?}");
+            }
+        }
     }
 
     #[test]

@@ -1,7 +1,7 @@
 //! Writing RDB 10 as Redis 7.0 does (rdbSaveRio, rdbSaveObject).
 
 use crate::compact::{intset, ListpackBuilder};
-use crate::encoding::{canonical_int, write_length, write_string};
+use crate::encoding::{canonical_int, write_int, write_length, write_string};
 use crate::float::{as_integer, d2string};
 use crate::reader::{opcodes, types};
 use crate::{crc64_update, Value, RDB_VERSION};
@@ -169,6 +169,37 @@ pub fn encode_entry(
     out.push(kind);
     write_string(out, key, encodings.compress);
     out.extend_from_slice(&body);
+}
+
+/// A string's value as a store may hold it: the integer it is, or its
+/// bytes.
+#[derive(Debug, Clone, Copy)]
+pub enum StringValue<'a> {
+    Int(i64),
+    Bytes(&'a [u8]),
+}
+
+/// A string key as a file holds it, written from the value as the store
+/// keeps it: the same bytes as [`encode_entry`] of `Value::String`, without
+/// building the value or formatting the integer. A background save writes
+/// every counter this way.
+pub fn encode_string_entry(
+    out: &mut Vec<u8>,
+    key: &[u8],
+    value: StringValue<'_>,
+    expire_at_ms: Option<u64>,
+    encodings: &Encodings,
+) {
+    if let Some(at) = expire_at_ms {
+        out.push(opcodes::EXPIRETIME_MS);
+        out.extend_from_slice(&at.to_le_bytes());
+    }
+    out.push(types::STRING);
+    write_string(out, key, encodings.compress);
+    match value {
+        StringValue::Int(n) => write_int(out, n),
+        StringValue::Bytes(text) => write_string(out, text, encodings.compress),
+    }
 }
 
 /// Writes an RDB file into a byte sink, section by section, keeping the

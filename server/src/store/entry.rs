@@ -13,14 +13,14 @@
 //!
 //! ```text
 //! compact (key <= 255 bytes, deadline < 2^48 ms, i.e. before year 10889):
-//!   0   u8   tag: kind | (0 << 4)
+//!   0   u8   tag: kind | (0 << 4) | snapshot-handled bit (0x20)
 //!   1   u8   key length
 //!   2   u48  expire_at_ms, little endian (0 = no deadline)
 //!   8   u64  payload: the i64 for Int, the byte length for Str, the
 //!             `Box<Object>` pointer for a collection
 //!   16  key bytes, then the string bytes for Str
 //! wide (anything else):
-//!   0   u8   tag: kind | WIDE
+//!   0   u8   tag: kind | WIDE | snapshot-handled bit (0x20)
 //!   4   u32  key length
 //!   8   u64  expire_at_ms
 //!   16  u64  payload
@@ -44,6 +44,10 @@ const KIND_STR: u8 = 2;
 const KIND_OBJ: u8 = 3;
 const KIND_MASK: u8 = 0x0F;
 const WIDE: u8 = 0x10;
+/// Set only while a snapshot is open: this entry's value of the snapshot's
+/// moment is taken care of (preserved before it changed, or the key did not
+/// exist then), so the background writer skips it. See `super::snapshot`.
+const SNAPSHOT_HANDLED: u8 = 0x20;
 
 const COMPACT_HEADER: usize = 16;
 const WIDE_HEADER: usize = 24;
@@ -195,8 +199,7 @@ impl Entry {
                 std::ptr::copy_nonoverlapping(self.value_ptr(), grown.value_ptr(), len);
                 std::ptr::write_bytes(grown.value_ptr().add(len), 0, end - len);
             }
-            let old = std::mem::replace(self, grown);
-            old.free(slab);
+            self.replace_block(grown, slab);
         }
         // SAFETY: the value now has at least `end` bytes; `patch` cannot
         // alias them (it is not borrowed from this entry, held by &mut).
@@ -355,8 +358,7 @@ impl Entry {
             unsafe { std::ptr::copy_nonoverlapping(bytes.as_ptr(), self.ptr.as_ptr().add(2), 6) };
         } else {
             let moved = Entry::new(self.key(), self.value(), expire_at_ms, slab);
-            let old = std::mem::replace(self, moved);
-            old.free(slab);
+            self.replace_block(moved, slab);
         }
     }
 
@@ -384,10 +386,38 @@ impl Entry {
             }
             _ => {
                 let moved = Entry::new(self.key(), value, self.expire_at(), slab);
-                let old = std::mem::replace(self, moved);
-                old.free(slab);
+                self.replace_block(moved, slab);
             }
         }
+    }
+
+    /// Moves this entry into `moved`, a new block holding the same key,
+    /// and frees the old one. The snapshot mark goes along: the entry is
+    /// the same key to an open snapshot.
+    fn replace_block(&mut self, mut moved: Entry, slab: &mut Slab) {
+        moved.set_snapshot_handled(self.snapshot_handled());
+        let old = std::mem::replace(self, moved);
+        old.free(slab);
+    }
+
+    /// True when an open snapshot has this key taken care of; see
+    /// `super::snapshot`.
+    #[inline]
+    pub fn snapshot_handled(&self) -> bool {
+        self.tag() & SNAPSHOT_HANDLED != 0
+    }
+
+    /// Marks or unmarks the key as taken care of by the open snapshot.
+    #[inline]
+    pub fn set_snapshot_handled(&mut self, handled: bool) {
+        let tag = if handled {
+            self.tag() | SNAPSHOT_HANDLED
+        } else {
+            self.tag() & !SNAPSHOT_HANDLED
+        };
+        // SAFETY: the tag byte of a block this entry owns; &mut self makes
+        // the write exclusive.
+        unsafe { *self.ptr.as_ptr() = tag };
     }
 
     /// Bytes this entry costs: its slab block and any collection.

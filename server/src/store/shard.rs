@@ -349,10 +349,11 @@ impl ShardData {
         self.snapshot = Some(Box::new(ShardSnapshot::new(at_ms, encodings, memory)));
     }
 
-    /// The background writer's step: copies the snapshot's keys in up to
-    /// `max_buckets` more buckets into `entries` (encoded by the caller once
-    /// the lock is released); true once the shard is done, with the
-    /// writers' early entries, already encoded, appended to `encoded`.
+    /// The background writer's step: the snapshot's keys in up to
+    /// `max_buckets` more buckets, short strings encoded into `encoded`
+    /// and the rest copied into `entries` (encoded by the caller once the
+    /// lock is released); true once the shard is done, with the writers'
+    /// early entries, already encoded, appended to `encoded`.
     pub fn snapshot_step(
         &mut self,
         max_buckets: usize,
@@ -366,8 +367,8 @@ impl ShardData {
             let buckets = self.table.num_buckets();
             let end = snapshot.cursor.saturating_add(max_buckets).min(buckets);
             for index in snapshot.cursor..end {
-                if let Some(entry) = self.table.get_bucket(index) {
-                    snapshot.collect(entry, entries);
+                if let Some(entry) = self.table.get_bucket_mut(index) {
+                    snapshot.collect(entry, entries, encoded);
                 }
             }
             snapshot.cursor = end;
@@ -381,28 +382,27 @@ impl ShardData {
         true
     }
 
-    /// Drops this shard's part of a snapshot (a BGSAVE that ended early).
-    pub fn cancel_snapshot(&mut self) {
-        self.snapshot = None;
+    /// Entries marked handled by a snapshot: none unless one is open.
+    #[cfg(test)]
+    pub(crate) fn snapshot_marks(&self) -> usize {
+        self.table.iter().filter(|e| e.snapshot_handled()).count()
     }
 
-    /// Before `key` changes: its snapshot value is preserved (one branch
-    /// when no snapshot is in progress).
-    #[inline]
-    fn preserve(&mut self, key: KeyRef<'_>) {
-        if self.snapshot.is_some() {
-            self.preserve_slow(key);
+    /// Drops this shard's part of a snapshot (a BGSAVE that ended early).
+    pub fn cancel_snapshot(&mut self) {
+        if let Some(snapshot) = self.snapshot.take() {
+            snapshot.abandon(&mut self.table);
         }
     }
 
-    #[cold]
-    fn preserve_slow(&mut self, key: KeyRef<'_>) {
-        let index = self
-            .table
-            .find_bucket_index(key.hash, |e| e.key() == key.bytes);
-        let entry = index.and_then(|i| self.table.get_bucket(i));
+    /// Before the entry in bucket `index` changes or goes: its snapshot
+    /// value is preserved (one branch when no snapshot is in progress).
+    #[inline]
+    fn preserve_at(&mut self, index: usize) {
         if let Some(snapshot) = self.snapshot.as_deref_mut() {
-            snapshot.preserve(key.bytes, entry, index);
+            if let Some(entry) = self.table.get_bucket_mut(index) {
+                snapshot.preserve(entry, index);
+            }
         }
     }
 
@@ -411,15 +411,7 @@ impl ShardData {
     /// preserved, and the shard sealed: the writer has nothing more to walk.
     fn preserve_all(&mut self) {
         if let Some(snapshot) = self.snapshot.as_deref_mut() {
-            if snapshot.sealed {
-                return;
-            }
-            for index in snapshot.cursor..self.table.num_buckets() {
-                if let Some(entry) = self.table.get_bucket(index) {
-                    snapshot.preserve(entry.key(), Some(entry), Some(index));
-                }
-            }
-            snapshot.sealed = true;
+            snapshot.seal(&mut self.table);
         }
     }
 
@@ -523,10 +515,8 @@ impl ShardData {
                 // clients and present to the master's commands.
                 return applying_master_stream().then_some(index);
             }
+            self.preserve_at(index);
             if let Ok(occupied) = self.table.get_bucket_entry(index) {
-                if let Some(snapshot) = self.snapshot.as_deref_mut() {
-                    snapshot.preserve(occupied.get().key(), Some(occupied.get()), Some(index));
-                }
                 let (removed, _) = occupied.remove();
                 // A watched key that expires aborts the transaction, as
                 // Redis's isWatchedKeyExpired makes EXEC do.
@@ -546,7 +536,7 @@ impl ShardData {
     pub fn get_mut(&mut self, key: KeyRef<'_>, now_ms: u64) -> Option<EntryMut<'_>> {
         let index = self.find_live(key, now_ms)?;
         // The caller may change it: a snapshot in progress keeps its value.
-        self.preserve(key);
+        self.preserve_at(index);
         let entry = self.table.get_bucket_mut(index)?;
         let heap_before = entry.heap_size();
         let had_deadline = entry.expire_at() != 0;
@@ -650,7 +640,6 @@ impl ShardData {
     }
 
     fn put(&mut self, key: KeyRef<'_>, entry: Entry, now_ms: u64) -> bool {
-        self.preserve(key);
         touch(&self.observers, key.bytes);
         let mut delta = entry.heap_size() as isize;
         if entry.expire_at() != 0 {
@@ -671,10 +660,22 @@ impl ShardData {
             |e| hasher.hash_one(e.key()),
         ) {
             TableEntry::Occupied(mut occupied) => {
-                Some(std::mem::replace(occupied.get_mut(), entry))
+                let index = occupied.bucket_index();
+                if let Some(snapshot) = self.snapshot.as_deref_mut() {
+                    snapshot.preserve(occupied.get_mut(), index);
+                }
+                let previous = std::mem::replace(occupied.get_mut(), entry);
+                if let Some(snapshot) = self.snapshot.as_deref() {
+                    snapshot.mark_put(occupied.get_mut(), index);
+                }
+                Some(previous)
             }
             TableEntry::Vacant(vacant) => {
-                vacant.insert(entry);
+                let mut occupied = vacant.insert(entry);
+                if let Some(snapshot) = self.snapshot.as_deref() {
+                    let index = occupied.bucket_index();
+                    snapshot.mark_put(occupied.get_mut(), index);
+                }
                 if let Some(index) = self.slot_index.as_deref_mut() {
                     index.add(key_slot(key.bytes), key.hash);
                     delta += SlotIndex::BYTES_PER_KEY as isize;
@@ -704,8 +705,14 @@ impl ShardData {
 
     /// Removes a key; true when it was live.
     pub fn remove(&mut self, key: KeyRef<'_>, now_ms: u64) -> bool {
-        self.preserve(key);
-        let Ok(occupied) = self.table.find_entry(key.hash, |e| e.key() == key.bytes) else {
+        let Some(index) = self
+            .table
+            .find_bucket_index(key.hash, |e| e.key() == key.bytes)
+        else {
+            return false;
+        };
+        self.preserve_at(index);
+        let Ok(occupied) = self.table.get_bucket_entry(index) else {
             return false;
         };
         let (removed, _) = occupied.remove();
@@ -727,9 +734,9 @@ impl ShardData {
     /// of the entry, not copied. `None` (and nothing removed) for a key
     /// that is missing or expired.
     pub fn take(&mut self, key: KeyRef<'_>, now_ms: u64) -> Option<(OwnedValue, u64)> {
-        self.get(key, now_ms)?;
-        self.preserve(key);
-        let Ok(occupied) = self.table.find_entry(key.hash, |e| e.key() == key.bytes) else {
+        let index = self.find_live(key, now_ms)?;
+        self.preserve_at(index);
+        let Ok(occupied) = self.table.get_bucket_entry(index) else {
             return None;
         };
         let (mut removed, _) = occupied.remove();
@@ -804,11 +811,11 @@ impl ShardData {
         let mut removed = 0;
         let mut index = self.sweep_cursor % buckets;
         for _ in 0..max_buckets.min(buckets) {
-            if let Ok(occupied) = self.table.get_bucket_entry(index) {
+            if let Ok(mut occupied) = self.table.get_bucket_entry(index) {
                 examined += 1;
                 if occupied.get().is_expired(now_ms) {
                     if let Some(snapshot) = self.snapshot.as_deref_mut() {
-                        snapshot.preserve(occupied.get().key(), Some(occupied.get()), Some(index));
+                        snapshot.preserve(occupied.get_mut(), index);
                     }
                     let (gone, _) = occupied.remove();
                     touch(&self.observers, gone.key());

@@ -2,6 +2,7 @@
 //! store's databases and locking (`store.rs`), without any command.
 
 mod shard;
+mod snapshot;
 mod store;
 
 use std::sync::Arc;

@@ -9,33 +9,65 @@ use std::time::Duration;
 
 use crate::state::Shared;
 
-/// Each tick examines this fraction of every shard's buckets, so a full pass
-/// over the keyspace takes `SLICES_PER_PASS / hz` seconds (one second at the
+/// At most this fraction of every shard's buckets is examined per tick, so
+/// while keys expire fast enough to keep the sweep going a full pass over
+/// the keyspace takes `SLICES_PER_PASS / hz` seconds (one second at the
 /// default hz of 10).
 const SLICES_PER_PASS: usize = 10;
 
-/// Never examine fewer buckets than this per shard and tick: tiny tables are
-/// cheaper to finish than to slice.
-const MIN_BUCKETS_PER_TICK: usize = 256;
+/// A shard is swept this many buckets at a time, its lock released between
+/// batches. A tick always takes one batch per shard (all of a small table)
+/// and goes on to the next only while the last was stale enough.
+const BATCH_BUCKETS: usize = 256;
 
-/// One sweep over a slice of every shard; returns the number of keys reclaimed.
-pub fn sweep_once(shared: &Shared) -> u64 {
+/// The sweep goes on while at least one in this many of the keys with a
+/// deadline it met had expired: Redis's activeExpireCycle stops at the same
+/// 10%. A keyspace where little expires is then sampled, not walked: every
+/// key visited is a cache miss, and walking a million counters ten times a
+/// second cost a tenth of a core while nothing expired.
+const STALE_ONE_IN: usize = 10;
+
+/// What one sweep did.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub struct Swept {
+    /// Keys with a deadline examined.
+    pub examined: u64,
+    /// Of those, the expired keys removed.
+    pub reclaimed: u64,
+}
+
+/// One sweep over every shard: a batch of each, more while the batches
+/// find enough expired keys, up to a slice.
+pub fn sweep_once(shared: &Shared) -> Swept {
+    let mut swept = Swept::default();
     // A replica expires nothing itself: its master sends the DELs.
     if shared.store.feed().following() {
-        return 0;
+        return swept;
     }
     let now = shared.clock.now_ms();
-    let mut reclaimed = 0;
     let mut expired = 0;
     for index in 0..shared.store.databases() {
         let db = shared.store.db(index);
         for shard_index in 0..db.shard_count() {
-            let mut shard = db.lock_shard(shard_index);
-            if shard.volatile_len() > 0 {
-                let budget = (shard.num_buckets() / SLICES_PER_PASS).max(MIN_BUCKETS_PER_TICK);
-                reclaimed += shard.sweep(now, budget).1 as u64;
+            let mut budget = None;
+            loop {
+                let mut shard = db.lock_shard(shard_index);
+                let (examined, removed) = if shard.volatile_len() > 0 {
+                    shard.sweep(now, BATCH_BUCKETS)
+                } else {
+                    (0, 0)
+                };
+                expired += shard.take_expired_count();
+                swept.examined += examined as u64;
+                swept.reclaimed += removed as u64;
+                let left = budget.get_or_insert_with(|| {
+                    (shard.num_buckets() / SLICES_PER_PASS).max(BATCH_BUCKETS)
+                });
+                *left = left.saturating_sub(BATCH_BUCKETS);
+                if *left == 0 || examined == 0 || removed * STALE_ONE_IN < examined {
+                    break;
+                }
             }
-            expired += shard.take_expired_count();
         }
     }
     if expired > 0 {
@@ -45,7 +77,7 @@ pub fn sweep_once(shared: &Shared) -> u64 {
             .fetch_add(expired, Ordering::Relaxed);
         shared.store.feed().flush_replicas();
     }
-    reclaimed
+    swept
 }
 
 /// Runs [`sweep_once`] `hz` times a second until shutdown, except while

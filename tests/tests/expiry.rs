@@ -113,6 +113,45 @@ async fn the_active_sweep_reclaims_keys_nobody_reads() {
 }
 
 #[tokio::test]
+async fn a_sweep_samples_a_keyspace_where_nothing_expired_and_walks_one_that_did() {
+    let server = TestServer::start().await;
+    let shared = server.handle.shared().clone();
+    let mut conn = server.raw().await;
+    let keys = 200_000;
+    let mut batch = Vec::new();
+    for i in 0..keys {
+        batch.extend(tally_tests::encode_command(&[
+            "SET".to_string(),
+            format!("rl:user:u_{i}:a3f2:1720000000"),
+            "7".to_string(),
+            "EX".to_string(),
+            "120".to_string(),
+        ]));
+    }
+    conn.send(&batch).await;
+    for _ in 0..keys {
+        assert_eq!(conn.reply().await, b"+OK\r\n");
+    }
+    // Nothing is stale: one batch of 256 buckets per shard, whatever the
+    // keyspace's size (a table is at most 7/8 full, so fewer keys).
+    let shards = shared.store.db(0).shard_count() as u64;
+    let quiet = sweep_once(&shared);
+    assert_eq!(quiet.reclaimed, 0);
+    assert!(quiet.examined <= shards * 256, "{quiet:?}");
+    assert!(quiet.examined > 0, "{quiet:?}");
+    // Everything is stale: each shard's whole slice, a tenth of its table.
+    server.clock.advance_ms(120_001);
+    let busy = sweep_once(&shared);
+    assert_eq!(busy.reclaimed, busy.examined);
+    assert!(busy.examined >= keys / 20, "{busy:?}");
+    // And the rest within a pass's ten ticks.
+    for _ in 0..10 {
+        sweep_once(&shared);
+    }
+    assert_eq!(conn.line("DBSIZE").await, ":0\r\n");
+}
+
+#[tokio::test]
 async fn memory_stays_flat_under_endless_ttl_churn() {
     let server = TestServer::start().await;
     let shared = server.handle.shared().clone();

@@ -801,7 +801,8 @@ impl ShardData {
     }
 
     /// Examines up to `max_buckets` buckets from where the last sweep stopped and
-    /// removes expired entries. Returns `(examined_entries, removed)`.
+    /// removes expired entries. Returns `(examined, removed)`: the entries
+    /// with a deadline it met, and those of them it removed.
     pub fn sweep(&mut self, now_ms: u64, max_buckets: usize) -> (usize, usize) {
         let buckets = self.table.num_buckets();
         if buckets == 0 || self.volatile == 0 {
@@ -812,7 +813,9 @@ impl ShardData {
         let mut index = self.sweep_cursor % buckets;
         for _ in 0..max_buckets.min(buckets) {
             if let Ok(mut occupied) = self.table.get_bucket_entry(index) {
-                examined += 1;
+                if occupied.get().expire_at() != 0 {
+                    examined += 1;
+                }
                 if occupied.get().is_expired(now_ms) {
                     if let Some(snapshot) = self.snapshot.as_deref_mut() {
                         snapshot.preserve(occupied.get_mut(), index);

@@ -73,6 +73,57 @@ pub fn modify_if<T: Kind, R>(
     change: impl FnOnce(&mut T) -> R,
     changed: impl FnOnce(&R) -> bool,
 ) -> Result<Option<R>, Reply> {
+    Ok(change_collection(shard, key, now_ms, create, change, changed)?.map(|(result, _)| result))
+}
+
+/// The keyspace notification a collection command raises when it changed
+/// its key: Redis's class and event name (`class::SET`, `"sadd"`).
+#[derive(Debug, Clone, Copy)]
+pub struct Event(pub u32, pub &'static str);
+
+/// [`modify`], raising `event` after the change (and `del` when it emptied
+/// the key), as Redis's handlers signal theirs.
+pub fn modify_notify<T: Kind, R>(
+    ctx: &super::Ctx<'_>,
+    shard: &mut ShardData,
+    key: KeyRef<'_>,
+    create: bool,
+    event: Event,
+    change: impl FnOnce(&mut T) -> R,
+) -> Result<Option<R>, Reply> {
+    modify_notify_if(ctx, shard, key, create, event, change, |_| true)
+}
+
+/// [`modify_if`], raising `event` when `changed` says the change changed
+/// something (and `del` when it emptied the key).
+pub fn modify_notify_if<T: Kind, R>(
+    ctx: &super::Ctx<'_>,
+    shard: &mut ShardData,
+    key: KeyRef<'_>,
+    create: bool,
+    event: Event,
+    change: impl FnOnce(&mut T) -> R,
+    changed: impl FnOnce(&R) -> bool,
+) -> Result<Option<R>, Reply> {
+    let outcome = change_collection(shard, key, ctx.now_ms, create, change, changed)?;
+    Ok(outcome.map(|(result, changed)| {
+        if changed {
+            notify_changed(ctx, shard, key, event);
+        }
+        result
+    }))
+}
+
+/// The one body of the `modify` family: the change, whether it changed
+/// anything, and the key deleted when it left the collection empty.
+fn change_collection<T: Kind, R>(
+    shard: &mut ShardData,
+    key: KeyRef<'_>,
+    now_ms: u64,
+    create: bool,
+    change: impl FnOnce(&mut T) -> R,
+    changed: impl FnOnce(&R) -> bool,
+) -> Result<Option<(R, bool)>, Reply> {
     if shard.get(key, now_ms).is_none() {
         if !create {
             return Ok(None);
@@ -87,32 +138,27 @@ pub fn modify_if<T: Kind, R>(
     };
     let result = change(value);
     let now_empty = entry.object_mut().is_some_and(|object| object.is_empty());
-    if !changed(&result) {
+    let changed = changed(&result);
+    if !changed {
         entry.leave_unmodified();
     }
     drop(entry);
     if now_empty {
         shard.remove(key, now_ms);
     }
-    Ok(Some(result))
+    Ok(Some((result, changed)))
 }
 
-/// Raises keyspace notification `event` (of `class`) about `key` after a
-/// change to its collection, then `del` when the change left it empty and
-/// so deleted it, as Redis's handlers do. A lookup only while someone
-/// listens.
-pub fn notify_changed(
-    ctx: &super::Ctx<'_>,
-    shard: &mut ShardData,
-    key: KeyRef<'_>,
-    class: u32,
-    event: &str,
-) {
+/// Raises keyspace notification `event` about `key` after a change to its
+/// collection, then `del` when the change left it empty and so deleted it,
+/// as Redis's handlers do. A lookup only while someone listens.
+pub fn notify_changed(ctx: &super::Ctx<'_>, shard: &mut ShardData, key: KeyRef<'_>, event: Event) {
+    let Event(class, name) = event;
     let events = &ctx.shared.keyspace_events;
     if !events.wants(class) && !events.wants(crate::event_classes::class::GENERIC) {
         return;
     }
-    ctx.notify(class, event, key.bytes);
+    ctx.notify(class, name, key.bytes);
     if !shard.contains(key, ctx.now_ms) {
         ctx.notify(crate::event_classes::class::GENERIC, "del", key.bytes);
     }

@@ -2,8 +2,8 @@
 
 use super::args::{int_arg, is};
 use super::collection::{
-    either, exists_as, missing_pick, modify, modify_if, notify_changed, pairs, random_pick_args,
-    read, scan_collection,
+    either, exists_as, missing_pick, modify_notify, modify_notify_if, pairs, random_pick_args,
+    read, scan_collection, Event,
 };
 use super::error;
 use super::Ctx;
@@ -29,15 +29,13 @@ fn set_fields(ctx: &mut Ctx<'_>, argv: &[&[u8]], name: &str) -> Result<i64, Repl
     let key = ctx.key(argv[1]);
     let limits = ctx.shared.encodings.get();
     let mut shard = ctx.lock(key);
-    let added = modify::<Hash, _>(&mut shard, key, ctx.now_ms, true, |hash| {
+    let event = Event(class::HASH, "hset");
+    let added = modify_notify::<Hash, _>(ctx, &mut shard, key, true, event, |hash| {
         argv[2..]
             .chunks_exact(2)
             .filter(|pair| hash.insert(pair[0], pair[1], &limits))
             .count() as i64
     })?;
-    if added.is_some() {
-        notify_changed(ctx, &mut shard, key, class::HASH, "hset");
-    }
     Ok(added.unwrap_or(0))
 }
 
@@ -46,11 +44,12 @@ pub fn hsetnx(ctx: &mut Ctx<'_>, argv: &[&[u8]]) -> Reply {
     let key = ctx.key(argv[1]);
     let limits = ctx.shared.encodings.get();
     let mut shard = ctx.lock(key);
-    let set = modify_if::<Hash, _>(
+    let set = modify_notify_if::<Hash, _>(
+        ctx,
         &mut shard,
         key,
-        ctx.now_ms,
         true,
+        Event(class::HASH, "hset"),
         |hash| {
             if hash.get(argv[2]).is_some() {
                 Reply::Int(0)
@@ -61,9 +60,6 @@ pub fn hsetnx(ctx: &mut Ctx<'_>, argv: &[&[u8]]) -> Reply {
         },
         |reply| *reply == Reply::Int(1),
     );
-    if let Ok(Some(Reply::Int(1))) = set {
-        notify_changed(ctx, &mut shard, key, class::HASH, "hset");
-    }
     either(set.map(|r| r.unwrap_or(Reply::Int(0))))
 }
 
@@ -144,17 +140,15 @@ pub fn hvals(ctx: &mut Ctx<'_>, argv: &[&[u8]]) -> Reply {
 pub fn hdel(ctx: &mut Ctx<'_>, argv: &[&[u8]]) -> Reply {
     let key = ctx.key(argv[1]);
     let mut shard = ctx.lock(key);
-    let removed = modify_if::<Hash, _>(
+    let removed = modify_notify_if::<Hash, _>(
+        ctx,
         &mut shard,
         key,
-        ctx.now_ms,
         false,
+        Event(class::HASH, "hdel"),
         |hash| argv[2..].iter().filter(|f| hash.remove(f)).count() as i64,
         |&removed| removed > 0,
     );
-    if matches!(removed, Ok(Some(n)) if n > 0) {
-        notify_changed(ctx, &mut shard, key, class::HASH, "hdel");
-    }
     either(removed.map(|r| Reply::Int(r.unwrap_or(0))))
 }
 
@@ -179,11 +173,12 @@ pub fn hgetdel(ctx: &mut Ctx<'_>, argv: &[&[u8]]) -> Reply {
     if count != fields.len() as u64 {
         return Reply::error("ERR The `numfields` parameter must match the number of arguments");
     }
-    let taken = modify_if::<Hash, _>(
+    let taken = modify_notify_if::<Hash, _>(
+        ctx,
         &mut shard,
         key,
-        ctx.now_ms,
         false,
+        Event(class::HASH, "hdel"),
         |hash| {
             fields
                 .iter()
@@ -199,12 +194,7 @@ pub fn hgetdel(ctx: &mut Ctx<'_>, argv: &[&[u8]]) -> Reply {
         |values| values.iter().any(Option::is_some),
     );
     let values = match taken {
-        Ok(Some(values)) => {
-            if values.iter().any(Option::is_some) {
-                notify_changed(ctx, &mut shard, key, class::HASH, "hdel");
-            }
-            values
-        }
+        Ok(Some(values)) => values,
         Ok(None) => vec![None; fields.len()],
         Err(reply) => return reply,
     };
@@ -260,11 +250,12 @@ pub fn hincrby(ctx: &mut Ctx<'_>, argv: &[&[u8]]) -> Reply {
     let limits = ctx.shared.encodings.get();
     let mut shard = ctx.lock(key);
     // A field that is not a number changes nothing and signals nothing.
-    let result = modify_if::<Hash, _>(
+    let result = modify_notify_if::<Hash, _>(
+        ctx,
         &mut shard,
         key,
-        ctx.now_ms,
         true,
+        Event(class::HASH, "hincrby"),
         |hash| {
             let current = match hash.get(argv[2]) {
                 Some(value) => match super::args::parse_i64(value) {
@@ -285,9 +276,6 @@ pub fn hincrby(ctx: &mut Ctx<'_>, argv: &[&[u8]]) -> Reply {
         },
         |reply| !reply.is_error(),
     );
-    if matches!(&result, Ok(Some(reply)) if !reply.is_error()) {
-        notify_changed(ctx, &mut shard, key, class::HASH, "hincrby");
-    }
     either(result.map(|r| r.unwrap_or(Reply::Nil)))
 }
 
@@ -302,11 +290,12 @@ pub fn hincrbyfloat(ctx: &mut Ctx<'_>, argv: &[&[u8]]) -> Reply {
     let key = ctx.key(argv[1]);
     let limits = ctx.shared.encodings.get();
     let mut shard = ctx.lock(key);
-    let result = modify_if::<Hash, _>(
+    let result = modify_notify_if::<Hash, _>(
+        ctx,
         &mut shard,
         key,
-        ctx.now_ms,
         true,
+        Event(class::HASH, "hincrbyfloat"),
         |hash| {
             let current = hash.get(argv[2]).unwrap_or(b"0");
             match add_human(current, argv[3]) {
@@ -320,9 +309,6 @@ pub fn hincrbyfloat(ctx: &mut Ctx<'_>, argv: &[&[u8]]) -> Reply {
         },
         |reply| !reply.is_error(),
     );
-    if matches!(&result, Ok(Some(reply)) if !reply.is_error()) {
-        notify_changed(ctx, &mut shard, key, class::HASH, "hincrbyfloat");
-    }
     either(result.map(|r| r.unwrap_or(Reply::Nil)))
 }
 

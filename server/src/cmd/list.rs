@@ -3,7 +3,8 @@
 
 use super::args::{int_arg, int_pair, is};
 use super::collection::{
-    either, exists_as, index_range, modify, modify_if, notify_changed, positive_count, read,
+    either, exists_as, index_range, modify, modify_notify, modify_notify_if, notify_changed,
+    positive_count, read, Event,
 };
 use super::error;
 use super::Ctx;
@@ -14,16 +15,13 @@ use crate::store::object::List;
 fn push(ctx: &mut Ctx<'_>, argv: &[&[u8]], left: bool, only_existing: bool) -> Reply {
     let key = ctx.key(argv[1]);
     let mut shard = ctx.lock(key);
-    let pushed = modify::<List, _>(&mut shard, key, ctx.now_ms, !only_existing, |list| {
+    let event = Event(class::LIST, if left { "lpush" } else { "rpush" });
+    let pushed = modify_notify::<List, _>(ctx, &mut shard, key, !only_existing, event, |list| {
         for value in &argv[2..] {
             list.push(value, left);
         }
         list.len() as i64
     });
-    if let Ok(Some(_)) = pushed {
-        let event = if left { "lpush" } else { "rpush" };
-        notify_changed(ctx, &mut shard, key, class::LIST, event);
-    }
     either(pushed.map(|r| Reply::Int(r.unwrap_or(0))))
 }
 
@@ -59,11 +57,13 @@ fn pop(ctx: &mut Ctx<'_>, argv: &[&[u8]], left: bool) -> Reply {
     let key = ctx.key(argv[1]);
     let mut shard = ctx.lock(key);
     // A count of 0 pops nothing and signals nothing.
-    let popped = modify_if::<List, _>(
+    let event = if left { "lpop" } else { "rpop" };
+    let popped = modify_notify_if::<List, _>(
+        ctx,
         &mut shard,
         key,
-        ctx.now_ms,
         false,
+        Event(class::LIST, event),
         |list| match count {
             None => list.pop(left).map_or(Reply::Nil, Reply::Bulk),
             Some(n) => Reply::Array(
@@ -75,10 +75,6 @@ fn pop(ctx: &mut Ctx<'_>, argv: &[&[u8]], left: bool) -> Reply {
         },
         |_| count != Some(0),
     );
-    if matches!(popped, Ok(Some(_))) && count != Some(0) {
-        let event = if left { "lpop" } else { "rpop" };
-        notify_changed(ctx, &mut shard, key, class::LIST, event);
-    }
     either(popped.map(|r| {
         r.unwrap_or(match count {
             None => Reply::Nil,
@@ -159,13 +155,11 @@ pub fn ltrim(ctx: &mut Ctx<'_>, argv: &[&[u8]]) -> Reply {
     };
     let key = ctx.key(argv[1]);
     let mut shard = ctx.lock(key);
-    let trimmed = modify::<List, _>(&mut shard, key, ctx.now_ms, false, |list| {
+    let event = Event(class::LIST, "ltrim");
+    let trimmed = modify_notify::<List, _>(ctx, &mut shard, key, false, event, |list| {
         let range = index_range(start, stop, list.len());
         list.retain_range(range.start, range.end);
     });
-    if let Ok(Some(())) = trimmed {
-        notify_changed(ctx, &mut shard, key, class::LIST, "ltrim");
-    }
     either(trimmed.map(|_| Reply::Ok))
 }
 
@@ -177,11 +171,12 @@ pub fn lset(ctx: &mut Ctx<'_>, argv: &[&[u8]]) -> Reply {
     };
     let key = ctx.key(argv[1]);
     let mut shard = ctx.lock(key);
-    let set = modify_if::<List, _>(
+    let set = modify_notify_if::<List, _>(
+        ctx,
         &mut shard,
         key,
-        ctx.now_ms,
         false,
+        Event(class::LIST, "lset"),
         |list| match position(index, list.len()) {
             Some(i) => {
                 list.set(i, argv[3]);
@@ -191,9 +186,6 @@ pub fn lset(ctx: &mut Ctx<'_>, argv: &[&[u8]]) -> Reply {
         },
         |reply| *reply == Reply::Ok,
     );
-    if let Ok(Some(Reply::Ok)) = set {
-        notify_changed(ctx, &mut shard, key, class::LIST, "lset");
-    }
     either(set.map(|r| r.unwrap_or_else(|| Reply::error(error::NO_SUCH_KEY))))
 }
 
@@ -205,11 +197,12 @@ pub fn lrem(ctx: &mut Ctx<'_>, argv: &[&[u8]]) -> Reply {
     };
     let key = ctx.key(argv[1]);
     let mut shard = ctx.lock(key);
-    let removed = modify_if::<List, _>(
+    let removed = modify_notify_if::<List, _>(
+        ctx,
         &mut shard,
         key,
-        ctx.now_ms,
         false,
+        Event(class::LIST, "lrem"),
         |list| {
             let limit = if count == 0 {
                 usize::MAX
@@ -240,11 +233,6 @@ pub fn lrem(ctx: &mut Ctx<'_>, argv: &[&[u8]]) -> Reply {
         },
         |&removed| removed > 0,
     );
-    if let Ok(Some(removed)) = removed {
-        if removed > 0 {
-            notify_changed(ctx, &mut shard, key, class::LIST, "lrem");
-        }
-    }
     either(removed.map(|r| Reply::Int(r.unwrap_or(0))))
 }
 
@@ -259,11 +247,12 @@ pub fn linsert(ctx: &mut Ctx<'_>, argv: &[&[u8]]) -> Reply {
     };
     let key = ctx.key(argv[1]);
     let mut shard = ctx.lock(key);
-    let inserted = modify_if::<List, _>(
+    let inserted = modify_notify_if::<List, _>(
+        ctx,
         &mut shard,
         key,
-        ctx.now_ms,
         false,
+        Event(class::LIST, "linsert"),
         |list| {
             let pivot = list.iter().position(|v| v == argv[3]);
             match pivot {
@@ -276,11 +265,6 @@ pub fn linsert(ctx: &mut Ctx<'_>, argv: &[&[u8]]) -> Reply {
         },
         |&length| length > 0,
     );
-    if let Ok(Some(length)) = inserted {
-        if length > 0 {
-            notify_changed(ctx, &mut shard, key, class::LIST, "linsert");
-        }
-    }
     either(inserted.map(|r| Reply::Int(r.unwrap_or(0))))
 }
 
@@ -406,8 +390,8 @@ fn move_element(ctx: &mut Ctx<'_>, argv: &[&[u8]], from_left: bool, to_left: boo
         let Ok(Some(Some(value))) = moved else {
             return Reply::Nil;
         };
-        notify_changed(ctx, locked.shard(dst), dst, class::LIST, push_event);
-        notify_changed(ctx, locked.shard(src), src, class::LIST, pop_event);
+        notify_changed(ctx, locked.shard(dst), dst, Event(class::LIST, push_event));
+        notify_changed(ctx, locked.shard(src), src, Event(class::LIST, pop_event));
         return Reply::Bulk(value);
     }
     let popped = modify::<List, _>(locked.shard(src), src, now, false, |list| {
@@ -421,8 +405,8 @@ fn move_element(ctx: &mut Ctx<'_>, argv: &[&[u8]], from_left: bool, to_left: boo
     });
     // Redis pushes before it pops: the destination's event comes first.
     if let Ok(Some(_)) = pushed {
-        notify_changed(ctx, locked.shard(dst), dst, class::LIST, push_event);
-        notify_changed(ctx, locked.shard(src), src, class::LIST, pop_event);
+        notify_changed(ctx, locked.shard(dst), dst, Event(class::LIST, push_event));
+        notify_changed(ctx, locked.shard(src), src, Event(class::LIST, pop_event));
     }
     either(pushed.map(|_| Reply::Bulk(value)))
 }

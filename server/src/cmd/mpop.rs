@@ -3,7 +3,7 @@
 //! when none has). Their blocking forms (`blocking.rs`) pop the same way.
 
 use super::args::{is, parse_i64};
-use super::collection::{modify, notify_changed};
+use super::collection::{modify_notify, modify_notify_if, Event};
 use super::error;
 use super::Ctx;
 use crate::event_classes::class;
@@ -76,21 +76,21 @@ pub fn lmpop(ctx: &mut Ctx<'_>, argv: &[&[u8]]) -> Reply {
 /// Pops up to `count` elements from the first of `keys` that has any (from
 /// the head when `left`): `[key, [element ...]]`, or a nil array.
 pub fn pop_lists(ctx: &mut Ctx<'_>, keys: &[&[u8]], left: bool, count: usize) -> Reply {
-    let now = ctx.now_ms;
     for name in keys {
         let key = ctx.key(name);
         let mut shard = ctx.lock(key);
-        let popped = modify::<List, _>(&mut shard, key, now, false, |list| {
+        let event = Event(class::LIST, if left { "lpop" } else { "rpop" });
+        let pop = |list: &mut List| {
             (0..count)
                 .map_while(|_| list.pop(left))
                 .map(Reply::Bulk)
                 .collect::<Vec<_>>()
-        });
+        };
+        let popped =
+            modify_notify_if::<List, _>(ctx, &mut shard, key, false, event, pop, |e| !e.is_empty());
         match popped {
             Err(reply) => return reply,
             Ok(Some(elements)) if !elements.is_empty() => {
-                let event = if left { "lpop" } else { "rpop" };
-                notify_changed(ctx, &mut shard, key, class::LIST, event);
                 return Reply::Array(vec![Reply::bulk(name), Reply::Array(elements)]);
             }
             Ok(_) => {}
@@ -117,11 +117,11 @@ pub fn zmpop(ctx: &mut Ctx<'_>, argv: &[&[u8]]) -> Reply {
 /// lowest scores when `min`): `[key, [[member, score] ...]]`, or a nil
 /// array.
 pub fn pop_zsets(ctx: &mut Ctx<'_>, keys: &[&[u8]], min: bool, count: usize) -> Reply {
-    let now = ctx.now_ms;
     for name in keys {
         let key = ctx.key(name);
         let mut shard = ctx.lock(key);
-        let popped = modify::<ZSet, _>(&mut shard, key, now, false, |zset| {
+        let event = Event(class::ZSET, if min { "zpopmin" } else { "zpopmax" });
+        let popped = modify_notify::<ZSet, _>(ctx, &mut shard, key, false, event, |zset| {
             (0..count)
                 .map_while(|_| zset.pop(min))
                 .map(|(member, score)| {
@@ -132,8 +132,6 @@ pub fn pop_zsets(ctx: &mut Ctx<'_>, keys: &[&[u8]], min: bool, count: usize) -> 
         match popped {
             Err(reply) => return reply,
             Ok(Some(pairs)) => {
-                let event = if min { "zpopmin" } else { "zpopmax" };
-                notify_changed(ctx, &mut shard, key, class::ZSET, event);
                 return Reply::Array(vec![Reply::bulk(name), Reply::Array(pairs)]);
             }
             Ok(None) => {}

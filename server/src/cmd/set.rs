@@ -2,8 +2,8 @@
 
 use super::args::is;
 use super::collection::{
-    either, exists_as, missing_pick, modify, modify_if, notify_changed, positive_count,
-    random_indexes, random_pick_args, read, read_for_write, scan_collection,
+    either, exists_as, missing_pick, modify, modify_if, modify_notify_if, notify_changed,
+    positive_count, random_indexes, random_pick_args, read, read_for_write, scan_collection, Event,
 };
 use super::error;
 use super::Ctx;
@@ -24,17 +24,15 @@ pub fn sadd(ctx: &mut Ctx<'_>, argv: &[&[u8]]) -> Reply {
     let key = ctx.key(argv[1]);
     let limits = ctx.shared.encodings.get();
     let mut shard = ctx.lock(key);
-    let added = modify_if::<Set, _>(
+    let added = modify_notify_if::<Set, _>(
+        ctx,
         &mut shard,
         key,
-        ctx.now_ms,
         true,
+        Event(class::SET, "sadd"),
         |set| argv[2..].iter().filter(|m| set.insert(m, &limits)).count() as i64,
         |&added| added > 0,
     );
-    if matches!(added, Ok(Some(n)) if n > 0) {
-        notify_changed(ctx, &mut shard, key, class::SET, "sadd");
-    }
     either(added.map(|r| Reply::Int(r.unwrap_or(0))))
 }
 
@@ -42,17 +40,15 @@ pub fn sadd(ctx: &mut Ctx<'_>, argv: &[&[u8]]) -> Reply {
 pub fn srem(ctx: &mut Ctx<'_>, argv: &[&[u8]]) -> Reply {
     let key = ctx.key(argv[1]);
     let mut shard = ctx.lock(key);
-    let removed = modify_if::<Set, _>(
+    let removed = modify_notify_if::<Set, _>(
+        ctx,
         &mut shard,
         key,
-        ctx.now_ms,
         false,
+        Event(class::SET, "srem"),
         |set| argv[2..].iter().filter(|m| set.remove(m)).count() as i64,
         |&removed| removed > 0,
     );
-    if matches!(removed, Ok(Some(n)) if n > 0) {
-        notify_changed(ctx, &mut shard, key, class::SET, "srem");
-    }
     either(removed.map(|r| Reply::Int(r.unwrap_or(0))))
 }
 
@@ -116,11 +112,12 @@ pub fn spop(ctx: &mut Ctx<'_>, argv: &[&[u8]]) -> Reply {
     let key = ctx.key(argv[1]);
     let mut shard = ctx.lock(key);
     // SPOP key 0 removes nothing and signals nothing.
-    let popped = modify_if::<Set, _>(
+    let popped = modify_notify_if::<Set, _>(
+        ctx,
         &mut shard,
         key,
-        ctx.now_ms,
         false,
+        Event(class::SET, "spop"),
         |set| {
             let picks = random_indexes(set.len(), count.unwrap_or(1).min(set.len()) as i64);
             let members: Vec<Vec<u8>> = picks
@@ -138,9 +135,6 @@ pub fn spop(ctx: &mut Ctx<'_>, argv: &[&[u8]]) -> Reply {
         },
         |_| count != Some(0),
     );
-    if matches!(popped, Ok(Some(_))) && count != Some(0) {
-        notify_changed(ctx, &mut shard, key, class::SET, "spop");
-    }
     either(popped.map(|r| {
         r.unwrap_or(match count {
             None => Reply::Nil,
@@ -198,7 +192,7 @@ pub fn smove(ctx: &mut Ctx<'_>, argv: &[&[u8]]) -> Reply {
     let _ = modify::<Set, _>(locked.shard(src), src, now, false, |set| {
         set.remove(argv[3])
     });
-    notify_changed(ctx, locked.shard(src), src, class::SET, "srem");
+    notify_changed(ctx, locked.shard(src), src, Event(class::SET, "srem"));
     // The destination is signalled only when the member was new there.
     let added = modify_if::<Set, _>(
         locked.shard(dst),

@@ -5,8 +5,8 @@ use std::ops::Bound;
 
 use super::args::{int_pair, is};
 use super::collection::{
-    either, index_range, missing_pick, modify_if, notify_changed, pairs, positive_count,
-    random_indexes, random_pick_args, read, scan_collection,
+    either, index_range, missing_pick, modify_notify_if, pairs, positive_count, random_indexes,
+    random_pick_args, read, scan_collection, Event,
 };
 use super::error;
 use super::Ctx;
@@ -235,13 +235,8 @@ pub fn zadd(ctx: &mut Ctx<'_>, argv: &[&[u8]]) -> Reply {
         };
         (Ok(reply), added + updated > 0)
     };
-    let result = modify_if::<ZSet, _>(&mut shard, key, ctx.now_ms, !xx, change, |&(_, changed)| {
-        changed
-    });
-    if let Ok(Some((_, true))) = result {
-        let event = if incr { "zincr" } else { "zadd" };
-        notify_changed(ctx, &mut shard, key, class::ZSET, event);
-    }
+    let event = Event(class::ZSET, if incr { "zincr" } else { "zadd" });
+    let result = modify_notify_if::<ZSet, _>(ctx, &mut shard, key, !xx, event, change, |r| r.1);
     match result {
         Ok(Some((Ok(reply) | Err(reply), _))) => reply,
         Ok(None) if incr => Reply::Nil,
@@ -313,11 +308,12 @@ pub fn zincrby(ctx: &mut Ctx<'_>, argv: &[&[u8]]) -> Reply {
 pub fn zrem(ctx: &mut Ctx<'_>, argv: &[&[u8]]) -> Reply {
     let key = ctx.key(argv[1]);
     let mut shard = ctx.lock(key);
-    let removed = modify_if::<ZSet, _>(
+    let removed = modify_notify_if::<ZSet, _>(
+        ctx,
         &mut shard,
         key,
-        ctx.now_ms,
         false,
+        Event(class::ZSET, "zrem"),
         |zset| {
             argv[2..]
                 .iter()
@@ -326,9 +322,6 @@ pub fn zrem(ctx: &mut Ctx<'_>, argv: &[&[u8]]) -> Reply {
         },
         |&removed| removed > 0,
     );
-    if matches!(removed, Ok(Some(n)) if n > 0) {
-        notify_changed(ctx, &mut shard, key, class::ZSET, "zrem");
-    }
     either(removed.map(|r| Reply::Int(r.unwrap_or(0))))
 }
 
@@ -697,11 +690,12 @@ fn remove_range(ctx: &mut Ctx<'_>, argv: &[&[u8]], range: Range) -> Reply {
     };
     let key = ctx.key(argv[1]);
     let mut shard = ctx.lock(key);
-    let removed = modify_if::<ZSet, _>(
+    let removed = modify_notify_if::<ZSet, _>(
+        ctx,
         &mut shard,
         key,
-        ctx.now_ms,
         false,
+        Event(class::ZSET, event),
         |zset| {
             let doomed: Vec<Vec<u8>> = select(zset, &range, false, None)
                 .into_iter()
@@ -714,9 +708,6 @@ fn remove_range(ctx: &mut Ctx<'_>, argv: &[&[u8]], range: Range) -> Reply {
         },
         |&removed| removed > 0,
     );
-    if matches!(removed, Ok(Some(n)) if n > 0) {
-        notify_changed(ctx, &mut shard, key, class::ZSET, event);
-    }
     either(removed.map(|r| Reply::Int(r.unwrap_or(0))))
 }
 
@@ -756,11 +747,13 @@ fn pop(ctx: &mut Ctx<'_>, argv: &[&[u8]], min: bool) -> Reply {
     let key = ctx.key(argv[1]);
     let mut shard = ctx.lock(key);
     // A count of 0 pops nothing and signals nothing.
-    let popped = modify_if::<ZSet, _>(
+    let event = if min { "zpopmin" } else { "zpopmax" };
+    let popped = modify_notify_if::<ZSet, _>(
+        ctx,
         &mut shard,
         key,
-        ctx.now_ms,
         false,
+        Event(class::ZSET, event),
         |zset| {
             let taken: Vec<_> = (0..count.unwrap_or(1))
                 .map_while(|_| zset.pop(min))
@@ -774,10 +767,6 @@ fn pop(ctx: &mut Ctx<'_>, argv: &[&[u8]], min: bool) -> Reply {
         },
         |_| count != Some(0),
     );
-    if matches!(popped, Ok(Some(_))) && count != Some(0) {
-        let event = if min { "zpopmin" } else { "zpopmax" };
-        notify_changed(ctx, &mut shard, key, class::ZSET, event);
-    }
     either(popped.map(|r| r.unwrap_or(Reply::Array(Vec::new()))))
 }
 

@@ -243,7 +243,7 @@ async fn sorted_set_window_log_works_as_limiters_use_it() {
     );
 }
 
-/// Walks SSCAN or HSCAN (`scan`) over `key` with COUNT `count`, removing
+/// Walks SSCAN, HSCAN or ZSCAN (`scan`) over `key` with COUNT `count`, removing
 /// and adding members between pages with `churn`; returns the members seen
 /// and the largest page.
 async fn paged_walk(
@@ -264,7 +264,7 @@ async fn paged_walk(
         let mut words = bulks(reply.as_bytes()).into_iter();
         cursor = words.next().expect("a cursor");
         let page: Vec<String> = words.collect();
-        let members: Vec<String> = if scan == "HSCAN" {
+        let members: Vec<String> = if scan == "HSCAN" || scan == "ZSCAN" {
             page.iter().step_by(2).cloned().collect()
         } else {
             page
@@ -281,12 +281,12 @@ async fn paged_walk(
     }
 }
 
-/// SSCAN and HSCAN page a large set or hash by COUNT, as Redis does its
-/// hash tables, and keep SCAN's promise while members come and go between
+/// SSCAN, HSCAN and ZSCAN page a large set, hash or sorted set by COUNT,
+/// as Redis does its hash tables, and keep SCAN's promise while members come and go between
 /// pages: every member present from the first call to the last is
 /// returned. The same walk runs on redis-server, which keeps it too.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn sscan_and_hscan_page_large_collections_and_keep_the_promise() {
+async fn sscan_hscan_and_zscan_page_large_collections_and_keep_the_promise() {
     let tally = TestServer::start().await;
     let redis = tally_tests::RedisServer::start();
     let mut addrs = vec![("tally", tally.addr())];
@@ -297,12 +297,15 @@ async fn sscan_and_hscan_page_large_collections_and_keep_the_promise() {
         let mut conn = RawConn::connect(addr).await;
         let mut sadd = vec!["SADD".to_string(), "s".to_string()];
         let mut hset = vec!["HSET".to_string(), "h".to_string()];
+        let mut zadd = vec!["ZADD".to_string(), "z".to_string()];
         for i in 0..3000 {
             sadd.push(format!("m{i}"));
             hset.extend([format!("m{i}"), "v".to_string()]);
+            zadd.extend([i.to_string(), format!("m{i}")]);
         }
         conn.cmd(&sadd).await;
         conn.cmd(&hset).await;
+        conn.cmd(&zadd).await;
         // Removals of every seventh member and new arrivals, between pages.
         let churn = |remove: &str, add: &str| -> Vec<String> {
             (0..3000)
@@ -325,6 +328,7 @@ async fn sscan_and_hscan_page_large_collections_and_keep_the_promise() {
         for (scan, key, churn) in [
             ("SSCAN", "s", churn("SREM s", "SADD s")),
             ("HSCAN", "h", churn("HDEL h", "HSET h")),
+            ("ZSCAN", "z", churn("ZREM z", "ZADD z -1")),
         ] {
             let churn: Vec<String> = churn
                 .into_iter()
@@ -348,6 +352,13 @@ async fn sscan_and_hscan_page_large_collections_and_keep_the_promise() {
         conn.line("HSET smallh a 1 b 2").await;
         assert_eq!(
             bulks(conn.line("HSCAN smallh 0 COUNT 1").await.as_bytes()),
+            ["0", "a", "1", "b", "2"],
+            "{name}"
+        );
+        // A listpack sorted set too, in score order.
+        conn.line("ZADD smallz 2 b 1 a").await;
+        assert_eq!(
+            bulks(conn.line("ZSCAN smallz 0 COUNT 1").await.as_bytes()),
             ["0", "a", "1", "b", "2"],
             "{name}"
         );

@@ -806,12 +806,10 @@ pub fn zrandmember(ctx: &mut Ctx<'_>, argv: &[&[u8]]) -> Reply {
 
 /// ZSCAN key cursor [MATCH pattern] [COUNT count]
 pub fn zscan(ctx: &mut Ctx<'_>, argv: &[&[u8]]) -> Reply {
-    // A sorted set comes back whole (cursor 0): its members are kept by
-    // score and by hash, with no position a cursor could name
-    // (docs/compatibility.md).
     scan_collection::<ZSet>(ctx, argv, |zset, options| {
-        let members = zset
-            .iter()
+        let (next, page) = zset.scan_page(options.cursor, options.count);
+        let members = page
+            .into_iter()
             .filter(|(m, _)| options.keeps(m))
             .flat_map(|(m, s)| {
                 [
@@ -820,6 +818,6 @@ pub fn zscan(ctx: &mut Ctx<'_>, argv: &[&[u8]]) -> Reply {
                 ]
             })
             .collect();
-        (0, members)
+        (next, members)
     })
 }

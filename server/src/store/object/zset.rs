@@ -1,15 +1,18 @@
 //! A sorted set: members ordered by score, then by member bytes.
 //!
 //! Two indexes over the same members, as Redis keeps a dict beside its
-//! skiplist: a hash map member → score for ZSCORE and updates, and a B-tree of
-//! (score, member) for ranges. A B-tree has no rank index, so ZRANK and
-//! ranges by rank walk from the nearer end: O(rank), not Redis's O(log N).
+//! skiplist: a hash table member → score for ZSCORE, updates and ZSCAN, and
+//! a B-tree of (score, member) for ranges. A B-tree has no rank index, so
+//! ZRANK and ranges by rank walk from the nearer end: O(rank), not Redis's
+//! O(log N).
 
 use std::cmp::Ordering;
 use std::collections::BTreeSet;
 use std::ops::Bound;
 
-use hashbrown::{DefaultHashBuilder, HashMap};
+use std::hash::BuildHasher;
+
+use hashbrown::{DefaultHashBuilder, HashTable};
 
 use super::{element_bytes, Encodings};
 /// Per-member cost beyond its two copies: scores, map slot, tree node share.
@@ -39,7 +42,13 @@ impl Ord for Score {
 /// A sorted-set value.
 #[derive(Debug, Clone, Default)]
 pub struct ZSet {
-    scores: HashMap<Box<[u8]>, f64, DefaultHashBuilder>,
+    /// Member → score. A table rather than a map for its buckets: ZSCAN
+    /// walks them, as Redis's walks its dict's.
+    scores: HashTable<(Box<[u8]>, f64)>,
+    hasher: DefaultHashBuilder,
+    /// Changes whenever an insert may move the table's members (a growth or
+    /// a rehash in place): a ZSCAN cursor of another layout starts over.
+    layout: u8,
     order: BTreeSet<(Score, Box<[u8]>)>,
     /// True once Redis would have converted it to a skiplist (it never
     /// converts back).
@@ -77,7 +86,10 @@ impl ZSet {
 
     /// The score of a member.
     pub fn score(&self, member: &[u8]) -> Option<f64> {
-        self.scores.get(member).copied()
+        let hash = self.hasher.hash_one(member);
+        self.scores
+            .find(hash, |(m, _)| **m == *member)
+            .map(|&(_, score)| score)
     }
 
     /// Sets a member's score; returns the previous score. Past
@@ -86,7 +98,8 @@ impl ZSet {
     pub fn insert(&mut self, member: &[u8], score: f64, limits: &Encodings) -> Option<f64> {
         // Redis 7.0 replies 0 for a score given as -0: store zero unsigned.
         let score = if score == 0.0 { 0.0 } else { score };
-        if let Some(old) = self.scores.get_mut(member) {
+        let hash = self.hasher.hash_one(member);
+        if let Some((_, old)) = self.scores.find_mut(hash, |(m, _)| **m == *member) {
             let previous = *old;
             // Redis compares with `!=`: -0 and 0 are the same score, and the
             // stored one stays.
@@ -105,7 +118,13 @@ impl ZSet {
             self.converted = true;
         }
         self.bytes += member_cost(member);
-        self.scores.insert(member.into(), score);
+        if self.scores.len() == self.scores.capacity() {
+            // The insert below grows the table or rehashes it in place.
+            self.layout = self.layout.wrapping_add(1);
+        }
+        let hasher = &self.hasher;
+        self.scores
+            .insert_unique(hash, (member.into(), score), |(m, _)| hasher.hash_one(m));
         self.order.insert((Score(score), member.into()));
         if self.scores.len() > limits.zset_max_listpack_entries {
             self.converted = true;
@@ -115,7 +134,7 @@ impl ZSet {
 
     /// Removes a member; returns its score.
     pub fn remove(&mut self, member: &[u8]) -> Option<f64> {
-        let score = self.scores.remove(member)?;
+        let score = self.take_score(member)?;
         self.order.remove(&(Score(score), Box::from(member)));
         self.bytes -= member_cost(member);
         Some(score)
@@ -128,9 +147,48 @@ impl ZSet {
         } else {
             self.order.pop_last()
         }?;
-        self.scores.remove(&member);
+        self.take_score(&member);
         self.bytes -= member_cost(&member);
         Some((member, score.0))
+    }
+
+    /// Removes a member from the score table; returns its score.
+    fn take_score(&mut self, member: &[u8]) -> Option<f64> {
+        let hash = self.hasher.hash_one(member);
+        let found = self.scores.find_entry(hash, |(m, _)| **m == *member).ok()?;
+        let ((_, score), _) = found.remove();
+        Some(score)
+    }
+
+    /// One page of ZSCAN from `cursor` (0 to start), with about `count`
+    /// members, and the cursor to go on from (0 when done). A set small
+    /// enough for Redis's listpack comes back whole in score order, as
+    /// Redis's does. A larger one is walked bucket by bucket: a removal
+    /// leaves the others where they are, so every member present
+    /// throughout is met; a cursor from before the table's layout changed
+    /// starts over, returning members twice but missing none.
+    pub fn scan_page(&self, cursor: u64, count: usize) -> (u64, Vec<(&[u8], f64)>) {
+        if !self.converted {
+            return (0, self.iter().collect());
+        }
+        let buckets = self.scores.num_buckets();
+        let mut bucket = match cursor {
+            c if c & 0xFF == u64::from(self.layout) => usize::try_from(c >> 8).unwrap_or(buckets),
+            _ => 0,
+        };
+        let mut page = Vec::new();
+        while bucket < buckets && page.len() < count.max(1) {
+            if let Some((member, score)) = self.scores.get_bucket(bucket) {
+                page.push((&**member, *score));
+            }
+            bucket += 1;
+        }
+        let next = if bucket >= buckets {
+            0
+        } else {
+            (bucket as u64) << 8 | u64::from(self.layout)
+        };
+        (next, page)
     }
 
     /// Members in ascending order.
@@ -225,6 +283,69 @@ mod tests {
         assert_eq!(z.remove(b"c"), Some(2.0));
         assert!(z.is_empty());
         assert_eq!(z.heap_bytes(), 0);
+    }
+
+    #[test]
+    fn zscan_pages_meet_every_member_present_throughout() {
+        let limits = Encodings::default();
+        let mut seed = 0x2545_F491_4F6C_DD1Du64;
+        let mut random = |n: u64| {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            seed % n
+        };
+        for round in 0..20 {
+            // 1,700 members, just under a growth (1,792 fit 2,048 buckets),
+            // so that the arrivals grow the table in mid-walk.
+            let mut z = ZSet::default();
+            for i in 0..1700 {
+                z.insert(format!("m{i}").as_bytes(), i as f64, &limits);
+            }
+            let layout_at_start = z.layout;
+            let mut throughout: std::collections::BTreeSet<Vec<u8>> =
+                z.iter().map(|(m, _)| m.to_vec()).collect();
+            let mut seen = std::collections::BTreeSet::new();
+            let (mut cursor, mut added, mut pages) = (0, 0, 0);
+            loop {
+                let count = 1 + random(50) as usize;
+                let (next, members) = z.scan_page(cursor, count);
+                assert!(members.len() <= count, "round {round}");
+                seen.extend(members.into_iter().map(|(m, _)| m.to_vec()));
+                pages += 1;
+                // Between pages: some leave, some arrive; the arrivals
+                // grow the table now and then, changing its layout.
+                for _ in 0..random(20) {
+                    let victim = format!("m{}", random(1700)).into_bytes();
+                    if z.remove(&victim).is_some() {
+                        throughout.remove(&victim);
+                    }
+                }
+                for _ in 0..random(40) {
+                    z.insert(format!("new{added}").as_bytes(), -1.0, &limits);
+                    added += 1;
+                }
+                if next == 0 {
+                    break;
+                }
+                cursor = next;
+            }
+            let missed: Vec<_> = throughout.difference(&seen).collect();
+            assert!(missed.is_empty(), "round {round} missed {}", missed.len());
+            assert!(pages > 40, "round {round}: {pages} pages, not one reply");
+            assert_ne!(z.layout, layout_at_start, "round {round}: the table grew");
+        }
+    }
+
+    #[test]
+    fn a_small_sorted_set_scans_whole_in_score_order() {
+        let mut z = ZSet::default();
+        z.insert(b"b", 2.0, &Encodings::default());
+        z.insert(b"a", 1.0, &Encodings::default());
+        assert_eq!(
+            z.scan_page(0, 1),
+            (0, vec![(&b"a"[..], 1.0), (&b"b"[..], 2.0)])
+        );
     }
 
     #[test]

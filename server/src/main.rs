@@ -107,15 +107,21 @@ fn init_logging(level: &str) {
         .init();
 }
 
-async fn wait_for_signal() {
-    use tokio::signal::unix::{signal, SignalKind};
-    let mut terminate = match signal(SignalKind::terminate()) {
-        Ok(s) => s,
-        Err(_) => return std::future::pending().await,
-    };
+/// The signals that stop the server.
+#[derive(Debug, Clone, Copy)]
+enum StopSignal {
+    Term,
+    Int,
+}
+
+/// Waits for the next SIGTERM or SIGINT.
+async fn wait_for_signal(
+    terminate: &mut tokio::signal::unix::Signal,
+    interrupt: &mut tokio::signal::unix::Signal,
+) -> StopSignal {
     tokio::select! {
-        _ = tokio::signal::ctrl_c() => {}
-        _ = terminate.recv() => {}
+        _ = terminate.recv() => StopSignal::Term,
+        _ = interrupt.recv() => StopSignal::Int,
     }
 }
 
@@ -210,7 +216,12 @@ fn main() -> ExitCode {
 /// SIGTERM and SIGINT start the shutdown from a thread of their own: the
 /// runtime's workers may all be busy running scripts, and a signal must
 /// still stop the server (it also stops those scripts, killable or not).
+/// Each first does what `shutdown-on-sigterm` / `shutdown-on-sigint` say
+/// (by default, save when save points are set, as Redis does); if that
+/// save fails the server keeps running, as Redis's does, until a signal
+/// whose shutdown succeeds.
 fn watch_signals(shared: std::sync::Arc<tally_server::Shared>) {
+    use tokio::signal::unix::{signal, SignalKind};
     let spawned = std::thread::Builder::new()
         .name("signals".into())
         .spawn(move || {
@@ -224,8 +235,33 @@ fn watch_signals(shared: std::sync::Arc<tally_server::Shared>) {
                     return;
                 }
             };
-            runtime.block_on(wait_for_signal());
-            tracing::info!("received a signal, shutting down");
+            let handlers = runtime.block_on(async {
+                Ok::<_, std::io::Error>((
+                    signal(SignalKind::terminate())?,
+                    signal(SignalKind::interrupt())?,
+                ))
+            });
+            let (mut terminate, mut interrupt) = match handlers {
+                Ok(handlers) => handlers,
+                Err(e) => {
+                    tracing::warn!("signals will not stop the server: {e}");
+                    return;
+                }
+            };
+            loop {
+                let received = runtime.block_on(wait_for_signal(&mut terminate, &mut interrupt));
+                let flags = match received {
+                    StopSignal::Term => shared.config.read().shutdown_on_sigterm,
+                    StopSignal::Int => shared.config.read().shutdown_on_sigint,
+                };
+                tracing::info!("received {received:?}, scheduling shutdown");
+                if tally_server::cmd::server::prepare_shutdown(&shared, flags).is_ok() {
+                    break;
+                }
+                tracing::warn!(
+                    "{received:?} received but errors trying to shut down the server, check the logs for more information"
+                );
+            }
             shared.begin_shutdown();
         });
     if let Err(e) = spawned {

@@ -72,7 +72,15 @@ fn flags_override_the_config_file_and_sigterm_exits_zero() {
     let path = dir.join("tally.conf");
     let file_port = free_port();
     let flag_port = free_port();
-    std::fs::write(&path, format!("port {file_port}\nrequirepass fromfile\n")).unwrap();
+    // SIGTERM saves (Redis's default save points): into the test's folder.
+    std::fs::write(
+        &path,
+        format!(
+            "port {file_port}\nrequirepass fromfile\ndir {}\n",
+            dir.display()
+        ),
+    )
+    .unwrap();
     let mut child = Command::new(BIN)
         .arg(&path)
         .args(["--port", &flag_port.to_string(), "--requirepass", ""])

@@ -6,6 +6,7 @@ use std::time::Duration;
 use super::args::{is, parse_f64};
 use super::error;
 use super::Ctx;
+use crate::config::ShutdownFlags;
 use crate::resp::Reply;
 
 /// The reply of every `<COMMAND> HELP`: a header line, the lines, and the
@@ -29,31 +30,65 @@ pub fn time(ctx: &mut Ctx<'_>, _argv: &[&[u8]]) -> Reply {
     ])
 }
 
-/// SHUTDOWN [NOSAVE | SAVE] [NOW] [FORCE] [ABORT]: SAVE first saves the
-/// snapshot (a failed save refuses the shutdown unless FORCE); then stop
-/// accepting, finish the replies owed, exit.
+/// SHUTDOWN [NOSAVE | SAVE] [NOW] [FORCE] [ABORT]: saves the snapshot as
+/// [`prepare_shutdown`] decides (a failed save refuses the shutdown unless
+/// FORCE); then stop accepting, finish the replies owed, exit.
 pub fn shutdown(ctx: &mut Ctx<'_>, argv: &[&[u8]]) -> Reply {
-    let (mut save, mut force) = (false, false);
+    let mut flags = ShutdownFlags::default();
     for arg in &argv[1..] {
         if is(arg, "abort") {
             return Reply::error("ERR No shutdown in progress.");
         }
         if is(arg, "save") {
-            save = true;
+            flags.save = true;
+        } else if is(arg, "nosave") {
+            flags.nosave = true;
+        } else if is(arg, "now") {
+            flags.now = true;
         } else if is(arg, "force") {
-            force = true;
-        } else if !is(arg, "nosave") && !is(arg, "now") {
+            flags.force = true;
+        } else {
             return Reply::error(error::SYNTAX);
         }
     }
-    // Without SAVE nothing is saved: tally has no `save` schedule that
-    // would make a plain SHUTDOWN save, as Redis's would.
-    if save && super::persistence::save_now(ctx.shared).is_err() && !force {
+    if flags.save && flags.nosave {
+        return Reply::error(error::SYNTAX);
+    }
+    if prepare_shutdown(ctx.shared, flags).is_err() {
         return Reply::error("ERR Errors trying to SHUTDOWN. Check logs.");
     }
     ctx.client.then(super::After::Close);
     ctx.shared.begin_shutdown();
     Reply::Nothing
+}
+
+/// What a shutdown does before the server stops, as Redis's
+/// prepareForShutdown: the snapshot is saved when SAVE is asked, or when
+/// save points are configured and NOSAVE is not (so that a server run
+/// with Redis's defaults keeps its dataset across a SHUTDOWN or a
+/// `systemctl stop`); a save that fails stops the shutdown unless FORCE.
+/// The append-only file is flushed and fsynced by the server's own
+/// shutdown. Used by SHUTDOWN and by the binary's SIGTERM and SIGINT.
+pub fn prepare_shutdown(shared: &crate::state::Shared, flags: ShutdownFlags) -> Result<(), ()> {
+    // A file still loading is not the dataset: saving it would overwrite
+    // the file with part of itself (Redis forces NOSAVE while loading too).
+    if shared
+        .persistence
+        .loading
+        .load(std::sync::atomic::Ordering::SeqCst)
+    {
+        return Ok(());
+    }
+    let save_points = !shared.config.read().save_points.is_empty();
+    let save = flags.save || (save_points && !flags.nosave);
+    if save && super::persistence::save_now(shared).is_err() {
+        if !flags.force {
+            tracing::warn!("Error trying to save the DB, can't exit.");
+            return Err(());
+        }
+        tracing::warn!("Error trying to save the DB. Exit anyway.");
+    }
+    Ok(())
 }
 
 /// DEBUG SLEEP seconds | DEBUG PANIC | DEBUG HELP

@@ -7,10 +7,11 @@
 //! as Redis would. Each row in the directive table says why the value
 //! changes nothing here, and docs/compatibility.md lists them.
 //!
-//! A parameter whose silent acceptance would mislead (one that promises
-//! keyspace notifications, a pid file, a log file, syslog, a Unix socket
-//! or a shutdown behaviour) is not here: it stays refused, with the reason
-//! in docs/compatibility.md.
+//! A parameter whose silent acceptance would mislead (one that promises a
+//! pid file, a log file, syslog, a Unix socket or a wait for replicas at
+//! shutdown) is not here: it is honoured in full (as keyspace notifications
+//! and `shutdown-on-sigterm` are) or stays refused, with the reason in
+//! docs/compatibility.md.
 
 use super::values::{redis_number, Range};
 

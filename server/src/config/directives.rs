@@ -9,7 +9,9 @@
 use std::path::Path;
 
 use super::accepted;
-use super::settings::{ClientAuth, EndpointType, Fsync, OutputLimit, ProtectedAction};
+use super::settings::{
+    ClientAuth, EndpointType, Fsync, OutputLimit, ProtectedAction, ShutdownFlags,
+};
 use super::values::{parse_memory, parse_yes_no, redis_number, Range};
 use super::{Config, ConfigError, MAXMEMORY_POLICY};
 
@@ -119,6 +121,8 @@ const LISTS: &[&str] = &[
     "client-output-buffer-limit",
     "latency-tracking-info-percentiles",
     "tls-protocols",
+    "shutdown-on-sigterm",
+    "shutdown-on-sigint",
     "user",
     // `--replicaof <host> <port>`, as redis-server takes it.
     "replicaof",
@@ -719,6 +723,26 @@ pub static DIRECTIVES: &[Directive] = &[
         },
         |c| c.appenddirname.clone(),
     ).help("Directory of the append-only file, inside --dir."),
+    Directive::new(
+        "shutdown-on-sigterm",
+        Change::Live,
+        |c, v| {
+            c.shutdown_on_sigterm = ShutdownFlags::parse(v)?;
+            Ok(())
+        },
+        |c| c.shutdown_on_sigterm.shown(),
+    )
+    .help("What SIGTERM's shutdown does: default (save when save points are set), save, nosave, now, force."),
+    Directive::new(
+        "shutdown-on-sigint",
+        Change::Live,
+        |c, v| {
+            c.shutdown_on_sigint = ShutdownFlags::parse(v)?;
+            Ok(())
+        },
+        |c| c.shutdown_on_sigint.shown(),
+    )
+    .help("What SIGINT's shutdown does, as shutdown-on-sigterm."),
     Directive::new(
         "appendfsync",
         Change::Live,

@@ -14,7 +14,9 @@ pub mod rewrite;
 pub mod settings;
 mod values;
 
-pub use settings::{ClientAuth, EndpointType, Fsync, OutputLimit, ProtectedAction, TlsSettings};
+pub use settings::{
+    ClientAuth, EndpointType, Fsync, OutputLimit, ProtectedAction, ShutdownFlags, TlsSettings,
+};
 pub use values::parse_memory;
 
 use std::fmt;
@@ -139,6 +141,12 @@ pub struct Config {
     /// `save`: BGSAVE after `seconds` when at least `changes` writes were
     /// made since the last save (Redis's default: 3600 1 300 100 60 10000).
     pub save_points: Vec<(u64, u64)>,
+    /// `shutdown-on-sigterm`: what SIGTERM's shutdown does with the
+    /// dataset (default: save when save points are configured, as a plain
+    /// SHUTDOWN does).
+    pub shutdown_on_sigterm: ShutdownFlags,
+    /// `shutdown-on-sigint`: the same for SIGINT.
+    pub shutdown_on_sigint: ShutdownFlags,
     /// `stop-writes-on-bgsave-error`: refuse writes (MISCONF) while the
     /// last background save failed and save points are set.
     pub stop_writes_on_bgsave_error: bool,
@@ -344,6 +352,8 @@ impl Default for Config {
             list_max_listpack_size: -2,
             list_compress_depth: 0,
             save_points: vec![(3600, 1), (300, 100), (60, 10000)],
+            shutdown_on_sigterm: ShutdownFlags::default(),
+            shutdown_on_sigint: ShutdownFlags::default(),
             stop_writes_on_bgsave_error: true,
             dir: ".".to_string(),
             dbfilename: "dump.rdb".to_string(),

@@ -217,6 +217,73 @@ impl ProtectedAction {
     }
 }
 
+/// How a shutdown treats the dataset: SHUTDOWN's arguments, or the
+/// `shutdown-on-sigterm` / `shutdown-on-sigint` flags a signal takes (Redis's
+/// SHUTDOWN_* flags). None set is Redis's `default`: save when save points
+/// are configured.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct ShutdownFlags {
+    /// Save the snapshot even without save points.
+    pub save: bool,
+    /// Do not save, even with save points.
+    pub nosave: bool,
+    /// Do not wait for lagging replicas.
+    pub now: bool,
+    /// Go on even if the save fails.
+    pub force: bool,
+}
+
+impl ShutdownFlags {
+    /// Reads the flags as Redis's CONFIG reads them: words from
+    /// `default save nosave now force` in any case and order, `default`
+    /// adding nothing, SAVE and NOSAVE not together.
+    pub fn parse(values: &[String]) -> Result<ShutdownFlags, String> {
+        let mut flags = ShutdownFlags::default();
+        let words: Vec<&str> = values.iter().flat_map(|v| v.split_whitespace()).collect();
+        if words.is_empty() {
+            return Err(Self::UNKNOWN.to_string());
+        }
+        for word in words {
+            match word.to_ascii_lowercase().as_str() {
+                "default" => {}
+                "save" => flags.save = true,
+                "nosave" => flags.nosave = true,
+                "now" => flags.now = true,
+                "force" => flags.force = true,
+                _ => return Err(Self::UNKNOWN.to_string()),
+            }
+        }
+        if flags.save && flags.nosave {
+            return Err(
+                "shutdown options SAVE and NOSAVE can't be used simultaneously".to_string(),
+            );
+        }
+        Ok(flags)
+    }
+
+    const UNKNOWN: &'static str =
+        "argument(s) must be one of the following: default, save, nosave, now, force";
+
+    /// As CONFIG GET shows them: the flags set, in Redis's order, or
+    /// `default`.
+    pub fn shown(self) -> String {
+        let names: Vec<&str> = [
+            (self.save, "save"),
+            (self.nosave, "nosave"),
+            (self.now, "now"),
+            (self.force, "force"),
+        ]
+        .into_iter()
+        .filter_map(|(set, name)| set.then_some(name))
+        .collect();
+        if names.is_empty() {
+            "default".to_string()
+        } else {
+            names.join(" ")
+        }
+    }
+}
+
 /// `appendfsync`: when the file is fsynced.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Fsync {

@@ -69,7 +69,11 @@ pub fn shutdown(ctx: &mut Ctx<'_>, argv: &[&[u8]]) -> Reply {
 /// `systemctl stop`); a save that fails stops the shutdown unless FORCE.
 /// The append-only file is flushed and fsynced by the server's own
 /// shutdown. Used by SHUTDOWN and by the binary's SIGTERM and SIGINT.
-pub fn prepare_shutdown(shared: &crate::state::Shared, flags: ShutdownFlags) -> Result<(), ()> {
+/// The error is the save's.
+pub fn prepare_shutdown(
+    shared: &crate::state::Shared,
+    flags: ShutdownFlags,
+) -> std::io::Result<()> {
     // A file still loading is not the dataset: saving it would overwrite
     // the file with part of itself (Redis forces NOSAVE while loading too).
     if shared
@@ -81,14 +85,20 @@ pub fn prepare_shutdown(shared: &crate::state::Shared, flags: ShutdownFlags) -> 
     }
     let save_points = !shared.config.read().save_points.is_empty();
     let save = flags.save || (save_points && !flags.nosave);
-    if save && super::persistence::save_now(shared).is_err() {
-        if !flags.force {
-            tracing::warn!("Error trying to save the DB, can't exit.");
-            return Err(());
-        }
-        tracing::warn!("Error trying to save the DB. Exit anyway.");
+    if !save {
+        return Ok(());
     }
-    Ok(())
+    match super::persistence::save_now(shared) {
+        Err(e) if !flags.force => {
+            tracing::warn!("Error trying to save the DB, can't exit.");
+            Err(e)
+        }
+        Err(_) => {
+            tracing::warn!("Error trying to save the DB. Exit anyway.");
+            Ok(())
+        }
+        Ok(()) => Ok(()),
+    }
 }
 
 /// DEBUG SLEEP seconds | DEBUG PANIC | DEBUG HELP

@@ -90,7 +90,9 @@ fn config_from(matches: &ArgMatches) -> Result<Config, String> {
     Ok(config)
 }
 
-fn init_logging(level: &str) {
+/// Logs at `level` to standard output, or appended to `logfile` when one
+/// is set; a log file that cannot be opened stops the start, as in Redis.
+fn init_logging(level: &str, logfile: &str) -> Result<(), String> {
     let filter = match level {
         "debug" => "debug",
         "verbose" => "info",
@@ -98,13 +100,45 @@ fn init_logging(level: &str) {
         "warning" => "warn",
         _ => "off",
     };
-    tracing_subscriber::fmt()
+    let subscriber = tracing_subscriber::fmt()
         .with_env_filter(
             tracing_subscriber::EnvFilter::try_from_default_env()
                 .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(filter)),
         )
-        .with_target(false)
+        .with_target(false);
+    if logfile.is_empty() {
+        subscriber.init();
+        return Ok(());
+    }
+    let file = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(logfile)
+        .map_err(|e| format!("Can't open the log file: {e}"))?;
+    subscriber
+        .with_ansi(false)
+        .with_writer(std::sync::Mutex::new(file))
         .init();
+    Ok(())
+}
+
+/// Writes the process id to `pidfile` (when set); a failure is logged and
+/// the server goes on, as Redis's createPidFile does.
+fn write_pidfile(pidfile: &str) {
+    if pidfile.is_empty() {
+        return;
+    }
+    if let Err(e) = std::fs::write(pidfile, format!("{}\n", std::process::id())) {
+        tracing::warn!("Failed to write PID file: {e}");
+    }
+}
+
+/// Removes the pid file on the way out, as Redis's shutdown does.
+fn remove_pidfile(pidfile: &str) {
+    if !pidfile.is_empty() {
+        tracing::info!("Removing the pid file.");
+        let _ = std::fs::remove_file(pidfile);
+    }
 }
 
 /// The signals that stop the server.
@@ -152,7 +186,11 @@ fn main() -> ExitCode {
             return ExitCode::from(1);
         }
     };
-    init_logging(&config.loglevel);
+    if let Err(message) = init_logging(&config.loglevel, &config.logfile) {
+        eprintln!("tally-server: {message}");
+        return ExitCode::from(1);
+    }
+    let pidfile = config.pidfile.clone();
     // Clients are served on `io-threads` connection workers (one per core
     // by default); the server's own tasks (accepting, expiry, persistence,
     // the cluster bus) on a runtime of one worker, busy only in bursts.
@@ -183,6 +221,7 @@ fn main() -> ExitCode {
                 return ExitCode::from(1);
             }
         };
+        write_pidfile(&pidfile);
         tracing::info!(
             "tally-server {} ready to accept connections on {}",
             env!("CARGO_PKG_VERSION"),
@@ -197,6 +236,7 @@ fn main() -> ExitCode {
             .load_failed
             .load(std::sync::atomic::Ordering::SeqCst);
         handle.shutdown().await;
+        remove_pidfile(&pidfile);
         if load_failed {
             // As Redis: a snapshot that cannot be loaded is fatal.
             return ExitCode::FAILURE;

@@ -472,3 +472,43 @@ fn a_stopped_cluster_node_is_marked_failing_and_the_cluster_recovers() {
     }
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// `pidfile` holds the process id while the server runs and is removed
+/// when it exits; `logfile` receives the log instead of standard output.
+#[test]
+fn the_pid_file_and_the_log_file_are_written_and_the_pid_file_removed() {
+    let dir = std::env::temp_dir().join(format!("tally-cli-files-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let pidfile = dir.join("tally.pid");
+    let logfile = dir.join("tally.log");
+    let (mut child, _) = spawn(&[
+        "--pidfile",
+        &pidfile.to_string_lossy(),
+        "--logfile",
+        &logfile.to_string_lossy(),
+    ]);
+    assert_eq!(
+        std::fs::read_to_string(&pidfile).unwrap(),
+        format!("{}\n", child.id())
+    );
+    assert_eq!(sigterm(&mut child).code(), Some(0));
+    assert!(!pidfile.exists(), "the pid file outlived the server");
+    let log = std::fs::read_to_string(&logfile).unwrap();
+    assert!(log.contains("ready to accept connections"), "{log}");
+    assert!(log.contains("Removing the pid file."), "{log}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// A log file that cannot be opened stops the start, as in Redis.
+#[test]
+fn a_log_file_that_cannot_be_opened_stops_the_start() {
+    let out = Command::new(BIN)
+        .args(["--port", &free_port().to_string()])
+        .args(["--logfile", "/nonexistent-dir/tally.log"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("Can't open the log file"), "{err}");
+}

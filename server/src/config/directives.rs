@@ -336,6 +336,8 @@ pub static DIRECTIVES: &[Directive] = &[
         },
         |c| c.loglevel.clone(),
     ).help("debug, verbose, notice, warning or nothing."),
+    text!("logfile", AtStart, logfile).help("The file the server logs to, appended to (empty: standard output)."),
+    text!("pidfile", AtStart, pidfile).help("A file the server writes its process id to while it runs, removed when it exits."),
     Directive::new(
         "notify-keyspace-events",
         Change::Live,

@@ -54,6 +54,11 @@ pub struct Config {
     pub client_query_buffer_limit: u64,
     /// Log verbosity (`loglevel`): debug, verbose, notice, warning, nothing.
     pub loglevel: String,
+    /// `logfile`: where the binary logs ("" for standard output).
+    pub logfile: String,
+    /// `pidfile`: where the binary writes its process id while it runs
+    /// ("" for nowhere).
+    pub pidfile: String,
     /// `notify-keyspace-events`: the classes of keyspace notifications
     /// published, as `crate::event_classes` flags (0: none).
     pub notify_keyspace_events: u32,
@@ -315,6 +320,8 @@ impl Default for Config {
             proto_max_bulk_len: 512 * 1024 * 1024,
             client_query_buffer_limit: 1024 * 1024 * 1024,
             loglevel: "notice".to_string(),
+            logfile: String::new(),
+            pidfile: String::new(),
             notify_keyspace_events: 0,
             shards: default_shards(),
             hz: 10,

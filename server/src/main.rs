@@ -133,6 +133,87 @@ fn write_pidfile(pidfile: &str) {
     }
 }
 
+/// How the process tells its supervisor about itself (`supervised`), as
+/// Redis's redisSupervisedSystemd / redisSupervisedUpstart do.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Supervisor {
+    None,
+    /// sd_notify: datagrams to the socket in `NOTIFY_SOCKET`.
+    Systemd,
+    /// A job stops itself once ready; upstart resumes it.
+    Upstart,
+}
+
+impl Supervisor {
+    /// The supervisor `supervised` names; `auto` takes the one the
+    /// environment announces.
+    fn from_config(mode: &str) -> Supervisor {
+        let systemd = std::env::var_os("NOTIFY_SOCKET").is_some();
+        let upstart = std::env::var_os("UPSTART_JOB").is_some();
+        match mode {
+            "systemd" => Supervisor::Systemd,
+            "upstart" => Supervisor::Upstart,
+            "auto" if systemd => Supervisor::Systemd,
+            "auto" if upstart => Supervisor::Upstart,
+            _ => Supervisor::None,
+        }
+    }
+
+    /// The server listens: systemd gets READY=1 with a status line,
+    /// upstart a stopped job.
+    fn ready(self, replica: bool) {
+        match self {
+            Supervisor::Systemd => {
+                let status = if replica {
+                    "Ready to accept connections in read-only mode. Waiting for MASTER <-> REPLICA sync"
+                } else {
+                    "Ready to accept connections"
+                };
+                notify_systemd(&format!("STATUS={status}\n"));
+                notify_systemd("READY=1\n");
+            }
+            Supervisor::Upstart => {
+                // SAFETY: raise only sends a signal to this process.
+                unsafe {
+                    libc::raise(libc::SIGSTOP);
+                }
+            }
+            Supervisor::None => {}
+        }
+    }
+
+    /// The server is stopping.
+    fn stopping(self) {
+        if self == Supervisor::Systemd {
+            notify_systemd("STOPPING=1\n");
+        }
+    }
+}
+
+/// Sends one sd_notify message to the socket systemd named in
+/// `NOTIFY_SOCKET` (a path, or `@name` in the abstract namespace).
+fn notify_systemd(message: &str) {
+    use std::os::unix::net::UnixDatagram;
+    let Some(path) = std::env::var_os("NOTIFY_SOCKET") else {
+        tracing::warn!("systemd supervision requested, but NOTIFY_SOCKET not found");
+        return;
+    };
+    let sent = UnixDatagram::unbound().and_then(|socket| {
+        let path = path.to_string_lossy();
+        match path.strip_prefix('@') {
+            Some(name) => {
+                use std::os::linux::net::SocketAddrExt;
+                let address = std::os::unix::net::SocketAddr::from_abstract_name(name)?;
+                socket.send_to_addr(message.as_bytes(), &address)
+            }
+            None => socket.send_to(message.as_bytes(), &*path),
+        }
+    });
+    if let Err(e) = sent {
+        tracing::warn!("Can't send notification to systemd: {e}");
+    }
+}
+
 /// Removes the pid file on the way out, as Redis's shutdown does.
 fn remove_pidfile(pidfile: &str) {
     if !pidfile.is_empty() {
@@ -191,6 +272,8 @@ fn main() -> ExitCode {
         return ExitCode::from(1);
     }
     let pidfile = config.pidfile.clone();
+    let supervisor = Supervisor::from_config(&config.supervised);
+    let replica = config.replicaof.is_some();
     // Clients are served on `io-threads` connection workers (one per core
     // by default); the server's own tasks (accepting, expiry, persistence,
     // the cluster bus) on a runtime of one worker, busy only in bursts.
@@ -227,6 +310,7 @@ fn main() -> ExitCode {
             env!("CARGO_PKG_VERSION"),
             handle.local_addr()
         );
+        supervisor.ready(replica);
         watch_signals(handle.shared().clone());
         let mut stopped = handle.shared().shutdown.subscribe();
         let _ = stopped.wait_for(|&stop| stop).await;
@@ -235,6 +319,7 @@ fn main() -> ExitCode {
             .persistence
             .load_failed
             .load(std::sync::atomic::Ordering::SeqCst);
+        supervisor.stopping();
         handle.shutdown().await;
         remove_pidfile(&pidfile);
         if load_failed {

@@ -512,3 +512,65 @@ fn a_log_file_that_cannot_be_opened_stops_the_start() {
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("Can't open the log file"), "{err}");
 }
+
+/// `supervised systemd` (and `auto` under systemd) tells the socket in
+/// NOTIFY_SOCKET that the server is ready, then that it is stopping, as
+/// Debian's redis-server.service (Type=notify) expects.
+#[test]
+fn systemd_supervision_sends_ready_and_stopping() {
+    use std::os::unix::net::UnixDatagram;
+    for mode in ["systemd", "auto"] {
+        let path = std::env::temp_dir().join(format!("tally-notify-{mode}-{}", std::process::id()));
+        let _ = std::fs::remove_file(&path);
+        let socket = UnixDatagram::bind(&path).unwrap();
+        socket
+            .set_read_timeout(Some(Duration::from_secs(20)))
+            .unwrap();
+        let port = free_port();
+        let mut child = Command::new(BIN)
+            .args([
+                "--port",
+                &port.to_string(),
+                "--save",
+                "",
+                "--supervised",
+                mode,
+            ])
+            .env("NOTIFY_SOCKET", &path)
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        let mut received = Vec::new();
+        let mut buf = [0u8; 512];
+        for _ in 0..2 {
+            let n = socket.recv(&mut buf).unwrap();
+            received.push(String::from_utf8_lossy(&buf[..n]).into_owned());
+        }
+        assert_eq!(
+            received,
+            ["STATUS=Ready to accept connections\n", "READY=1\n"],
+            "{mode}"
+        );
+        assert_eq!(ping(port).as_deref(), Some("+PONG\r\n"));
+        let sent = Command::new("kill")
+            .args(["-TERM", &child.id().to_string()])
+            .status()
+            .unwrap();
+        assert!(sent.success());
+        let n = socket.recv(&mut buf).unwrap();
+        assert_eq!(&buf[..n], b"STOPPING=1\n", "{mode}");
+        assert_eq!(wait_for_exit(&mut child, "SIGTERM").code(), Some(0));
+        let _ = std::fs::remove_file(&path);
+    }
+    let out = Command::new(BIN)
+        .args(["--port", &free_port().to_string(), "--supervised", "bogus"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("argument(s) must be one of the following: upstart, systemd, auto, no"),
+        "{err}"
+    );
+}

@@ -337,6 +337,16 @@ pub static DIRECTIVES: &[Directive] = &[
         |c| c.loglevel.clone(),
     ).help("debug, verbose, notice, warning or nothing."),
     text!("logfile", AtStart, logfile).help("The file the server logs to, appended to (empty: standard output)."),
+    Directive::new(
+        "supervised",
+        Change::AtStart,
+        |c, v| {
+            c.supervised = accepted::one_of(v, &["upstart", "systemd", "auto", "no"])?;
+            Ok(())
+        },
+        |c| c.supervised.clone(),
+    )
+    .help("Tell a supervisor the server is ready: no, systemd (sd_notify READY=1), upstart (SIGSTOP) or auto."),
     text!("pidfile", AtStart, pidfile).help("A file the server writes its process id to while it runs, removed when it exits."),
     Directive::new(
         "notify-keyspace-events",

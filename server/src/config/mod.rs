@@ -59,6 +59,9 @@ pub struct Config {
     /// `pidfile`: where the binary writes its process id while it runs
     /// ("" for nowhere).
     pub pidfile: String,
+    /// `supervised`: how the binary tells a supervisor it is ready (no,
+    /// systemd, upstart, or auto: whichever the environment names).
+    pub supervised: String,
     /// `notify-keyspace-events`: the classes of keyspace notifications
     /// published, as `crate::event_classes` flags (0: none).
     pub notify_keyspace_events: u32,
@@ -322,6 +325,7 @@ impl Default for Config {
             loglevel: "notice".to_string(),
             logfile: String::new(),
             pidfile: String::new(),
+            supervised: "no".to_string(),
             notify_keyspace_events: 0,
             shards: default_shards(),
             hz: 10,

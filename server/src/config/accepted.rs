@@ -106,6 +106,25 @@ pub(super) fn memory_or_percent(values: &[String], max_percent: i64) -> Result<S
     Ok(format!("{percent}%"))
 }
 
+/// `oom-score-adj-values`: three scores in -2000..=2000, given as three
+/// words (a file, the command line) or one (CONFIG SET), shown as one.
+pub(super) fn oom_score_adj_values(values: &[String]) -> Result<String, String> {
+    let words: Vec<&str> = values.iter().flat_map(|v| v.split_whitespace()).collect();
+    if words.len() != 3 {
+        return Err("wrong number of arguments".to_string());
+    }
+    let scores = words
+        .iter()
+        .map(|w| w.parse::<i64>().ok().filter(|n| (-2000..=2000).contains(n)))
+        .collect::<Option<Vec<i64>>>()
+        .ok_or("Invalid oom-score-adj-values, elements must be between -2000 and 2000.")?;
+    Ok(scores
+        .iter()
+        .map(i64::to_string)
+        .collect::<Vec<_>>()
+        .join(" "))
+}
+
 /// Any text.
 pub(super) fn text(values: &[String]) -> Result<String, String> {
     one(values).map(str::to_string)
@@ -144,6 +163,32 @@ mod tests {
             Err("argument(s) must be one of the following: no, yes".to_string())
         );
         assert_eq!(text(&[]), Err("wrong number of arguments".to_string()));
+        assert_eq!(
+            oom_score_adj_values(&v("100 50 800")),
+            Ok("100 50 800".to_string())
+        );
+        assert_eq!(
+            oom_score_adj_values(&["-2000".into(), "0".into(), "2000".into()]),
+            Ok("-2000 0 2000".to_string())
+        );
+        assert_eq!(
+            oom_score_adj_values(&v("0 200")),
+            Err("wrong number of arguments".to_string())
+        );
+        assert_eq!(
+            oom_score_adj_values(&v("a b c")),
+            Err(
+                "Invalid oom-score-adj-values, elements must be between -2000 and 2000."
+                    .to_string()
+            )
+        );
+        assert_eq!(
+            oom_score_adj_values(&v("0 200 3000")),
+            Err(
+                "Invalid oom-score-adj-values, elements must be between -2000 and 2000."
+                    .to_string()
+            )
+        );
         assert_eq!(memory_or_percent(&v("1mb"), 100), Ok("1048576".to_string()));
         assert_eq!(memory_or_percent(&v("50%"), 100), Ok("50%".to_string()));
         assert_eq!(

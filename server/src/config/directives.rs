@@ -123,6 +123,7 @@ const LISTS: &[&str] = &[
     "tls-protocols",
     "shutdown-on-sigterm",
     "shutdown-on-sigint",
+    "oom-score-adj-values",
     "user",
     // `--replicaof <host> <port>`, as redis-server takes it.
     "replicaof",
@@ -921,6 +922,9 @@ pub static DIRECTIVES: &[Directive] = &[
     accepted!("enable-debug-command", AtStart, "no", accepted::one_of, &["no", "yes", "local"]; "Accepted, not used: DEBUG has only SLEEP, HELP and a contained PANIC here, always allowed."),
     accepted!("enable-module-command", AtStart, "no", accepted::one_of, &["no", "yes", "local"]; "Accepted, not used: there are no modules."),
     accepted!("oom-score-adj", Live, "no", accepted::oom_score_adj; "Accepted, not used: the process's OOM score is left alone."),
+    accepted!("oom-score-adj-values", Live, "0 200 800", accepted::oom_score_adj_values; "Accepted, not used: the process's OOM score is left alone."),
+    accepted!("replica-ignore-maxmemory", Live, "yes", accepted::yes_no; "Accepted: a replica applies its master's stream whatever its maxmemory, and with noeviction (tally's only policy) 'no' evicts nothing either.").aliases(&["slave-ignore-maxmemory"]),
+    accepted!("propagation-error-behavior", Live, "ignore", accepted::one_of, &["ignore"]; "Only 'ignore': a replicated command that fails is skipped, as Redis's default does; tally does not panic on one."),
     accepted!("tcp-keepalive", Live, "300", accepted::int, Range::Signed(0, INT_MAX); "Accepted, not used: TCP keepalive follows the system's settings; `timeout` closes idle clients."),
     accepted!("tcp-backlog", AtStart, "511", accepted::int, Range::Signed(0, INT_MAX); "Accepted, not used: the listen backlog is tokio's (1024)."),
 ];

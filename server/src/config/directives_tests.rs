@@ -58,10 +58,13 @@ fn names_are_unique_lower_case_and_only_start_up_directives_are_at_start() {
             "enable-protected-configs",
             "io-threads",
             "io-threads-do-reads",
+            "logfile",
+            "pidfile",
             "replicaof",
             "server_cpulist",
             "set-proc-title",
             "socket-mark-id",
+            "supervised",
             "tcp-backlog",
             "tls-port"
         ]

@@ -196,8 +196,11 @@ impl Shared {
     fn install_users(&self) {
         let config = self.config.read();
         self.acl.set_requirepass(config.requirepass.as_deref());
+        self.acl
+            .channels_by_default
+            .store(config.acl_pubsub_all_channels, Ordering::Relaxed);
         for words in &config.users {
-            if let Ok(user) = crate::acl::file::parse_user(words) {
+            if let Ok(user) = crate::acl::file::parse_user(words, config.acl_pubsub_all_channels) {
                 self.acl.put(user);
             }
         }
@@ -274,6 +277,9 @@ impl Shared {
         self.acl
             .log_max_len
             .store(config.acllog_max_len, Ordering::Relaxed);
+        self.acl
+            .channels_by_default
+            .store(config.acl_pubsub_all_channels, Ordering::Relaxed);
         self.tracking
             .set_max_keys(config.tracking_table_max_keys as usize);
         *self.config.write() = config;

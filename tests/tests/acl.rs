@@ -77,6 +77,36 @@ async fn acl_commands_match_redis() {
     .await;
 }
 
+/// `acl-pubsub-default`: under `allchannels` a new user, a new selector
+/// and `reset` start from every channel, under `resetchannels` from none;
+/// users made before the change keep what they have. Reply for reply as
+/// redis-server's.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn acl_pubsub_default_decides_what_new_users_start_with() {
+    assert_script_matches_redis(
+        "
+        CONFIG GET acl-pubsub-default
+        ACL SETUSER before
+        CONFIG SET acl-pubsub-default allchannels
+        CONFIG GET acl-pubsub-default
+        ACL SETUSER u1
+        ACL SETUSER u2 on nopass resetchannels &x reset
+        ACL SETUSER u3 (+get ~k)
+        ACL LIST
+        ACL SETUSER before reset
+        ACL GETUSER before
+        CONFIG SET acl-pubsub-default RESETCHANNELS
+        CONFIG GET acl-pubsub-default
+        ACL SETUSER u4 (+get)
+        ACL SETUSER u1 reset
+        ACL LIST
+        CONFIG SET acl-pubsub-default somechannels
+        CONFIG SET acl-pubsub-default
+        ",
+    )
+    .await;
+}
+
 /// Each way a check finds a call's keys (one key spec from a fixed
 /// argument, a key count, a stride, several specs, a keyword search) and
 /// each way a pattern matches (a short or long literal prefix, a glob),

@@ -5,8 +5,9 @@ use std::io::Write;
 
 use super::{Acl, User};
 
-/// Parses a `user` line's words after `user`: the name, then rules.
-pub fn parse_user(words: &[Vec<u8>]) -> Result<User, String> {
+/// Parses a `user` line's words after `user`: the name, then rules;
+/// `all_channels` is `acl-pubsub-default allchannels`.
+pub fn parse_user(words: &[Vec<u8>], all_channels: bool) -> Result<User, String> {
     let Some((name, rules)) = words.split_first() else {
         return Err("Syntax error".to_string());
     };
@@ -14,7 +15,7 @@ pub fn parse_user(words: &[Vec<u8>]) -> Result<User, String> {
     if name.chars().any(|c| c.is_whitespace() || c == '\0') {
         return Err("Usernames can't contain spaces or null characters".to_string());
     }
-    let mut user = User::new(&name);
+    let mut user = User::created(&name, all_channels);
     let rules: Vec<&[u8]> = rules.iter().map(Vec::as_slice).collect();
     super::user::apply_rules(&mut user, &rules)?;
     Ok(user)
@@ -58,7 +59,10 @@ pub fn load(acl: &Acl, path: &str) -> Result<(), String> {
             ));
             continue;
         }
-        let mut user = User::new(&name);
+        let all_channels = acl
+            .channels_by_default
+            .load(std::sync::atomic::Ordering::Relaxed);
+        let mut user = User::created(&name, all_channels);
         let rules = match super::user::merge_selector_arguments(&words[2..]) {
             Ok(rules) => rules,
             Err(_) => {

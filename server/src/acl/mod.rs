@@ -15,7 +15,7 @@ pub mod selector;
 pub mod user;
 
 use std::collections::{BTreeMap, VecDeque};
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 
 use parking_lot::{Mutex, RwLock};
@@ -134,6 +134,9 @@ pub struct Acl {
     log: Mutex<VecDeque<LogEntry>>,
     /// `acllog-max-len`.
     pub log_max_len: AtomicU64,
+    /// `acl-pubsub-default allchannels`: users and selectors created from
+    /// now on start with every channel.
+    pub channels_by_default: AtomicBool,
 }
 
 impl Default for Acl {
@@ -145,6 +148,7 @@ impl Default for Acl {
             generation: AtomicU64::new(1),
             log: Mutex::new(VecDeque::new()),
             log_max_len: AtomicU64::new(128),
+            channels_by_default: AtomicBool::new(false),
         }
     }
 }

@@ -171,6 +171,16 @@ impl Selector {
         }
     }
 
+    /// A new selector as `acl-pubsub-default` has it: no commands or keys,
+    /// and every channel when `all_channels` (`allchannels`), none
+    /// otherwise (`resetchannels`, Redis 7's default).
+    pub fn new_default(all_channels: bool) -> Selector {
+        Selector {
+            all_channels,
+            ..Selector::empty()
+        }
+    }
+
     /// True when the selector allows every command, key and channel.
     pub fn unrestricted(&self) -> bool {
         self.all_commands && self.all_keys && self.all_channels && self.allowed.iter().all(|&a| a)

@@ -78,6 +78,12 @@ pub struct User {
     /// The root selector allows everything: nothing is checked (kept up to
     /// date by [`User::apply`], so the per-command test is one load).
     unrestricted: bool,
+    /// `acl-pubsub-default allchannels` when the rules are applied: a new
+    /// selector and `reset` start from every channel rather than none, as
+    /// Redis's ACLCreateSelector and `reset` read the setting. Set by
+    /// whoever applies rules (ACL SETUSER, the ACL file, the config's
+    /// users); not part of the user's rules.
+    pub channels_by_default: bool,
 }
 
 /// SHA-256 of a password, in lowercase hex (ACLHashPassword).
@@ -99,14 +105,21 @@ impl User {
     /// A new user, as ACL SETUSER creates one: off, no passwords, no
     /// permissions.
     pub fn new(name: &str) -> User {
+        User::created(name, false)
+    }
+
+    /// A new user under `acl-pubsub-default`: with `all_channels`
+    /// (`allchannels`) its root selector starts with every channel.
+    pub fn created(name: &str, all_channels: bool) -> User {
         User {
             name: name.to_string(),
             enabled: false,
             nopass: false,
             sanitize: None,
             passwords: Vec::new(),
-            selectors: vec![Selector::empty()],
+            selectors: vec![Selector::new_default(all_channels)],
             unrestricted: false,
+            channels_by_default: all_channels,
         }
     }
 
@@ -153,10 +166,15 @@ impl User {
             }
             "clearselectors" => self.selectors.truncate(1),
             "reset" => {
+                let channels = if self.channels_by_default {
+                    "allchannels"
+                } else {
+                    "resetchannels"
+                };
                 for rule in [
                     "resetpass",
                     "resetkeys",
-                    "resetchannels",
+                    channels,
                     "off",
                     "sanitize-payload",
                     "clearselectors",
@@ -198,7 +216,7 @@ impl User {
                     let inner = &op[1..op.len() - 1];
                     let words =
                         crate::resp::parse::split_args(inner).ok_or(RuleError::InSelector)?;
-                    let mut selector = Selector::empty();
+                    let mut selector = Selector::new_default(self.channels_by_default);
                     for word in words {
                         selector.apply(&word).map_err(|_| RuleError::InSelector)?;
                     }

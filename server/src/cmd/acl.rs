@@ -84,10 +84,14 @@ pub fn acl_setuser(ctx: &mut Ctx<'_>, argv: &[&[u8]]) -> Reply {
 /// text on failure.
 pub fn set_user(ctx: &Ctx<'_>, name: &str, rules: &[&[u8]]) -> Result<(), String> {
     let acl = &ctx.shared.acl;
+    let all_channels = acl
+        .channels_by_default
+        .load(std::sync::atomic::Ordering::Relaxed);
     let mut changed = acl
         .user(name)
         .map(|u| (*u).clone())
-        .unwrap_or_else(|| User::new(name));
+        .unwrap_or_else(|| User::created(name, all_channels));
+    changed.channels_by_default = all_channels;
     user::apply_rules(&mut changed, rules)?;
     let before = acl.user(name);
     let channels_narrowed = before.is_some_and(|old| {

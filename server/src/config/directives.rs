@@ -339,6 +339,19 @@ pub static DIRECTIVES: &[Directive] = &[
     ).help("debug, verbose, notice, warning or nothing."),
     text!("logfile", AtStart, logfile).help("The file the server logs to, appended to (empty: standard output)."),
     Directive::new(
+        "acl-pubsub-default",
+        Change::Live,
+        |c, v| {
+            let value = accepted::one_of(v, &["allchannels", "resetchannels"])?;
+            c.acl_pubsub_all_channels = value == "allchannels";
+            Ok(())
+        },
+        |c| {
+            if c.acl_pubsub_all_channels { "allchannels" } else { "resetchannels" }.to_string()
+        },
+    )
+    .help("The channels new users and selectors start with: resetchannels (none, Redis 7's default) or allchannels."),
+    Directive::new(
         "supervised",
         Change::AtStart,
         |c, v| {
@@ -858,7 +871,7 @@ pub static DIRECTIVES: &[Directive] = &[
         change: Change::AtStart,
         set: |c, v| {
             let words: Vec<Vec<u8>> = v.iter().map(|v| v.as_bytes().to_vec()).collect();
-            let user = crate::acl::file::parse_user(&words)?;
+            let user = crate::acl::file::parse_user(&words, c.acl_pubsub_all_channels)?;
             if c.users
                 .iter()
                 .any(|u| u.first().map(|n| n.as_slice()) == Some(user.name.as_bytes()))

@@ -62,6 +62,9 @@ pub struct Config {
     /// `supervised`: how the binary tells a supervisor it is ready (no,
     /// systemd, upstart, or auto: whichever the environment names).
     pub supervised: String,
+    /// `acl-pubsub-default allchannels`: new users and selectors start
+    /// with every channel (false: none, `resetchannels`, Redis 7's default).
+    pub acl_pubsub_all_channels: bool,
     /// `notify-keyspace-events`: the classes of keyspace notifications
     /// published, as `crate::event_classes` flags (0: none).
     pub notify_keyspace_events: u32,
@@ -326,6 +329,7 @@ impl Default for Config {
             logfile: String::new(),
             pidfile: String::new(),
             supervised: "no".to_string(),
+            acl_pubsub_all_channels: false,
             notify_keyspace_events: 0,
             shards: default_shards(),
             hz: 10,

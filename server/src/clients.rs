@@ -13,6 +13,52 @@ use hashbrown::HashMap;
 use parking_lot::Mutex;
 use tokio::sync::Notify;
 
+/// Where a client is connected from or to: a TCP address, or the path of
+/// the Unix socket (`unixsocket`), which Redis shows as `<path>:0`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ClientAddr {
+    /// A TCP connection's address.
+    Tcp(SocketAddr),
+    /// The Unix socket's path.
+    Unix(Arc<str>),
+}
+
+impl ClientAddr {
+    /// True for a client on this host: the loopback interface or the Unix
+    /// socket (protected mode lets both in, as Redis's does).
+    pub fn is_local(&self) -> bool {
+        match self {
+            ClientAddr::Tcp(addr) => {
+                addr.ip().is_loopback() || addr.ip().to_canonical().is_loopback()
+            }
+            ClientAddr::Unix(_) => true,
+        }
+    }
+
+    /// The host part: the IP address, or the socket's path.
+    pub fn host(&self) -> String {
+        match self {
+            ClientAddr::Tcp(addr) => addr.ip().to_string(),
+            ClientAddr::Unix(path) => path.to_string(),
+        }
+    }
+}
+
+impl From<SocketAddr> for ClientAddr {
+    fn from(addr: SocketAddr) -> ClientAddr {
+        ClientAddr::Tcp(addr)
+    }
+}
+
+impl std::fmt::Display for ClientAddr {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            ClientAddr::Tcp(addr) => write!(f, "{addr}"),
+            ClientAddr::Unix(path) => write!(f, "{path}:0"),
+        }
+    }
+}
+
 /// What a replica's connection has said of itself (REPLCONF) and how
 /// far it has acknowledged the stream (INFO's `slave<n>` lines, ROLE).
 #[derive(Default)]
@@ -44,7 +90,7 @@ impl ClientInfo {
     pub fn replica_ip(&self) -> String {
         match &*self.replica.announced_ip.lock() {
             Some(ip) => ip.clone(),
-            None => self.addr.ip().to_string(),
+            None => self.addr.host(),
         }
     }
 }
@@ -54,9 +100,9 @@ pub struct ClientInfo {
     /// CLIENT ID.
     pub id: u64,
     /// Peer address.
-    pub addr: SocketAddr,
+    pub addr: ClientAddr,
     /// Local address.
-    pub laddr: SocketAddr,
+    pub laddr: ClientAddr,
     /// Connected to the TLS port (a TLS cluster's redirects name TLS ports
     /// to it, plaintext ports to the others).
     pub tls: bool,
@@ -169,11 +215,16 @@ impl ClientIo {
 
 impl ClientInfo {
     /// A client that connected from `addr` to `laddr` at `now_ms`.
-    pub fn new(id: u64, addr: SocketAddr, laddr: SocketAddr, now_ms: u64) -> ClientInfo {
+    pub fn new(
+        id: u64,
+        addr: impl Into<ClientAddr>,
+        laddr: impl Into<ClientAddr>,
+        now_ms: u64,
+    ) -> ClientInfo {
         ClientInfo {
             id,
-            addr,
-            laddr,
+            addr: addr.into(),
+            laddr: laddr.into(),
             tls: false,
             created_ms: now_ms,
             last_interaction_ms: AtomicU64::new(now_ms),

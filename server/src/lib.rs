@@ -139,6 +139,11 @@ impl Server {
             )
         })?;
         let plain_port = plain_addr.map_or(0, |a| a.port());
+        // The Unix socket (`unixsocket`), beside the TCP ones.
+        let unix_listener = match self.config.unixsocket.as_str() {
+            "" => None,
+            path => Some(net::listener::bind_unix(path, self.config.unixsocketperm)?),
+        };
         // The Prometheus endpoint, when asked for, on the first address.
         let metrics_listener = match self.config.metrics_port {
             0 => None,
@@ -289,6 +294,7 @@ impl Server {
             shared.clone(),
             listeners,
             tls_listeners,
+            unix_listener,
             self.workers,
         ));
         let closing = shared.clone();

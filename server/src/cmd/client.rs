@@ -99,6 +99,9 @@ pub(crate) fn describe(client: &ClientInfo, now_ms: u64, argv_mem: usize) -> Str
     if client.tracking_bcast.load(Ordering::Relaxed) {
         flags.push('B');
     }
+    if matches!(client.addr, crate::clients::ClientAddr::Unix(_)) {
+        flags.push('U');
+    }
     if client.readonly.load(Ordering::Relaxed) {
         flags.push('r');
     }

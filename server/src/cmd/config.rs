@@ -77,7 +77,11 @@ pub fn config_set(ctx: &mut Ctx<'_>, argv: &[&[u8]]) -> Reply {
                 return failed("can't set immutable config");
             }
         }
-        if directive.protected && !next.enable_protected_configs.allows(ctx.client.info.addr) {
+        if directive.protected
+            && !next
+                .enable_protected_configs
+                .allows(ctx.client.info.addr.is_local())
+        {
             return failed("can't set protected config");
         }
         if names.contains(&name) {

@@ -444,10 +444,11 @@ fn log_slow(ctx: &Ctx<'_>, argv: &[&[u8]], usec: u64) {
 /// script runs it, else as the client's.
 #[cold]
 pub fn feed_monitors(ctx: &Ctx<'_>, argv: &[&[u8]]) {
-    let source = if ctx.client.in_script {
-        "lua".to_string()
-    } else {
-        ctx.client.info.addr.to_string()
+    let source = match &ctx.client.info.addr {
+        _ if ctx.client.in_script => "lua".to_string(),
+        // Redis names a Unix socket client `unix:<path>` here.
+        crate::clients::ClientAddr::Unix(path) => format!("unix:{path}"),
+        addr => addr.to_string(),
     };
     ctx.shared
         .monitors

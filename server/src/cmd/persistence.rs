@@ -230,8 +230,8 @@ pub const AOF_REPLAY_CLIENT_ID: u64 = u64::MAX;
 pub fn aof_replayer(shared: &Shared) -> impl FnMut(&[&[u8]]) -> Result<(), ()> + '_ {
     let info = Arc::new(ClientInfo::new(
         AOF_REPLAY_CLIENT_ID,
-        ([0, 0, 0, 0], 0).into(),
-        ([0, 0, 0, 0], 0).into(),
+        std::net::SocketAddr::from(([0, 0, 0, 0], 0)),
+        std::net::SocketAddr::from(([0, 0, 0, 0], 0)),
         0,
     ));
     let mut client = ClientState::new(info, true);

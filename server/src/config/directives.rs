@@ -188,6 +188,23 @@ fn bare_name(directive: &str, what: &str, values: &[String]) -> Result<String, S
     Ok(name.to_string())
 }
 
+/// File permissions in octal, 0 to 777, with Redis's errors (an
+/// OCTAL_CONFIG).
+fn octal_permissions(value: &str) -> Result<u32, String> {
+    let digits = value.strip_prefix('-').unwrap_or(value);
+    let parsed = i64::from_str_radix(digits, 8)
+        .map_err(|_| "argument couldn't be parsed as an octal number".to_string())?;
+    let parsed = if value.starts_with('-') {
+        -parsed
+    } else {
+        parsed
+    };
+    u32::try_from(parsed)
+        .ok()
+        .filter(|perm| *perm <= 0o777)
+        .ok_or_else(|| "argument must be between 0 and 777 inclusive".to_string())
+}
+
 const INT_MAX: i64 = i32::MAX as i64;
 const PORT: Range = Range::Signed(0, 65535);
 const LONG: Range = Range::Signed(0, i64::MAX);
@@ -351,6 +368,17 @@ pub static DIRECTIVES: &[Directive] = &[
         },
     )
     .help("The channels new users and selectors start with: resetchannels (none, Redis 7's default) or allchannels."),
+    text!("unixsocket", AtStart, unixsocket).help("The path of a Unix socket clients may connect to, beside the TCP ports."),
+    Directive::new(
+        "unixsocketperm",
+        Change::AtStart,
+        |c, v| {
+            c.unixsocketperm = octal_permissions(one(v)?)?;
+            Ok(())
+        },
+        |c| format!("{:o}", c.unixsocketperm),
+    )
+    .help("The Unix socket file's permissions, in octal (0: as created)."),
     Directive::new(
         "supervised",
         Change::AtStart,

@@ -62,6 +62,11 @@ pub struct Config {
     /// `supervised`: how the binary tells a supervisor it is ready (no,
     /// systemd, upstart, or auto: whichever the environment names).
     pub supervised: String,
+    /// `unixsocket`: the path of a Unix socket clients may connect to
+    /// ("" for none).
+    pub unixsocket: String,
+    /// `unixsocketperm`: the socket file's permissions (0: as created).
+    pub unixsocketperm: u32,
     /// `acl-pubsub-default allchannels`: new users and selectors start
     /// with every channel (false: none, `resetchannels`, Redis 7's default).
     pub acl_pubsub_all_channels: bool,
@@ -329,6 +334,8 @@ impl Default for Config {
             logfile: String::new(),
             pidfile: String::new(),
             supervised: "no".to_string(),
+            unixsocket: String::new(),
+            unixsocketperm: 0,
             acl_pubsub_all_channels: false,
             notify_keyspace_events: 0,
             shards: default_shards(),

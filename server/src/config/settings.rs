@@ -207,12 +207,13 @@ impl ProtectedAction {
         }
     }
 
-    /// Whether a client connected from `peer` may take the action.
-    pub fn allows(self, peer: std::net::SocketAddr) -> bool {
+    /// Whether a client on this host or not (`local`: the loopback
+    /// interface or the Unix socket) may take the action.
+    pub fn allows(self, local: bool) -> bool {
         match self {
             ProtectedAction::No => false,
             ProtectedAction::Yes => true,
-            ProtectedAction::Local => peer.ip().is_loopback(),
+            ProtectedAction::Local => local,
         }
     }
 }

@@ -7,8 +7,8 @@ use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::Duration;
 
-use tokio::io::AsyncWriteExt;
-use tokio::net::{TcpListener, TcpStream};
+use tokio::io::{AsyncWrite, AsyncWriteExt};
+use tokio::net::{TcpListener, TcpStream, UnixListener, UnixStream};
 use tokio::task::JoinSet;
 
 use super::workers::ConnectionWorkers;
@@ -21,9 +21,37 @@ const DRAIN_TIMEOUT: Duration = Duration::from_secs(5);
 /// How long a TLS client has to finish its handshake.
 const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
 
-/// An accepted socket: the stream, its peer and local addresses, and
-/// whether it came in on a TLS port.
-pub type Accepted = (TcpStream, SocketAddr, SocketAddr, bool);
+/// An accepted connection.
+pub enum Accepted {
+    /// On a TCP port: the stream, its peer and local addresses, and
+    /// whether the port is the TLS one.
+    Tcp(TcpStream, SocketAddr, SocketAddr, bool),
+    /// On the Unix socket, whose path it carries.
+    Unix(UnixStream, Arc<str>),
+}
+
+/// The Unix socket clients may connect to (`unixsocket`): its path, and
+/// the listener.
+pub struct UnixSocket {
+    path: Arc<str>,
+    listener: UnixListener,
+}
+
+/// Listens on the Unix socket at `path`, replacing a file left there (a
+/// previous run's socket), with the permissions `perm` when not 0, as
+/// Redis's anetUnixServer does.
+pub fn bind_unix(path: &str, perm: u32) -> std::io::Result<UnixSocket> {
+    let _ = std::fs::remove_file(path);
+    let listener = UnixListener::bind(path)?;
+    if perm != 0 {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(path, std::fs::Permissions::from_mode(perm))?;
+    }
+    Ok(UnixSocket {
+        path: path.into(),
+        listener,
+    })
+}
 
 /// Accepts connections on `listeners` (plain) and `tls_listeners` until
 /// shutdown, then drains them. With `workers`, each connection is served
@@ -32,21 +60,25 @@ pub async fn run(
     shared: Arc<Shared>,
     listeners: Vec<(Endpoint, TcpListener)>,
     tls_listeners: Vec<(Endpoint, TcpListener)>,
+    unix: Option<UnixSocket>,
     workers: Option<Arc<ConnectionWorkers>>,
 ) {
     let mut connections = JoinSet::new();
     let (tx, mut rx) = tokio::sync::mpsc::channel::<Accepted>(1024);
+    let tx_unix = tx.clone();
     *shared.listening.lock() = Some(Listening::new(
         tx,
         tokio::runtime::Handle::current(),
         listeners.into_iter().chain(tls_listeners).collect(),
     ));
+    let unix_path = unix.as_ref().map(|socket| socket.path.clone());
+    let unix_task = unix.map(|socket| tokio::spawn(accept_unix(socket, tx_unix)));
     let mut stopping = shared.shutdown.subscribe();
     loop {
         tokio::select! {
             accepted = rx.recv() => {
-                let Some((stream, peer, local, tls)) = accepted else { break };
-                admit(&shared, workers.as_deref(), &mut connections, stream, peer, local, tls);
+                let Some(accepted) = accepted else { break };
+                admit(&shared, workers.as_deref(), &mut connections, accepted);
             }
             Some(_) = connections.join_next(), if !connections.is_empty() => {}
             _ = stopping.wait_for(|&stop| stop) => break,
@@ -61,6 +93,14 @@ pub async fn run(
     let listening = shared.listening.lock().take();
     if let Some(listening) = listening {
         listening.close().await;
+    }
+    if let Some(task) = unix_task {
+        task.abort();
+        let _ = task.await;
+    }
+    if let Some(path) = unix_path {
+        tracing::info!("Removing the unix socket file.");
+        let _ = std::fs::remove_file(&*path);
     }
     shared.clients.kill_all();
     let drained = tokio::time::timeout(DRAIN_TIMEOUT, async {
@@ -79,7 +119,11 @@ async fn accept_loop(listener: TcpListener, tls: bool, tx: tokio::sync::mpsc::Se
         match listener.accept().await {
             Ok((stream, peer)) => {
                 let local = stream.local_addr().unwrap_or(peer);
-                if tx.send((stream, peer, local, tls)).await.is_err() {
+                if tx
+                    .send(Accepted::Tcp(stream, peer, local, tls))
+                    .await
+                    .is_err()
+                {
                     return;
                 }
             }
@@ -88,6 +132,29 @@ async fn accept_loop(listener: TcpListener, tls: bool, tx: tokio::sync::mpsc::Se
             Err(e) => {
                 // Out of file descriptors and similar: back off briefly.
                 tracing::warn!("accept failed: {e}");
+                tokio::time::sleep(Duration::from_millis(10)).await;
+            }
+        }
+    }
+}
+
+/// Takes connections from the Unix socket and hands them to the accept
+/// loop, until aborted.
+async fn accept_unix(socket: UnixSocket, tx: tokio::sync::mpsc::Sender<Accepted>) {
+    loop {
+        match socket.listener.accept().await {
+            Ok((stream, _)) => {
+                if tx
+                    .send(Accepted::Unix(stream, socket.path.clone()))
+                    .await
+                    .is_err()
+                {
+                    return;
+                }
+            }
+            Err(e) if super::accept_failed_for_that_connection_only(&e) => {}
+            Err(e) => {
+                tracing::warn!("accept failed on the unix socket: {e}");
                 tokio::time::sleep(Duration::from_millis(10)).await;
             }
         }
@@ -235,55 +302,55 @@ fn admit(
     shared: &Arc<Shared>,
     workers: Option<&ConnectionWorkers>,
     connections: &mut JoinSet<()>,
-    mut stream: TcpStream,
-    peer: SocketAddr,
-    local: SocketAddr,
-    tls: bool,
+    accepted: Accepted,
 ) {
     shared
         .stats
         .connections_received
         .fetch_add(1, Ordering::Relaxed);
-    if protected_refusal(shared, peer) {
-        shared
-            .stats
-            .rejected_connections
-            .fetch_add(1, Ordering::Relaxed);
-        connections.spawn(async move {
-            let _ = stream.write_all(DENIED.as_bytes()).await;
-            let _ = stream.shutdown().await;
-        });
-        return;
-    }
     let now = shared.clock.now_ms();
-    let info = Arc::new(ClientInfo::new(shared.clients.next_id(), peer, local, now).over_tls(tls));
+    let id = shared.clients.next_id();
+    let info = match &accepted {
+        Accepted::Tcp(_, peer, local, tls) => {
+            if protected_refusal(shared, *peer) {
+                refuse(shared, connections, accepted, DENIED.to_string());
+                return;
+            }
+            ClientInfo::new(id, *peer, *local, now).over_tls(*tls)
+        }
+        Accepted::Unix(_, path) => {
+            let addr = crate::clients::ClientAddr::Unix(path.clone());
+            ClientInfo::new(id, addr.clone(), addr, now)
+        }
+    };
+    let info = Arc::new(info);
     let maxclients = shared.config.read().maxclients;
     if shared.clients.register(info.clone(), maxclients).is_err() {
-        shared
-            .stats
-            .rejected_connections
-            .fetch_add(1, Ordering::Relaxed);
-        // Redis answers with the error and closes; do the same without
-        // holding up the accept loop.
-        connections.spawn(async move {
-            let reply = format!("-{}\r\n", error::MAX_CLIENTS);
-            let _ = stream.write_all(reply.as_bytes()).await;
-            let _ = stream.shutdown().await;
-        });
+        // Redis answers with the error and closes.
+        refuse(
+            shared,
+            connections,
+            accepted,
+            format!("-{}\r\n", error::MAX_CLIENTS),
+        );
         return;
     }
     let shared = shared.clone();
     let Some(workers) = workers else {
-        connections.spawn(serve_accepted(shared, stream, info, tls));
+        connections.spawn(serve_accepted(shared, accepted, info));
         return;
     };
     let (worker, placement) = workers.place();
     // A socket belongs to the reactor of the runtime that accepted it: it
     // moves to its worker as a plain socket and is registered there.
-    let stream = match stream.into_std() {
-        Ok(stream) => stream,
+    let moved = match accepted {
+        Accepted::Tcp(stream, _, _, tls) => stream.into_std().map(|s| Moved::Tcp(s, tls)),
+        Accepted::Unix(stream, path) => stream.into_std().map(|s| Moved::Unix(s, path)),
+    };
+    let moved = match moved {
+        Ok(moved) => moved,
         Err(e) => {
-            tracing::debug!(%peer, "cannot hand the connection to a worker: {e}");
+            tracing::debug!(peer = %info.addr, "cannot hand the connection to a worker: {e}");
             shared.clients.unregister(info.id);
             return;
         }
@@ -291,10 +358,18 @@ fn admit(
     connections.spawn_on(
         async move {
             let _placement = placement;
-            match TcpStream::from_std(stream) {
-                Ok(stream) => serve_accepted(shared, stream, info, tls).await,
+            let accepted = match moved {
+                Moved::Tcp(stream, tls) => TcpStream::from_std(stream).map(|stream| {
+                    Accepted::Tcp(stream, placeholder(), placeholder(), tls)
+                }),
+                Moved::Unix(stream, path) => {
+                    UnixStream::from_std(stream).map(|stream| Accepted::Unix(stream, path))
+                }
+            };
+            match accepted {
+                Ok(accepted) => serve_accepted(shared, accepted, info).await,
                 Err(e) => {
-                    tracing::debug!(%peer, "cannot serve the connection on its worker: {e}");
+                    tracing::debug!(peer = %info.addr, "cannot serve the connection on its worker: {e}");
                     shared.clients.unregister(info.id);
                 }
             }
@@ -303,8 +378,43 @@ fn admit(
     );
 }
 
+/// A connection on its way to a connection worker, as a plain socket.
+enum Moved {
+    Tcp(std::net::TcpStream, bool),
+    Unix(std::os::unix::net::UnixStream, Arc<str>),
+}
+
+/// An address the served connection does not read: its addresses are in
+/// its [`ClientInfo`] by then.
+fn placeholder() -> SocketAddr {
+    SocketAddr::from(([0, 0, 0, 0], 0))
+}
+
+/// Counts a refused connection and answers it `reply` before closing it,
+/// without holding up the accept loop.
+fn refuse(shared: &Shared, connections: &mut JoinSet<()>, accepted: Accepted, reply: String) {
+    shared
+        .stats
+        .rejected_connections
+        .fetch_add(1, Ordering::Relaxed);
+    async fn answer(mut stream: impl AsyncWrite + Unpin, reply: String) {
+        let _ = stream.write_all(reply.as_bytes()).await;
+        let _ = stream.shutdown().await;
+    }
+    match accepted {
+        Accepted::Tcp(stream, ..) => connections.spawn(answer(stream, reply)),
+        Accepted::Unix(stream, _) => connections.spawn(answer(stream, reply)),
+    };
+}
+
 /// Serves an admitted connection, TLS after its handshake.
-async fn serve_accepted(shared: Arc<Shared>, stream: TcpStream, info: Arc<ClientInfo>, tls: bool) {
+async fn serve_accepted(shared: Arc<Shared>, accepted: Accepted, info: Arc<ClientInfo>) {
+    let (stream, tls) = match accepted {
+        Accepted::Tcp(stream, _, _, tls) => (stream, tls),
+        Accepted::Unix(stream, _) => {
+            return crate::net::connection::serve_unix(shared, stream, info).await;
+        }
+    };
     if !tls {
         return crate::net::connection::serve(shared, stream, info).await;
     }
@@ -314,7 +424,7 @@ async fn serve_accepted(shared: Arc<Shared>, stream: TcpStream, info: Arc<Client
         shared.clients.unregister(info.id);
         return;
     };
-    let peer = info.addr;
+    let peer = info.addr.clone();
     crate::net::connection::prepare_socket(&stream, &info);
     match tokio::time::timeout(HANDSHAKE_TIMEOUT, acceptor.accept(stream)).await {
         Ok(Ok(tls_stream)) => crate::net::connection::serve_stream(shared, tls_stream, info).await,

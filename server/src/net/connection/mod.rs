@@ -75,6 +75,22 @@ pub async fn serve(shared: Arc<Shared>, stream: TcpStream, info: Arc<ClientInfo>
     serve_stream(shared, stream, info).await
 }
 
+/// Serves one connection on the Unix socket (see [`serve_stream`]).
+pub async fn serve_unix(
+    shared: Arc<Shared>,
+    stream: tokio::net::UnixStream,
+    info: Arc<ClientInfo>,
+) {
+    #[cfg(unix)]
+    {
+        use std::os::fd::AsRawFd;
+        info.io
+            .fd
+            .store(i64::from(stream.as_raw_fd()), Ordering::Relaxed);
+    }
+    serve_stream(shared, stream, info).await
+}
+
 /// Sets TCP_NODELAY and shows the socket's descriptor in CLIENT LIST.
 pub fn prepare_socket(stream: &TcpStream, info: &ClientInfo) {
     let _ = stream.set_nodelay(true);

@@ -342,9 +342,10 @@ fn main() -> ExitCode {
 /// runtime's workers may all be busy running scripts, and a signal must
 /// still stop the server (it also stops those scripts, killable or not).
 /// Each first does what `shutdown-on-sigterm` / `shutdown-on-sigint` say
-/// (by default, save when save points are set, as Redis does); if that
-/// save fails the server keeps running, as Redis's does, until a signal
-/// whose shutdown succeeds.
+/// (by default, wait for lagging replicas up to `shutdown-timeout`, then
+/// save when save points are set, as Redis does); if that save fails the
+/// server keeps running, as Redis's does, until a signal whose shutdown
+/// succeeds.
 fn watch_signals(shared: std::sync::Arc<tally_server::Shared>) {
     use tokio::signal::unix::{signal, SignalKind};
     let spawned = std::thread::Builder::new()
@@ -380,14 +381,17 @@ fn watch_signals(shared: std::sync::Arc<tally_server::Shared>) {
                     StopSignal::Int => shared.config.read().shutdown_on_sigint,
                 };
                 tracing::info!("received {received:?}, scheduling shutdown");
-                if tally_server::cmd::server::prepare_shutdown(&shared, flags).is_ok() {
-                    break;
+                use tally_server::cmd::server::{start_shutdown, ShutdownStart};
+                match start_shutdown(&shared, flags) {
+                    ShutdownStart::Stopping => break,
+                    // It stops the server by itself once the replicas
+                    // caught up; a signal meanwhile joins it.
+                    ShutdownStart::Waiting => {}
+                    ShutdownStart::Refused => tracing::warn!(
+                        "{received:?} received but errors trying to shut down the server, check the logs for more information"
+                    ),
                 }
-                tracing::warn!(
-                    "{received:?} received but errors trying to shut down the server, check the logs for more information"
-                );
             }
-            shared.begin_shutdown();
         });
     if let Err(e) = spawned {
         tracing::warn!("signals will not stop the server: {e}");

@@ -33,9 +33,11 @@ pub enum PausePurpose {
     /// A coordinated failover (FAILOVER, CLUSTER FAILOVER): writes stop
     /// until the replica has everything.
     Failover = 1,
+    /// A shutdown waiting for its replicas (`shutdown-timeout`).
+    Shutdown = 2,
 }
 
-const PURPOSES: usize = 2;
+const PURPOSES: usize = 3;
 
 /// The server's pauses, if any.
 #[derive(Default)]

@@ -88,6 +88,8 @@ pub struct Shared {
     /// Notified when a replica acknowledges an offset (REPLCONF ACK), for
     /// the clients in WAIT.
     pub replica_acks: Notify,
+    /// A shutdown waiting for its replicas to catch up (`shutdown-timeout`).
+    pub pending_shutdown: PendingShutdown,
     /// `min-replicas-to-write` and `min-replicas-max-lag`, read by every
     /// write command without the config lock.
     pub min_replicas: (AtomicU64, AtomicU64),
@@ -146,6 +148,7 @@ impl Shared {
             pause: crate::pause::ClientPause::default(),
             monitors: crate::monitor::Monitors::default(),
             replica_acks: Notify::new(),
+            pending_shutdown: PendingShutdown::default(),
             min_replicas: (AtomicU64::new(0), AtomicU64::new(0)),
             master_link: crate::master_link::MasterLink::default(),
             failover: crate::failover::Failover::default(),
@@ -316,4 +319,16 @@ impl Shared {
         let limit = self.maxmemory.load(Ordering::Relaxed);
         limit != 0 && (self.store.used_memory() as u64).saturating_add(pending as u64) > limit
     }
+}
+
+/// A shutdown that waits, writes paused, for lagging replicas to
+/// acknowledge everything, up to `shutdown-timeout` (Redis 7.0's
+/// isShutdownInitiated state).
+#[derive(Default)]
+pub struct PendingShutdown {
+    /// The waiting shutdown's flags and deadline, if one waits.
+    pub waiting: Mutex<Option<(crate::config::ShutdownFlags, std::time::Instant)>>,
+    /// Woken when the waiting shutdown is decided: it went ahead (the
+    /// server stops), its save failed, or SHUTDOWN ABORT cancelled it.
+    pub decided: Notify,
 }

@@ -215,3 +215,131 @@ fn the_signal_flags_are_read_and_refused_as_redis_reads_them() {
     }
     assert_eq!(sigterm(&mut child).code(), Some(0));
 }
+
+/// Starts the binary with `args` on a free port.
+fn start_plain(args: &[&str]) -> (Child, u16) {
+    let port = free_port();
+    let child = Command::new(BIN)
+        .args(["--port", &port.to_string(), "--save", ""])
+        .args(args)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    wait_for_ping(port);
+    (child, port)
+}
+
+/// Reads whatever arrives on `stream` within `within` (empty when nothing).
+fn read_within(stream: &mut TcpStream, within: Duration) -> String {
+    use std::io::Read;
+    stream.set_read_timeout(Some(within)).unwrap();
+    let mut buf = vec![0u8; 4096];
+    match stream.read(&mut buf) {
+        Ok(n) => String::from_utf8_lossy(&buf[..n]).into_owned(),
+        Err(_) => String::new(),
+    }
+}
+
+fn send(stream: &mut TcpStream, command: &[&str]) {
+    use std::io::Write;
+    let mut out = format!("*{}\r\n", command.len());
+    for word in command {
+        out.push_str(&format!("${}\r\n{word}\r\n", word.len()));
+    }
+    stream.write_all(out.as_bytes()).unwrap();
+}
+
+/// A master with a replica that has acknowledged everything, and that
+/// replica stopped (SIGSTOP) after one more write, so it lags.
+fn master_with_a_stopped_replica() -> (Child, u16, Child) {
+    let (master, port) = start_plain(&["--shutdown-timeout", "2"]);
+    let (replica, replica_port) = start_plain(&["--replicaof", "127.0.0.1", &port.to_string()]);
+    let mut admin = TcpStream::connect(("127.0.0.1", port)).unwrap();
+    let mut on_replica = TcpStream::connect(("127.0.0.1", replica_port)).unwrap();
+    assert_eq!(request(&mut admin, &["SET", "first", "1"]), "+OK\r\n");
+    until(
+        Duration::from_secs(20),
+        || "the replica never caught up".into(),
+        || (request(&mut on_replica, &["GET", "first"]) == "$1\r\n1\r\n").then_some(()),
+    );
+    signal(&replica, "STOP");
+    assert_eq!(request(&mut admin, &["SET", "second", "2"]), "+OK\r\n");
+    (master, port, replica)
+}
+
+#[test]
+fn a_shutdown_waits_for_a_lagging_replica_with_writes_paused_and_abort_cancels_it() {
+    let (mut master, port, mut replica) = master_with_a_stopped_replica();
+    let mut shutting = TcpStream::connect(("127.0.0.1", port)).unwrap();
+    send(&mut shutting, &["SHUTDOWN"]);
+    // No reply while it waits; the server runs, writes are held.
+    assert_eq!(read_within(&mut shutting, Duration::from_millis(500)), "");
+    assert!(master.try_wait().unwrap().is_none());
+    let mut writer = TcpStream::connect(("127.0.0.1", port)).unwrap();
+    send(&mut writer, &["SET", "held", "1"]);
+    assert_eq!(read_within(&mut writer, Duration::from_millis(300)), "");
+    let mut admin = TcpStream::connect(("127.0.0.1", port)).unwrap();
+    assert_eq!(
+        request(&mut admin, &["GET", "first"]),
+        "$1\r\n1\r\n",
+        "reads go on"
+    );
+    // SHUTDOWN ABORT: writes resume, the waiting SHUTDOWN gets the error.
+    assert_eq!(request(&mut admin, &["SHUTDOWN", "ABORT"]), "+OK\r\n");
+    assert_eq!(
+        read_within(&mut shutting, Duration::from_secs(5)),
+        "-ERR Errors trying to SHUTDOWN. Check logs.\r\n"
+    );
+    assert_eq!(read_within(&mut writer, Duration::from_secs(5)), "+OK\r\n");
+    assert_eq!(
+        request(&mut admin, &["SHUTDOWN", "ABORT"]),
+        "-ERR No shutdown in progress.\r\n"
+    );
+    // Again, and this time the replica never answers: after the timeout
+    // (2 s) the server stops anyway.
+    let asked = std::time::Instant::now();
+    send(&mut shutting, &["SHUTDOWN"]);
+    assert_eq!(wait_for_exit(&mut master, "SHUTDOWN").code(), Some(0));
+    assert!(
+        asked.elapsed() >= Duration::from_millis(1500),
+        "{:?}",
+        asked.elapsed()
+    );
+    signal(&replica, "CONT");
+    assert_eq!(sigterm_nosave(&mut replica).code(), Some(0));
+}
+
+#[test]
+fn a_shutdown_goes_ahead_once_the_replica_catches_up_and_now_does_not_wait() {
+    let (mut master, port, mut replica) = master_with_a_stopped_replica();
+    let mut shutting = TcpStream::connect(("127.0.0.1", port)).unwrap();
+    assert_eq!(
+        request(&mut shutting, &["CONFIG", "SET", "shutdown-timeout", "60"]),
+        "+OK\r\n"
+    );
+    send(&mut shutting, &["SHUTDOWN"]);
+    assert_eq!(read_within(&mut shutting, Duration::from_millis(300)), "");
+    let resumed = std::time::Instant::now();
+    signal(&replica, "CONT");
+    assert_eq!(wait_for_exit(&mut master, "SHUTDOWN").code(), Some(0));
+    assert!(
+        resumed.elapsed() < Duration::from_secs(30),
+        "it waited out the timeout"
+    );
+    assert_eq!(sigterm_nosave(&mut replica).code(), Some(0));
+
+    // NOW: no wait, with the replica stopped.
+    let (mut master, port, mut replica) = master_with_a_stopped_replica();
+    let mut admin = TcpStream::connect(("127.0.0.1", port)).unwrap();
+    assert_eq!(
+        request(&mut admin, &["CONFIG", "SET", "shutdown-timeout", "60"]),
+        "+OK\r\n"
+    );
+    let asked = std::time::Instant::now();
+    send(&mut admin, &["SHUTDOWN", "NOW"]);
+    assert_eq!(wait_for_exit(&mut master, "SHUTDOWN NOW").code(), Some(0));
+    assert!(asked.elapsed() < Duration::from_secs(30));
+    signal(&replica, "CONT");
+    assert_eq!(sigterm_nosave(&mut replica).code(), Some(0));
+}

@@ -271,6 +271,9 @@ pub enum After {
         /// When it times out.
         deadline: Option<std::time::Instant>,
     },
+    /// SHUTDOWN that waits for the replicas: the connection waits for the
+    /// decision, and gets the error if the shutdown does not happen.
+    WaitForShutdown,
     /// WAIT: the reply is the number of replicas that acknowledged
     /// `offset`, once `wanted` have or `timeout_ms` passed (0: no limit);
     /// the commands after it wait for it.

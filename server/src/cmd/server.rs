@@ -1,13 +1,16 @@
 //! Server commands: TIME LASTSAVE WAIT SHUTDOWN DEBUG SLOWLOG, and the HELP reply
 //! every family shares. CONFIG, COMMAND and INFO have files of their own.
 
-use std::time::Duration;
+use std::sync::atomic::Ordering;
+use std::time::{Duration, Instant};
 
 use super::args::{is, parse_f64};
 use super::error;
 use super::Ctx;
 use crate::config::ShutdownFlags;
+use crate::pause::{PauseKind, PausePurpose};
 use crate::resp::Reply;
+use crate::state::Shared;
 
 /// The reply of every `<COMMAND> HELP`: a header line, the lines, and the
 /// trailing HELP entry, as Redis's addReplyHelp builds it.
@@ -30,16 +33,16 @@ pub fn time(ctx: &mut Ctx<'_>, _argv: &[&[u8]]) -> Reply {
     ])
 }
 
-/// SHUTDOWN [NOSAVE | SAVE] [NOW] [FORCE] [ABORT]: saves the snapshot as
-/// [`prepare_shutdown`] decides (a failed save refuses the shutdown unless
-/// FORCE); then stop accepting, finish the replies owed, exit.
+/// SHUTDOWN [NOSAVE | SAVE] [NOW] [FORCE] [ABORT]: starts the shutdown
+/// ([`start_shutdown`]); the client waits while it waits for replicas, and
+/// gets Redis's error if its save fails or SHUTDOWN ABORT cancels it.
 pub fn shutdown(ctx: &mut Ctx<'_>, argv: &[&[u8]]) -> Reply {
     let mut flags = ShutdownFlags::default();
+    let mut abort = false;
     for arg in &argv[1..] {
         if is(arg, "abort") {
-            return Reply::error("ERR No shutdown in progress.");
-        }
-        if is(arg, "save") {
+            abort = true;
+        } else if is(arg, "save") {
             flags.save = true;
         } else if is(arg, "nosave") {
             flags.nosave = true;
@@ -51,15 +54,165 @@ pub fn shutdown(ctx: &mut Ctx<'_>, argv: &[&[u8]]) -> Reply {
             return Reply::error(error::SYNTAX);
         }
     }
-    if flags.save && flags.nosave {
+    if (abort && flags != ShutdownFlags::default()) || (flags.save && flags.nosave) {
         return Reply::error(error::SYNTAX);
     }
-    if prepare_shutdown(ctx.shared, flags).is_err() {
-        return Reply::error("ERR Errors trying to SHUTDOWN. Check logs.");
+    if abort {
+        return if abort_shutdown(ctx.shared) {
+            Reply::Ok
+        } else {
+            Reply::error("ERR No shutdown in progress.")
+        };
     }
-    ctx.client.then(super::After::Close);
-    ctx.shared.begin_shutdown();
-    Reply::Nothing
+    match start_shutdown(ctx.shared, flags) {
+        ShutdownStart::Stopping => {
+            ctx.client.then(super::After::Close);
+            Reply::Nothing
+        }
+        ShutdownStart::Waiting => {
+            ctx.client.then(super::After::WaitForShutdown);
+            Reply::Nothing
+        }
+        ShutdownStart::Refused => Reply::error(SHUTDOWN_FAILED),
+    }
+}
+
+/// Redis's reply when a shutdown did not happen.
+pub const SHUTDOWN_FAILED: &str = "ERR Errors trying to SHUTDOWN. Check logs.";
+
+/// How a shutdown request went.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ShutdownStart {
+    /// The server is stopping.
+    Stopping,
+    /// It waits, writes paused, for lagging replicas, and goes ahead by
+    /// itself once they caught up or `shutdown-timeout` passed.
+    Waiting,
+    /// Its save failed: the server keeps running.
+    Refused,
+}
+
+/// Starts a shutdown as Redis 7.0's prepareForShutdown: unless NOW (or
+/// `shutdown-timeout 0`), a master whose replicas have not acknowledged
+/// its whole stream pauses writes, asks them for their offsets, and
+/// waits for them up to `shutdown-timeout` seconds before it saves and
+/// stops, so that a graceful stop loses no write a replica could have
+/// had. A shutdown already waiting is joined. Used by SHUTDOWN and by the
+/// binary's signals.
+pub fn start_shutdown(shared: &Shared, flags: ShutdownFlags) -> ShutdownStart {
+    let mut waiting = shared.pending_shutdown.waiting.lock();
+    if waiting.is_some() {
+        return ShutdownStart::Waiting;
+    }
+    let timeout = shared.config.read().shutdown_timeout;
+    // The waiting thread holds the server (set once it started).
+    let server = shared.itself.get().and_then(std::sync::Weak::upgrade);
+    if let Some(server) =
+        server.filter(|_| !flags.now && timeout > 0 && !replicas_caught_up(shared))
+    {
+        *waiting = Some((flags, Instant::now() + Duration::from_secs(timeout)));
+        drop(waiting);
+        // Until the decision: a pause of its own, lifted by the decision.
+        let far = Instant::now() + Duration::from_secs(365 * 24 * 3600);
+        shared
+            .pause
+            .pause(PausePurpose::Shutdown, PauseKind::Write, far);
+        shared.store.feed().request_acks();
+        tracing::info!("Waiting for replicas before shutting down.");
+        let spawned = std::thread::Builder::new()
+            .name("shutdown-wait".into())
+            .spawn(move || shut_down_once_replicas_caught_up(&server));
+        if let Err(e) = spawned {
+            tracing::warn!("cannot wait for the replicas: {e}");
+            shared.pending_shutdown.waiting.lock().take();
+            shared.pause.unpause(PausePurpose::Shutdown);
+        } else {
+            return ShutdownStart::Waiting;
+        }
+    } else {
+        drop(waiting);
+    }
+    finish_shutdown(shared, flags)
+}
+
+/// The save, then the stop; a failed save lifts the shutdown's pause.
+fn finish_shutdown(shared: &Shared, flags: ShutdownFlags) -> ShutdownStart {
+    let outcome = prepare_shutdown(shared, flags);
+    shared.pause.unpause(PausePurpose::Shutdown);
+    match outcome {
+        Ok(()) => {
+            shared.begin_shutdown();
+            ShutdownStart::Stopping
+        }
+        Err(_) => ShutdownStart::Refused,
+    }
+}
+
+/// SHUTDOWN ABORT: cancels a shutdown waiting for its replicas (writes
+/// resume; its SHUTDOWN callers get the error). False when none waits.
+pub fn abort_shutdown(shared: &Shared) -> bool {
+    let cancelled = shared.pending_shutdown.waiting.lock().take().is_some();
+    if cancelled {
+        shared.pause.unpause(PausePurpose::Shutdown);
+        tracing::warn!("Shutdown manually aborted.");
+        shared.pending_shutdown.decided.notify_waiters();
+    }
+    cancelled
+}
+
+/// True when every replica has acknowledged this server's whole stream
+/// (Redis's isReadyToShutdown).
+fn replicas_caught_up(shared: &Shared) -> bool {
+    let offset = shared.store.feed().replication_offset();
+    super::replication::replicas(shared)
+        .iter()
+        .all(|r| r.replica.ack_offset.load(Ordering::Relaxed) == offset)
+}
+
+/// The waiting shutdown's own thread (Redis does this from its cron):
+/// once the replicas caught up or the deadline passed, it saves and
+/// stops the server, or, if the save fails, lets it run on. A SHUTDOWN
+/// ABORT meanwhile ends it with nothing done.
+fn shut_down_once_replicas_caught_up(shared: &Shared) {
+    let mut asked = Instant::now();
+    loop {
+        std::thread::sleep(Duration::from_millis(10));
+        let Some((_, deadline)) = *shared.pending_shutdown.waiting.lock() else {
+            return;
+        };
+        let timed_out = Instant::now() >= deadline;
+        if !timed_out && !replicas_caught_up(shared) {
+            if asked.elapsed() >= Duration::from_secs(1) {
+                shared.store.feed().request_acks();
+                asked = Instant::now();
+            }
+            continue;
+        }
+        // Taken before the save: an ABORT from now on finds nothing to cancel.
+        let Some((flags, _)) = shared.pending_shutdown.waiting.lock().take() else {
+            return;
+        };
+        if timed_out {
+            let offset = shared.store.feed().replication_offset();
+            for replica in super::replication::replicas(shared) {
+                let acked = replica.replica.ack_offset.load(Ordering::Relaxed);
+                if acked != offset {
+                    tracing::warn!(
+                        "Lagging replica {} reported offset {acked} behind master, lag={}",
+                        replica.addr,
+                        offset.saturating_sub(acked)
+                    );
+                }
+            }
+        }
+        if finish_shutdown(shared, flags) == ShutdownStart::Refused {
+            tracing::warn!(
+                "Errors trying to shut down the server. Check the logs for more information."
+            );
+        }
+        shared.pending_shutdown.decided.notify_waiters();
+        return;
+    }
 }
 
 /// What a shutdown does before the server stops, as Redis's

@@ -787,6 +787,7 @@ pub static DIRECTIVES: &[Directive] = &[
         |c| c.shutdown_on_sigterm.shown(),
     )
     .help("What SIGTERM's shutdown does: default (save when save points are set), save, nosave, now, force."),
+    number!("shutdown-timeout", Live, shutdown_timeout, int(INT) as u64).help("Seconds a shutdown waits, writes paused, for lagging replicas to catch up (0: no wait)."),
     Directive::new(
         "shutdown-on-sigint",
         Change::Live,

@@ -163,6 +163,9 @@ pub struct Config {
     pub shutdown_on_sigterm: ShutdownFlags,
     /// `shutdown-on-sigint`: the same for SIGINT.
     pub shutdown_on_sigint: ShutdownFlags,
+    /// `shutdown-timeout`: seconds a shutdown waits for lagging replicas
+    /// to catch up (0: it does not wait).
+    pub shutdown_timeout: u64,
     /// `stop-writes-on-bgsave-error`: refuse writes (MISCONF) while the
     /// last background save failed and save points are set.
     pub stop_writes_on_bgsave_error: bool,
@@ -376,6 +379,7 @@ impl Default for Config {
             save_points: vec![(3600, 1), (300, 100), (60, 10000)],
             shutdown_on_sigterm: ShutdownFlags::default(),
             shutdown_on_sigint: ShutdownFlags::default(),
+            shutdown_timeout: 10,
             stop_writes_on_bgsave_error: true,
             dir: ".".to_string(),
             dbfilename: "dump.rdb".to_string(),

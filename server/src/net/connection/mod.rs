@@ -21,7 +21,7 @@ mod socket;
 mod waits;
 
 use socket::{send_owed, wait, write_out};
-use waits::{wait_blocked, wait_for_replicas};
+use waits::{wait_blocked, wait_for_replicas, wait_for_shutdown};
 
 /// Bytes read per syscall at least; larger batches are read as they come.
 const READ_CHUNK: usize = 16 * 1024;
@@ -254,6 +254,21 @@ pub async fn serve_stream<S: ClientStream>(
                 resume_buffered = !input.is_empty();
                 After::Continue
             }
+            After::WaitForShutdown => {
+                if !wait_for_shutdown(&shared, killed.as_mut()).await {
+                    break;
+                }
+                // It did not happen: its save failed, or SHUTDOWN ABORT.
+                let reply = Reply::error(crate::cmd::server::SHUTDOWN_FAILED);
+                if let Reply::Error(text) = &reply {
+                    client.batch.errors.count(text);
+                }
+                if client.replies != ReplyMode::Off {
+                    reply.encode(client.proto, &mut output);
+                }
+                resume_buffered = !input.is_empty();
+                After::Continue
+            }
             After::WaitForReplicas {
                 wanted,
                 offset,
@@ -346,6 +361,7 @@ pub async fn serve_stream<S: ClientStream>(
             | After::Close
             | After::Migrate(_)
             | After::WaitForReplicas { .. }
+            | After::WaitForShutdown
             | After::Block { .. } => {}
         }
     }

@@ -43,6 +43,34 @@ pub(super) async fn wait_for_replicas(
     }
 }
 
+/// SHUTDOWN's wait for the shutdown it started (or joined) to be decided:
+/// false when the server is stopping or the client went away (the
+/// connection closes), true when the shutdown did not happen.
+pub(super) async fn wait_for_shutdown(
+    shared: &Shared,
+    mut killed: std::pin::Pin<&mut tokio::sync::futures::Notified<'_>>,
+) -> bool {
+    loop {
+        let decided = shared.pending_shutdown.decided.notified();
+        tokio::pin!(decided);
+        decided.as_mut().enable();
+        if shared
+            .shutting_down
+            .load(std::sync::atomic::Ordering::SeqCst)
+        {
+            return false;
+        }
+        if shared.pending_shutdown.waiting.lock().is_none() {
+            return true;
+        }
+        tokio::select! {
+            biased;
+            _ = killed.as_mut() => return false,
+            _ = decided => {}
+        }
+    }
+}
+
 /// A blocked client's wait: the outcome of its waiter (served, timed out,
 /// unblocked), or `None` when the client was killed or closed its
 /// connection meanwhile. What the client sends while blocked is read and

@@ -213,11 +213,14 @@ impl Manifest {
     }
 }
 
-/// A file name as Redis's sdscatrepr quotes one that needs it.
+/// A file name as Redis's sdscatrepr quotes one that needs it. An empty
+/// name (a hand-written manifest may hold one) is `""`: left bare, the
+/// line would lose a word and not parse again.
 fn quoted(name: &str) -> String {
-    let plain = name
-        .bytes()
-        .all(|b| b.is_ascii_graphic() && b != b'"' && b != b'\'' && b != b'\\');
+    let plain = !name.is_empty()
+        && name
+            .bytes()
+            .all(|b| b.is_ascii_graphic() && b != b'"' && b != b'\'' && b != b'\\');
     if plain {
         return name.to_string();
     }
@@ -266,6 +269,26 @@ mod tests {
         assert_eq!(manifest.base_seq, 1);
         assert_eq!(manifest.incrs.len(), 2);
         assert_eq!(manifest.render(), text);
+    }
+
+    /// Found by the cluster_bus fuzz target: a name given as `""`
+    /// rendered bare, and the rendered manifest no longer parsed.
+    #[test]
+    fn an_empty_or_odd_file_name_renders_to_a_manifest_that_parses_back() {
+        for name in ["", "a b", "q\"x", "\x12ctl"] {
+            let manifest = Manifest {
+                base: Some(FileInfo {
+                    name: name.to_string(),
+                    seq: 1,
+                    kind: Kind::Base,
+                }),
+                base_seq: 1,
+                ..Manifest::default()
+            };
+            let rendered = manifest.render();
+            assert_eq!(Manifest::parse(&rendered), Ok(manifest), "{rendered:?}");
+        }
+        assert_eq!(quoted(""), "\"\"");
     }
 
     #[test]

@@ -96,20 +96,6 @@ fn shutdown_command_exits_zero() {
     assert_eq!(wait_for_exit(&mut child, "SHUTDOWN").code(), Some(0));
 }
 
-/// Starts the binary on a free port with `args`, once it answers PING.
-fn spawn(args: &[&str]) -> (std::process::Child, u16) {
-    let port = free_port();
-    let child = Command::new(BIN)
-        .args(["--port", &port.to_string(), "--save", ""])
-        .args(args)
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    wait_for_ping(port);
-    (child, port)
-}
-
 /// Starts the binary on a free port with `args` and a 50 ms busy threshold.
 fn start(args: &[&str]) -> (std::process::Child, u16) {
     let (child, port) = spawn(args);

@@ -178,17 +178,7 @@ fn a_failed_save_keeps_the_server_running_unless_forced() {
 
 #[test]
 fn the_signal_flags_are_read_and_refused_as_redis_reads_them() {
-    let (mut child, port) = {
-        let port = free_port();
-        let child = Command::new(BIN)
-            .args(["--port", &port.to_string(), "--save", ""])
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap();
-        wait_for_ping(port);
-        (child, port)
-    };
+    let (mut child, port) = spawn(&[]);
     let mut stream = TcpStream::connect(("127.0.0.1", port)).unwrap();
     // Each reply as redis-server 7.0.15 gives it.
     for (command, reply) in [
@@ -216,45 +206,17 @@ fn the_signal_flags_are_read_and_refused_as_redis_reads_them() {
     assert_eq!(sigterm(&mut child).code(), Some(0));
 }
 
-/// Starts the binary with `args` on a free port.
-fn start_plain(args: &[&str]) -> (Child, u16) {
-    let port = free_port();
-    let child = Command::new(BIN)
-        .args(["--port", &port.to_string(), "--save", ""])
-        .args(args)
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    wait_for_ping(port);
-    (child, port)
-}
-
 /// Reads whatever arrives on `stream` within `within` (empty when nothing).
 fn read_within(stream: &mut TcpStream, within: Duration) -> String {
-    use std::io::Read;
     stream.set_read_timeout(Some(within)).unwrap();
-    let mut buf = vec![0u8; 4096];
-    match stream.read(&mut buf) {
-        Ok(n) => String::from_utf8_lossy(&buf[..n]).into_owned(),
-        Err(_) => String::new(),
-    }
-}
-
-fn send(stream: &mut TcpStream, command: &[&str]) {
-    use std::io::Write;
-    let mut out = format!("*{}\r\n", command.len());
-    for word in command {
-        out.push_str(&format!("${}\r\n{word}\r\n", word.len()));
-    }
-    stream.write_all(out.as_bytes()).unwrap();
+    read_some(stream)
 }
 
 /// A master with a replica that has acknowledged everything, and that
 /// replica stopped (SIGSTOP) after one more write, so it lags.
 fn master_with_a_stopped_replica() -> (Child, u16, Child) {
-    let (master, port) = start_plain(&["--shutdown-timeout", "2"]);
-    let (replica, replica_port) = start_plain(&["--replicaof", "127.0.0.1", &port.to_string()]);
+    let (master, port) = spawn(&["--shutdown-timeout", "2"]);
+    let (replica, replica_port) = spawn(&["--replicaof", "127.0.0.1", &port.to_string()]);
     let mut admin = TcpStream::connect(("127.0.0.1", port)).unwrap();
     let mut on_replica = TcpStream::connect(("127.0.0.1", replica_port)).unwrap();
     assert_eq!(request(&mut admin, &["SET", "first", "1"]), "+OK\r\n");

@@ -5,7 +5,8 @@
 
 mod support;
 
-use std::io::{Read, Write};
+use std::io::Read;
+use std::net::TcpStream;
 use std::os::unix::fs::PermissionsExt;
 use std::os::unix::net::UnixStream;
 use std::path::Path;
@@ -16,17 +17,11 @@ use support::*;
 
 /// Sends one command on the Unix socket and reads its reply.
 fn unix_request(stream: &mut UnixStream, command: &[&str]) -> String {
-    let mut out = format!("*{}\r\n", command.len());
-    for word in command {
-        out.push_str(&format!("${}\r\n{word}\r\n", word.len()));
-    }
-    stream.write_all(out.as_bytes()).unwrap();
+    send(stream, command);
     stream
         .set_read_timeout(Some(Duration::from_secs(5)))
         .unwrap();
-    let mut buf = vec![0u8; 1 << 16];
-    let n = stream.read(&mut buf).unwrap_or(0);
-    String::from_utf8_lossy(&buf[..n]).into_owned()
+    read_some(stream)
 }
 
 fn connect(path: &Path) -> UnixStream {
@@ -128,5 +123,3 @@ fn bad_socket_permissions_stop_the_start_with_redis_s_errors() {
         assert!(err.contains(error), "{perm}: {err}");
     }
 }
-
-use std::net::TcpStream;

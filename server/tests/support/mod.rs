@@ -90,17 +90,48 @@ pub fn wait_for_exit(child: &mut std::process::Child, after: &str) -> std::proce
     )
 }
 
-/// Sends a command and reads one reply (up to what arrives within 5 s).
-pub fn request(stream: &mut TcpStream, command: &[&str]) -> String {
+/// A command as a RESP array of bulk strings.
+pub fn encode(command: &[&str]) -> String {
     let mut out = format!("*{}\r\n", command.len());
     for word in command {
         out.push_str(&format!("${}\r\n{word}\r\n", word.len()));
     }
-    stream.write_all(out.as_bytes()).unwrap();
-    stream
-        .set_read_timeout(Some(Duration::from_secs(5)))
-        .unwrap();
+    out
+}
+
+/// Sends a command without reading its reply.
+pub fn send(stream: &mut impl Write, command: &[&str]) {
+    stream.write_all(encode(command).as_bytes()).unwrap();
+}
+
+/// What one read brings (empty when nothing does: the stream's read
+/// timeout, set by the caller, passed).
+pub fn read_some(stream: &mut impl Read) -> String {
     let mut buf = vec![0u8; 1 << 16];
     let n = stream.read(&mut buf).unwrap_or(0);
     String::from_utf8_lossy(&buf[..n]).into_owned()
+}
+
+/// Sends a command and reads one reply (up to what arrives within 5 s).
+pub fn request(stream: &mut TcpStream, command: &[&str]) -> String {
+    send(stream, command);
+    stream
+        .set_read_timeout(Some(Duration::from_secs(5)))
+        .unwrap();
+    read_some(stream)
+}
+
+/// Starts the binary on a free port, without save points, with `args`,
+/// once it answers PING.
+pub fn spawn(args: &[&str]) -> (std::process::Child, u16) {
+    let port = free_port();
+    let child = Command::new(BIN)
+        .args(["--port", &port.to_string(), "--save", ""])
+        .args(args)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    wait_for_ping(port);
+    (child, port)
 }

@@ -2,12 +2,13 @@
 //! snapshot files `SAVE` writes and `redis-server` loads, and the DUMP /
 //! RESTORE payloads cluster resharding and replication are built on.
 //!
-//! - [`Reader`] reads RDB versions 9 to 11 (Redis 6.0 to 7.2): every
+//! - [`Reader`] reads RDB versions 9 to 12 (Redis 6.0 to 8.0): every
 //!   encoding of the five types tally holds (strings with their integer and
 //!   LZF forms; lists as plain, ziplist, quicklist and quicklist-2 with
 //!   listpack nodes; sets as plain, intset and listpack; sorted sets as
 //!   plain, binary-score, ziplist and listpack; hashes as plain, zipmap,
-//!   ziplist and listpack), expiry in seconds and milliseconds, SELECTDB,
+//!   ziplist and listpack, and Redis 7.4's hashes with field deadlines),
+//!   expiry in seconds and milliseconds, SELECTDB,
 //!   RESIZEDB, AUX, IDLE/FREQ, and the CRC64 trailer (a bad checksum is
 //!   refused). A stream, module value or function library is reported as
 //!   [`Item::Unsupported`] naming what it is, so the caller decides.
@@ -33,8 +34,12 @@ pub use writer::{encode_entry, encode_string_entry, Encodings, StringValue, Writ
 /// The RDB version Redis 7.0 writes (and DUMP payloads carry).
 pub const RDB_VERSION: u16 = 10;
 
-/// The newest RDB version read (Redis 7.2).
-pub const MAX_READ_VERSION: u16 = 11;
+/// The newest RDB version read (Redis 7.4 and 8.0 write 12).
+pub const MAX_READ_VERSION: u16 = 12;
+
+/// The latest deadline a hash field may carry (Redis 7.4's
+/// EB_EXPIRE_TIME_MAX, 2^48 - 1 ms): a file with a later one is corrupt.
+pub const MAX_FIELD_DEADLINE: u64 = (1 << 48) - 1;
 
 /// The oldest RDB version read (Redis 6.0 writes 9).
 pub const MIN_READ_VERSION: u16 = 9;
@@ -52,6 +57,9 @@ pub enum Value {
     SortedSet(Vec<(Vec<u8>, f64)>),
     /// A hash's fields and values, in the file's order.
     Hash(Pairs),
+    /// A hash some of whose fields carry a deadline (Redis 7.4's hash
+    /// field expiry), in the file's order.
+    HashWithExpiry(FieldsWithExpiry),
 }
 
 impl Value {
@@ -62,13 +70,16 @@ impl Value {
             Value::List(_) => "list",
             Value::Set(_) => "set",
             Value::SortedSet(_) => "zset",
-            Value::Hash(_) => "hash",
+            Value::Hash(_) | Value::HashWithExpiry(_) => "hash",
         }
     }
 }
 
 /// A hash's fields and values.
 pub type Pairs = Vec<(Vec<u8>, Vec<u8>)>;
+
+/// A hash's fields, values and deadlines (unix ms; 0 for none).
+pub type FieldsWithExpiry = Vec<(Vec<u8>, Vec<u8>, u64)>;
 
 /// One key of a snapshot.
 #[derive(Debug, Clone, PartialEq)]
@@ -265,6 +276,87 @@ mod tests {
                 assert_eq!(direct, built, "{value:?} {expire:?}");
             }
         }
+    }
+
+    /// DUMP of a small hash by redis-server 8.0.6, after `HSET small a 1 b
+    /// 2 c 3`, `HPEXPIREAT small 1900000000000 FIELDS 1 b` and
+    /// `HPEXPIREAT small 1900000000500 FIELDS 1 a`: a listpack of triples
+    /// in deadline order, fields without one last.
+    const REDIS8_LISTPACK_EX: &[u8] = b"\x19\x008\xd3`\xba\x01\x00\x00,,\x00\x00\x00\t\x00\x81b\x02\x02\x01\xf4\x008\xd3`\xba\x01\x00\x00\t\x81a\x02\x01\x01\xf4\xf49\xd3`\xba\x01\x00\x00\t\x81c\x02\x03\x01\x00\x01\xff\x0c\x00\xfa\xff\x15{\x873\xf3\xc5";
+
+    #[test]
+    fn redis_7_4_listpack_of_triples_reads_and_writes_back_byte_for_byte() {
+        let value = restore(REDIS8_LISTPACK_EX).unwrap();
+        let expected = Value::HashWithExpiry(vec![
+            (b"b".to_vec(), b"2".to_vec(), 1_900_000_000_000),
+            (b"a".to_vec(), b"1".to_vec(), 1_900_000_000_500),
+            (b"c".to_vec(), b"3".to_vec(), 0),
+        ]);
+        assert_eq!(value, expected);
+        let ours = dump(&value, &Encodings::default());
+        // The same bytes but the footer's RDB version and checksum.
+        let body = |payload: &[u8]| payload[..payload.len() - 10].to_vec();
+        assert_eq!(body(&ours), body(REDIS8_LISTPACK_EX));
+    }
+
+    #[test]
+    fn redis_7_4_table_with_deadlines_reads_and_round_trips() {
+        // `HSET big f0 v0 ... f599 v599`, then `HPEXPIREAT big
+        // 1900000000000 FIELDS 2 f1 f2` and `... 1900000000007 FIELDS 1 f3`.
+        let payload = include_bytes!("../tests/data/redis8-hash-table-with-deadlines.dump");
+        let Ok(Value::HashWithExpiry(fields)) = restore(payload) else {
+            panic!("not a hash with deadlines");
+        };
+        assert_eq!(fields.len(), 600);
+        let mut timed: Vec<_> = fields
+            .iter()
+            .filter(|f| f.2 != 0)
+            .map(|(f, v, at)| (f.as_slice(), v.as_slice(), *at))
+            .collect();
+        timed.sort();
+        assert_eq!(
+            timed,
+            vec![
+                (&b"f1"[..], &b"v1"[..], 1_900_000_000_000),
+                (b"f2", b"v2", 1_900_000_000_000),
+                (b"f3", b"v3", 1_900_000_000_007),
+            ]
+        );
+        let value = Value::HashWithExpiry(fields);
+        let ours = dump(&value, &Encodings::default());
+        assert_eq!(ours[0], 24, "a table with deadlines");
+        assert_eq!(restore(&ours), Ok(value));
+    }
+
+    #[test]
+    fn a_hash_with_deadlines_picks_redis_7_4_s_type_by_size() {
+        let enc = Encodings::default();
+        let untimed = Value::HashWithExpiry(vec![(b"f".repeat(65), b"v".to_vec(), 0)]);
+        let payload = dump(&untimed, &enc);
+        assert_eq!(payload[0], 4, "a plain table when no field has a deadline");
+        assert_eq!(
+            restore(&payload),
+            Ok(Value::Hash(vec![(b"f".repeat(65), b"v".to_vec())]))
+        );
+        let small = Value::HashWithExpiry(vec![(b"f".to_vec(), b"v".to_vec(), 0)]);
+        assert_eq!(
+            dump(&small, &enc)[0],
+            25,
+            "a small hash stays a listpack of triples"
+        );
+    }
+
+    #[test]
+    fn a_field_deadline_past_2_to_the_48_is_corrupt() {
+        let mut lp = crate::compact::ListpackBuilder::default();
+        lp.push(b"f");
+        lp.push(b"v");
+        lp.push_int(1 << 48);
+        let mut body = vec![25u8];
+        body.extend_from_slice(&0u64.to_le_bytes());
+        crate::encoding::write_string(&mut body, &lp.finish(), false);
+        let payload = sealed(body);
+        assert!(matches!(restore(&payload), Err(Error::Corrupt(_))));
     }
 
     #[test]

@@ -2,7 +2,9 @@
 
 use crate::compact::{intset_members, listpack_elements, ziplist_elements, zipmap_pairs};
 use crate::encoding::{parse_double, Input};
-use crate::{crc64, Entry, Error, Pairs, Value, MAX_READ_VERSION, MIN_READ_VERSION};
+use crate::{
+    crc64, Entry, Error, Pairs, Value, MAX_FIELD_DEADLINE, MAX_READ_VERSION, MIN_READ_VERSION,
+};
 
 /// Value types (RDB_TYPE_*).
 pub(crate) mod types {
@@ -27,10 +29,20 @@ pub(crate) mod types {
     pub const STREAM_LISTPACKS_2: u8 = 19;
     pub const SET_LISTPACK: u8 = 20;
     pub const STREAM_LISTPACKS_3: u8 = 21;
+    /// Redis 7.4's release candidates: a hash with field deadlines, each
+    /// absolute, as a table / as a listpack of triples.
+    pub const HASH_METADATA_PRE_GA: u8 = 22;
+    pub const HASH_LISTPACK_EX_PRE_GA: u8 = 23;
+    /// Redis 7.4: the same two, led by the hash's earliest deadline (the
+    /// table's deadlines then relative to it).
+    pub const HASH_METADATA: u8 = 24;
+    pub const HASH_LISTPACK_EX: u8 = 25;
 }
 
 /// Opcodes (RDB_OPCODE_*).
 pub(crate) mod opcodes {
+    /// Redis 7.4: a cluster node's slot sizes, a hint for resizing.
+    pub const SLOT_INFO: u8 = 244;
     pub const FUNCTION2: u8 = 245;
     pub const FUNCTION_PRE_GA: u8 = 246;
     pub const MODULE_AUX: u8 = 247;
@@ -84,7 +96,7 @@ pub struct Reader<'a> {
 }
 
 impl<'a> Reader<'a> {
-    /// Checks the header (`REDIS` and a version from 9 to 11) and, when the
+    /// Checks the header (`REDIS` and a version from 9 to 12) and, when the
     /// file carries one, the CRC64 trailer, before anything is read.
     pub fn new(data: &'a [u8]) -> Result<Reader<'a>, Error> {
         if data.len() < 9 || &data[..5] != b"REDIS" {
@@ -183,6 +195,13 @@ impl<'a> Reader<'a> {
                 }
                 opcodes::FREQ => {
                     self.input.byte()?;
+                }
+                opcodes::SLOT_INFO => {
+                    // Slot, its key count and its volatile key count: a
+                    // sizing hint this reader has no use for.
+                    for _ in 0..3 {
+                        self.input.length()?;
+                    }
                 }
                 opcodes::FUNCTION2 => return Ok(Some(Item::Function(self.input.string()?))),
                 opcodes::FUNCTION_PRE_GA | opcodes::MODULE_AUX => {
@@ -297,6 +316,52 @@ pub(crate) fn read_value(input: &mut Input<'_>, kind: u8) -> Result<Decoded, Err
         HASH_ZIPMAP => Value::Hash(zipmap_pairs(&input.string()?)?),
         HASH_ZIPLIST => Value::Hash(pairs(ziplist_elements(&input.string()?)?)?),
         HASH_LISTPACK => Value::Hash(pairs(listpack_elements(&input.string()?)?)?),
+        HASH_METADATA | HASH_METADATA_PRE_GA => {
+            // Relative deadlines count from the minimum, plus one (0 is "no
+            // deadline"); the pre-release form stores them absolute.
+            let base = if kind == HASH_METADATA {
+                input.u64_le()?.wrapping_sub(1)
+            } else {
+                0
+            };
+            let n = input.count(3)?;
+            let mut fields = Vec::with_capacity(n);
+            for _ in 0..n {
+                let stored = input.length()?;
+                let at = if stored == 0 {
+                    0
+                } else {
+                    stored.wrapping_add(base)
+                };
+                if at > MAX_FIELD_DEADLINE {
+                    return Err(Error::Corrupt(format!("hash field deadline {at}")));
+                }
+                fields.push((input.string()?, input.string()?, at));
+            }
+            Value::HashWithExpiry(fields)
+        }
+        HASH_LISTPACK_EX | HASH_LISTPACK_EX_PRE_GA => {
+            if kind == HASH_LISTPACK_EX {
+                input.u64_le()?; // the earliest deadline, implied by the triples
+            }
+            let flat = listpack_elements(&input.string()?)?;
+            if flat.len() % 3 != 0 {
+                return Err(Error::Corrupt("hash listpack of triples".into()));
+            }
+            let mut fields = Vec::with_capacity(flat.len() / 3);
+            let mut elements = flat.into_iter();
+            while let (Some(field), Some(value), Some(at)) =
+                (elements.next(), elements.next(), elements.next())
+            {
+                let at = std::str::from_utf8(&at)
+                    .ok()
+                    .and_then(|at| at.parse::<u64>().ok())
+                    .filter(|&at| at <= MAX_FIELD_DEADLINE)
+                    .ok_or_else(|| Error::Corrupt("hash field deadline".into()))?;
+                fields.push((field, value, at));
+            }
+            Value::HashWithExpiry(fields)
+        }
         STREAM_LISTPACKS | STREAM_LISTPACKS_2 | STREAM_LISTPACKS_3 => {
             skip_stream(input, kind)?;
             return Ok(Decoded::Unsupported("stream"));

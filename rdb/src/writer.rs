@@ -4,7 +4,7 @@ use crate::compact::{intset, ListpackBuilder};
 use crate::encoding::{canonical_int, write_int, write_length, write_string};
 use crate::float::{as_integer, d2string};
 use crate::reader::{opcodes, types};
-use crate::{crc64_update, Value, RDB_VERSION};
+use crate::{crc64_update, FieldsWithExpiry, Pairs, Value, RDB_VERSION};
 
 /// Which compact encodings to write, at which sizes: Redis 7.0's defaults,
 /// so that a value keeps its `OBJECT ENCODING` through a save and a load.
@@ -148,7 +148,51 @@ fn encode_value(out: &mut Vec<u8>, value: &Value, enc: &Encodings) -> u8 {
                 types::HASH
             }
         }
+        Value::HashWithExpiry(fields) => encode_hash_with_expiry(out, fields, enc),
     }
+}
+
+/// A hash whose fields may carry deadlines, as Redis 7.4 saves one: small
+/// enough for a listpack, a listpack of field, value, deadline triples
+/// (0: none) led by the earliest deadline; otherwise, when some field has
+/// a deadline, a table whose deadlines count from that earliest one; a
+/// plain table when none has.
+fn encode_hash_with_expiry(out: &mut Vec<u8>, fields: &FieldsWithExpiry, enc: &Encodings) -> u8 {
+    let earliest = fields
+        .iter()
+        .map(|&(_, _, at)| at)
+        .filter(|&at| at != 0)
+        .min();
+    let small = fields.len() <= enc.hash_max_listpack_entries
+        && fields.iter().all(|(f, v, _)| {
+            f.len() <= enc.hash_max_listpack_value && v.len() <= enc.hash_max_listpack_value
+        });
+    if small {
+        out.extend_from_slice(&earliest.unwrap_or(0).to_le_bytes());
+        let mut lp = ListpackBuilder::default();
+        for (field, value, at) in fields {
+            lp.push(field);
+            lp.push(value);
+            lp.push_int(*at as i64);
+        }
+        write_string(out, &lp.finish(), enc.compress);
+        return types::HASH_LISTPACK_EX;
+    }
+    let Some(earliest) = earliest else {
+        let plain: Pairs = fields
+            .iter()
+            .map(|(f, v, _)| (f.clone(), v.clone()))
+            .collect();
+        return encode_value(out, &Value::Hash(plain), enc);
+    };
+    out.extend_from_slice(&earliest.to_le_bytes());
+    write_length(out, fields.len() as u64);
+    for (field, value, at) in fields {
+        write_length(out, if *at == 0 { 0 } else { at - earliest + 1 });
+        write_string(out, field, enc.compress);
+        write_string(out, value, enc.compress);
+    }
+    types::HASH_METADATA
 }
 
 /// One key as a file holds it: its expiry (ms) if volatile, its type, the

@@ -27,6 +27,11 @@ const BATCH_BUCKETS: usize = 256;
 /// second cost a tenth of a core while nothing expired.
 const STALE_ONE_IN: usize = 10;
 
+/// At most this many hashes with fields due are purged per shard per
+/// tick (Redis caps its field expiry by fields per cycle likewise); the
+/// rest wait for the next tick, or for someone to touch them.
+const FIELD_HASHES_PER_TICK: usize = 1000;
+
 /// What one sweep did.
 #[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
 pub struct Swept {
@@ -46,6 +51,7 @@ pub fn sweep_once(shared: &Shared) -> Swept {
     }
     let now = shared.clock.now_ms();
     let mut expired = 0;
+    let mut expired_fields = 0;
     for index in 0..shared.store.databases() {
         let db = shared.store.db(index);
         for shard_index in 0..db.shard_count() {
@@ -57,7 +63,11 @@ pub fn sweep_once(shared: &Shared) -> Swept {
                 } else {
                     (0, 0)
                 };
+                if budget.is_none() {
+                    shard.expire_fields(now, FIELD_HASHES_PER_TICK);
+                }
                 expired += shard.take_expired_count();
+                expired_fields += shard.take_expired_fields_count();
                 swept.examined += examined as u64;
                 swept.reclaimed += removed as u64;
                 let left = budget.get_or_insert_with(|| {
@@ -70,7 +80,13 @@ pub fn sweep_once(shared: &Shared) -> Swept {
             }
         }
     }
-    if expired > 0 {
+    if expired_fields > 0 {
+        shared
+            .stats
+            .expired_subkeys
+            .fetch_add(expired_fields, Ordering::Relaxed);
+    }
+    if expired > 0 || expired_fields > 0 {
         shared
             .stats
             .expired_keys

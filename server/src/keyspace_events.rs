@@ -53,6 +53,12 @@ impl KeyspaceEvents {
         if self.wanted(flags, class::KEY_MISS) {
             store |= key_events::MISSED;
         }
+        if self.wanted(flags, class::HASH) {
+            store |= key_events::FIELDS_EXPIRED;
+        }
+        if self.wanted(flags, class::GENERIC) {
+            store |= key_events::EMPTIED_BY_FIELD_EXPIRY;
+        }
         self.store_events.store(store, Ordering::Relaxed);
     }
 
@@ -121,6 +127,8 @@ impl crate::store::KeyObserver for KeyspaceEvents {
         let (class, name) = match event {
             key_events::EXPIRED => (class::EXPIRED, "expired"),
             key_events::NEW => (class::NEW, "new"),
+            key_events::FIELDS_EXPIRED => (class::HASH, "hexpired"),
+            key_events::EMPTIED_BY_FIELD_EXPIRY => (class::GENERIC, "del"),
             _ => (class::KEY_MISS, "keymiss"),
         };
         self.notify(class, name, key, db, now_ms);

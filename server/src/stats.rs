@@ -39,6 +39,9 @@ pub struct Stats {
     pub net_output_bytes: AtomicU64,
     /// Keys removed because their TTL passed.
     pub expired_keys: AtomicU64,
+    /// Hash fields removed because their deadline passed (Redis 7.4's
+    /// expired_subkeys).
+    pub expired_subkeys: AtomicU64,
     /// Errors replied, by any command.
     pub total_error_replies: AtomicU64,
     /// Errors replied, by error code (INFO errorstats), in Redis's order.
@@ -88,6 +91,7 @@ impl Stats {
             net_input_bytes: AtomicU64::new(0),
             net_output_bytes: AtomicU64::new(0),
             expired_keys: AtomicU64::new(0),
+            expired_subkeys: AtomicU64::new(0),
             total_error_replies: AtomicU64::new(0),
             errorstats: Mutex::new(BTreeMap::new()),
             reads_processed: AtomicU64::new(0),
@@ -140,6 +144,7 @@ impl Stats {
             &self.net_input_bytes,
             &self.net_output_bytes,
             &self.expired_keys,
+            &self.expired_subkeys,
             &self.total_error_replies,
             &self.reads_processed,
             &self.writes_processed,

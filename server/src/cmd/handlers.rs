@@ -8,9 +8,9 @@ use std::sync::OnceLock;
 
 use super::{
     acl, bitfield, bitmap, blocking, client, cluster, command, config, connection as conn,
-    failover, functions, hash, hyperloglog, increx, info, keys, latency, lcs, list, memory,
-    migrate, mpop, multi, persistence, pubsub, replication, scripting, server, set, sort, string,
-    throttle, zset, zset_algebra, Ctx,
+    failover, functions, hash, hash_expiry, hyperloglog, increx, info, keys, latency, lcs, list,
+    memory, migrate, mpop, multi, persistence, pubsub, replication, scripting, server, set, sort,
+    string, throttle, zset, zset_algebra, Ctx,
 };
 use crate::catalog::registry;
 use crate::resp::Reply;
@@ -99,6 +99,17 @@ static BINDINGS: &[(&str, Handler)] = &[
     ("hgetall", hash::hgetall),
     ("hdel", hash::hdel),
     ("hgetdel", hash::hgetdel),
+    ("hexpire", hash_expiry::hexpire),
+    ("hpexpire", hash_expiry::hpexpire),
+    ("hexpireat", hash_expiry::hexpireat),
+    ("hpexpireat", hash_expiry::hpexpireat),
+    ("httl", hash_expiry::httl),
+    ("hpttl", hash_expiry::hpttl),
+    ("hexpiretime", hash_expiry::hexpiretime),
+    ("hpexpiretime", hash_expiry::hpexpiretime),
+    ("hpersist", hash_expiry::hpersist),
+    ("hgetex", hash_expiry::hgetex),
+    ("hsetex", hash_expiry::hsetex),
     ("hexists", hash::hexists),
     ("hlen", hash::hlen),
     ("hkeys", hash::hkeys),

@@ -267,7 +267,7 @@ pub fn hincrby(ctx: &mut Ctx<'_>, argv: &[&[u8]]) -> Reply {
             let Some(next) = current.checked_add(delta) else {
                 return Reply::error(error::OVERFLOW);
             };
-            hash.insert(
+            hash.insert_keeping_deadline(
                 argv[2],
                 itoa::Buffer::new().format(next).as_bytes(),
                 &limits,
@@ -300,7 +300,7 @@ pub fn hincrbyfloat(ctx: &mut Ctx<'_>, argv: &[&[u8]]) -> Reply {
             let current = hash.get(argv[2]).unwrap_or(b"0");
             match add_human(current, argv[3]) {
                 Ok(sum) => {
-                    hash.insert(argv[2], &sum, &limits);
+                    hash.insert_keeping_deadline(argv[2], &sum, &limits);
                     Reply::Bulk(sum)
                 }
                 Err(AddError::NotAFloat) => Reply::error(error::HASH_NOT_FLOAT),

@@ -558,6 +558,7 @@ fn stats(ctx: &Ctx<'_>, totals: &ShardTotals) -> Vec<String> {
             "sync_partial_err:{}",
             load(&ctx.shared.stats.sync_partial_err)
         ),
+        format!("expired_subkeys:{}", load(&stats.expired_subkeys)),
         format!("expired_keys:{}", load(&stats.expired_keys)),
         "expired_stale_perc:0.00".to_string(),
         "expired_time_cap_reached_count:0".to_string(),

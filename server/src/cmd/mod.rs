@@ -28,6 +28,7 @@ pub mod handlers;
 #[cfg(any(test, feature = "fuzzing"))]
 pub mod harness;
 pub mod hash;
+pub mod hash_expiry;
 pub mod hyperloglog;
 pub mod increx;
 pub mod info;

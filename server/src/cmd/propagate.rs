@@ -42,6 +42,16 @@ pub fn effect(ctx: &mut Ctx<'_>, change: &[&[u8]]) {
     }
 }
 
+/// [`effect`] for a change built as owned arguments.
+pub fn effect_owned(ctx: &mut Ctx<'_>, change: Vec<Vec<u8>>) {
+    if ctx.shared.store.feed().active() {
+        let db = ctx.client.db;
+        ctx.client
+            .propagated
+            .push((db, crate::store::feed::encoded(&change)));
+    }
+}
+
 /// A script a client loaded (SCRIPT LOAD, or EVAL of a body new to the
 /// cache) goes to the change feed as `SCRIPT LOAD <source>`, so that a
 /// replay of the append-only file has it again (`lua-persist-scripts`;
@@ -226,6 +236,11 @@ fn rewritten(command: &Command, argv: &[&[u8]], reply: &Reply, now_ms: u64) -> O
         "migrate" => Vec::new(),
         // Their handlers keep their effect (`effect`: SET ... PXAT).
         "cl.throttle" | "increx" => Vec::new(),
+        // Hash field expiry: the handlers keep what they did, made absolute
+        // (`HPEXPIREAT`, `HSETEX ... PXAT`) or the `HDEL` it amounted to.
+        "hexpire" | "hpexpire" | "hexpireat" | "hpexpireat" | "hpersist" | "hgetex" | "hsetex" => {
+            Vec::new()
+        }
         _ => return None,
     })
 }

@@ -14,6 +14,7 @@
 pub mod clock;
 pub mod entry;
 pub mod feed;
+mod field_expiry;
 pub mod held;
 pub mod object;
 pub mod rdb_value;
@@ -107,6 +108,10 @@ pub mod key_events {
     pub const NEW: u8 = 1 << 1;
     /// A read looked a key up and found nothing.
     pub const MISSED: u8 = 1 << 2;
+    /// Fields of a hash passed their deadline and were purged (`hexpired`).
+    pub const FIELDS_EXPIRED: u8 = 1 << 3;
+    /// ... and that took the hash's last field, and so the key (`del`).
+    pub const EMPTIED_BY_FIELD_EXPIRY: u8 = 1 << 4;
 }
 
 /// An observer that hears nothing (a scratch shard's, a store's in tests).

@@ -18,6 +18,11 @@ pub fn to_rdb(value: ValueRef<'_>) -> Value {
         ValueRef::Obj(Object::ZSet(zset)) => {
             Value::SortedSet(zset.iter().map(|(m, s)| (m.to_vec(), s)).collect())
         }
+        ValueRef::Obj(Object::Hash(hash)) if hash.keeps_deadlines() => Value::HashWithExpiry(
+            hash.iter_with_deadlines()
+                .map(|(f, v, at)| (f.to_vec(), v.to_vec(), at))
+                .collect(),
+        ),
         ValueRef::Obj(Object::Hash(hash)) => {
             Value::Hash(hash.iter().map(|(f, v)| (f.to_vec(), v.to_vec())).collect())
         }
@@ -56,6 +61,21 @@ pub fn from_rdb(value: Value, limits: &Encodings) -> Option<OwnedValue> {
             let mut hash = Hash::default();
             for (field, value) in &fields {
                 hash.insert(field, value, limits);
+            }
+            Object::Hash(hash)
+        }
+        // Fields already past their deadline load too: the store purges
+        // them when the hash is next touched, or its expiry gets to them.
+        Value::HashWithExpiry(fields) => {
+            let mut hash = Hash::default();
+            hash.enable_deadlines();
+            for (field, value, _) in &fields {
+                hash.insert(field, value, limits);
+            }
+            for (field, _, at) in &fields {
+                if *at != 0 {
+                    hash.set_deadline(field, *at);
+                }
             }
             Object::Hash(hash)
         }

@@ -14,6 +14,7 @@ use std::hash::BuildHasher;
 use tally_cluster::slot::key_slot;
 
 use super::entry::{Entry, ValueRef};
+use super::field_expiry::{earliest_field_deadline, hint, needs_hint, FieldQueue};
 use super::object::Object;
 use super::slab::Slab;
 use super::slot_index::SlotIndex;
@@ -48,6 +49,26 @@ pub(crate) struct KeyObservers {
 }
 
 impl KeyObservers {
+    /// Tells the change feed and the observer that the due `fields` of the
+    /// hash at `key` were purged (`emptied`: with its last field, and so
+    /// the key), as Redis's hashTypeExpire propagates and notifies.
+    pub(super) fn fields_expired(
+        &self,
+        key: &[u8],
+        fields: &[Box<[u8]>],
+        emptied: bool,
+        now_ms: u64,
+    ) {
+        touch(self, key);
+        if self.feed.active() {
+            self.feed.append_fields_expired(self.db, key, fields);
+        }
+        self.key_event(super::key_events::FIELDS_EXPIRED, key, now_ms);
+        if emptied {
+            self.key_event(super::key_events::EMPTIED_BY_FIELD_EXPIRY, key, now_ms);
+        }
+    }
+
     /// Tells the observer of a store key event, if it hears that kind.
     #[inline]
     fn key_event(&self, event: u8, key: &[u8], now_ms: u64) {
@@ -119,10 +140,10 @@ pub const SCAN_EPOCH_MASK: u32 = 0xFF;
 
 /// The data protected by one shard's mutex.
 pub struct ShardData {
-    table: HashTable<Entry>,
+    pub(super) table: HashTable<Entry>,
     /// Where every entry of `table` lives; see [`Slab`].
     slab: Slab,
-    hasher: DefaultHashBuilder,
+    pub(super) hasher: DefaultHashBuilder,
     /// Keys that carry a deadline (INFO keyspace `expires=`).
     volatile: usize,
     /// Bytes this shard owns: entry allocations plus the table's own allocation.
@@ -139,7 +160,7 @@ pub struct ShardData {
     expired_uncounted: u64,
     /// WATCHed keys of this shard (`None`, one branch per write, when
     /// none) and the store's key observer.
-    observers: KeyObservers,
+    pub(super) observers: KeyObservers,
     /// Read lookups that found their key / found nothing (INFO keyspace_hits
     /// and keyspace_misses), counted under the lock the lookup holds anyway.
     lookups: LookupCounts,
@@ -148,6 +169,10 @@ pub struct ShardData {
     snapshot: Option<Box<ShardSnapshot>>,
     /// Cluster mode: the keys of each hash slot (see [`SlotIndex`]).
     slot_index: Option<Box<SlotIndex>>,
+    /// Hints of when hashes have fields due (see [`super::field_expiry`]).
+    pub(super) field_queue: FieldQueue,
+    /// Hash fields purged since INFO's expired_subkeys last collected them.
+    pub(super) expired_fields_uncounted: u64,
 }
 
 /// Read lookups of one shard, as Redis's lookupKeyRead counts them.
@@ -195,6 +220,7 @@ pub struct EntryMut<'a> {
     /// Set by every mutating method: the drop then touches watchers.
     modified: bool,
     observers: &'a KeyObservers,
+    field_queue: &'a mut FieldQueue,
 }
 
 impl std::ops::Deref for EntryMut<'_> {
@@ -244,6 +270,16 @@ impl Drop for EntryMut<'_> {
     fn drop(&mut self) {
         if self.modified {
             touch(self.observers, self.entry.key());
+            // A hash given an earlier field deadline needs the sweep to
+            // look at it sooner.
+            if let ValueRef::Obj(Object::Hash(hash)) = self.entry.value() {
+                if needs_hint(hash) {
+                    let key = self.entry.key().to_vec();
+                    if let Some(Object::Hash(hash)) = self.entry.object_mut() {
+                        hint(self.field_queue, &key, hash);
+                    }
+                }
+            }
         }
         let heap_after = self.entry.heap_size();
         if heap_after != self.heap_before {
@@ -292,6 +328,8 @@ impl ShardData {
             lookups: LookupCounts::default(),
             snapshot: None,
             slot_index: None,
+            field_queue: FieldQueue::new(),
+            expired_fields_uncounted: 0,
         }
     }
 
@@ -398,7 +436,7 @@ impl ShardData {
     /// Before the entry in bucket `index` changes or goes: its snapshot
     /// value is preserved (one branch when no snapshot is in progress).
     #[inline]
-    fn preserve_at(&mut self, index: usize) {
+    pub(super) fn preserve_at(&mut self, index: usize) {
         if let Some(snapshot) = self.snapshot.as_deref_mut() {
             if let Some(entry) = self.table.get_bucket_mut(index) {
                 snapshot.preserve(entry, index);
@@ -468,6 +506,11 @@ impl ShardData {
         std::mem::take(&mut self.expired_uncounted)
     }
 
+    /// Takes the count of hash fields that expired since the last call.
+    pub fn take_expired_fields_count(&mut self) -> u64 {
+        std::mem::take(&mut self.expired_fields_uncounted)
+    }
+
     /// Number of keys, counting expired keys not yet reclaimed (as Redis's DBSIZE does).
     pub fn len(&self) -> usize {
         self.table.len()
@@ -493,7 +536,7 @@ impl ShardData {
         self.bytes
     }
 
-    fn account(&mut self, delta: isize) {
+    pub(super) fn account(&mut self, delta: isize) {
         self.bytes = (self.bytes as isize + delta) as usize;
         self.used_memory.fetch_add(delta, Ordering::Relaxed);
     }
@@ -528,6 +571,14 @@ impl ShardData {
             }
             return None;
         }
+        let fields_due = self
+            .table
+            .get_bucket(index)
+            .and_then(earliest_field_deadline)
+            .is_some_and(|at| at < now_ms);
+        if fields_due && !self.observers.feed.following() && !self.purge_fields(index, now_ms) {
+            return None;
+        }
         Some(index)
     }
 
@@ -550,6 +601,7 @@ impl ShardData {
             had_deadline,
             modified: false,
             observers: &self.observers,
+            field_queue: &mut self.field_queue,
         })
     }
 
@@ -639,8 +691,16 @@ impl ShardData {
         }
     }
 
-    fn put(&mut self, key: KeyRef<'_>, entry: Entry, now_ms: u64) -> bool {
+    fn put(&mut self, key: KeyRef<'_>, mut entry: Entry, now_ms: u64) -> bool {
         touch(&self.observers, key.bytes);
+        // A hash arriving with field deadlines (RESTORE, RENAME, a load) is
+        // hinted under its new key, whatever it was hinted under before.
+        if let Some(Object::Hash(hash)) = entry.object_mut() {
+            if hash.has_field_deadlines() {
+                hash.set_hinted_deadline(0);
+                hint(&mut self.field_queue, key.bytes, hash);
+            }
+        }
         let mut delta = entry.heap_size() as isize;
         if entry.expire_at() != 0 {
             self.volatile += 1;
@@ -756,7 +816,7 @@ impl ShardData {
 
     /// Drops a key that left the table from the slot index (cluster mode).
     #[inline]
-    fn unindex(&mut self, key: &[u8]) {
+    pub(super) fn unindex(&mut self, key: &[u8]) {
         if let Some(index) = self.slot_index.as_deref_mut() {
             index.remove(key_slot(key), self.hasher.hash_one(key));
             self.account(-(SlotIndex::BYTES_PER_KEY as isize));
@@ -765,7 +825,7 @@ impl ShardData {
 
     /// Accounting for an entry that has just left the table, and its block
     /// back to the slab.
-    fn forget(&mut self, removed: Entry) {
+    pub(super) fn forget(&mut self, removed: Entry) {
         if removed.expire_at() != 0 {
             self.volatile -= 1;
         }
@@ -792,6 +852,7 @@ impl ShardData {
         }
         self.layout_epoch = self.layout_epoch.wrapping_add(1);
         self.sweep_cursor = 0;
+        self.field_queue.clear();
         self.account(-bytes);
     }
 
@@ -900,6 +961,7 @@ impl ShardData {
         std::mem::swap(&mut self.volatile, &mut other.volatile);
         std::mem::swap(&mut self.bytes, &mut other.bytes);
         std::mem::swap(&mut self.slot_index, &mut other.slot_index);
+        std::mem::swap(&mut self.field_queue, &mut other.field_queue);
         self.layout_epoch = self.layout_epoch.wrapping_add(1);
         other.layout_epoch = other.layout_epoch.wrapping_add(1);
         self.sweep_cursor = 0;

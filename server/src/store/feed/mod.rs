@@ -212,6 +212,16 @@ impl Feed {
         self.append(&[(db, encoded(&[b"DEL", key]))])
     }
 
+    /// Appends the purge of a hash's due fields: the `HDEL` Redis
+    /// propagates for them.
+    pub fn append_fields_expired(&self, db: usize, key: &[u8], fields: &[Box<[u8]>]) -> u64 {
+        let mut argv: Vec<&[u8]> = Vec::with_capacity(2 + fields.len());
+        argv.push(b"HDEL");
+        argv.push(key);
+        argv.extend(fields.iter().map(|f| &**f));
+        self.append(&[(db, encoded(&argv))])
+    }
+
     /// Takes the bytes appended so far, and the stream position after them.
     pub fn take(&self) -> (Vec<u8>, u64) {
         let mut pending = self.pending.lock();

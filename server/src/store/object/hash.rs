@@ -11,6 +11,7 @@
 use hashbrown::DefaultHashBuilder;
 use indexmap::IndexMap;
 
+use super::field_deadlines::FieldDeadlines;
 use super::{element_bytes, Encodings};
 /// Per-field cost of the index map beyond the two elements: hash, index slot.
 const FIELD_OVERHEAD: usize = 16;
@@ -25,6 +26,9 @@ pub struct Hash {
     /// The table's running estimate of its heap bytes (the packed form
     /// reports its buffer's capacity instead).
     bytes: usize,
+    /// Field deadlines, from the first HEXPIRE (or HSETEX with one) on: a
+    /// packed hash is then Redis's `listpackex`, which it stays.
+    deadlines: Option<Box<FieldDeadlines>>,
 }
 
 #[derive(Debug, Clone)]
@@ -44,6 +48,7 @@ impl Default for Hash {
                 len: 0,
             },
             bytes: 0,
+            deadlines: None,
         }
     }
 }
@@ -144,19 +149,22 @@ impl Hash {
         self.len() == 0
     }
 
-    /// `listpack` or `hashtable`.
+    /// `listpack`, `listpackex` (a listpack that has had field
+    /// deadlines) or `hashtable`.
     pub fn encoding(&self) -> &'static str {
-        match self.fields {
-            Fields::Packed { .. } => "listpack",
-            Fields::Table(_) => "hashtable",
+        match (&self.fields, &self.deadlines) {
+            (Fields::Packed { .. }, None) => "listpack",
+            (Fields::Packed { .. }, Some(_)) => "listpackex",
+            (Fields::Table(_), _) => "hashtable",
         }
     }
 
     pub(super) fn heap_bytes(&self) -> usize {
-        match &self.fields {
+        let fields = match &self.fields {
             Fields::Packed { buffer, .. } => buffer.capacity(),
             Fields::Table(_) => self.bytes,
-        }
+        };
+        fields + self.deadlines.as_ref().map_or(0, |d| d.heap_bytes())
     }
 
     /// The value of a field.
@@ -170,7 +178,30 @@ impl Hash {
     /// Sets a field; true when the field is new. Past
     /// `hash-max-listpack-value` or `-entries` the hash is one Redis would
     /// have converted.
+    /// A field that had a deadline loses it, as HSET's does in Redis (and,
+    /// packed, moves behind the fields with one, as in a listpackex).
     pub fn insert(&mut self, field: &[u8], value: &[u8], limits: &Encodings) -> bool {
+        let had_deadline = self.deadlines.as_mut().and_then(|d| d.remove(field));
+        if had_deadline.is_some() && matches!(self.fields, Fields::Packed { .. }) {
+            self.remove_field(field);
+            self.put(field, value, limits);
+            return false;
+        }
+        self.put(field, value, limits)
+    }
+
+    /// Sets a field's value and keeps its deadline, if any, as HINCRBY
+    /// does; true when the field is new.
+    pub fn insert_keeping_deadline(
+        &mut self,
+        field: &[u8],
+        value: &[u8],
+        limits: &Encodings,
+    ) -> bool {
+        self.put(field, value, limits)
+    }
+
+    fn put(&mut self, field: &[u8], value: &[u8], limits: &Encodings) -> bool {
         let longest = limits.hash_max_listpack_value;
         if field.len() > longest || value.len() > longest {
             self.convert();
@@ -192,7 +223,7 @@ impl Hash {
                 }
                 // One field too many: the table takes it.
                 self.convert();
-                self.insert(field, value, limits)
+                self.put(field, value, limits)
             }
             Fields::Table(table) => {
                 if let Some(old) = table.get_mut(field) {
@@ -222,8 +253,15 @@ impl Hash {
         self.bytes = bytes;
     }
 
-    /// Removes a field; true when it existed.
+    /// Removes a field, and its deadline; true when it existed.
     pub fn remove(&mut self, field: &[u8]) -> bool {
+        if let Some(deadlines) = self.deadlines.as_mut() {
+            deadlines.remove(field);
+        }
+        self.remove_field(field)
+    }
+
+    fn remove_field(&mut self, field: &[u8]) -> bool {
         match &mut self.fields {
             // A listpack keeps the order of the remaining fields.
             Fields::Packed { buffer, len } => match find(buffer, field) {
@@ -244,6 +282,118 @@ impl Hash {
                 None => false,
             },
         }
+    }
+
+    /// True once the hash keeps field deadlines (a listpackex, or a table
+    /// that had one), whether or not a field has one now.
+    pub fn keeps_deadlines(&self) -> bool {
+        self.deadlines.is_some()
+    }
+
+    /// True when some field has a deadline.
+    pub fn has_field_deadlines(&self) -> bool {
+        self.deadlines.as_ref().is_some_and(|d| d.len() > 0)
+    }
+
+    /// The deadline of `field` (unix ms), if it has one.
+    pub fn deadline(&self, field: &[u8]) -> Option<u64> {
+        self.deadlines.as_ref()?.get(field)
+    }
+
+    /// The earliest deadline of any field.
+    pub fn earliest_deadline(&self) -> Option<u64> {
+        self.deadlines.as_ref()?.earliest()
+    }
+
+    /// Makes the hash one that keeps field deadlines (Redis converts a
+    /// listpack to a listpackex for any HEXPIRE on an existing hash, even
+    /// one that sets nothing).
+    pub fn enable_deadlines(&mut self) {
+        self.deadlines.get_or_insert_with(Default::default);
+    }
+
+    /// Gives an existing field the deadline `at_ms`. Packed, the field
+    /// moves to its place in deadline order, after the fields due no
+    /// later and before those without one, as Redis's listpackex keeps
+    /// them (HGETALL's order shows it).
+    pub fn set_deadline(&mut self, field: &[u8], at_ms: u64) {
+        let deadlines = self.deadlines.get_or_insert_with(Default::default);
+        deadlines.set(field, at_ms);
+        let Fields::Packed { buffer, .. } = &mut self.fields else {
+            return;
+        };
+        let Some(found) = find(buffer, field) else {
+            return;
+        };
+        let mut pair = Vec::with_capacity(found.end - found.start);
+        push_element(&mut pair, field);
+        push_element(&mut pair, found.value);
+        buffer.drain(found.start..found.end);
+        let mut at = buffer.len();
+        let mut elements = elements(buffer);
+        while let Some((start, name, _)) = elements.next() {
+            if deadlines.get(name).is_none_or(|other| other > at_ms) {
+                at = start;
+                break;
+            }
+            elements.next();
+        }
+        buffer.splice(at..at, pair);
+    }
+
+    /// Takes `field`'s deadline away; true when it had one. Packed, the
+    /// field moves to the end, behind every field with a deadline.
+    pub fn persist(&mut self, field: &[u8]) -> bool {
+        if self
+            .deadlines
+            .as_mut()
+            .and_then(|d| d.remove(field))
+            .is_none()
+        {
+            return false;
+        }
+        if let Fields::Packed { buffer, .. } = &mut self.fields {
+            if let Some(found) = find(buffer, field) {
+                let pair = buffer[found.start..found.end].to_vec();
+                buffer.drain(found.start..found.end);
+                buffer.extend_from_slice(&pair);
+            }
+        }
+        true
+    }
+
+    /// Removes every field whose deadline is before `now_ms`; their names,
+    /// earliest first.
+    pub fn expire_due(&mut self, now_ms: u64) -> Vec<Box<[u8]>> {
+        let due = match &self.deadlines {
+            Some(deadlines) if deadlines.earliest().is_some_and(|at| at < now_ms) => {
+                deadlines.due(now_ms)
+            }
+            _ => return Vec::new(),
+        };
+        for field in &due {
+            self.remove(field);
+        }
+        due
+    }
+
+    /// The deadline the shard's field expiry queue holds for this hash
+    /// (0: none).
+    pub fn hinted_deadline(&self) -> u64 {
+        self.deadlines.as_ref().map_or(0, |d| d.hinted())
+    }
+
+    /// Records the deadline the shard's field expiry queue now holds.
+    pub fn set_hinted_deadline(&mut self, at_ms: u64) {
+        if let Some(deadlines) = self.deadlines.as_mut() {
+            deadlines.set_hinted(at_ms);
+        }
+    }
+
+    /// Fields, values and deadlines (0: none) in iteration order.
+    pub fn iter_with_deadlines(&self) -> impl Iterator<Item = (&[u8], &[u8], u64)> {
+        self.iter()
+            .map(|(f, v)| (f, v, self.deadline(f).unwrap_or(0)))
     }
 
     /// Fields and values in Redis's iteration order.

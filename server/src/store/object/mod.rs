@@ -11,6 +11,7 @@
 //! a set of integers in numeric order (intset), a sorted set by score then
 //! member. Large hashes and sets are unordered in Redis (a dict) and here.
 
+mod field_deadlines;
 mod hash;
 mod list;
 mod set;

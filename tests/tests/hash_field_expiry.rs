@@ -216,6 +216,10 @@ async fn the_append_only_file_logs_absolute_deadlines_and_the_deletions() {
     say(addr, "HEXPIRE h 0 FIELDS 1 b").await;
     say(addr, "HGETEX h EX 200 FIELDS 1 c").await;
     say(addr, "HSETEX h PX 300000 FIELDS 1 e 5").await;
+    say(addr, "HSET h n 1").await;
+    say(addr, "HEXPIRE h 400 FIELDS 1 n").await;
+    // Logged as HSET of its value: the deadline must follow it.
+    say(addr, "HINCRBYFLOAT h n 1.5").await;
     say(addr, "HSET g x 1").await;
     say(addr, "HPEXPIRE g 50 FIELDS 1 x").await;
     tokio::time::sleep(Duration::from_millis(120)).await;
@@ -239,9 +243,10 @@ async fn the_append_only_file_logs_absolute_deadlines_and_the_deletions() {
     tally.restart();
     let addr = tally.addr();
     assert_eq!(
-        say(addr, "HTTL h FIELDS 5 a b c d e").await,
-        "*5\r\n:99\r\n:-2\r\n:199\r\n:-1\r\n:299\r\n"
+        say(addr, "HTTL h FIELDS 6 a b c d e n").await,
+        "*6\r\n:99\r\n:-2\r\n:199\r\n:-1\r\n:299\r\n:399\r\n"
     );
+    assert_eq!(say(addr, "HGET h n").await, "$3\r\n2.5\r\n");
     assert_eq!(say(addr, "EXISTS g").await, ":0\r\n");
 }
 

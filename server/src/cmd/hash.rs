@@ -6,6 +6,7 @@ use super::collection::{
     read, scan_collection, Event,
 };
 use super::error;
+use super::propagate;
 use super::Ctx;
 use crate::event_classes::class;
 use crate::float::{add_human, AddError};
@@ -301,15 +302,40 @@ pub fn hincrbyfloat(ctx: &mut Ctx<'_>, argv: &[&[u8]]) -> Reply {
             match add_human(current, argv[3]) {
                 Ok(sum) => {
                     hash.insert_keeping_deadline(argv[2], &sum, &limits);
-                    Reply::Bulk(sum)
+                    (Reply::Bulk(sum), hash.deadline(argv[2]))
                 }
-                Err(AddError::NotAFloat) => Reply::error(error::HASH_NOT_FLOAT),
-                Err(AddError::NanOrInfinity) => Reply::error(error::NAN_OR_INFINITY),
+                Err(AddError::NotAFloat) => (Reply::error(error::HASH_NOT_FLOAT), None),
+                Err(AddError::NanOrInfinity) => (Reply::error(error::NAN_OR_INFINITY), None),
             }
         },
-        |reply| !reply.is_error(),
+        |(reply, _)| !reply.is_error(),
     );
-    either(result.map(|r| r.unwrap_or(Reply::Nil)))
+    let (reply, deadline) = match result {
+        Ok(Some(outcome)) => outcome,
+        Ok(None) => (Reply::Nil, None),
+        Err(reply) => return reply,
+    };
+    // Logged as the value it produced (a replay must not compute a float
+    // again), then the field's deadline, which that HSET would drop.
+    if let Reply::Bulk(value) = &reply {
+        let field = argv[2];
+        propagate::effect(ctx, &[b"HSET", argv[1], field, value]);
+        if let Some(at) = deadline {
+            let at = at.to_string();
+            propagate::effect(
+                ctx,
+                &[
+                    b"HPEXPIREAT",
+                    argv[1],
+                    at.as_bytes(),
+                    b"FIELDS",
+                    b"1",
+                    field,
+                ],
+            );
+        }
+    }
+    reply
 }
 
 /// HRANDFIELD key [count [WITHVALUES]]

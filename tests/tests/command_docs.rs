@@ -198,9 +198,26 @@ async fn info_fields(
 }
 
 /// Commands tally serves that Redis 7.0 does not have: redis-cell's
-/// CL.THROTTLE (a module's), Redis 8.8's INCREX and Redis 8.0's HGETDEL.
-/// tally documents them, Redis 7.0 has nothing to compare with.
-const NOT_IN_REDIS_7_0: &[&str] = &["cl.throttle", "increx", "hgetdel"];
+/// CL.THROTTLE (a module's), Redis 8.8's INCREX, Redis 8.0's HGETDEL,
+/// HGETEX and HSETEX, Redis 7.4's hash field expiry. tally documents them
+/// (their COMMAND INFO checked against Redis 8.0.6 by hand), Redis 7.0 has
+/// nothing to compare with.
+const NOT_IN_REDIS_7_0: &[&str] = &[
+    "cl.throttle",
+    "increx",
+    "hgetdel",
+    "hexpire",
+    "hpexpire",
+    "hexpireat",
+    "hpexpireat",
+    "httl",
+    "hpttl",
+    "hexpiretime",
+    "hpexpiretime",
+    "hpersist",
+    "hgetex",
+    "hsetex",
+];
 
 /// COMMAND INFO's fields `fields` on tally and on Redis, (command, tally's,
 /// Redis's), for every command and subcommand tally serves. CLIENT SETINFO

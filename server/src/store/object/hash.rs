@@ -535,4 +535,55 @@ mod tests {
         long.insert(b"f", b"four", &limits);
         assert_eq!(long.encoding(), "hashtable");
     }
+
+    #[test]
+    fn packed_fields_stay_in_deadline_order_and_conversion_keeps_deadlines() {
+        let limits = Encodings {
+            hash_max_listpack_entries: 4,
+            ..Encodings::default()
+        };
+        let mut hash = Hash::default();
+        for field in [&b"a"[..], b"b", b"c"] {
+            hash.insert(field, b"v", &limits);
+        }
+        hash.set_deadline(b"c", 300);
+        hash.set_deadline(b"a", 100);
+        hash.set_deadline(b"b", 300);
+        let order = |hash: &Hash| hash.iter().map(|(f, _)| f.to_vec()).collect::<Vec<_>>();
+        // Equal deadlines keep the order they were given in.
+        assert_eq!(order(&hash), [b"a".to_vec(), b"c".to_vec(), b"b".to_vec()]);
+        assert_eq!(hash.encoding(), "listpackex");
+        assert!(hash.persist(b"a"));
+        assert!(!hash.persist(b"a"));
+        assert_eq!(order(&hash), [b"c".to_vec(), b"b".to_vec(), b"a".to_vec()]);
+        // HINCRBY's kind of write keeps place and deadline; HSET's drops both.
+        hash.insert_keeping_deadline(b"c", b"w", &limits);
+        assert_eq!(hash.deadline(b"c"), Some(300));
+        assert!(!hash.insert(b"c", b"x", &limits));
+        assert_eq!(hash.deadline(b"c"), None);
+        assert_eq!(order(&hash), [b"b".to_vec(), b"a".to_vec(), b"c".to_vec()]);
+        hash.insert(b"d", b"v", &limits);
+        hash.insert(b"e", b"v", &limits);
+        assert_eq!(hash.encoding(), "hashtable");
+        assert_eq!(hash.deadline(b"b"), Some(300));
+        assert_eq!(hash.earliest_deadline(), Some(300));
+        assert_eq!(hash.expire_due(300), Vec::<Box<[u8]>>::new());
+        assert_eq!(hash.expire_due(301), vec![Box::from(&b"b"[..])]);
+        assert_eq!(hash.len(), 4);
+        assert!(!hash.has_field_deadlines());
+    }
+
+    #[test]
+    fn deadlines_cost_memory_only_while_fields_have_them() {
+        let limits = Encodings::default();
+        let mut hash = Hash::default();
+        hash.insert(b"field", b"value", &limits);
+        hash.enable_deadlines();
+        let empty = hash.heap_bytes();
+        hash.set_deadline(b"field", 1000);
+        assert!(hash.heap_bytes() > empty);
+        hash.remove(b"field");
+        hash.insert(b"field", b"value", &limits);
+        assert_eq!(hash.heap_bytes(), empty);
+    }
 }

@@ -8,20 +8,31 @@
 # Usage: tools/redis8.sh [dir]      (default /tmp/redis8)
 # Prints the path of a `redis8-server` wrapper that takes redis-server's
 # arguments. Needs curl, xz and dpkg-deb, and deb.debian.org.
+# REDIS_SUITE=experimental takes Redis from Debian experimental instead
+# (8.6.x, with Redis 8.4's SET IFEQ, DELEX, DIGEST and MSETEX), its
+# libraries still from sid: tools/redis8.sh /tmp/redis86.
 set -euo pipefail
 DIR=$(realpath -m "${1:-/tmp/redis8}")
 MIRROR=${DEBIAN_MIRROR:-http://deb.debian.org/debian}
 WRAPPER="$DIR/redis8-server"
 if [ -x "$WRAPPER" ]; then echo "$WRAPPER"; exit 0; fi
 mkdir -p "$DIR/debs" "$DIR/root"
+SUITE=${REDIS_SUITE:-sid}
 curl -fsS -o "$DIR/Packages.xz" "$MIRROR/dists/sid/main/binary-amd64/Packages.xz"
-# redis-server, redis-tools (which holds the binary) and what they link.
-WANT="redis-server redis-tools libc6 libjemalloc2 liblzf1 libssl3t64 libstdc++6 libsystemd0
-      libgcc-s1 libatomic1 libcap2 libgcrypt20 liblz4-1 liblzma5 libzstd1 libgpg-error0"
-xz -dc "$DIR/Packages.xz" | awk -v want="$WANT" '
-    BEGIN { n = split(want, a); for (i = 1; i <= n; i++) w[a[i]] = 1 }
-    /^Package: / { p = $2 }
-    /^Filename: / { if ((p in w) && !(p in seen)) { print $2; seen[p] = 1 } }' |
+curl -fsS -o "$DIR/Redis-Packages.xz" "$MIRROR/dists/$SUITE/main/binary-amd64/Packages.xz"
+# redis-server and redis-tools (which holds the binary) from the suite,
+# what they link from sid.
+pick() {
+    awk -v want="$1" '
+        BEGIN { n = split(want, a); for (i = 1; i <= n; i++) w[a[i]] = 1 }
+        /^Package: / { p = $2 }
+        /^Filename: / { if ((p in w) && !(p in seen)) { print $2; seen[p] = 1 } }'
+}
+{
+    xz -dc "$DIR/Redis-Packages.xz" | pick "redis-server redis-tools"
+    xz -dc "$DIR/Packages.xz" | pick "libc6 libjemalloc2 liblzf1 libssl3t64 libstdc++6 libsystemd0
+        libgcc-s1 libatomic1 libcap2 libgcrypt20 liblz4-1 liblzma5 libzstd1 libgpg-error0"
+} |
 while read -r file; do
     curl -fsS -o "$DIR/debs/$(basename "$file")" "$MIRROR/$file"
 done

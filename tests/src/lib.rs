@@ -12,6 +12,7 @@ pub mod cluster;
 pub mod keyspace;
 pub mod process;
 pub mod replication;
+pub mod transcript;
 pub mod twins;
 
 use std::net::SocketAddr;

@@ -450,7 +450,7 @@ async fn described_rules_and_categories_hold_redis_s_words() {
         let name = word.trim_start_matches(['+', '-']);
         !word.starts_with(['+', '-'])
             || name.starts_with('@')
-            || (tally_commands.contains(name) && !HASH_FIELD_EXPIRY.contains(&name))
+            || (tally_commands.contains(name) && !NEWER_THAN_7_0.iter().any(|(n, _)| *n == name))
     };
     let mut described = Vec::new();
     for addr in [redis.addr, tally.addr()] {
@@ -513,17 +513,14 @@ async fn described_rules_and_categories_hold_redis_s_words() {
             matches!(*category, "write" | "string" | "fast"),
             "INCREX in @{category}"
         );
-        // Redis 7.4's and 8.0's hash field expiry: @hash @fast, and @read
-        // for the four that only report deadlines, @write for the rest.
-        for name in HASH_FIELD_EXPIRY {
-            let reads = name.contains("ttl") || name.ends_with("expiretime");
-            let expected = match *category {
-                "hash" | "fast" => true,
-                "read" => reads,
-                "write" => !reads,
-                _ => false,
-            };
-            assert_eq!(tally_names.remove(name), expected, "{name} in @{category}");
+        // Commands of Redis 7.4, 8.0 and 8.4, in the categories Redis 8
+        // puts them in.
+        for (name, categories) in NEWER_THAN_7_0 {
+            assert_eq!(
+                tally_names.remove(name),
+                categories.contains(category),
+                "{name} in @{category}"
+            );
         }
         let tally_names = &tally_names;
         let known: BTreeSet<String> = redis_names
@@ -860,18 +857,22 @@ async fn configured_users_requirepass_and_deleted_users() {
     assert_eq!(gateway.read_until_closed().await, b"");
 }
 
-/// Redis 7.4's and 8.0's hash field expiry commands, which Redis 7.0 does
-/// not have.
-const HASH_FIELD_EXPIRY: [&str; 11] = [
-    "hexpire",
-    "hpexpire",
-    "hexpireat",
-    "hpexpireat",
-    "httl",
-    "hpttl",
-    "hexpiretime",
-    "hpexpiretime",
-    "hpersist",
-    "hgetex",
-    "hsetex",
+/// Commands newer than Redis 7.0 (Redis 7.4's hash field expiry, 8.0's
+/// HGETEX and HSETEX, 8.4's DELEX, DIGEST and MSETEX), with their ACL
+/// categories in Redis 8.6.3.
+const NEWER_THAN_7_0: [(&str, &[&str]); 14] = [
+    ("hexpire", &["write", "hash", "fast"]),
+    ("hpexpire", &["write", "hash", "fast"]),
+    ("hexpireat", &["write", "hash", "fast"]),
+    ("hpexpireat", &["write", "hash", "fast"]),
+    ("httl", &["read", "hash", "fast"]),
+    ("hpttl", &["read", "hash", "fast"]),
+    ("hexpiretime", &["read", "hash", "fast"]),
+    ("hpexpiretime", &["read", "hash", "fast"]),
+    ("hpersist", &["write", "hash", "fast"]),
+    ("hgetex", &["write", "hash", "fast"]),
+    ("hsetex", &["write", "hash", "fast"]),
+    ("delex", &["write", "string", "fast"]),
+    ("digest", &["read", "string", "fast"]),
+    ("msetex", &["write", "string", "slow"]),
 ];

@@ -199,7 +199,8 @@ async fn info_fields(
 
 /// Commands tally serves that Redis 7.0 does not have: redis-cell's
 /// CL.THROTTLE (a module's), Redis 8.8's INCREX, Redis 8.0's HGETDEL,
-/// HGETEX and HSETEX, Redis 7.4's hash field expiry. tally documents them
+/// HGETEX and HSETEX, Redis 7.4's hash field expiry, Redis 8.4's DELEX,
+/// DIGEST and MSETEX. tally documents them
 /// (their COMMAND INFO checked against Redis 8.0.6 by hand), Redis 7.0 has
 /// nothing to compare with.
 const NOT_IN_REDIS_7_0: &[&str] = &[
@@ -217,6 +218,9 @@ const NOT_IN_REDIS_7_0: &[&str] = &[
     "hpersist",
     "hgetex",
     "hsetex",
+    "delex",
+    "digest",
+    "msetex",
 ];
 
 /// COMMAND INFO's fields `fields` on tally and on Redis, (command, tally's,

@@ -13,53 +13,10 @@ use tally_server::expiry::sweep_once;
 use tally_tests::process::TallyProcess;
 use tally_tests::{words, RawConn, TestServer};
 
-/// The transcript's `> command` / `< reply` pairs, replies unescaped.
-fn transcript() -> Vec<(String, Option<Vec<u8>>)> {
-    let text = include_str!("../data/hash_field_expiry.transcript");
-    let mut steps: Vec<(String, Option<Vec<u8>>)> = Vec::new();
-    for line in text.lines() {
-        if let Some(command) = line.strip_prefix("> ") {
-            steps.push((command.to_string(), None));
-        } else if let Some(reply) = line.strip_prefix("< ") {
-            let mut bytes = Vec::new();
-            let mut chars = reply.chars();
-            while let Some(c) = chars.next() {
-                match (c, c == '\\') {
-                    (_, true) => match chars.next() {
-                        Some('r') => bytes.push(b'\r'),
-                        Some('n') => bytes.push(b'\n'),
-                        Some(other) => bytes.push(other as u8),
-                        None => panic!("a dangling escape"),
-                    },
-                    (c, false) => bytes.push(c as u8),
-                }
-            }
-            steps.last_mut().expect("a command before its reply").1 = Some(bytes);
-        }
-    }
-    steps
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn replies_are_redis_8_s_byte_for_byte() {
-    let server = TestServer::start().await;
-    let mut conn = server.raw().await;
-    let steps = transcript();
-    assert!(steps.len() > 150, "the transcript is there");
-    for (command, expected) in steps {
-        if let Some(ms) = command.strip_prefix("SLEEP ") {
-            // The test server's clock is ours to move.
-            server.clock.advance_ms(ms.parse().unwrap());
-            continue;
-        }
-        let reply = conn.cmd(&words(&command)).await;
-        let expected = expected.expect("a recorded reply");
-        assert_eq!(
-            String::from_utf8_lossy(&reply),
-            String::from_utf8_lossy(&expected),
-            "{command}"
-        );
-    }
+    let text = include_str!("../data/hash_field_expiry.transcript");
+    assert!(tally_tests::transcript::replay(text).await > 150);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

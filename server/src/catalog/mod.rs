@@ -215,6 +215,17 @@ fn migrate_key_positions(argv: &[&[u8]]) -> Vec<usize> {
     }
 }
 
+/// MSETEX's keys: `numkeys` of them from the third argument, every other
+/// one (key value key value ...); none when the count is out of range.
+fn msetex_key_positions(argv: &[&[u8]]) -> Vec<usize> {
+    let count = argv.get(1).map_or(0, |n| crate::number::c_atoi(n));
+    let available = (argv.len().saturating_sub(2) / 2) as i64;
+    if count < 1 || count > available {
+        return Vec::new();
+    }
+    (0..count as usize).map(|i| 2 + 2 * i).collect()
+}
+
 /// SORT's keys (Redis's sortGetKeys): the key sorted, and the last STORE's
 /// destination. LIMIT's two arguments and GET's and BY's one are skipped,
 /// so a pattern named `store` is not taken for the option; the word after
@@ -246,6 +257,9 @@ impl Command {
         }
         if self.name == "sort" {
             return sort_key_positions(argv);
+        }
+        if self.name == "msetex" {
+            return msetex_key_positions(argv);
         }
         if stores_first(self.name) {
             // The destination, then the inputs, as their key specs list
@@ -406,6 +420,7 @@ const fn is_movable(name: &str) -> bool {
         || const_str_eq(name, "migrate")
         || const_str_eq(name, "sort")
         || const_str_eq(name, "sort_ro")
+        || const_str_eq(name, "msetex")
 }
 
 /// `a == b` where the table is built: in a `const fn`.

@@ -144,7 +144,8 @@ pub fn command_getkeys(_ctx: &mut Ctx<'_>, argv: &[&[u8]]) -> Reply {
         .key_specs
         .iter()
         .all(|spec| spec.flags.contains(&"not_key"));
-    if (command.keys.first <= 0 && counted.is_none()) || only_channels {
+    let movable = command.flags & crate::catalog::flags::MOVABLE_KEYS != 0;
+    if (command.keys.first <= 0 && !movable) || only_channels {
         return Reply::error("ERR The command has no key arguments");
     }
     if !super::arity_ok(command.arity, target.len()) {
@@ -153,7 +154,8 @@ pub fn command_getkeys(_ctx: &mut Ctx<'_>, argv: &[&[u8]]) -> Reply {
     let positions = command.key_positions(target);
     // genericGetKeys: no keys when the count is out of range, an error
     // unless the command is flagged NO_MANDATORY_KEYS.
-    if positions.is_empty() && counted.is_some_and(|(_, _, mandatory)| mandatory) {
+    let mandatory = counted.is_some_and(|(_, _, mandatory)| mandatory) || command.name == "msetex";
+    if positions.is_empty() && mandatory {
         return Reply::error("ERR Invalid arguments specified for command");
     }
     Reply::Array(

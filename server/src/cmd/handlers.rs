@@ -10,7 +10,7 @@ use super::{
     acl, bitfield, bitmap, blocking, client, cluster, command, config, connection as conn,
     failover, functions, hash, hash_expiry, hyperloglog, increx, info, keys, latency, lcs, list,
     memory, migrate, mpop, multi, persistence, pubsub, replication, scripting, server, set, sort,
-    string, throttle, zset, zset_algebra, Ctx,
+    string, string_conditions, throttle, zset, zset_algebra, Ctx,
 };
 use crate::catalog::registry;
 use crate::resp::Reply;
@@ -32,6 +32,9 @@ static BINDINGS: &[(&str, Handler)] = &[
     ("msetnx", string::msetnx),
     ("getset", string::getset),
     ("getdel", string::getdel),
+    ("delex", string_conditions::delex),
+    ("digest", string_conditions::digest_command),
+    ("msetex", string_conditions::msetex),
     ("getex", string::getex),
     ("incr", string::incr),
     ("incrby", string::incrby),

@@ -50,6 +50,7 @@ pub mod server;
 pub mod set;
 pub mod sort;
 pub mod string;
+pub mod string_conditions;
 #[cfg(test)]
 mod tests;
 pub mod throttle;

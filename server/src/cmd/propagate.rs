@@ -132,6 +132,10 @@ fn rewritten(command: &Command, argv: &[&[u8]], reply: &Reply, now_ms: u64) -> O
         // without STORE it changed nothing.
         "sort" if !matches!(reply, Reply::Int(_)) => Vec::new(),
         "getdel" => del(),
+        // DELEX goes as the DEL it was, when it deleted.
+        "delex" if matches!(reply, Reply::Int(1)) => del(),
+        "delex" => Vec::new(),
+        "msetex" => msetex(argv, reply, now_ms),
         "getex" => getex(argv, reply, now_ms),
         "incrbyfloat" => match bulk(reply) {
             Some(value) => vec![vec![
@@ -239,44 +243,63 @@ fn rewritten(command: &Command, argv: &[&[u8]], reply: &Reply, now_ms: u64) -> O
     })
 }
 
-/// SET: left out when NX/XX kept it from setting; with a relative or
-/// absolute deadline, `SET key value PXAT <ms>`; GET dropped otherwise.
+/// SET: left out when NX/XX or a value condition (IFEQ, IFNE, IFDEQ,
+/// IFDNE) kept it from setting; with a relative or absolute deadline,
+/// `SET key value PXAT <ms>`; GET and the conditions dropped otherwise (a
+/// replay sets what the call set).
 fn set(argv: &[&[u8]], reply: &Reply, now_ms: u64) -> Vec<Argv> {
     let mut nx = false;
     let mut xx = false;
     let mut get = false;
+    let mut condition = None;
     let mut at: Option<i64> = None;
+    let mut kept: Vec<&[u8]> = argv[..3].to_vec();
     let mut i = 3;
     while i < argv.len() {
         let word = argv[i].to_ascii_uppercase();
-        match word.as_slice() {
-            b"NX" => nx = true,
-            b"XX" => xx = true,
-            b"GET" => get = true,
-            b"EX" | b"PX" | b"EXAT" | b"PXAT" if i + 1 < argv.len() => {
-                let amount = int(argv[i + 1]);
+        let next = argv.get(i + 1).copied();
+        match (word.as_slice(), next) {
+            (b"NX", _) => {
+                nx = true;
+                kept.push(argv[i]);
+            }
+            (b"XX", _) => {
+                xx = true;
+                kept.push(argv[i]);
+            }
+            (b"GET", _) => get = true,
+            (b"IFEQ" | b"IFNE" | b"IFDEQ" | b"IFDNE", Some(argument)) => {
+                condition = super::string_conditions::ValueCondition::named(argv[i], argument);
+                i += 1;
+            }
+            (b"EX" | b"PX" | b"EXAT" | b"PXAT", Some(amount)) => {
+                let amount = int(amount);
                 at = Some(match word.as_slice() {
                     b"EX" => (now_ms as i64).saturating_add(amount.saturating_mul(1000)),
                     b"PX" => (now_ms as i64).saturating_add(amount),
                     b"EXAT" => amount.saturating_mul(1000),
                     _ => amount,
                 });
+                kept.extend([argv[i], argv[i + 1]]);
                 i += 1;
             }
-            _ => {}
+            _ => kept.push(argv[i]),
         }
         i += 1;
     }
     let applied = if get {
         // The reply is the old value: NX set only where there was none,
-        // XX only where there was one.
-        if nx {
-            is_nil(reply)
+        // XX only where there was one, a condition where it held for it.
+        let old = bulk(reply);
+        let condition_held = condition.is_none_or(|c| c.holds(old.as_deref()).unwrap_or(false));
+        let exists_ok = if nx {
+            old.is_none()
         } else if xx {
-            !is_nil(reply)
+            old.is_some()
         } else {
             true
-        }
+        };
+        exists_ok && condition_held
     } else {
         matches!(reply, Reply::Ok)
     };
@@ -291,11 +314,47 @@ fn set(argv: &[&[u8]], reply: &Reply, now_ms: u64) -> Vec<Argv> {
             b"PXAT".to_vec(),
             at.to_string().into_bytes(),
         ]],
-        None => vec![argv
-            .iter()
-            .enumerate()
-            .filter(|(i, a)| *i < 3 || !a.eq_ignore_ascii_case(b"GET"))
-            .map(|(_, a)| a.to_vec())
+        None => vec![kept.iter().map(|a| a.to_vec()).collect()],
+    }
+}
+
+/// MSETEX: when it set its keys, as `MSET` (no expiry option: deadlines
+/// cleared, as MSET clears them), or `MSETEX` with the deadline made
+/// absolute (`PXAT`) or `KEEPTTL`, conditions dropped.
+fn msetex(argv: &[&[u8]], reply: &Reply, now_ms: u64) -> Vec<Argv> {
+    if !matches!(reply, Reply::Int(1)) {
+        return Vec::new();
+    }
+    let count = int(argv[1]).max(0) as usize;
+    let pairs = &argv[2..2 + 2 * count];
+    let mut expiry: Option<Vec<Vec<u8>>> = None;
+    let mut i = 2 + 2 * count;
+    while i < argv.len() {
+        let word = argv[i].to_ascii_uppercase();
+        match word.as_slice() {
+            b"KEEPTTL" => expiry = Some(vec![b"KEEPTTL".to_vec()]),
+            b"EX" | b"PX" | b"EXAT" | b"PXAT" if i + 1 < argv.len() => {
+                let amount = int(argv[i + 1]);
+                let at = match word.as_slice() {
+                    b"EX" => (now_ms as i64).saturating_add(amount.saturating_mul(1000)),
+                    b"PX" => (now_ms as i64).saturating_add(amount),
+                    b"EXAT" => amount.saturating_mul(1000),
+                    _ => amount,
+                };
+                expiry = Some(vec![b"PXAT".to_vec(), at.to_string().into_bytes()]);
+                i += 1;
+            }
+            _ => {}
+        }
+        i += 1;
+    }
+    let values = pairs.iter().map(|a| a.to_vec());
+    match expiry {
+        None => vec![std::iter::once(b"MSET".to_vec()).chain(values).collect()],
+        Some(expiry) => vec![[b"MSETEX".to_vec(), argv[1].to_vec()]
+            .into_iter()
+            .chain(values)
+            .chain(expiry)
             .collect()],
     }
 }
@@ -434,6 +493,69 @@ mod tests {
 
     fn bulk(text: &str) -> Reply {
         Reply::Bulk(text.as_bytes().to_vec())
+    }
+
+    #[test]
+    fn value_conditions_delex_and_msetex_go_as_what_they_did() {
+        let ok = || Reply::Ok;
+        assert_eq!(
+            run(&["set", "k", "v", "IFEQ", "old"], ok()),
+            [["set", "k", "v"]]
+        );
+        assert!(run(&["set", "k", "v", "IFEQ", "old"], Reply::Nil).is_empty());
+        // With GET the reply is the old value: the condition is decided
+        // from it, as the call decided.
+        assert_eq!(
+            run(&["set", "k", "v", "IFEQ", "old", "GET"], bulk("old")),
+            [["set", "k", "v"]]
+        );
+        assert!(run(&["set", "k", "v", "IFEQ", "old", "GET"], bulk("other")).is_empty());
+        assert_eq!(
+            run(&["set", "k", "v", "IFNE", "x", "GET"], Reply::Nil),
+            [["set", "k", "v"]]
+        );
+        assert!(run(
+            &["set", "k", "v", "IFDEQ", "9555e8555c62dcfd", "GET"],
+            bulk("hellx")
+        )
+        .is_empty());
+        assert_eq!(
+            run(
+                &[
+                    "set",
+                    "k",
+                    "v",
+                    "IFDEQ",
+                    "9555E8555C62DCFD",
+                    "GET",
+                    "EX",
+                    "10"
+                ],
+                bulk("hello")
+            ),
+            [["SET", "k", "v", "PXAT", "1010000"]]
+        );
+        assert_eq!(
+            run(&["delex", "k", "IFEQ", "v"], Reply::Int(1)),
+            [["DEL", "k"]]
+        );
+        assert!(run(&["delex", "k", "IFEQ", "v"], Reply::Int(0)).is_empty());
+        assert_eq!(
+            run(
+                &["msetex", "2", "a", "1", "b", "2", "NX", "PX", "500"],
+                Reply::Int(1)
+            ),
+            [["MSETEX", "2", "a", "1", "b", "2", "PXAT", "1000500"]]
+        );
+        assert_eq!(
+            run(&["msetex", "1", "a", "1", "KEEPTTL", "XX"], Reply::Int(1)),
+            [["MSETEX", "1", "a", "1", "KEEPTTL"]]
+        );
+        assert_eq!(
+            run(&["msetex", "1", "a", "1"], Reply::Int(1)),
+            [["MSET", "a", "1"]]
+        );
+        assert!(run(&["msetex", "1", "a", "1", "NX"], Reply::Int(0)).is_empty());
     }
 
     #[test]

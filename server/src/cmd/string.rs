@@ -2,6 +2,7 @@
 
 use super::args::{int_arg, is};
 use super::error;
+use super::string_conditions::ValueCondition;
 use super::Ctx;
 use crate::event_classes::class;
 use crate::resp::Reply;
@@ -69,13 +70,15 @@ pub enum Deadline {
 
 /// Options of SET and GETEX, parsed as Redis's parseExtendedStringArgumentsOrReply.
 #[derive(Debug, Default)]
-struct SetOptions {
+struct SetOptions<'a> {
     nx: bool,
     xx: bool,
     get: bool,
     keepttl: bool,
     persist: bool,
     expire: Option<(ExpireUnit, i64)>,
+    /// Redis 8.4's IFEQ / IFNE / IFDEQ / IFDNE.
+    condition: Option<ValueCondition<'a>>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -93,7 +96,10 @@ enum SetGrammar {
     GetEx,
 }
 
-fn parse_set_options(options: &[&[u8]], grammar: SetGrammar) -> Result<SetOptions, Reply> {
+fn parse_set_options<'a>(
+    options: &[&'a [u8]],
+    grammar: SetGrammar,
+) -> Result<SetOptions<'a>, Reply> {
     let mut opts = SetOptions::default();
     // The amount is read after every option is: a syntax error anywhere
     // wins over a bad number, as in Redis.
@@ -113,7 +119,20 @@ fn parse_set_options(options: &[&[u8]], grammar: SetGrammar) -> Result<SetOption
         } else {
             None
         };
-        if grammar == SetGrammar::Set && is(opt, "nx") && !opts.xx {
+        let condition = match (&grammar, next) {
+            (SetGrammar::Set, Some(argument)) => ValueCondition::named(opt, argument),
+            _ => None,
+        };
+        if let Some(condition) = condition {
+            // After NX or XX, or beside a condition of another kind, a
+            // condition is a syntax error; the same kind may repeat (the
+            // last counts), and NX or XX may follow it: Redis 8.4's rules.
+            if opts.nx || opts.xx || opts.condition.is_some_and(|c| !c.same_kind(&condition)) {
+                return Err(Reply::error(error::SYNTAX));
+            }
+            opts.condition = Some(condition);
+            i += 1;
+        } else if grammar == SetGrammar::Set && is(opt, "nx") && !opts.xx {
             opts.nx = true;
         } else if grammar == SetGrammar::Set && is(opt, "xx") && !opts.nx {
             opts.xx = true;
@@ -194,8 +213,9 @@ pub fn write_string(
     shard.set(key, ValueRef::string(value), expire_at, now_ms);
 }
 
-/// SET key value [NX | XX] [GET] [EX seconds | PX milliseconds |
-/// EXAT unix-time-seconds | PXAT unix-time-milliseconds | KEEPTTL]
+/// SET key value [NX | XX | IFEQ v | IFNE v | IFDEQ digest | IFDNE digest]
+/// [GET] [EX seconds | PX milliseconds | EXAT unix-time-seconds |
+/// PXAT unix-time-milliseconds | KEEPTTL]
 pub fn set(ctx: &mut Ctx<'_>, argv: &[&[u8]]) -> Reply {
     let opts = match parse_set_options(&argv[3..], SetGrammar::Set) {
         Ok(opts) => opts,
@@ -217,16 +237,32 @@ pub fn set(ctx: &mut Ctx<'_>, argv: &[&[u8]]) -> Reply {
     } else {
         shard.get(key, ctx.now_ms)
     };
-    let old = match looked_up {
+    // A condition compares with the value there, so it needs a string;
+    // NX and XX are decided first, as in Redis.
+    let (old, current) = match looked_up {
         Some(entry) => match string_of(entry) {
-            Ok(value) => Some(reply_value(value)),
+            Ok(value) => (
+                Some(reply_value(value)),
+                opts.condition.map(|_| Ok(value_bytes(value))),
+            ),
             Err(reply) if opts.get => return reply,
-            Err(_) => Some(Reply::Nil),
+            Err(reply) => (Some(Reply::Nil), Some(Err(reply))),
         },
-        None => None,
+        None => (None, None),
     };
     let found = old.is_some();
-    if (opts.nx && found) || (opts.xx && !found) {
+    let mut blocked = (opts.nx && found) || (opts.xx && !found);
+    if let (false, Some(condition)) = (blocked, opts.condition) {
+        let current = match current.transpose() {
+            Ok(current) => current,
+            Err(wrong_type) => return wrong_type,
+        };
+        match condition.holds(current.as_deref()) {
+            Ok(holds) => blocked = !holds,
+            Err(reply) => return reply,
+        }
+    }
+    if blocked {
         return if opts.get {
             old.unwrap_or(Reply::Nil)
         } else {

@@ -75,6 +75,9 @@ pub struct ReplicaLink {
     pub ack_offset: AtomicU64,
     /// When the last ACK came (unix ms).
     pub ack_ms: AtomicU64,
+    /// REPLCONF ACK ... FACK: the stream offset the replica's append-only
+    /// file has fsynced (Redis 7.2; WAITAOF counts it).
+    pub fack_offset: AtomicU64,
     /// REPLCONF ip-address: the address the replica announces (its
     /// connection's peer address stands for it when it announces none).
     pub announced_ip: Mutex<Option<String>>,

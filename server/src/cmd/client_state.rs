@@ -285,6 +285,21 @@ pub enum After {
         /// How long to wait at most, in real time (0: no limit).
         timeout_ms: u64,
     },
+    /// WAITAOF: the reply is whether the local append-only file fsynced
+    /// `aof_offset` and how many replicas' files fsynced `offset`, once
+    /// both are met or `timeout_ms` passed (0: no limit).
+    WaitForAof {
+        /// Whether the local file must have it (numlocal 1).
+        local: bool,
+        /// Replicas asked for.
+        wanted: usize,
+        /// The client's last write, as a feed position.
+        aof_offset: u64,
+        /// The replication offset the replicas' files must reach.
+        offset: u64,
+        /// How long to wait at most, in real time (0: no limit).
+        timeout_ms: u64,
+    },
 }
 
 impl After {

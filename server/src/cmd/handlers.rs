@@ -236,6 +236,7 @@ static BINDINGS: &[(&str, Handler)] = &[
     ("command", command::command),
     ("shutdown", server::shutdown),
     ("wait", replication::wait),
+    ("waitaof", replication::waitaof),
     ("lastsave", persistence::lastsave),
     ("save", persistence::save),
     ("replconf", replication::replconf),

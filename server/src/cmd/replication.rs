@@ -175,6 +175,15 @@ pub fn replconf(ctx: &mut Ctx<'_>, argv: &[&[u8]]) -> Reply {
                 if let Some(offset) = parse_i64(value).filter(|o| *o >= 0) {
                     link.ack_offset.fetch_max(offset as u64, Ordering::Relaxed);
                     link.ack_ms.store(ctx.now_ms, Ordering::Relaxed);
+                    // `ACK <offset> FACK <aof offset>` (Redis 7.2).
+                    let fsynced = match argv.get(3..5) {
+                        Some([word, fack]) if is(word, "fack") => parse_i64(fack),
+                        _ => None,
+                    };
+                    if let Some(fsynced) = fsynced.filter(|o| *o >= 0) {
+                        link.fack_offset
+                            .fetch_max(fsynced as u64, Ordering::Relaxed);
+                    }
                     ctx.shared.replica_acks.notify_waiters();
                 }
             }
@@ -309,6 +318,74 @@ pub fn wait(ctx: &mut Ctx<'_>, argv: &[&[u8]]) -> Reply {
         timeout_ms: timeout,
     });
     Reply::Nothing
+}
+
+/// WAITAOF numlocal numreplicas timeout (Redis 7.2): waits until the
+/// local append-only file (numlocal 1) and `numreplicas` replicas' files
+/// have fsynced this client's writes, or the timeout; replies how many
+/// of each did. Replicas are counted against the replication offset now
+/// (as WAIT counts them), which covers every write of this client.
+pub fn waitaof(ctx: &mut Ctx<'_>, argv: &[&[u8]]) -> Reply {
+    let local = match int_arg(argv[1]) {
+        Ok(n @ (0 | 1)) => n == 1,
+        Ok(_) => return Reply::error("ERR value is out of range, value must between 0 and 1"),
+        Err(reply) => return reply,
+    };
+    let wanted = match parse_i64(argv[2]).filter(|n| *n >= 0) {
+        Some(n) => n as usize,
+        None => return Reply::error("ERR value is out of range, must be positive"),
+    };
+    let timeout = match parse_i64(argv[3]) {
+        Some(t) if t < 0 => return Reply::error(error::TIMEOUT_NEGATIVE),
+        Some(t) => t as u64,
+        None => return Reply::error("ERR timeout is not an integer or out of range"),
+    };
+    if ctx.shared.master_link.is_replica() {
+        return Reply::error("ERR WAITAOF cannot be used with replica instances. Please also note that writes to replicas are just local and are not propagated.");
+    }
+    let logging = ctx.shared.store.feed().logging();
+    if local && !logging {
+        return Reply::error(
+            "ERR WAITAOF cannot be used when numlocal is set but appendonly is disabled.",
+        );
+    }
+    let aof_offset = ctx.client.aof_offset;
+    let offset = ctx.shared.store.feed().replication_offset();
+    let (fsynced_here, fsynced_replicas) = aof_acknowledged(ctx.shared, aof_offset, offset);
+    let met = (fsynced_here || !local) && fsynced_replicas >= wanted;
+    if met || ctx.held.is_some() || ctx.client.in_script {
+        return aof_reply(fsynced_here, fsynced_replicas);
+    }
+    ctx.shared.aof.request_sync();
+    ctx.shared.store.feed().request_acks();
+    ctx.client.then(After::WaitForAof {
+        local,
+        wanted,
+        aof_offset,
+        offset,
+        timeout_ms: timeout,
+    });
+    Reply::Nothing
+}
+
+/// WAITAOF's reply: `[local fsynced (0 or 1), replicas that fsynced]`.
+pub fn aof_reply(fsynced_here: bool, fsynced_replicas: usize) -> Reply {
+    Reply::Array(vec![
+        Reply::Int(fsynced_here as i64),
+        Reply::Int(fsynced_replicas as i64),
+    ])
+}
+
+/// Whether this server's append-only file fsynced the feed position
+/// `aof_offset` (never while it is off, as in Redis), and how many
+/// replicas said theirs fsynced the replication offset `offset`.
+pub fn aof_acknowledged(shared: &Shared, aof_offset: u64, offset: u64) -> (bool, usize) {
+    let here = shared.store.feed().logging() && shared.aof.synced() >= aof_offset;
+    let replicas = live_replicas(shared)
+        .iter()
+        .filter(|r| r.replica.fack_offset.load(Ordering::Relaxed) >= offset)
+        .count();
+    (here, replicas)
 }
 
 /// `min-replicas-to-write`: false when it is set and fewer replicas than

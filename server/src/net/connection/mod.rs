@@ -21,7 +21,7 @@ mod socket;
 mod waits;
 
 use socket::{send_owed, wait, write_out};
-use waits::{wait_blocked, wait_for_replicas, wait_for_shutdown};
+use waits::{wait_blocked, wait_for_aof, wait_for_replicas, wait_for_shutdown};
 
 /// Bytes read per syscall at least; larger batches are read as they come.
 const READ_CHUNK: usize = 16 * 1024;
@@ -269,6 +269,31 @@ pub async fn serve_stream<S: ClientStream>(
                 resume_buffered = !input.is_empty();
                 After::Continue
             }
+            After::WaitForAof {
+                local,
+                wanted,
+                aof_offset,
+                offset,
+                timeout_ms,
+            } => {
+                let Some((here, replicas)) = wait_for_aof(
+                    &shared,
+                    (local, wanted),
+                    (aof_offset, offset),
+                    timeout_ms,
+                    killed.as_mut(),
+                )
+                .await
+                else {
+                    break;
+                };
+                if client.replies != ReplyMode::Off {
+                    crate::cmd::replication::aof_reply(here, replicas)
+                        .encode(client.proto, &mut output);
+                }
+                resume_buffered = !input.is_empty();
+                After::Continue
+            }
             After::WaitForReplicas {
                 wanted,
                 offset,
@@ -361,6 +386,7 @@ pub async fn serve_stream<S: ClientStream>(
             | After::Close
             | After::Migrate(_)
             | After::WaitForReplicas { .. }
+            | After::WaitForAof { .. }
             | After::WaitForShutdown
             | After::Block { .. } => {}
         }
@@ -509,6 +535,7 @@ fn run_batch(
             After::Sleep(_)
                 | After::Migrate(_)
                 | After::WaitForReplicas { .. }
+                | After::WaitForAof { .. }
                 | After::Block { .. }
         ) {
             // DEBUG SLEEP: send what is owed, pause, then carry on with the

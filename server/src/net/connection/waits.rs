@@ -43,6 +43,44 @@ pub(super) async fn wait_for_replicas(
     }
 }
 
+/// WAITAOF's wait: until the local file (when `local`) fsynced
+/// `aof_offset` and `wanted` replicas' files fsynced `offset`, or the
+/// timeout; what was fsynced then. `None` when the client was killed.
+pub(super) async fn wait_for_aof(
+    shared: &Shared,
+    (local, wanted): (bool, usize),
+    (aof_offset, offset): (u64, u64),
+    timeout_ms: u64,
+    mut killed: std::pin::Pin<&mut tokio::sync::futures::Notified<'_>>,
+) -> Option<(bool, usize)> {
+    let deadline = (timeout_ms != 0)
+        .then(|| tokio::time::Instant::now() + std::time::Duration::from_millis(timeout_ms));
+    let mut synced = shared.aof.watch_synced();
+    loop {
+        let acked = shared.replica_acks.notified();
+        tokio::pin!(acked);
+        acked.as_mut().enable();
+        synced.borrow_and_update();
+        let (here, replicas) = cmd::replication::aof_acknowledged(shared, aof_offset, offset);
+        let now = tokio::time::Instant::now();
+        if ((here || !local) && replicas >= wanted) || deadline.is_some_and(|d| now >= d) {
+            return Some((here, replicas));
+        }
+        let second = now + std::time::Duration::from_secs(1);
+        let wake = deadline.map_or(second, |d| d.min(second));
+        tokio::select! {
+            biased;
+            _ = killed.as_mut() => return None,
+            _ = acked => {}
+            _ = synced.changed() => {}
+            _ = tokio::time::sleep_until(wake) => {
+                shared.aof.request_sync();
+                shared.store.feed().request_acks();
+            }
+        }
+    }
+}
+
 /// SHUTDOWN's wait for the shutdown it started (or joined) to be decided:
 /// false when the server is stopping or the client went away (the
 /// connection closes), true when the shutdown did not happen.

@@ -65,7 +65,8 @@ pub(super) async fn apply(
     let mut offset = feed.replication_offset();
     link.read_offset.store(offset as i64, Ordering::Relaxed);
     link.applied_offset.store(offset as i64, Ordering::Relaxed);
-    send_ack(&mut writer, offset).await?;
+    let mut durable = DurableOffsets::default();
+    send_ack(&mut writer, offset, durable.fsynced(shared)).await?;
     let mut acks = tokio::time::interval(ACK_EVERY);
     acks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     let mut resume = Resume::default();
@@ -82,11 +83,12 @@ pub(super) async fn apply(
                 reader.buf.advance(applied.consumed);
                 link.stream_db.store(client.db, Ordering::Relaxed);
                 client.batch.flush(shared, info.id);
+                durable.applied(shared, offset);
                 for at in applied.acks_asked {
-                    send_ack(&mut writer, at).await?;
+                    send_ack(&mut writer, at, durable.fsynced(shared)).await?;
                 }
             }
-            _ = acks.tick() => send_ack(&mut writer, offset).await?,
+            _ = acks.tick() => send_ack(&mut writer, offset, durable.fsynced(shared)).await?,
             _ = info.kill_notify.notified() => {}
         }
     }
@@ -191,8 +193,77 @@ fn run_as_master(shared: &Shared, client: &mut ClientState, argv: &[&[u8]]) {
     client.after = cmd::After::Continue;
 }
 
-/// REPLCONF ACK <offset>.
-async fn send_ack(writer: &mut MasterWriter, offset: u64) -> Result<(), String> {
+/// How far this replica's own append-only file has made the master's
+/// stream durable, for REPLCONF ACK's FACK (Redis 7.2's WAITAOF). The
+/// stream's commands go to this server's feed as they apply, so after
+/// each read the feed's end is paired with the master offset applied; an
+/// fsync past a pair's feed position makes its master offset durable.
+#[derive(Default)]
+struct DurableOffsets {
+    /// (feed end, master offset) pairs not yet known durable, oldest first.
+    pending: std::collections::VecDeque<(u64, u64)>,
+    /// The latest master offset known durable.
+    durable: u64,
+}
+
+/// Pairs kept at most; past this the newest replaces the last, which only
+/// makes FACK later, never early.
+const MAX_PENDING_PAIRS: usize = 1024;
+
+impl DurableOffsets {
+    /// Notes that the stream was applied up to `offset`.
+    fn applied(&mut self, shared: &Shared, offset: u64) {
+        if !shared.store.feed().logging() {
+            return;
+        }
+        let pair = (shared.store.feed().end(), offset);
+        if self.pending.len() >= MAX_PENDING_PAIRS {
+            self.pending.pop_back();
+        }
+        self.pending.push_back(pair);
+    }
+
+    /// The master offset this replica's file has fsynced; `None` while it
+    /// keeps no append-only file (no FACK then, as Redis sends none).
+    fn fsynced(&mut self, shared: &Shared) -> Option<u64> {
+        if !shared.store.feed().logging() {
+            self.pending.clear();
+            return None;
+        }
+        let synced = shared.aof.synced();
+        while let Some(&(end, offset)) = self.pending.front() {
+            if end > synced {
+                break;
+            }
+            self.durable = offset;
+            self.pending.pop_front();
+        }
+        Some(self.durable)
+    }
+}
+
+/// REPLCONF ACK <offset> [FACK <offset its append-only file fsynced>].
+async fn send_ack(
+    writer: &mut MasterWriter,
+    offset: u64,
+    fsynced: Option<u64>,
+) -> Result<(), String> {
     let offset = offset.to_string();
-    send(writer, &[b"REPLCONF", b"ACK", offset.as_bytes()]).await
+    match fsynced {
+        Some(fsynced) => {
+            let fsynced = fsynced.to_string();
+            send(
+                writer,
+                &[
+                    b"REPLCONF",
+                    b"ACK",
+                    offset.as_bytes(),
+                    b"FACK",
+                    fsynced.as_bytes(),
+                ],
+            )
+            .await
+        }
+        None => send(writer, &[b"REPLCONF", b"ACK", offset.as_bytes()]).await,
+    }
 }

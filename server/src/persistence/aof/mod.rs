@@ -196,6 +196,24 @@ pub async fn before_replies(shared: &Shared, offset: u64) -> bool {
     true
 }
 
+impl Aof {
+    /// The feed position fsynced so far.
+    pub fn synced(&self) -> u64 {
+        self.synced.load(Ordering::Acquire)
+    }
+
+    /// Hears each fsync's new position (WAITAOF's wait).
+    pub fn watch_synced(&self) -> tokio::sync::watch::Receiver<u64> {
+        self.synced_watch.subscribe()
+    }
+
+    /// Asks the background writer for an fsync now rather than at its
+    /// next tick.
+    pub fn request_sync(&self) {
+        self.sync_requested.notify_one();
+    }
+}
+
 /// `appendfsync always`: waits until the feed is fsynced up to `offset`,
 /// and tells whether it was. The background writer fsyncs for every
 /// connection waiting at once (group commit), so a slow fsync holds

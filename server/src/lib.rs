@@ -54,6 +54,7 @@ pub mod state;
 pub mod stats;
 pub mod store;
 pub mod striped;
+pub mod syslog;
 pub mod throttle;
 pub mod tracking;
 pub mod util;

@@ -91,9 +91,10 @@ fn config_from(matches: &ArgMatches) -> Result<Config, String> {
 }
 
 /// Logs at `level` to standard output, or appended to `logfile` when one
-/// is set; a log file that cannot be opened stops the start, as in Redis.
-fn init_logging(level: &str, logfile: &str) -> Result<(), String> {
-    let filter = match level {
+/// is set, and to the system log too with `syslog-enabled`; a log file
+/// that cannot be opened stops the start, as in Redis.
+fn init_logging(config: &tally_server::config::Config) -> Result<(), String> {
+    let filter = match config.loglevel.as_str() {
         "debug" => "debug",
         "verbose" => "info",
         "notice" => "info",
@@ -106,19 +107,32 @@ fn init_logging(level: &str, logfile: &str) -> Result<(), String> {
                 .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(filter)),
         )
         .with_target(false);
-    if logfile.is_empty() {
-        subscriber.init();
-        return Ok(());
+    let file = if config.logfile.is_empty() {
+        None
+    } else {
+        let file = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(&config.logfile)
+            .map_err(|e| format!("Can't open the log file: {e}"))?;
+        Some(std::sync::Mutex::new(file))
+    };
+    if config.syslog_enabled {
+        tally_server::syslog::open(&config.syslog_ident, &config.syslog_facility);
     }
-    let file = std::fs::OpenOptions::new()
-        .create(true)
-        .append(true)
-        .open(logfile)
-        .map_err(|e| format!("Can't open the log file: {e}"))?;
-    subscriber
-        .with_ansi(false)
-        .with_writer(std::sync::Mutex::new(file))
-        .init();
+    use tally_server::syslog::Tee;
+    match (file, config.syslog_enabled) {
+        (None, false) => subscriber.init(),
+        (None, true) => subscriber
+            .with_ansi(false)
+            .with_writer(Tee::new(std::io::stdout))
+            .init(),
+        (Some(file), false) => subscriber.with_ansi(false).with_writer(file).init(),
+        (Some(file), true) => subscriber
+            .with_ansi(false)
+            .with_writer(Tee::new(file))
+            .init(),
+    }
     Ok(())
 }
 
@@ -267,7 +281,7 @@ fn main() -> ExitCode {
             return ExitCode::from(1);
         }
     };
-    if let Err(message) = init_logging(&config.loglevel, &config.logfile) {
+    if let Err(message) = init_logging(&config) {
         eprintln!("tally-server: {message}");
         return ExitCode::from(1);
     }

@@ -556,3 +556,72 @@ fn systemd_supervision_sends_ready_and_stopping() {
         "{err}"
     );
 }
+
+/// `syslog-enabled`: log lines also reach the system log, under
+/// `syslog-ident` and `syslog-facility`, with notices at LOG_NOTICE; the
+/// three are shown by CONFIG GET and, as in Redis 7.0, refused by CONFIG
+/// SET (set at start only). The system log is a datagram socket at
+/// /dev/log, which the test stands in for where nothing owns that path.
+#[test]
+fn log_lines_go_to_the_system_log_under_its_ident_and_facility() {
+    use std::os::unix::net::UnixDatagram;
+    let socket = match UnixDatagram::bind("/dev/log") {
+        Ok(socket) => socket,
+        Err(e) => return tool_missing(&format!("a free /dev/log to listen on ({e})")),
+    };
+    struct Unlink;
+    impl Drop for Unlink {
+        fn drop(&mut self) {
+            let _ = std::fs::remove_file("/dev/log");
+        }
+    }
+    let _unlink = Unlink;
+    socket
+        .set_read_timeout(Some(Duration::from_secs(10)))
+        .unwrap();
+    let (mut child, port) = spawn(&[
+        "--syslog-enabled",
+        "yes",
+        "--syslog-ident",
+        "limiter",
+        "--syslog-facility",
+        "local3",
+    ]);
+    let mut lines = Vec::new();
+    let mut buf = [0u8; 4096];
+    while !lines
+        .iter()
+        .any(|l: &String| l.contains("ready to accept connections"))
+    {
+        let n = socket.recv(&mut buf).expect("a log line on /dev/log");
+        lines.push(String::from_utf8_lossy(&buf[..n]).into_owned());
+    }
+    let ready = lines.last().unwrap();
+    // local3 (19 << 3) + LOG_NOTICE (5).
+    assert!(ready.starts_with("<157>"), "{ready}");
+    assert!(
+        ready.contains(&format!("limiter[{}]: ", child.id())),
+        "{ready}"
+    );
+    let mut stream = TcpStream::connect(("127.0.0.1", port)).unwrap();
+    assert_eq!(
+        request(&mut stream, &["CONFIG", "GET", "syslog*"]),
+        "*6\r\n$14\r\nsyslog-enabled\r\n$3\r\nyes\r\n$12\r\nsyslog-ident\r\n$7\r\nlimiter\r\n$15\r\nsyslog-facility\r\n$6\r\nlocal3\r\n"
+    );
+    assert_eq!(
+        request(&mut stream, &["CONFIG", "SET", "syslog-ident", "x"]),
+        "-ERR CONFIG SET failed (possibly related to argument 'syslog-ident') - can't set immutable config\r\n"
+    );
+    assert_eq!(sigterm(&mut child).code(), Some(0));
+    let out = Command::new(BIN)
+        .args(["--port", &free_port().to_string()])
+        .args(["--syslog-facility", "local9"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("argument(s) must be one of the following: user, local0, local1, local2, local3, local4, local5, local6, local7"),
+        "{err}"
+    );
+}

@@ -355,6 +355,18 @@ pub static DIRECTIVES: &[Directive] = &[
         |c| c.loglevel.clone(),
     ).help("debug, verbose, notice, warning or nothing."),
     text!("logfile", AtStart, logfile).help("The file the server logs to, appended to (empty: standard output)."),
+    flag!("syslog-enabled", AtStart, syslog_enabled).help("Log lines also go to the system log."),
+    text!("syslog-ident", AtStart, syslog_ident).help("The name log lines go to the system log under."),
+    Directive::new(
+        "syslog-facility",
+        Change::AtStart,
+        |c, v| {
+            let names = crate::syslog::FACILITIES.map(|(name, _)| name);
+            c.syslog_facility = accepted::one_of(v, &names)?;
+            Ok(())
+        },
+        |c| c.syslog_facility.clone(),
+    ).help("The system log's facility: user or local0 to local7."),
     Directive::new(
         "acl-pubsub-default",
         Change::Live,

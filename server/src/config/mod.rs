@@ -56,6 +56,12 @@ pub struct Config {
     pub loglevel: String,
     /// `logfile`: where the binary logs ("" for standard output).
     pub logfile: String,
+    /// `syslog-enabled`: log lines also go to the system log.
+    pub syslog_enabled: bool,
+    /// `syslog-ident`: the name they go under.
+    pub syslog_ident: String,
+    /// `syslog-facility`: user or local0 to local7.
+    pub syslog_facility: String,
     /// `pidfile`: where the binary writes its process id while it runs
     /// ("" for nowhere).
     pub pidfile: String,
@@ -335,6 +341,9 @@ impl Default for Config {
             client_query_buffer_limit: 1024 * 1024 * 1024,
             loglevel: "notice".to_string(),
             logfile: String::new(),
+            syslog_enabled: false,
+            syslog_ident: "redis".to_string(),
+            syslog_facility: "local0".to_string(),
             pidfile: String::new(),
             supervised: "no".to_string(),
             unixsocket: String::new(),

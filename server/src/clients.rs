@@ -136,6 +136,8 @@ pub struct ClientInfo {
     pub io: ClientIo,
     /// CLIENT NO-EVICT ON.
     pub no_evict: AtomicBool,
+    /// CLIENT NO-TOUCH ON (flag `T`).
+    pub no_touch: AtomicBool,
     /// READONLY (cluster mode): CLIENT LIST's `r` flag.
     pub readonly: AtomicBool,
     /// In MONITOR mode.
@@ -242,6 +244,7 @@ impl ClientInfo {
             release_notify: Notify::new(),
             io: ClientIo::default(),
             no_evict: AtomicBool::new(false),
+            no_touch: AtomicBool::new(false),
             readonly: AtomicBool::new(false),
             monitoring: AtomicBool::new(false),
             replica: ReplicaLink::default(),

@@ -499,6 +499,11 @@ async fn described_rules_and_categories_hold_redis_s_words() {
         let mut tally_names = tally_names.clone();
         tally_names.remove("client|setinfo");
         assert_eq!(
+            tally_names.remove("client|no-touch"),
+            matches!(*category, "connection" | "slow"),
+            "CLIENT NO-TOUCH in @{category}"
+        );
+        assert_eq!(
             tally_names.remove("hgetdel"),
             matches!(*category, "write" | "hash" | "fast"),
             "HGETDEL in @{category}"

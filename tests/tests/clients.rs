@@ -278,3 +278,25 @@ async fn idle_clients_give_their_buffers_back() {
         expected
     );
 }
+
+/// CLIENT NO-TOUCH (Redis 7.2): `T` in the client's flags, Redis 8.6.3's
+/// replies and errors. tally keeps no access times, so the flag's promise
+/// (the client's commands touch none) holds for every client.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn client_no_touch_is_kept_and_shown() {
+    let server = TestServer::start().await;
+    let mut conn = server.raw().await;
+    assert_eq!(conn.line("CLIENT NO-EVICT ON").await, "+OK\r\n");
+    assert_eq!(conn.line("CLIENT NO-TOUCH ON").await, "+OK\r\n");
+    assert!(conn.line("CLIENT INFO").await.contains(" flags=eT "));
+    assert_eq!(
+        conn.line("CLIENT NO-TOUCH x").await,
+        "-ERR syntax error\r\n"
+    );
+    assert_eq!(
+        conn.line("CLIENT NO-TOUCH").await,
+        "-ERR wrong number of arguments for 'client|no-touch' command\r\n"
+    );
+    assert_eq!(conn.line("CLIENT NO-TOUCH off").await, "+OK\r\n");
+    assert!(conn.line("CLIENT INFO").await.contains(" flags=e "));
+}

@@ -108,6 +108,9 @@ pub(crate) fn describe(client: &ClientInfo, now_ms: u64, argv_mem: usize) -> Str
     if client.no_evict.load(Ordering::Relaxed) {
         flags.push('e');
     }
+    if client.no_touch.load(Ordering::Relaxed) {
+        flags.push('T');
+    }
     if flags.is_empty() {
         flags.push('N');
     }
@@ -339,6 +342,22 @@ pub fn client_reply(ctx: &mut Ctx<'_>, argv: &[&[u8]]) -> Reply {
     } else {
         Reply::error(error::SYNTAX)
     }
+}
+
+/// CLIENT NO-TOUCH ON|OFF (Redis 7.2): the client's commands leave keys'
+/// access times alone. tally keeps no access times (OBJECT IDLETIME is
+/// not served), so no command of any client touches one: the flag is
+/// kept and shown (`T`), and is true to its word.
+pub fn client_no_touch(ctx: &mut Ctx<'_>, argv: &[&[u8]]) -> Reply {
+    let on = if is(argv[2], "on") {
+        true
+    } else if is(argv[2], "off") {
+        false
+    } else {
+        return Reply::error(error::SYNTAX);
+    };
+    ctx.client.info.no_touch.store(on, Ordering::Relaxed);
+    Reply::Ok
 }
 
 /// CLIENT NO-EVICT ON|OFF. tally has no client eviction

@@ -292,6 +292,7 @@ static BINDINGS: &[(&str, Handler)] = &[
     ("client|unpause", client::client_unpause),
     ("client|reply", client::client_reply),
     ("client|no-evict", client::client_no_evict),
+    ("client|no-touch", client::client_no_touch),
     ("client|tracking", client::client_tracking),
     ("client|caching", client::client_caching),
     ("client|getredir", client::client_getredir),

@@ -673,3 +673,30 @@ async fn racing_timeouts_and_pushes_lose_and_duplicate_nothing() {
     assert_eq!(seen.len(), 2 * PUSHED_EACH, "an element was lost");
     assert!(wait_blocked(&mut conn, 0).await);
 }
+
+/// A client that blocks on a key others already wait for queues behind
+/// them, and serves the queue itself when the key holds something: here a
+/// sorted-set waiter keeps waiting on a key that became a list, and a list
+/// pop on it is answered at once, as in Redis. (The same path keeps a
+/// client from taking an element that a write made ready for earlier
+/// waiters before they were served, which Redis's single thread never
+/// lets happen: its unit type/list's "BRPOPLPUSH with multiple blocked
+/// clients".)
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_client_queues_behind_earlier_waiters_and_is_served() {
+    assert_same(
+        "
+        0> DEL k
+        1! BZPOPMIN k 0
+        blocked 1
+        0> LPUSH k a b
+        2> BLPOP k 0
+        2> BRPOPLPUSH k k2 0
+        0> EXISTS k
+        0> ZADD k 1 m
+        1<
+        0> LRANGE k2 0 -1
+        ",
+    )
+    .await;
+}

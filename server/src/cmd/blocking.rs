@@ -64,13 +64,24 @@ fn or_block(
     empty: Reply,
     mut attempt: impl FnMut(&mut Ctx<'_>) -> Reply,
 ) -> Reply {
+    let db = ctx.client.db;
     loop {
-        let reply = attempt(ctx);
-        if !matches!(reply, Reply::Nil | Reply::NilArray) {
-            return reply;
-        }
-        if !ctx.client.may_block {
-            return empty;
+        // A key others already wait for is theirs first: a write that
+        // filled it may not have served them yet (it serves after it has
+        // run whole, from its own thread), and taking its element now
+        // would overtake them, which Redis's one thread never lets happen.
+        // Such a client queues behind them and serves the queue itself.
+        let queued_behind = ctx.client.may_block
+            && ctx.shared.blocked.any()
+            && keys.iter().any(|k| ctx.shared.blocked.is_waited(db, k));
+        if !queued_behind {
+            let reply = attempt(ctx);
+            if !matches!(reply, Reply::Nil | Reply::NilArray) {
+                return reply;
+            }
+            if !ctx.client.may_block {
+                return empty;
+            }
         }
         // The keys are looked at again under their locks, and the waiter
         // registered before they are released: a write to them either
@@ -79,7 +90,13 @@ fn or_block(
         let refs: Vec<_> = keys.iter().map(|k| ctx.key(k)).collect();
         let now = ctx.now_ms;
         let mut locked = ctx.lock_keys(&refs);
-        if refs.iter().any(|k| locked.shard(*k).contains(*k, now)) {
+        let filled: Vec<&[u8]> = keys
+            .iter()
+            .zip(&refs)
+            .filter(|(_, k)| locked.shard(**k).contains(**k, now))
+            .map(|(key, _)| *key)
+            .collect();
+        if !filled.is_empty() && !queued_behind {
             // Filled between the attempt and the lock: try again.
             continue;
         }
@@ -96,6 +113,14 @@ fn or_block(
         ));
         ctx.shared.blocked.block(waiter.clone());
         drop(locked);
+        // Queued behind earlier waiters on keys that hold something: this
+        // connection serves them, in order, before its own reply is due.
+        if !filled.is_empty() {
+            READY.with(|r| {
+                r.borrow_mut()
+                    .extend(filled.iter().map(|key| (db, key.to_vec())))
+            });
+        }
         // A deadline too far to represent is no deadline (Redis's would
         // pass in some hundred million years).
         let deadline = (timeout_ms != 0)

@@ -862,10 +862,10 @@ async fn configured_users_requirepass_and_deleted_users() {
     assert_eq!(gateway.read_until_closed().await, b"");
 }
 
-/// Commands newer than Redis 7.0 (7.2's WAITAOF, 7.4's hash field expiry, 8.0's
+/// Commands newer than Redis 7.0 (Valkey 9.0's DELIFEQ, Redis 7.2's WAITAOF, 7.4's hash field expiry, 8.0's
 /// HGETEX and HSETEX, 8.4's DELEX, DIGEST and MSETEX), with their ACL
 /// categories in Redis 8.6.3.
-const NEWER_THAN_7_0: [(&str, &[&str]); 15] = [
+const NEWER_THAN_7_0: [(&str, &[&str]); 16] = [
     ("hexpire", &["write", "hash", "fast"]),
     ("hpexpire", &["write", "hash", "fast"]),
     ("hexpireat", &["write", "hash", "fast"]),
@@ -881,4 +881,5 @@ const NEWER_THAN_7_0: [(&str, &[&str]); 15] = [
     ("digest", &["read", "string", "fast"]),
     ("msetex", &["write", "string", "slow"]),
     ("waitaof", &["connection", "slow"]),
+    ("delifeq", &["write", "string", "slow"]),
 ];

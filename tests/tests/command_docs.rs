@@ -200,7 +200,7 @@ async fn info_fields(
 /// Commands tally serves that Redis 7.0 does not have: redis-cell's
 /// CL.THROTTLE (a module's), Redis 8.8's INCREX, Redis 8.0's HGETDEL,
 /// HGETEX and HSETEX, Redis 7.4's hash field expiry, Redis 8.4's DELEX,
-/// DIGEST and MSETEX, Redis 7.2's WAITAOF. tally documents them
+/// DIGEST and MSETEX, Redis 7.2's WAITAOF, Valkey 9.0's DELIFEQ. tally documents them
 /// (their COMMAND INFO checked against Redis 8.0.6 by hand), Redis 7.0 has
 /// nothing to compare with.
 const NOT_IN_REDIS_7_0: &[&str] = &[
@@ -222,6 +222,7 @@ const NOT_IN_REDIS_7_0: &[&str] = &[
     "digest",
     "msetex",
     "waitaof",
+    "delifeq",
 ];
 
 /// Subcommands of Redis 7.2 (their COMMAND INFO and DOCS checked against

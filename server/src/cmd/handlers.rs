@@ -33,6 +33,7 @@ static BINDINGS: &[(&str, Handler)] = &[
     ("getset", string::getset),
     ("getdel", string::getdel),
     ("delex", string_conditions::delex),
+    ("delifeq", string_conditions::delifeq),
     ("digest", string_conditions::digest_command),
     ("msetex", string_conditions::msetex),
     ("getex", string::getex),

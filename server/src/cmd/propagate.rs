@@ -135,6 +135,9 @@ fn rewritten(command: &Command, argv: &[&[u8]], reply: &Reply, now_ms: u64) -> O
         // DELEX goes as the DEL it was, when it deleted.
         "delex" if matches!(reply, Reply::Int(1)) => del(),
         "delex" => Vec::new(),
+        // DELIFEQ (Valkey 9.0) likewise.
+        "delifeq" if matches!(reply, Reply::Int(1)) => del(),
+        "delifeq" => Vec::new(),
         "msetex" => msetex(argv, reply, now_ms),
         "getex" => getex(argv, reply, now_ms),
         "incrbyfloat" => match bulk(reply) {

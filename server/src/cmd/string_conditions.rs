@@ -1,5 +1,6 @@
 //! Redis 8.4's compare-and-set on strings: SET's IFEQ / IFNE / IFDEQ /
-//! IFDNE, DELEX, DIGEST, and MSETEX (several keys, one expiry).
+//! IFDNE, DELEX, DIGEST, and MSETEX (several keys, one expiry); and
+//! Valkey 9.0's DELIFEQ.
 //!
 //! A limiter that keeps a token or a state blob in a string can update it
 //! only if nobody else did since it read it, without a script: read the
@@ -145,6 +146,26 @@ pub fn delex(ctx: &mut Ctx<'_>, argv: &[&[u8]]) -> Reply {
         }
     }
     if !shard.remove(key, ctx.now_ms) {
+        return Reply::Int(0);
+    }
+    ctx.notify(class::GENERIC, "del", argv[1]);
+    Reply::Int(1)
+}
+
+/// DELIFEQ key value (Valkey 9.0): deletes the key when it holds exactly
+/// `value`; 1 when it did, 0 for a missing key or another value,
+/// WRONGTYPE for a collection. DELEX key IFEQ value in Redis 8.4's words.
+pub fn delifeq(ctx: &mut Ctx<'_>, argv: &[&[u8]]) -> Reply {
+    let key = ctx.key(argv[1]);
+    let mut shard = ctx.lock(key);
+    let matches = match shard.get(key, ctx.now_ms) {
+        None => return Reply::Int(0),
+        Some(entry) => match string_of(entry) {
+            Ok(value) => value_bytes(value) == argv[2],
+            Err(reply) => return reply,
+        },
+    };
+    if !matches || !shard.remove(key, ctx.now_ms) {
         return Reply::Int(0);
     }
     ctx.notify(class::GENERIC, "del", argv[1]);

@@ -102,6 +102,8 @@ pub struct Shared {
 impl Shared {
     /// Builds the state for `config`.
     pub fn new(config: Config) -> Shared {
+        let reported = &config.reported_redis_version;
+        crate::catalog::set_reported_version((!reported.is_empty()).then_some(reported.as_str()));
         let clock = config.clock.clone();
         let tracking = Arc::new(crate::tracking::Tracking::default());
         let pubsub = Arc::new(crate::pubsub::PubSub::default());

@@ -625,3 +625,56 @@ fn log_lines_go_to_the_system_log_under_its_ident_and_facility() {
         "{err}"
     );
 }
+
+/// `reported-redis-version`: INFO, HELLO and Lua report the version named
+/// (clients gate features such as hash field expiry on it); Redis 7.0.15's
+/// otherwise. Set at start only; a malformed version stops the start.
+#[test]
+fn the_reported_redis_version_is_the_one_named() {
+    let (mut child, port) = spawn(&["--reported-redis-version", "8.0.2"]);
+    let mut stream = TcpStream::connect(("127.0.0.1", port)).unwrap();
+    let info = request(&mut stream, &["INFO", "server"]);
+    assert!(info.contains("redis_version:8.0.2\r\n"), "{info}");
+    assert_eq!(
+        request(
+            &mut stream,
+            &[
+                "EVAL",
+                "return {redis.REDIS_VERSION, redis.REDIS_VERSION_NUM}",
+                "0"
+            ]
+        ),
+        "*2\r\n$5\r\n8.0.2\r\n:524290\r\n"
+    );
+    let hello = request(&mut stream, &["HELLO", "2"]);
+    assert!(
+        hello.contains("$7\r\nversion\r\n$5\r\n8.0.2\r\n"),
+        "{hello}"
+    );
+    assert_eq!(
+        request(&mut stream, &["CONFIG", "SET", "reported-redis-version", "9.0.0"]),
+        "-ERR CONFIG SET failed (possibly related to argument 'reported-redis-version') - can't set immutable config\r\n"
+    );
+    assert_eq!(sigterm(&mut child).code(), Some(0));
+    let (mut child, port) = spawn(&[]);
+    let mut stream = TcpStream::connect(("127.0.0.1", port)).unwrap();
+    assert_eq!(
+        request(&mut stream, &["CONFIG", "GET", "reported-redis-version"]),
+        "*2\r\n$22\r\nreported-redis-version\r\n$6\r\n7.0.15\r\n"
+    );
+    assert!(request(&mut stream, &["INFO", "server"]).contains("redis_version:7.0.15\r\n"));
+    assert_eq!(sigterm(&mut child).code(), Some(0));
+    for bad in ["8.x", "8.0", "256.0.0", "8.0.0.1"] {
+        let out = Command::new(BIN)
+            .args(["--port", &free_port().to_string()])
+            .args(["--reported-redis-version", bad])
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(1), "{bad}");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            err.contains("argument must be a version like 8.0.0"),
+            "{bad}: {err}"
+        );
+    }
+}

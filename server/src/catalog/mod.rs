@@ -20,9 +20,39 @@ use hashbrown::HashMap;
 pub use commands::COMMANDS;
 use docs::CommandDoc;
 
-/// The Redis version whose commands and replies tally follows (INFO's
-/// `redis_version`, HELLO, the RDB header's `redis-ver`).
+/// The Redis version whose commands and replies tally follows, and which it
+/// reports (INFO's `redis_version`, HELLO, Lua's `redis.REDIS_VERSION`, the
+/// RDB header's `redis-ver`) unless `reported-redis-version` says otherwise.
 pub const REDIS_VERSION: &str = "7.0.15";
+
+/// The version reported, when `reported-redis-version` set one.
+static REPORTED_VERSION: parking_lot::RwLock<Option<&'static str>> = parking_lot::RwLock::new(None);
+
+/// The Redis version this process reports. Clients gate features on it
+/// (a client that sees 7.0 does not send HEXPIRE), so it stays Redis 7.0's
+/// unless the operator names a newer one. One per process: Lua VMs are
+/// per thread, shared by every server a process embeds.
+pub fn reported_version() -> &'static str {
+    REPORTED_VERSION.read().unwrap_or(REDIS_VERSION)
+}
+
+/// Installs `reported-redis-version` (`None`: Redis 7.0's).
+pub fn set_reported_version(version: Option<&str>) {
+    let mut reported = REPORTED_VERSION.write();
+    if reported.as_deref() != version {
+        *reported = version.map(|v| &*Box::leak(v.to_string().into_boxed_str()));
+    }
+}
+
+/// A version as `reported-redis-version` takes it: three numbers of 0 to
+/// 255 (Lua's `REDIS_VERSION_NUM` packs each in a byte).
+pub fn valid_version(text: &str) -> bool {
+    let parts: Vec<&str> = text.split('.').collect();
+    parts.len() == 3
+        && parts
+            .iter()
+            .all(|p| !p.is_empty() && p.len() <= 3 && p.parse::<u8>().is_ok())
+}
 
 /// Command flags, as COMMAND INFO names them.
 pub mod flags {

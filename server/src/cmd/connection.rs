@@ -204,7 +204,7 @@ pub fn hello(ctx: &mut Ctx<'_>, argv: &[&[u8]]) -> Reply {
         (Reply::bulk(b"server"), Reply::bulk(b"redis")),
         (
             Reply::bulk(b"version"),
-            Reply::bulk(crate::catalog::REDIS_VERSION.as_bytes()),
+            Reply::bulk(crate::catalog::reported_version().as_bytes()),
         ),
         (Reply::bulk(b"proto"), Reply::Int(proto)),
         (Reply::bulk(b"id"), Reply::Int(ctx.client.info.id as i64)),

@@ -8,7 +8,6 @@ use std::sync::atomic::Ordering;
 
 use super::Ctx;
 use crate::catalog::registry;
-use crate::catalog::REDIS_VERSION;
 use crate::config::MAXMEMORY_POLICY;
 use crate::resp::Reply;
 use crate::store::shard::LookupCounts;
@@ -218,7 +217,7 @@ fn server(ctx: &Ctx<'_>) -> Vec<String> {
         .map(|p| p.display().to_string())
         .unwrap_or_default();
     vec![
-        format!("redis_version:{REDIS_VERSION}"),
+        format!("redis_version:{}", crate::catalog::reported_version()),
         format!("tally_version:{}", env!("CARGO_PKG_VERSION")),
         "redis_git_sha1:00000000".to_string(),
         "redis_git_dirty:0".to_string(),

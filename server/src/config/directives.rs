@@ -452,6 +452,27 @@ pub static DIRECTIVES: &[Directive] = &[
         |c| c.shards.to_string(),
     ).help("Shards per database (rounded up to a power of two)."),
     Directive::new(
+        "reported-redis-version",
+        Change::AtStartOwn,
+        |c, v| {
+            let version = one(v)?;
+            if !version.is_empty() && !crate::catalog::valid_version(version) {
+                return Err(format!(
+                    "argument must be a version like 8.0.0 (each part 0 to 255), got '{version}'"
+                ));
+            }
+            c.reported_redis_version = version.to_string();
+            Ok(())
+        },
+        |c| {
+            if c.reported_redis_version.is_empty() {
+                crate::catalog::REDIS_VERSION.to_string()
+            } else {
+                c.reported_redis_version.clone()
+            }
+        },
+    ).help("The Redis version INFO, HELLO and Lua report (default 7.0.15, the one tally follows); clients gate features such as hash field expiry on it."),
+    Directive::new(
         "io-threads",
         Change::AtStart,
         |c, v| {

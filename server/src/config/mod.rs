@@ -81,6 +81,9 @@ pub struct Config {
     pub notify_keyspace_events: u32,
     /// Shards per database (rounded up to a power of two).
     pub shards: usize,
+    /// `reported-redis-version`: the Redis version INFO, HELLO and Lua
+    /// report ("": Redis 7.0.15's, the one tally follows).
+    pub reported_redis_version: String,
     /// Active-expiry frequency per second (`hz`).
     pub hz: u32,
     /// Source of time; tests install a [`crate::store::ManualClock`].
@@ -342,6 +345,7 @@ impl Default for Config {
             loglevel: "notice".to_string(),
             logfile: String::new(),
             syslog_enabled: false,
+            reported_redis_version: String::new(),
             syslog_ident: "redis".to_string(),
             syslog_facility: "local0".to_string(),
             pidfile: String::new(),

@@ -91,7 +91,7 @@ pub fn encodings(shared: &Shared) -> Encodings {
 /// for an append-only file's base.
 fn start_file(shared: &Shared, now_ms: u64, aof_base: bool, repl: Option<&ReplInfo>) -> Writer {
     let mut writer = Writer::new(encodings(shared), shared.config.read().rdbchecksum);
-    writer.aux("redis-ver", crate::catalog::REDIS_VERSION.as_bytes());
+    writer.aux("redis-ver", crate::catalog::reported_version().as_bytes());
     writer.aux("redis-bits", b"64");
     writer.aux("ctime", (now_ms / 1000).to_string().as_bytes());
     writer.aux(

@@ -280,7 +280,7 @@ end
 
 /// Redis's version as `redis.REDIS_VERSION_NUM` gives it: 0x00MMmmpp.
 fn version_num() -> i64 {
-    let mut parts = crate::catalog::REDIS_VERSION
+    let mut parts = crate::catalog::reported_version()
         .split('.')
         .map(|p| p.parse::<i64>().unwrap_or(0));
     let mut next = || parts.next().unwrap_or(0);
@@ -527,7 +527,7 @@ impl Vm {
             pcall,
             setresp,
             acl_check_cmd,
-            crate::catalog::REDIS_VERSION,
+            crate::catalog::reported_version(),
             version_num(),
         ))?;
         globals.raw_set("redis", redis.clone())?;
@@ -572,7 +572,7 @@ impl Vm {
             set_readonly.clone(),
             globals.clone(),
             log_function,
-            crate::catalog::REDIS_VERSION,
+            crate::catalog::reported_version(),
             version_num(),
         ))?;
         lua.load(PROTECT_GLOBALS)

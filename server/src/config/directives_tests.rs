@@ -79,7 +79,7 @@ fn names_are_unique_lower_case_and_only_start_up_directives_are_at_start() {
         .filter(|d| d.change == Change::AtStartOwn)
         .map(|d| d.name)
         .collect();
-    assert_eq!(own, ["shards", "metrics-port"]);
+    assert_eq!(own, ["shards", "reported-redis-version", "metrics-port"]);
     assert!(lookup("user").is_some_and(|d| !d.is_parameter()));
     // Redis 7.0's PROTECTED_CONFIG ones.
     let protected: Vec<&str> = DIRECTIVES

@@ -25,6 +25,7 @@ const LAYERS: &[(&str, &[&str])] = &[
             "throttle",
             "hyperloglog",
             "event_classes",
+            "syslog",
         ],
     ),
     ("the protocol", &["resp"]),

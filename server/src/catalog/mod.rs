@@ -604,13 +604,19 @@ mod tests {
         let mut movable: Vec<&str> = registry
             .all()
             .filter(|c| {
-                counted_keys(c.name).is_some() || ["migrate", "sort", "sort_ro"].contains(&c.name)
+                counted_keys(c.name).is_some()
+                    || ["migrate", "sort", "sort_ro", "msetex"].contains(&c.name)
             })
             .map(|c| c.name)
             .collect();
         movable.sort_unstable();
         assert_eq!(marked, movable);
-        assert_eq!(marked.len(), 21, "{marked:?}");
+        assert_eq!(marked.len(), 22, "{marked:?}");
+        let msetex = registry.lookup(b"msetex").unwrap();
+        let argv: [&[u8]; 8] = [b"msetex", b"2", b"a", b"1", b"b", b"2", b"EX", b"9"];
+        assert_eq!(msetex.key_positions(&argv), vec![2, 4]);
+        let argv: [&[u8]; 4] = [b"msetex", b"2", b"a", b"1"];
+        assert!(msetex.key_positions(&argv).is_empty());
         let evalsha = registry.lookup(b"evalsha").unwrap();
         let argv: [&[u8]; 6] = [b"evalsha", b"sha", b"2", b"k1", b"k2", b"arg"];
         assert_eq!(evalsha.counted_key_range(&argv), Some(3..5));

@@ -56,7 +56,10 @@ fn an_unsupported_directive_names_file_line_and_directive() {
     assert_eq!(out.status.code(), Some(1));
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(
-        err.contains(&format!("{}:3: directive 'proc-title-template'", path.display())),
+        err.contains(&format!(
+            "{}:3: directive 'proc-title-template'",
+            path.display()
+        )),
         "{err}"
     );
 }

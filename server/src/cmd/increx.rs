@@ -100,15 +100,7 @@ fn parse<'a>(options: &[&'a [u8]], now_ms: u64) -> Result<Options<'a>, Reply> {
         } else {
             None
         };
-        let unit = [
-            ("ex", ExpireUnit::Ex),
-            ("px", ExpireUnit::Px),
-            ("exat", ExpireUnit::ExAt),
-            ("pxat", ExpireUnit::PxAt),
-        ]
-        .into_iter()
-        .find(|(name, _)| is(token, name))
-        .map(|(_, unit)| unit);
+        let unit = ExpireUnit::named(token);
         if let Some(slot) = slot {
             match value {
                 Some(value) if slot.is_none() => *slot = Some(value),

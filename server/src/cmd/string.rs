@@ -89,6 +89,21 @@ pub(super) enum ExpireUnit {
     PxAt,
 }
 
+impl ExpireUnit {
+    /// The unit an option word names (EX, PX, EXAT, PXAT, any case).
+    pub(super) fn named(word: &[u8]) -> Option<ExpireUnit> {
+        [
+            ("ex", ExpireUnit::Ex),
+            ("px", ExpireUnit::Px),
+            ("exat", ExpireUnit::ExAt),
+            ("pxat", ExpireUnit::PxAt),
+        ]
+        .into_iter()
+        .find(|(name, _)| is(word, name))
+        .map(|(_, unit)| unit)
+    }
+}
+
 /// Which command's grammar to accept.
 #[derive(PartialEq, Eq)]
 enum SetGrammar {
@@ -108,17 +123,7 @@ fn parse_set_options<'a>(
     while i < options.len() {
         let opt = options[i];
         let next = options.get(i + 1);
-        let unit = if is(opt, "ex") {
-            Some(ExpireUnit::Ex)
-        } else if is(opt, "px") {
-            Some(ExpireUnit::Px)
-        } else if is(opt, "exat") {
-            Some(ExpireUnit::ExAt)
-        } else if is(opt, "pxat") {
-            Some(ExpireUnit::PxAt)
-        } else {
-            None
-        };
+        let unit = ExpireUnit::named(opt);
         let condition = match (&grammar, next) {
             (SetGrammar::Set, Some(argument)) => ValueCondition::named(opt, argument),
             _ => None,

@@ -194,15 +194,7 @@ fn parse_msetex<'a, 'b>(argv: &'b [&'a [u8]], now_ms: u64) -> Result<MsetEx<'a, 
     let mut i = end;
     while i < argv.len() {
         let word = argv[i];
-        let unit = [
-            ("ex", ExpireUnit::Ex),
-            ("px", ExpireUnit::Px),
-            ("exat", ExpireUnit::ExAt),
-            ("pxat", ExpireUnit::PxAt),
-        ]
-        .into_iter()
-        .find(|(name, _)| is(word, name))
-        .map(|(_, unit)| unit);
+        let unit = ExpireUnit::named(word);
         if is(word, "nx") && !xx {
             nx = true;
         } else if is(word, "xx") && !nx {

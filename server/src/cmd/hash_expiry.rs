@@ -11,6 +11,7 @@
 
 use super::args::{int_arg, is, parse_i64};
 use super::collection::{exists_as, modify_if, notify_changed, read, Event};
+use super::string::ExpireUnit;
 use super::{error, propagate, Ctx};
 use crate::event_classes::class;
 use crate::resp::Reply;
@@ -29,64 +30,32 @@ const DELETED: i64 = 2;
 /// HTTL's and HPERSIST's reply for a field without a deadline.
 const NO_DEADLINE: i64 = -1;
 
-/// A time argument's unit and what it counts from.
-#[derive(Clone, Copy)]
-struct TimeArg {
-    /// Milliseconds per unit: 1000 for seconds, 1 for milliseconds.
-    unit_ms: i64,
-    /// True for a relative time (from now), false for a unix time.
-    relative: bool,
-}
-
-impl TimeArg {
-    const EX: TimeArg = TimeArg {
-        unit_ms: 1000,
-        relative: true,
-    };
-    const PX: TimeArg = TimeArg {
-        unit_ms: 1,
-        relative: true,
-    };
-    const EXAT: TimeArg = TimeArg {
-        unit_ms: 1000,
-        relative: false,
-    };
-    const PXAT: TimeArg = TimeArg {
-        unit_ms: 1,
-        relative: false,
-    };
-
-    /// The one named by an option word (EX, PX, EXAT, PXAT).
-    fn named(word: &[u8]) -> Option<TimeArg> {
-        [
-            ("ex", TimeArg::EX),
-            ("px", TimeArg::PX),
-            ("exat", TimeArg::EXAT),
-            ("pxat", TimeArg::PXAT),
-        ]
-        .into_iter()
-        .find(|(name, _)| is(word, name))
-        .map(|(_, arg)| arg)
+/// The deadline (unix ms) a time argument in `unit` names, with Redis's
+/// checks for hash fields in Redis's order: an integer, not negative,
+/// within the range field deadlines keep (narrower than a key's, so not
+/// SET's `deadline_of`).
+fn field_deadline(unit: ExpireUnit, arg: &[u8], now_ms: u64, command: &str) -> Result<u64, Reply> {
+    let amount = int_arg(arg)?;
+    if amount < 0 {
+        return Err(Reply::error("ERR invalid expire time, must be >= 0"));
     }
-
-    /// The deadline (unix ms) `arg` names, with Redis's checks in Redis's
-    /// order: an integer, not negative, within the range deadlines keep.
-    fn deadline(self, arg: &[u8], now_ms: u64, command: &str) -> Result<u64, Reply> {
-        let amount = int_arg(arg)?;
-        if amount < 0 {
-            return Err(Reply::error("ERR invalid expire time, must be >= 0"));
-        }
-        let base = if self.relative { now_ms as i64 } else { 0 };
-        let out_of_range = || Reply::error(error::invalid_expire(command));
-        if amount > MAX_DEADLINE_MS / self.unit_ms {
-            return Err(out_of_range());
-        }
-        let ms = amount * self.unit_ms;
-        if ms > MAX_DEADLINE_MS - base {
-            return Err(out_of_range());
-        }
-        Ok((ms + base) as u64)
+    let unit_ms = match unit {
+        ExpireUnit::Ex | ExpireUnit::ExAt => 1000,
+        ExpireUnit::Px | ExpireUnit::PxAt => 1,
+    };
+    let base = match unit {
+        ExpireUnit::Ex | ExpireUnit::Px => now_ms as i64,
+        ExpireUnit::ExAt | ExpireUnit::PxAt => 0,
+    };
+    let out_of_range = || Reply::error(error::invalid_expire(command));
+    if amount > MAX_DEADLINE_MS / unit_ms {
+        return Err(out_of_range());
     }
+    let ms = amount * unit_ms;
+    if ms > MAX_DEADLINE_MS - base {
+        return Err(out_of_range());
+    }
+    Ok((ms + base) as u64)
 }
 
 /// HEXPIRE's NX | XX | GT | LT.
@@ -188,14 +157,14 @@ fn propagate_expiry(ctx: &mut Ctx<'_>, key: &[u8], at_ms: u64, set: &[&[u8]], de
 
 /// HEXPIRE / HPEXPIRE / HEXPIREAT / HPEXPIREAT key time [NX|XX|GT|LT]
 /// FIELDS numfields field [field ...]
-fn expire_generic(ctx: &mut Ctx<'_>, argv: &[&[u8]], time: TimeArg, command: &str) -> Reply {
+fn expire_generic(ctx: &mut Ctx<'_>, argv: &[&[u8]], unit: ExpireUnit, command: &str) -> Reply {
     let key = ctx.key(argv[1]);
     let mut shard = ctx.lock(key);
     let exists = match exists_as::<Hash>(&mut shard, key, ctx.now_ms) {
         Ok(exists) => exists,
         Err(reply) => return reply,
     };
-    let at_ms = match time.deadline(argv[2], ctx.now_ms, command) {
+    let at_ms = match field_deadline(unit, argv[2], ctx.now_ms, command) {
         Ok(at) => at,
         Err(reply) => return reply,
     };
@@ -266,22 +235,22 @@ fn expire_generic(ctx: &mut Ctx<'_>, argv: &[&[u8]], time: TimeArg, command: &st
 
 /// HEXPIRE key seconds [NX|XX|GT|LT] FIELDS numfields field [field ...]
 pub fn hexpire(ctx: &mut Ctx<'_>, argv: &[&[u8]]) -> Reply {
-    expire_generic(ctx, argv, TimeArg::EX, "hexpire")
+    expire_generic(ctx, argv, ExpireUnit::Ex, "hexpire")
 }
 
 /// HPEXPIRE key milliseconds [NX|XX|GT|LT] FIELDS numfields field ...
 pub fn hpexpire(ctx: &mut Ctx<'_>, argv: &[&[u8]]) -> Reply {
-    expire_generic(ctx, argv, TimeArg::PX, "hpexpire")
+    expire_generic(ctx, argv, ExpireUnit::Px, "hpexpire")
 }
 
 /// HEXPIREAT key unix-time-seconds [NX|XX|GT|LT] FIELDS numfields field ...
 pub fn hexpireat(ctx: &mut Ctx<'_>, argv: &[&[u8]]) -> Reply {
-    expire_generic(ctx, argv, TimeArg::EXAT, "hexpireat")
+    expire_generic(ctx, argv, ExpireUnit::ExAt, "hexpireat")
 }
 
 /// HPEXPIREAT key unix-time-milliseconds [NX|XX|GT|LT] FIELDS numfields ...
 pub fn hpexpireat(ctx: &mut Ctx<'_>, argv: &[&[u8]]) -> Reply {
-    expire_generic(ctx, argv, TimeArg::PXAT, "hpexpireat")
+    expire_generic(ctx, argv, ExpireUnit::PxAt, "hpexpireat")
 }
 
 /// What HTTL and its siblings report of a deadline.
@@ -426,8 +395,8 @@ pub fn hgetex(ctx: &mut Ctx<'_>, argv: &[&[u8]]) -> Reply {
     };
     let (option, fields_word) = if is(argv[2], "persist") {
         (GetExOption::Persist, 3)
-    } else if let Some(time) = TimeArg::named(argv[2]) {
-        let at = match time.deadline(argv[3], ctx.now_ms, "hgetex") {
+    } else if let Some(unit) = ExpireUnit::named(argv[2]) {
+        let at = match field_deadline(unit, argv[3], ctx.now_ms, "hgetex") {
             Ok(at) => at,
             Err(reply) => return reply,
         };
@@ -556,7 +525,7 @@ fn parse_hsetex<'a, 'b>(argv: &'b [&'a [u8]], now_ms: u64) -> Result<SetEx<'a, '
             i += 1;
             continue;
         }
-        let time = TimeArg::named(word);
+        let time = ExpireUnit::named(word);
         if time.is_some() || is(word, "keepttl") {
             if expiry.is_some() {
                 return Err(Reply::error(
@@ -567,7 +536,7 @@ fn parse_hsetex<'a, 'b>(argv: &'b [&'a [u8]], now_ms: u64) -> Result<SetEx<'a, '
                 Some(time) => {
                     let amount = argv.get(i + 1).ok_or_else(arity)?;
                     i += 1;
-                    SetExpiry::Deadline(time.deadline(amount, now_ms, "hsetex")?)
+                    SetExpiry::Deadline(field_deadline(time, amount, now_ms, "hsetex")?)
                 }
                 None => SetExpiry::KeepTtl,
             });

@@ -374,6 +374,89 @@ fn collection_command(rng: &mut StdRng) -> Vec<String> {
     }
 }
 
+/// Commands over two sorted sets of hundreds of members with many tied
+/// scores, past the listpack thresholds: ranks, rank ranges, score counts
+/// and LIMIT offsets deep inside the set, and removals by rank and score.
+fn large_zset_command(rng: &mut StdRng) -> Vec<String> {
+    let k = ["z0", "z1"][rng.random_range(0..2)].to_string();
+    let member = |rng: &mut StdRng| format!("m{}", rng.random_range(0..400));
+    let score = |rng: &mut StdRng| match rng.random_range(0..10) {
+        0 => format!("{}.25", rng.random_range(-50..50)),
+        _ => rng.random_range(-50..50).to_string(),
+    };
+    let bound = |rng: &mut StdRng| match rng.random_range(0..8) {
+        0 => "-inf".to_string(),
+        1 => "+inf".to_string(),
+        2 => format!("({}", rng.random_range(-55..55)),
+        _ => rng.random_range(-55..55).to_string(),
+    };
+    let rank = |rng: &mut StdRng| rng.random_range(-450..450).to_string();
+    match rng.random_range(0..16) {
+        0..=3 => {
+            let mut c = vec!["ZADD".into(), k];
+            for _ in 0..rng.random_range(1..12) {
+                c.push(score(rng));
+                c.push(member(rng));
+            }
+            c
+        }
+        4 => vec!["ZREM".into(), k, member(rng), member(rng)],
+        5 => vec!["ZRANK".into(), k, member(rng)],
+        6 => vec!["ZREVRANK".into(), k, member(rng)],
+        7 => {
+            let mut c = vec!["ZRANGE".into(), k, rank(rng), rank(rng)];
+            if rng.random_bool(0.5) {
+                c.push("REV".into());
+            }
+            if rng.random_bool(0.5) {
+                c.push("WITHSCORES".into());
+            }
+            c
+        }
+        8 => {
+            let mut c = vec!["ZRANGE".into(), k, bound(rng), bound(rng), "BYSCORE".into()];
+            let reverse = rng.random_bool(0.5);
+            if reverse {
+                c.push("REV".into());
+                c.swap(2, 3);
+            }
+            if rng.random_bool(0.6) {
+                c.push("LIMIT".into());
+                c.push(rng.random_range(-1..300).to_string());
+                c.push(rng.random_range(-1..20).to_string());
+            }
+            c
+        }
+        9 => vec!["ZCOUNT".into(), k, bound(rng), bound(rng)],
+        10 => {
+            let start = rng.random_range(-420..420);
+            vec![
+                "ZREMRANGEBYRANK".into(),
+                k,
+                start.to_string(),
+                (start + rng.random_range(0..6)).to_string(),
+            ]
+        }
+        11 => {
+            let low = rng.random_range(-52..52);
+            vec![
+                "ZREMRANGEBYSCORE".into(),
+                k,
+                low.to_string(),
+                format!("({}", low + 1),
+            ]
+        }
+        12 => vec![
+            ["ZPOPMIN", "ZPOPMAX"][rng.random_range(0..2)].into(),
+            k,
+            rng.random_range(1..4).to_string(),
+        ],
+        13 => vec!["ZINCRBY".into(), k, score(rng), member(rng)],
+        14 => vec!["ZCARD".into(), k],
+        _ => vec!["ZSCORE".into(), k, member(rng)],
+    }
+}
+
 async fn run_seed(seed: u64, length: usize) {
     run_stream(seed, length, command).await;
 }
@@ -441,6 +524,17 @@ async fn random_collection_streams_match_redis() {
     };
     for seed in seeds {
         run_stream(seed, length(), collection_command).await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn random_large_sorted_set_streams_match_redis() {
+    let seeds: Vec<u64> = match std::env::var("TALLY_DIFF_SEED") {
+        Ok(seed) => vec![seed.parse().expect("TALLY_DIFF_SEED is a number")],
+        Err(_) => vec![21, 22],
+    };
+    for seed in seeds {
+        run_stream(seed, length(), large_zset_command).await;
     }
 }
 

@@ -790,11 +790,13 @@ pub fn zrandmember(ctx: &mut Ctx<'_>, argv: &[&[u8]]) -> Reply {
     let key = ctx.key(argv[1]);
     let mut shard = ctx.lock(key);
     let found = read::<ZSet, _>(&mut shard, key, ctx.now_ms, |zset| {
-        let members: Vec<_> = zset.iter().collect();
         let Some(count) = count else {
-            let index = crate::util::random_u64() as usize % members.len();
-            return Reply::bulk(members[index].0);
+            let index = crate::util::random_u64() as usize % zset.len();
+            return zset
+                .nth(index)
+                .map_or(Reply::Nil, |(member, _)| Reply::bulk(member));
         };
+        let members: Vec<_> = zset.iter().collect();
         let chosen = random_indexes(members.len(), count)
             .into_iter()
             .map(|i| members[i])

@@ -14,6 +14,7 @@
 mod field_deadlines;
 mod hash;
 mod list;
+mod ranked;
 mod set;
 mod zset;
 
@@ -21,8 +22,9 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 
 pub use hash::Hash;
 pub use list::List;
+pub use ranked::Ranks;
 pub use set::{Member, Set};
-pub use zset::{Score, ZSet};
+pub use zset::ZSet;
 
 /// Redis 7.0's encoding thresholds: past them Redis converts a small
 /// encoding (intset, listpack) to a hash table or skiplist, which changes

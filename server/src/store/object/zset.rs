@@ -2,42 +2,19 @@
 //!
 //! Two indexes over the same members, as Redis keeps a dict beside its
 //! skiplist: a hash table member → score for ZSCORE, updates and ZSCAN, and
-//! a B-tree of (score, member) for ranges. A B-tree has no rank index, so
-//! ZRANK and ranges by rank walk from the nearer end: O(rank), not Redis's
-//! O(log N).
+//! Redis's skiplist with spans ([`RankedOrder`]) for order: ranks, ranges
+//! and counts in O(log N), as in Redis.
 
-use std::cmp::Ordering;
-use std::collections::BTreeSet;
 use std::ops::Bound;
 
 use std::hash::BuildHasher;
 
 use hashbrown::{DefaultHashBuilder, HashTable};
 
+use super::ranked::{RankedOrder, Ranks};
 use super::{element_bytes, Encodings};
 /// Per-member cost beyond its two copies: scores, map slot, tree node share.
 const MEMBER_OVERHEAD: usize = 40;
-
-/// A score, ordered as Redis compares them (`<` on doubles; NaN never stored).
-#[derive(Debug, Clone, Copy)]
-pub struct Score(pub f64);
-
-impl PartialEq for Score {
-    fn eq(&self, other: &Score) -> bool {
-        self.cmp(other) == Ordering::Equal
-    }
-}
-impl Eq for Score {}
-impl PartialOrd for Score {
-    fn partial_cmp(&self, other: &Score) -> Option<Ordering> {
-        Some(self.cmp(other))
-    }
-}
-impl Ord for Score {
-    fn cmp(&self, other: &Score) -> Ordering {
-        self.0.partial_cmp(&other.0).unwrap_or(Ordering::Equal)
-    }
-}
 
 /// A sorted-set value.
 #[derive(Debug, Clone, Default)]
@@ -49,7 +26,7 @@ pub struct ZSet {
     /// Changes whenever an insert may move the table's members (a growth or
     /// a rehash in place): a ZSCAN cursor of another layout starts over.
     layout: u8,
-    order: BTreeSet<(Score, Box<[u8]>)>,
+    order: RankedOrder,
     /// True once Redis would have converted it to a skiplist (it never
     /// converts back).
     converted: bool,
@@ -106,11 +83,8 @@ impl ZSet {
             if previous != score {
                 *old = score;
                 #[allow(clippy::expect_used)] // both indexes hold every member
-                let (_, boxed) = self
-                    .order
-                    .take(&(Score(previous), Box::from(member)))
-                    .expect("indexes agree");
-                self.order.insert((Score(score), boxed));
+                let boxed = self.order.remove(previous, member).expect("indexes agree");
+                self.order.insert(score, boxed);
             }
             return Some(previous);
         }
@@ -125,7 +99,7 @@ impl ZSet {
         let hasher = &self.hasher;
         self.scores
             .insert_unique(hash, (member.into(), score), |(m, _)| hasher.hash_one(m));
-        self.order.insert((Score(score), member.into()));
+        self.order.insert(score, member.into());
         if self.scores.len() > limits.zset_max_listpack_entries {
             self.converted = true;
         }
@@ -135,21 +109,17 @@ impl ZSet {
     /// Removes a member; returns its score.
     pub fn remove(&mut self, member: &[u8]) -> Option<f64> {
         let score = self.take_score(member)?;
-        self.order.remove(&(Score(score), Box::from(member)));
+        self.order.remove(score, member);
         self.bytes -= member_cost(member);
         Some(score)
     }
 
     /// Removes and returns the lowest (`min`) or highest member.
     pub fn pop(&mut self, min: bool) -> Option<(Box<[u8]>, f64)> {
-        let (score, member) = if min {
-            self.order.pop_first()
-        } else {
-            self.order.pop_last()
-        }?;
+        let (score, member) = self.order.pop(min)?;
         self.take_score(&member);
         self.bytes -= member_cost(&member);
-        Some((member, score.0))
+        Some((member, score))
     }
 
     /// Removes a member from the score table; returns its score.
@@ -191,66 +161,37 @@ impl ZSet {
         (next, page)
     }
 
-    /// Members in ascending order.
-    pub fn iter(&self) -> impl DoubleEndedIterator<Item = (&[u8], f64)> {
-        self.order.iter().map(|(s, m)| (&**m, s.0))
+    /// Members in ascending order; skipping ahead (`nth`, `skip`) from
+    /// either end costs O(log N), as Redis's ranges by rank.
+    pub fn iter(&self) -> Ranks<'_> {
+        self.order.iter()
     }
 
-    /// Members whose score lies within the bounds, in ascending order.
-    pub fn range_by_score(
-        &self,
-        min: Bound<f64>,
-        max: Bound<f64>,
-    ) -> impl DoubleEndedIterator<Item = (&[u8], f64)> {
-        // The tree is ordered by (score, member) and the empty member sorts
-        // first, so (s, "") bounds every member of score s from below. The
-        // scores are turned into an inclusive lower and exclusive upper
-        // score; the filter settles the infinite ends next_up cannot move.
-        let lower = match min {
-            Bound::Included(s) => Some(s),
-            Bound::Excluded(s) => Some(s.next_up()),
-            Bound::Unbounded => None,
-        };
-        let upper = match max {
-            Bound::Included(s) if s < f64::INFINITY => Some(s.next_up()),
-            Bound::Excluded(s) => Some(s),
-            _ => None,
-        };
-        let nothing = matches!((lower, upper), (Some(l), Some(u)) if l >= u);
-        let start = match lower {
-            Some(l) if !nothing => Bound::Included((Score(l), Box::default())),
-            _ => Bound::Unbounded,
-        };
-        let end = match upper {
-            _ if nothing => Bound::Excluded((Score(f64::NEG_INFINITY), Box::default())),
-            Some(u) => Bound::Excluded((Score(u), Box::default())),
-            None => Bound::Unbounded,
-        };
-        let within = move |score: f64| {
-            let above = match min {
-                Bound::Included(m) => score >= m,
-                Bound::Excluded(m) => score > m,
-                Bound::Unbounded => true,
-            };
-            let below = match max {
-                Bound::Included(m) => score <= m,
-                Bound::Excluded(m) => score < m,
-                Bound::Unbounded => true,
-            };
-            above && below
-        };
-        self.order
-            .range::<(Score, Box<[u8]>), _>((start, end))
-            .filter(move |(s, _)| within(s.0))
-            .map(|(s, m)| (&**m, s.0))
+    /// The member at zero-based `rank` in ascending order.
+    pub fn nth(&self, rank: usize) -> Option<(&[u8], f64)> {
+        self.order.ranks(rank, rank + 1).next()
+    }
+
+    /// Members whose score lies within the bounds, in ascending order;
+    /// found, counted and skipped into in O(log N).
+    pub fn range_by_score(&self, min: Bound<f64>, max: Bound<f64>) -> Ranks<'_> {
+        let start = self.order.count_while(|score, _| match min {
+            Bound::Included(m) => score < m,
+            Bound::Excluded(m) => score <= m,
+            Bound::Unbounded => false,
+        });
+        let end = self.order.count_while(|score, _| match max {
+            Bound::Included(m) => score <= m,
+            Bound::Excluded(m) => score < m,
+            Bound::Unbounded => true,
+        });
+        self.order.ranks(start, end)
     }
 
     /// Zero-based rank of a member in ascending order.
     pub fn rank(&self, member: &[u8]) -> Option<usize> {
         let score = self.score(member)?;
-        let key = (Score(score), Box::from(member));
-        let below = self.order.range(..&key).count();
-        Some(below)
+        self.order.rank(score, member)
     }
 }
 

@@ -12,6 +12,7 @@ use hashbrown::DefaultHashBuilder;
 use indexmap::IndexMap;
 
 use super::field_deadlines::FieldDeadlines;
+use super::packed::{elements, push_element};
 use super::{element_bytes, Encodings};
 /// Per-field cost of the index map beyond the two elements: hash, index slot.
 const FIELD_OVERHEAD: usize = 16;
@@ -53,60 +54,12 @@ impl Default for Hash {
     }
 }
 
-/// Appends one element: its length, then its bytes.
-fn push_element(buffer: &mut Vec<u8>, bytes: &[u8]) {
-    let mut n = bytes.len();
-    loop {
-        let low = (n & 0x7f) as u8;
-        n >>= 7;
-        if n == 0 {
-            buffer.push(low);
-            break;
-        }
-        buffer.push(low | 0x80);
-    }
-    buffer.extend_from_slice(bytes);
-}
-
-/// The packed buffer's elements in order, each with the offset where its
-/// length begins and the offset just past it.
-struct Elements<'a> {
-    buffer: &'a [u8],
-    at: usize,
-}
-
-impl<'a> Iterator for Elements<'a> {
-    type Item = (usize, &'a [u8], usize);
-
-    fn next(&mut self) -> Option<Self::Item> {
-        let start = self.at;
-        let mut len = 0usize;
-        let mut shift = 0;
-        loop {
-            let byte = *self.buffer.get(self.at)?;
-            self.at += 1;
-            len |= usize::from(byte & 0x7f) << shift;
-            shift += 7;
-            if byte & 0x80 == 0 {
-                break;
-            }
-        }
-        let bytes = &self.buffer[self.at..self.at + len];
-        self.at += len;
-        Some((start, bytes, self.at))
-    }
-}
-
 /// A packed field found: where its pair begins and ends, and its value.
 struct Found<'a> {
     start: usize,
     value_start: usize,
     end: usize,
     value: &'a [u8],
-}
-
-fn elements(buffer: &[u8]) -> Elements<'_> {
-    Elements { buffer, at: 0 }
 }
 
 fn find<'a>(buffer: &'a [u8], field: &[u8]) -> Option<Found<'a>> {

@@ -14,6 +14,7 @@
 mod field_deadlines;
 mod hash;
 mod list;
+mod packed;
 mod ranked;
 mod set;
 mod zset;
@@ -22,8 +23,8 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 
 pub use hash::Hash;
 pub use list::List;
-pub use ranked::Ranks;
 pub use set::{Member, Set};
+pub use zset::ZIter;
 pub use zset::ZSet;
 
 /// Redis 7.0's encoding thresholds: past them Redis converts a small

@@ -358,6 +358,7 @@ impl RankedOrder {
     }
 
     /// Every member in order.
+    #[cfg(test)]
     pub fn iter(&self) -> Ranks<'_> {
         self.ranks(0, self.len)
     }

@@ -1,24 +1,46 @@
 //! A sorted set: members ordered by score, then by member bytes.
 //!
-//! Two indexes over the same members, as Redis keeps a dict beside its
-//! skiplist: a hash table member → score for ZSCORE, updates and ZSCAN, and
-//! Redis's skiplist with spans ([`RankedOrder`]) for order: ranks, ranges
-//! and counts in O(log N), as in Redis.
+//! A small set lives as Redis keeps it, in a listpack: every (score,
+//! member) pair in order in one buffer, found by a linear scan. A
+//! sliding-window-log limiter keeps one such set per client, and one buffer
+//! is one allocation, where the indexed form costs a table slot, a list
+//! node and two boxes per member. Past the thresholds Redis converts to a
+//! skiplist beside a dict, and so does this type, for good: a member →
+//! score table for ZSCORE, updates and ZSCAN, and Redis's skiplist with
+//! spans ([`RankedOrder`]) for order, so that ranks, rank ranges and score
+//! counts cost O(log N), as in Redis.
 
-use std::ops::Bound;
-
+use std::cmp::Ordering;
 use std::hash::BuildHasher;
+use std::ops::Bound;
 
 use hashbrown::{DefaultHashBuilder, HashTable};
 
+use super::packed::{push_element, read_element};
 use super::ranked::{RankedOrder, Ranks};
 use super::{element_bytes, Encodings};
-/// Per-member cost beyond its two copies: scores, map slot, tree node share.
-const MEMBER_OVERHEAD: usize = 40;
+
+/// Per-member cost of the indexed form beyond the member's two copies:
+/// the table slot and its score, the list node, its links.
+const MEMBER_OVERHEAD: usize = 88;
 
 /// A sorted-set value.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone)]
 pub struct ZSet {
+    members: Members,
+}
+
+#[derive(Debug, Clone)]
+enum Members {
+    /// Redis's listpack: entries in (score, member) order, each the score's
+    /// eight bytes followed by the member as a packed element.
+    Packed { buffer: Vec<u8>, len: usize },
+    /// Redis's skiplist and dict, for good once converted, as in Redis.
+    Indexed(Box<Indexed>),
+}
+
+#[derive(Debug, Clone, Default)]
+struct Indexed {
     /// Member → score. A table rather than a map for its buckets: ZSCAN
     /// walks them, as Redis's walks its dict's.
     scores: HashTable<(Box<[u8]>, f64)>,
@@ -27,99 +49,119 @@ pub struct ZSet {
     /// a rehash in place): a ZSCAN cursor of another layout starts over.
     layout: u8,
     order: RankedOrder,
-    /// True once Redis would have converted it to a skiplist (it never
-    /// converts back).
-    converted: bool,
+    /// Running estimate of the heap bytes.
     bytes: usize,
+}
+
+impl Default for ZSet {
+    fn default() -> ZSet {
+        ZSet {
+            members: Members::Packed {
+                buffer: Vec::new(),
+                len: 0,
+            },
+        }
+    }
 }
 
 fn member_cost(member: &[u8]) -> usize {
     2 * element_bytes(member) + MEMBER_OVERHEAD
 }
 
-impl ZSet {
-    /// Number of members.
-    pub fn len(&self) -> usize {
-        self.scores.len()
-    }
+/// Redis's order: by score (`<` on doubles; NaN is never stored), then by
+/// member bytes.
+fn compare(score: f64, member: &[u8], other_score: f64, other_member: &[u8]) -> Ordering {
+    score
+        .partial_cmp(&other_score)
+        .unwrap_or(Ordering::Equal)
+        .then_with(|| member.cmp(other_member))
+}
 
-    /// True when empty.
-    pub fn is_empty(&self) -> bool {
-        self.scores.is_empty()
-    }
+/// The packed entry at `at`: its score, its member and the offset past it.
+fn read_entry(buffer: &[u8], at: usize) -> Option<(f64, &[u8], usize)> {
+    let score = f64::from_le_bytes(buffer.get(at..at + 8)?.try_into().ok()?);
+    let (member, end) = read_element(buffer, at + 8)?;
+    Some((score, member, end))
+}
 
-    /// `listpack` or `skiplist`.
-    pub fn encoding(&self) -> &'static str {
-        if self.converted {
-            "skiplist"
-        } else {
-            "listpack"
-        }
-    }
+/// Every packed entry in order: (offset, score, member, offset past it).
+fn entries(buffer: &[u8]) -> impl Iterator<Item = (usize, f64, &[u8], usize)> {
+    let mut at = 0;
+    std::iter::from_fn(move || {
+        let (score, member, end) = read_entry(buffer, at)?;
+        let start = std::mem::replace(&mut at, end);
+        Some((start, score, member, end))
+    })
+}
 
-    pub(super) fn heap_bytes(&self) -> usize {
-        self.bytes
-    }
+/// A packed member found: its index, where its entry begins and ends, and
+/// its score.
+struct Found {
+    index: usize,
+    start: usize,
+    end: usize,
+    score: f64,
+}
 
-    /// The score of a member.
-    pub fn score(&self, member: &[u8]) -> Option<f64> {
+fn find(buffer: &[u8], member: &[u8]) -> Option<Found> {
+    entries(buffer)
+        .enumerate()
+        .find(|(_, (_, _, m, _))| *m == member)
+        .map(|(index, (start, score, _, end))| Found {
+            index,
+            start,
+            end,
+            score,
+        })
+}
+
+/// Puts (score, member) into the packed buffer at its place in the order.
+fn insert_packed(buffer: &mut Vec<u8>, score: f64, member: &[u8]) {
+    let at = entries(buffer)
+        .find(|&(_, s, m, _)| compare(s, m, score, member) == Ordering::Greater)
+        .map_or(buffer.len(), |(start, ..)| start);
+    let mut entry = Vec::with_capacity(8 + 2 + member.len());
+    entry.extend_from_slice(&score.to_le_bytes());
+    push_element(&mut entry, member);
+    buffer.splice(at..at, entry);
+}
+
+impl Indexed {
+    fn score(&self, member: &[u8]) -> Option<f64> {
         let hash = self.hasher.hash_one(member);
         self.scores
             .find(hash, |(m, _)| **m == *member)
             .map(|&(_, score)| score)
     }
 
-    /// Sets a member's score; returns the previous score. Past
-    /// `zset-max-listpack-value` or `-entries` the set is one Redis would
-    /// have converted to a skiplist.
-    pub fn insert(&mut self, member: &[u8], score: f64, limits: &Encodings) -> Option<f64> {
-        // Redis 7.0 replies 0 for a score given as -0: store zero unsigned.
-        let score = if score == 0.0 { 0.0 } else { score };
-        let hash = self.hasher.hash_one(member);
-        if let Some((_, old)) = self.scores.find_mut(hash, |(m, _)| **m == *member) {
-            let previous = *old;
-            // Redis compares with `!=`: -0 and 0 are the same score, and the
-            // stored one stays.
-            if previous != score {
-                *old = score;
-                #[allow(clippy::expect_used)] // both indexes hold every member
-                let boxed = self.order.remove(previous, member).expect("indexes agree");
-                self.order.insert(score, boxed);
-            }
-            return Some(previous);
-        }
-        if member.len() > limits.zset_max_listpack_value {
-            self.converted = true;
-        }
+    /// Adds a member that is not present.
+    fn add(&mut self, member: &[u8], score: f64) {
         self.bytes += member_cost(member);
         if self.scores.len() == self.scores.capacity() {
             // The insert below grows the table or rehashes it in place.
             self.layout = self.layout.wrapping_add(1);
         }
+        let hash = self.hasher.hash_one(member);
         let hasher = &self.hasher;
         self.scores
             .insert_unique(hash, (member.into(), score), |(m, _)| hasher.hash_one(m));
         self.order.insert(score, member.into());
-        if self.scores.len() > limits.zset_max_listpack_entries {
-            self.converted = true;
+    }
+
+    /// Sets the score of a member that is present; returns the old one.
+    fn rescore(&mut self, member: &[u8], score: f64) -> Option<f64> {
+        let hash = self.hasher.hash_one(member);
+        let (_, old) = self.scores.find_mut(hash, |(m, _)| **m == *member)?;
+        let previous = *old;
+        // Redis compares with `!=`: -0 and 0 are the same score, and the
+        // stored one stays.
+        if previous != score {
+            *old = score;
+            #[allow(clippy::expect_used)] // both indexes hold every member
+            let boxed = self.order.remove(previous, member).expect("indexes agree");
+            self.order.insert(score, boxed);
         }
-        None
-    }
-
-    /// Removes a member; returns its score.
-    pub fn remove(&mut self, member: &[u8]) -> Option<f64> {
-        let score = self.take_score(member)?;
-        self.order.remove(score, member);
-        self.bytes -= member_cost(member);
-        Some(score)
-    }
-
-    /// Removes and returns the lowest (`min`) or highest member.
-    pub fn pop(&mut self, min: bool) -> Option<(Box<[u8]>, f64)> {
-        let (score, member) = self.order.pop(min)?;
-        self.take_score(&member);
-        self.bytes -= member_cost(&member);
-        Some((member, score))
+        Some(previous)
     }
 
     /// Removes a member from the score table; returns its score.
@@ -127,7 +169,130 @@ impl ZSet {
         let hash = self.hasher.hash_one(member);
         let found = self.scores.find_entry(hash, |(m, _)| **m == *member).ok()?;
         let ((_, score), _) = found.remove();
+        self.bytes -= member_cost(member);
         Some(score)
+    }
+}
+
+impl ZSet {
+    /// Number of members.
+    pub fn len(&self) -> usize {
+        match &self.members {
+            Members::Packed { len, .. } => *len,
+            Members::Indexed(indexed) => indexed.scores.len(),
+        }
+    }
+
+    /// True when empty.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// `listpack` or `skiplist`.
+    pub fn encoding(&self) -> &'static str {
+        match &self.members {
+            Members::Packed { .. } => "listpack",
+            Members::Indexed(_) => "skiplist",
+        }
+    }
+
+    pub(super) fn heap_bytes(&self) -> usize {
+        match &self.members {
+            Members::Packed { buffer, .. } => buffer.capacity(),
+            Members::Indexed(indexed) => indexed.bytes,
+        }
+    }
+
+    /// The score of a member.
+    pub fn score(&self, member: &[u8]) -> Option<f64> {
+        match &self.members {
+            Members::Packed { buffer, .. } => find(buffer, member).map(|found| found.score),
+            Members::Indexed(indexed) => indexed.score(member),
+        }
+    }
+
+    /// Sets a member's score; returns the previous score. Past
+    /// `zset-max-listpack-value` or `-entries` the set converts to the
+    /// indexed form, as Redis's converts to a skiplist.
+    pub fn insert(&mut self, member: &[u8], score: f64, limits: &Encodings) -> Option<f64> {
+        // Redis 7.0 replies 0 for a score given as -0: store zero unsigned.
+        let score = if score == 0.0 { 0.0 } else { score };
+        if let Members::Packed { buffer, len } = &mut self.members {
+            if let Some(found) = find(buffer, member) {
+                if found.score != score {
+                    buffer.drain(found.start..found.end);
+                    insert_packed(buffer, score, member);
+                }
+                return Some(found.score);
+            }
+            if member.len() <= limits.zset_max_listpack_value
+                && *len < limits.zset_max_listpack_entries
+            {
+                insert_packed(buffer, score, member);
+                *len += 1;
+                return None;
+            }
+            self.convert();
+        }
+        let Members::Indexed(indexed) = &mut self.members else {
+            unreachable!("converted above");
+        };
+        let previous = indexed.rescore(member, score);
+        if previous.is_none() {
+            indexed.add(member, score);
+        }
+        previous
+    }
+
+    /// Turns the packed form into the indexed one.
+    fn convert(&mut self) {
+        let Members::Packed { buffer, .. } = &self.members else {
+            return;
+        };
+        let mut indexed = Indexed::default();
+        for (_, score, member, _) in entries(buffer) {
+            indexed.add(member, score);
+        }
+        self.members = Members::Indexed(Box::new(indexed));
+    }
+
+    /// Removes a member; returns its score.
+    pub fn remove(&mut self, member: &[u8]) -> Option<f64> {
+        match &mut self.members {
+            Members::Packed { buffer, len } => {
+                let found = find(buffer, member)?;
+                buffer.drain(found.start..found.end);
+                *len -= 1;
+                Some(found.score)
+            }
+            Members::Indexed(indexed) => {
+                let score = indexed.take_score(member)?;
+                indexed.order.remove(score, member);
+                Some(score)
+            }
+        }
+    }
+
+    /// Removes and returns the lowest (`min`) or highest member.
+    pub fn pop(&mut self, min: bool) -> Option<(Box<[u8]>, f64)> {
+        match &mut self.members {
+            Members::Packed { buffer, len } => {
+                let (start, score, member, end) = if min {
+                    entries(buffer).next()
+                } else {
+                    entries(buffer).last()
+                }?;
+                let member: Box<[u8]> = member.into();
+                buffer.drain(start..end);
+                *len -= 1;
+                Some((member, score))
+            }
+            Members::Indexed(indexed) => {
+                let (score, member) = indexed.order.pop(min)?;
+                indexed.take_score(&member);
+                Some((member, score))
+            }
+        }
     }
 
     /// One page of ZSCAN from `cursor` (0 to start), with about `count`
@@ -138,17 +303,19 @@ impl ZSet {
     /// throughout is met; a cursor from before the table's layout changed
     /// starts over, returning members twice but missing none.
     pub fn scan_page(&self, cursor: u64, count: usize) -> (u64, Vec<(&[u8], f64)>) {
-        if !self.converted {
+        let Members::Indexed(indexed) = &self.members else {
             return (0, self.iter().collect());
-        }
-        let buckets = self.scores.num_buckets();
+        };
+        let buckets = indexed.scores.num_buckets();
         let mut bucket = match cursor {
-            c if c & 0xFF == u64::from(self.layout) => usize::try_from(c >> 8).unwrap_or(buckets),
+            c if c & 0xFF == u64::from(indexed.layout) => {
+                usize::try_from(c >> 8).unwrap_or(buckets)
+            }
             _ => 0,
         };
         let mut page = Vec::new();
         while bucket < buckets && page.len() < count.max(1) {
-            if let Some((member, score)) = self.scores.get_bucket(bucket) {
+            if let Some((member, score)) = indexed.scores.get_bucket(bucket) {
                 page.push((&**member, *score));
             }
             bucket += 1;
@@ -156,48 +323,195 @@ impl ZSet {
         let next = if bucket >= buckets {
             0
         } else {
-            (bucket as u64) << 8 | u64::from(self.layout)
+            (bucket as u64) << 8 | u64::from(indexed.layout)
         };
         (next, page)
     }
 
-    /// Members in ascending order; skipping ahead (`nth`, `skip`) from
-    /// either end costs O(log N), as Redis's ranges by rank.
-    pub fn iter(&self) -> Ranks<'_> {
-        self.order.iter()
+    /// How many members satisfy `below`, which holds for a leading run of
+    /// the order and for none after it.
+    fn count_while(&self, below: impl Fn(f64, &[u8]) -> bool) -> usize {
+        match &self.members {
+            Members::Packed { buffer, .. } => entries(buffer)
+                .take_while(|&(_, score, member, _)| below(score, member))
+                .count(),
+            Members::Indexed(indexed) => indexed.order.count_while(below),
+        }
+    }
+
+    /// The members of ranks `start..end` in ascending order.
+    fn ranks(&self, start: usize, end: usize) -> ZIter<'_> {
+        match &self.members {
+            Members::Packed { buffer, len } => {
+                let end = end.min(*len);
+                let start = start.min(end);
+                let front = entries(buffer)
+                    .nth(start)
+                    .map_or(buffer.len(), |(at, ..)| at);
+                ZIter(Walk::Packed(PackedRun {
+                    buffer,
+                    front,
+                    start,
+                    end,
+                    backs: None,
+                }))
+            }
+            Members::Indexed(indexed) => ZIter(Walk::Indexed(indexed.order.ranks(start, end))),
+        }
+    }
+
+    /// Members in ascending order; in the indexed form, skipping ahead
+    /// (`nth`, `skip`) from either end costs O(log N), as Redis's ranges
+    /// by rank.
+    pub fn iter(&self) -> ZIter<'_> {
+        self.ranks(0, self.len())
     }
 
     /// The member at zero-based `rank` in ascending order.
     pub fn nth(&self, rank: usize) -> Option<(&[u8], f64)> {
-        self.order.ranks(rank, rank + 1).next()
+        self.ranks(rank, rank + 1).next()
     }
 
-    /// Members whose score lies within the bounds, in ascending order;
-    /// found, counted and skipped into in O(log N).
-    pub fn range_by_score(&self, min: Bound<f64>, max: Bound<f64>) -> Ranks<'_> {
-        let start = self.order.count_while(|score, _| match min {
+    /// Members whose score lies within the bounds, in ascending order.
+    pub fn range_by_score(&self, min: Bound<f64>, max: Bound<f64>) -> ZIter<'_> {
+        let start = self.count_while(|score, _| match min {
             Bound::Included(m) => score < m,
             Bound::Excluded(m) => score <= m,
             Bound::Unbounded => false,
         });
-        let end = self.order.count_while(|score, _| match max {
+        let end = self.count_while(|score, _| match max {
             Bound::Included(m) => score <= m,
             Bound::Excluded(m) => score < m,
             Bound::Unbounded => true,
         });
-        self.order.ranks(start, end)
+        self.ranks(start, end)
     }
 
     /// Zero-based rank of a member in ascending order.
     pub fn rank(&self, member: &[u8]) -> Option<usize> {
-        let score = self.score(member)?;
-        self.order.rank(score, member)
+        match &self.members {
+            Members::Packed { buffer, .. } => find(buffer, member).map(|found| found.index),
+            Members::Indexed(indexed) => {
+                let score = indexed.score(member)?;
+                indexed.order.rank(score, member)
+            }
+        }
     }
 }
+
+/// Members of a sorted set in order, as (member, score); double-ended.
+#[derive(Debug, Clone)]
+pub struct ZIter<'a>(Walk<'a>);
+
+#[derive(Debug, Clone)]
+enum Walk<'a> {
+    Packed(PackedRun<'a>),
+    Indexed(Ranks<'a>),
+}
+
+/// Packed entries of ranks `start..end`.
+#[derive(Debug, Clone)]
+struct PackedRun<'a> {
+    buffer: &'a [u8],
+    /// Where the entry of rank `start` begins.
+    front: usize,
+    start: usize,
+    end: usize,
+    /// Where each entry of the run begins, found the first time the run is
+    /// walked from the back (entries are read forwards only).
+    backs: Option<Vec<usize>>,
+}
+
+impl<'a> Iterator for ZIter<'a> {
+    type Item = (&'a [u8], f64);
+
+    fn next(&mut self) -> Option<Self::Item> {
+        match &mut self.0 {
+            Walk::Packed(run) => {
+                if run.start >= run.end {
+                    return None;
+                }
+                let (score, member, end) = read_entry(run.buffer, run.front)?;
+                run.front = end;
+                run.start += 1;
+                Some((member, score))
+            }
+            Walk::Indexed(ranks) => ranks.next(),
+        }
+    }
+
+    fn size_hint(&self) -> (usize, Option<usize>) {
+        match &self.0 {
+            Walk::Packed(run) => (run.end - run.start, Some(run.end - run.start)),
+            Walk::Indexed(ranks) => ranks.size_hint(),
+        }
+    }
+
+    fn count(self) -> usize {
+        self.len()
+    }
+
+    fn nth(&mut self, n: usize) -> Option<Self::Item> {
+        match &mut self.0 {
+            Walk::Packed(_) => {
+                for _ in 0..n {
+                    self.next()?;
+                }
+                self.next()
+            }
+            Walk::Indexed(ranks) => ranks.nth(n),
+        }
+    }
+}
+
+impl DoubleEndedIterator for ZIter<'_> {
+    fn next_back(&mut self) -> Option<Self::Item> {
+        match &mut self.0 {
+            Walk::Packed(run) => {
+                if run.start >= run.end {
+                    return None;
+                }
+                let (buffer, front, left) = (run.buffer, run.front, run.end - run.start);
+                let backs = run.backs.get_or_insert_with(|| {
+                    entries(&buffer[front..])
+                        .take(left)
+                        .map(|(at, ..)| front + at)
+                        .collect()
+                });
+                let at = backs.pop()?;
+                run.end -= 1;
+                let (score, member, _) = read_entry(run.buffer, at)?;
+                Some((member, score))
+            }
+            Walk::Indexed(ranks) => ranks.next_back(),
+        }
+    }
+
+    fn nth_back(&mut self, n: usize) -> Option<Self::Item> {
+        match &mut self.0 {
+            Walk::Packed(_) => {
+                for _ in 0..n {
+                    self.next_back()?;
+                }
+                self.next_back()
+            }
+            Walk::Indexed(ranks) => ranks.nth_back(n),
+        }
+    }
+}
+
+impl ExactSizeIterator for ZIter<'_> {}
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn layout(z: &ZSet) -> u8 {
+        match &z.members {
+            Members::Indexed(indexed) => indexed.layout,
+            Members::Packed { .. } => panic!("not indexed"),
+        }
+    }
 
     #[test]
     fn orders_by_score_then_member_and_updates_move_members() {
@@ -223,6 +537,25 @@ mod tests {
         assert_eq!(z.remove(b"b"), Some(1.0));
         assert_eq!(z.remove(b"c"), Some(2.0));
         assert!(z.is_empty());
+    }
+
+    #[test]
+    fn the_indexed_forms_estimate_returns_to_zero() {
+        let limits = Encodings {
+            zset_max_listpack_entries: 0,
+            ..Encodings::default()
+        };
+        let mut z = ZSet::default();
+        for i in 0..100 {
+            z.insert(format!("member{i}").as_bytes(), i as f64, &limits);
+        }
+        assert!(z.heap_bytes() >= 100 * MEMBER_OVERHEAD);
+        z.insert(b"member7", -1.0, &limits);
+        z.pop(false);
+        for i in 0..99 {
+            z.remove(format!("member{i}").as_bytes());
+        }
+        assert!(z.is_empty());
         assert_eq!(z.heap_bytes(), 0);
     }
 
@@ -243,7 +576,7 @@ mod tests {
             for i in 0..1700 {
                 z.insert(format!("m{i}").as_bytes(), i as f64, &limits);
             }
-            let layout_at_start = z.layout;
+            let layout_at_start = layout(&z);
             let mut throughout: std::collections::BTreeSet<Vec<u8>> =
                 z.iter().map(|(m, _)| m.to_vec()).collect();
             let mut seen = std::collections::BTreeSet::new();
@@ -274,7 +607,105 @@ mod tests {
             let missed: Vec<_> = throughout.difference(&seen).collect();
             assert!(missed.is_empty(), "round {round} missed {}", missed.len());
             assert!(pages > 40, "round {round}: {pages} pages, not one reply");
-            assert_ne!(z.layout, layout_at_start, "round {round}: the table grew");
+            assert_ne!(layout(&z), layout_at_start, "round {round}: the table grew");
+        }
+    }
+
+    /// The packed form answers every read as the indexed form does, through
+    /// random inserts, re-scores, removals and pops of tied scores.
+    #[test]
+    fn packed_and_indexed_forms_agree() {
+        let packed_limits = Encodings {
+            zset_max_listpack_entries: 1000,
+            ..Encodings::default()
+        };
+        let indexed_limits = Encodings {
+            zset_max_listpack_entries: 0,
+            ..Encodings::default()
+        };
+        let mut seed = 0x9E37_79B9_7F4A_7C15u64;
+        let mut random = |n: u64| {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            seed % n
+        };
+        let (mut packed, mut indexed) = (ZSet::default(), ZSet::default());
+        for step in 0..4000 {
+            let member = format!("m{}", random(60)).into_bytes();
+            let score = random(12) as f64 - 6.0 + if random(4) == 0 { 0.5 } else { 0.0 };
+            match random(6) {
+                0..=2 => assert_eq!(
+                    packed.insert(&member, score, &packed_limits),
+                    indexed.insert(&member, score, &indexed_limits),
+                    "step {step}"
+                ),
+                3 => assert_eq!(packed.remove(&member), indexed.remove(&member)),
+                4 => {
+                    let min = random(2) == 0;
+                    assert_eq!(packed.pop(min), indexed.pop(min));
+                }
+                _ => {}
+            }
+            assert_eq!(packed.encoding(), "listpack");
+            assert_eq!(indexed.encoding(), "skiplist");
+            assert_eq!(packed.len(), indexed.len());
+            assert_eq!(packed.score(&member), indexed.score(&member));
+            assert_eq!(packed.rank(&member), indexed.rank(&member));
+            let all: Vec<_> = indexed.iter().collect();
+            assert_eq!(packed.iter().collect::<Vec<_>>(), all, "step {step}");
+            assert_eq!(
+                packed.iter().rev().collect::<Vec<_>>(),
+                indexed.iter().rev().collect::<Vec<_>>()
+            );
+            let bound = |v: u64, open: bool| match v {
+                0 => Bound::Unbounded,
+                _ if open => Bound::Excluded(v as f64 - 7.0),
+                _ => Bound::Included(v as f64 - 7.0),
+            };
+            let (min, max) = (
+                bound(random(14), random(2) == 0),
+                bound(random(14), random(2) == 0),
+            );
+            let (skip, take) = (random(5) as usize, random(6) as usize);
+            assert_eq!(
+                packed
+                    .range_by_score(min, max)
+                    .skip(skip)
+                    .take(take)
+                    .collect::<Vec<_>>(),
+                indexed
+                    .range_by_score(min, max)
+                    .skip(skip)
+                    .take(take)
+                    .collect::<Vec<_>>()
+            );
+            assert_eq!(
+                packed
+                    .range_by_score(min, max)
+                    .rev()
+                    .skip(skip)
+                    .collect::<Vec<_>>(),
+                indexed
+                    .range_by_score(min, max)
+                    .rev()
+                    .skip(skip)
+                    .collect::<Vec<_>>()
+            );
+            assert_eq!(
+                packed.range_by_score(min, max).count(),
+                indexed.range_by_score(min, max).count()
+            );
+            let rank = random(all.len() as u64 + 2) as usize;
+            assert_eq!(packed.nth(rank), indexed.nth(rank));
+            let mut both = (packed.iter(), indexed.iter());
+            for turn in 0..all.len() + 1 {
+                if turn % 3 == 0 {
+                    assert_eq!(both.0.next_back(), both.1.next_back());
+                } else {
+                    assert_eq!(both.0.next(), both.1.next());
+                }
+            }
         }
     }
 

@@ -20,6 +20,10 @@
 # Prints the median over the rounds of ticks per 100k and of requests per
 # second for each server, and tally's ratio to Redis for both.
 #
+# `sliding_log` (not in the default list) is a sliding window log in a
+# sorted set (ZREMRANGEBYSCORE, ZCARD, ZADD, PEXPIRE) through EVALSHA, on
+# the Lua path.
+#
 # `increx` (not in the default list) is INCREX on tally against the INCR +
 # EXPIRE script it replaces on Redis 7.0.
 #
@@ -71,6 +75,14 @@ if tokens >= 1 then tokens = tokens - 1; allowed = 1 end
 redis.call("HSET", KEYS[1], "tokens", tostring(tokens), "ts", now)
 redis.call("PEXPIRE", KEYS[1], math.ceil(burst * 1000 / rate))
 return allowed'
+# A sliding window log: one sorted-set entry per request, the old ones
+# trimmed first (now ms, window ms, limit, request id).
+SLIDING_LOG='local now, window, limit = tonumber(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[3])
+redis.call("ZREMRANGEBYSCORE", KEYS[1], "-inf", now - window)
+if redis.call("ZCARD", KEYS[1]) >= limit then return 0 end
+redis.call("ZADD", KEYS[1], now, ARGV[4])
+redis.call("PEXPIRE", KEYS[1], window)
+return 1'
 SEED=$(cat lua/scripts/sliding_window.lua)
 LIMITS=$(cat lua/scripts/limits_incr_expire.lua)
 LIMITS_SLIDING=$(cat lua/scripts/limits_acquire_sliding_window.lua)
@@ -112,6 +124,7 @@ load() { # PORT LOAD: runs it; prints requests per second
             redis-cli -p "$port" FUNCTION LOAD REPLACE "$FIXED_WINDOW_LIBRARY" >/dev/null
             args=(FCALL fixed_window 1 "$K" 1 60) ;;
         token_bucket) args=(EVALSHA "$(redis-cli -p "$port" SCRIPT LOAD "$TOKEN_BUCKET")" 1 "$K" 10 20 1720000030000) ;;
+        sliding_log) args=(EVALSHA "$(redis-cli -p "$port" SCRIPT LOAD "$SLIDING_LOG")" 1 "$K" 1720000030000 60000 100 "r:__rand_int__") ;;
         sliding_window) args=(EVALSHA "$(redis-cli -p "$port" SCRIPT LOAD "$SEED")" 2 "$K:c" "$K:p" 1000 60 1720000030 1) ;;
         # As each library calls it: limits (expiry s, amount), rate-limit-
         # redis (window ms), rate-limiter-flexible (points, duration s, and

@@ -123,6 +123,14 @@ fn insert_packed(buffer: &mut Vec<u8>, score: f64, member: &[u8]) {
     let mut entry = Vec::with_capacity(8 + 2 + member.len());
     entry.extend_from_slice(&score.to_le_bytes());
     push_element(&mut entry, member);
+    // Grown by an eighth at a time. A doubling buffer would hold up to
+    // twice the set's bytes (10,000 logs of 100 entries: 36 MB of RSS
+    // against 31 MB, Redis's listpacks 30 MB); growing by the entry alone,
+    // as a listpack is reallocated on every insert, cost a sliding-log
+    // script 10% more CPU than doubling, an eighth 4-9%.
+    if buffer.capacity() - buffer.len() < entry.len() {
+        buffer.reserve_exact(entry.len().max(buffer.len() / 8));
+    }
     buffer.splice(at..at, entry);
 }
 

@@ -15,7 +15,6 @@ mod field_deadlines;
 mod hash;
 mod list;
 mod packed;
-mod ranked;
 mod set;
 mod zset;
 

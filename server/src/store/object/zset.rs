@@ -3,26 +3,51 @@
 //! A small set lives as Redis keeps it, in a listpack: every (score,
 //! member) pair in order in one buffer, found by a linear scan. A
 //! sliding-window-log limiter keeps one such set per client, and one buffer
-//! is one allocation, where the indexed form costs a table slot, a list
-//! node and two boxes per member. Past the thresholds Redis converts to a
+//! is one allocation, where the indexed form costs a table slot, a tree
+//! entry and two boxes per member. Past the thresholds Redis converts to a
 //! skiplist beside a dict, and so does this type, for good: a member →
-//! score table for ZSCORE, updates and ZSCAN, and Redis's skiplist with
-//! spans ([`RankedOrder`]) for order, so that ranks, rank ranges and score
-//! counts cost O(log N), as in Redis.
+//! score table for ZSCORE, updates and ZSCAN, and a B-tree of (score,
+//! member) for ranges. A B-tree has no rank index, so ZRANK and ranges by
+//! rank walk from the start: O(rank), not Redis's O(log N). (A skiplist
+//! with spans, Redis's structure, was built and measured: ZRANK at its
+//! O(log N), but ZADD into a set of 1,000 members cost three times the
+//! B-tree's CPU, and writes are what a sliding-window log does.)
 
 use std::cmp::Ordering;
+use std::collections::BTreeSet;
 use std::hash::BuildHasher;
 use std::ops::Bound;
 
 use hashbrown::{DefaultHashBuilder, HashTable};
 
 use super::packed::{push_element, read_element};
-use super::ranked::{RankedOrder, Ranks};
 use super::{element_bytes, Encodings};
 
 /// Per-member cost of the indexed form beyond the member's two copies:
 /// the table slot and its score, the list node, its links.
 const MEMBER_OVERHEAD: usize = 88;
+
+/// A score, ordered as Redis compares them (`<` on doubles; NaN never
+/// stored).
+#[derive(Debug, Clone, Copy)]
+struct Score(f64);
+
+impl PartialEq for Score {
+    fn eq(&self, other: &Score) -> bool {
+        self.cmp(other) == Ordering::Equal
+    }
+}
+impl Eq for Score {}
+impl PartialOrd for Score {
+    fn partial_cmp(&self, other: &Score) -> Option<Ordering> {
+        Some(self.cmp(other))
+    }
+}
+impl Ord for Score {
+    fn cmp(&self, other: &Score) -> Ordering {
+        self.0.partial_cmp(&other.0).unwrap_or(Ordering::Equal)
+    }
+}
 
 /// A sorted-set value.
 #[derive(Debug, Clone)]
@@ -48,7 +73,7 @@ struct Indexed {
     /// Changes whenever an insert may move the table's members (a growth or
     /// a rehash in place): a ZSCAN cursor of another layout starts over.
     layout: u8,
-    order: RankedOrder,
+    order: BTreeSet<(Score, Box<[u8]>)>,
     /// Running estimate of the heap bytes.
     bytes: usize,
 }
@@ -153,7 +178,7 @@ impl Indexed {
         let hasher = &self.hasher;
         self.scores
             .insert_unique(hash, (member.into(), score), |(m, _)| hasher.hash_one(m));
-        self.order.insert(score, member.into());
+        self.order.insert((Score(score), member.into()));
     }
 
     /// Sets the score of a member that is present; returns the old one.
@@ -166,8 +191,11 @@ impl Indexed {
         if previous != score {
             *old = score;
             #[allow(clippy::expect_used)] // both indexes hold every member
-            let boxed = self.order.remove(previous, member).expect("indexes agree");
-            self.order.insert(score, boxed);
+            let (_, boxed) = self
+                .order
+                .take(&(Score(previous), Box::from(member)))
+                .expect("indexes agree");
+            self.order.insert((Score(score), boxed));
         }
         Some(previous)
     }
@@ -275,7 +303,7 @@ impl ZSet {
             }
             Members::Indexed(indexed) => {
                 let score = indexed.take_score(member)?;
-                indexed.order.remove(score, member);
+                indexed.order.remove(&(Score(score), Box::from(member)));
                 Some(score)
             }
         }
@@ -296,9 +324,13 @@ impl ZSet {
                 Some((member, score))
             }
             Members::Indexed(indexed) => {
-                let (score, member) = indexed.order.pop(min)?;
+                let (score, member) = if min {
+                    indexed.order.pop_first()
+                } else {
+                    indexed.order.pop_last()
+                }?;
                 indexed.take_score(&member);
-                Some((member, score))
+                Some((member, score.0))
             }
         }
     }
@@ -336,15 +368,12 @@ impl ZSet {
         (next, page)
     }
 
-    /// How many members satisfy `below`, which holds for a leading run of
-    /// the order and for none after it.
-    fn count_while(&self, below: impl Fn(f64, &[u8]) -> bool) -> usize {
-        match &self.members {
-            Members::Packed { buffer, .. } => entries(buffer)
-                .take_while(|&(_, score, member, _)| below(score, member))
-                .count(),
-            Members::Indexed(indexed) => indexed.order.count_while(below),
-        }
+    /// How many packed members satisfy `below`, which holds for a leading
+    /// run of the order and for none after it.
+    fn count_while(buffer: &[u8], below: impl Fn(f64) -> bool) -> usize {
+        entries(buffer)
+            .take_while(|&(_, score, _, _)| below(score))
+            .count()
     }
 
     /// The members of ranks `start..end` in ascending order.
@@ -364,13 +393,18 @@ impl ZSet {
                     backs: None,
                 }))
             }
-            Members::Indexed(indexed) => ZIter(Walk::Indexed(indexed.order.ranks(start, end))),
+            Members::Indexed(indexed) => ZIter(Walk::Tree(Box::new(
+                indexed
+                    .order
+                    .iter()
+                    .skip(start)
+                    .take(end.saturating_sub(start))
+                    .map(|(score, member)| (&**member, score.0)),
+            ))),
         }
     }
 
-    /// Members in ascending order; in the indexed form, skipping ahead
-    /// (`nth`, `skip`) from either end costs O(log N), as Redis's ranges
-    /// by rank.
+    /// Members in ascending order.
     pub fn iter(&self) -> ZIter<'_> {
         self.ranks(0, self.len())
     }
@@ -382,17 +416,54 @@ impl ZSet {
 
     /// Members whose score lies within the bounds, in ascending order.
     pub fn range_by_score(&self, min: Bound<f64>, max: Bound<f64>) -> ZIter<'_> {
-        let start = self.count_while(|score, _| match min {
+        let below_min = move |score: f64| match min {
             Bound::Included(m) => score < m,
             Bound::Excluded(m) => score <= m,
             Bound::Unbounded => false,
-        });
-        let end = self.count_while(|score, _| match max {
+        };
+        let up_to_max = move |score: f64| match max {
             Bound::Included(m) => score <= m,
             Bound::Excluded(m) => score < m,
             Bound::Unbounded => true,
-        });
-        self.ranks(start, end)
+        };
+        let indexed = match &self.members {
+            Members::Packed { buffer, .. } => {
+                let start = ZSet::count_while(buffer, below_min);
+                let end = ZSet::count_while(buffer, up_to_max);
+                return self.ranks(start, end);
+            }
+            Members::Indexed(indexed) => indexed,
+        };
+        // The tree is ordered by (score, member) and the empty member sorts
+        // first, so (s, "") bounds every member of score s from below. The
+        // scores are turned into an inclusive lower and exclusive upper
+        // score; the filter settles the infinite ends next_up cannot move.
+        let lower = match min {
+            Bound::Included(s) => Some(s),
+            Bound::Excluded(s) => Some(s.next_up()),
+            Bound::Unbounded => None,
+        };
+        let upper = match max {
+            Bound::Included(s) if s < f64::INFINITY => Some(s.next_up()),
+            Bound::Excluded(s) => Some(s),
+            _ => None,
+        };
+        let nothing = matches!((lower, upper), (Some(l), Some(u)) if l >= u);
+        let start = match lower {
+            Some(l) if !nothing => Bound::Included((Score(l), Box::default())),
+            _ => Bound::Unbounded,
+        };
+        let end = match upper {
+            _ if nothing => Bound::Excluded((Score(f64::NEG_INFINITY), Box::default())),
+            Some(u) => Bound::Excluded((Score(u), Box::default())),
+            None => Bound::Unbounded,
+        };
+        let walk = indexed
+            .order
+            .range::<(Score, Box<[u8]>), _>((start, end))
+            .filter(move |(score, _)| !below_min(score.0) && up_to_max(score.0))
+            .map(|(score, member)| (&**member, score.0));
+        ZIter(Walk::Tree(Box::new(walk)))
     }
 
     /// Zero-based rank of a member in ascending order.
@@ -400,21 +471,19 @@ impl ZSet {
         match &self.members {
             Members::Packed { buffer, .. } => find(buffer, member).map(|found| found.index),
             Members::Indexed(indexed) => {
-                let score = indexed.score(member)?;
-                indexed.order.rank(score, member)
+                let key = (Score(indexed.score(member)?), Box::from(member));
+                Some(indexed.order.range(..&key).count())
             }
         }
     }
 }
 
 /// Members of a sorted set in order, as (member, score); double-ended.
-#[derive(Debug, Clone)]
 pub struct ZIter<'a>(Walk<'a>);
 
-#[derive(Debug, Clone)]
 enum Walk<'a> {
     Packed(PackedRun<'a>),
-    Indexed(Ranks<'a>),
+    Tree(Box<dyn DoubleEndedIterator<Item = (&'a [u8], f64)> + 'a>),
 }
 
 /// Packed entries of ranks `start..end`.
@@ -444,19 +513,22 @@ impl<'a> Iterator for ZIter<'a> {
                 run.start += 1;
                 Some((member, score))
             }
-            Walk::Indexed(ranks) => ranks.next(),
+            Walk::Tree(walk) => walk.next(),
         }
     }
 
     fn size_hint(&self) -> (usize, Option<usize>) {
         match &self.0 {
             Walk::Packed(run) => (run.end - run.start, Some(run.end - run.start)),
-            Walk::Indexed(ranks) => ranks.size_hint(),
+            Walk::Tree(walk) => walk.size_hint(),
         }
     }
 
     fn count(self) -> usize {
-        self.len()
+        match self.0 {
+            Walk::Packed(run) => run.end - run.start,
+            Walk::Tree(walk) => walk.count(),
+        }
     }
 
     fn nth(&mut self, n: usize) -> Option<Self::Item> {
@@ -467,7 +539,7 @@ impl<'a> Iterator for ZIter<'a> {
                 }
                 self.next()
             }
-            Walk::Indexed(ranks) => ranks.nth(n),
+            Walk::Tree(walk) => walk.nth(n),
         }
     }
 }
@@ -491,7 +563,7 @@ impl DoubleEndedIterator for ZIter<'_> {
                 let (score, member, _) = read_entry(run.buffer, at)?;
                 Some((member, score))
             }
-            Walk::Indexed(ranks) => ranks.next_back(),
+            Walk::Tree(walk) => walk.next_back(),
         }
     }
 
@@ -503,12 +575,10 @@ impl DoubleEndedIterator for ZIter<'_> {
                 }
                 self.next_back()
             }
-            Walk::Indexed(ranks) => ranks.nth_back(n),
+            Walk::Tree(walk) => walk.nth_back(n),
         }
     }
 }
-
-impl ExactSizeIterator for ZIter<'_> {}
 
 #[cfg(test)]
 mod tests {

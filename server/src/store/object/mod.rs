@@ -15,6 +15,7 @@ mod field_deadlines;
 mod hash;
 mod list;
 mod packed;
+mod ranked;
 mod set;
 mod zset;
 

@@ -1,0 +1,778 @@
+//! A large sorted set's members in (score, member) order with every rank
+//! at hand: a B+tree whose inner nodes count the members under each child.
+//! The rank of a member, the member at a rank and the number of members
+//! below a bound cost O(log N), as with Redis's skiplist, while a lookup
+//! touches a few nodes of dozens of members each rather than a node per
+//! step: a skiplist with spans was tried first and cost three times the
+//! CPU on ZADD (docs/benchmarks.md, 2026-12-06).
+//!
+//! Nodes live in one vector and refer to each other by index; leaves are
+//! chained both ways for walking ranges. Each inner node keeps, for every
+//! child but the last, a separator no smaller than anything in that child
+//! and smaller than anything after it. A node is split when it overflows
+//! and dropped when it empties; nodes are not merged, so a tree that
+//! shrank keeps at most its former height.
+
+use std::cmp::Ordering;
+
+/// Members per leaf before it splits.
+const LEAF_MAX: usize = 64;
+/// Children per inner node before it splits.
+const INNER_MAX: usize = 64;
+/// No node (the end of the leaf chain).
+const NIL: u32 = u32::MAX;
+
+#[derive(Debug, Clone)]
+struct Item {
+    score: f64,
+    member: Box<[u8]>,
+}
+
+/// Redis's order: by score (as `<` on doubles; NaN is never stored), then
+/// by member bytes.
+fn compare(score: f64, member: &[u8], other_score: f64, other_member: &[u8]) -> Ordering {
+    score
+        .partial_cmp(&other_score)
+        .unwrap_or(Ordering::Equal)
+        .then_with(|| member.cmp(other_member))
+}
+
+impl Item {
+    fn cmp_to(&self, score: f64, member: &[u8]) -> Ordering {
+        compare(self.score, &self.member, score, member)
+    }
+}
+
+#[derive(Debug, Clone)]
+enum Node {
+    Leaf {
+        items: Vec<Item>,
+        prev: u32,
+        next: u32,
+    },
+    Inner {
+        children: Vec<u32>,
+        /// Members under each child.
+        counts: Vec<usize>,
+        /// One fewer than the children: `separators[i]` bounds child `i`
+        /// from above.
+        separators: Vec<Item>,
+    },
+}
+
+/// The ordered members of a sorted set, ranked.
+#[derive(Debug, Clone)]
+pub struct RankedOrder {
+    nodes: Vec<Node>,
+    /// Slots of `nodes` that dropped nodes left, for reuse.
+    free: Vec<u32>,
+    root: u32,
+    first: u32,
+    last: u32,
+    len: usize,
+}
+
+impl Default for RankedOrder {
+    fn default() -> RankedOrder {
+        RankedOrder {
+            nodes: vec![Node::Leaf {
+                items: Vec::new(),
+                prev: NIL,
+                next: NIL,
+            }],
+            free: Vec::new(),
+            root: 0,
+            first: 0,
+            last: 0,
+            len: 0,
+        }
+    }
+}
+
+/// Which child of an inner node holds (or would hold) what `before`
+/// places: the first child whose separator `before` does not pass.
+fn child_for(separators: &[Item], before: impl Fn(&Item) -> bool) -> usize {
+    separators.partition_point(before)
+}
+
+impl RankedOrder {
+    fn alloc(&mut self, node: Node) -> u32 {
+        match self.free.pop() {
+            Some(slot) => {
+                self.nodes[slot as usize] = node;
+                slot
+            }
+            None => {
+                self.nodes.push(node);
+                (self.nodes.len() - 1) as u32
+            }
+        }
+    }
+
+    fn release(&mut self, at: u32) {
+        self.nodes[at as usize] = Node::Leaf {
+            items: Vec::new(),
+            prev: NIL,
+            next: NIL,
+        };
+        self.free.push(at);
+    }
+
+    fn count_of(&self, at: u32) -> usize {
+        match &self.nodes[at as usize] {
+            Node::Leaf { items, .. } => items.len(),
+            Node::Inner { counts, .. } => counts.iter().sum(),
+        }
+    }
+
+    fn leaf_items(&self, at: u32) -> &[Item] {
+        match &self.nodes[at as usize] {
+            Node::Leaf { items, .. } => items,
+            Node::Inner { .. } => &[],
+        }
+    }
+
+    /// Adds a member that is not present.
+    pub fn insert(&mut self, score: f64, member: Box<[u8]>) {
+        let item = Item { score, member };
+        if let Some((separator, right)) = self.insert_under(self.root, item) {
+            let left = self.root;
+            let counts = vec![self.count_of(left), self.count_of(right)];
+            self.root = self.alloc(Node::Inner {
+                children: vec![left, right],
+                counts,
+                separators: vec![separator],
+            });
+        }
+        self.len += 1;
+    }
+
+    /// Inserts under node `at`; when `at` split, returns the separator and
+    /// the new node that follows it.
+    fn insert_under(&mut self, at: u32, item: Item) -> Option<(Item, u32)> {
+        let child = match &mut self.nodes[at as usize] {
+            Node::Leaf { items, .. } => {
+                let position =
+                    items.partition_point(|i| i.cmp_to(item.score, &item.member) == Ordering::Less);
+                items.insert(position, item);
+                if items.len() <= LEAF_MAX {
+                    return None;
+                }
+                return Some(self.split_leaf(at));
+            }
+            Node::Inner {
+                children,
+                counts,
+                separators,
+            } => {
+                let i = child_for(separators, |s| {
+                    s.cmp_to(item.score, &item.member) == Ordering::Less
+                });
+                counts[i] += 1;
+                (i, children[i])
+            }
+        };
+        let (i, child_at) = child;
+        let (separator, right) = self.insert_under(child_at, item)?;
+        let (left_count, right_count) = (self.count_of(child_at), self.count_of(right));
+        let Node::Inner {
+            children,
+            counts,
+            separators,
+        } = &mut self.nodes[at as usize]
+        else {
+            unreachable!("an inner node stays inner");
+        };
+        counts[i] = left_count;
+        children.insert(i + 1, right);
+        counts.insert(i + 1, right_count);
+        separators.insert(i, separator);
+        if children.len() <= INNER_MAX {
+            return None;
+        }
+        let middle = children.len() / 2;
+        let right_children = children.split_off(middle);
+        let right_counts = counts.split_off(middle);
+        let right_separators = separators.split_off(middle);
+        #[allow(clippy::expect_used)] // an overflowing node has separators
+        let promoted = separators.pop().expect("separators");
+        let right = self.alloc(Node::Inner {
+            children: right_children,
+            counts: right_counts,
+            separators: right_separators,
+        });
+        Some((promoted, right))
+    }
+
+    /// Splits an overflowing leaf in two; returns the separator and the new
+    /// right half.
+    fn split_leaf(&mut self, at: u32) -> (Item, u32) {
+        let Node::Leaf { items, next, .. } = &mut self.nodes[at as usize] else {
+            unreachable!("a leaf");
+        };
+        let right_items = items.split_off(items.len() / 2);
+        #[allow(clippy::expect_used)] // the left half is not empty
+        let separator = items.last().expect("a left half").clone();
+        let after = *next;
+        let right = self.alloc(Node::Leaf {
+            items: right_items,
+            prev: at,
+            next: after,
+        });
+        if let Node::Leaf { next, .. } = &mut self.nodes[at as usize] {
+            *next = right;
+        }
+        match after {
+            NIL => self.last = right,
+            _ => {
+                if let Node::Leaf { prev, .. } = &mut self.nodes[after as usize] {
+                    *prev = right;
+                }
+            }
+        }
+        (separator, right)
+    }
+
+    /// Removes (score, member); returns the member's stored bytes.
+    pub fn remove(&mut self, score: f64, member: &[u8]) -> Option<Box<[u8]>> {
+        let removed = self.remove_under(self.root, score, member)?;
+        self.len -= 1;
+        if self.len == 0 {
+            *self = RankedOrder::default();
+        } else if let Node::Inner { children, .. } = &self.nodes[self.root as usize] {
+            if children.len() == 1 {
+                let only = children[0];
+                self.release(self.root);
+                self.root = only;
+            }
+        }
+        Some(removed)
+    }
+
+    /// Removes (score, member) from under node `at`, if it is there.
+    fn remove_under(&mut self, at: u32, score: f64, member: &[u8]) -> Option<Box<[u8]>> {
+        let (i, child_at) = match &mut self.nodes[at as usize] {
+            Node::Leaf { items, .. } => {
+                let position = items.partition_point(|i| i.cmp_to(score, member) == Ordering::Less);
+                let found = items.get(position)?;
+                if found.cmp_to(score, member) != Ordering::Equal {
+                    return None;
+                }
+                return Some(items.remove(position).member);
+            }
+            Node::Inner {
+                children,
+                separators,
+                ..
+            } => {
+                let i = child_for(separators, |s| s.cmp_to(score, member) == Ordering::Less);
+                (i, children[i])
+            }
+        };
+        let removed = self.remove_under(child_at, score, member)?;
+        if let Node::Inner { counts, .. } = &mut self.nodes[at as usize] {
+            counts[i] -= 1;
+            if counts[i] == 0 {
+                self.drop_child(at, i);
+            }
+        }
+        Some(removed)
+    }
+
+    /// Drops the emptied child `i` of inner node `at`.
+    fn drop_child(&mut self, at: u32, i: usize) {
+        let Node::Inner {
+            children,
+            counts,
+            separators,
+        } = &mut self.nodes[at as usize]
+        else {
+            unreachable!("an inner node");
+        };
+        if children.len() == 1 {
+            // The last child: the parent empties and drops this node.
+            return;
+        }
+        let child = children.remove(i);
+        counts.remove(i);
+        separators.remove(i.min(separators.len() - 1));
+        self.unchain(child);
+        self.release(child);
+    }
+
+    /// Takes an empty subtree's leaves out of the chain.
+    fn unchain(&mut self, at: u32) {
+        match &self.nodes[at as usize] {
+            Node::Leaf { prev, next, .. } => {
+                let (prev, next) = (*prev, *next);
+                match prev {
+                    NIL => self.first = next,
+                    _ => {
+                        if let Node::Leaf { next: n, .. } = &mut self.nodes[prev as usize] {
+                            *n = next;
+                        }
+                    }
+                }
+                match next {
+                    NIL => self.last = prev,
+                    _ => {
+                        if let Node::Leaf { prev: p, .. } = &mut self.nodes[next as usize] {
+                            *p = prev;
+                        }
+                    }
+                }
+            }
+            Node::Inner { children, .. } => {
+                for child in children.clone() {
+                    self.unchain(child);
+                    self.release(child);
+                }
+            }
+        }
+    }
+
+    /// Removes and returns the first (`min`) or last member.
+    pub fn pop(&mut self, min: bool) -> Option<(f64, Box<[u8]>)> {
+        let leaf = if min { self.first } else { self.last };
+        let items = self.leaf_items(leaf);
+        let item = if min { items.first() } else { items.last() }?;
+        let (score, member) = (item.score, item.member.clone());
+        self.remove(score, &member).map(|m| (score, m))
+    }
+
+    /// Zero-based rank of (score, member), if present.
+    pub fn rank(&self, score: f64, member: &[u8]) -> Option<usize> {
+        let mut rank = 0;
+        let mut at = self.root;
+        loop {
+            match &self.nodes[at as usize] {
+                Node::Leaf { items, .. } => {
+                    let position =
+                        items.partition_point(|i| i.cmp_to(score, member) == Ordering::Less);
+                    let found = items.get(position)?;
+                    return (found.cmp_to(score, member) == Ordering::Equal)
+                        .then_some(rank + position);
+                }
+                Node::Inner {
+                    children,
+                    counts,
+                    separators,
+                } => {
+                    let i = child_for(separators, |s| s.cmp_to(score, member) == Ordering::Less);
+                    rank += counts[..i].iter().sum::<usize>();
+                    at = children[i];
+                }
+            }
+        }
+    }
+
+    /// How many members satisfy `below`, which must hold for a leading run
+    /// of the whole order of (score, member) pairs, present or not, and
+    /// for nothing after it (a bound's "comes before").
+    pub fn count_while(&self, below: impl Fn(f64, &[u8]) -> bool) -> usize {
+        let mut rank = 0;
+        let mut at = self.root;
+        loop {
+            match &self.nodes[at as usize] {
+                Node::Leaf { items, .. } => {
+                    return rank + items.partition_point(|i| below(i.score, &i.member));
+                }
+                Node::Inner {
+                    children,
+                    counts,
+                    separators,
+                } => {
+                    let i = child_for(separators, |s| below(s.score, &s.member));
+                    rank += counts[..i].iter().sum::<usize>();
+                    at = children[i];
+                }
+            }
+        }
+    }
+
+    /// The leaf and position of zero-based `rank` (below `len`).
+    fn locate(&self, mut rank: usize) -> (u32, usize) {
+        let mut at = self.root;
+        loop {
+            match &self.nodes[at as usize] {
+                Node::Leaf { .. } => return (at, rank),
+                Node::Inner {
+                    children, counts, ..
+                } => {
+                    let mut i = 0;
+                    while i + 1 < children.len() && rank >= counts[i] {
+                        rank -= counts[i];
+                        i += 1;
+                    }
+                    at = children[i];
+                }
+            }
+        }
+    }
+
+    /// The members of ranks `start..end` in order; the iterator also walks
+    /// back from the end, and skips (`nth`) and counts in O(log N).
+    pub fn ranks(&self, start: usize, end: usize) -> Ranks<'_> {
+        let end = end.min(self.len);
+        let start = start.min(end);
+        let (front, back) = if start < end {
+            (self.locate(start), self.locate(end - 1))
+        } else {
+            ((NIL, 0), (NIL, 0))
+        };
+        Ranks {
+            order: self,
+            front,
+            back,
+            start,
+            end,
+        }
+    }
+
+    /// Every member in order.
+    #[cfg(test)]
+    pub fn iter(&self) -> Ranks<'_> {
+        self.ranks(0, self.len)
+    }
+}
+
+/// Members of a run of ranks, as (member, score).
+#[derive(Debug, Clone)]
+pub struct Ranks<'a> {
+    order: &'a RankedOrder,
+    /// The leaf and position of rank `start`, and of rank `end - 1`.
+    front: (u32, usize),
+    back: (u32, usize),
+    start: usize,
+    end: usize,
+}
+
+impl<'a> Iterator for Ranks<'a> {
+    type Item = (&'a [u8], f64);
+
+    fn next(&mut self) -> Option<Self::Item> {
+        if self.start >= self.end {
+            return None;
+        }
+        let (leaf, position) = self.front;
+        let Node::Leaf { items, next, .. } = &self.order.nodes[leaf as usize] else {
+            return None;
+        };
+        let item = &items[position];
+        self.start += 1;
+        self.front = if position + 1 < items.len() {
+            (leaf, position + 1)
+        } else {
+            (*next, 0)
+        };
+        Some((&item.member, item.score))
+    }
+
+    fn size_hint(&self) -> (usize, Option<usize>) {
+        let left = self.end - self.start;
+        (left, Some(left))
+    }
+
+    fn count(self) -> usize {
+        self.end - self.start
+    }
+
+    fn nth(&mut self, n: usize) -> Option<Self::Item> {
+        if n >= self.end - self.start {
+            self.start = self.end;
+            return None;
+        }
+        if n > 0 {
+            self.start += n;
+            self.front = self.order.locate(self.start);
+        }
+        self.next()
+    }
+}
+
+impl DoubleEndedIterator for Ranks<'_> {
+    fn next_back(&mut self) -> Option<Self::Item> {
+        if self.start >= self.end {
+            return None;
+        }
+        let (leaf, position) = self.back;
+        let Node::Leaf { items, prev, .. } = &self.order.nodes[leaf as usize] else {
+            return None;
+        };
+        let item = &items[position];
+        self.end -= 1;
+        self.back = match position {
+            0 if *prev != NIL => (*prev, self.order.leaf_items(*prev).len().saturating_sub(1)),
+            0 => (NIL, 0),
+            _ => (leaf, position - 1),
+        };
+        Some((&item.member, item.score))
+    }
+
+    fn nth_back(&mut self, n: usize) -> Option<Self::Item> {
+        if n >= self.end - self.start {
+            self.end = self.start;
+            return None;
+        }
+        if n > 0 {
+            self.end -= n;
+            self.back = self.order.locate(self.end - 1);
+        }
+        self.next_back()
+    }
+}
+
+impl ExactSizeIterator for Ranks<'_> {}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::collections::BTreeSet;
+
+    /// The same (score, member) order as the list's, for the model.
+    #[derive(Debug, Clone, PartialEq)]
+    struct Key(f64, Vec<u8>);
+    impl Eq for Key {}
+    impl PartialOrd for Key {
+        fn partial_cmp(&self, other: &Key) -> Option<Ordering> {
+            Some(self.cmp(other))
+        }
+    }
+    impl Ord for Key {
+        fn cmp(&self, other: &Key) -> Ordering {
+            compare(self.0, &self.1, other.0, &other.1)
+        }
+    }
+
+    fn members(ranks: Ranks<'_>) -> Vec<Key> {
+        ranks.map(|(m, s)| Key(s, m.to_vec())).collect()
+    }
+
+    /// Counts agree with what is under each child, separators bound
+    /// their children, leaves hold every member in order through the
+    /// chain, both ways: the invariants ranks rest on.
+    fn check_links(order: &RankedOrder) {
+        fn walk(order: &RankedOrder, at: u32, out: &mut Vec<Key>) -> usize {
+            match &order.nodes[at as usize] {
+                Node::Leaf { items, .. } => {
+                    out.extend(items.iter().map(|i| Key(i.score, i.member.to_vec())));
+                    items.len()
+                }
+                Node::Inner {
+                    children,
+                    counts,
+                    separators,
+                } => {
+                    assert_eq!(separators.len() + 1, children.len());
+                    assert_eq!(counts.len(), children.len());
+                    let mut total = 0;
+                    for (i, &child) in children.iter().enumerate() {
+                        let before = out.len();
+                        let n = walk(order, child, out);
+                        assert_eq!(n, counts[i]);
+                        assert!(n > 0, "an empty child stays");
+                        if let Some(s) = separators.get(i) {
+                            let s = Key(s.score, s.member.to_vec());
+                            assert!(out[before..].iter().all(|k| *k <= s));
+                        }
+                        if i > 0 {
+                            let s = &separators[i - 1];
+                            let s = Key(s.score, s.member.to_vec());
+                            assert!(out[before..].iter().all(|k| *k > s));
+                        }
+                        total += n;
+                    }
+                    total
+                }
+            }
+        }
+        let mut all = Vec::new();
+        assert_eq!(walk(order, order.root, &mut all), order.len);
+        assert!(all.windows(2).all(|w| w[0] < w[1]));
+        let mut chained = Vec::new();
+        let mut leaf = order.first;
+        let mut previous = NIL;
+        while leaf != NIL {
+            let Node::Leaf { items, prev, next } = &order.nodes[leaf as usize] else {
+                panic!("a leaf in the chain");
+            };
+            assert_eq!(*prev, previous);
+            chained.extend(items.iter().map(|i| Key(i.score, i.member.to_vec())));
+            previous = leaf;
+            leaf = *next;
+        }
+        assert_eq!(order.last, previous);
+        assert_eq!(chained, all);
+    }
+
+    #[test]
+    fn agrees_with_an_ordered_model_through_random_inserts_and_removes() {
+        let mut seed = 0x2545_F491_4F6C_DD1Du64;
+        let mut random = |n: u64| {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            seed % n
+        };
+        let mut order = RankedOrder::default();
+        let mut model = BTreeSet::new();
+        for step in 0..30000 {
+            // Few distinct scores, so members break most ties.
+            let key = Key(
+                random(40) as f64 - 20.0,
+                format!("m{}", random(3000)).into_bytes(),
+            );
+            if random(3) == 0 {
+                let removed = order.remove(key.0, &key.1).map(|m| m.to_vec());
+                assert_eq!(removed.is_some(), model.remove(&key), "step {step}");
+                assert_eq!(removed.unwrap_or_else(|| key.1.clone()), key.1);
+            } else if !model.contains(&key) {
+                order.insert(key.0, key.1.clone().into_boxed_slice());
+                model.insert(key.clone());
+            }
+            if step % 997 == 0 || step < 300 {
+                check_links(&order);
+                let all: Vec<Key> = model.iter().cloned().collect();
+                assert_eq!(members(order.iter()), all);
+                assert_eq!(members(order.iter()).len(), order.len);
+                for (rank, key) in all.iter().enumerate() {
+                    assert_eq!(order.rank(key.0, &key.1), Some(rank));
+                }
+                let absent = Key(0.5, b"absent".to_vec());
+                assert_eq!(order.rank(absent.0, &absent.1), None);
+                let below = order.count_while(|s, _| s < 0.0);
+                assert_eq!(below, all.iter().filter(|k| k.0 < 0.0).count());
+                let (a, b) = (
+                    random(all.len() as u64 + 2) as usize,
+                    random(all.len() as u64 + 2) as usize,
+                );
+                let (start, end) = (a.min(b), a.max(b));
+                let expected: Vec<Key> = all
+                    .iter()
+                    .skip(start)
+                    .take(end.saturating_sub(start))
+                    .cloned()
+                    .collect();
+                assert_eq!(members(order.ranks(start, end)), expected);
+                let reversed: Vec<Key> = expected.iter().rev().cloned().collect();
+                assert_eq!(
+                    members(order.ranks(start, end)).len(),
+                    order.ranks(start, end).count()
+                );
+                assert_eq!(
+                    order
+                        .ranks(start, end)
+                        .rev()
+                        .map(|(m, s)| Key(s, m.to_vec()))
+                        .collect::<Vec<_>>(),
+                    reversed
+                );
+                for skip in [0, 1, 2, 7] {
+                    assert_eq!(
+                        members_skip(&order, start, end, skip),
+                        expected.iter().skip(skip).cloned().collect::<Vec<_>>()
+                    );
+                    assert_eq!(
+                        order
+                            .ranks(start, end)
+                            .rev()
+                            .skip(skip)
+                            .map(|(m, s)| Key(s, m.to_vec()))
+                            .collect::<Vec<_>>(),
+                        reversed.iter().skip(skip).cloned().collect::<Vec<_>>()
+                    );
+                }
+                // Both ends at once meet in the middle and stop.
+                let mut both = order.ranks(start, end);
+                let mut met = 0;
+                while both.next().is_some() {
+                    met += 1;
+                    if both.next_back().is_some() {
+                        met += 1;
+                    }
+                }
+                assert_eq!(met, expected.len());
+            }
+        }
+        while let Some((score, member)) = order.pop(model.len() % 2 == 0) {
+            let key = Key(score, member.to_vec());
+            let expected = if model.len() % 2 == 0 {
+                model.pop_first()
+            } else {
+                model.pop_last()
+            };
+            assert_eq!(Some(key), expected);
+        }
+        assert!(model.is_empty());
+        assert_eq!(order.len, 0);
+        assert!(
+            order.nodes.len() == 1,
+            "an emptied order gives its nodes back"
+        );
+    }
+
+    fn members_skip(order: &RankedOrder, start: usize, end: usize, skip: usize) -> Vec<Key> {
+        members_from(order.ranks(start, end).skip(skip))
+    }
+
+    fn members_from<'a>(it: impl Iterator<Item = (&'a [u8], f64)>) -> Vec<Key> {
+        it.map(|(m, s)| Key(s, m.to_vec())).collect()
+    }
+
+    /// Three levels and back: 20,000 members in, then out in a scrambled
+    /// order, the invariants and every rank checked along the way.
+    #[test]
+    fn a_deep_tree_grows_and_shrinks_whole() {
+        let mut order = RankedOrder::default();
+        let n = 20_000u64;
+        // A permutation of 0..n (n and 7,919 are coprime).
+        let keys: Vec<Key> = (0..n)
+            .map(|i| (i * 7_919) % n)
+            .map(|i| Key((i / 3) as f64, format!("{i}").into_bytes()))
+            .collect();
+        for (step, key) in keys.iter().enumerate() {
+            order.insert(key.0, key.1.clone().into_boxed_slice());
+            if step % 4_999 == 0 {
+                check_links(&order);
+            }
+        }
+        check_links(&order);
+        assert!(
+            matches!(&order.nodes[order.root as usize], Node::Inner { children, .. }
+            if children.iter().any(|&c| matches!(order.nodes[c as usize], Node::Inner { .. })))
+        );
+        let mut sorted = keys.clone();
+        sorted.sort();
+        for (rank, key) in sorted.iter().enumerate().step_by(97) {
+            assert_eq!(order.rank(key.0, &key.1), Some(rank));
+            assert_eq!(
+                order.ranks(rank, rank + 1).next().map(|(m, _)| m.to_vec()),
+                Some(key.1.clone())
+            );
+        }
+        for (step, key) in keys.iter().rev().enumerate() {
+            assert_eq!(order.remove(key.0, &key.1).as_deref(), Some(&key.1[..]));
+            if step % 3_001 == 0 {
+                check_links(&order);
+            }
+        }
+        assert_eq!(order.len, 0);
+        assert_eq!(order.nodes.len(), 1);
+    }
+
+    #[test]
+    fn ranks_past_the_end_are_empty() {
+        let mut order = RankedOrder::default();
+        for i in 0..5 {
+            order.insert(i as f64, format!("{i}").into_bytes().into_boxed_slice());
+        }
+        assert_eq!(order.ranks(3, 100).count(), 2);
+        assert_eq!(order.ranks(7, 9).next(), None);
+        assert_eq!(order.ranks(4, 2).next(), None);
+        assert_eq!(
+            order.iter().nth(4).map(|(m, _)| m.to_vec()),
+            Some(b"4".to_vec())
+        );
+        assert_eq!(order.iter().nth(5), None);
+    }
+}

@@ -237,3 +237,15 @@ kind!(Hash, Hash);
 kind!(List, List);
 kind!(Set, Set);
 kind!(ZSet, ZSet);
+
+/// A reproducible stream of numbers below `n` (xorshift) for the types'
+/// randomised tests.
+#[cfg(test)]
+fn test_random(mut seed: u64) -> impl FnMut(u64) -> u64 {
+    move |n| {
+        seed ^= seed << 13;
+        seed ^= seed >> 7;
+        seed ^= seed << 17;
+        seed % n
+    }
+}

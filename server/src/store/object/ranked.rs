@@ -95,6 +95,17 @@ fn child_for(separators: &[Item], before: impl Fn(&Item) -> bool) -> usize {
     separators.partition_point(before)
 }
 
+/// Which child of an inner node holds zero-based `rank`, and the rank
+/// within that child (the last child takes whatever is past the others).
+fn child_by_rank(counts: &[usize], mut rank: usize) -> (usize, usize) {
+    let mut i = 0;
+    while i + 1 < counts.len() && rank >= counts[i] {
+        rank -= counts[i];
+        i += 1;
+    }
+    (i, rank)
+}
+
 impl RankedOrder {
     fn alloc(&mut self, node: Node) -> u32 {
         match self.free.pop() {
@@ -236,6 +247,13 @@ impl RankedOrder {
     /// Removes (score, member); returns the member's stored bytes.
     pub fn remove(&mut self, score: f64, member: &[u8]) -> Option<Box<[u8]>> {
         let removed = self.remove_under(self.root, score, member)?;
+        self.after_removal();
+        Some(removed)
+    }
+
+    /// Counts a removal: an emptied order starts afresh, and a root left
+    /// with one child gives way to it.
+    fn after_removal(&mut self) {
         self.len -= 1;
         if self.len == 0 {
             *self = RankedOrder::default();
@@ -246,7 +264,6 @@ impl RankedOrder {
                 self.root = only;
             }
         }
-        Some(removed)
     }
 
     /// Removes (score, member) from under node `at`, if it is there.
@@ -270,13 +287,19 @@ impl RankedOrder {
             }
         };
         let removed = self.remove_under(child_at, score, member)?;
+        self.uncount(at, i);
+        Some(removed)
+    }
+
+    /// One member fewer under child `i` of inner node `at`, which is
+    /// dropped once empty.
+    fn uncount(&mut self, at: u32, i: usize) {
         if let Node::Inner { counts, .. } = &mut self.nodes[at as usize] {
             counts[i] -= 1;
             if counts[i] == 0 {
                 self.drop_child(at, i);
             }
         }
-        Some(removed)
     }
 
     /// Drops the emptied child `i` of inner node `at`.
@@ -333,11 +356,27 @@ impl RankedOrder {
 
     /// Removes and returns the first (`min`) or last member.
     pub fn pop(&mut self, min: bool) -> Option<(f64, Box<[u8]>)> {
-        let leaf = if min { self.first } else { self.last };
-        let items = self.leaf_items(leaf);
-        let item = if min { items.first() } else { items.last() }?;
-        let (score, member) = (item.score, item.member.clone());
-        self.remove(score, &member).map(|m| (score, m))
+        let last = self.len.checked_sub(1)?;
+        let rank = if min { 0 } else { last };
+        let item = self.remove_rank_under(self.root, rank);
+        self.after_removal();
+        Some((item.score, item.member))
+    }
+
+    /// Removes the member of zero-based `rank` under node `at` (which
+    /// holds more than `rank` members).
+    fn remove_rank_under(&mut self, at: u32, rank: usize) -> Item {
+        let (i, rank) = match &mut self.nodes[at as usize] {
+            Node::Leaf { items, .. } => return items.remove(rank),
+            Node::Inner { counts, .. } => child_by_rank(counts, rank),
+        };
+        let child_at = match &self.nodes[at as usize] {
+            Node::Inner { children, .. } => children[i],
+            Node::Leaf { .. } => unreachable!("an inner node"),
+        };
+        let item = self.remove_rank_under(child_at, rank);
+        self.uncount(at, i);
+        item
     }
 
     /// Zero-based rank of (score, member), if present.
@@ -399,11 +438,8 @@ impl RankedOrder {
                 Node::Inner {
                     children, counts, ..
                 } => {
-                    let mut i = 0;
-                    while i + 1 < children.len() && rank >= counts[i] {
-                        rank -= counts[i];
-                        i += 1;
-                    }
+                    let (i, within) = child_by_rank(counts, rank);
+                    rank = within;
                     at = children[i];
                 }
             }
@@ -607,13 +643,7 @@ mod tests {
 
     #[test]
     fn agrees_with_an_ordered_model_through_random_inserts_and_removes() {
-        let mut seed = 0x2545_F491_4F6C_DD1Du64;
-        let mut random = |n: u64| {
-            seed ^= seed << 13;
-            seed ^= seed >> 7;
-            seed ^= seed << 17;
-            seed % n
-        };
+        let mut random = super::super::test_random(0x2545_F491_4F6C_DD1D);
         let mut order = RankedOrder::default();
         let mut model = BTreeSet::new();
         for step in 0..30000 {

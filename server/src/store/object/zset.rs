@@ -571,13 +571,7 @@ mod tests {
     #[test]
     fn zscan_pages_meet_every_member_present_throughout() {
         let limits = Encodings::default();
-        let mut seed = 0x2545_F491_4F6C_DD1Du64;
-        let mut random = |n: u64| {
-            seed ^= seed << 13;
-            seed ^= seed >> 7;
-            seed ^= seed << 17;
-            seed % n
-        };
+        let mut random = super::super::test_random(0x2545_F491_4F6C_DD1D);
         for round in 0..20 {
             // 1,700 members, just under a growth (1,792 fit 2,048 buckets),
             // so that the arrivals grow the table in mid-walk.
@@ -632,13 +626,7 @@ mod tests {
             zset_max_listpack_entries: 0,
             ..Encodings::default()
         };
-        let mut seed = 0x9E37_79B9_7F4A_7C15u64;
-        let mut random = |n: u64| {
-            seed ^= seed << 13;
-            seed ^= seed >> 7;
-            seed ^= seed << 17;
-            seed % n
-        };
+        let mut random = super::super::test_random(0x9E37_79B9_7F4A_7C15);
         let (mut packed, mut indexed) = (ZSet::default(), ZSet::default());
         for step in 0..4000 {
             let member = format!("m{}", random(60)).into_bytes();

@@ -92,6 +92,9 @@ pub struct Entry {
     pub value: Value,
     /// Absolute expiry in unix milliseconds, if the key is volatile.
     pub expire_at_ms: Option<u64>,
+    /// Seconds since the key was last used, when the file says (Redis
+    /// writes it under an LRU maxmemory policy).
+    pub idle_seconds: Option<u64>,
 }
 
 /// Why a file or payload could not be read.
@@ -147,6 +150,15 @@ pub fn dump(value: &Value, encodings: &Encodings) -> Vec<u8> {
     let mut out = Vec::new();
     writer::write_value(&mut out, value, encodings);
     sealed(out)
+}
+
+/// The byte sizes of the quicklist nodes (listpacks) a list is written
+/// as: DEBUG OBJECT's `ql_*` fields describe them.
+pub fn list_node_sizes(items: &[Vec<u8>], encodings: &Encodings) -> Vec<usize> {
+    writer::quicklist_nodes(items, encodings)
+        .iter()
+        .map(Vec::len)
+        .collect()
 }
 
 /// `body` with DUMP's footer: the RDB version and the CRC64 of both.

@@ -157,7 +157,7 @@ impl<'a> Reader<'a> {
         if self.done {
             return Ok(None);
         }
-        let mut expire_at_ms = None;
+        let (mut expire_at_ms, mut idle_seconds) = (None, None);
         loop {
             let opcode = self.input.byte()?;
             match opcode {
@@ -190,9 +190,7 @@ impl<'a> Reader<'a> {
                 }
                 opcodes::EXPIRETIME_MS => expire_at_ms = Some(self.input.u64_le()?),
                 opcodes::EXPIRETIME => expire_at_ms = Some(self.input.u32_le()? as u64 * 1000),
-                opcodes::IDLE => {
-                    self.input.length()?;
-                }
+                opcodes::IDLE => idle_seconds = Some(self.input.length()?),
                 opcodes::FREQ => {
                     self.input.byte()?;
                 }
@@ -217,6 +215,7 @@ impl<'a> Reader<'a> {
                             key,
                             value,
                             expire_at_ms,
+                            idle_seconds,
                         }))),
                         // A module value's bytes only its module can parse:
                         // nothing after it can be read.

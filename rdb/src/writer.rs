@@ -42,6 +42,25 @@ impl Default for Encodings {
 /// has room (SIZE_ESTIMATE_OVERHEAD).
 const NODE_ENTRY_OVERHEAD: usize = 8;
 
+/// A list's elements packed into quicklist nodes (listpacks), as Redis
+/// fills them pushing at the tail.
+pub(crate) fn quicklist_nodes(items: &[Vec<u8>], enc: &Encodings) -> Vec<Vec<u8>> {
+    let mut nodes: Vec<Vec<u8>> = Vec::new();
+    let mut node = ListpackBuilder::default();
+    for item in items {
+        if node.len() > 0
+            && node.size() + item.len() + NODE_ENTRY_OVERHEAD > enc.list_max_listpack_bytes
+        {
+            nodes.push(std::mem::take(&mut node).finish());
+        }
+        node.push(item);
+    }
+    if node.len() > 0 {
+        nodes.push(node.finish());
+    }
+    nodes
+}
+
 /// Writes one value: its type byte, then its encoding.
 pub(crate) fn write_value(out: &mut Vec<u8>, value: &Value, enc: &Encodings) {
     let mut body = Vec::new();
@@ -58,19 +77,7 @@ fn encode_value(out: &mut Vec<u8>, value: &Value, enc: &Encodings) -> u8 {
             types::STRING
         }
         Value::List(items) => {
-            let mut nodes: Vec<Vec<u8>> = Vec::new();
-            let mut node = ListpackBuilder::default();
-            for item in items {
-                if node.len() > 0
-                    && node.size() + item.len() + NODE_ENTRY_OVERHEAD > enc.list_max_listpack_bytes
-                {
-                    nodes.push(std::mem::take(&mut node).finish());
-                }
-                node.push(item);
-            }
-            if node.len() > 0 {
-                nodes.push(node.finish());
-            }
+            let nodes = quicklist_nodes(items, enc);
             write_length(out, nodes.len() as u64);
             for blob in nodes {
                 write_length(out, 2); // QUICKLIST_NODE_CONTAINER_PACKED

@@ -344,10 +344,9 @@ pub fn client_reply(ctx: &mut Ctx<'_>, argv: &[&[u8]]) -> Reply {
     }
 }
 
-/// CLIENT NO-TOUCH ON|OFF (Redis 7.2): the client's commands leave keys'
-/// access times alone. tally keeps no access times (OBJECT IDLETIME is
-/// not served), so no command of any client touches one: the flag is
-/// kept and shown (`T`), and is true to its word.
+/// CLIENT NO-TOUCH ON|OFF (Redis 7.2): the client's commands, TOUCH
+/// excepted, leave keys' access times alone (the dispatcher's `call`
+/// reads the flag); shown as `T` in CLIENT LIST.
 pub fn client_no_touch(ctx: &mut Ctx<'_>, argv: &[&[u8]]) -> Reply {
     let on = if is(argv[2], "on") {
         true

@@ -9,8 +9,8 @@ use std::sync::OnceLock;
 use super::{
     acl, bitfield, bitmap, blocking, client, cluster, command, config, connection as conn,
     failover, functions, hash, hash_expiry, hyperloglog, increx, info, keys, latency, lcs, list,
-    memory, migrate, mpop, multi, persistence, pubsub, replication, scripting, server, set, sort,
-    string, string_conditions, throttle, zset, zset_algebra, Ctx,
+    memory, migrate, mpop, multi, object, persistence, pubsub, replication, scripting, server, set,
+    sort, string, string_conditions, throttle, zset, zset_algebra, Ctx,
 };
 use crate::catalog::registry;
 use crate::resp::Reply;
@@ -255,10 +255,11 @@ static BINDINGS: &[(&str, Handler)] = &[
     ("monitor", server::monitor),
     ("debug", server::debug),
     // OBJECT subcommands
-    ("object|encoding", keys::object_encoding),
-    ("object|freq", keys::object_freq),
-    ("object|help", keys::object_help),
-    ("object|refcount", keys::object_refcount),
+    ("object|encoding", object::object_encoding),
+    ("object|freq", object::object_freq),
+    ("object|help", object::object_help),
+    ("object|idletime", object::object_idletime),
+    ("object|refcount", object::object_refcount),
     // SCRIPT subcommands
     ("script|load", scripting::script_load),
     ("script|exists", scripting::script_exists),

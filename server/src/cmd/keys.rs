@@ -5,7 +5,7 @@ use super::error;
 use super::Ctx;
 use crate::event_classes::class;
 use crate::resp::Reply;
-use crate::store::{Entry, KeyRef, OwnedValue, ShardData, ShardGuard, ValueRef};
+use crate::store::{access_clock, Entry, KeyRef, OwnedValue, ShardData, ShardGuard, ValueRef};
 
 /// The name TYPE reports for an entry.
 pub fn type_name(entry: &Entry) -> &'static str {
@@ -31,7 +31,19 @@ pub fn del(ctx: &mut Ctx<'_>, argv: &[&[u8]]) -> Reply {
 }
 
 /// EXISTS key [key ...]; a key named twice counts twice.
+/// It looks without using: the keys' access times stay as they were, as
+/// Redis's LOOKUP_NOTOUCH leaves them.
 pub fn exists(ctx: &mut Ctx<'_>, argv: &[&[u8]]) -> Reply {
+    let _untouched = access_clock::untouched();
+    count_live(ctx, argv)
+}
+
+/// TOUCH key [key ...]: EXISTS that stamps the keys as used now.
+pub fn touch(ctx: &mut Ctx<'_>, argv: &[&[u8]]) -> Reply {
+    count_live(ctx, argv)
+}
+
+fn count_live(ctx: &mut Ctx<'_>, argv: &[&[u8]]) -> Reply {
     let keys: Vec<_> = argv[1..].iter().map(|k| ctx.key(k)).collect();
     let mut locked = ctx.lock_keys(&keys);
     let found = keys
@@ -39,11 +51,6 @@ pub fn exists(ctx: &mut Ctx<'_>, argv: &[&[u8]]) -> Reply {
         .filter(|key| locked.shard(**key).lookup_read(**key, ctx.now_ms).is_some())
         .count();
     Reply::Int(found as i64)
-}
-
-/// TOUCH key [key ...]
-pub fn touch(ctx: &mut Ctx<'_>, argv: &[&[u8]]) -> Reply {
-    exists(ctx, argv)
 }
 
 #[derive(Default)]
@@ -149,8 +156,11 @@ pub fn pexpireat(ctx: &mut Ctx<'_>, argv: &[&[u8]]) -> Reply {
     expire_generic(ctx, argv, false, false)
 }
 
-/// TTL, PTTL, EXPIRETIME and PEXPIRETIME: -2 for a missing key, -1 for no deadline.
+/// TTL, PTTL, EXPIRETIME and PEXPIRETIME: -2 for a missing key, -1 for no
+/// deadline. Asking when a key expires does not use it (its access time
+/// stays, as Redis's LOOKUP_NOTOUCH leaves it).
 fn ttl_generic(ctx: &mut Ctx<'_>, argv: &[&[u8]], millis: bool, absolute: bool) -> Reply {
+    let _untouched = access_clock::untouched();
     let key = ctx.key(argv[1]);
     let mut shard = ctx.lock(key);
     let Some(entry) = shard.lookup_read(key, ctx.now_ms) else {
@@ -204,8 +214,9 @@ pub fn persist(ctx: &mut Ctx<'_>, argv: &[&[u8]]) -> Reply {
     reply
 }
 
-/// TYPE key
+/// TYPE key; the key's access time stays, as for TTL.
 pub fn type_of(ctx: &mut Ctx<'_>, argv: &[&[u8]]) -> Reply {
+    let _untouched = access_clock::untouched();
     let key = ctx.key(argv[1]);
     let mut shard = ctx.lock(key);
     match shard.lookup_read(key, ctx.now_ms) {
@@ -662,71 +673,4 @@ pub fn swapdb(ctx: &mut Ctx<'_>, argv: &[&[u8]]) -> Reply {
         }
     }
     Reply::Ok
-}
-
-/// OBJECT ENCODING key
-pub fn object_encoding(ctx: &mut Ctx<'_>, argv: &[&[u8]]) -> Reply {
-    let key = ctx.key(argv[2]);
-    let mut shard = ctx.lock(key);
-    match shard.lookup_read(key, ctx.now_ms).map(|e| e.value()) {
-        Some(ValueRef::Int(_)) => Reply::bulk(b"int"),
-        // Redis keeps strings of up to 44 bytes in one allocation with their
-        // object header ("embstr"); longer ones are "raw".
-        Some(ValueRef::Str(bytes)) if bytes.len() <= 44 => Reply::bulk(b"embstr"),
-        Some(ValueRef::Str(_)) => Reply::bulk(b"raw"),
-        Some(ValueRef::Obj(object)) => Reply::bulk(object.encoding().as_bytes()),
-        None => Reply::Nil,
-    }
-}
-
-/// Redis's reference count of a shared object (OBJ_SHARED_REFCOUNT).
-const SHARED_REFCOUNT: i64 = i32::MAX as i64;
-/// Redis shares the integer values 0..OBJ_SHARED_INTEGERS between keys.
-const SHARED_INTEGERS: i64 = 10_000;
-
-/// OBJECT REFCOUNT key: 1, or Redis's shared-object count for an integer
-/// value Redis keeps shared (0 to 9999; Redis shares them under every
-/// policy but LRU and LFU ones, and tally runs noeviction only).
-pub fn object_refcount(ctx: &mut Ctx<'_>, argv: &[&[u8]]) -> Reply {
-    let key = ctx.key(argv[2]);
-    let mut shard = ctx.lock(key);
-    match shard.lookup_read(key, ctx.now_ms).map(|e| e.value()) {
-        Some(ValueRef::Int(n)) if (0..SHARED_INTEGERS).contains(&n) => Reply::Int(SHARED_REFCOUNT),
-        Some(_) => Reply::Int(1),
-        None => Reply::Nil,
-    }
-}
-
-/// OBJECT FREQ key: tally runs noeviction only, so no access frequency is
-/// kept, and Redis answers this error under any policy but an LFU one.
-pub fn object_freq(ctx: &mut Ctx<'_>, argv: &[&[u8]]) -> Reply {
-    let key = ctx.key(argv[2]);
-    let mut shard = ctx.lock(key);
-    if shard.lookup_read(key, ctx.now_ms).is_none() {
-        return Reply::Nil;
-    }
-    Reply::error(
-        "ERR An LFU maxmemory policy is not selected, access frequency not tracked. \
-         Please note that when switching between policies at runtime LRU and LFU data \
-         will take some time to adjust.",
-    )
-}
-
-/// OBJECT HELP (without Redis's IDLETIME: tally keeps no access times,
-/// and refuses it as an unknown subcommand).
-pub fn object_help(_ctx: &mut Ctx<'_>, _argv: &[&[u8]]) -> Reply {
-    super::server::help_reply(
-        "OBJECT",
-        &[
-            "ENCODING <key>",
-            "    Return the kind of internal representation used in order to store the value",
-            "    associated with a <key>.",
-            "FREQ <key>",
-            "    Return the access frequency index of the <key>. The returned integer is",
-            "    proportional to the logarithm of the recent access frequency of the key.",
-            "REFCOUNT <key>",
-            "    Return the number of references of the value associated with the specified",
-            "    <key>.",
-        ],
-    )
 }

@@ -40,6 +40,7 @@ pub mod memory;
 pub mod migrate;
 pub mod mpop;
 pub mod multi;
+pub mod object;
 pub mod persistence;
 pub mod propagate;
 pub mod pubsub;
@@ -64,7 +65,7 @@ use crate::cluster::Access;
 use crate::resp::Reply;
 use crate::state::Shared;
 pub use crate::stats::{error_code, ErrorCounts};
-use crate::store::{Db, KeyRef, MultiLock, ShardGuard, ShardLender};
+use crate::store::{access_clock, Db, KeyRef, MultiLock, ShardGuard, ShardLender};
 pub use client_state::{After, BatchStats, ClientState, ReplyMode};
 pub use handlers::Handler;
 use routing::{is_cluster_redirection, routed, slot_gate};
@@ -527,6 +528,14 @@ fn over_maxmemory(ctx: &Ctx<'_>, argv: &[&[u8]]) -> bool {
 #[inline]
 fn call(ctx: &mut Ctx<'_>, index: usize, command: &'static Command, argv: &[&[u8]]) -> Reply {
     let handler = handlers::handler(index);
+    // CLIENT NO-TOUCH (Redis 7.2): the client's commands leave the keys'
+    // access times alone, except TOUCH, whose purpose they are.
+    let _access = ctx
+        .client
+        .info
+        .no_touch
+        .load(Ordering::Relaxed)
+        .then(|| access_clock::scope(command.name != "touch"));
     if command.flags & flags::WRITE == 0 {
         let reply = handler(ctx, argv);
         // A read that refreshed a cache held in the value (PFCOUNT) left

@@ -11,15 +11,7 @@ use crate::event_classes::class;
 use crate::persistence::{self, snapshot};
 use crate::resp::Reply;
 use crate::state::{ClientInfo, Shared};
-
-/// The encodings DUMP and snapshots write: Redis 7.0's thresholds, LZF
-/// as `rdbcompression` says.
-fn encodings(ctx: &Ctx<'_>) -> tally_rdb::Encodings {
-    tally_rdb::Encodings {
-        compress: ctx.shared.config.read().rdbcompression,
-        ..tally_rdb::Encodings::default()
-    }
-}
+use crate::store::access_clock;
 
 /// DUMP key
 pub fn dump(ctx: &mut Ctx<'_>, argv: &[&[u8]]) -> Reply {
@@ -31,16 +23,18 @@ pub fn dump(ctx: &mut Ctx<'_>, argv: &[&[u8]]) -> Reply {
             None => return Reply::Nil,
         }
     };
-    Reply::bulk(&tally_rdb::dump(&value, &encodings(ctx)))
+    Reply::bulk(&tally_rdb::dump(&value, &snapshot::encodings(ctx.shared)))
 }
 
 /// RESTORE key ttl serialized-value [REPLACE] [ABSTTL] [IDLETIME seconds]
 /// [FREQ frequency], checked in Redis's order: options, an existing key,
-/// the TTL, the payload's footer, its contents. IDLETIME and FREQ are
-/// checked and then have nothing to set (tally keeps no LRU/LFU data).
+/// the TTL, the payload's footer, its contents. IDLETIME sets the key's
+/// access time that far back, as Redis does under any policy but an LFU
+/// one; FREQ is checked and then has nothing to set (no LFU counters are
+/// kept under noeviction, tally's only policy).
 pub fn restore(ctx: &mut Ctx<'_>, argv: &[&[u8]]) -> Reply {
     let (mut replace, mut absttl) = (false, false);
-    let (mut idle_given, mut freq_given) = (false, false);
+    let (mut idle, mut freq_given) = (None, false);
     let mut j = 4;
     while j < argv.len() {
         let more = j + 1 < argv.len();
@@ -49,15 +43,15 @@ pub fn restore(ctx: &mut Ctx<'_>, argv: &[&[u8]]) -> Reply {
         } else if is(argv[j], "absttl") {
             absttl = true;
         } else if is(argv[j], "idletime") && more && !freq_given {
-            let Some(idle) = parse_i64(argv[j + 1]) else {
+            let Some(seconds) = parse_i64(argv[j + 1]) else {
                 return Reply::error(error::NOT_INTEGER);
             };
-            if idle < 0 {
+            if seconds < 0 {
                 return Reply::error("ERR Invalid IDLETIME value, must be >= 0");
             }
-            idle_given = true;
+            idle = Some(seconds as u64);
             j += 1;
-        } else if is(argv[j], "freq") && more && !idle_given {
+        } else if is(argv[j], "freq") && more && idle.is_none() {
             let Some(freq) = parse_i64(argv[j + 1]) else {
                 return Reply::error(error::NOT_INTEGER);
             };
@@ -106,6 +100,9 @@ pub fn restore(ctx: &mut Ctx<'_>, argv: &[&[u8]]) -> Reply {
         return Reply::Ok;
     }
     shard.set_owned(key, value, expire_at, now);
+    if let Some(seconds) = idle {
+        shard.set_access_clock(key, access_clock::clock_for_idle(seconds, now), now);
+    }
     // Redis deletes a key it replaces and adds the value anew: `new`
     // either way (the store says so for a key that was missing).
     if existed {

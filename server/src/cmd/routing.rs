@@ -229,6 +229,8 @@ pub(super) fn route_open(
     }
     let mut here = crate::cluster::KeysHere::default();
     let channels = pubsub::is_shard_channel_command(command.name);
+    // Routing asks whether keys are here; using them is the command's.
+    let _untouched = crate::store::access_clock::untouched();
     for (i, key) in keys.iter().enumerate() {
         if i > 0 && *key != keys[0] {
             here.multiple = true;

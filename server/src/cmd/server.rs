@@ -254,7 +254,14 @@ pub fn prepare_shutdown(
     }
 }
 
-/// DEBUG SLEEP seconds | DEBUG PANIC | DEBUG HELP
+/// Redis's refusal of DEBUG under `enable-debug-command no`.
+const DEBUG_NOT_ALLOWED: &str = concat!(
+    "ERR DEBUG command not allowed. If the enable-debug-command option is set to \"local\", ",
+    "you can run it from a local connection, otherwise you need to set this option in the ",
+    "configuration file, and then restart the server."
+);
+
+/// DEBUG SLEEP seconds | DEBUG OBJECT key | DEBUG PANIC | DEBUG HELP
 pub fn debug(ctx: &mut Ctx<'_>, argv: &[&[u8]]) -> Reply {
     if is(argv[1], "sleep") && argv.len() == 3 {
         let Some(seconds) = parse_f64(argv[2]).filter(|s| *s >= 0.0) else {
@@ -270,6 +277,15 @@ pub fn debug(ctx: &mut Ctx<'_>, argv: &[&[u8]]) -> Reply {
         }
         return Reply::Ok;
     }
+    if is(argv[1], "object") && argv.len() == 3 {
+        // It shows where values live in memory, which Redis keeps from
+        // clients unless the operator allows DEBUG.
+        let local = ctx.client.info.addr.is_local();
+        if !ctx.shared.config.read().enable_debug_command.allows(local) {
+            return Reply::error(DEBUG_NOT_ALLOWED);
+        }
+        return super::object::debug_object(ctx, argv[2]);
+    }
     if is(argv[1], "panic") && argv.len() == 2 {
         // Redis crashes the whole server here. tally's connection boundary
         // contains a panic to the one client (it gets an error and is
@@ -280,6 +296,8 @@ pub fn debug(ctx: &mut Ctx<'_>, argv: &[&[u8]]) -> Reply {
         return help_reply(
             "DEBUG",
             &[
+                "OBJECT <key>",
+                "    Show low level info about `key` and associated value.",
                 "PANIC",
                 "    Panic in this command; tally contains it to this connection.",
                 "SLEEP <seconds>",

@@ -994,7 +994,17 @@ pub static DIRECTIVES: &[Directive] = &[
     accepted!("stream-node-max-bytes", Live, "4096", accepted::bytes, Range::Unsigned(0, i64::MAX as u64); "Accepted, not used: there are no streams."),
     accepted!("stream-node-max-entries", Live, "100", accepted::int, Range::Signed(0, i64::MAX); "Accepted, not used: there are no streams."),
     accepted!("tls-dh-params-file", Live, "", accepted::text; "Accepted, not used: TLS key exchange is ECDHE only (rustls), which takes no DH parameters."),
-    accepted!("enable-debug-command", AtStart, "no", accepted::one_of, &["no", "yes", "local"]; "Accepted, not used: DEBUG has only SLEEP, HELP and a contained PANIC here, always allowed."),
+    Directive::new(
+        "enable-debug-command",
+        Change::AtStart,
+        |c, v| {
+            c.enable_debug_command = ProtectedAction::parse(one(v)?).ok_or_else(|| {
+                "argument(s) must be one of the following: no, yes, local".to_string()
+            })?;
+            Ok(())
+        },
+        |c| c.enable_debug_command.name().to_string(),
+    ).help("Who may run DEBUG OBJECT, which shows addresses in the server's memory: no, yes, or local (loopback clients). SLEEP, HELP and a contained PANIC are always allowed."),
     accepted!("enable-module-command", AtStart, "no", accepted::one_of, &["no", "yes", "local"]; "Accepted, not used: there are no modules."),
     accepted!("oom-score-adj", Live, "no", accepted::oom_score_adj; "Accepted, not used: the process's OOM score is left alone."),
     accepted!("oom-score-adj-values", Live, "0 200 800", accepted::oom_score_adj_values; "Accepted, not used: the process's OOM score is left alone."),

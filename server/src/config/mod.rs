@@ -239,6 +239,9 @@ pub struct Config {
     /// `enable-protected-configs`: who may CONFIG SET `dir` and
     /// `dbfilename`.
     pub enable_protected_configs: ProtectedAction,
+    /// `enable-debug-command`: who may run the DEBUG subcommands that show
+    /// the server's internals (OBJECT).
+    pub enable_debug_command: ProtectedAction,
     /// `user` directives: each user's name and rules, applied at start.
     pub users: Vec<Vec<Vec<u8>>>,
     /// `aclfile`: users are loaded from (and ACL SAVE writes) this file.
@@ -402,6 +405,7 @@ impl Default for Config {
             tls: crate::config::TlsSettings::default(),
             protected_mode: true,
             enable_protected_configs: ProtectedAction::No,
+            enable_debug_command: ProtectedAction::No,
             cluster_enabled: false,
             cluster_config_file: "nodes.conf".to_string(),
             cluster_require_full_coverage: true,

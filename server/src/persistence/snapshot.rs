@@ -16,7 +16,7 @@ use std::sync::Arc;
 use tally_rdb::{Encodings, Item, Reader, Writer};
 
 use crate::state::Shared;
-use crate::store::{ShardData, Store};
+use crate::store::{access_clock, ShardData, Store};
 use parking_lot::MutexGuard;
 
 /// Bytes gathered before they are written to the file.
@@ -623,6 +623,11 @@ pub(crate) fn load_entries(
                 let key = store.key(&entry.key);
                 let mut shard = store.db(db).lock_for(key);
                 shard.set_owned(key, value, entry.expire_at_ms.unwrap_or(0), now_ms);
+                if let Some(idle) = entry.idle_seconds {
+                    // As Redis loads a file written under an LRU policy.
+                    let clock = access_clock::clock_for_idle(idle, shared.clock.now_ms());
+                    shard.set_access_clock(key, clock, now_ms);
+                }
                 loaded.keys += 1;
             }
             Item::Unsupported { db, key, kind } => {

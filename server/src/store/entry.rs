@@ -12,20 +12,30 @@
 //! Two layouts, told apart by a bit in the first byte:
 //!
 //! ```text
-//! compact (key <= 255 bytes, deadline < 2^48 ms, i.e. before year 10889):
-//!   0   u8   tag: kind | (0 << 4) | snapshot-handled bit (0x20)
+//! compact (key <= 255 bytes, deadline < 2^44 ms, i.e. before year 2527):
+//!   0   u8   tag: kind (2 bits) | WIDE (0 here) | snapshot-handled | clock bits 16..19
 //!   1   u8   key length
-//!   2   u48  expire_at_ms, little endian (0 = no deadline)
+//!   2   u48  expire_at_ms in the low 44 bits (0 = no deadline), clock
+//!             bits 20..23 in the top 4, little endian
 //!   8   u64  payload: the i64 for Int, the byte length for Str, the
 //!             `Box<Object>` pointer for a collection
 //!   16  key bytes, then the string bytes for Str
 //! wide (anything else):
-//!   0   u8   tag: kind | WIDE | snapshot-handled bit (0x20)
+//!   0   u8   tag: kind | WIDE | snapshot-handled | clock bits 16..19
+//!   1   u8   clock bits 20..23 in the low 4
 //!   4   u32  key length
 //!   8   u64  expire_at_ms
 //!   16  u64  payload
 //!   24  key bytes, then the string bytes for Str
 //! ```
+//!
+//! The key's access clock (`super::access_clock`: Redis's 24-bit LRU
+//! clock) has no room of its own in a 48-byte counter block. Its low 16
+//! bits, which change every second, ride in the handle itself: the top 16
+//! bits of the block's address, which no 64-bit Linux process uses (user
+//! space ends at 2^47 on x86-64 and at 2^48 on aarch64). Stamping a key
+//! therefore writes the hash-table slot its lookup just read; the 8 bits in
+//! the header change once every 18 hours.
 //!
 //! A collection (hash, list, set, sorted set) lives in its own heap
 //! [`Object`]; the block then holds only the header, the key and the pointer.
@@ -42,17 +52,32 @@ use super::slab::{block_size, Slab};
 const KIND_INT: u8 = 1;
 const KIND_STR: u8 = 2;
 const KIND_OBJ: u8 = 3;
-const KIND_MASK: u8 = 0x0F;
-const WIDE: u8 = 0x10;
+const KIND_MASK: u8 = 0x03;
+const WIDE: u8 = 0x04;
 /// Set only while a snapshot is open: this entry's value of the snapshot's
 /// moment is taken care of (preserved before it changed, or the key did not
 /// exist then), so the background writer skips it. See `super::snapshot`.
-const SNAPSHOT_HANDLED: u8 = 0x20;
+const SNAPSHOT_HANDLED: u8 = 0x08;
+/// Where the tag byte keeps bits 16..19 of the access clock.
+const TAG_CLOCK_SHIFT: u32 = 4;
 
 const COMPACT_HEADER: usize = 16;
 const WIDE_HEADER: usize = 24;
 const COMPACT_MAX_KEY: usize = 255;
-const COMPACT_MAX_EXPIRE: u64 = (1 << 48) - 1;
+const COMPACT_DEADLINE_BITS: u32 = 44;
+const COMPACT_MAX_EXPIRE: u64 = (1 << COMPACT_DEADLINE_BITS) - 1;
+/// The byte of the header that keeps bits 20..23 of the access clock: the
+/// top nibble of the compact deadline field, the low nibble of a wide
+/// header's second byte.
+const COMPACT_CLOCK_BYTE: usize = 7;
+const WIDE_CLOCK_BYTE: usize = 1;
+
+/// The handle's address bits; the bits above carry the clock's low 16.
+const ADDRESS_BITS: u32 = 48;
+const ADDRESS_MASK: usize = (1 << ADDRESS_BITS) - 1;
+
+#[cfg(not(target_pointer_width = "64"))]
+compile_error!("entries keep part of the access clock in a 64-bit address's unused top bits");
 
 /// The value of an entry as seen by readers.
 #[derive(Debug, Clone, Copy)]
@@ -147,12 +172,20 @@ impl Entry {
         let header = if wide { WIDE_HEADER } else { COMPACT_HEADER };
         let total = header + key.len() + value_len;
         let ptr = slab.alloc(total);
+        // The clock's low bits go above the address: an allocator handing
+        // out addresses past 2^48 (none on 64-bit Linux does) would break
+        // every handle, so it stops here rather than corrupting a key.
+        assert!(
+            ptr.as_ptr().addr() <= ADDRESS_MASK,
+            "an entry block above 2^48 leaves no room for the access clock"
+        );
         // SAFETY: every write stays inside the `total` bytes just allocated;
         // the u64 writes are at 8-aligned offsets of an 8-aligned block.
         unsafe {
             let p = ptr.as_ptr();
             if wide {
                 p.write(kind | WIDE);
+                p.add(WIDE_CLOCK_BYTE).write(0);
                 (p.add(4) as *mut [u8; 4]).write((key.len() as u32).to_le_bytes());
                 (p.add(8) as *mut u64).write(expire_at_ms);
                 (p.add(16) as *mut u64).write(payload);
@@ -168,10 +201,78 @@ impl Entry {
         Entry { ptr }
     }
 
+    /// The block, without the clock bits the handle carries.
+    #[inline]
+    fn block(&self) -> NonNull<u8> {
+        // SAFETY: the address bits are the block's own, which is not null.
+        unsafe { NonNull::new_unchecked(self.ptr.as_ptr().map_addr(|a| a & ADDRESS_MASK)) }
+    }
+
+    /// Where the entry's block is: the same for as long as changes are
+    /// made in place (DEBUG OBJECT's `Value at:`).
+    pub fn block_address(&self) -> *const u8 {
+        self.block().as_ptr()
+    }
+
+    /// The key's access clock: when it was last used, as
+    /// `super::access_clock` counts.
+    #[inline]
+    pub fn access_clock(&self) -> u32 {
+        let low = (self.ptr.as_ptr().addr() >> ADDRESS_BITS) as u32;
+        low | (self.header_clock() as u32) << 16
+    }
+
+    /// Stamps the key as used at `clock` (24 bits).
+    #[inline]
+    pub fn set_access_clock(&mut self, clock: u32) {
+        let low = (clock & 0xFFFF) as usize;
+        self.ptr = self.block().map_addr(|a| a | low << ADDRESS_BITS);
+        let high = (clock >> 16) as u8;
+        if self.header_clock() != high {
+            self.set_header_clock(high);
+        }
+    }
+
+    /// The clock's bits 16..23, kept in the header.
+    #[inline]
+    fn header_clock(&self) -> u8 {
+        let tag = self.tag();
+        // SAFETY: the clock byte of the entry's layout is initialised.
+        let top = unsafe {
+            if tag & WIDE != 0 {
+                *self.block().as_ptr().add(WIDE_CLOCK_BYTE) & 0x0F
+            } else {
+                *self.block().as_ptr().add(COMPACT_CLOCK_BYTE) >> 4
+            }
+        };
+        tag >> TAG_CLOCK_SHIFT | top << 4
+    }
+
+    fn set_header_clock(&mut self, high: u8) {
+        let p = self.block().as_ptr();
+        let tag = self.tag();
+        // SAFETY: header bytes of a block this entry owns; &mut self makes
+        // the writes exclusive. The deadline bits beside the compact
+        // nibble are kept.
+        unsafe {
+            p.write(tag & !(0x0F << TAG_CLOCK_SHIFT) | (high & 0x0F) << TAG_CLOCK_SHIFT);
+            if tag & WIDE != 0 {
+                p.add(WIDE_CLOCK_BYTE).write(high >> 4);
+            } else {
+                let byte = p.add(COMPACT_CLOCK_BYTE);
+                byte.write(*byte & 0x0F | (high >> 4) << 4);
+            }
+        }
+    }
+
     /// Where a string's bytes start: right after the key.
     fn value_ptr(&self) -> *mut u8 {
         // SAFETY: header and key lie within the block.
-        unsafe { self.ptr.as_ptr().add(self.header_len() + self.key_len()) }
+        unsafe {
+            self.block()
+                .as_ptr()
+                .add(self.header_len() + self.key_len())
+        }
     }
 
     /// Writes `patch` at `offset` of a string stored as bytes (SETRANGE),
@@ -223,7 +324,7 @@ impl Entry {
         let tag = entry.tag() & !KIND_MASK | KIND_OBJ;
         // SAFETY: header fields of a block just built, exclusively ours.
         unsafe {
-            *entry.ptr.as_ptr() = tag;
+            *entry.block().as_ptr() = tag;
             *entry.payload_ptr() = Box::into_raw(object) as u64;
         }
         entry
@@ -244,7 +345,7 @@ impl Entry {
     #[inline]
     fn tag(&self) -> u8 {
         // SAFETY: the first byte is always initialised.
-        unsafe { *self.ptr.as_ptr() }
+        unsafe { *self.block().as_ptr() }
     }
 
     #[inline]
@@ -266,9 +367,9 @@ impl Entry {
         // SAFETY: the header fields for the entry's layout are initialised.
         unsafe {
             if self.is_wide() {
-                u32::from_le_bytes(*(self.ptr.as_ptr().add(4) as *const [u8; 4])) as usize
+                u32::from_le_bytes(*(self.block().as_ptr().add(4) as *const [u8; 4])) as usize
             } else {
-                *self.ptr.as_ptr().add(1) as usize
+                *self.block().as_ptr().add(1) as usize
             }
         }
     }
@@ -277,7 +378,7 @@ impl Entry {
     fn payload_ptr(&self) -> *mut u64 {
         let offset = if self.is_wide() { 16 } else { 8 };
         // SAFETY: in bounds of the header, 8-aligned.
-        unsafe { self.ptr.as_ptr().add(offset) as *mut u64 }
+        unsafe { self.block().as_ptr().add(offset) as *mut u64 }
     }
 
     #[inline]
@@ -301,7 +402,7 @@ impl Entry {
     pub fn key(&self) -> &[u8] {
         // SAFETY: key_len bytes after the header were initialised in `new`.
         unsafe {
-            std::slice::from_raw_parts(self.ptr.as_ptr().add(self.header_len()), self.key_len())
+            std::slice::from_raw_parts(self.block().as_ptr().add(self.header_len()), self.key_len())
         }
     }
 
@@ -317,7 +418,7 @@ impl Entry {
         let len = self.payload() as usize;
         let offset = self.header_len() + self.key_len();
         // SAFETY: `len` value bytes follow the key, initialised in `new`.
-        ValueRef::Str(unsafe { std::slice::from_raw_parts(self.ptr.as_ptr().add(offset), len) })
+        ValueRef::Str(unsafe { std::slice::from_raw_parts(self.block().as_ptr().add(offset), len) })
     }
 
     /// The absolute deadline in unix milliseconds, 0 when the key is persistent.
@@ -326,11 +427,11 @@ impl Entry {
         // SAFETY: the deadline field for the entry's layout is initialised.
         unsafe {
             if self.is_wide() {
-                *(self.ptr.as_ptr().add(8) as *const u64)
+                *(self.block().as_ptr().add(8) as *const u64)
             } else {
                 let mut bytes = [0u8; 8];
-                std::ptr::copy_nonoverlapping(self.ptr.as_ptr().add(2), bytes.as_mut_ptr(), 6);
-                u64::from_le_bytes(bytes)
+                std::ptr::copy_nonoverlapping(self.block().as_ptr().add(2), bytes.as_mut_ptr(), 6);
+                u64::from_le_bytes(bytes) & COMPACT_MAX_EXPIRE
             }
         }
     }
@@ -351,11 +452,16 @@ impl Entry {
     pub fn set_expire_at(&mut self, expire_at_ms: u64, slab: &mut Slab) {
         if self.is_wide() {
             // SAFETY: wide header field, 8-aligned, exclusive access.
-            unsafe { *(self.ptr.as_ptr().add(8) as *mut u64) = expire_at_ms };
+            unsafe { *(self.block().as_ptr().add(8) as *mut u64) = expire_at_ms };
         } else if expire_at_ms <= COMPACT_MAX_EXPIRE {
-            let bytes = expire_at_ms.to_le_bytes();
+            // The field's top nibble is the clock's.
+            let clock = (self.header_clock() >> 4) as u64;
+            let field = expire_at_ms | clock << COMPACT_DEADLINE_BITS;
+            let bytes = field.to_le_bytes();
             // SAFETY: compact header bytes 2..8, exclusive access.
-            unsafe { std::ptr::copy_nonoverlapping(bytes.as_ptr(), self.ptr.as_ptr().add(2), 6) };
+            unsafe {
+                std::ptr::copy_nonoverlapping(bytes.as_ptr(), self.block().as_ptr().add(2), 6)
+            };
         } else {
             let moved = Entry::new(self.key(), self.value(), expire_at_ms, slab);
             self.replace_block(moved, slab);
@@ -379,7 +485,7 @@ impl Entry {
                 unsafe {
                     std::ptr::copy_nonoverlapping(
                         bytes.as_ptr(),
-                        self.ptr.as_ptr().add(offset),
+                        self.block().as_ptr().add(offset),
                         bytes.len(),
                     )
                 }
@@ -392,10 +498,11 @@ impl Entry {
     }
 
     /// Moves this entry into `moved`, a new block holding the same key,
-    /// and frees the old one. The snapshot mark goes along: the entry is
-    /// the same key to an open snapshot.
+    /// and frees the old one. The snapshot mark and the access clock go
+    /// along: to an open snapshot and to the key's users it is the same key.
     fn replace_block(&mut self, mut moved: Entry, slab: &mut Slab) {
         moved.set_snapshot_handled(self.snapshot_handled());
+        moved.set_access_clock(self.access_clock());
         let old = std::mem::replace(self, moved);
         old.free(slab);
     }
@@ -417,7 +524,7 @@ impl Entry {
         };
         // SAFETY: the tag byte of a block this entry owns; &mut self makes
         // the write exclusive.
-        unsafe { *self.ptr.as_ptr() = tag };
+        unsafe { *self.block().as_ptr() = tag };
     }
 
     /// Bytes this entry costs: its slab block and any collection.
@@ -439,7 +546,7 @@ impl Entry {
         // the pointer came from Box::into_raw and is owned by this entry
         // until the tag no longer says so, which the writes below make so.
         unsafe {
-            *self.ptr.as_ptr() = tag;
+            *self.block().as_ptr() = tag;
             *self.payload_ptr() = 0;
             Some(Box::from_raw(object))
         }
@@ -455,7 +562,7 @@ impl Entry {
         let size = self.total_len();
         // SAFETY: the block came from this slab with this size (the shard
         // owns both); `self` is consumed so the block is not used again.
-        unsafe { slab.free(self.ptr, size) }
+        unsafe { slab.free(self.block(), size) }
     }
 }
 
@@ -485,9 +592,9 @@ mod tests {
         assert_eq!(e.key(), b"rl:user:u_1:a3f2:1720000000");
         assert_eq!(e.value(), ValueRef::Int(7));
         assert_eq!(e.expire_at(), 123);
-        let before = e.ptr;
+        let before = e.block();
         e.set_value(ValueRef::Int(-42), &mut slab);
-        assert_eq!(e.ptr, before, "int overwrite must not reallocate");
+        assert_eq!(e.block(), before, "int overwrite must not reallocate");
         assert_eq!(e.value(), ValueRef::Int(-42));
         e.set_expire_at(0, &mut slab);
         assert_eq!(e.expire_at(), 0);
@@ -541,6 +648,70 @@ mod tests {
         assert!(!e.is_expired(1000));
         assert!(e.is_expired(1001));
         e.free(&mut slab);
+    }
+
+    #[test]
+    fn the_access_clock_keeps_all_24_bits_beside_every_field() {
+        let mut slab = Slab::new();
+        let key = b"rl:user:u_100000:a3f2:1720000000";
+        for clock in [
+            0,
+            1,
+            0xFFFF,
+            0x1_0000,
+            0xAB_CDEF,
+            super::super::access_clock::CLOCK_MAX,
+        ] {
+            let mut e = Entry::new(key, ValueRef::Int(-7), COMPACT_MAX_EXPIRE, &mut slab);
+            e.set_snapshot_handled(true);
+            e.set_access_clock(clock);
+            assert_eq!(e.access_clock(), clock);
+            assert_eq!(
+                e.expire_at(),
+                COMPACT_MAX_EXPIRE,
+                "the deadline beside the clock nibble"
+            );
+            assert!(e.snapshot_handled());
+            assert_eq!((e.key(), e.value()), (&key[..], ValueRef::Int(-7)));
+            e.set_expire_at(12345, &mut slab);
+            assert_eq!((e.expire_at(), e.access_clock()), (12345, clock));
+            // A new block (a longer string), then the wide layout: the
+            // clock moves along.
+            e.set_value(
+                ValueRef::Str(b"a string longer than the old block"),
+                &mut slab,
+            );
+            assert_eq!(e.access_clock(), clock);
+            e.set_expire_at(u64::MAX, &mut slab);
+            assert!(e.is_wide());
+            assert_eq!((e.expire_at(), e.access_clock()), (u64::MAX, clock));
+            e.set_access_clock(clock ^ 0xF0_0001);
+            assert_eq!(e.access_clock(), clock ^ 0xF0_0001);
+            assert_eq!(
+                e.value(),
+                ValueRef::Str(b"a string longer than the old block")
+            );
+            assert!(e.snapshot_handled());
+            e.free(&mut slab);
+        }
+    }
+
+    #[test]
+    fn a_new_block_starts_at_clock_zero_whatever_the_slab_held() {
+        let mut slab = Slab::new();
+        // A freed block holds the free list's pointer in its first bytes,
+        // and the next entry of its size reuses it.
+        for _ in 0..3 {
+            let mut wide = Entry::new(&[b'k'; 200], ValueRef::Int(1), u64::MAX, &mut slab);
+            assert!(wide.is_wide());
+            assert_eq!(wide.access_clock(), 0);
+            wide.set_access_clock(super::super::access_clock::CLOCK_MAX);
+            wide.free(&mut slab);
+            let mut compact = Entry::new(b"k", ValueRef::Int(1), 5, &mut slab);
+            assert_eq!((compact.access_clock(), compact.expire_at()), (0, 5));
+            compact.set_access_clock(super::super::access_clock::CLOCK_MAX);
+            compact.free(&mut slab);
+        }
     }
 
     #[test]

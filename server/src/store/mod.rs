@@ -11,6 +11,7 @@
 //! shard order (and, across databases, ascending database order), so two such
 //! commands can never deadlock.
 
+pub mod access_clock;
 pub mod clock;
 pub mod entry;
 pub mod feed;

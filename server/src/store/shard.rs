@@ -13,6 +13,7 @@ use std::hash::BuildHasher;
 
 use tally_cluster::slot::key_slot;
 
+use super::access_clock;
 use super::entry::{Entry, ValueRef};
 use super::field_expiry::{earliest_field_deadline, hint, needs_hint, FieldQueue};
 use super::object::Object;
@@ -579,6 +580,11 @@ impl ShardData {
         if fields_due && !self.observers.feed.following() && !self.purge_fields(index, now_ms) {
             return None;
         }
+        if access_clock::stamping() {
+            if let Some(entry) = self.table.get_bucket_mut(index) {
+                entry.set_access_clock(access_clock::clock_at(now_ms));
+            }
+        }
         Some(index)
     }
 
@@ -645,6 +651,25 @@ impl ShardData {
         self.lookups = LookupCounts::default();
     }
 
+    /// The key's entry as stored, even past its deadline, without
+    /// deleting, stamping or counting anything: DEBUG OBJECT's view, which
+    /// shows what the table holds.
+    pub fn peek(&self, key: KeyRef<'_>) -> Option<&Entry> {
+        self.table.find(key.hash, |e| e.key() == key.bytes)
+    }
+
+    /// Stamps a live key as used at `clock` (RESTORE IDLETIME); false when
+    /// there is no such key.
+    pub fn set_access_clock(&mut self, key: KeyRef<'_>, clock: u32, now_ms: u64) -> bool {
+        let Some(index) = self.find_live(key, now_ms) else {
+            return false;
+        };
+        if let Some(entry) = self.table.get_bucket_mut(index) {
+            entry.set_access_clock(clock);
+        }
+        true
+    }
+
     /// True when a live key exists.
     pub fn contains(&mut self, key: KeyRef<'_>, now_ms: u64) -> bool {
         self.get_mut(key, now_ms).is_some()
@@ -693,6 +718,9 @@ impl ShardData {
 
     fn put(&mut self, key: KeyRef<'_>, mut entry: Entry, now_ms: u64) -> bool {
         touch(&self.observers, key.bytes);
+        // A value stored is a value used, even by a client that touches
+        // nothing: Redis stamps every object it creates.
+        entry.set_access_clock(access_clock::clock_at(now_ms));
         // A hash arriving with field deadlines (RESTORE, RENAME, a load) is
         // hinted under its new key, whatever it was hinted under before.
         if let Some(Object::Hash(hash)) = entry.object_mut() {

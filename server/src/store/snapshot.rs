@@ -156,6 +156,9 @@ impl ShardSnapshot {
             key: entry.key().to_vec(),
             value: super::rdb_value::to_rdb(entry.value()),
             expire_at_ms: (entry.expire_at() != 0).then(|| entry.expire_at()),
+            // Redis writes idle times only under an LRU policy; tally runs
+            // noeviction.
+            idle_seconds: None,
         });
     }
 

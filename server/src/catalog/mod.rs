@@ -12,6 +12,7 @@
 
 mod commands;
 pub mod docs;
+pub mod key_flags;
 
 use std::sync::OnceLock;
 

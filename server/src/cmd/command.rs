@@ -1,5 +1,5 @@
-//! COMMAND and its subcommands (COUNT LIST INFO DOCS GETKEYS HELP): the
-//! command table as clients introspect it.
+//! COMMAND and its subcommands (COUNT LIST INFO DOCS GETKEYS GETKEYSANDFLAGS
+//! HELP): the command table as clients introspect it.
 
 // Redis 7.0's ACL categories in its order: one list, kept with the ACL
 // selectors that use it.
@@ -7,7 +7,7 @@ use super::args::{glob_match, is};
 use super::error;
 use super::server::help_reply;
 use super::Ctx;
-use crate::catalog::{flags, registry, Command};
+use crate::catalog::{flags, key_flags, registry, Command};
 use crate::resp::Reply;
 
 fn flag_names(command: &Command) -> Vec<Reply> {
@@ -130,6 +130,16 @@ pub fn command_docs(_ctx: &mut Ctx<'_>, argv: &[&[u8]]) -> Reply {
 
 /// COMMAND GETKEYS command [arg ...]
 pub fn command_getkeys(_ctx: &mut Ctx<'_>, argv: &[&[u8]]) -> Reply {
+    getkeys(argv, false)
+}
+
+/// COMMAND GETKEYSANDFLAGS command [arg ...]: each key with what the
+/// command does to it (`crate::catalog::key_flags`).
+pub fn command_getkeysandflags(_ctx: &mut Ctx<'_>, argv: &[&[u8]]) -> Reply {
+    getkeys(argv, true)
+}
+
+fn getkeys(argv: &[&[u8]], with_flags: bool) -> Reply {
     let target = &argv[2..];
     let command = match super::resolve(target) {
         Ok(command) => command,
@@ -151,17 +161,33 @@ pub fn command_getkeys(_ctx: &mut Ctx<'_>, argv: &[&[u8]]) -> Reply {
     if !super::arity_ok(command.arity, target.len()) {
         return Reply::error("ERR Invalid number of arguments specified for command");
     }
-    let positions = command.key_positions(target);
+    let keys = if with_flags {
+        key_flags::keys_and_flags(command, target)
+    } else {
+        let none: &'static [&'static str] = &[];
+        command
+            .key_positions(target)
+            .into_iter()
+            .map(|at| (at, none))
+            .collect()
+    };
     // genericGetKeys: no keys when the count is out of range, an error
     // unless the command is flagged NO_MANDATORY_KEYS.
     let mandatory = counted.is_some_and(|(_, _, mandatory)| mandatory) || command.name == "msetex";
-    if positions.is_empty() && mandatory {
+    if keys.is_empty() && mandatory {
         return Reply::error("ERR Invalid arguments specified for command");
     }
     Reply::Array(
-        positions
-            .into_iter()
-            .map(|i| Reply::bulk(target[i]))
+        keys.into_iter()
+            .map(|(at, flags)| {
+                let key = Reply::bulk(target[at]);
+                if with_flags {
+                    let flags = flags.iter().map(|f| Reply::status(f)).collect();
+                    Reply::Array(vec![key, Reply::Set(flags)])
+                } else {
+                    key
+                }
+            })
             .collect(),
     )
 }
@@ -179,10 +205,16 @@ pub fn command_help(_ctx: &mut Ctx<'_>, _argv: &[&[u8]]) -> Reply {
             "    Return a list of all commands in this Redis server.",
             "INFO [<command-name> ...]",
             "    Return details about multiple Redis commands.",
+            "    If no command names are given, documentation details for all",
+            "    commands are returned.",
             "DOCS [<command-name> ...]",
             "    Return documentation details about multiple Redis commands.",
+            "    If no command names are given, documentation details for all",
+            "    commands are returned.",
             "GETKEYS <full-command>",
             "    Return the keys from a full Redis command.",
+            "GETKEYSANDFLAGS <full-command>",
+            "    Return the keys and the access flags from a full Redis command.",
         ],
     )
 }

@@ -356,6 +356,7 @@ static BINDINGS: &[(&str, Handler)] = &[
     ("command|info", command::command_info_cmd),
     ("command|docs", command::command_docs),
     ("command|getkeys", command::command_getkeys),
+    ("command|getkeysandflags", command::command_getkeysandflags),
     ("command|help", command::command_help),
     // SLOWLOG subcommands
     ("slowlog|get", server::slowlog_get),

@@ -15,7 +15,8 @@
 #   type/list 219 (220: a test orders two connections' commands, EXEC on
 #   one and the push that serves a blocked client on the other),
 #   introspection 26 (27: Redis's hidden test-only key-load-delay),
-#   hyperloglog 16 (16).
+#   hyperloglog 16 (16),
+#   introspection-2 3 (43: it stops at GEOADD after the access-time tests).
 # Left out: units that stop at something tally does not have yet (see
 # docs/compatibility.md, "Redis's own test suite"), and those whose tests
 # depend on timing on a shared box (querybuf waits for idle seconds;
@@ -47,9 +48,9 @@ fi
 declare -A EXPECTED=(
     [type/incr]=23 [type/set]=95 [protocol]=19 [info-command]=3 [scan]=17
     [other]=15 [sort]=52 [bitfield]=16 [bitops]=44 [type/string]=74 [functions]=90
-    [type/list]=219 [introspection]=26 [hyperloglog]=16
+    [type/list]=219 [introspection]=26 [hyperloglog]=16 [introspection-2]=3
 )
-UNITS="type/incr type/set protocol info-command scan other sort bitfield bitops type/string functions type/list introspection hyperloglog"
+UNITS="type/incr type/set protocol info-command scan other sort bitfield bitops type/string functions type/list introspection hyperloglog introspection-2"
 export LOGS=${LOGS:-$(mktemp -d)}
 result=$(bash "$SUITE/run.sh" "$BINARY --io-threads 1 --port {PORT}" $UNITS)
 echo "$result"

@@ -253,7 +253,7 @@ impl Server {
                         tracing::error!(
                             "Fatal error loading the append only file: {message}. Exiting."
                         );
-                        loader.persistence.load_failed.store(true, Ordering::SeqCst);
+                        loader.persistence.fatal.store(true, Ordering::SeqCst);
                         loader.begin_shutdown();
                     }
                 }
@@ -274,7 +274,7 @@ impl Server {
                     ),
                     Err(message) => {
                         tracing::error!("Fatal error loading the DB: {message}. Exiting.");
-                        loader.persistence.load_failed.store(true, Ordering::SeqCst);
+                        loader.persistence.fatal.store(true, Ordering::SeqCst);
                         loader.begin_shutdown();
                     }
                 }

@@ -328,16 +328,17 @@ fn main() -> ExitCode {
         watch_signals(handle.shared().clone());
         let mut stopped = handle.shared().shutdown.subscribe();
         let _ = stopped.wait_for(|&stop| stop).await;
-        let load_failed = handle
+        let fatal = handle
             .shared()
             .persistence
-            .load_failed
+            .fatal
             .load(std::sync::atomic::Ordering::SeqCst);
         supervisor.stopping();
         handle.shutdown().await;
         remove_pidfile(&pidfile);
-        if load_failed {
-            // As Redis: a snapshot that cannot be loaded is fatal.
+        if fatal {
+            // As Redis: a snapshot that cannot be loaded, or a replica
+            // that cannot persist its master's writes, is fatal.
             return ExitCode::FAILURE;
         }
         tracing::info!("tally-server is now ready to exit, bye bye...");

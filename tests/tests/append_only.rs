@@ -492,7 +492,7 @@ async fn start_failing(dir: &str, adjust: impl FnOnce(&mut Config)) -> bool {
     }
     let failed = shared
         .persistence
-        .load_failed
+        .fatal
         .load(std::sync::atomic::Ordering::SeqCst);
     if !failed {
         handle.shutdown().await;

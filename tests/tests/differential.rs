@@ -469,6 +469,21 @@ async fn hardening_edge_cases_match_redis() {
         CONFIG GET maxmemory
         CONFIG SET timeout 0
         CONFIG GET list-compress-depth
+        CONFIG GET proc-title-template
+        CONFIG SET proc-title-template {title}
+        CONFIG SET proc-title-template {foo}
+        CONFIG SET proc-title-template {title
+        CONFIG SET proc-title-template {
+        CONFIG SET proc-title-template {server-mode}
+        CONFIG SET proc-title-template {unixsocket}
+        CONFIG SET proc-title-template {{title}}x
+        CONFIG SET proc-title-template x}
+        CONFIG SET proc-title-template {title}-{port}-{tls-port}-{config-file}-{listen-addr}
+        CONFIG GET proc-title-template
+        CONFIG GET replica-ignore-disk-write-errors
+        CONFIG SET replica-ignore-disk-write-errors maybe
+        CONFIG SET replica-ignore-disk-write-errors yes
+        CONFIG GET replica-ignore-disk-write-errors
         CONFIG GET list-max-listpack-size
         CONFIG SET list-compress-depth -1
         CONFIG SET list-compress-depth 2147483648

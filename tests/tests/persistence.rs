@@ -694,7 +694,7 @@ async fn a_stream_in_redis_s_file_stops_the_start_unless_skipped() {
     assert!(refused
         .shared()
         .persistence
-        .load_failed
+        .fatal
         .load(std::sync::atomic::Ordering::SeqCst));
     refused.shutdown().await;
     let tally = Server::new(Config {

@@ -523,7 +523,7 @@ async fn scripts_loaded_on_the_master_work_on_a_promoted_replica() {
 async fn without_persisted_scripts_a_promoted_replica_answers_noscript_as_redis_7() {
     let primary = TestServer::start_with(|c| {
         c.lua_persist_scripts = false;
-        c.clock = std::sync::Arc::new(tally_server::store::SystemClock);
+        c.clock = Arc::new(tally_server::store::SystemClock);
     })
     .await;
     let master = primary.addr();
@@ -813,4 +813,81 @@ async fn replication_directives_read_and_change_as_redis_s() {
         CONFIG GET repl-diskless-load",
     );
     assert_no_mismatch(&compare_streams(redis.addr, tally.addr(), &stream).await);
+}
+
+/// A replica that cannot write to disk (its last BGSAVE failed under
+/// `stop-writes-on-bgsave-error`: here its snapshot's name is taken by a
+/// directory) applies its master's writes only under
+/// `replica-ignore-disk-write-errors yes`; under `no`, Redis's default, it
+/// stops without applying the write, where Redis's replica panics.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_replica_that_cannot_write_to_disk_stops_unless_told_to_go_on() {
+    for ignore in [true, false] {
+        let primary = TestServer::start_real_clock().await;
+        let master = primary.addr();
+        let replica = TestServer::start_with(|c| {
+            c.clock = Arc::new(tally_server::store::SystemClock);
+            c.save_points = vec![(3600, 1)];
+        })
+        .await;
+        let mut conn = connect(replica.addr()).await;
+        let setting = if ignore { "yes" } else { "no" };
+        let _: () = redis::cmd("CONFIG")
+            .arg("SET")
+            .arg("replica-ignore-disk-write-errors")
+            .arg(setting)
+            .query_async(&mut conn)
+            .await
+            .expect("CONFIG SET");
+        replicate(replica.addr(), master).await;
+        run_lines(master, &["SET before 1"]).await;
+        wait_in_sync(master, replica.addr()).await;
+        let dir = replica.handle.shared().config.read().dir.clone();
+        std::fs::create_dir(std::path::Path::new(&dir).join("dump.rdb"))
+            .expect("a directory where the snapshot goes");
+        let saved: redis::RedisResult<()> = redis::cmd("SAVE").query_async(&mut conn).await;
+        assert!(saved.is_err(), "the snapshot cannot be written");
+        let _: () = redis::cmd("BGSAVE")
+            .query_async(&mut conn)
+            .await
+            .expect("BGSAVE starts");
+        let shared = replica.handle.shared().clone();
+        let deadline = std::time::Instant::now() + Duration::from_secs(10);
+        while !shared.persistence.writes_refused.load(Ordering::SeqCst) {
+            assert!(std::time::Instant::now() < deadline, "BGSAVE did not fail");
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        let refused: redis::RedisResult<()> = redis::cmd("SET")
+            .arg("x")
+            .arg(1)
+            .query_async(&mut conn)
+            .await;
+        assert!(refused.is_err(), "a client's write gets MISCONF");
+        run_lines(master, &["SET after 2"]).await;
+        let key = shared.store.key(b"after");
+        let applied = || {
+            let now = shared.clock.now_ms();
+            shared.store.db(0).lock_for(key).get(key, now).is_some()
+        };
+        if ignore {
+            while !applied() {
+                assert!(
+                    std::time::Instant::now() < deadline,
+                    "the write was not applied"
+                );
+                tokio::time::sleep(Duration::from_millis(20)).await;
+            }
+            assert!(!shared.persistence.fatal.load(Ordering::SeqCst));
+        } else {
+            while !shared.persistence.fatal.load(Ordering::SeqCst) {
+                assert!(
+                    std::time::Instant::now() < deadline,
+                    "the replica did not stop"
+                );
+                tokio::time::sleep(Duration::from_millis(20)).await;
+            }
+            assert!(*shared.shutdown.borrow(), "the server is shutting down");
+            assert!(!applied(), "the write it could not persist was not applied");
+        }
+    }
 }

@@ -201,3 +201,48 @@ mod tests {
         );
     }
 }
+
+/// `proc-title-template`: checked as Redis's validateProcTitleTemplate
+/// checks it (tally's process title stays the binary's): every `{name}`
+/// must be one of Redis's variables, `{{` is a literal brace, and the
+/// title the template makes with an empty `{title}` must not be blank.
+/// `cluster` and `unixsocket` are the server's, as Redis expands them.
+pub(super) fn proc_title_template(
+    values: &[String],
+    cluster: bool,
+    unixsocket: &str,
+) -> Result<String, String> {
+    let template = one(values)?;
+    let invalid = || "template format is invalid or contains unknown variables".to_string();
+    let mut title = String::new();
+    let mut rest = template;
+    while let Some(open) = rest.find('{') {
+        title.push_str(&rest[..open]);
+        let after = &rest[open + 1..];
+        if after.is_empty() {
+            return Err(invalid());
+        }
+        if let Some(quoted) = after.strip_prefix('{') {
+            title.push('{');
+            rest = quoted;
+            continue;
+        }
+        let close = after.find('}').ok_or_else(invalid)?;
+        let value = match &after[..close] {
+            "title" => "",
+            // These always expand to something.
+            "listen-addr" | "port" | "tls-port" | "config-file" => "-",
+            "server-mode" if cluster => "[cluster]",
+            "server-mode" => "",
+            "unixsocket" => unixsocket,
+            _ => return Err(invalid()),
+        };
+        title.push_str(value);
+        rest = &after[close + 1..];
+    }
+    title.push_str(rest);
+    if title.trim_matches(' ').is_empty() {
+        return Err(invalid());
+    }
+    Ok(template.to_string())
+}

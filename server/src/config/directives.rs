@@ -626,6 +626,8 @@ pub static DIRECTIVES: &[Directive] = &[
     flag!("replica-serve-stale-data", Live, replica_serve_stale_data)
         .aliases(&["slave-serve-stale-data"])
         .help("Answer with the data held while the link to the master is down (no: MASTERDOWN) (yes/no)."),
+    flag!("replica-ignore-disk-write-errors", Live, replica_ignore_disk_write_errors)
+        .help("A replica that cannot write to disk (a failed BGSAVE with stop-writes-on-bgsave-error, or append-only file errors) goes on applying its master's writes, logging every 10 s (no: it stops the server rather than hold what it cannot persist) (yes/no)."),
     number!("repl-timeout", Live, repl_timeout, int(Range::Signed(1, INT_MAX)) as u64)
         .help("Seconds without a byte from the other side before a replication link counts as lost."),
     number!("repl-ping-replica-period", Live, repl_ping_replica_period, int(Range::Signed(1, INT_MAX)) as u64)
@@ -961,6 +963,22 @@ pub static DIRECTIVES: &[Directive] = &[
     accepted!("dynamic-hz", Live, "yes", accepted::yes_no; "Accepted, not used: background work does not follow hz."),
     accepted!("always-show-logo", AtStart, "no", accepted::yes_no; "Accepted, not used: there is no ASCII logo."),
     accepted!("set-proc-title", AtStart, "yes", accepted::yes_no; "Accepted, not used: the process title is the binary's."),
+    Directive::new(
+        "proc-title-template",
+        Change::Live,
+        |c, v| {
+            let template = accepted::proc_title_template(v, c.cluster_enabled, &c.unixsocket)?;
+            c.accepted.insert("proc-title-template", template);
+            Ok(())
+        },
+        |c| {
+            c.accepted
+                .get("proc-title-template")
+                .cloned()
+                .unwrap_or_else(|| "{title} {listen-addr} {server-mode}".to_string())
+        },
+    )
+    .help("Accepted and checked as Redis checks it (its variables, a title that is not blank), not used: the process title is the binary's."),
     accepted!("aof-disable-auto-gc", Live, "no", accepted::yes_no; "Accepted, not used: a rewrite deletes the files it replaced."),
     accepted!("aof-timestamp-enabled", Live, "no", accepted::yes_no; "Accepted, not used: the append-only file carries no timestamp annotations."),
     accepted!("aof_rewrite_cpulist", AtStart, "", accepted::text; "Accepted, not used: threads are not pinned to CPUs."),

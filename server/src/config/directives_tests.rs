@@ -130,14 +130,11 @@ fn memory_units_follow_redis() {
 fn config_file_errors_name_file_line_and_directive() {
     let mut config = Config::default();
     let err = config
-        .apply_text(
-            "port 7000\n# comment\nproc-title-template x\n",
-            "tally.conf",
-        )
+        .apply_text("port 7000\n# comment\nno-such-directive x\n", "tally.conf")
         .unwrap_err();
     assert_eq!(
         err.0,
-        "tally.conf:3: directive 'proc-title-template': unsupported directive 'proc-title-template'"
+        "tally.conf:3: directive 'no-such-directive': unsupported directive 'no-such-directive'"
     );
     assert_eq!(config.port, 7000);
 }

@@ -124,6 +124,9 @@ pub struct Config {
     /// `replica-serve-stale-data`: a replica whose link is down still
     /// answers with the data it has (no: MASTERDOWN).
     pub replica_serve_stale_data: bool,
+    /// `replica-ignore-disk-write-errors`: a replica that cannot write to
+    /// disk goes on applying its master's writes (no: it stops).
+    pub replica_ignore_disk_write_errors: bool,
     /// `repl-timeout`, seconds: a master silent this long is a lost link.
     pub repl_timeout: u64,
     /// `repl-ping-replica-period`, seconds: how often a master PINGs its
@@ -373,6 +376,7 @@ impl Default for Config {
             masterauth: String::new(),
             replica_read_only: true,
             replica_serve_stale_data: true,
+            replica_ignore_disk_write_errors: false,
             repl_timeout: 60,
             repl_ping_replica_period: 10,
             repl_diskless_sync: true,

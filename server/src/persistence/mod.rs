@@ -64,8 +64,10 @@ pub struct PersistenceState {
     pub loading_loaded_bytes: AtomicU64,
     /// When loading began, unix s (`loading_start_time`).
     pub loading_start_unix: AtomicU64,
-    /// Loading failed part-way: the server shut down (the binary exits 1).
-    pub load_failed: AtomicBool,
+    /// A fatal error shut the server down (the binary exits 1): a file
+    /// that could not be loaded, or a replica unable to write to disk
+    /// under `replica-ignore-disk-write-errors no`.
+    pub fatal: AtomicBool,
 }
 
 impl PersistenceState {
@@ -92,7 +94,7 @@ impl PersistenceState {
             loading_total_bytes: AtomicU64::new(0),
             loading_loaded_bytes: AtomicU64::new(0),
             loading_start_unix: AtomicU64::new(0),
-            load_failed: AtomicBool::new(false),
+            fatal: AtomicBool::new(false),
         }
     }
 

@@ -7,13 +7,14 @@
 //! on the master count on it).
 
 use std::net::SocketAddr;
-use std::sync::atomic::Ordering;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
 use bytes::Buf;
 
 use super::{send, MasterReader, MasterWriter};
+use crate::catalog::flags;
 use crate::clients::ClientInfo;
 use crate::cmd::{self, ClientState, Ctx};
 use crate::resp::{parse_frame, Frame, FrameLimits, Resume};
@@ -147,6 +148,7 @@ fn apply_buffered(
             // Answered with what was applied before it, as Redis does.
             applied.acks_asked.push(*offset);
         } else if !argv.is_empty() {
+            obey_despite_disk_errors(shared, &argv, shared.clock.now_ms())?;
             run_as_master(shared, client, &argv);
         }
         feed.relay(&buf[start..end]);
@@ -160,6 +162,49 @@ fn apply_buffered(
     }
     feed.flush_replicas();
     Ok(applied)
+}
+
+/// When the replica last logged that it applies writes it cannot persist.
+static LAST_DISK_WARNING_MS: AtomicU64 = AtomicU64::new(0);
+
+/// Redis's check before a replica obeys its master: while this server
+/// cannot write to disk (a failed BGSAVE under
+/// `stop-writes-on-bgsave-error`, or append-only file errors), a write
+/// from the master is applied anyway under
+/// `replica-ignore-disk-write-errors yes`, with a warning every 10 s.
+/// Under `no`, Redis's default, the replica stops rather than hold data
+/// it cannot persist: Redis panics; tally shuts down (the binary exits 1)
+/// without applying the write, so what it saves on the way out is
+/// the stream up to the write before.
+fn obey_despite_disk_errors(shared: &Shared, argv: &[&[u8]], now_ms: u64) -> Result<(), String> {
+    let unwritable = shared.persistence.writes_refused.load(Ordering::Relaxed)
+        || shared.aof.write_failed.load(Ordering::Relaxed);
+    if !unwritable {
+        return Ok(());
+    }
+    let writes = cmd::resolve(argv).is_ok_and(|c| c.flags & flags::WRITE != 0);
+    if !writes {
+        return Ok(());
+    }
+    if shared.config.read().replica_ignore_disk_write_errors {
+        let last = LAST_DISK_WARNING_MS.load(Ordering::Relaxed);
+        if now_ms > last + 10_000
+            && LAST_DISK_WARNING_MS
+                .compare_exchange(last, now_ms, Ordering::Relaxed, Ordering::Relaxed)
+                .is_ok()
+        {
+            tracing::warn!(
+                "Replica is applying a command even though it is unable to write to disk."
+            );
+        }
+        return Ok(());
+    }
+    tracing::error!(
+        "Replica was unable to write command to disk (replica-ignore-disk-write-errors no): shutting down."
+    );
+    shared.persistence.fatal.store(true, Ordering::SeqCst);
+    shared.begin_shutdown();
+    Err("unable to write the master's command to disk".to_string())
 }
 
 /// Runs one of the master's commands; its reply is dropped. A command

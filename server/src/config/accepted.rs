@@ -130,6 +130,51 @@ pub(super) fn text(values: &[String]) -> Result<String, String> {
     one(values).map(str::to_string)
 }
 
+/// `proc-title-template`: checked as Redis's validateProcTitleTemplate
+/// checks it (tally's process title stays the binary's): every `{name}`
+/// must be one of Redis's variables, `{{` is a literal brace, and the
+/// title the template makes with an empty `{title}` must not be blank.
+/// `cluster` and `unixsocket` are the server's, as Redis expands them.
+pub(super) fn proc_title_template(
+    values: &[String],
+    cluster: bool,
+    unixsocket: &str,
+) -> Result<String, String> {
+    let template = one(values)?;
+    let invalid = || "template format is invalid or contains unknown variables".to_string();
+    let mut title = String::new();
+    let mut rest = template;
+    while let Some(open) = rest.find('{') {
+        title.push_str(&rest[..open]);
+        let after = &rest[open + 1..];
+        if after.is_empty() {
+            return Err(invalid());
+        }
+        if let Some(quoted) = after.strip_prefix('{') {
+            title.push('{');
+            rest = quoted;
+            continue;
+        }
+        let close = after.find('}').ok_or_else(invalid)?;
+        let value = match &after[..close] {
+            "title" => "",
+            // These always expand to something.
+            "listen-addr" | "port" | "tls-port" | "config-file" => "-",
+            "server-mode" if cluster => "[cluster]",
+            "server-mode" => "",
+            "unixsocket" => unixsocket,
+            _ => return Err(invalid()),
+        };
+        title.push_str(value);
+        rest = &after[close + 1..];
+    }
+    title.push_str(rest);
+    if title.trim_matches(' ').is_empty() {
+        return Err(invalid());
+    }
+    Ok(template.to_string())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -200,49 +245,28 @@ mod tests {
             Err("argument must be a memory or percent value".to_string())
         );
     }
-}
 
-/// `proc-title-template`: checked as Redis's validateProcTitleTemplate
-/// checks it (tally's process title stays the binary's): every `{name}`
-/// must be one of Redis's variables, `{{` is a literal brace, and the
-/// title the template makes with an empty `{title}` must not be blank.
-/// `cluster` and `unixsocket` are the server's, as Redis expands them.
-pub(super) fn proc_title_template(
-    values: &[String],
-    cluster: bool,
-    unixsocket: &str,
-) -> Result<String, String> {
-    let template = one(values)?;
-    let invalid = || "template format is invalid or contains unknown variables".to_string();
-    let mut title = String::new();
-    let mut rest = template;
-    while let Some(open) = rest.find('{') {
-        title.push_str(&rest[..open]);
-        let after = &rest[open + 1..];
-        if after.is_empty() {
-            return Err(invalid());
-        }
-        if let Some(quoted) = after.strip_prefix('{') {
-            title.push('{');
-            rest = quoted;
-            continue;
-        }
-        let close = after.find('}').ok_or_else(invalid)?;
-        let value = match &after[..close] {
-            "title" => "",
-            // These always expand to something.
-            "listen-addr" | "port" | "tls-port" | "config-file" => "-",
-            "server-mode" if cluster => "[cluster]",
-            "server-mode" => "",
-            "unixsocket" => unixsocket,
-            _ => return Err(invalid()),
+    #[test]
+    fn a_process_title_template_is_checked_as_redis_checks_it() {
+        let check = |t: &str, cluster: bool, socket: &str| {
+            proc_title_template(&[t.to_string()], cluster, socket).is_ok()
         };
-        title.push_str(value);
-        rest = &after[close + 1..];
+        assert!(check("{title} {listen-addr} {server-mode}", false, ""));
+        assert!(check("{{title}}x", false, ""));
+        assert!(check("x}", false, ""));
+        for invalid in [
+            "{title}",
+            "{foo}",
+            "{title",
+            "{",
+            "",
+            "  ",
+            "{server-mode}",
+            "{unixsocket}",
+        ] {
+            assert!(!check(invalid, false, ""), "{invalid:?}");
+        }
+        assert!(check("{server-mode}", true, ""), "[cluster] is a title");
+        assert!(check("{unixsocket}", false, "/tmp/s"));
     }
-    title.push_str(rest);
-    if title.trim_matches(' ').is_empty() {
-        return Err(invalid());
-    }
-    Ok(template.to_string())
 }

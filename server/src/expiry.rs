@@ -114,7 +114,7 @@ pub async fn run(shared: Arc<Shared>) {
         }
         // CLIENT PAUSE keeps the dataset as it is, as Redis's active expiry
         // does: the keys are reclaimed once the pause ends.
-        if shared.pause.current().is_some() {
+        if shared.pause.current().is_some() || !shared.active_expire.load(Ordering::Relaxed) {
             continue;
         }
         // Nothing expires while a file loads, as in Redis: a replayed

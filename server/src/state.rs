@@ -66,6 +66,9 @@ pub struct Shared {
     pub listening: Mutex<Option<crate::net::listener::Listening>>,
     /// Set once shutdown began; notified to stop the listener.
     pub shutting_down: AtomicBool,
+    /// The active expiry runs (DEBUG SET-ACTIVE-EXPIRE 0 stops it, for
+    /// tests that need a key past its deadline to stay in the table).
+    pub active_expire: AtomicBool,
     /// Turns true when shutdown begins; the listener and sweeper watch it.
     pub shutdown: tokio::sync::watch::Sender<bool>,
     /// Unique id of this run (INFO run_id).
@@ -141,6 +144,7 @@ impl Shared {
             local_addr: Mutex::new(None),
             listening: Mutex::new(None),
             shutting_down: AtomicBool::new(false),
+            active_expire: AtomicBool::new(true),
             shutdown: tokio::sync::watch::Sender::new(false),
             run_id,
             scripts: crate::scripting::Scripts::default(),

@@ -7,7 +7,7 @@
 use std::sync::OnceLock;
 
 use super::{
-    acl, bitfield, bitmap, blocking, client, cluster, command, config, connection as conn,
+    acl, bitfield, bitmap, blocking, client, cluster, command, config, connection as conn, debug,
     failover, functions, hash, hash_expiry, hyperloglog, increx, info, keys, latency, lcs, list,
     memory, migrate, mpop, multi, object, persistence, pubsub, replication, scripting, server, set,
     sort, string, string_conditions, throttle, zset, zset_algebra, Ctx,
@@ -253,7 +253,7 @@ static BINDINGS: &[(&str, Handler)] = &[
     ("memory", container_without_subcommand),
     ("latency", container_without_subcommand),
     ("monitor", server::monitor),
-    ("debug", server::debug),
+    ("debug", debug::debug),
     // OBJECT subcommands
     ("object|encoding", object::object_encoding),
     ("object|freq", object::object_freq),

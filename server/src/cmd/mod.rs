@@ -21,6 +21,7 @@ pub mod collection;
 pub mod command;
 pub mod config;
 pub mod connection;
+pub mod debug;
 pub mod error;
 pub mod failover;
 pub mod functions;

@@ -4,7 +4,7 @@
 use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
-use super::args::{is, parse_f64};
+use super::args::is;
 use super::error;
 use super::Ctx;
 use crate::config::ShutdownFlags;
@@ -252,60 +252,6 @@ pub fn prepare_shutdown(
         }
         Ok(()) => Ok(()),
     }
-}
-
-/// Redis's refusal of DEBUG under `enable-debug-command no`.
-const DEBUG_NOT_ALLOWED: &str = concat!(
-    "ERR DEBUG command not allowed. If the enable-debug-command option is set to \"local\", ",
-    "you can run it from a local connection, otherwise you need to set this option in the ",
-    "configuration file, and then restart the server."
-);
-
-/// DEBUG SLEEP seconds | DEBUG OBJECT key | DEBUG PANIC | DEBUG HELP
-pub fn debug(ctx: &mut Ctx<'_>, argv: &[&[u8]]) -> Reply {
-    if is(argv[1], "sleep") && argv.len() == 3 {
-        let Some(seconds) = parse_f64(argv[2]).filter(|s| *s >= 0.0) else {
-            return Reply::error(error::NOT_FLOAT);
-        };
-        // Redis converts to `long long` microseconds: a value too large for
-        // it (inf, 1e300) comes out negative on x86 and nanosleep returns at
-        // once. Sleep the same, without Duration's panic on overflow.
-        let micros = seconds * 1e6;
-        if micros < i64::MAX as f64 {
-            ctx.client
-                .then(super::After::Sleep(Duration::from_micros(micros as u64)));
-        }
-        return Reply::Ok;
-    }
-    if is(argv[1], "object") && argv.len() == 3 {
-        // It shows where values live in memory, which Redis keeps from
-        // clients unless the operator allows DEBUG.
-        let local = ctx.client.info.addr.is_local();
-        if !ctx.shared.config.read().enable_debug_command.allows(local) {
-            return Reply::error(DEBUG_NOT_ALLOWED);
-        }
-        return super::object::debug_object(ctx, argv[2]);
-    }
-    if is(argv[1], "panic") && argv.len() == 2 {
-        // Redis crashes the whole server here. tally's connection boundary
-        // contains a panic to the one client (it gets an error and is
-        // closed); this is how that boundary is tested end to end.
-        panic!("DEBUG PANIC");
-    }
-    if is(argv[1], "help") {
-        return help_reply(
-            "DEBUG",
-            &[
-                "OBJECT <key>",
-                "    Show low level info about `key` and associated value.",
-                "PANIC",
-                "    Panic in this command; tally contains it to this connection.",
-                "SLEEP <seconds>",
-                "    Stop the server for <seconds>. Decimals allowed.",
-            ],
-        );
-    }
-    Reply::error_bytes(error::unknown_subcommand(argv[0], argv[1]))
 }
 
 /// SLOWLOG GET [count]

@@ -281,14 +281,15 @@ fn protocol(ctx: &mut Ctx<'_>, name: &[u8]) -> Reply {
 
 /// DEBUG RELOAD [MERGE] [NOFLUSH] [NOSAVE]: the snapshot saved, the
 /// dataset and function libraries emptied, the snapshot loaded back, with
-/// other clients answered -LOADING meanwhile, as Redis does. Loading
-/// replaces keys and libraries already present, so NOFLUSH merges with or
-/// without MERGE (Redis, without MERGE, fails on a library and crashes on
-/// a key that is both in memory and in the file).
+/// other clients answered -LOADING meanwhile, as Redis does. NOFLUSH
+/// without MERGE fails, as Redis's, when a function library of the file is
+/// loaded already; a key both in memory and in the file is replaced (Redis
+/// crashes on it).
 fn reload(ctx: &mut Ctx<'_>, options: &[&[u8]]) -> Reply {
-    let (mut flush, mut save) = (true, true);
+    let (mut flush, mut save, mut merge) = (true, true, false);
     for option in options {
         if is(option, "merge") {
+            merge = true;
         } else if is(option, "noflush") {
             flush = false;
         } else if is(option, "nosave") {
@@ -315,6 +316,10 @@ fn reload(ctx: &mut Ctx<'_>, options: &[&[u8]]) -> Reply {
     }
     let skip_unsupported = shared.config.read().rdb_skip_unsupported;
     let loaded = snapshot::open(shared).and_then(|data| match data {
+        Some(data) if !flush && !merge => match clashing_library(shared, &data) {
+            Some(name) => Err(format!("Library {name} already exists")),
+            None => snapshot::load(shared, &data, skip_unsupported).map(|_| ()),
+        },
         Some(data) => snapshot::load(shared, &data, skip_unsupported).map(|_| ()),
         None => Err("no snapshot file".to_string()),
     });
@@ -329,6 +334,28 @@ fn reload(ctx: &mut Ctx<'_>, options: &[&[u8]]) -> Reply {
             Reply::error("ERR Error trying to load the RDB dump")
         }
     }
+}
+
+/// A function library of the snapshot `data` that is loaded already:
+/// without MERGE, Redis refuses to load it over the one in memory.
+fn clashing_library(shared: &crate::state::Shared, data: &[u8]) -> Option<String> {
+    let loaded: Vec<String> = shared
+        .scripts
+        .functions
+        .libraries()
+        .iter()
+        .map(|library| library.name.to_ascii_lowercase())
+        .collect();
+    let mut reader = tally_rdb::Reader::new(data).ok()?;
+    while let Ok(Some(item)) = reader.next_item() {
+        if let tally_rdb::Item::Function(code) = item {
+            let name = crate::scripting::functions::library_name(&code).ok()?;
+            if loaded.contains(&name.to_ascii_lowercase()) {
+                return Some(name);
+            }
+        }
+    }
+    None
 }
 
 /// DEBUG POPULATE count [prefix] [size]: `count` string keys

@@ -69,6 +69,10 @@ pub struct Shared {
     /// The active expiry runs (DEBUG SET-ACTIVE-EXPIRE 0 stops it, for
     /// tests that need a key past its deadline to stay in the table).
     pub active_expire: AtomicBool,
+    /// Scripts may call commands flagged `noscript` (DEBUG
+    /// SET-DISABLE-DENY-SCRIPTS 1, which Redis's tests use to call CLIENT
+    /// LIST or DEBUG from a script).
+    pub scripts_may_call_noscript: AtomicBool,
     /// Turns true when shutdown begins; the listener and sweeper watch it.
     pub shutdown: tokio::sync::watch::Sender<bool>,
     /// Unique id of this run (INFO run_id).
@@ -145,6 +149,7 @@ impl Shared {
             listening: Mutex::new(None),
             shutting_down: AtomicBool::new(false),
             active_expire: AtomicBool::new(true),
+            scripts_may_call_noscript: AtomicBool::new(false),
             shutdown: tokio::sync::watch::Sender::new(false),
             run_id,
             scripts: crate::scripting::Scripts::default(),

@@ -93,6 +93,17 @@ async fn protocol_samples_populate_and_errors_match_redis() {
         "DEBUG DIGEST",
         "MGET key:0 key:4 pre:2 short:1 key:5",
         "DEBUG RELOAD BADOPTION",
+        "DEBUG QUICKLIST-PACKED-THRESHOLD 1b",
+        "DEBUG QUICKLIST-PACKED-THRESHOLD 0",
+        "DEBUG QUICKLIST-PACKED-THRESHOLD 4gb",
+        "DEBUG QUICKLIST-PACKED-THRESHOLD 4000mb",
+        "DEBUG QUICKLIST-PACKED-THRESHOLD -1",
+        "DEBUG QUICKLIST-PACKED-THRESHOLD x",
+        "EVAL return(redis.call('debug','sleep','0')) 0",
+        "DEBUG SET-DISABLE-DENY-SCRIPTS 1",
+        "EVAL return(redis.call('debug','sleep','0')) 0",
+        "DEBUG SET-DISABLE-DENY-SCRIPTS 0",
+        "EVAL return(redis.call('debug','sleep','0')) 0",
         "DEBUG NOSUCHSUBCOMMAND",
     ] {
         lines.push(line.into());

@@ -53,6 +53,14 @@ pub fn debug(ctx: &mut Ctx<'_>, argv: &[&[u8]]) -> Reply {
             Reply::Ok
         }
         3 if is(sub, "protocol") => protocol(ctx, argv[2]),
+        3 if is(sub, "set-disable-deny-scripts") => {
+            let on = parse_i64(argv[2]).unwrap_or(0) != 0;
+            ctx.shared
+                .scripts_may_call_noscript
+                .store(on, Ordering::Relaxed);
+            Reply::Ok
+        }
+        3 if is(sub, "quicklist-packed-threshold") => packed_threshold(argv[2]),
         _ if is(sub, "reload") => reload(ctx, &argv[2..]),
         3..=5 if is(sub, "populate") => populate(ctx, &argv[2..]),
         _ => Reply::error_bytes(error::subcommand_syntax("DEBUG", sub)),
@@ -76,6 +84,9 @@ fn help() -> Reply {
             "    it is used instead of the 'key' prefix. These are not propagated to",
             "    replicas. Cluster slots are not respected so keys not belonging to the",
             "    current node can be created in cluster mode.",
+            "QUICKLIST-PACKED-THRESHOLD <size>",
+            "    Sets the threshold for elements to be inserted as plain vs packed nodes",
+            "    Default value is 1GB, allows values up to 4GB. Setting to 0 restores to default.",
             "PROTOCOL <type>",
             "    Reply with a test value of the specified type. <type> can be: string,",
             "    integer, double, bignum, null, array, set, map, attrib, push, verbatim,",
@@ -93,6 +104,8 @@ fn help() -> Reply {
             "      existing RDB file.",
             "    * DEBUG RELOAD NOSAVE NOFLUSH MERGE: add the contents of an existing RDB",
             "      file to the database.",
+            "SET-DISABLE-DENY-SCRIPTS <0|1>",
+            "    Allows scripts to call commands flagged noscript (for tests).",
             "SET-ACTIVE-EXPIRE <0|1>",
             "    Setting it to 0 disables expiring keys in background when they are not",
             "    accessed (otherwise the Redis behavior). Setting it to 1 reenables back the",
@@ -118,6 +131,20 @@ fn sleep(ctx: &mut Ctx<'_>, seconds: &[u8]) -> Reply {
             .then(super::After::Sleep(Duration::from_micros(micros as u64)));
     }
     Reply::Ok
+}
+
+/// DEBUG QUICKLIST-PACKED-THRESHOLD size: Redis stores a list element
+/// past this size in a node of its own ("plain"); tally's lists have no
+/// such nodes, so the size is checked as Redis checks it and changes
+/// nothing (a list behaves the same either way).
+fn packed_threshold(size: &[u8]) -> Reply {
+    let parsed = std::str::from_utf8(size)
+        .ok()
+        .and_then(crate::config::parse_memory);
+    match parsed {
+        Some(bytes) if bytes <= (1u64 << 32) - (1 << 20) => Reply::Ok,
+        _ => Reply::error("ERR argument must be a memory value bigger than 1 and smaller than 4gb"),
+    }
 }
 
 /// A digest as Redis prints it: 40 lower-case hex digits.

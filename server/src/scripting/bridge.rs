@@ -201,7 +201,12 @@ pub(super) fn execute(bridge: &mut Bridge<'_, '_>, argv: &[&[u8]]) -> Result<Rep
             "ERR Wrong number of args calling Redis command from script",
         ));
     }
-    if command.flags & flags::NOSCRIPT != 0 {
+    if command.flags & flags::NOSCRIPT != 0
+        && !bridge
+            .shared
+            .scripts_may_call_noscript
+            .load(std::sync::atomic::Ordering::Relaxed)
+    {
         return Err(refused(
             bridge,
             Some(command),

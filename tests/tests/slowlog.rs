@@ -153,3 +153,28 @@ async fn the_log_keeps_the_newest_entries_up_to_its_length() {
     conn.line("SET k v").await;
     assert_eq!(conn.line("SLOWLOG LEN").await, ":0\r\n");
 }
+
+/// DEBUG SLEEP pauses only its own connection, but its pause is the
+/// command's duration, as Redis measures it: a sleep past the threshold is
+/// logged with at least the time slept (Redis's slowlog unit does this).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_debug_sleep_is_logged_for_the_time_it_slept() {
+    let tally = TestServer::start().await;
+    let mut conn = tally.raw().await;
+    conn.cmd(&words("CONFIG SET slowlog-log-slower-than 100000"))
+        .await;
+    assert_eq!(conn.cmd(&words("DEBUG SLEEP 0.05")).await, b"+OK\r\n");
+    assert_eq!(conn.cmd(&words("SLOWLOG LEN")).await, b":0\r\n");
+    assert_eq!(conn.cmd(&words("DEBUG SLEEP 0.15")).await, b"+OK\r\n");
+    let reply = conn.cmd(&words("SLOWLOG GET 1")).await;
+    let Value::Array(entries) = redis::parse_redis_value(&reply).expect("a RESP reply") else {
+        panic!("SLOWLOG GET is an array");
+    };
+    let Value::Array(fields) = &entries[0] else {
+        panic!("an entry is an array");
+    };
+    let Value::Int(micros) = fields[2] else {
+        panic!("a duration");
+    };
+    assert!(micros >= 150_000, "{micros}");
+}

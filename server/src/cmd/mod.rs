@@ -680,7 +680,12 @@ fn check_and_call(
     } else {
         let started = crate::latency::monotonic_ns();
         reply = call(ctx, index, command, argv);
-        let ns = crate::latency::monotonic_ns().saturating_sub(started);
+        let mut ns = crate::latency::monotonic_ns().saturating_sub(started);
+        // DEBUG SLEEP's pause is taken after the handler, by its connection
+        // alone; it is still the command's duration, as Redis measures it.
+        if let After::Sleep(pause) = ctx.client.after {
+            ns = ns.saturating_add(pause.as_nanos().min(u64::MAX as u128) as u64);
+        }
         let stats = &ctx.shared.stats;
         if stats.latency_tracking.load(Ordering::Relaxed) {
             ctx.client.batch.durations.push((index, ns));

@@ -470,6 +470,16 @@ async fn hardening_edge_cases_match_redis() {
         CONFIG SET timeout 0
         CONFIG GET list-compress-depth
         CONFIG GET proc-title-template
+        CONFIG GET MAXMEMORY
+        CONFIG GET Maxmemory maxmemory
+        CONFIG GET KEY-LOAD-DELAY
+        CONFIG GET key-load-*
+        CONFIG GET rdb-key-save-delay
+        CONFIG SET rdb-key-save-delay -5
+        CONFIG GET rdb-key-save-delay
+        CONFIG SET watchdog-period -1
+        CONFIG SET loading-process-events-interval-bytes 1023
+        CONFIG GET use-exit-on-panic
         CONFIG SET proc-title-template {title}
         CONFIG SET proc-title-template {foo}
         CONFIG SET proc-title-template {title

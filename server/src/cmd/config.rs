@@ -11,31 +11,58 @@ use crate::resp::Reply;
 
 /// Every CONFIG parameter with its current value, in the table's order,
 /// each alias listed beside its directive as Redis 7.0 lists them.
-fn config_parameters(config: &Config) -> Vec<(&'static str, String)> {
+/// A hidden one (Redis's test knobs) comes with `true`.
+fn config_parameters(config: &Config) -> Vec<(&'static str, String, bool)> {
     DIRECTIVES
         .iter()
         .filter_map(|directive| Some((directive, directive.get(config)?)))
-        .flat_map(|(directive, value)| directive.names().map(move |name| (name, value.clone())))
+        .flat_map(|(directive, value)| {
+            directive
+                .names()
+                .map(move |name| (name, value.clone(), directive.hidden))
+        })
         .collect()
 }
 
-/// CONFIG GET parameter [parameter ...]
+/// CONFIG GET parameter [parameter ...], as Redis 7.0 answers it: a name
+/// without glob characters is looked up as written (any case, hidden
+/// parameters too) and answered under the spelling sent; a pattern matches
+/// the parameters that are not hidden (Redis's test knobs). Each parameter
+/// once, first come.
 pub fn config_get(ctx: &mut Ctx<'_>, argv: &[&[u8]]) -> Reply {
     let params = config_parameters(&ctx.shared.config.read());
-    let pairs = params
-        .into_iter()
-        .filter(|(name, _)| {
-            argv[2..]
+    let is_glob = |pattern: &[u8]| pattern.iter().any(|b| matches!(b, b'[' | b'*' | b'?'));
+    let mut shown: Vec<String> = Vec::new();
+    let mut pairs = Vec::new();
+    for pattern in &argv[2..] {
+        if !is_glob(pattern) {
+            let found = params
                 .iter()
-                .any(|pattern| glob_match(pattern, name.as_bytes(), true))
-        })
-        .map(|(name, value)| {
-            (
-                Reply::bulk(name.as_bytes()),
-                Reply::Bulk(value.into_bytes()),
-            )
-        })
-        .collect();
+                .find(|(name, _, _)| name.as_bytes().eq_ignore_ascii_case(pattern));
+            if let Some((name, value, _)) = found {
+                if !shown.iter().any(|s| s == name) {
+                    shown.push(name.to_string());
+                    pairs.push((
+                        Reply::bulk(pattern),
+                        Reply::Bulk(value.clone().into_bytes()),
+                    ));
+                }
+            }
+            continue;
+        }
+        for (name, value, hidden) in &params {
+            if *hidden || shown.iter().any(|s| s == name) {
+                continue;
+            }
+            if glob_match(pattern, name.as_bytes(), true) {
+                shown.push(name.to_string());
+                pairs.push((
+                    Reply::bulk(name.as_bytes()),
+                    Reply::Bulk(value.clone().into_bytes()),
+                ));
+            }
+        }
+    }
     Reply::Map(pairs)
 }
 

@@ -53,6 +53,9 @@ pub struct Directive {
     /// Redis's PROTECTED_CONFIG: CONFIG SET may change it only where
     /// `enable-protected-configs` allows.
     pub protected: bool,
+    /// Redis's HIDDEN_CONFIG (its test knobs): CONFIG GET shows it only
+    /// when asked for by its exact name, never for a pattern.
+    pub hidden: bool,
 }
 
 impl Directive {
@@ -65,6 +68,7 @@ impl Directive {
             get: Some(get),
             help: "",
             protected: false,
+            hidden: false,
         }
     }
 
@@ -73,6 +77,13 @@ impl Directive {
     const fn protected(self) -> Directive {
         Directive {
             protected: true,
+            ..self
+        }
+    }
+
+    const fn hidden(self) -> Directive {
+        Directive {
+            hidden: true,
             ..self
         }
     }
@@ -948,6 +959,7 @@ pub static DIRECTIVES: &[Directive] = &[
         get: None,
         help: "A user and its ACL rules, \"<name> <rule> ...\", as in an ACL file.",
         protected: false,
+        hidden: false,
     },
     // Redis 7.0 parameters accepted and shown, not acted on (see
     // config/accepted.rs); each row gives the reason.
@@ -963,6 +975,12 @@ pub static DIRECTIVES: &[Directive] = &[
     accepted!("dynamic-hz", Live, "yes", accepted::yes_no; "Accepted, not used: background work does not follow hz."),
     accepted!("always-show-logo", AtStart, "no", accepted::yes_no; "Accepted, not used: there is no ASCII logo."),
     accepted!("set-proc-title", AtStart, "yes", accepted::yes_no; "Accepted, not used: the process title is the binary's."),
+    // Redis's hidden test knobs, checked as Redis checks them.
+    accepted!("use-exit-on-panic", Live, "no", accepted::yes_no; "Accepted, not used (hidden, a Redis test knob): a panic is contained to its connection, nothing exits.").hidden(),
+    accepted!("rdb-key-save-delay", Live, "0", accepted::int, Range::Signed(i32::MIN as i64, INT_MAX); "Accepted, not used (hidden, a Redis test knob): saves do not wait between keys.").hidden(),
+    accepted!("key-load-delay", Live, "0", accepted::int, Range::Signed(i32::MIN as i64, INT_MAX); "Accepted, not used (hidden, a Redis test knob): loading does not wait between keys.").hidden(),
+    accepted!("watchdog-period", Live, "0", accepted::int, Range::Signed(0, INT_MAX); "Accepted, not used (hidden, a Redis test knob): there is no software watchdog.").hidden(),
+    accepted!("loading-process-events-interval-bytes", Live, "2097152", accepted::int, Range::Signed(1024, INT_MAX); "Accepted, not used (hidden, a Redis test knob): clients are served throughout a load.").hidden(),
     Directive::new(
         "proc-title-template",
         Change::Live,

@@ -243,12 +243,16 @@ impl Server {
             tokio::task::spawn_blocking(move || {
                 let mut replay = cmd::persistence::aof_replayer(&loader);
                 match persistence::aof::load_and_open(&loader, plan, &mut replay) {
-                    Ok(loaded) => tracing::info!(
-                        base_keys = loaded.base_keys,
-                        commands = loaded.commands,
-                        truncated = loaded.truncated,
-                        "DB loaded from append only file"
-                    ),
+                    Ok(loaded) => {
+                        // The replay ran at time 0; its keys were used now.
+                        loader.store.stamp_loaded_keys(loader.clock.now_ms());
+                        tracing::info!(
+                            base_keys = loaded.base_keys,
+                            commands = loaded.commands,
+                            truncated = loaded.truncated,
+                            "DB loaded from append only file"
+                        )
+                    }
                     Err(message) => {
                         tracing::error!(
                             "Fatal error loading the append only file: {message}. Exiting."

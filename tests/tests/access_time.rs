@@ -317,3 +317,50 @@ async fn idle_times_in_a_redis_snapshot_are_kept() {
     let fresh = conn.cmd(&["OBJECT", "IDLETIME", "fresh"]).await;
     assert!(fresh == b":0\r\n" || fresh == b":1\r\n");
 }
+
+/// What an append-only file's replay or a replica's full sync stores was
+/// used at the load, as Redis stamps the objects it loads: both run at
+/// time 0 (nothing expires during them), and the keys must not read as
+/// idle since 1970.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn keys_loaded_from_a_log_or_a_master_read_as_just_used() {
+    let idle_of = |reply: Vec<u8>| -> u64 {
+        let text = String::from_utf8(reply).expect("text");
+        text.trim()[1..].parse().expect("seconds")
+    };
+    let dir = scratch_dir();
+    let config = || Config {
+        port: 0,
+        dir: dir.clone(),
+        appendonly: true,
+        save_points: Vec::new(),
+        ..Config::default()
+    };
+    let first = Server::new(config()).start().await.expect("starts");
+    tally_tests::keyspace::wait_loaded(first.local_addr()).await;
+    let mut conn = RawConn::connect(first.local_addr()).await;
+    conn.cmd(&["SET", "k", "v"]).await;
+    conn.cmd(&["RPUSH", "list", "a"]).await;
+    first.shutdown().await;
+    let second = Server::new(config()).start().await.expect("restarts");
+    tally_tests::keyspace::wait_loaded(second.local_addr()).await;
+    let mut conn = RawConn::connect(second.local_addr()).await;
+    assert_eq!(conn.cmd(&["GET", "k"]).await, b"$1\r\nv\r\n");
+    for key in ["k", "list"] {
+        // Read through OBJECT, which does not stamp.
+        let idle = idle_of(conn.cmd(&["OBJECT", "IDLETIME", key]).await);
+        assert!(idle < 5, "{key} idle {idle} s after the replay");
+    }
+    second.shutdown().await;
+
+    let master = TestServer::start_real_clock().await;
+    let mut on_master = master.raw().await;
+    on_master.cmd(&["SET", "synced", "v"]).await;
+    let replica = TestServer::start_real_clock().await;
+    let mut on_replica = replica.raw().await;
+    let port = master.addr().port().to_string();
+    on_replica.cmd(&["REPLICAOF", "127.0.0.1", &port]).await;
+    tally_tests::replication::wait_in_sync(master.addr(), replica.addr()).await;
+    let idle = idle_of(on_replica.cmd(&["OBJECT", "IDLETIME", "synced"]).await);
+    assert!(idle < 5, "idle {idle} s after the full sync");
+}

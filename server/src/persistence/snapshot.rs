@@ -559,6 +559,8 @@ pub fn replace_with_masters(shared: &Shared, data: &[u8]) -> Result<Loaded, Stri
         // Half a dataset is no master's: empty, as Redis leaves a replica
         // whose load failed (it syncs again).
         clear();
+    } else {
+        shared.store.stamp_loaded_keys(shared.clock.now_ms());
     }
     state.loading.store(false, Ordering::SeqCst);
     let (loaded, _) = loaded?;

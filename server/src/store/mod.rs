@@ -192,6 +192,18 @@ impl Store {
         }
     }
 
+    /// After a load that ran at time 0: every key it stored is stamped as
+    /// used at `now_ms` (see [`ShardData::stamp_unused`]).
+    pub fn stamp_loaded_keys(&self, now_ms: u64) {
+        let clock = access_clock::clock_at(now_ms);
+        for db in 0..self.databases() {
+            let database = self.db(db);
+            for index in 0..database.shard_count() {
+                database.lock_shard(index).stamp_unused(clock);
+            }
+        }
+    }
+
     /// Number of databases.
     pub fn databases(&self) -> usize {
         self.dbs.len()

@@ -670,6 +670,18 @@ impl ShardData {
         true
     }
 
+    /// Stamps `clock` on every key still at clock 0: loads that run at
+    /// time 0 (an append-only file's replay, a replica's load of its
+    /// master's snapshot, which keep keys past their deadline) stamp what
+    /// they store with it, where Redis stamps the time of the load.
+    pub fn stamp_unused(&mut self, clock: u32) {
+        for entry in self.table.iter_mut() {
+            if entry.access_clock() == 0 {
+                entry.set_access_clock(clock);
+            }
+        }
+    }
+
     /// True when a live key exists.
     pub fn contains(&mut self, key: KeyRef<'_>, now_ms: u64) -> bool {
         self.get_mut(key, now_ms).is_some()

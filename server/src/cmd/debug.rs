@@ -47,7 +47,7 @@ pub fn debug(ctx: &mut Ctx<'_>, argv: &[&[u8]]) -> Reply {
         2 if is(sub, "digest") => Reply::Status(hex(&dataset_digest(ctx)).into()),
         _ if is(sub, "digest-value") => digest_values(ctx, &argv[2..]),
         3 if is(sub, "set-active-expire") => {
-            // Redis reads it with atoi: anything not a number is 0.
+            // Redis reads it with atoi; here anything but a number is 0.
             let on = parse_i64(argv[2]).unwrap_or(0) != 0;
             ctx.shared.active_expire.store(on, Ordering::Relaxed);
             Reply::Ok

@@ -51,13 +51,13 @@ fn an_unsupported_directive_names_file_line_and_directive() {
     let dir = std::env::temp_dir().join(format!("tally-cli-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let path = dir.join("tally.conf");
-    std::fs::write(&path, "port 7000\n# a comment\nproc-title-template x\n").unwrap();
+    std::fs::write(&path, "port 7000\n# a comment\nno-such-directive x\n").unwrap();
     let out = Command::new(BIN).arg(&path).output().unwrap();
     assert_eq!(out.status.code(), Some(1));
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(
         err.contains(&format!(
-            "{}:3: directive 'proc-title-template'",
+            "{}:3: directive 'no-such-directive'",
             path.display()
         )),
         "{err}"

@@ -4,7 +4,7 @@
 //! inserts, deletes or updates needs write permission.
 
 use crate::catalog::docs::{self, BeginSearch, FindKeys};
-use crate::catalog::Command;
+use crate::catalog::{key_flags, Command};
 
 use super::selector::Selector;
 use super::user::{READ, WRITE};
@@ -288,39 +288,8 @@ fn spec_keys(spec: &docs::KeySpecDoc, resolved: ResolvedFlags, argv: &[&[u8]]) -
 #[inline(always)]
 fn keys_from(first: i64, find: &FindKeys, resolved: ResolvedFlags, argv: &[&[u8]]) -> SpecKeys {
     let argc = argv.len() as i64;
-    let (first, last, step) = match *find {
-        FindKeys::Range {
-            lastkey,
-            keystep,
-            limit,
-        } => {
-            let last = if lastkey >= 0 {
-                first + lastkey
-            } else if limit == 0 {
-                argc + lastkey
-            } else {
-                first + ((argc - first) / limit + lastkey)
-            };
-            (first, last, keystep)
-        }
-        FindKeys::Keynum {
-            keynumidx,
-            firstkey,
-            keystep,
-        } => {
-            if keynumidx >= argc || first + keynumidx >= argc {
-                return SpecKeys::Invalid;
-            }
-            let Some(numkeys) = parse_numkeys(argv[(first + keynumidx) as usize]) else {
-                return SpecKeys::Invalid;
-            };
-            if numkeys < 0 {
-                return SpecKeys::Invalid;
-            }
-            let first = first + firstkey;
-            (first, first + numkeys - 1, keystep)
-        }
-        FindKeys::Unknown => return SpecKeys::Invalid,
+    let Some((first, last, step)) = key_flags::key_range(first, find, argv) else {
+        return SpecKeys::Invalid;
     };
     if numkeys_empty(first, last) {
         return SpecKeys::Found(Stride::EMPTY);
@@ -413,16 +382,6 @@ fn resolved_flags(index: usize) -> &'static [ResolvedFlags] {
         })
         .get(index)
         .map_or(&[], Vec::as_slice)
-}
-
-/// The count a keynum argument gives, as `str::parse` reads it; a single
-/// digit (the usual case) without the text machinery.
-#[inline(always)]
-fn parse_numkeys(text: &[u8]) -> Option<i64> {
-    match text {
-        [digit @ b'0'..=b'9'] => Some(i64::from(digit - b'0')),
-        _ => std::str::from_utf8(text).ok()?.parse::<i64>().ok(),
-    }
 }
 
 /// (argument index, is a pattern) of every channel the call publishes or

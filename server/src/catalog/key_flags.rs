@@ -50,36 +50,7 @@ fn from_specs(specs: &[KeySpecDoc], argv: &[&[u8]]) -> Option<Vec<KeyAndFlags>> 
             },
             BeginSearch::Unknown => return None,
         };
-        let (first, last, step) = match spec.find_keys {
-            FindKeys::Range {
-                lastkey,
-                keystep,
-                limit,
-            } => {
-                let last = if lastkey >= 0 {
-                    first + lastkey
-                } else if limit == 0 {
-                    argc + lastkey
-                } else {
-                    first + ((argc - first) / limit + lastkey)
-                };
-                (first, last, keystep)
-            }
-            FindKeys::Keynum {
-                keynumidx,
-                firstkey,
-                keystep,
-            } => {
-                let count = argv
-                    .get(usize::try_from(first + keynumidx).ok()?)
-                    .and_then(|arg| std::str::from_utf8(arg).ok())
-                    .and_then(|text| text.parse::<i64>().ok())
-                    .filter(|n| *n >= 0)?;
-                let first = first + firstkey;
-                (first, first + count - 1, keystep)
-            }
-            FindKeys::Unknown => return None,
-        };
+        let (first, last, step) = key_range(first, &spec.find_keys, argv)?;
         if last >= argc || last < first || first >= argc {
             return None;
         }
@@ -93,6 +64,53 @@ fn from_specs(specs: &[KeySpecDoc], argv: &[&[u8]]) -> Option<Vec<KeyAndFlags>> 
         }
     }
     Some(keys)
+}
+
+/// The keys a spec's `find_keys` names from argument `first` on, as
+/// getKeysUsingKeySpecs computes them: `(first, last, step)`, which the
+/// caller checks against the call (`last` is `first - 1` for a count of
+/// 0); `None` when the count argument is missing, not a number or
+/// negative, or the search is unknown. The ACL's key checks share it.
+#[inline]
+pub fn key_range(first: i64, find: &FindKeys, argv: &[&[u8]]) -> Option<(i64, i64, i64)> {
+    let argc = argv.len() as i64;
+    match *find {
+        FindKeys::Range {
+            lastkey,
+            keystep,
+            limit,
+        } => {
+            let last = if lastkey >= 0 {
+                first + lastkey
+            } else if limit == 0 {
+                argc + lastkey
+            } else {
+                first + ((argc - first) / limit + lastkey)
+            };
+            Some((first, last, keystep))
+        }
+        FindKeys::Keynum {
+            keynumidx,
+            firstkey,
+            keystep,
+        } => {
+            let at = usize::try_from(first + keynumidx).ok()?;
+            let count = parse_count(argv.get(at)?).filter(|n| *n >= 0)?;
+            let first = first + firstkey;
+            Some((first, first + count - 1, keystep))
+        }
+        FindKeys::Unknown => None,
+    }
+}
+
+/// A key count argument as `str::parse` reads it; a single digit (the
+/// usual case) without the text machinery.
+#[inline(always)]
+fn parse_count(text: &[u8]) -> Option<i64> {
+    match text {
+        [digit @ b'0'..=b'9'] => Some(i64::from(digit - b'0')),
+        _ => std::str::from_utf8(text).ok()?.parse::<i64>().ok(),
+    }
 }
 
 /// The argument after `keyword`, searched from `from` (backwards from the

@@ -766,3 +766,73 @@ async fn redis_cli_fetches_a_snapshot_with_rdb() {
     }
     assert_eq!(keys, ALL_KEYS.len());
 }
+
+/// The scheduling policy of this process's thread named `name`, from
+/// /proc (field 41 of its stat line), if such a thread runs.
+#[cfg(target_os = "linux")]
+fn thread_policy(name: &str) -> Option<u32> {
+    for task in std::fs::read_dir("/proc/self/task").ok()?.flatten() {
+        let comm = std::fs::read_to_string(task.path().join("comm")).unwrap_or_default();
+        if comm.trim_end() != name {
+            continue;
+        }
+        let stat = std::fs::read_to_string(task.path().join("stat")).ok()?;
+        // The name in parentheses may hold spaces; fields count after it.
+        let after_name = &stat[stat.rfind(')')? + 2..];
+        return after_name.split(' ').nth(41 - 3)?.parse().ok();
+    }
+    None
+}
+
+/// Under Redis's `rdb-key-save-delay` a BGSAVE waits per key, so it is
+/// still running while clients are served; its writer runs under
+/// SCHED_IDLE, taking only the CPU the workers leave; and the file it ends
+/// with holds every key.
+#[cfg(target_os = "linux")]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_background_save_waits_per_key_and_takes_only_idle_cpu() {
+    const SCHED_IDLE: u32 = 5;
+    let tally = TestServer::start_real_clock().await;
+    let mut conn = connect(tally.addr()).await;
+    fill_noise(&mut conn, 2_000).await;
+    // 2,000 keys at 1 ms each: the save cannot end within two seconds.
+    let _: () = redis::cmd("CONFIG")
+        .arg("SET")
+        .arg("rdb-key-save-delay")
+        .arg("1000")
+        .query_async(&mut conn)
+        .await
+        .expect("CONFIG SET");
+    let shown: Vec<String> = redis::cmd("CONFIG")
+        .arg("GET")
+        .arg("rdb-key-save-delay")
+        .query_async(&mut conn)
+        .await
+        .expect("CONFIG GET");
+    assert_eq!(shown, ["rdb-key-save-delay", "1000"]);
+    let reply: String = redis::cmd("BGSAVE")
+        .query_async(&mut conn)
+        .await
+        .expect("BGSAVE");
+    assert_eq!(reply, "Background saving started");
+    let n: i64 = conn.incr("noise:1", 1).await.expect("INCR during the save");
+    assert_eq!(n, 2);
+    let info = persistence_info(&mut conn).await;
+    assert!(info.contains("rdb_bgsave_in_progress:1\r\n"), "{info}");
+    // The writer sets its policy as it starts, which may be a moment after
+    // BGSAVE answers; the save lasts at least two seconds.
+    let mut policy = None;
+    for _ in 0..100 {
+        policy = thread_policy("tally-bgsave");
+        if policy == Some(SCHED_IDLE) {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+    }
+    assert_eq!(policy, Some(SCHED_IDLE));
+    wait_for_bgsave(&mut conn).await;
+    let dir = tally.handle.shared().config.read().dir.clone();
+    let snapshot = snapshot_strings(&dir);
+    assert_eq!(snapshot.len(), 2_000);
+    assert_eq!(snapshot[&b"noise:1"[..]], b"1", "the value of the moment");
+}

@@ -99,6 +99,9 @@ pub struct Config {
     /// append-only file, so that EVALSHA works after a restart
     /// (`lua-persist-scripts`; Redis 7 keeps none).
     pub lua_persist_scripts: bool,
+    /// `rdb-key-save-delay`, Redis's test knob: microseconds a background
+    /// save waits per key it writes (-N: one microsecond for one key in N).
+    pub rdb_key_save_delay: i32,
     /// `repl-backlog-size`: the replication stream's last bytes kept for
     /// replicas that reconnect (PSYNC `+CONTINUE`).
     pub repl_backlog_size: u64,
@@ -367,6 +370,7 @@ impl Default for Config {
             busy_reply_threshold_ms: 5000,
             lua_native_scripts: true,
             lua_persist_scripts: true,
+            rdb_key_save_delay: 0,
             repl_backlog_size: 1024 * 1024,
             repl_backlog_ttl: 3600,
             min_replicas_to_write: 0,

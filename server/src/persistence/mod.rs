@@ -4,6 +4,7 @@
 //! module moves values between it and the store.
 
 pub mod aof;
+mod save_delay;
 pub mod snapshot;
 
 pub use crate::store::rdb_value::{from_rdb, to_rdb};

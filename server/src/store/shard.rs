@@ -19,7 +19,7 @@ use super::field_expiry::{earliest_field_deadline, hint, needs_hint, FieldQueue}
 use super::object::Object;
 use super::slab::Slab;
 use super::slot_index::SlotIndex;
-use super::snapshot::{ShardSnapshot, SnapshotMemory};
+use super::snapshot::{ShardSnapshot, SnapshotMemory, Step};
 
 /// A key together with its precomputed hash (computed once, outside the lock).
 #[derive(Clone, Copy, Debug)]
@@ -391,34 +391,52 @@ impl ShardData {
     /// The background writer's step: the snapshot's keys in up to
     /// `max_buckets` more buckets, short strings encoded into `encoded`
     /// and the rest copied into `entries` (encoded by the caller once the
-    /// lock is released); true once the shard is done, with the writers'
-    /// early entries, already encoded, appended to `encoded`.
+    /// lock is released); finished once the shard is done, with the
+    /// writers' early entries, already encoded, appended to `encoded`.
     pub fn snapshot_step(
         &mut self,
         max_buckets: usize,
         entries: &mut Vec<tally_rdb::Entry>,
         encoded: &mut Vec<u8>,
-    ) -> bool {
+    ) -> Step {
+        let mut keys = 0;
         let Some(snapshot) = self.snapshot.as_deref_mut() else {
-            return true;
+            return Step {
+                keys,
+                finished: true,
+            };
         };
         if !snapshot.sealed {
             let buckets = self.table.num_buckets();
             let end = snapshot.cursor.saturating_add(max_buckets).min(buckets);
+            // The blocks lie scattered through the slab: asked for all at
+            // once, their cache misses overlap, and the lock is held for
+            // about one of them rather than one per entry.
+            for index in snapshot.cursor..end {
+                if let Some(entry) = self.table.get_bucket(index) {
+                    entry.prefetch();
+                }
+            }
             for index in snapshot.cursor..end {
                 if let Some(entry) = self.table.get_bucket_mut(index) {
-                    snapshot.collect(entry, entries, encoded);
+                    keys += snapshot.collect(entry, entries, encoded) as usize;
                 }
             }
             snapshot.cursor = end;
             if end < buckets {
-                return false;
+                return Step {
+                    keys,
+                    finished: false,
+                };
             }
         }
         if let Some(snapshot) = self.snapshot.take() {
             encoded.extend_from_slice(&snapshot.finish());
         }
-        true
+        Step {
+            keys,
+            finished: true,
+        }
     }
 
     /// Entries marked handled by a snapshot: none unless one is open.

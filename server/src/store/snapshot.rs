@@ -55,6 +55,15 @@ fn string_value(value: ValueRef<'_>, max_len: usize) -> Option<tally_rdb::String
     }
 }
 
+/// What one step of the background writer did in a shard.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Step {
+    /// The snapshot's keys the step walked over and handed out.
+    pub keys: usize,
+    /// The shard is done: its writers' early entries were handed out too.
+    pub finished: bool,
+}
+
 /// The extra memory all shards' snapshot states hold, and its peak.
 #[derive(Debug, Default)]
 pub struct SnapshotMemory {
@@ -132,24 +141,24 @@ impl ShardSnapshot {
     /// A short string (a counter) is encoded on the spot, as cheap as a
     /// copy; a collection or a long string, whose encoding may compress,
     /// is copied out for the writer to encode once the shard's lock is
-    /// released.
+    /// released. True when the entry is one of the snapshot's keys.
     pub(super) fn collect(
         &self,
         entry: &mut Entry,
         out: &mut Vec<tally_rdb::Entry>,
         encoded: &mut Vec<u8>,
-    ) {
+    ) -> bool {
         if entry.snapshot_handled() {
             entry.set_snapshot_handled(false);
-            return;
+            return false;
         }
         if entry.is_expired(self.at_ms) {
-            return;
+            return false;
         }
         if let Some(value) = string_value(entry.value(), ENCODE_IN_PLACE_MAX) {
             let expire = (entry.expire_at() != 0).then(|| entry.expire_at());
             tally_rdb::encode_string_entry(encoded, entry.key(), value, expire, &self.encodings);
-            return;
+            return true;
         }
         out.push(tally_rdb::Entry {
             db: 0,
@@ -160,6 +169,7 @@ impl ShardSnapshot {
             // noeviction.
             idle_seconds: None,
         });
+        true
     }
 
     /// A writer is about to change or remove `entry`, in bucket `index`:

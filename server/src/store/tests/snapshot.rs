@@ -124,12 +124,12 @@ fn snapshot_while_changing(
     let mut steps = 0;
     loop {
         let (mut entries, mut encoded) = (Vec::new(), Vec::new());
-        let done = shard.snapshot_step(1 + rng.below(6) as usize, &mut entries, &mut encoded);
+        let step = shard.snapshot_step(1 + rng.below(6) as usize, &mut entries, &mut encoded);
         for e in &entries {
             writer.entry(&e.key, &e.value, e.expire_at_ms);
         }
         writer.encoded_entries(&encoded);
-        if done {
+        if step.finished {
             break;
         }
         steps += 1;
@@ -228,7 +228,9 @@ fn a_handled_entry_keeps_its_mark_when_its_block_moves() {
     drop(entry);
     assert_eq!(shard.snapshot_marks(), 1);
     let (mut entries, mut encoded) = (Vec::new(), Vec::new());
-    assert!(shard.snapshot_step(usize::MAX, &mut entries, &mut encoded));
+    let step = shard.snapshot_step(usize::MAX, &mut entries, &mut encoded);
+    assert!(step.finished);
+    assert_eq!(step.keys, 0, "the handled key is not the walk's");
     assert!(entries.is_empty(), "the writer skips the handled key");
     assert!(!encoded.is_empty(), "its value of the moment was preserved");
     assert_eq!(shard.snapshot_marks(), 0);

@@ -1,4 +1,4 @@
-//! Unit tests of the keyspace: one shard's table (`shard.rs`) and the
+//! Unit tests of the keyspace: one shard's table (`shard/`) and the
 //! store's databases and locking (`store.rs`), without any command.
 
 mod shard;

@@ -891,3 +891,61 @@ async fn a_replica_that_cannot_write_to_disk_stops_unless_told_to_go_on() {
         }
     }
 }
+
+/// Writes made while a tally master writes a tally replica's snapshot
+/// (stretched to four seconds by `rdb-key-save-delay`) reach the replica
+/// with the snapshot: the master queues them and sends them right after
+/// it, so they arrive in the reads that end the snapshot, and the replica
+/// applies them then, counting them in its read offset, rather than once
+/// more bytes arrive (which left them unapplied until the master's next
+/// PING, and the read offset short of them for good).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn writes_made_during_the_snapshot_reach_a_tally_replica_with_it() {
+    let primary = TestServer::start_real_clock().await;
+    let master = primary.addr();
+    let mut conn = connect(master).await;
+    for batch in 0..2 {
+        let mut mset = redis::cmd("MSET");
+        for i in batch * 1000..(batch + 1) * 1000 {
+            mset.arg(format!("key:{i}")).arg(i);
+        }
+        let _: () = mset.query_async(&mut conn).await.expect("MSET");
+    }
+    // 2,000 keys at 2 ms each; no PING from the master meanwhile to
+    // carry the stream's bytes in a later read.
+    run_lines(
+        master,
+        &[
+            "CONFIG SET rdb-key-save-delay 2000",
+            "CONFIG SET repl-ping-replica-period 3600",
+        ],
+    )
+    .await;
+    let replica = TestServer::start_real_clock().await;
+    replicate(replica.addr(), master).await;
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    loop {
+        let info: String = redis::cmd("INFO")
+            .arg("persistence")
+            .query_async(&mut conn)
+            .await
+            .expect("INFO");
+        if info.contains("rdb_bgsave_in_progress:1\r\n") {
+            break;
+        }
+        assert!(std::time::Instant::now() < deadline, "the sync never began");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let n: i64 = conn.incr("during", 1).await.expect("INCR during the sync");
+    assert_eq!(n, 1);
+    // Nothing more is written: the replica must read and apply all of it
+    // from what came with the snapshot.
+    let offset = replication_field(master, "master_repl_offset")
+        .await
+        .expect("the master's offset");
+    wait_for_field(replica.addr(), "slave_read_repl_offset", &offset).await;
+    wait_for_field(replica.addr(), "slave_repl_offset", &offset).await;
+    let mut on_replica = connect(replica.addr()).await;
+    let during: Option<i64> = on_replica.get("during").await.expect("GET");
+    assert_eq!(during, Some(1));
+}

@@ -499,3 +499,76 @@ async fn redis_cli_replica_and_rdb_work_over_sync() {
         "with the key written"
     );
 }
+
+/// A full resynchronization's snapshot is written in the background, as
+/// BGSAVE's is: with Redis's `rdb-key-save-delay` stretching it to four
+/// seconds, the master answers its clients while it is written (INFO
+/// shows it in progress, and BGSAVE is refused as Redis refuses it while
+/// its fork writes a replica's snapshot), and the replica ends with the
+/// snapshot's keys and, from the stream, the writes made meanwhile.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_full_sync_is_written_while_the_master_serves_clients() {
+    let tally = TestServer::start_real_clock().await;
+    let master = tally.addr();
+    let mut conn = connect(master).await;
+    for batch in 0..2 {
+        let mut mset = redis::cmd("MSET");
+        for i in batch * 1000..(batch + 1) * 1000 {
+            mset.arg(format!("key:{i}")).arg(i);
+        }
+        let _: () = mset.query_async(&mut conn).await.expect("MSET");
+    }
+    // 2,000 keys at 2 ms each.
+    run_lines(master, &["CONFIG SET rdb-key-save-delay 2000"]).await;
+    let Some(redis) = replica_of(master) else {
+        return;
+    };
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while stats_field_of(master, "persistence", "rdb_bgsave_in_progress").await != "1" {
+        assert!(Instant::now() < deadline, "the replica's sync never began");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let n: i64 = conn.incr("key:1", 1).await.expect("INCR during the sync");
+    assert_eq!(n, 2);
+    let _: () = conn.set("during", "x").await.expect("SET during the sync");
+    let refused: redis::RedisResult<String> = redis::cmd("BGSAVE").query_async(&mut conn).await;
+    let refused = refused.expect_err("BGSAVE during the sync");
+    assert_eq!(
+        refused.detail(),
+        Some("Background save already in progress")
+    );
+    assert_eq!(
+        stats_field_of(master, "persistence", "rdb_bgsave_in_progress").await,
+        "1",
+        "the writes above were served while the snapshot was written"
+    );
+    wait_in_sync(master, redis.addr).await;
+    assert_same_data(master, redis.addr).await;
+    let mut on_replica = connect(redis.addr).await;
+    let copied: (String, String) = redis::pipe()
+        .get("key:1")
+        .get("during")
+        .query_async(&mut on_replica)
+        .await
+        .expect("GET on the replica");
+    assert_eq!(copied, ("2".to_string(), "x".to_string()));
+    let keys: usize = redis::cmd("DBSIZE")
+        .query_async(&mut on_replica)
+        .await
+        .expect("DBSIZE");
+    assert_eq!(keys, 2_001);
+}
+
+/// A field of INFO `section` on `server`.
+async fn stats_field_of(server: SocketAddr, section: &str, field: &str) -> String {
+    let mut conn = connect(server).await;
+    let info: String = redis::cmd("INFO")
+        .arg(section)
+        .query_async(&mut conn)
+        .await
+        .expect("INFO");
+    info.lines()
+        .find_map(|line| line.strip_prefix(&format!("{field}:")))
+        .unwrap_or_default()
+        .to_string()
+}

@@ -300,6 +300,17 @@ pub enum After {
         /// How long to wait at most, in real time (0: no limit).
         timeout_ms: u64,
     },
+    /// A replica's snapshot, written in the background: the connection
+    /// sends it once ready (a newline each second until then, which a
+    /// waiting replica skips), before the stream its queue holds
+    /// meanwhile; then closes when `close` (SYNC after `REPLCONF
+    /// rdb-only 1`).
+    SendSnapshot {
+        /// The snapshot's bytes, once written.
+        bytes: crate::persistence::replica_snapshot::SnapshotBytes,
+        /// Close after it.
+        close: bool,
+    },
 }
 
 impl After {

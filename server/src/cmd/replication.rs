@@ -11,7 +11,7 @@ use super::args::{int_arg, is, parse_i64};
 use super::{error, After, Ctx};
 use crate::clients::ClientInfo;
 use crate::master_link::{LinkState, Target};
-use crate::persistence::snapshot;
+use crate::persistence::{replica_snapshot, snapshot};
 use crate::resp::Reply;
 use crate::state::Shared;
 
@@ -24,6 +24,10 @@ pub fn sync(ctx: &mut Ctx<'_>, argv: &[&[u8]]) -> Reply {
     if !ctx.client.info.replica.rdb_only.load(Ordering::Relaxed) {
         return stream_to(ctx, None, argv);
     }
+    if let Some((bytes, ())) = snapshot_in_background(ctx.shared, || ()) {
+        ctx.client.then(After::SendSnapshot { bytes, close: true });
+        return Reply::Nothing;
+    }
     match snapshot::snapshot_bytes(ctx.shared) {
         Ok(file) => {
             let mut out = format!("${}\r\n", file.len()).into_bytes();
@@ -35,13 +39,26 @@ pub fn sync(ctx: &mut Ctx<'_>, argv: &[&[u8]]) -> Reply {
     }
 }
 
+/// The snapshot of this moment written in the background
+/// (`replica_snapshot`), with `at_the_moment` run at the moment; None when
+/// the shards' one snapshot is taken (a BGSAVE, a rewrite, another
+/// replica's sync), or the server is not started (a test's bare state).
+fn snapshot_in_background<T>(
+    shared: &Shared,
+    at_the_moment: impl FnOnce() -> T,
+) -> Option<(replica_snapshot::SnapshotBytes, T)> {
+    let shared = shared.itself.get().and_then(std::sync::Weak::upgrade)?;
+    replica_snapshot::in_background(&shared, at_the_moment)
+}
+
 /// PSYNC replicationid offset: a replica asks for the replication stream.
 /// One that was streaming from this server (its replication id) and lacks
 /// only what the backlog still holds continues: `+CONTINUE <replid>`,
 /// then those bytes and the stream. Any other gets a full
-/// resynchronization: `+FULLRESYNC <replid> <offset>`, the snapshot of
-/// that moment (every shard held, so the stream that follows starts
-/// exactly after it), then the stream. The stream is written as the
+/// resynchronization: `+FULLRESYNC <replid> <offset>`, then the snapshot
+/// of that moment (the stream that follows starts exactly after it),
+/// written in the background as BGSAVE writes its file, or with every
+/// shard held when another snapshot is in progress, then the stream. The stream is written as the
 /// connection's output like a monitor's lines, cut at
 /// `client-output-buffer-limit replica`; the replica's REPLCONF ACKs are
 /// read and get no reply.
@@ -113,6 +130,20 @@ fn stream_to(ctx: &mut Ctx<'_>, asked: Option<(&[u8], &[u8])>, argv: &[&[u8]]) -
     feed.start_replicating();
     // On a replica the snapshot pauses the relay of its master's stream
     // for its moment, so no piece of it falls between the two.
+    if let Some((bytes, (replid, offset))) =
+        snapshot_in_background(ctx.shared, || feed.attach(sink.clone()))
+    {
+        become_replica(ctx, mode);
+        ctx.shared.stats.sync_full.fetch_add(1, Ordering::Relaxed);
+        ctx.client.then(After::SendSnapshot {
+            bytes,
+            close: false,
+        });
+        return match asked {
+            Some(_) => Reply::Raw(format!("+FULLRESYNC {replid} {offset}\r\n").into_bytes()),
+            None => Reply::Nothing,
+        };
+    }
     match snapshot::snapshot_bytes_with(ctx.shared, || feed.attach(sink)) {
         Ok((file, (replid, offset))) => {
             let mut out = match asked {

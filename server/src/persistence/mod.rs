@@ -4,6 +4,7 @@
 //! module moves values between it and the store.
 
 pub mod aof;
+pub mod replica_snapshot;
 mod save_delay;
 pub mod snapshot;
 

@@ -137,7 +137,7 @@ pub struct ReplInfo {
 /// master's history, in the database the master's stream is in), or a
 /// master's with a backlog; none for a master that never had a replica.
 /// Called at a snapshot's moment, every shard held and the relay paused.
-fn repl_info(shared: &Shared) -> Option<ReplInfo> {
+pub(crate) fn repl_info(shared: &Shared) -> Option<ReplInfo> {
     let feed = shared.store.feed();
     let (history, stream_db) = feed.history_to_save()?;
     let stream_db = if feed.following() {
@@ -285,8 +285,7 @@ pub fn bgsave(shared: &Arc<Shared>) -> bool {
     state
         .writes_at_snapshot
         .store(super::write_calls(&shared.stats), Ordering::Relaxed);
-    let mut repl = None;
-    let counts = mark_every_shard(shared, now_ms, || repl = repl_info(shared));
+    let (counts, repl) = mark_every_shard(shared, now_ms, || repl_info(shared));
     let worker = shared.clone();
     let spawned = std::thread::Builder::new()
         .name("tally-bgsave".into())
@@ -305,13 +304,14 @@ pub fn bgsave(shared: &Arc<Shared>) -> bool {
 
 /// Marks the moment of a background snapshot in every shard, with every
 /// shard locked; `at_the_moment` runs under those locks too (an
-/// append-only file rewrite starts its new file there). Returns each
-/// database's keys and volatile keys at that moment (RESIZEDB).
-pub(crate) fn mark_every_shard(
+/// append-only file rewrite starts its new file there, a replica is
+/// attached to the stream). Returns each database's keys and volatile
+/// keys at that moment (RESIZEDB), and what `at_the_moment` returned.
+pub(crate) fn mark_every_shard<T>(
     shared: &Shared,
     now_ms: u64,
-    at_the_moment: impl FnOnce(),
-) -> Vec<(u64, u64)> {
+    at_the_moment: impl FnOnce() -> T,
+) -> (Vec<(u64, u64)>, T) {
     let state = &shared.persistence;
     state.snapshot_memory.reset_peak();
     let encodings = encodings(shared);
@@ -332,10 +332,10 @@ pub(crate) fn mark_every_shard(
             shard.begin_snapshot(now_ms, encodings.clone(), state.snapshot_memory.clone());
         }
     }
-    at_the_moment();
+    let moment = at_the_moment();
     drop(guards);
     drop(relay);
-    counts
+    (counts, moment)
 }
 
 /// Ends a background snapshot in every shard: those the writer did not get

@@ -21,7 +21,7 @@ mod socket;
 mod waits;
 
 use socket::{send_owed, wait, write_out};
-use waits::{wait_blocked, wait_for_aof, wait_for_replicas, wait_for_shutdown};
+use waits::{wait_blocked, wait_for_aof, wait_for_replicas, wait_for_shutdown, wait_for_snapshot};
 
 /// Bytes read per syscall at least; larger batches are read as they come.
 const READ_CHUNK: usize = 16 * 1024;
@@ -294,6 +294,45 @@ pub async fn serve_stream<S: ClientStream>(
                 resume_buffered = !input.is_empty();
                 After::Continue
             }
+            After::SendSnapshot { bytes, close } => {
+                // What is owed goes first (PSYNC's +FULLRESYNC line), then
+                // the snapshot once written; the stream queued meanwhile
+                // follows it.
+                if !send_owed(
+                    &shared,
+                    &info,
+                    &mut stream,
+                    client,
+                    &mut output,
+                    killed.as_mut(),
+                )
+                .await
+                {
+                    break;
+                }
+                let Some(file) =
+                    wait_for_snapshot(&shared, &info, &mut stream, bytes, killed.as_mut()).await
+                else {
+                    break;
+                };
+                match file {
+                    Ok(file) => {
+                        output.extend_from_slice(format!("${}\r\n", file.len()).as_bytes());
+                        output.extend_from_slice(&file);
+                    }
+                    Err(e) => {
+                        tracing::warn!(client = info.id, error = %e, "a replica's snapshot failed");
+                        Reply::error_bytes(format!("ERR {e}").into_bytes())
+                            .encode(client.proto, &mut output);
+                        next = Next::Close;
+                    }
+                }
+                if close {
+                    next = Next::Close;
+                }
+                resume_buffered = !input.is_empty();
+                After::Continue
+            }
             After::WaitForReplicas {
                 wanted,
                 offset,
@@ -388,6 +427,7 @@ pub async fn serve_stream<S: ClientStream>(
             | After::WaitForReplicas { .. }
             | After::WaitForAof { .. }
             | After::WaitForShutdown
+            | After::SendSnapshot { .. }
             | After::Block { .. } => {}
         }
     }
@@ -537,10 +577,12 @@ fn run_batch(
                 | After::WaitForReplicas { .. }
                 | After::WaitForAof { .. }
                 | After::Block { .. }
+                | After::SendSnapshot { .. }
         ) {
             // DEBUG SLEEP: send what is owed, pause, then carry on with the
             // rest. MIGRATE: its reply comes once the target answered. A
-            // blocked command: its reply comes when it is served.
+            // blocked command: its reply comes when it is served. A
+            // replica's snapshot: it goes once written.
             break;
         }
     }

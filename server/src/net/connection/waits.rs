@@ -1,5 +1,6 @@
 //! What a connection waits for after a command that does not answer at
-//! once: WAIT's replica acknowledgements, and a blocked command's outcome.
+//! once: WAIT's replica acknowledgements, a blocked command's outcome, a
+//! replica's snapshot.
 
 use std::sync::atomic::Ordering;
 
@@ -162,6 +163,36 @@ pub(super) async fn wait_blocked(
                     shared.stats.reads_processed.fetch_add(1, Ordering::Relaxed);
                 }
             },
+        }
+    }
+}
+
+/// A replica's snapshot being written in the background: its bytes once
+/// written. Meanwhile a newline goes to the replica each second, as Redis
+/// sends them to a replica waiting for its snapshot: the replica skips
+/// them, and its `repl-timeout` does not run out. `None` when the client
+/// was killed or its link failed.
+pub(super) async fn wait_for_snapshot(
+    shared: &Shared,
+    info: &crate::state::ClientInfo,
+    stream: &mut impl ClientStream,
+    mut bytes: crate::persistence::replica_snapshot::SnapshotBytes,
+    mut killed: std::pin::Pin<&mut tokio::sync::futures::Notified<'_>>,
+) -> Option<std::io::Result<Vec<u8>>> {
+    loop {
+        tokio::select! {
+            biased;
+            _ = killed.as_mut() => return None,
+            written = &mut bytes => {
+                return Some(written.unwrap_or_else(|_| {
+                    Err(std::io::Error::other("the snapshot's writer did not start"))
+                }));
+            }
+            _ = tokio::time::sleep(std::time::Duration::from_secs(1)) => {
+                if !super::write_out(shared, info, stream, b"\n", false, killed.as_mut()).await {
+                    return None;
+                }
+            }
         }
     }
 }

@@ -71,26 +71,35 @@ pub(super) async fn apply(
     let mut acks = tokio::time::interval(ACK_EVERY);
     acks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     let mut resume = Resume::default();
+    // Stream bytes that came in the same reads as the snapshot's tail are
+    // in the buffer already: they are applied now, not once more arrive.
+    let mut unread = reader.buf.len();
     loop {
         if info.killed.load(Ordering::SeqCst) {
             return Err("the master client was killed".to_string());
         }
-        tokio::select! {
-            read = reader.read_more() => {
-                let read = read?;
-                link.last_io_ms.store(shared.clock.now_ms(), Ordering::Relaxed);
-                link.read_offset.fetch_add(read as i64, Ordering::Relaxed);
-                let applied = apply_buffered(shared, &mut client, &reader.buf, &mut resume, &mut offset)?;
-                reader.buf.advance(applied.consumed);
-                link.stream_db.store(client.db, Ordering::Relaxed);
-                client.batch.flush(shared, info.id);
-                durable.applied(shared, offset);
-                for at in applied.acks_asked {
-                    send_ack(&mut writer, at, durable.fsynced(shared)).await?;
+        if unread == 0 {
+            tokio::select! {
+                read = reader.read_more() => {
+                    unread = read?;
+                    link.last_io_ms.store(shared.clock.now_ms(), Ordering::Relaxed);
                 }
+                _ = acks.tick() => {
+                    send_ack(&mut writer, offset, durable.fsynced(shared)).await?;
+                    continue;
+                }
+                _ = info.kill_notify.notified() => continue,
             }
-            _ = acks.tick() => send_ack(&mut writer, offset, durable.fsynced(shared)).await?,
-            _ = info.kill_notify.notified() => {}
+        }
+        link.read_offset.fetch_add(unread as i64, Ordering::Relaxed);
+        unread = 0;
+        let applied = apply_buffered(shared, &mut client, &reader.buf, &mut resume, &mut offset)?;
+        reader.buf.advance(applied.consumed);
+        link.stream_db.store(client.db, Ordering::Relaxed);
+        client.batch.flush(shared, info.id);
+        durable.applied(shared, offset);
+        for at in applied.acks_asked {
+            send_ack(&mut writer, at, durable.fsynced(shared)).await?;
         }
     }
 }

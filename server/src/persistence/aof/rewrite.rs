@@ -91,14 +91,13 @@ fn cut_over(shared: &Shared, now_ms: u64) -> Result<Vec<(u64, u64)>, String> {
             }
         }
     }
-    let mut before = (Vec::new(), 0);
-    let counts = crate::persistence::snapshot::mark_every_shard(shared, now_ms, || {
-        if turning_on {
-            feed.set_active(true);
-        }
-        before = feed.rotate();
-    });
-    let (old_bytes, end) = before;
+    let (counts, (old_bytes, end)) =
+        crate::persistence::snapshot::mark_every_shard(shared, now_ms, || {
+            if turning_on {
+                feed.set_active(true);
+            }
+            feed.rotate()
+        });
     if log_off && !turning_on {
         // BGREWRITEAOF with the log off: a base only.
         return Ok(counts);

@@ -1,0 +1,74 @@
+#!/usr/bin/env bash
+# What a replica's full sync costs the master's clients: the master holds
+# N rate-limit counters (`SET rl:user:u_<i>:a3f2:1720000000 7 EX 120`);
+# a client sends INCR after INCR to it while a replica of the same kind
+# attaches (REPLICAOF) and is fully synchronized. Prints, per server, the
+# longest wait for one reply, how many waits were over 50 ms, and how long
+# until the replica's link was up.
+#
+# Usage: benches/sync_stall.sh [counters]   (default 1000000)
+#        TALLY_BIN=<path> benches/sync_stall.sh   (another build)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+COUNTERS=${1:-1000000}
+if [ -z "${TALLY_BIN:-}" ]; then
+    cargo build --release -p tally-server >/dev/null 2>&1
+    TALLY_BIN=target/release/tally-server
+fi
+. benches/lib.sh
+
+start() { # kind port dir
+    if [ "$1" = redis ]; then
+        redis-server --port "$2" --bind 127.0.0.1 --save "" --appendonly no --dir "$3" \
+            --repl-diskless-sync-delay 0 >/dev/null 2>&1 &
+    else
+        "$TALLY_BIN" --port "$2" --save "" --dir "$3" >/dev/null 2>&1 &
+    fi
+    PIDS+=("$!")
+    wait_up "$2"
+}
+
+python3 - "$COUNTERS" >"$WORK/load.resp" <<'PY'
+import sys
+out = sys.stdout.buffer
+for i in range(int(sys.argv[1])):
+    key = b"rl:user:u_%d:a3f2:1720000000" % i
+    out.write(b"*5\r\n$3\r\nSET\r\n$%d\r\n%s\r\n$1\r\n7\r\n$2\r\nEX\r\n$3\r\n120\r\n" % (len(key), key))
+PY
+
+echo "| server | longest wait for an INCR's reply (ms) | waits over 50 ms | replica's link up after (s) |"
+echo "|---|---|---|---|"
+for kind in redis tally; do
+    master=$(free_port); replica=$(free_port)
+    mkdir -p "$WORK/$kind-m" "$WORK/$kind-r"
+    start "$kind" "$master" "$WORK/$kind-m"
+    start "$kind" "$replica" "$WORK/$kind-r"
+    redis-cli -p "$master" --pipe <"$WORK/load.resp" >/dev/null
+    python3 - "$master" >"$WORK/$kind-pings" <<'PY' &
+import socket, sys, time
+s = socket.create_connection(("127.0.0.1", int(sys.argv[1])))
+s.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+waits = []
+end = time.monotonic() + 10
+while time.monotonic() < end:
+    t = time.monotonic()
+    s.sendall(b"INCR probe\r\n")
+    buf = b""
+    while not buf.endswith(b"\r\n"):
+        buf += s.recv(64)
+    waits.append(time.monotonic() - t)
+print(f"{max(waits) * 1000:.1f} {sum(w > 0.05 for w in waits)}")
+PY
+    pinger=$!
+    sleep 1
+    t0=$(date +%s.%N)
+    redis-cli -p "$replica" replicaof 127.0.0.1 "$master" >/dev/null
+    until redis-cli -p "$replica" info replication | grep -q "master_link_status:up"; do sleep 0.02; done
+    t1=$(date +%s.%N)
+    wait "$pinger"
+    read -r longest over <"$WORK/$kind-pings"
+    echo "| $kind | $longest | $over | $(python3 -c "print(f'{$t1 - $t0:.2f}')") |"
+    redis-cli -p "$replica" shutdown nosave >/dev/null 2>&1 || true
+    redis-cli -p "$master" shutdown nosave >/dev/null 2>&1 || true
+done

@@ -84,6 +84,9 @@ pub struct ReplicaLink {
     /// REPLCONF rdb-only 1: it wants the snapshot and no stream
     /// (`redis-cli --rdb`).
     pub rdb_only: AtomicBool,
+    /// Its snapshot is being written in the background (INFO's
+    /// `state=wait_bgsave`, as Redis says while its child writes it).
+    pub awaits_snapshot: AtomicBool,
 }
 
 impl ClientInfo {

@@ -503,9 +503,10 @@ async fn redis_cli_replica_and_rdb_work_over_sync() {
 /// A full resynchronization's snapshot is written in the background, as
 /// BGSAVE's is: with Redis's `rdb-key-save-delay` stretching it to four
 /// seconds, the master answers its clients while it is written (INFO
-/// shows it in progress, and BGSAVE is refused as Redis refuses it while
-/// its fork writes a replica's snapshot), and the replica ends with the
-/// snapshot's keys and, from the stream, the writes made meanwhile.
+/// shows the save in progress and the replica in `wait_bgsave`, and
+/// BGSAVE and SAVE are refused, as Redis 7.0 does all four while its fork
+/// writes a replica's snapshot), and the replica ends with the snapshot's
+/// keys and, from the stream, the writes made meanwhile.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_full_sync_is_written_while_the_master_serves_clients() {
     let tally = TestServer::start_real_clock().await;
@@ -531,12 +532,19 @@ async fn a_full_sync_is_written_while_the_master_serves_clients() {
     let n: i64 = conn.incr("key:1", 1).await.expect("INCR during the sync");
     assert_eq!(n, 2);
     let _: () = conn.set("during", "x").await.expect("SET during the sync");
-    let refused: redis::RedisResult<String> = redis::cmd("BGSAVE").query_async(&mut conn).await;
-    let refused = refused.expect_err("BGSAVE during the sync");
-    assert_eq!(
-        refused.detail(),
-        Some("Background save already in progress")
-    );
+    for command in ["BGSAVE", "SAVE"] {
+        let refused: redis::RedisResult<String> = redis::cmd(command).query_async(&mut conn).await;
+        let refused = refused.expect_err("a save during the sync");
+        assert_eq!(
+            refused.detail(),
+            Some("Background save already in progress"),
+            "{command}"
+        );
+    }
+    let line = replication_field(master, "slave0")
+        .await
+        .unwrap_or_default();
+    assert!(line.contains(",state=wait_bgsave,"), "{line}");
     assert_eq!(
         stats_field_of(master, "persistence", "rdb_bgsave_in_progress").await,
         "1",
@@ -544,6 +552,10 @@ async fn a_full_sync_is_written_while_the_master_serves_clients() {
     );
     wait_in_sync(master, redis.addr).await;
     assert_same_data(master, redis.addr).await;
+    let line = replication_field(master, "slave0")
+        .await
+        .unwrap_or_default();
+    assert!(line.contains(",state=online,"), "{line}");
     let mut on_replica = connect(redis.addr).await;
     let copied: (String, String) = redis::pipe()
         .get("key:1")

@@ -134,6 +134,11 @@ fn stream_to(ctx: &mut Ctx<'_>, asked: Option<(&[u8], &[u8])>, argv: &[&[u8]]) -
         snapshot_in_background(ctx.shared, || feed.attach(sink.clone()))
     {
         become_replica(ctx, mode);
+        ctx.client
+            .info
+            .replica
+            .awaits_snapshot
+            .store(true, Ordering::Relaxed);
         ctx.shared.stats.sync_full.fetch_add(1, Ordering::Relaxed);
         ctx.client.then(After::SendSnapshot {
             bytes,
@@ -542,8 +547,13 @@ pub fn replica_lines(shared: &Shared, now_ms: u64) -> Vec<String> {
             } else {
                 now_ms.saturating_sub(ack_ms) / 1000
             };
+            let state = if link.awaits_snapshot.load(Ordering::Relaxed) {
+                "wait_bgsave"
+            } else {
+                "online"
+            };
             format!(
-                "slave{n}:ip={},port={},state=online,offset={},lag={lag}",
+                "slave{n}:ip={},port={},state={state},offset={},lag={lag}",
                 replica.replica_ip(),
                 link.listening_port.load(Ordering::Relaxed),
                 link.ack_offset.load(Ordering::Relaxed),

@@ -315,6 +315,7 @@ pub async fn serve_stream<S: ClientStream>(
                 else {
                     break;
                 };
+                info.replica.awaits_snapshot.store(false, Ordering::Relaxed);
                 match file {
                     Ok(file) => {
                         output.extend_from_slice(format!("${}\r\n", file.len()).as_bytes());

@@ -2,8 +2,9 @@
 //! the moment marked in every shard at once, the bytes written by a
 //! thread of its own while clients keep reading and writing (see
 //! `crate::store::snapshot`). Redis forks for a replica's sync; holding
-//! every shard for the whole write instead stalled every client for the
-//! length of it (about 0.7 s per million counters).
+//! every shard for the whole write instead stalled every keyed command
+//! for the length of it (284 ms for a million counters:
+//! docs/benchmarks.md, `benches/sync_stall.sh`).
 //!
 //! The shards keep one snapshot at a time. When a BGSAVE, a rewrite or
 //! another replica's sync holds it, the caller takes the snapshot with
@@ -28,8 +29,9 @@ pub type SnapshotBytes = oneshot::Receiver<std::io::Result<Vec<u8>>>;
 /// none twice), and writes the snapshot of that moment in the background.
 /// None, with nothing run, when the shards' snapshot is taken.
 ///
-/// While it runs, INFO says `rdb_bgsave_in_progress:1` and BGSAVE is
-/// refused, as when Redis's fork child writes a replica's snapshot.
+/// While it runs, INFO says `rdb_bgsave_in_progress:1` and BGSAVE and
+/// SAVE are refused, as while Redis's fork child writes a replica's
+/// snapshot.
 pub fn in_background<T>(
     shared: &Arc<Shared>,
     at_the_moment: impl FnOnce() -> T,

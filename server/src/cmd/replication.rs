@@ -60,9 +60,8 @@ fn snapshot_in_background<T>(
 /// written in the background as BGSAVE writes its file, or with every
 /// shard held when another snapshot is in progress, then the stream.
 /// The stream is written as the connection's output like a monitor's
-/// lines, cut at
-/// `client-output-buffer-limit replica`; the replica's REPLCONF ACKs are
-/// read and get no reply.
+/// lines, cut at `client-output-buffer-limit replica`; the replica's
+/// REPLCONF ACKs are read and get no reply.
 pub fn psync(ctx: &mut Ctx<'_>, argv: &[&[u8]]) -> Reply {
     stream_to(ctx, Some((argv[1], argv[2])), argv)
 }

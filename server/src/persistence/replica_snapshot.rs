@@ -16,7 +16,7 @@ use std::sync::Arc;
 use tokio::sync::oneshot;
 
 use super::snapshot::{
-    cancel_snapshots, lower_priority, mark_every_shard, repl_info, write_snapshot,
+    cancel_snapshots, lower_priority, mark_every_shard, repl_info, write_snapshot, WriterPriority,
 };
 use crate::state::Shared;
 
@@ -52,7 +52,7 @@ pub fn in_background<T>(
     let spawned = std::thread::Builder::new()
         .name("tally-sync".into())
         .spawn(move || {
-            lower_priority();
+            lower_priority(WriterPriority::Niced);
             let mut file = Vec::new();
             let result = write_snapshot(&worker, &mut file, &counts, now_ms, false, repl.as_ref());
             finish(&worker);

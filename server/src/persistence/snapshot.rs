@@ -290,7 +290,7 @@ pub fn bgsave(shared: &Arc<Shared>) -> bool {
     let spawned = std::thread::Builder::new()
         .name("tally-bgsave".into())
         .spawn(move || {
-            lower_priority();
+            lower_priority(WriterPriority::IdleOnly);
             let result = commit(&worker, "-bg", |shared, file| {
                 write_snapshot(shared, file, &counts, now_ms, false, repl.as_ref())
             });
@@ -349,26 +349,45 @@ pub(crate) fn cancel_snapshots(store: &Store) {
     }
 }
 
-/// Gives the calling thread, a background writer, only the CPU that the
-/// workers serving clients leave: Linux's SCHED_IDLE policy, under which
-/// a waking worker preempts it. A snapshot has no fork child; it shares
-/// the workers' cores, and at nice 10 (what this was) saves back to back
-/// still cut a busy server's requests to about half their rate, against
-/// about 0.7 under SCHED_IDLE (docs/benchmarks.md). A save on a busy
-/// server therefore takes longer, by design; it is not starved outright,
-/// as the kernel still gives an idle-policy thread a small share of a
-/// saturated core.
-pub(crate) fn lower_priority() {
+/// How much CPU a background writer takes from the workers serving
+/// clients. A snapshot has no fork child: it shares the workers' cores.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum WriterPriority {
+    /// Only what the workers leave: Linux's SCHED_IDLE policy, under which
+    /// a waking worker preempts it. For BGSAVE and the append-only file's
+    /// rewrite: at nice 10 (what they had) saves back to back still cut a
+    /// busy server's requests to about half their rate, against about 0.7
+    /// under SCHED_IDLE (docs/benchmarks.md). Such a save takes longer on
+    /// a busy server, by design; it is not starved outright, as the kernel
+    /// still gives an idle-policy thread a small share of a saturated core.
+    IdleOnly,
+    /// A share when both want the CPU (nice 10). For a replica's snapshot:
+    /// the stream queued for the replica meanwhile grows until it is sent,
+    /// and a snapshot starved on a saturated master would let it pass the
+    /// replica's output limit, which ends the sync, again and again.
+    Niced,
+}
+
+/// Gives the calling thread, a background writer, `priority`.
+pub(crate) fn lower_priority(priority: WriterPriority) {
     #[cfg(target_os = "linux")]
-    {
-        let param = libc::sched_param { sched_priority: 0 };
-        // SAFETY: sched_setscheduler only reads `param`; pid 0 is the
-        // calling thread on Linux. Lowering one's own policy needs no
-        // privilege, so an error leaves the thread as it was, harmlessly.
-        unsafe {
-            libc::sched_setscheduler(0, libc::SCHED_IDLE, &param);
+    // SAFETY: sched_setscheduler only reads `param`, and setpriority its
+    // arguments; pid 0 (who 0) is the calling thread on Linux. Lowering
+    // one's own priority needs no privilege, so an error leaves the thread
+    // as it was, harmlessly.
+    unsafe {
+        match priority {
+            WriterPriority::IdleOnly => {
+                let param = libc::sched_param { sched_priority: 0 };
+                libc::sched_setscheduler(0, libc::SCHED_IDLE, &param);
+            }
+            WriterPriority::Niced => {
+                libc::setpriority(libc::PRIO_PROCESS, 0, 10);
+            }
         }
     }
+    #[cfg(not(target_os = "linux"))]
+    let _ = priority;
 }
 
 /// The background writer: every shard in turn, a few buckets per hold of

@@ -49,7 +49,9 @@ pub fn bgrewriteaof(shared: &Arc<Shared>) -> RewriteStart {
             let spawned = std::thread::Builder::new()
                 .name("tally-aofrw".into())
                 .spawn(move || {
-                    crate::persistence::snapshot::lower_priority();
+                    crate::persistence::snapshot::lower_priority(
+                        crate::persistence::snapshot::WriterPriority::IdleOnly,
+                    );
                     let result = write_rewritten_base(&worker, &counts, now_ms);
                     finish_rewrite(&worker, result);
                 });

@@ -239,3 +239,45 @@ async fn debug_internals_follow_enable_debug_command() {
     assert_eq!(conn.cmd(&["DEBUG", "POPULATE", "2"]).await, b"+OK\r\n");
     assert_eq!(conn.cmd(&["DBSIZE"]).await, b":2\r\n");
 }
+
+/// Under Redis's `key-load-delay` a load waits per key, so DEBUG RELOAD's
+/// load of 1,000 keys at 2 ms each lasts two seconds at least, and another
+/// client is answered `-LOADING` meanwhile, as Redis's tests expect of it;
+/// the reload then ends with every key.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_load_waits_per_key_under_key_load_delay() {
+    let tally = tally_with_debug().await;
+    let mut conn = tally.raw().await;
+    let mut mset = vec!["MSET".to_string()];
+    for i in 0..1000 {
+        mset.push(format!("key:{i}"));
+        mset.push(i.to_string());
+    }
+    let mset: Vec<&str> = mset.iter().map(String::as_str).collect();
+    assert_eq!(conn.cmd(&mset).await, b"+OK\r\n");
+    assert_eq!(
+        conn.cmd(&["CONFIG", "SET", "key-load-delay", "2000"]).await,
+        b"+OK\r\n"
+    );
+    let addr = tally.addr();
+    let reload = tokio::spawn(async move {
+        let mut conn = RawConn::connect(addr).await;
+        conn.cmd(&["DEBUG", "RELOAD"]).await
+    });
+    let mut other = tally.raw().await;
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    loop {
+        let reply = other.cmd(&["GET", "key:1"]).await;
+        if reply == b"-LOADING Redis is loading the dataset in memory\r\n" {
+            break;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "never answered LOADING: {}",
+            String::from_utf8_lossy(&reply)
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert_eq!(reload.await.expect("DEBUG RELOAD"), b"+OK\r\n");
+    assert_eq!(other.cmd(&["DBSIZE"]).await, b":1000\r\n");
+}

@@ -978,7 +978,7 @@ pub static DIRECTIVES: &[Directive] = &[
     // Redis's hidden test knobs, checked as Redis checks them.
     accepted!("use-exit-on-panic", Live, "no", accepted::yes_no; "Accepted, not used (hidden, a Redis test knob): a panic is contained to its connection, nothing exits.").hidden(),
     number!("rdb-key-save-delay", Live, rdb_key_save_delay, int(Range::Signed(i32::MIN as i64, INT_MAX)) as i32).help("Microseconds a background save waits per key (hidden, a Redis test knob; -N: one microsecond for one key in N).").hidden(),
-    accepted!("key-load-delay", Live, "0", accepted::int, Range::Signed(i32::MIN as i64, INT_MAX); "Accepted, not used (hidden, a Redis test knob): loading does not wait between keys.").hidden(),
+    number!("key-load-delay", Live, key_load_delay, int(Range::Signed(i32::MIN as i64, INT_MAX)) as i32).help("Microseconds a load waits per key (hidden, a Redis test knob; -N: one microsecond for one key in N).").hidden(),
     accepted!("watchdog-period", Live, "0", accepted::int, Range::Signed(0, INT_MAX); "Accepted, not used (hidden, a Redis test knob): there is no software watchdog.").hidden(),
     accepted!("loading-process-events-interval-bytes", Live, "2097152", accepted::int, Range::Signed(1024, INT_MAX); "Accepted, not used (hidden, a Redis test knob): clients are served throughout a load.").hidden(),
     Directive::new(

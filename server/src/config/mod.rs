@@ -102,6 +102,9 @@ pub struct Config {
     /// `rdb-key-save-delay`, Redis's test knob: microseconds a background
     /// save waits per key it writes (-N: one microsecond for one key in N).
     pub rdb_key_save_delay: i32,
+    /// `key-load-delay`, Redis's test knob: microseconds a load waits per
+    /// key it stores (-N: one microsecond for one key in N).
+    pub key_load_delay: i32,
     /// `repl-backlog-size`: the replication stream's last bytes kept for
     /// replicas that reconnect (PSYNC `+CONTINUE`).
     pub repl_backlog_size: u64,
@@ -371,6 +374,7 @@ impl Default for Config {
             lua_native_scripts: true,
             lua_persist_scripts: true,
             rdb_key_save_delay: 0,
+            key_load_delay: 0,
             repl_backlog_size: 1024 * 1024,
             repl_backlog_ttl: 3600,
             min_replicas_to_write: 0,

@@ -4,8 +4,8 @@
 //! module moves values between it and the store.
 
 pub mod aof;
+mod key_delay;
 pub mod replica_snapshot;
-mod save_delay;
 pub mod snapshot;
 
 pub use crate::store::rdb_value::{from_rdb, to_rdb};

@@ -405,7 +405,7 @@ pub(crate) fn write_snapshot(
     let mut writer = start_file(shared, now_ms, aof_base, repl);
     let store = &shared.store;
     let encodings = encodings(shared);
-    let mut delay = super::save_delay::KeySaveDelay::new(shared.config.read().rdb_key_save_delay);
+    let mut delay = super::key_delay::KeyDelay::new(shared.config.read().rdb_key_save_delay);
     let mut bytes = 0u64;
     let mut entries = Vec::new();
     let mut chunk = Vec::new();
@@ -626,6 +626,7 @@ pub(crate) fn load_entries(
     let (mut repl_id, mut repl_offset, mut repl_db) = (None, None, None);
     let store = &shared.store;
     let limits = shared.encodings.get();
+    let mut delay = super::key_delay::KeyDelay::new(shared.config.read().key_load_delay);
     while let Some(item) = reader
         .next_item()
         .map_err(|e| format!("{}: {e}", file.display()))?
@@ -654,6 +655,7 @@ pub(crate) fn load_entries(
                     continue;
                 };
                 let key = store.key(&entry.key);
+                delay.after(1);
                 let mut shard = store.db(db).lock_for(key);
                 shard.set_owned(key, value, entry.expire_at_ms.unwrap_or(0), now_ms);
                 if let Some(idle) = entry.idle_seconds {

@@ -1,25 +1,27 @@
-//! Redis's `rdb-key-save-delay`, a knob its tests use to keep a
-//! background save running long enough to act on it meanwhile.
+//! Redis's `rdb-key-save-delay` and `key-load-delay`, knobs its tests use
+//! to keep a background save or a load running long enough to act on it
+//! meanwhile.
 //!
-//! Redis's fork child sleeps after each key it writes. tally's writer takes
-//! the wait once per step, for the keys of that step, with the shard's
-//! lock released: a wait under the lock would stall the clients.
+//! Redis's fork child sleeps after each key it writes, and its loader
+//! after each key it loads. tally's background writer takes the wait once
+//! per step, for the keys of that step, with the shard's lock released: a
+//! wait under the lock would stall the clients.
 
 use std::time::Duration;
 
-/// The wait owed for the keys a save has written.
-pub(crate) struct KeySaveDelay {
+/// The wait owed for the keys a save has written or a load has stored.
+pub(crate) struct KeyDelay {
     micros: i32,
     /// Keys written and not yet waited for, under a negative setting.
     owed: u64,
 }
 
-impl KeySaveDelay {
-    pub(crate) fn new(micros: i32) -> KeySaveDelay {
-        KeySaveDelay { micros, owed: 0 }
+impl KeyDelay {
+    pub(crate) fn new(micros: i32) -> KeyDelay {
+        KeyDelay { micros, owed: 0 }
     }
 
-    /// Waits for `keys` keys just written.
+    /// Waits for `keys` keys just written or stored.
     pub(crate) fn after(&mut self, keys: usize) {
         let micros = self.due(keys);
         if micros > 0 {
@@ -47,18 +49,18 @@ impl KeySaveDelay {
 
 #[cfg(test)]
 mod tests {
-    use super::KeySaveDelay;
+    use super::KeyDelay;
 
     #[test]
     fn a_positive_setting_is_a_wait_per_key() {
-        let mut delay = KeySaveDelay::new(250);
+        let mut delay = KeyDelay::new(250);
         assert_eq!(delay.due(0), 0);
         assert_eq!(delay.due(4), 1000);
     }
 
     #[test]
     fn a_negative_setting_is_one_microsecond_per_so_many_keys() {
-        let mut delay = KeySaveDelay::new(-10);
+        let mut delay = KeyDelay::new(-10);
         assert_eq!(delay.due(7), 0);
         assert_eq!(delay.due(7), 1, "the 10th key is owed across steps");
         assert_eq!(delay.due(26), 3);
@@ -67,7 +69,7 @@ mod tests {
 
     #[test]
     fn zero_waits_for_nothing() {
-        let mut delay = KeySaveDelay::new(0);
+        let mut delay = KeyDelay::new(0);
         assert_eq!(delay.due(1_000_000), 0);
     }
 }

@@ -203,3 +203,18 @@ pub async fn fill(addr: SocketAddr) {
         run(&mut conn, &command).await;
     }
 }
+
+/// `count` string keys `<prefix><i>` = i, by MSETs of a thousand.
+pub async fn set_numbered(
+    conn: &mut redis::aio::MultiplexedConnection,
+    prefix: &str,
+    count: usize,
+) {
+    for start in (0..count).step_by(1000) {
+        let mut mset = redis::cmd("MSET");
+        for i in start..(start + 1000).min(count) {
+            mset.arg(format!("{prefix}{i}")).arg(i);
+        }
+        let _: () = mset.query_async(conn).await.expect("MSET");
+    }
+}

@@ -63,9 +63,14 @@ pub async fn assert_same_data(master: SocketAddr, replica: SocketAddr) {
 
 /// An INFO stats field of `addr`.
 pub async fn stats_field(addr: SocketAddr, field: &str) -> String {
+    info_field(addr, "stats", field).await
+}
+
+/// A field of INFO `section` on `addr` (empty when absent).
+pub async fn info_field(addr: SocketAddr, section: &str, field: &str) -> String {
     let mut conn = connect(addr).await;
     let info: String = redis::cmd("INFO")
-        .arg("stats")
+        .arg(section)
         .query_async(&mut conn)
         .await
         .expect("INFO");

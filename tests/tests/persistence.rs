@@ -9,7 +9,8 @@ use std::path::Path;
 use redis::AsyncCommands;
 use tally_server::{Config, Server};
 use tally_tests::keyspace::{
-    all_contents, connect, contents, fill, persistence_info, wait_for_persistence, wait_loaded,
+    all_contents, connect, contents, fill, persistence_info, set_numbered, wait_for_persistence,
+    wait_loaded,
 };
 use tally_tests::{assert_no_mismatch, compare_streams, RedisServer, TestServer};
 
@@ -391,16 +392,6 @@ async fn wait_for_bgsave(conn: &mut redis::aio::MultiplexedConnection) {
     assert!(info.contains("rdb_last_bgsave_status:ok"), "{info}");
 }
 
-async fn fill_noise(conn: &mut redis::aio::MultiplexedConnection, keys: usize) {
-    for batch in 0..keys / 1000 {
-        let mut mset = redis::cmd("MSET");
-        for i in batch * 1000..(batch + 1) * 1000 {
-            mset.arg(format!("noise:{i}")).arg(i);
-        }
-        let _: () = mset.query_async(conn).await.expect("MSET");
-    }
-}
-
 /// BGSAVE while 20 clients move amounts between accounts in MULTI/EXEC
 /// (the total never changes) and others write elsewhere: every snapshot
 /// holds the same total, as a snapshot of one moment must; a torn one
@@ -411,7 +402,7 @@ async fn a_background_save_is_one_moment_while_clients_write() {
     const BALANCE: i64 = 1000;
     let tally = TestServer::start_real_clock().await;
     let mut conn = connect(tally.addr()).await;
-    fill_noise(&mut conn, 100_000).await;
+    set_numbered(&mut conn, "noise:", 100_000).await;
     for i in 0..ACCOUNTS {
         let _: () = conn.set(format!("acct:{i}"), BALANCE).await.expect("SET");
     }
@@ -486,7 +477,7 @@ async fn a_background_save_is_one_moment_while_clients_write() {
 async fn changes_after_bgsave_starts_are_not_in_the_snapshot() {
     let tally = TestServer::start_real_clock().await;
     let mut conn = connect(tally.addr()).await;
-    fill_noise(&mut conn, 50_000).await;
+    set_numbered(&mut conn, "noise:", 50_000).await;
     let reply: String = redis::cmd("BGSAVE")
         .query_async(&mut conn)
         .await
@@ -794,7 +785,7 @@ async fn a_background_save_waits_per_key_and_takes_only_idle_cpu() {
     const SCHED_IDLE: u32 = 5;
     let tally = TestServer::start_real_clock().await;
     let mut conn = connect(tally.addr()).await;
-    fill_noise(&mut conn, 2_000).await;
+    set_numbered(&mut conn, "noise:", 2_000).await;
     // 2,000 keys at 1 ms each: the save cannot end within two seconds.
     let _: () = redis::cmd("CONFIG")
         .arg("SET")

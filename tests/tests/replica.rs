@@ -12,9 +12,9 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use redis::AsyncCommands;
-use tally_tests::keyspace::{connect, fill, wait_loaded};
+use tally_tests::keyspace::{connect, fill, set_numbered, wait_loaded};
 use tally_tests::replication::{
-    assert_same_data, assert_same_deadlines, replication_field, run_lines, stats_field,
+    assert_same_data, assert_same_deadlines, info_field, replication_field, run_lines, stats_field,
     wait_for_field, wait_in_sync,
 };
 use tally_tests::{assert_no_mismatch, compare_streams, script, RedisServer, TestServer};
@@ -904,13 +904,7 @@ async fn writes_made_during_the_snapshot_reach_a_tally_replica_with_it() {
     let primary = TestServer::start_real_clock().await;
     let master = primary.addr();
     let mut conn = connect(master).await;
-    for batch in 0..2 {
-        let mut mset = redis::cmd("MSET");
-        for i in batch * 1000..(batch + 1) * 1000 {
-            mset.arg(format!("key:{i}")).arg(i);
-        }
-        let _: () = mset.query_async(&mut conn).await.expect("MSET");
-    }
+    set_numbered(&mut conn, "key:", 2_000).await;
     // 2,000 keys at 2 ms each; no PING from the master meanwhile to
     // carry the stream's bytes in a later read.
     run_lines(
@@ -924,15 +918,7 @@ async fn writes_made_during_the_snapshot_reach_a_tally_replica_with_it() {
     let replica = TestServer::start_real_clock().await;
     replicate(replica.addr(), master).await;
     let deadline = std::time::Instant::now() + Duration::from_secs(10);
-    loop {
-        let info: String = redis::cmd("INFO")
-            .arg("persistence")
-            .query_async(&mut conn)
-            .await
-            .expect("INFO");
-        if info.contains("rdb_bgsave_in_progress:1\r\n") {
-            break;
-        }
+    while info_field(master, "persistence", "rdb_bgsave_in_progress").await != "1" {
         assert!(std::time::Instant::now() < deadline, "the sync never began");
         tokio::time::sleep(Duration::from_millis(20)).await;
     }

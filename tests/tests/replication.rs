@@ -13,9 +13,10 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use redis::AsyncCommands;
-use tally_tests::keyspace::{connect, fill};
+use tally_tests::keyspace::{connect, fill, set_numbered};
 use tally_tests::replication::{
-    assert_same_data, replication_field, run_lines, stats_field, syncs_served, wait_in_sync,
+    assert_same_data, info_field, replication_field, run_lines, stats_field, syncs_served,
+    wait_in_sync,
 };
 use tally_tests::{RedisServer, TestServer};
 
@@ -512,20 +513,14 @@ async fn a_full_sync_is_written_while_the_master_serves_clients() {
     let tally = TestServer::start_real_clock().await;
     let master = tally.addr();
     let mut conn = connect(master).await;
-    for batch in 0..2 {
-        let mut mset = redis::cmd("MSET");
-        for i in batch * 1000..(batch + 1) * 1000 {
-            mset.arg(format!("key:{i}")).arg(i);
-        }
-        let _: () = mset.query_async(&mut conn).await.expect("MSET");
-    }
+    set_numbered(&mut conn, "key:", 2_000).await;
     // 2,000 keys at 2 ms each.
     run_lines(master, &["CONFIG SET rdb-key-save-delay 2000"]).await;
     let Some(redis) = replica_of(master) else {
         return;
     };
     let deadline = Instant::now() + Duration::from_secs(10);
-    while stats_field_of(master, "persistence", "rdb_bgsave_in_progress").await != "1" {
+    while info_field(master, "persistence", "rdb_bgsave_in_progress").await != "1" {
         assert!(Instant::now() < deadline, "the replica's sync never began");
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
@@ -546,7 +541,7 @@ async fn a_full_sync_is_written_while_the_master_serves_clients() {
         .unwrap_or_default();
     assert!(line.contains(",state=wait_bgsave,"), "{line}");
     assert_eq!(
-        stats_field_of(master, "persistence", "rdb_bgsave_in_progress").await,
+        info_field(master, "persistence", "rdb_bgsave_in_progress").await,
         "1",
         "the writes above were served while the snapshot was written"
     );
@@ -569,18 +564,4 @@ async fn a_full_sync_is_written_while_the_master_serves_clients() {
         .await
         .expect("DBSIZE");
     assert_eq!(keys, 2_001);
-}
-
-/// A field of INFO `section` on `server`.
-async fn stats_field_of(server: SocketAddr, section: &str, field: &str) -> String {
-    let mut conn = connect(server).await;
-    let info: String = redis::cmd("INFO")
-        .arg(section)
-        .query_async(&mut conn)
-        .await
-        .expect("INFO");
-    info.lines()
-        .find_map(|line| line.strip_prefix(&format!("{field}:")))
-        .unwrap_or_default()
-        .to_string()
 }

@@ -565,3 +565,35 @@ async fn a_full_sync_is_written_while_the_master_serves_clients() {
         .expect("DBSIZE");
     assert_eq!(keys, 2_001);
 }
+
+/// A replica that goes away while its snapshot is being written leaves
+/// nobody waiting for it: the write stops (as Redis kills a child whose
+/// replicas are all gone), the save is no longer in progress, and BGSAVE
+/// runs. At 20 ms a key, the 2,000 keys' snapshot would take 40 s.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_snapshot_nobody_waits_for_stops() {
+    let tally = TestServer::start_real_clock().await;
+    let master = tally.addr();
+    let mut conn = connect(master).await;
+    set_numbered(&mut conn, "key:", 2_000).await;
+    run_lines(master, &["CONFIG SET rdb-key-save-delay 20000"]).await;
+    let mut replica = tally.raw().await;
+    let reply = replica.cmd(&["PSYNC", "?", "-1"]).await;
+    assert!(reply.starts_with(b"+FULLRESYNC "), "{reply:?}");
+    assert_eq!(
+        info_field(master, "persistence", "rdb_bgsave_in_progress").await,
+        "1"
+    );
+    drop(replica);
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while info_field(master, "persistence", "rdb_bgsave_in_progress").await != "0" {
+        assert!(Instant::now() < deadline, "the snapshot went on");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    run_lines(master, &["CONFIG SET rdb-key-save-delay 0"]).await;
+    let started: String = redis::cmd("BGSAVE")
+        .query_async(&mut conn)
+        .await
+        .expect("BGSAVE");
+    assert_eq!(started, "Background saving started");
+}

@@ -8,7 +8,8 @@
 //!
 //! The shards keep one snapshot at a time. When a BGSAVE, a rewrite or
 //! another replica's sync holds it, the caller takes the snapshot with
-//! every shard held, as before.
+//! every shard held, as before. A snapshot whose replica went away stops
+//! at the writer's next step.
 
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
@@ -54,9 +55,18 @@ pub fn in_background<T>(
         .spawn(move || {
             lower_priority(WriterPriority::Niced);
             let mut file = Vec::new();
-            let result = write_snapshot(&worker, &mut file, &counts, now_ms, false, repl.as_ref());
+            // A replica that went away waits for nothing: the write stops,
+            // as Redis kills a child whose replicas are all gone.
+            let result = write_snapshot(
+                &worker,
+                &mut file,
+                &counts,
+                now_ms,
+                false,
+                repl.as_ref(),
+                || done.is_closed(),
+            );
             finish(&worker);
-            // The replica may have gone meanwhile; nobody then waits.
             let _ = done.send(result.map(|_| file));
         });
     if spawned.is_err() {

@@ -292,7 +292,9 @@ pub fn bgsave(shared: &Arc<Shared>) -> bool {
         .spawn(move || {
             lower_priority(WriterPriority::IdleOnly);
             let result = commit(&worker, "-bg", |shared, file| {
-                write_snapshot(shared, file, &counts, now_ms, false, repl.as_ref())
+                write_snapshot(shared, file, &counts, now_ms, false, repl.as_ref(), || {
+                    false
+                })
             });
             finish_bgsave(&worker, result);
         });
@@ -393,7 +395,9 @@ pub(crate) fn lower_priority(priority: WriterPriority) {
 /// The background writer: every shard in turn, a few buckets per hold of
 /// its lock, each shard's keys as of the snapshot's moment. `counts` are
 /// each database's keys and volatile keys at that moment (RESIZEDB), taken
-/// at `now_ms`; `aof_base` for an append-only file's base.
+/// at `now_ms`; `aof_base` for an append-only file's base. `abandoned`
+/// is asked between steps: when it says so (nobody waits for the
+/// snapshot any more), the write stops with an error.
 pub(crate) fn write_snapshot(
     shared: &Shared,
     file: &mut impl Write,
@@ -401,6 +405,7 @@ pub(crate) fn write_snapshot(
     now_ms: u64,
     aof_base: bool,
     repl: Option<&ReplInfo>,
+    abandoned: impl Fn() -> bool,
 ) -> std::io::Result<Saved> {
     let mut writer = start_file(shared, now_ms, aof_base, repl);
     let store = &shared.store;
@@ -420,6 +425,9 @@ pub(crate) fn write_snapshot(
                     &mut chunk,
                 );
                 delay.after(step.keys);
+                if abandoned() {
+                    return Err(std::io::Error::other("nobody waits for the snapshot"));
+                }
                 // Encoded with the lock released.
                 for entry in entries.drain(..) {
                     tally_rdb::encode_entry(

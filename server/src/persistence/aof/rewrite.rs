@@ -146,7 +146,13 @@ fn write_rewritten_base(
         .join(format!("temp-rewriteaof-bg-{}.aof", std::process::id()));
     let written = File::create(&temp).and_then(|mut file| {
         crate::persistence::snapshot::write_snapshot(
-            shared, &mut file, counts, now_ms, true, None,
+            shared,
+            &mut file,
+            counts,
+            now_ms,
+            true,
+            None,
+            || false,
         )?;
         file.sync_all()
     });

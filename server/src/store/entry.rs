@@ -214,7 +214,8 @@ impl Entry {
     #[inline]
     pub fn prefetch(&self) {
         #[cfg(target_arch = "x86_64")]
-        // SAFETY: a prefetch is a hint; it reads nothing and never faults.
+        // SAFETY: a prefetch is a hint: it changes no memory, and an address
+        // it cannot load is ignored rather than faulted on.
         unsafe {
             use std::arch::x86_64::{_mm_prefetch, _MM_HINT_T0};
             _mm_prefetch::<_MM_HINT_T0>(self.block().as_ptr() as *const i8);

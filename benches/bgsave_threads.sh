@@ -13,28 +13,15 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 COUNTERS=${1:-1000000}
-if [ -z "${TALLY_BIN:-}" ]; then
-    cargo build --release -p tally-server >/dev/null 2>&1
-    TALLY_BIN=target/release/tally-server
-fi
 . benches/lib.sh
+tally_binary
 
 port=$(free_port)
 "$TALLY_BIN" --port "$port" --save "" --dir "$WORK" --dbfilename dump.rdb >/dev/null 2>&1 &
 pid=$!
 PIDS+=("$pid")
 wait_up "$port"
-python3 - "$COUNTERS" <<'PY' | redis-cli -p "$port" --pipe >/dev/null
-import sys
-n = int(sys.argv[1]); out = sys.stdout.buffer
-def cmd(*args):
-    out.write(b"*%d\r\n" % len(args) + b"".join(b"$%d\r\n%s\r\n" % (len(a), a) for a in args))
-for i in range(n):
-    cmd(b"SET", b"rl:user:u_%d:a3f2:1720000000" % i, b"7", b"EX", b"120")
-for i in range(n // 10):
-    cmd(b"HSET", b"rules:%d" % i, b"limit", b"1000", b"window", b"60", b"burst", b"20")
-    cmd(b"ZADD", b"sw:%d" % i, b"1720000000001", b"a", b"1720000000002", b"b", b"1720000000003", b"c")
-PY
+limiter_dataset "$COUNTERS" collections | redis-cli -p "$port" --pipe >/dev/null
 
 # "name ticks" per thread name, and "process ticks", sorted for join.
 threads() {

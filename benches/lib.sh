@@ -23,3 +23,29 @@ rps() {
     redis-benchmark -p "$port" -c 50 -P "${PIPELINE:-16}" -r 100000 -n "$requests" -q "$@" 2>/dev/null |
         tr '\r' '\n' | grep "per second" | tail -1 | sed 's/.*: //;s/ requests per second.*//'
 }
+# The tally-server to measure: $TALLY_BIN when set (another build, e.g. an
+# older commit's, to compare before and after), else this tree's release
+# build, built now.
+tally_binary() {
+    if [ -z "${TALLY_BIN:-}" ]; then
+        cargo build --release -p tally-server >/dev/null 2>&1
+        TALLY_BIN=target/release/tally-server
+    fi
+}
+# The persistence benches' dataset, as RESP commands on stdout: $1
+# rate-limit counters (`SET rl:user:u_<i>:a3f2:1720000000 7 EX 120`) and,
+# when $2 is `collections`, $1/10 small hashes and $1/10 small sorted sets.
+limiter_dataset() {
+    python3 - "$1" "${2:-}" <<'PY'
+import sys
+n, collections = int(sys.argv[1]), sys.argv[2] == "collections"
+out = sys.stdout.buffer
+def cmd(*args):
+    out.write(b"*%d\r\n" % len(args) + b"".join(b"$%d\r\n%s\r\n" % (len(a), a) for a in args))
+for i in range(n):
+    cmd(b"SET", b"rl:user:u_%d:a3f2:1720000000" % i, b"7", b"EX", b"120")
+for i in range(n // 10 if collections else 0):
+    cmd(b"HSET", b"rules:%d" % i, b"limit", b"1000", b"window", b"60", b"burst", b"20")
+    cmd(b"ZADD", b"sw:%d" % i, b"1720000000001", b"a", b"1720000000002", b"b", b"1720000000003", b"c")
+PY
+}

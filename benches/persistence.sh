@@ -20,12 +20,8 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 COUNTERS=${1:-1000000}
-if [ -z "${TALLY_BIN:-}" ]; then
-    cargo build --release -p tally-server >/dev/null 2>&1
-    TALLY_BIN=target/release/tally-server
-fi
-
 . benches/lib.sh
+tally_binary
 now() { python3 -c 'import time; print(time.time())'; }
 
 start() { # name port dir -> pid in LAST_PID
@@ -42,18 +38,7 @@ start() { # name port dir -> pid in LAST_PID
 }
 
 fill() { # port
-    python3 - "$COUNTERS" <<'EOF' | redis-cli -p "$1" --pipe >/dev/null
-import sys
-n = int(sys.argv[1])
-out = sys.stdout.buffer
-def cmd(*args):
-    out.write(b"*%d\r\n" % len(args) + b"".join(b"$%d\r\n%s\r\n" % (len(a), a) for a in args))
-for i in range(n):
-    cmd(b"SET", b"rl:user:u_%d:a3f2:1720000000" % i, b"7", b"EX", b"120")
-for i in range(n // 10):
-    cmd(b"HSET", b"rules:%d" % i, b"limit", b"1000", b"window", b"60", b"burst", b"20")
-    cmd(b"ZADD", b"sw:%d" % i, b"1720000000001", b"a", b"1720000000002", b"b", b"1720000000003", b"c")
-EOF
+    limiter_dataset "$COUNTERS" collections | redis-cli -p "$1" --pipe >/dev/null
 }
 
 info_field() { redis-cli -p "$1" info persistence | tr -d '\r' | sed -n "s/^$2://p"; }

@@ -12,11 +12,8 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 COUNTERS=${1:-1000000}
-if [ -z "${TALLY_BIN:-}" ]; then
-    cargo build --release -p tally-server >/dev/null 2>&1
-    TALLY_BIN=target/release/tally-server
-fi
 . benches/lib.sh
+tally_binary
 
 start() { # kind port dir
     if [ "$1" = redis ]; then
@@ -29,13 +26,7 @@ start() { # kind port dir
     wait_up "$2"
 }
 
-python3 - "$COUNTERS" >"$WORK/load.resp" <<'PY'
-import sys
-out = sys.stdout.buffer
-for i in range(int(sys.argv[1])):
-    key = b"rl:user:u_%d:a3f2:1720000000" % i
-    out.write(b"*5\r\n$3\r\nSET\r\n$%d\r\n%s\r\n$1\r\n7\r\n$2\r\nEX\r\n$3\r\n120\r\n" % (len(key), key))
-PY
+limiter_dataset "$COUNTERS" >"$WORK/load.resp"
 
 echo "| server | longest wait for an INCR's reply (ms) | waits over 50 ms | replica's link up after (s) |"
 echo "|---|---|---|---|"

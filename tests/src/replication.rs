@@ -9,9 +9,14 @@ use crate::words;
 
 /// A field of INFO replication.
 pub async fn replication_field(addr: SocketAddr, field: &str) -> Option<String> {
+    info_value(addr, "replication", field).await
+}
+
+/// A field of INFO `section` on `addr`, if INFO shows it.
+async fn info_value(addr: SocketAddr, section: &str, field: &str) -> Option<String> {
     let mut conn = connect(addr).await;
     let info: String = redis::cmd("INFO")
-        .arg("replication")
+        .arg(section)
         .query_async(&mut conn)
         .await
         .expect("INFO");
@@ -68,16 +73,7 @@ pub async fn stats_field(addr: SocketAddr, field: &str) -> String {
 
 /// A field of INFO `section` on `addr` (empty when absent).
 pub async fn info_field(addr: SocketAddr, section: &str, field: &str) -> String {
-    let mut conn = connect(addr).await;
-    let info: String = redis::cmd("INFO")
-        .arg(section)
-        .query_async(&mut conn)
-        .await
-        .expect("INFO");
-    info.lines()
-        .find_map(|line| line.strip_prefix(&format!("{field}:")))
-        .unwrap_or_default()
-        .to_string()
+    info_value(addr, section, field).await.unwrap_or_default()
 }
 
 /// PSYNCs served so far, full or continued.
@@ -129,9 +125,15 @@ async fn pexpiretime(conn: &mut redis::aio::MultiplexedConnection, key: &[u8]) -
 /// The replica's INFO replication field once it equals `expected`, or a
 /// failure after 20 s.
 pub async fn wait_for_field(addr: SocketAddr, field: &str, expected: &str) {
+    wait_for_info_field(addr, "replication", field, expected).await;
+}
+
+/// Waits until INFO `section`'s `field` on `addr` equals `expected`, or
+/// fails after 20 s.
+pub async fn wait_for_info_field(addr: SocketAddr, section: &str, field: &str, expected: &str) {
     let deadline = Instant::now() + Duration::from_secs(20);
     loop {
-        let value = replication_field(addr, field).await;
+        let value = info_value(addr, section, field).await;
         if value.as_deref() == Some(expected) {
             return;
         }

@@ -16,7 +16,7 @@ use redis::AsyncCommands;
 use tally_tests::keyspace::{connect, fill, set_numbered};
 use tally_tests::replication::{
     assert_same_data, info_field, replication_field, run_lines, stats_field, syncs_served,
-    wait_in_sync,
+    wait_for_info_field, wait_in_sync,
 };
 use tally_tests::{RedisServer, TestServer};
 
@@ -519,11 +519,8 @@ async fn a_full_sync_is_written_while_the_master_serves_clients() {
     let Some(redis) = replica_of(master) else {
         return;
     };
-    let deadline = Instant::now() + Duration::from_secs(10);
-    while info_field(master, "persistence", "rdb_bgsave_in_progress").await != "1" {
-        assert!(Instant::now() < deadline, "the replica's sync never began");
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+    // The replica's sync has begun.
+    wait_for_info_field(master, "persistence", "rdb_bgsave_in_progress", "1").await;
     let n: i64 = conn.incr("key:1", 1).await.expect("INCR during the sync");
     assert_eq!(n, 2);
     let _: () = conn.set("during", "x").await.expect("SET during the sync");
@@ -585,11 +582,8 @@ async fn a_snapshot_nobody_waits_for_stops() {
         "1"
     );
     drop(replica);
-    let deadline = Instant::now() + Duration::from_secs(20);
-    while info_field(master, "persistence", "rdb_bgsave_in_progress").await != "0" {
-        assert!(Instant::now() < deadline, "the snapshot went on");
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
+    // Stopped: it would have gone on for 40 s.
+    wait_for_info_field(master, "persistence", "rdb_bgsave_in_progress", "0").await;
     run_lines(master, &["CONFIG SET rdb-key-save-delay 0"]).await;
     let started: String = redis::cmd("BGSAVE")
         .query_async(&mut conn)

@@ -119,6 +119,58 @@ async fn the_log_holds_the_bytes_redis_writes() {
     tally.shutdown().await;
 }
 
+/// How many times `needle` occurs in `haystack`.
+fn occurrences(haystack: &[u8], needle: &[u8]) -> usize {
+    haystack
+        .windows(needle.len())
+        .filter(|window| *window == needle)
+        .count()
+}
+
+/// Under `everysec`, a write is in the file (the page cache, which a
+/// crash of the process does not lose) before its reply goes, also when
+/// many connections on both workers write at once and one connection's
+/// write carries another's changes: each client, on each batch's replies,
+/// finds every INCR it was answered for in the file.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_acknowledged_write_is_in_the_file_under_concurrent_writers() {
+    const CLIENTS: usize = 16;
+    const BATCHES: usize = 12;
+    const PIPELINE: usize = 16;
+    let dir = scratch_dir();
+    let server = start_logging(&dir, |_| {}).await;
+    let addr = server.local_addr();
+    let log = appenddir(&dir).join("appendonly.aof.1.incr.aof");
+    let mut clients = Vec::new();
+    for client in 0..CLIENTS {
+        let log = log.clone();
+        clients.push(tokio::spawn(async move {
+            let mut conn = connect(addr).await;
+            let key = format!("writer:{client:02}:count");
+            // The key as the log spells it, in an INCR's RESP.
+            let logged = format!("$4\r\nINCR\r\n${}\r\n{key}\r\n", key.len());
+            for batch in 1..=BATCHES {
+                let mut pipe = redis::pipe();
+                for _ in 0..PIPELINE {
+                    pipe.cmd("INCR").arg(&key);
+                }
+                let counts: Vec<i64> = pipe.query_async(&mut conn).await.expect("INCRs");
+                assert_eq!(counts.last(), Some(&((batch * PIPELINE) as i64)));
+                let in_file = occurrences(&read(&log), logged.as_bytes());
+                assert!(
+                    in_file >= batch * PIPELINE,
+                    "{key}: {} INCRs answered, {in_file} in the file",
+                    batch * PIPELINE
+                );
+            }
+        }));
+    }
+    for client in clients {
+        client.await.expect("client");
+    }
+    server.shutdown().await;
+}
+
 /// Copies one server's append-only directory into a fresh `dir`.
 fn copy_log(from: &str) -> String {
     let to = scratch_dir();

@@ -71,7 +71,7 @@ pub struct ClientState {
     /// Commands run inside the current transaction or script that go to the
     /// change feed when it ends, with their databases (only while the
     /// append-only file is on).
-    pub propagated: Vec<(usize, crate::store::feed::Encoded)>,
+    pub propagated: crate::store::feed::Change,
     /// The feed position after this client's last change: its replies wait
     /// until the append-only file holds it.
     pub aof_offset: u64,
@@ -217,7 +217,7 @@ impl ClientState {
             monitor: None,
             master: false,
             no_evict: false,
-            propagated: Vec::new(),
+            propagated: Default::default(),
             aof_offset: 0,
             may_block: false,
             user,

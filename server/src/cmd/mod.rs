@@ -618,14 +618,10 @@ fn record_change(ctx: &mut Ctx<'_>, command: &Command, argv: &[&[u8]], reply: &R
     }
     let db = ctx.client.db;
     match propagate::propagated(command, argv, reply, ctx.now_ms) {
-        propagate::Propagation::AsItCame => {
-            let change = crate::store::feed::encoded(argv);
-            ctx.client.propagated.push((db, change));
-        }
+        propagate::Propagation::AsItCame => ctx.client.propagated.push(db, argv),
         propagate::Propagation::Instead(commands) => {
             for change in commands {
-                let change = crate::store::feed::encoded(&change);
-                ctx.client.propagated.push((db, change));
+                ctx.client.propagated.push(db, &change);
             }
         }
     }

@@ -21,11 +21,11 @@ pub fn append_pending(ctx: &mut Ctx<'_>) {
     if ctx.client.propagated.is_empty() {
         return;
     }
-    let commands = std::mem::take(&mut ctx.client.propagated);
     let feed = ctx.shared.store.feed();
     if feed.active() {
-        ctx.client.aof_offset = feed.append(&commands);
+        ctx.client.aof_offset = feed.append(&ctx.client.propagated);
     }
+    ctx.client.propagated.clear();
 }
 
 /// Keeps `change` as what the command running now propagates, in place of
@@ -36,9 +36,7 @@ pub fn append_pending(ctx: &mut Ctx<'_>) {
 pub fn effect(ctx: &mut Ctx<'_>, change: &[&[u8]]) {
     if ctx.shared.store.feed().active() {
         let db = ctx.client.db;
-        ctx.client
-            .propagated
-            .push((db, crate::store::feed::encoded(change)));
+        ctx.client.propagated.push(db, change);
     }
 }
 
@@ -46,9 +44,7 @@ pub fn effect(ctx: &mut Ctx<'_>, change: &[&[u8]]) {
 pub fn effect_owned(ctx: &mut Ctx<'_>, change: Vec<Vec<u8>>) {
     if ctx.shared.store.feed().active() {
         let db = ctx.client.db;
-        ctx.client
-            .propagated
-            .push((db, crate::store::feed::encoded(&change)));
+        ctx.client.propagated.push(db, &change);
     }
 }
 
@@ -75,9 +71,8 @@ fn persist_script_change(ctx: &mut Ctx<'_>, argv: crate::store::feed::Argv) {
     if !ctx.shared.store.feed().active() || !ctx.shared.config.read().lua_persist_scripts {
         return;
     }
-    ctx.client
-        .propagated
-        .push((ctx.client.db, crate::store::feed::encoded(&argv)));
+    let db = ctx.client.db;
+    ctx.client.propagated.push(db, &argv);
     if !inside_run(ctx) {
         append_pending(ctx);
     }
@@ -113,6 +108,9 @@ fn rewritten(command: &Command, argv: &[&[u8]], reply: &Reply, now_ms: u64) -> O
     let del = || vec![vec![b"DEL".to_vec(), key.to_vec()]];
     let number = |n: i64| n.to_string().into_bytes();
     Some(match command.name {
+        // A plain SET that set goes as it came (the common case, spared
+        // the rebuilding of its arguments).
+        "set" if argv.len() == 3 && matches!(reply, Reply::Ok) => return None,
         "set" => set(argv, reply, now_ms),
         "setex" | "psetex" => {
             let amount = int(argv[2]);

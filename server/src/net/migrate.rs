@@ -193,10 +193,10 @@ fn release(shared: &Arc<Shared>, migration: &Migration, acknowledged: &[usize]) 
                 now_ms,
             );
             if shared.store.feed().active() {
-                offset = shared.store.feed().append(&[(
+                offset = shared.store.feed().append(&crate::store::feed::Change::one(
                     migration.source_db,
-                    crate::store::feed::encoded(&[&b"DEL"[..], key.bytes]),
-                )]);
+                    &[&b"DEL"[..], key.bytes],
+                ));
             }
         }
     }

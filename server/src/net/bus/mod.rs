@@ -473,10 +473,10 @@ fn drop_slots(shared: &Shared, slots: &[u16]) {
             for key in keys {
                 let key = shared.store.key(&key);
                 if shard.remove(key, now_ms) && shared.store.feed().active() {
-                    shared
-                        .store
-                        .feed()
-                        .append(&[(0, crate::store::feed::encoded(&[&b"DEL"[..], key.bytes]))]);
+                    shared.store.feed().append(&crate::store::feed::Change::one(
+                        0,
+                        &[&b"DEL"[..], key.bytes],
+                    ));
                 }
             }
         }

@@ -27,7 +27,7 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, Ordering};
 use std::sync::Arc;
 
-use parking_lot::Mutex;
+use parking_lot::{Mutex, MutexGuard};
 
 use crate::config::Fsync;
 use crate::state::Shared;
@@ -74,6 +74,9 @@ pub struct Aof {
     synced_watch: tokio::sync::watch::Sender<u64>,
     /// Wakes the background writer for an fsync a connection waits for.
     sync_requested: tokio::sync::Notify,
+    /// Told each time the writer lock is released after a write, for
+    /// connections waiting for someone else's write ([`before_replies`]).
+    flushed: tokio::sync::Notify,
 }
 
 impl Default for Aof {
@@ -98,6 +101,7 @@ impl Default for Aof {
             current_size: AtomicU64::new(0),
             synced_watch: tokio::sync::watch::Sender::new(0),
             sync_requested: tokio::sync::Notify::new(),
+            flushed: tokio::sync::Notify::new(),
         }
     }
 }
@@ -111,8 +115,9 @@ struct Writer {
     /// `appendfilename`.
     filename: String,
     manifest: Manifest,
-    /// The increment open for appending.
-    file: Option<File>,
+    /// The increment open for appending (shared with an fsync running
+    /// outside the lock).
+    file: Option<Arc<File>>,
     /// Its size.
     incr_size: u64,
     /// Turned on at run time: the increment is `temp-<name>.incr` and not
@@ -190,8 +195,19 @@ pub async fn before_replies(shared: &Shared, offset: u64) -> bool {
     if shared.config.read().appendfsync == Fsync::Always {
         return until_synced(shared, offset).await;
     }
-    if offset > shared.aof.written.load(Ordering::Acquire) {
-        flush(shared, false);
+    let aof = &shared.aof;
+    while offset > aof.written.load(Ordering::Acquire) {
+        // While another connection writes, this one waits for that write
+        // (which may carry its changes too) without holding up its worker
+        // thread; then it looks again, and writes what is left itself.
+        let flushed = aof.flushed.notified();
+        tokio::pin!(flushed);
+        flushed.as_mut().enable();
+        if let Some(writer) = aof.writer.try_lock() {
+            write_out(shared, writer, false);
+            break;
+        }
+        flushed.await;
     }
     true
 }
@@ -242,22 +258,31 @@ pub async fn until_synced(shared: &Shared, offset: u64) -> bool {
 /// before) and its bytes kept for the next attempt, as Redis keeps its
 /// buffer; meanwhile writes get MISCONF.
 pub fn flush(shared: &Shared, sync: bool) {
+    write_out(shared, shared.aof.writer.lock(), sync);
+}
+
+/// [`flush`] by whoever holds the writer lock. The fsync runs after the
+/// lock is released, as Redis fsyncs in a background thread while its
+/// main thread goes on writing: a connection whose batch must reach the
+/// file before its replies never waits for a disk flush it does not need.
+fn write_out(shared: &Shared, mut writer: MutexGuard<'_, Writer>, sync: bool) {
     let aof = &shared.aof;
     let feed = shared.store.feed();
-    let mut writer = aof.writer.lock();
     let Writer {
         file, incr_size, ..
     } = &mut *writer;
-    let Some(file) = file.as_mut() else {
+    let Some(file) = file.as_ref() else {
         return;
     };
     let (bytes, end) = feed.take();
     if !bytes.is_empty() {
-        let outcome = file.write_all(&bytes);
+        let outcome = (&**file).write_all(&bytes);
         if outcome.is_err() {
             let _ = file.set_len(*incr_size);
             feed.give_back(bytes);
             aof.record_write(&outcome);
+            drop(writer);
+            aof.flushed.notify_waiters();
             // Wakes connections waiting for an fsync: they see the failure.
             aof.synced_watch.send_modify(|_| {});
             return;
@@ -267,19 +292,28 @@ pub fn flush(shared: &Shared, sync: bool) {
         aof.current_size
             .fetch_add(bytes.len() as u64, Ordering::Relaxed);
         aof.written.store(end, Ordering::Release);
+        feed.recycle(bytes);
     }
     let written = aof.written.load(Ordering::Acquire);
-    if sync && aof.synced.load(Ordering::Acquire) < written {
-        let outcome = file.sync_data();
-        aof.record_write(&outcome);
-        if outcome.is_ok() {
-            aof.synced.store(written, Ordering::Release);
-            aof.last_fsync_ms
-                .store(shared.clock.now_ms(), Ordering::Relaxed);
-        }
-        aof.synced_watch
-            .send_replace(aof.synced.load(Ordering::Acquire));
+    let to_sync = (sync && aof.synced.load(Ordering::Acquire) < written).then(|| file.clone());
+    drop(writer);
+    aof.flushed.notify_waiters();
+    let Some(file) = to_sync else {
+        return;
+    };
+    // Everything up to `written` was written to this file before the lock
+    // was released, or to an increment a rewrite has since closed and
+    // fsynced; writes made meanwhile may or may not be in this fsync, and
+    // count only at the next.
+    let outcome = file.sync_data();
+    aof.record_write(&outcome);
+    if outcome.is_ok() {
+        aof.synced.fetch_max(written, Ordering::AcqRel);
+        aof.last_fsync_ms
+            .store(shared.clock.now_ms(), Ordering::Relaxed);
     }
+    aof.synced_watch
+        .send_replace(aof.synced.load(Ordering::Acquire));
 }
 
 /// The append-only directory: `dir`/`appenddirname`.
@@ -339,7 +373,7 @@ pub fn open_for_append(shared: &Shared, mut manifest: Manifest) -> Result<(), St
         dir,
         filename,
         manifest,
-        file: Some(file),
+        file: Some(Arc::new(file)),
         incr_size,
         temporary_incr: false,
     };
@@ -373,8 +407,8 @@ fn stop_with(shared: &Shared, writer: &mut Writer) {
         shared.store.feed().set_active(false);
     }
     let (rest, _) = shared.store.feed().rotate();
-    if let Some(mut file) = writer.file.take() {
-        let _ = file.write_all(&rest);
+    if let Some(file) = writer.file.take() {
+        let _ = (&*file).write_all(&rest);
         let _ = file.sync_data();
     }
     if writer.temporary_incr {
@@ -483,3 +517,6 @@ pub fn load_and_open(
     open_for_append(shared, manifest)?;
     Ok(loaded)
 }
+
+#[cfg(test)]
+mod tests;

@@ -104,7 +104,8 @@ fn cut_over(shared: &Shared, now_ms: u64) -> Result<Vec<(u64, u64)>, String> {
         // BGREWRITEAOF with the log off: a base only.
         return Ok(counts);
     }
-    if let Some(file) = writer.file.as_mut() {
+    if let Some(file) = writer.file.as_deref() {
+        let mut file = file;
         let outcome = file.write_all(&old_bytes).and_then(|()| file.sync_data());
         aof.record_write(&outcome);
         outcome.map_err(|e| e.to_string())?;
@@ -127,7 +128,7 @@ fn cut_over(shared: &Shared, now_ms: u64) -> Result<Vec<(u64, u64)>, String> {
         writer.manifest = manifest;
     }
     tracing::info!("Creating AOF incr file {name} on background rewrite");
-    writer.file = Some(file);
+    writer.file = Some(Arc::new(file));
     writer.incr_size = 0;
     writer.temporary_incr = turning_on;
     aof.written.store(end, Ordering::Release);

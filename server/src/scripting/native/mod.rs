@@ -33,9 +33,9 @@ fn propagate(ctx: &mut Ctx<'_>, changes: impl IntoIterator<Item = Encoded>) {
         return;
     }
     let db = ctx.client.db;
-    ctx.client
-        .propagated
-        .extend(changes.into_iter().map(|change| (db, change)));
+    for change in changes {
+        ctx.client.propagated.push_encoded(db, &change);
+    }
     if !crate::cmd::propagate::inside_run(ctx) {
         crate::cmd::propagate::append_pending(ctx);
     }

@@ -36,6 +36,67 @@ pub fn encoded<A: AsRef<[u8]>>(argv: &[A]) -> Encoded {
     out
 }
 
+/// One change as the feed takes it: its commands, each encoded in RESP
+/// with the database it runs in, back to back in one buffer. A client
+/// keeps one and reuses it, so that recording a write allocates nothing
+/// once the buffer has grown to its size.
+#[derive(Default, Debug)]
+pub struct Change {
+    bytes: Vec<u8>,
+    /// Each command's database and where its bytes end.
+    commands: Vec<(usize, usize)>,
+}
+
+impl Change {
+    /// A change of the one command `argv` in database `db`.
+    pub fn one<A: AsRef<[u8]>>(db: usize, argv: &[A]) -> Change {
+        let mut change = Change::default();
+        change.push(db, argv);
+        change
+    }
+
+    /// Adds the command `argv`, run in database `db`.
+    pub fn push<A: AsRef<[u8]>>(&mut self, db: usize, argv: &[A]) {
+        encode(&mut self.bytes, argv);
+        self.commands.push((db, self.bytes.len()));
+    }
+
+    /// Adds a command already encoded ([`encoded`]).
+    pub fn push_encoded(&mut self, db: usize, command: &[u8]) {
+        self.bytes.extend_from_slice(command);
+        self.commands.push((db, self.bytes.len()));
+    }
+
+    /// Moves `other`'s commands to the end of this change.
+    pub fn append(&mut self, other: &mut Change) {
+        let base = self.bytes.len();
+        self.bytes.extend_from_slice(&other.bytes);
+        self.commands
+            .extend(other.commands.iter().map(|&(db, end)| (db, base + end)));
+        other.clear();
+    }
+
+    /// Forgets every command, keeping the buffers.
+    pub fn clear(&mut self) {
+        self.bytes.clear();
+        self.commands.clear();
+    }
+
+    /// True when the change has no command.
+    pub fn is_empty(&self) -> bool {
+        self.commands.is_empty()
+    }
+
+    /// Each command's database and RESP bytes, in order.
+    pub fn commands(&self) -> impl Iterator<Item = (usize, &[u8])> {
+        let starts = std::iter::once(0).chain(self.commands.iter().map(|&(_, end)| end));
+        self.commands
+            .iter()
+            .zip(starts)
+            .map(|(&(db, end), start)| (db, &self.bytes[start..end]))
+    }
+}
+
 /// Each thread's count of changes it is making unrecorded (see
 /// [`Feed::unrecorded`]): one padded slot per thread, so that marking a
 /// change costs no contention between workers.
@@ -56,10 +117,18 @@ thread_local! {
     };
 }
 
+/// The largest buffer [`Feed::recycle`] keeps for reuse.
+const SPARE_LIMIT: usize = 4 << 20;
+
 /// The feed's bytes not yet taken by the writer.
 #[derive(Default)]
 struct Pending {
     bytes: Vec<u8>,
+    /// A buffer the writer has written and handed back ([`Feed::recycle`]),
+    /// empty, to take `bytes`' place at the next [`Feed::take`]: the feed
+    /// then grows into memory it already has instead of reallocating from
+    /// nothing after every write.
+    spare: Vec<u8>,
     /// The database the stream has SELECTed (`None` at the start of a
     /// file, so its first command is preceded by SELECT).
     selected: Option<usize>,
@@ -83,7 +152,7 @@ impl Pending {
 }
 
 /// Encodes one change into a stream whose SELECTed database is `selected`.
-fn encode_change(out: &mut Vec<u8>, selected: &mut Option<usize>, commands: &[(usize, Encoded)]) {
+fn encode_change(out: &mut Vec<u8>, selected: &mut Option<usize>, change: &Change) {
     let mut select = |out: &mut Vec<u8>, db: usize| {
         if *selected != Some(db) {
             let number = db.to_string();
@@ -91,15 +160,15 @@ fn encode_change(out: &mut Vec<u8>, selected: &mut Option<usize>, commands: &[(u
             *selected = Some(db);
         }
     };
-    let wrap = commands.len() > 1;
+    let wrap = change.commands.len() > 1;
     if wrap {
         // As Redis: MULTI goes to the first command's database, so its
         // SELECT comes before the MULTI.
-        select(out, commands[0].0);
+        select(out, change.commands[0].0);
         encode(out, &[b"MULTI"]);
     }
-    for (db, command) in commands {
-        select(out, *db);
+    for (db, command) in change.commands() {
+        select(out, db);
         out.extend_from_slice(command);
     }
     if wrap {
@@ -178,12 +247,11 @@ impl Feed {
         }
     }
 
-    /// Appends one change made of `commands` in database `db` and returns
-    /// the log's position after it (0 when the log is off: nothing to wait
-    /// for). Several commands are one atomic change (a transaction's, a
-    /// script's effects) and are wrapped in MULTI/EXEC, as Redis 7.0
-    /// propagates them; one command is not.
-    pub fn append(&self, commands: &[(usize, Encoded)]) -> u64 {
+    /// Appends one change and returns the log's position after it (0 when
+    /// the log is off: nothing to wait for). Several commands are one
+    /// atomic change (a transaction's, a script's effects) and are wrapped
+    /// in MULTI/EXEC, as Redis 7.0 propagates them; one command is not.
+    pub fn append(&self, change: &Change) -> u64 {
         let mut pending = self.pending.lock();
         if self.replicating.load(Ordering::Acquire) {
             let Pending {
@@ -192,7 +260,7 @@ impl Feed {
                 ..
             } = &mut *pending;
             scratch.clear();
-            encode_change(scratch, &mut replication.selected, commands);
+            encode_change(scratch, &mut replication.selected, change);
             replication.send(scratch);
             self.unflushed.store(true, Ordering::Release);
         }
@@ -202,14 +270,14 @@ impl Feed {
         let Pending {
             bytes, selected, ..
         } = &mut *pending;
-        encode_change(bytes, selected, commands);
+        encode_change(bytes, selected, change);
         pending.end()
     }
 
     /// Appends the deletion of a key that expired (Redis propagates `DEL`
     /// unless `lazyfree-lazy-expire`, which tally does not have).
     pub fn append_expired(&self, db: usize, key: &[u8]) -> u64 {
-        self.append(&[(db, encoded(&[b"DEL", key]))])
+        self.append(&Change::one(db, &[b"DEL", key]))
     }
 
     /// Appends the purge of a hash's due fields: the `HDEL` Redis
@@ -219,16 +287,35 @@ impl Feed {
         argv.push(b"HDEL");
         argv.push(key);
         argv.extend(fields.iter().map(|f| &**f));
-        self.append(&[(db, encoded(&argv))])
+        self.append(&Change::one(db, &argv))
     }
 
     /// Takes the bytes appended so far, and the stream position after them.
+    /// Hand the buffer back with [`Feed::recycle`] once written.
     pub fn take(&self) -> (Vec<u8>, u64) {
         let mut pending = self.pending.lock();
         let end = pending.end();
-        let bytes = std::mem::take(&mut pending.bytes);
+        let spare = std::mem::take(&mut pending.spare);
+        let bytes = std::mem::replace(&mut pending.bytes, spare);
         pending.taken = end;
         (bytes, end)
+    }
+
+    /// Takes back a buffer [`Feed::take`] gave out and the writer has
+    /// written, to be filled again. One past [`SPARE_LIMIT`] (a burst's) is
+    /// freed instead, so a quiet feed does not keep a burst's memory.
+    pub fn recycle(&self, mut bytes: Vec<u8>) {
+        if bytes.capacity() > SPARE_LIMIT {
+            return;
+        }
+        bytes.clear();
+        let mut pending = self.pending.lock();
+        if pending.spare.capacity() >= bytes.capacity() {
+            return;
+        }
+        let smaller = std::mem::replace(&mut pending.spare, bytes);
+        drop(pending);
+        drop(smaller);
     }
 
     /// Puts bytes the writer took but could not write back in front, to be
@@ -295,7 +382,7 @@ fn push_header(out: &mut Vec<u8>, kind: u8, n: usize) {
 
 #[cfg(test)]
 mod tests {
-    use super::encode;
+    use super::{encode, encoded, Change, Feed};
 
     #[test]
     fn commands_encode_as_resp_arrays_of_bulk_strings() {
@@ -310,5 +397,77 @@ mod tests {
         let ten: Vec<&[u8]> = vec![b"a"; 10];
         encode(&mut out, &ten);
         assert!(out.starts_with(b"*10\r\n$1\r\na\r\n"));
+    }
+
+    #[test]
+    fn a_change_keeps_each_command_with_its_database() {
+        let mut change = Change::one(0, &[&b"SET"[..], b"k", b"v"]);
+        let mut other = Change::default();
+        other.push(3, &[&b"INCR"[..], b"n"]);
+        other.push_encoded(1, &encoded(&[&b"DEL"[..], b"k"]));
+        change.append(&mut other);
+        assert!(other.is_empty());
+        let commands: Vec<(usize, &[u8])> = change.commands().collect();
+        assert_eq!(
+            commands,
+            [
+                (0, &b"*3\r\n$3\r\nSET\r\n$1\r\nk\r\n$1\r\nv\r\n"[..]),
+                (3, &b"*2\r\n$4\r\nINCR\r\n$1\r\nn\r\n"[..]),
+                (1, &b"*2\r\n$3\r\nDEL\r\n$1\r\nk\r\n"[..]),
+            ]
+        );
+        change.clear();
+        assert!(change.is_empty());
+        assert_eq!(change.commands().count(), 0);
+    }
+
+    #[test]
+    fn a_change_of_several_commands_is_one_transaction_in_the_log() {
+        let feed = Feed::default();
+        feed.set_active(true);
+        let mut change = Change::default();
+        change.push(0, &[&b"INCR"[..], b"n"]);
+        change.push(2, &[&b"DEL"[..], b"k"]);
+        let end = feed.append(&change);
+        let (bytes, taken) = feed.take();
+        assert_eq!(taken, end);
+        assert_eq!(
+            String::from_utf8_lossy(&bytes),
+            "*2\r\n$6\r\nSELECT\r\n$1\r\n0\r\n*1\r\n$5\r\nMULTI\r\n\
+             *2\r\n$4\r\nINCR\r\n$1\r\nn\r\n\
+             *2\r\n$6\r\nSELECT\r\n$1\r\n2\r\n*2\r\n$3\r\nDEL\r\n$1\r\nk\r\n\
+             *1\r\n$4\r\nEXEC\r\n"
+        );
+    }
+
+    #[test]
+    fn a_written_buffer_is_filled_again_and_a_burst_one_freed() {
+        let feed = Feed::default();
+        feed.set_active(true);
+        let change = Change::one(0, &[&b"SET"[..], b"k", &[b'x'; 1000][..]]);
+        feed.append(&change);
+        let (first, _) = feed.take();
+        let capacity = first.capacity();
+        let address = first.as_ptr();
+        feed.recycle(first);
+        feed.append(&change);
+        feed.take();
+        // The recycled buffer is the feed's again from the second take
+        // on, so the third gives it out.
+        feed.append(&change);
+        let (third, _) = feed.take();
+        assert_eq!(third.as_ptr(), address);
+        assert!(third.capacity() >= capacity);
+        assert!(third.starts_with(b"*3\r\n$3\r\nSET"));
+        let burst = Vec::with_capacity(super::SPARE_LIMIT + 1);
+        feed.recycle(burst);
+        for _ in 0..2 {
+            feed.append(&change);
+            let (taken, _) = feed.take();
+            assert!(
+                taken.capacity() <= super::SPARE_LIMIT,
+                "a burst's buffer kept"
+            );
+        }
     }
 }

@@ -4,10 +4,9 @@
 
 use tally_lua::compare_and_swap::{self, Current, Script};
 
-use super::propagate;
+use super::{propagate, Effects};
 use crate::cmd::Ctx;
 use crate::resp::Reply;
-use crate::store::feed::{encoded, Encoded};
 use crate::store::ValueRef;
 
 /// Runs `script` on `key`, or returns `None` to run Lua.
@@ -48,25 +47,23 @@ pub(super) fn run(
     let value = args[write.value];
     let deadline = write.ttl_ms.map_or(0, |ms| now + ms as u64);
     shard.set(key, ValueRef::string(value), deadline, now);
-    if ctx.shared.store.feed().active() {
-        propagate(ctx, [effect(script, key.bytes, value, deadline)]);
-    }
+    propagate(ctx, |out| effect(out, script, key.bytes, value, deadline));
     drop(shard);
     Some(Reply::Int(1))
 }
 
 /// What Redis 7 logs for the script's write: a deadline as `PXAT` (SET PX
 /// and PSETEX alike), a SET without one as the script called it.
-fn effect(script: Script, key: &[u8], value: &[u8], deadline: u64) -> Encoded {
+fn effect(out: &mut Effects<'_>, script: Script, key: &[u8], value: &[u8], deadline: u64) {
     match script {
-        Script::SetNxPx | Script::CompareAndSwapPx => encoded(&[
-            &b"SET"[..],
+        Script::SetNxPx | Script::CompareAndSwapPx => out.push(&[
+            b"SET",
             key,
             value,
             b"PXAT",
-            deadline.to_string().as_bytes(),
+            itoa::Buffer::new().format(deadline).as_bytes(),
         ]),
-        Script::SetNx => encoded(&[&b"set"[..], key, value, b"nx"]),
-        Script::CompareAndSwap => encoded(&[&b"set"[..], key, value]),
+        Script::SetNx => out.push(&[b"set", key, value, b"nx"]),
+        Script::CompareAndSwap => out.push(&[b"set", key, value]),
     }
 }

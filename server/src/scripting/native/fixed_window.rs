@@ -5,10 +5,9 @@
 use tally_lua::fixed_window::{self, Counter, Outcome, Write};
 use tally_lua::Twin;
 
-use super::propagate;
+use super::{propagate, Effects};
 use crate::cmd::Ctx;
 use crate::resp::Reply;
-use crate::store::feed::{encoded, Encoded};
 use crate::store::{KeyRef, ShardData, ValueRef};
 
 /// Runs a library twin on `key`, or returns `None` to run Lua.
@@ -46,17 +45,14 @@ pub(super) fn run(
         Twin::RateLimiterFlexible | Twin::RateLimiterFlexibleValkeyGlide => shard.count_read(true),
         _ => {}
     }
-    let logging = ctx.shared.store.feed().active();
-    let mut changes: Vec<Encoded> = Vec::new();
-    for write in outcome.writes.into_iter().flatten() {
-        let deadline = apply(&mut shard, key, write, now);
-        if logging {
-            changes.push(effect(key.bytes, write, deadline));
+    let applied = outcome
+        .writes
+        .map(|write| write.map(|write| (write, apply(&mut shard, key, write, now))));
+    propagate(ctx, |out| {
+        for (write, deadline) in applied.into_iter().flatten() {
+            effect(out, key.bytes, write, deadline);
         }
-    }
-    if logging {
-        propagate(ctx, changes);
-    }
+    });
     drop(shard);
     Some(match outcome.reply {
         fixed_window::Reply::Integer(n) => Reply::Int(n),
@@ -123,21 +119,23 @@ pub(super) fn apply(shard: &mut ShardData, key: KeyRef<'_>, write: Write, now: u
 
 /// The command Redis 7 logs for one write of the script (scripts are
 /// replicated by their effects, each as its command propagates).
-pub(super) fn effect(key: &[u8], write: Write, deadline: u64) -> Encoded {
+pub(super) fn effect(out: &mut Effects<'_>, key: &[u8], write: Write, deadline: u64) {
+    let mut number = itoa::Buffer::new();
+    let mut at = itoa::Buffer::new();
     match write {
-        Write::Set { value, .. } => encoded(&[
-            &b"SET"[..],
+        Write::Set { value, .. } => out.push(&[
+            b"SET",
             key,
-            value.to_string().as_bytes(),
+            number.format(value).as_bytes(),
             b"PXAT",
-            deadline.to_string().as_bytes(),
+            at.format(deadline).as_bytes(),
         ]),
         Write::Increment { spelled, .. } if spelled.eq_ignore_ascii_case("incr") => {
-            encoded(&[spelled.as_bytes(), key])
+            out.push(&[spelled.as_bytes(), key])
         }
         Write::Increment { by, spelled } => {
-            encoded(&[spelled.as_bytes(), key, by.to_string().as_bytes()])
+            out.push(&[spelled.as_bytes(), key, number.format(by).as_bytes()])
         }
-        Write::Expire { .. } => encoded(&[&b"PEXPIREAT"[..], key, deadline.to_string().as_bytes()]),
+        Write::Expire { .. } => out.push(&[b"PEXPIREAT", key, at.format(deadline).as_bytes()]),
     }
 }

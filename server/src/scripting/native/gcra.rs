@@ -9,7 +9,6 @@ use super::{propagate, stored_string};
 use crate::cmd::Ctx;
 use crate::float::{format_g, format_g17};
 use crate::resp::Reply;
-use crate::store::feed::encoded;
 use crate::store::ValueRef;
 
 /// Runs `allowN` or `allowAtMost` on `key`, or returns `None` to run Lua.
@@ -46,17 +45,16 @@ pub(super) fn run(
         let tat = format_g17(write.tat);
         let deadline = now + write.seconds as u64 * 1000;
         shard.set(key, ValueRef::string(tat.as_bytes()), deadline, now);
-        if ctx.shared.store.feed().active() {
-            // SET ... EX propagates with the absolute deadline.
-            let change = encoded(&[
-                &b"SET"[..],
+        // SET ... EX propagates with the absolute deadline.
+        propagate(ctx, |out| {
+            out.push(&[
+                b"SET",
                 key.bytes,
                 tat.as_bytes(),
                 b"PXAT",
-                deadline.to_string().as_bytes(),
-            ]);
-            propagate(ctx, [change]);
-        }
+                itoa::Buffer::new().format(deadline).as_bytes(),
+            ])
+        });
     }
     drop(shard);
     // `tostring` of a Lua number is `%.14g`.

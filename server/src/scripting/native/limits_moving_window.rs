@@ -10,7 +10,6 @@ use crate::cmd::collection::modify;
 use crate::cmd::Ctx;
 use crate::float::format_g17;
 use crate::resp::Reply;
-use crate::store::feed::encoded;
 use crate::store::object::{List, Object};
 use crate::store::ValueRef;
 
@@ -64,24 +63,23 @@ pub(super) fn run(
     if let Some(mut entry) = shard.get_mut(key, now) {
         entry.set_expire_at(deadline);
     }
-    if ctx.shared.store.feed().active() {
+    propagate(ctx, |out| {
         let mut push: Vec<&[u8]> = vec![b"lpush", key.bytes];
         push.extend(std::iter::repeat_n(
             timestamp.as_bytes(),
             plan.amount as usize,
         ));
-        let last = (plan.limit - 1).to_string();
-        let changes = [
-            encoded(&push),
-            encoded(&[&b"ltrim"[..], key.bytes, b"0", last.as_bytes()]),
-            encoded(&[
-                &b"PEXPIREAT"[..],
-                key.bytes,
-                deadline.to_string().as_bytes(),
-            ]),
-        ];
-        propagate(ctx, changes);
-    }
+        out.push(&push);
+        let mut last = itoa::Buffer::new();
+        out.push(&[
+            b"ltrim",
+            key.bytes,
+            b"0",
+            last.format(plan.limit - 1).as_bytes(),
+        ]);
+        let mut at = itoa::Buffer::new();
+        out.push(&[b"PEXPIREAT", key.bytes, at.format(deadline).as_bytes()]);
+    });
     drop(shard);
     Some(Reply::Int(1))
 }

@@ -10,7 +10,6 @@ use super::fixed_window::{apply, effect, stored_counter};
 use super::propagate;
 use crate::cmd::Ctx;
 use crate::resp::Reply;
-use crate::store::feed::{encoded, Encoded};
 use crate::store::{KeyRef, MultiLock, ValueRef};
 
 /// Runs the twin on (previous, current), or returns `None` to run Lua.
@@ -55,33 +54,28 @@ pub(super) fn run(
         shift,
         acquired,
     );
-    let logging = ctx.shared.store.feed().active();
-    let mut changes: Vec<Encoded> = Vec::new();
-    if let Some(ttl_ms) = shift {
-        let deadline = rename_and_restart(&mut locked, previous_key, current_key, ttl_ms, now);
-        if logging {
-            changes.push(encoded(&[
-                &b"rename"[..],
-                current_key.bytes,
-                previous_key.bytes,
-            ]));
-            changes.push(encoded(&[
-                &b"SET"[..],
-                current_key.bytes,
-                b"0",
-                b"PXAT",
-                deadline.to_string().as_bytes(),
-            ]));
-        }
-    }
-    if let Some(write) = write {
+    let restarted =
+        shift.map(|ttl_ms| rename_and_restart(&mut locked, previous_key, current_key, ttl_ms, now));
+    let written = write.map(|write| {
         let deadline = apply(locked.shard(current_key), current_key, write, now);
-        if logging {
-            changes.push(effect(current_key.bytes, write, deadline));
-        }
-    }
-    if logging && !changes.is_empty() {
-        propagate(ctx, changes);
+        (write, deadline)
+    });
+    if restarted.is_some() || written.is_some() {
+        propagate(ctx, |out| {
+            if let Some(deadline) = restarted {
+                out.push(&[b"rename", current_key.bytes, previous_key.bytes]);
+                out.push(&[
+                    b"SET",
+                    current_key.bytes,
+                    b"0",
+                    b"PXAT",
+                    itoa::Buffer::new().format(deadline).as_bytes(),
+                ]);
+            }
+            if let Some((write, deadline)) = written {
+                effect(out, current_key.bytes, write, deadline);
+            }
+        });
     }
     drop(locked);
     Some(if acquired { Reply::Int(1) } else { Reply::Nil })

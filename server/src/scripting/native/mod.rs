@@ -22,20 +22,36 @@ use tally_lua::{Stored, Twin};
 
 use crate::cmd::Ctx;
 use crate::resp::Reply;
-use crate::store::feed::Encoded;
+use crate::store::feed::Change;
 use crate::store::ValueRef;
 
-/// Hands a native run's effects to the change feed, as the Lua run's would
-/// be: appended now (the run's shard locks are still held by the caller)
-/// unless a transaction encloses the run.
-fn propagate(ctx: &mut Ctx<'_>, changes: impl IntoIterator<Item = Encoded>) {
+/// Where a native run writes the commands its Lua run would propagate,
+/// straight into the client's pending change.
+struct Effects<'a> {
+    change: &'a mut Change,
+    db: usize,
+}
+
+impl Effects<'_> {
+    /// One command of the run's effects.
+    fn push(&mut self, argv: &[&[u8]]) {
+        self.change.push(self.db, argv);
+    }
+}
+
+/// Hands a native run's effects, as `write` gives them, to the change
+/// feed, as the Lua run's would be: appended now (the run's shard locks are
+/// still held by the caller) unless a transaction encloses the run.
+/// Nothing is built while the feed records nothing.
+fn propagate(ctx: &mut Ctx<'_>, write: impl FnOnce(&mut Effects<'_>)) {
     if !ctx.shared.store.feed().active() {
         return;
     }
     let db = ctx.client.db;
-    for change in changes {
-        ctx.client.propagated.push_encoded(db, &change);
-    }
+    write(&mut Effects {
+        change: &mut ctx.client.propagated,
+        db,
+    });
     if !crate::cmd::propagate::inside_run(ctx) {
         crate::cmd::propagate::append_pending(ctx);
     }

@@ -4,10 +4,9 @@
 
 use tally_lua::{lease, multi_limit, sliding_window, Twin};
 
-use super::propagate;
+use super::{propagate, Effects};
 use crate::cmd::Ctx;
 use crate::resp::Reply;
-use crate::store::feed::{encoded, Encoded};
 use crate::store::{KeyRef, MultiLock, ValueRef};
 
 /// A stored counter as a twin reads it: absent or an integer; anything else
@@ -74,16 +73,16 @@ fn decrement(locked: &mut MultiLock<'_>, key: KeyRef<'_>, by: i64, now: u64) {
 /// What the Lua run of a script would propagate for one INCR/INCRBY and
 /// EXPIRE (Redis 7 replicates scripts by their effects): the increment as
 /// the script calls it and `PEXPIREAT` with the deadline.
-fn effects(key: &[u8], by: Option<i64>, deadline: u64) -> [Encoded; 2] {
-    let deadline = deadline.to_string();
-    let increment = match by {
-        None => encoded(&[&b"INCR"[..], key]),
-        Some(by) => encoded(&[&b"INCRBY"[..], key, by.to_string().as_bytes()]),
-    };
-    [
-        increment,
-        encoded(&[&b"PEXPIREAT"[..], key, deadline.as_bytes()]),
-    ]
+fn effects(out: &mut Effects<'_>, key: &[u8], by: Option<i64>, deadline: u64) {
+    match by {
+        None => out.push(&[b"INCR", key]),
+        Some(by) => out.push(&[b"INCRBY", key, itoa::Buffer::new().format(by).as_bytes()]),
+    }
+    out.push(&[
+        b"PEXPIREAT",
+        key,
+        itoa::Buffer::new().format(deadline).as_bytes(),
+    ]);
 }
 
 /// Runs one of tally's own scripts, or returns `None` to run Lua.
@@ -118,9 +117,7 @@ pub(super) fn run(
                     return None;
                 }
                 let deadline = incr_and_expire(&mut locked, current_key, 1, seconds, now);
-                if ctx.shared.store.feed().active() {
-                    propagate(ctx, effects(current_key.bytes, None, deadline));
-                }
+                propagate(ctx, |out| effects(out, current_key.bytes, None, deadline));
             }
             drop(locked);
             Some(Reply::Array(
@@ -139,19 +136,21 @@ pub(super) fn run(
             // named by two limits is incremented twice, as in Lua. The twin
             // bounds stored values and costs by 2^53 and the limits by 1000,
             // so no sum can overflow and no write can fail half way.
-            // The effects are built only while the change feed records.
+            // The effects are kept only while the change feed records.
             let logging = ctx.shared.store.feed().active();
-            let mut changes = Vec::new();
-            for (key_index, by, seconds) in &outcome.writes {
-                let key = keys[*key_index];
-                let deadline = incr_and_expire(&mut locked, key, *by, *seconds, now);
+            let mut applied = Vec::new();
+            for &(key_index, by, seconds) in &outcome.writes {
+                let key = keys[key_index];
+                let deadline = incr_and_expire(&mut locked, key, by, seconds, now);
                 if logging {
-                    changes.extend(effects(key.bytes, Some(*by), deadline));
+                    applied.push((key, by, deadline));
                 }
             }
-            if logging {
-                propagate(ctx, changes);
-            }
+            propagate(ctx, |out| {
+                for (key, by, deadline) in applied {
+                    effects(out, key.bytes, Some(by), deadline);
+                }
+            });
             drop(locked);
             Some(Reply::Array(vec![
                 Reply::Int(outcome.allowed),
@@ -171,31 +170,37 @@ pub(super) fn run(
             // The twin gives back at most what a key holds and bounds every
             // operand by 2^50 and the limits by 1000: no write can overflow
             // or fail half way.
+            // Each write with the deadline it set (`None`: a DECRBY), kept
+            // only while the change feed records.
             let logging = ctx.shared.store.feed().active();
-            let mut changes = Vec::new();
+            let mut applied = Vec::new();
             for write in &outcome.writes {
-                match *write {
+                let (key, by, deadline) = match *write {
                     lease::Write::DecrBy { key, by } => {
                         decrement(&mut locked, keys[key], by, now);
-                        if logging {
-                            changes.push(encoded(&[
-                                &b"DECRBY"[..],
-                                keys[key].bytes,
-                                by.to_string().as_bytes(),
-                            ]));
-                        }
+                        (keys[key], by, None)
                     }
                     lease::Write::IncrByAndExpire { key, by, seconds } => {
                         let deadline = incr_and_expire(&mut locked, keys[key], by, seconds, now);
-                        if logging {
-                            changes.extend(effects(keys[key].bytes, Some(by), deadline));
-                        }
+                        (keys[key], by, Some(deadline))
                     }
+                };
+                if logging {
+                    applied.push((key, by, deadline));
                 }
             }
-            if logging {
-                propagate(ctx, changes);
-            }
+            propagate(ctx, |out| {
+                for (key, by, deadline) in applied {
+                    match deadline {
+                        None => out.push(&[
+                            b"DECRBY",
+                            key.bytes,
+                            itoa::Buffer::new().format(by).as_bytes(),
+                        ]),
+                        Some(deadline) => effects(out, key.bytes, Some(by), deadline),
+                    }
+                }
+            });
             drop(locked);
             let reply = &outcome.reply;
             Some(Reply::Array(vec![

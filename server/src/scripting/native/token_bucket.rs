@@ -9,7 +9,6 @@ use super::{propagate, stored_string};
 use crate::cmd::Ctx;
 use crate::float::format_g17;
 use crate::resp::Reply;
-use crate::store::feed::encoded;
 use crate::store::{KeyRef, MultiLock, ValueRef};
 
 /// Runs the twin on the tokens and timestamp keys, or returns `None` to
@@ -57,20 +56,14 @@ pub(super) fn run(
                 .shard(key)
                 .set(key, ValueRef::string(value.as_bytes()), deadline, now);
         }
-        if ctx.shared.store.feed().active() {
-            // SETEX propagates as SET with the absolute deadline.
-            let deadline = deadline.to_string();
-            let changes = [(keys[0], &tokens), (keys[1], &written_now)].map(|(key, value)| {
-                encoded(&[
-                    &b"SET"[..],
-                    key.bytes,
-                    value.as_bytes(),
-                    b"PXAT",
-                    deadline.as_bytes(),
-                ])
-            });
-            propagate(ctx, changes);
-        }
+        // SETEX propagates as SET with the absolute deadline.
+        propagate(ctx, |out| {
+            let mut at = itoa::Buffer::new();
+            let at = at.format(deadline).as_bytes();
+            for (key, value) in [(keys[0], &tokens), (keys[1], &written_now)] {
+                out.push(&[b"SET", key.bytes, value.as_bytes(), b"PXAT", at]);
+            }
+        });
     }
     drop(locked);
     Some(Reply::Array(

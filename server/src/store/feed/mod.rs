@@ -24,18 +24,6 @@ pub use replication::{BacklogInfo, History, ReplId, StreamSink, NO_REPLID};
 /// A command as propagated: its arguments, the name first.
 pub type Argv = Vec<Vec<u8>>;
 
-/// A command as the feed takes it: already in RESP ([`encode`]), so that
-/// a write going as it came is encoded from its borrowed arguments once,
-/// with one allocation, and copied after.
-pub type Encoded = Vec<u8>;
-
-/// `argv` as the feed takes it.
-pub fn encoded<A: AsRef<[u8]>>(argv: &[A]) -> Encoded {
-    let mut out = Vec::new();
-    encode(&mut out, argv);
-    out
-}
-
 /// One change as the feed takes it: its commands, each encoded in RESP
 /// with the database it runs in, back to back in one buffer. A client
 /// keeps one and reuses it, so that recording a write allocates nothing
@@ -58,12 +46,6 @@ impl Change {
     /// Adds the command `argv`, run in database `db`.
     pub fn push<A: AsRef<[u8]>>(&mut self, db: usize, argv: &[A]) {
         encode(&mut self.bytes, argv);
-        self.commands.push((db, self.bytes.len()));
-    }
-
-    /// Adds a command already encoded ([`encoded`]).
-    pub fn push_encoded(&mut self, db: usize, command: &[u8]) {
-        self.bytes.extend_from_slice(command);
         self.commands.push((db, self.bytes.len()));
     }
 
@@ -382,7 +364,7 @@ fn push_header(out: &mut Vec<u8>, kind: u8, n: usize) {
 
 #[cfg(test)]
 mod tests {
-    use super::{encode, encoded, Change, Feed};
+    use super::{encode, Change, Feed};
 
     #[test]
     fn commands_encode_as_resp_arrays_of_bulk_strings() {
@@ -404,7 +386,7 @@ mod tests {
         let mut change = Change::one(0, &[&b"SET"[..], b"k", b"v"]);
         let mut other = Change::default();
         other.push(3, &[&b"INCR"[..], b"n"]);
-        other.push_encoded(1, &encoded(&[&b"DEL"[..], b"k"]));
+        other.push(1, &[&b"DEL"[..], b"k"]);
         change.append(&mut other);
         assert!(other.is_empty());
         let commands: Vec<(usize, &[u8])> = change.commands().collect();

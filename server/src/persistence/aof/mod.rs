@@ -74,9 +74,6 @@ pub struct Aof {
     synced_watch: tokio::sync::watch::Sender<u64>,
     /// Wakes the background writer for an fsync a connection waits for.
     sync_requested: tokio::sync::Notify,
-    /// Told each time the writer lock is released after a write, for
-    /// connections waiting for someone else's write ([`before_replies`]).
-    flushed: tokio::sync::Notify,
 }
 
 impl Default for Aof {
@@ -101,7 +98,6 @@ impl Default for Aof {
             current_size: AtomicU64::new(0),
             synced_watch: tokio::sync::watch::Sender::new(0),
             sync_requested: tokio::sync::Notify::new(),
-            flushed: tokio::sync::Notify::new(),
         }
     }
 }
@@ -123,7 +119,15 @@ struct Writer {
     /// Turned on at run time: the increment is `temp-<name>.incr` and not
     /// in the manifest until the first rewrite gives it a base.
     temporary_incr: bool,
+    /// The feed's bytes being written, emptied after; exchanged for the
+    /// feed's at each write, so the feed grows into memory it already has
+    /// instead of reallocating from nothing after every write.
+    buffer: Vec<u8>,
 }
+
+/// The largest write buffer kept for reuse: one a burst grew past this is
+/// freed, so a quiet log does not keep a burst's memory.
+const BUFFER_LIMIT: usize = 4 << 20;
 
 /// Redis's temporary name for the increment of an AOF turned on at run time.
 fn temporary_incr_name(filename: &str) -> String {
@@ -177,9 +181,7 @@ pub fn before_reply(shared: &Shared, offset: u64) -> bool {
     if shared.config.read().appendfsync == Fsync::Always {
         return offset <= shared.aof.synced.load(Ordering::Acquire);
     }
-    if offset > shared.aof.written.load(Ordering::Acquire) {
-        flush(shared, false);
-    }
+    flush_to(shared, offset);
     true
 }
 
@@ -195,21 +197,22 @@ pub async fn before_replies(shared: &Shared, offset: u64) -> bool {
     if shared.config.read().appendfsync == Fsync::Always {
         return until_synced(shared, offset).await;
     }
-    let aof = &shared.aof;
-    while offset > aof.written.load(Ordering::Acquire) {
-        // While another connection writes, this one waits for that write
-        // (which may carry its changes too) without holding up its worker
-        // thread; then it looks again, and writes what is left itself.
-        let flushed = aof.flushed.notified();
-        tokio::pin!(flushed);
-        flushed.as_mut().enable();
-        if let Some(writer) = aof.writer.try_lock() {
-            write_out(shared, writer, false);
-            break;
-        }
-        flushed.await;
-    }
+    flush_to(shared, offset);
     true
+}
+
+/// Writes the feed to the file when it is not written up to `offset` yet.
+/// Looked at again once the writer lock is held: while this connection
+/// waited for it, the write that held it may have carried its changes.
+fn flush_to(shared: &Shared, offset: u64) {
+    let aof = &shared.aof;
+    if offset <= aof.written.load(Ordering::Acquire) {
+        return;
+    }
+    let writer = aof.writer.lock();
+    if offset > aof.written.load(Ordering::Acquire) {
+        write_out(shared, writer, false);
+    }
 }
 
 impl Aof {
@@ -269,35 +272,39 @@ fn write_out(shared: &Shared, mut writer: MutexGuard<'_, Writer>, sync: bool) {
     let aof = &shared.aof;
     let feed = shared.store.feed();
     let Writer {
-        file, incr_size, ..
+        file,
+        incr_size,
+        buffer,
+        ..
     } = &mut *writer;
     let Some(file) = file.as_ref() else {
         return;
     };
-    let (bytes, end) = feed.take();
-    if !bytes.is_empty() {
-        let outcome = (&**file).write_all(&bytes);
+    let end = feed.swap_pending(buffer);
+    if !buffer.is_empty() {
+        let outcome = (&**file).write_all(buffer);
         if outcome.is_err() {
             let _ = file.set_len(*incr_size);
-            feed.give_back(bytes);
+            feed.give_back(std::mem::take(buffer));
             aof.record_write(&outcome);
             drop(writer);
-            aof.flushed.notify_waiters();
             // Wakes connections waiting for an fsync: they see the failure.
             aof.synced_watch.send_modify(|_| {});
             return;
         }
         aof.record_write(&outcome);
-        *incr_size += bytes.len() as u64;
+        *incr_size += buffer.len() as u64;
         aof.current_size
-            .fetch_add(bytes.len() as u64, Ordering::Relaxed);
+            .fetch_add(buffer.len() as u64, Ordering::Relaxed);
         aof.written.store(end, Ordering::Release);
-        feed.recycle(bytes);
+        buffer.clear();
+        if buffer.capacity() > BUFFER_LIMIT {
+            *buffer = Vec::new();
+        }
     }
     let written = aof.written.load(Ordering::Acquire);
     let to_sync = (sync && aof.synced.load(Ordering::Acquire) < written).then(|| file.clone());
     drop(writer);
-    aof.flushed.notify_waiters();
     let Some(file) = to_sync else {
         return;
     };
@@ -376,6 +383,7 @@ pub fn open_for_append(shared: &Shared, mut manifest: Manifest) -> Result<(), St
         file: Some(Arc::new(file)),
         incr_size,
         temporary_incr: false,
+        buffer: Vec::new(),
     };
     let end = shared.store.feed().end();
     aof.written.store(end, Ordering::Release);

@@ -99,18 +99,10 @@ thread_local! {
     };
 }
 
-/// The largest buffer [`Feed::recycle`] keeps for reuse.
-const SPARE_LIMIT: usize = 4 << 20;
-
 /// The feed's bytes not yet taken by the writer.
 #[derive(Default)]
 struct Pending {
     bytes: Vec<u8>,
-    /// A buffer the writer has written and handed back ([`Feed::recycle`]),
-    /// empty, to take `bytes`' place at the next [`Feed::take`]: the feed
-    /// then grows into memory it already has instead of reallocating from
-    /// nothing after every write.
-    spare: Vec<u8>,
     /// The database the stream has SELECTed (`None` at the start of a
     /// file, so its first command is preceded by SELECT).
     selected: Option<usize>,
@@ -273,31 +265,22 @@ impl Feed {
     }
 
     /// Takes the bytes appended so far, and the stream position after them.
-    /// Hand the buffer back with [`Feed::recycle`] once written.
     pub fn take(&self) -> (Vec<u8>, u64) {
-        let mut pending = self.pending.lock();
-        let end = pending.end();
-        let spare = std::mem::take(&mut pending.spare);
-        let bytes = std::mem::replace(&mut pending.bytes, spare);
-        pending.taken = end;
-        (bytes, end)
+        let mut empty = Vec::new();
+        let end = self.swap_pending(&mut empty);
+        (empty, end)
     }
 
-    /// Takes back a buffer [`Feed::take`] gave out and the writer has
-    /// written, to be filled again. One past [`SPARE_LIMIT`] (a burst's) is
-    /// freed instead, so a quiet feed does not keep a burst's memory.
-    pub fn recycle(&self, mut bytes: Vec<u8>) {
-        if bytes.capacity() > SPARE_LIMIT {
-            return;
-        }
-        bytes.clear();
+    /// Exchanges the bytes appended so far for `buffer`, which must be
+    /// empty (the writer's, already written: the feed then fills memory it
+    /// had before), and returns the stream position after them.
+    pub fn swap_pending(&self, buffer: &mut Vec<u8>) -> u64 {
+        debug_assert!(buffer.is_empty());
         let mut pending = self.pending.lock();
-        if pending.spare.capacity() >= bytes.capacity() {
-            return;
-        }
-        let smaller = std::mem::replace(&mut pending.spare, bytes);
-        drop(pending);
-        drop(smaller);
+        let end = pending.end();
+        std::mem::swap(&mut pending.bytes, buffer);
+        pending.taken = end;
+        end
     }
 
     /// Puts bytes the writer took but could not write back in front, to be
@@ -423,33 +406,24 @@ mod tests {
     }
 
     #[test]
-    fn a_written_buffer_is_filled_again_and_a_burst_one_freed() {
+    fn a_written_buffer_is_filled_again() {
         let feed = Feed::default();
         feed.set_active(true);
         let change = Change::one(0, &[&b"SET"[..], b"k", &[b'x'; 1000][..]]);
+        let first_end = feed.append(&change);
+        let mut buffer = Vec::new();
+        assert_eq!(feed.swap_pending(&mut buffer), first_end);
+        assert!(buffer.starts_with(b"*2\r\n$6\r\nSELECT"));
+        let address = buffer.as_ptr();
+        buffer.clear();
+        // The written buffer goes back at the next exchange and is filled
+        // there, so the one after gives it out again.
+        let second_end = feed.append(&change);
+        assert_eq!(feed.swap_pending(&mut buffer), second_end);
+        buffer.clear();
         feed.append(&change);
-        let (first, _) = feed.take();
-        let capacity = first.capacity();
-        let address = first.as_ptr();
-        feed.recycle(first);
-        feed.append(&change);
-        feed.take();
-        // The recycled buffer is the feed's again from the second take
-        // on, so the third gives it out.
-        feed.append(&change);
-        let (third, _) = feed.take();
-        assert_eq!(third.as_ptr(), address);
-        assert!(third.capacity() >= capacity);
-        assert!(third.starts_with(b"*3\r\n$3\r\nSET"));
-        let burst = Vec::with_capacity(super::SPARE_LIMIT + 1);
-        feed.recycle(burst);
-        for _ in 0..2 {
-            feed.append(&change);
-            let (taken, _) = feed.take();
-            assert!(
-                taken.capacity() <= super::SPARE_LIMIT,
-                "a burst's buffer kept"
-            );
-        }
+        feed.swap_pending(&mut buffer);
+        assert_eq!(buffer.as_ptr(), address);
+        assert!(buffer.starts_with(b"*3\r\n$3\r\nSET"));
     }
 }

@@ -563,6 +563,58 @@ async fn a_full_sync_is_written_while_the_master_serves_clients() {
     assert_eq!(keys, 2_001);
 }
 
+/// A second replica that asks while the first one's snapshot is being
+/// written waits for it to end, then gets a snapshot of its own written
+/// in the background too (as a Redis replica that cannot attach to the
+/// running child waits for the next), instead of one written with every
+/// shard held: INFO shows it in `wait_bgsave` until then, both replicas
+/// end with every write, and two full syncs were served.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_second_replica_waits_for_the_running_snapshot_then_gets_its_own() {
+    let tally = TestServer::start_real_clock().await;
+    let master = tally.addr();
+    let mut conn = connect(master).await;
+    set_numbered(&mut conn, "key:", 2_000).await;
+    // 2,000 keys at 1.5 ms each: three seconds a snapshot.
+    run_lines(master, &["CONFIG SET rdb-key-save-delay 1500"]).await;
+    let Some(first) = replica_of(master) else {
+        return;
+    };
+    wait_for_info_field(master, "persistence", "rdb_bgsave_in_progress", "1").await;
+    let Some(second) = replica_of(master) else {
+        return;
+    };
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let line = loop {
+        if let Some(line) = replication_field(master, "slave1").await {
+            break line;
+        }
+        assert!(Instant::now() < deadline, "the second replica never asked");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    };
+    assert!(
+        line.contains(",state=wait_bgsave,"),
+        "the second replica got a snapshot at once: {line}"
+    );
+    let _: () = conn.set("while-queued", "1").await.expect("SET");
+    wait_in_sync(master, first.addr).await;
+    let _: () = conn.set("between", "2").await.expect("SET");
+    wait_in_sync(master, second.addr).await;
+    let _: () = conn.set("after", "3").await.expect("SET");
+    wait_in_sync(master, first.addr).await;
+    wait_in_sync(master, second.addr).await;
+    assert_same_data(master, first.addr).await;
+    assert_same_data(master, second.addr).await;
+    assert_eq!(stats_field(master, "sync_full").await, "2");
+    for replica in [&first, &second] {
+        let keys: usize = redis::cmd("DBSIZE")
+            .query_async(&mut connect(replica.addr).await)
+            .await
+            .expect("DBSIZE");
+        assert_eq!(keys, 2_003);
+    }
+}
+
 /// A replica that goes away while its snapshot is being written leaves
 /// nobody waiting for it: the write stops (as Redis kills a child whose
 /// replicas are all gone), the save is no longer in progress, and BGSAVE

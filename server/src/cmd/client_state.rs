@@ -306,11 +306,20 @@ pub enum After {
     /// meanwhile; then closes when `close` (SYNC after `REPLCONF
     /// rdb-only 1`).
     SendSnapshot {
-        /// The snapshot's bytes, once written.
-        bytes: crate::persistence::replica_snapshot::SnapshotBytes,
+        /// The snapshot, started or waiting for its turn.
+        snapshot: Snapshot,
         /// Close after it.
         close: bool,
     },
+}
+
+/// A replica's snapshot as the connection gets it.
+pub enum Snapshot {
+    /// Being written: its bytes, once written.
+    Started(crate::persistence::replica_snapshot::SnapshotBytes),
+    /// Waiting for the shards' snapshot to be free (another is being
+    /// written); the connection starts it then.
+    Queued(super::replication::QueuedSync),
 }
 
 impl After {

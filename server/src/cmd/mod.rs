@@ -67,7 +67,7 @@ use crate::resp::Reply;
 use crate::state::Shared;
 pub use crate::stats::{error_code, ErrorCounts};
 use crate::store::{access_clock, Db, KeyRef, MultiLock, ShardGuard, ShardLender};
-pub use client_state::{After, BatchStats, ClientState, ReplyMode};
+pub use client_state::{After, BatchStats, ClientState, ReplyMode, Snapshot};
 pub use handlers::Handler;
 use routing::{is_cluster_redirection, routed, slot_gate};
 

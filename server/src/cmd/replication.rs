@@ -8,7 +8,7 @@ use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
 use super::args::{int_arg, is, parse_i64};
-use super::{error, After, Ctx};
+use super::{error, After, Ctx, Snapshot};
 use crate::clients::ClientInfo;
 use crate::master_link::{LinkState, Target};
 use crate::persistence::{replica_snapshot, snapshot};
@@ -25,7 +25,10 @@ pub fn sync(ctx: &mut Ctx<'_>, argv: &[&[u8]]) -> Reply {
         return stream_to(ctx, None, argv);
     }
     if let Some((bytes, ())) = snapshot_in_background(ctx.shared, || ()) {
-        ctx.client.then(After::SendSnapshot { bytes, close: true });
+        ctx.client.then(After::SendSnapshot {
+            snapshot: Snapshot::Started(bytes),
+            close: true,
+        });
         return Reply::Nothing;
     }
     match snapshot::snapshot_bytes(ctx.shared) {
@@ -57,8 +60,8 @@ fn snapshot_in_background<T>(
 /// then those bytes and the stream. Any other gets a full
 /// resynchronization: `+FULLRESYNC <replid> <offset>`, then the snapshot
 /// of that moment (the stream that follows starts exactly after it),
-/// written in the background as BGSAVE writes its file, or with every
-/// shard held when another snapshot is in progress, then the stream.
+/// written in the background as BGSAVE writes its file (after the one in
+/// progress, when another is), then the stream.
 /// The stream is written as the connection's output like a monitor's
 /// lines, cut at `client-output-buffer-limit replica`; the replica's
 /// REPLCONF ACKs are read and get no reply.
@@ -128,26 +131,43 @@ fn stream_to(ctx: &mut Ctx<'_>, asked: Option<(&[u8], &[u8])>, argv: &[&[u8]]) -
             .fetch_add(1, Ordering::Relaxed);
     }
     feed.start_replicating();
+    let turn = QueuedSync {
+        sink: sink.clone(),
+        psync: asked.is_some(),
+    };
     // On a replica the snapshot pauses the relay of its master's stream
     // for its moment, so no piece of it falls between the two.
-    if let Some((bytes, (replid, offset))) =
-        snapshot_in_background(ctx.shared, || feed.attach(sink.clone()))
-    {
+    if let Some((bytes, line)) = start_full_sync(ctx.shared, &turn) {
         become_replica(ctx, mode);
         ctx.client
             .info
             .replica
             .awaits_snapshot
             .store(true, Ordering::Relaxed);
-        ctx.shared.stats.sync_full.fetch_add(1, Ordering::Relaxed);
         ctx.client.then(After::SendSnapshot {
-            bytes,
+            snapshot: Snapshot::Started(bytes),
             close: false,
         });
-        return match asked {
-            Some(_) => Reply::Raw(format!("+FULLRESYNC {replid} {offset}\r\n").into_bytes()),
-            None => Reply::Nothing,
-        };
+        return Reply::Raw(line);
+    }
+    if ctx.shared.itself.get().is_some() {
+        // The shards' one snapshot is taken (another replica's sync, a
+        // BGSAVE, a rewrite): the replica waits for it to end, then gets
+        // one of its own, as a Redis replica that cannot attach to the
+        // running child waits for the next (newlines keep its link alive
+        // until `+FULLRESYNC`), rather than every client waiting for a
+        // snapshot written with every shard held.
+        become_replica(ctx, mode);
+        ctx.client
+            .info
+            .replica
+            .awaits_snapshot
+            .store(true, Ordering::Relaxed);
+        ctx.client.then(After::SendSnapshot {
+            snapshot: Snapshot::Queued(turn),
+            close: false,
+        });
+        return Reply::Nothing;
     }
     match snapshot::snapshot_bytes_with(ctx.shared, || feed.attach(sink)) {
         Ok((file, (replid, offset))) => {
@@ -163,6 +183,38 @@ fn stream_to(ctx: &mut Ctx<'_>, asked: Option<(&[u8], &[u8])>, argv: &[&[u8]]) -
         }
         Err(e) => Reply::error_bytes(format!("ERR {e}").into_bytes()),
     }
+}
+
+/// A replica's full resynchronization waiting for the shards' snapshot to
+/// be free: the queue its stream goes to, and whether it asked with PSYNC
+/// (then `+FULLRESYNC` comes first).
+pub struct QueuedSync {
+    sink: Arc<dyn crate::store::feed::StreamSink>,
+    psync: bool,
+}
+
+/// Starts `turn`'s full resynchronization if the shards' snapshot is
+/// free: the replica's queue attached to the stream at the snapshot's
+/// moment, the snapshot written in the background. Returns its bytes to
+/// come and what goes before them (`+FULLRESYNC <replid> <offset>` for
+/// PSYNC); None when the snapshot is taken.
+pub fn start_full_sync(
+    shared: &Shared,
+    turn: &QueuedSync,
+) -> Option<(replica_snapshot::SnapshotBytes, Vec<u8>)> {
+    let feed = shared.store.feed();
+    // Again for a replica that waited: the last replica gone meanwhile
+    // turned recording off.
+    feed.start_replicating();
+    let (bytes, (replid, offset)) =
+        snapshot_in_background(shared, || feed.attach(turn.sink.clone()))?;
+    shared.stats.sync_full.fetch_add(1, Ordering::Relaxed);
+    let line = if turn.psync {
+        format!("+FULLRESYNC {replid} {offset}\r\n").into_bytes()
+    } else {
+        Vec::new()
+    };
+    Some((bytes, line))
 }
 
 /// The connection streams from now on.

@@ -6,10 +6,12 @@
 //! for the length of it (284 ms for a million counters:
 //! docs/benchmarks.md, `benches/sync_stall.sh`).
 //!
-//! The shards keep one snapshot at a time. When a BGSAVE, a rewrite or
-//! another replica's sync holds it, the caller takes the snapshot with
-//! every shard held, as before. A snapshot whose replica went away stops
-//! at the writer's next step.
+//! The shards keep one snapshot at a time. A replica that asks while a
+//! BGSAVE, a rewrite or another replica's sync holds it waits for it to
+//! end, then gets its own (`cmd::replication::start_full_sync`), as a
+//! Redis replica that cannot attach to the running child waits for the
+//! next. A snapshot whose replica went away stops at the writer's next
+//! step.
 
 use std::sync::atomic::Ordering;
 use std::sync::Arc;

@@ -21,7 +21,10 @@ mod socket;
 mod waits;
 
 use socket::{send_owed, wait, write_out};
-use waits::{wait_blocked, wait_for_aof, wait_for_replicas, wait_for_shutdown, wait_for_snapshot};
+use waits::{
+    wait_blocked, wait_for_aof, wait_for_replicas, wait_for_shutdown, wait_for_snapshot,
+    wait_for_snapshot_turn,
+};
 
 /// Bytes read per syscall at least; larger batches are read as they come.
 const READ_CHUNK: usize = 16 * 1024;
@@ -294,7 +297,7 @@ pub async fn serve_stream<S: ClientStream>(
                 resume_buffered = !input.is_empty();
                 After::Continue
             }
-            After::SendSnapshot { bytes, close } => {
+            After::SendSnapshot { snapshot, close } => {
                 // What is owed goes first (PSYNC's +FULLRESYNC line), then
                 // the snapshot once written; the stream queued meanwhile
                 // follows it.
@@ -310,6 +313,23 @@ pub async fn serve_stream<S: ClientStream>(
                 {
                     break;
                 }
+                let bytes = match snapshot {
+                    crate::cmd::Snapshot::Started(bytes) => bytes,
+                    crate::cmd::Snapshot::Queued(turn) => {
+                        let Some(bytes) = wait_for_snapshot_turn(
+                            &shared,
+                            &info,
+                            &mut stream,
+                            &turn,
+                            killed.as_mut(),
+                        )
+                        .await
+                        else {
+                            break;
+                        };
+                        bytes
+                    }
+                };
                 let Some(file) =
                     wait_for_snapshot(&shared, &info, &mut stream, bytes, killed.as_mut()).await
                 else {

@@ -167,6 +167,43 @@ pub(super) async fn wait_blocked(
     }
 }
 
+/// Waits until the shards' snapshot is free for a replica queued behind
+/// another's (`crate::cmd::replication::start_full_sync`), looking ten
+/// times a second and sending a newline each second, as Redis keeps a
+/// replica waiting for its BGSAVE alive; then starts the replica's and
+/// sends what goes before it (`+FULLRESYNC`). None when the connection
+/// is to close.
+pub(super) async fn wait_for_snapshot_turn(
+    shared: &Shared,
+    info: &crate::state::ClientInfo,
+    stream: &mut impl ClientStream,
+    turn: &crate::cmd::replication::QueuedSync,
+    mut killed: std::pin::Pin<&mut tokio::sync::futures::Notified<'_>>,
+) -> Option<crate::persistence::replica_snapshot::SnapshotBytes> {
+    let mut looks = 0u32;
+    loop {
+        if let Some((bytes, line)) = crate::cmd::replication::start_full_sync(shared, turn) {
+            if !line.is_empty()
+                && !super::write_out(shared, info, stream, &line, false, killed.as_mut()).await
+            {
+                return None;
+            }
+            return Some(bytes);
+        }
+        tokio::select! {
+            biased;
+            _ = killed.as_mut() => return None,
+            _ = tokio::time::sleep(std::time::Duration::from_millis(100)) => {}
+        }
+        looks += 1;
+        if looks % 10 == 0
+            && !super::write_out(shared, info, stream, b"\n", false, killed.as_mut()).await
+        {
+            return None;
+        }
+    }
+}
+
 /// A replica's snapshot being written in the background: its bytes once
 /// written. Meanwhile a newline goes to the replica each second, as Redis
 /// sends them to a replica waiting for its snapshot: the replica skips

@@ -501,6 +501,43 @@ async fn redis_cli_replica_and_rdb_work_over_sync() {
     );
 }
 
+/// `redis-cli --rdb` while a BGSAVE is being written waits for it, then
+/// gets a snapshot written in the background too (no client waits for
+/// either): when it has its file, the BGSAVE has finished.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn redis_cli_rdb_during_a_bgsave_waits_for_it() {
+    let tally = TestServer::start_real_clock().await;
+    let master = tally.addr();
+    let mut conn = connect(master).await;
+    set_numbered(&mut conn, "key:", 1_000).await;
+    // 1,000 keys at 1 ms each: a second a snapshot.
+    run_lines(master, &["CONFIG SET rdb-key-save-delay 1000", "BGSAVE"]).await;
+    assert_eq!(info_field(master, "persistence", "rdb_saves").await, "0");
+    let file = format!("{}/cli.rdb", tally_tests::scratch_dir());
+    let Ok(status) = tokio::process::Command::new("redis-cli")
+        .args(["-p", &master.port().to_string(), "--rdb", &file])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .status()
+        .await
+    else {
+        tally_tests::tool_missing("redis-cli");
+        return;
+    };
+    assert!(status.success());
+    assert_eq!(
+        info_field(master, "persistence", "rdb_saves").await,
+        "1",
+        "the BGSAVE ended before redis-cli had its file"
+    );
+    let snapshot = std::fs::read(&file).expect("the snapshot");
+    assert!(snapshot.starts_with(b"REDIS0010"), "a snapshot");
+    assert!(
+        snapshot.windows(7).any(|w| w == b"key:999"),
+        "with the keys"
+    );
+}
+
 /// A full resynchronization's snapshot is written in the background, as
 /// BGSAVE's is: with Redis's `rdb-key-save-delay` stretching it to four
 /// seconds, the master answers its clients while it is written (INFO

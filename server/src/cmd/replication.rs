@@ -24,9 +24,21 @@ pub fn sync(ctx: &mut Ctx<'_>, argv: &[&[u8]]) -> Reply {
     if !ctx.client.info.replica.rdb_only.load(Ordering::Relaxed) {
         return stream_to(ctx, None, argv);
     }
-    if let Some((bytes, ())) = snapshot_in_background(ctx.shared, || ()) {
+    let turn = QueuedSync {
+        sink: None,
+        psync: false,
+    };
+    if let Some((bytes, _)) = start_full_sync(ctx.shared, &turn) {
         ctx.client.then(After::SendSnapshot {
             snapshot: Snapshot::Started(bytes),
+            close: true,
+        });
+        return Reply::Nothing;
+    }
+    if ctx.shared.itself.get().is_some() {
+        // Another snapshot is being written: this one waits for it.
+        ctx.client.then(After::SendSnapshot {
+            snapshot: Snapshot::Queued(turn),
             close: true,
         });
         return Reply::Nothing;
@@ -132,7 +144,7 @@ fn stream_to(ctx: &mut Ctx<'_>, asked: Option<(&[u8], &[u8])>, argv: &[&[u8]]) -
     }
     feed.start_replicating();
     let turn = QueuedSync {
-        sink: sink.clone(),
+        sink: Some(sink.clone()),
         psync: asked.is_some(),
     };
     // On a replica the snapshot pauses the relay of its master's stream
@@ -186,10 +198,11 @@ fn stream_to(ctx: &mut Ctx<'_>, asked: Option<(&[u8], &[u8])>, argv: &[&[u8]]) -
 }
 
 /// A replica's full resynchronization waiting for the shards' snapshot to
-/// be free: the queue its stream goes to, and whether it asked with PSYNC
-/// (then `+FULLRESYNC` comes first).
+/// be free: the queue its stream goes to (none for `redis-cli --rdb`,
+/// which wants the snapshot alone), and whether it asked with PSYNC (then
+/// `+FULLRESYNC` comes first).
 pub struct QueuedSync {
-    sink: Arc<dyn crate::store::feed::StreamSink>,
+    sink: Option<Arc<dyn crate::store::feed::StreamSink>>,
     psync: bool,
 }
 
@@ -203,11 +216,14 @@ pub fn start_full_sync(
     turn: &QueuedSync,
 ) -> Option<(replica_snapshot::SnapshotBytes, Vec<u8>)> {
     let feed = shared.store.feed();
+    let Some(sink) = &turn.sink else {
+        // The snapshot alone: nothing attached, no sync counted.
+        return snapshot_in_background(shared, || ()).map(|(bytes, ())| (bytes, Vec::new()));
+    };
     // Again for a replica that waited: the last replica gone meanwhile
     // turned recording off.
     feed.start_replicating();
-    let (bytes, (replid, offset)) =
-        snapshot_in_background(shared, || feed.attach(turn.sink.clone()))?;
+    let (bytes, (replid, offset)) = snapshot_in_background(shared, || feed.attach(sink.clone()))?;
     shared.stats.sync_full.fetch_add(1, Ordering::Relaxed);
     let line = if turn.psync {
         format!("+FULLRESYNC {replid} {offset}\r\n").into_bytes()

@@ -24,6 +24,9 @@ pub fn sync(ctx: &mut Ctx<'_>, argv: &[&[u8]]) -> Reply {
     if !ctx.client.info.replica.rdb_only.load(Ordering::Relaxed) {
         return stream_to(ctx, None, argv);
     }
+    // A full sync for Redis too (INFO's sync_full), though no stream
+    // follows.
+    ctx.shared.stats.sync_full.fetch_add(1, Ordering::Relaxed);
     let turn = QueuedSync {
         sink: None,
         psync: false,
@@ -142,6 +145,8 @@ fn stream_to(ctx: &mut Ctx<'_>, asked: Option<(&[u8], &[u8])>, argv: &[&[u8]]) -
             .sync_partial_err
             .fetch_add(1, Ordering::Relaxed);
     }
+    // Counted when asked for, as Redis counts it, whenever it starts.
+    ctx.shared.stats.sync_full.fetch_add(1, Ordering::Relaxed);
     feed.start_replicating();
     let turn = QueuedSync {
         sink: Some(sink.clone()),
@@ -190,7 +195,6 @@ fn stream_to(ctx: &mut Ctx<'_>, asked: Option<(&[u8], &[u8])>, argv: &[&[u8]]) -
             .into_bytes();
             out.extend_from_slice(&file);
             become_replica(ctx, mode);
-            ctx.shared.stats.sync_full.fetch_add(1, Ordering::Relaxed);
             Reply::Raw(out)
         }
         Err(e) => Reply::error_bytes(format!("ERR {e}").into_bytes()),
@@ -217,14 +221,13 @@ pub fn start_full_sync(
 ) -> Option<(replica_snapshot::SnapshotBytes, Vec<u8>)> {
     let feed = shared.store.feed();
     let Some(sink) = &turn.sink else {
-        // The snapshot alone: nothing attached, no sync counted.
+        // The snapshot alone: nothing attached.
         return snapshot_in_background(shared, || ()).map(|(bytes, ())| (bytes, Vec::new()));
     };
     // Again for a replica that waited: the last replica gone meanwhile
     // turned recording off.
     feed.start_replicating();
     let (bytes, (replid, offset)) = snapshot_in_background(shared, || feed.attach(sink.clone()))?;
-    shared.stats.sync_full.fetch_add(1, Ordering::Relaxed);
     let line = if turn.psync {
         format!("+FULLRESYNC {replid} {offset}\r\n").into_bytes()
     } else {

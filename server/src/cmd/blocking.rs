@@ -111,6 +111,10 @@ fn or_block(
             keys.iter().map(|k| k.to_vec()).collect(),
             timeout_ms != 0,
         ));
+        // Counted as blocked from here: CLIENT LIST shows the command
+        // consumed from the query buffer by then, as Redis trims it.
+        let (left, capacity) = client.input_left;
+        client.info.io.input(left, capacity);
         ctx.shared.blocked.block(waiter.clone());
         drop(locked);
         // Queued behind earlier waiters on keys that hold something: this

@@ -80,6 +80,11 @@ pub struct ClientState {
     /// answers at once, as Redis's do for a client that may not block).
     /// Set by the dispatcher for each command.
     pub may_block: bool,
+    /// The query buffer once the running command is consumed: its length
+    /// and capacity. A command that blocks publishes them before it is
+    /// counted as blocked, so CLIENT LIST shows it as Redis does (its
+    /// command trimmed from the buffer: qbuf=0 when it came alone).
+    pub input_left: (usize, usize),
     /// The user this client authenticated as, as of `acl_generation`.
     pub user: Arc<crate::acl::User>,
     /// The ACL generation `user` was read at (see `crate::acl`).
@@ -141,6 +146,7 @@ impl ClientState {
             propagated,
             aof_offset,
             may_block,
+            input_left,
             user,
             acl_generation,
         } = self;
@@ -177,6 +183,7 @@ impl ClientState {
         propagated.clear();
         *aof_offset = 0;
         *may_block = false;
+        *input_left = (0, 0);
     }
 
     /// The client a blocked client's command runs again as, on the
@@ -220,6 +227,7 @@ impl ClientState {
             propagated: Default::default(),
             aof_offset: 0,
             may_block: false,
+            input_left: (0, 0),
             user,
             acl_generation: 0,
         }

@@ -522,6 +522,7 @@ fn run_batch(
     let mut commands = 0usize;
     let mut next = Next::Continue;
     let mut argv: Vec<&[u8]> = Vec::with_capacity(8);
+    let capacity = input.capacity();
     let buf: &[u8] = input;
     while pos < buf.len() {
         let frame = parse_frame(
@@ -539,12 +540,14 @@ fn run_batch(
                 argv.extend(args.iter().map(|r| &buf[pos + r.start..pos + r.end]));
                 pos += consumed;
                 commands += 1;
+                client.input_left = (buf.len() - pos, capacity);
                 run_one(shared, client, &argv, now_ms)
             }
             Frame::Inline { args, consumed } => {
                 let owned: Vec<&[u8]> = args.iter().map(|a| a.as_slice()).collect();
                 pos += consumed;
                 commands += 1;
+                client.input_left = (buf.len() - pos, capacity);
                 run_one(shared, client, &owned, now_ms)
             }
             Frame::Empty { consumed } => {

@@ -4,14 +4,17 @@
 # a client sends INCR after INCR to it while a replica of the same kind
 # attaches (REPLICAOF) and is fully synchronized. Prints, per server, the
 # longest wait for one reply, how many waits were over 50 ms, and how long
-# until the replica's link was up.
+# until the replica's link was up (every replica's, with REPLICAS=n
+# replicas asking at once: a master with several replicas restarting).
 #
 # Usage: benches/sync_stall.sh [counters]   (default 1000000)
 #        TALLY_BIN=<path> benches/sync_stall.sh   (another build)
+#        REPLICAS=2 benches/sync_stall.sh
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 COUNTERS=${1:-1000000}
+REPLICAS=${REPLICAS:-1}
 . benches/lib.sh
 tally_binary
 
@@ -28,13 +31,19 @@ start() { # kind port dir
 
 limiter_dataset "$COUNTERS" >"$WORK/load.resp"
 
-echo "| server | longest wait for an INCR's reply (ms) | waits over 50 ms | replica's link up after (s) |"
-echo "|---|---|---|---|"
+echo "| server | replicas | longest wait for an INCR's reply (ms) | waits over 50 ms | every replica's link up after (s) |"
+echo "|---|---|---|---|---|"
 for kind in redis tally; do
-    master=$(free_port); replica=$(free_port)
-    mkdir -p "$WORK/$kind-m" "$WORK/$kind-r"
+    master=$(free_port)
+    mkdir -p "$WORK/$kind-m"
     start "$kind" "$master" "$WORK/$kind-m"
-    start "$kind" "$replica" "$WORK/$kind-r"
+    replicas=()
+    for n in $(seq "$REPLICAS"); do
+        replica=$(free_port)
+        mkdir -p "$WORK/$kind-r$n"
+        start "$kind" "$replica" "$WORK/$kind-r$n"
+        replicas+=("$replica")
+    done
     redis-cli -p "$master" --pipe <"$WORK/load.resp" >/dev/null
     python3 - "$master" >"$WORK/$kind-pings" <<'PY' &
 import socket, sys, time
@@ -54,12 +63,20 @@ PY
     pinger=$!
     sleep 1
     t0=$(date +%s.%N)
-    redis-cli -p "$replica" replicaof 127.0.0.1 "$master" >/dev/null
-    until redis-cli -p "$replica" info replication | grep -q "master_link_status:up"; do sleep 0.02; done
+    for replica in "${replicas[@]}"; do
+        redis-cli -p "$replica" replicaof 127.0.0.1 "$master" >/dev/null
+    done
+    for replica in "${replicas[@]}"; do
+        until redis-cli -p "$replica" info replication | grep -q "master_link_status:up"; do
+            sleep 0.02
+        done
+    done
     t1=$(date +%s.%N)
     wait "$pinger"
     read -r longest over <"$WORK/$kind-pings"
-    echo "| $kind | $longest | $over | $(python3 -c "print(f'{$t1 - $t0:.2f}')") |"
-    redis-cli -p "$replica" shutdown nosave >/dev/null 2>&1 || true
+    echo "| $kind | $REPLICAS | $longest | $over | $(python3 -c "print(f'{$t1 - $t0:.2f}')") |"
+    for replica in "${replicas[@]}"; do
+        redis-cli -p "$replica" shutdown nosave >/dev/null 2>&1 || true
+    done
     redis-cli -p "$master" shutdown nosave >/dev/null 2>&1 || true
 done

@@ -24,6 +24,9 @@ pub use replication::{BacklogInfo, History, ReplId, StreamSink, NO_REPLID};
 /// A command as propagated: its arguments, the name first.
 pub type Argv = Vec<Vec<u8>>;
 
+/// The largest buffer a [`Change`] keeps for the next once cleared.
+const CHANGE_KEPT_MAX: usize = 64 * 1024;
+
 /// One change as the feed takes it: its commands, each encoded in RESP
 /// with the database it runs in, back to back in one buffer. A client
 /// keeps one and reuses it, so that recording a write allocates nothing
@@ -58,10 +61,20 @@ impl Change {
         other.clear();
     }
 
-    /// Forgets every command, keeping the buffers.
+    /// Forgets every command, keeping the buffers unless a large change
+    /// grew them past [`CHANGE_KEPT_MAX`]: a client that once wrote a
+    /// 512 MB value must not hold its copy for good.
     pub fn clear(&mut self) {
-        self.bytes.clear();
-        self.commands.clear();
+        if self.bytes.capacity() > CHANGE_KEPT_MAX {
+            self.bytes = Vec::new();
+        } else {
+            self.bytes.clear();
+        }
+        if self.commands.capacity() > CHANGE_KEPT_MAX / 64 {
+            self.commands = Vec::new();
+        } else {
+            self.commands.clear();
+        }
     }
 
     /// True when the change has no command.
@@ -384,6 +397,20 @@ mod tests {
         change.clear();
         assert!(change.is_empty());
         assert_eq!(change.commands().count(), 0);
+    }
+
+    #[test]
+    fn a_cleared_change_keeps_a_small_buffer_and_frees_a_large_one() {
+        let mut change = Change::one(0, &[&b"SET"[..], b"k", b"v"]);
+        change.clear();
+        let kept = change.bytes.capacity();
+        assert!(kept > 0, "a small buffer is kept for the next change");
+        change.push(
+            0,
+            &[&b"SET"[..], b"k", &vec![b'x'; super::CHANGE_KEPT_MAX][..]],
+        );
+        change.clear();
+        assert_eq!(change.bytes.capacity(), 0, "a large buffer is freed");
     }
 
     #[test]

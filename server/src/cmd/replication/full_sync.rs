@@ -154,26 +154,18 @@ fn stream_to(ctx: &mut Ctx<'_>, asked: Option<(&[u8], &[u8])>, argv: &[&[u8]]) -
     };
     // On a replica the snapshot pauses the relay of its master's stream
     // for its moment, so no piece of it falls between the two.
-    if let Some((bytes, line)) = start_full_sync(ctx.shared, &turn) {
-        become_replica(ctx, mode);
-        ctx.client
-            .info
-            .replica
-            .awaits_snapshot
-            .store(true, Ordering::Relaxed);
-        ctx.client.then(After::SendSnapshot {
-            snapshot: Snapshot::Started(bytes),
-            close: false,
-        });
-        return Reply::Raw(line);
-    }
-    if ctx.shared.itself.get().is_some() {
+    let background = match start_full_sync(ctx.shared, &turn) {
+        Some((bytes, line)) => Some((Snapshot::Started(bytes), Reply::Raw(line))),
         // The shards' one snapshot is taken (another replica's sync, a
         // BGSAVE, a rewrite): the replica waits for it to end, then gets
         // one of its own, as a Redis replica that cannot attach to the
         // running child waits for the next (newlines keep its link alive
         // until `+FULLRESYNC`), rather than every client waiting for a
         // snapshot written with every shard held.
+        None if ctx.shared.itself.get().is_some() => Some((Snapshot::Queued(turn), Reply::Nothing)),
+        None => None,
+    };
+    if let Some((snapshot, reply)) = background {
         become_replica(ctx, mode);
         ctx.client
             .info
@@ -181,10 +173,10 @@ fn stream_to(ctx: &mut Ctx<'_>, asked: Option<(&[u8], &[u8])>, argv: &[&[u8]]) -
             .awaits_snapshot
             .store(true, Ordering::Relaxed);
         ctx.client.then(After::SendSnapshot {
-            snapshot: Snapshot::Queued(turn),
+            snapshot,
             close: false,
         });
-        return Reply::Nothing;
+        return reply;
     }
     match snapshot::snapshot_bytes_with(ctx.shared, || feed.attach(sink)) {
         Ok((file, (replid, offset))) => {

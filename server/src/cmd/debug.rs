@@ -327,6 +327,15 @@ fn reload(ctx: &mut Ctx<'_>, options: &[&[u8]]) -> Reply {
             );
         }
     }
+    // The reload holds this client for its length, as Redis's does; the
+    // other connections of its worker move to another thread meanwhile,
+    // so that they are answered (-LOADING during the load) as Redis
+    // answers every client while it loads.
+    crate::store::off_worker(|| reload_now(ctx, flush, save, merge))
+}
+
+/// DEBUG RELOAD's save, flush and load.
+fn reload_now(ctx: &mut Ctx<'_>, flush: bool, save: bool, merge: bool) -> Reply {
     let shared = ctx.shared;
     if save && super::persistence::save_now(shared).is_err() {
         return Reply::error("ERR");

@@ -36,6 +36,13 @@ fn assert_well_formed(reply: &Reply) {
         Reply::Nothing => {}
         Reply::Raw(_) => panic!("a raw reply outside SYNC"),
         Reply::Multi(replies) => replies.iter().for_each(assert_well_formed),
+        // EXEC's array counts its commands, and a command answered with
+        // several frames (UNSUBSCRIBE of two channels) puts them all in
+        // its place, byte for byte as Redis's EXEC does: such an array is
+        // its header, then each element well formed.
+        Reply::Array(items) if items.iter().any(|item| matches!(item, Reply::Multi(_))) => {
+            items.iter().for_each(assert_well_formed)
+        }
         _ => {
             assert_encodes_whole(reply, Protocol::Resp2);
             assert_encodes_whole(reply, Protocol::Resp3);

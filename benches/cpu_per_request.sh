@@ -31,7 +31,12 @@
 # with redis-cell: REDIS_CELL names the module, built from
 # github:brandur/redis-cell with `cargo build --release`.
 #
+# GET reads keys SET just before (three SETs per key of the range, not
+# measured); KEY_RANGE (100000 unless set) is how many keys the loads
+# pick from at random: 1000000 shows a keyspace far past the CPU's caches.
+#
 # Usage: [ROUNDS=5] [REQUESTS=300000] [LOADS="set get ..."] [PIPELINE=16]
+#        [KEY_RANGE=100000]
 #        [REDIS_CELL=.../libredis_cell.so] [TALLY_ARGS="--shards 256"]
 #        [TALLY_BIN=<another build's tally-server>]
 #        benches/cpu_per_request.sh
@@ -168,6 +173,11 @@ measure() { # KIND LOAD: sets RUN_RPS and RUN_TICKS (per 100k requests)
     local port pid before after
     if [ "$1" = redis ]; then port=$REDIS_PORT pid=$REDIS_PID; else port=$TALLY_PORT pid=$TALLY_PID; fi
     redis-cli -p "$port" FLUSHALL >/dev/null
+    if [ "$2" = get ]; then
+        # GET reads counters that exist, as a limiter's read does (before
+        # 2026-12-07 it read an empty keyspace: misses that touch no memory).
+        rps "$port" "$((${KEY_RANGE:-100000} * 3))" -t set >/dev/null
+    fi
     before=$(cpu_ticks "$pid")
     RUN_RPS=$(load "$port" "$2")
     after=$(cpu_ticks "$pid")

@@ -16,11 +16,11 @@ user_system_ticks() { awk '{print $14, $15}' "/proc/$1/stat"; }
 # The median of the numbers given.
 median() { python3 -c "import statistics,sys; print(statistics.median(float(x) for x in sys.argv[1:]))" "$@"; }
 # Runs redis-benchmark against port $1 for $2 requests (-c 50 -P $PIPELINE,
-# 16 unless set; random keys), the rest of the arguments being the command;
-# prints requests per second.
+# 16 unless set; random keys among $KEY_RANGE, 100000 unless set), the rest
+# of the arguments being the command; prints requests per second.
 rps() {
     local port=$1 requests=$2; shift 2
-    redis-benchmark -p "$port" -c 50 -P "${PIPELINE:-16}" -r 100000 -n "$requests" -q "$@" 2>/dev/null |
+    redis-benchmark -p "$port" -c 50 -P "${PIPELINE:-16}" -r "${KEY_RANGE:-100000}" -n "$requests" -q "$@" 2>/dev/null |
         tr '\r' '\n' | grep "per second" | tail -1 | sed 's/.*: //;s/ requests per second.*//'
 }
 # The tally-server to measure: $TALLY_BIN when set (another build, e.g. an

@@ -2,7 +2,7 @@
 //! registry and statistics.
 
 use std::net::SocketAddr;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Instant;
 
@@ -32,6 +32,8 @@ pub struct Shared {
     pub idle_timeout_secs: AtomicU64,
     /// `proto-max-bulk-len`, read while framing.
     pub proto_max_bulk_len: AtomicU64,
+    /// `prefetch-batch-max-size`, read before each look ahead.
+    pub prefetch_batch_max_size: AtomicUsize,
     /// `client-query-buffer-limit`, read after every socket read.
     pub client_query_buffer_limit: AtomicU64,
     /// The clock every time-dependent command reads.
@@ -138,6 +140,7 @@ impl Shared {
             encodings: crate::store::object::EncodingLimits::new(config.encodings),
             idle_timeout_secs: AtomicU64::new(config.timeout_secs),
             proto_max_bulk_len: AtomicU64::new(config.proto_max_bulk_len),
+            prefetch_batch_max_size: AtomicUsize::new(config.prefetch_batch_max_size),
             client_query_buffer_limit: AtomicU64::new(config.client_query_buffer_limit),
             config: RwLock::new(config),
             clock,
@@ -256,6 +259,8 @@ impl Shared {
             .store(config.timeout_secs, Ordering::Relaxed);
         self.proto_max_bulk_len
             .store(config.proto_max_bulk_len, Ordering::Relaxed);
+        self.prefetch_batch_max_size
+            .store(config.prefetch_batch_max_size, Ordering::Relaxed);
         self.client_query_buffer_limit
             .store(config.client_query_buffer_limit, Ordering::Relaxed);
         self.scripts

@@ -179,3 +179,76 @@ async fn a_pipeline_split_at_every_byte_still_parses() {
     assert_eq!(conn.reply().await, b"+OK\r\n");
     assert_eq!(conn.reply().await, b"$17\r\nvalue with spaces\r\n");
 }
+
+/// The look ahead at a pipeline's next commands (`prefetch-batch-max-size`)
+/// only fetches their keys' memory early: on a keyspace large enough for
+/// it to run, a pipeline mixing every kind of frame is answered byte for
+/// byte as with it off.
+#[tokio::test]
+async fn the_look_ahead_changes_no_reply() {
+    let mut frames: Vec<Vec<u8>> = Vec::new();
+    for i in 0..40 {
+        let key = format!("key:{}", i * 997);
+        let script = "return redis.call('GET', KEYS[1])";
+        let select = if i % 2 == 0 { "1" } else { "0" };
+        for words in [
+            &["GET", &key][..],
+            &["INCR", &format!("counter:{i}")],
+            &["SET", &key, "changed"],
+            &["EVAL", script, "1", &key],
+            &["GET"],
+            &["NOSUCHCOMMAND", &key],
+            &["MULTI"],
+            &["DEL", &key],
+            &["EXEC"],
+            &["SELECT", select],
+        ] {
+            frames.push(tally_tests::encode_command(words));
+        }
+        frames.push(format!("EXISTS {key}\r\n").into_bytes());
+    }
+    let pipeline = frames.concat();
+    let commands = frames.len();
+    let mut answers = Vec::new();
+    for batch in ["16", "0"] {
+        let server = TestServer::start_with(|config| {
+            config.prefetch_batch_max_size = batch.parse().unwrap();
+            config.enable_debug_command = tally_server::config::ProtectedAction::Yes;
+        })
+        .await;
+        let mut conn = server.raw().await;
+        // 50,000 keys of 32 bytes: past the 2 MiB below which the look
+        // ahead does not run.
+        assert_eq!(conn.line("DEBUG POPULATE 50000 key 32").await, "+OK\r\n");
+        assert_eq!(
+            conn.line("CONFIG GET prefetch-batch-max-size").await,
+            format!(
+                "*2\r\n$23\r\nprefetch-batch-max-size\r\n${}\r\n{batch}\r\n",
+                batch.len()
+            )
+        );
+        conn.send(&pipeline).await;
+        let mut replies = Vec::new();
+        for _ in 0..commands {
+            replies.push(conn.reply().await);
+        }
+        // The first round, as Redis answers it.
+        assert!(
+            replies[0].starts_with(b"$32\r\nvalue:0\0"),
+            "{:?}",
+            replies[0]
+        );
+        assert_eq!(replies[1], b":1\r\n");
+        assert_eq!(replies[2], b"+OK\r\n");
+        assert_eq!(replies[3], b"$7\r\nchanged\r\n");
+        assert_eq!(
+            replies[4],
+            b"-ERR wrong number of arguments for 'get' command\r\n"
+        );
+        assert!(replies[5].starts_with(b"-ERR unknown command 'NOSUCHCOMMAND'"));
+        assert_eq!(replies[8], b"*1\r\n:1\r\n");
+        assert_eq!(replies[10], b":0\r\n");
+        answers.push(replies);
+    }
+    assert_eq!(answers[0], answers[1]);
+}

@@ -351,6 +351,7 @@ pub static DIRECTIVES: &[Directive] = &[
     number!("maxclients", Live, maxclients, int(Range::Unsigned(1, u32::MAX as u64)) as usize).help("Maximum simultaneous clients."),
     number!("timeout", Live, timeout_secs, int(Range::Unsigned(0, INT_MAX as u64)) as u64).help("Close clients idle for this many seconds (0 = never)."),
     number!("proto-max-bulk-len", Live, proto_max_bulk_len, bytes(Range::Signed(1024 * 1024, i64::MAX)) as u64).help("Largest bulk string a client may send, e.g. 512mb."),
+    number!("prefetch-batch-max-size", Live, prefetch_batch_max_size, int(Range::Signed(0, 128)) as usize).help("Keys of a pipeline's next commands whose memory is fetched together before they run, as Valkey 8 names it (0 or 1 = off)."),
     number!("client-query-buffer-limit", Live, client_query_buffer_limit, bytes(Range::Signed(1024 * 1024, i64::MAX)) as u64).help("Largest unprocessed input kept for one client, e.g. 1gb."),
     Directive::new(
         "loglevel",

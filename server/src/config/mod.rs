@@ -52,6 +52,9 @@ pub struct Config {
     pub proto_max_bulk_len: u64,
     /// Largest unprocessed input buffered for one client (`client-query-buffer-limit`).
     pub client_query_buffer_limit: u64,
+    /// Keys of a pipeline's next commands prefetched together
+    /// (`prefetch-batch-max-size`); 0 or 1 turns the look ahead off.
+    pub prefetch_batch_max_size: usize,
     /// Log verbosity (`loglevel`): debug, verbose, notice, warning, nothing.
     pub loglevel: String,
     /// `logfile`: where the binary logs ("" for standard output).
@@ -353,6 +356,7 @@ impl Default for Config {
             maxclients: 10000,
             timeout_secs: 0,
             proto_max_bulk_len: 512 * 1024 * 1024,
+            prefetch_batch_max_size: 16,
             client_query_buffer_limit: 1024 * 1024 * 1024,
             loglevel: "notice".to_string(),
             logfile: String::new(),

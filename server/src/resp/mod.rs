@@ -4,6 +4,6 @@ pub mod parse;
 pub mod reply;
 pub mod scan;
 
-pub use parse::{parse_frame, Frame, FrameLimits, Resume};
+pub use parse::{parse_frame, peek_command, Frame, FrameLimits, Resume};
 pub use reply::{BulkList, Protocol, Reply};
 pub use scan::reply_frame_len;

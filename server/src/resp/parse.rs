@@ -184,6 +184,45 @@ fn continue_multibulk(
     }
 }
 
+/// Most arguments [`peek_command`] frames: a look ahead is for the small
+/// commands of a pipeline, and stops at anything larger.
+pub const PEEK_MAX_ARGS: usize = 64;
+
+/// Frames the multibulk command at the start of `buf` without allocating
+/// (the ranges go into `args`, cleared first) and returns the bytes it
+/// takes, for a look ahead at a pipeline's next commands. Anything else is
+/// `None`, and the look ahead stops there: an inline command, an
+/// incomplete or malformed frame, one of more than [`PEEK_MAX_ARGS`]
+/// arguments. It applies no limit: [`parse_frame`] still frames every
+/// command that runs, with the client's limits and Redis's errors.
+pub fn peek_command(buf: &[u8], args: &mut Vec<Range<usize>>) -> Option<usize> {
+    args.clear();
+    if buf.first() != Some(&b'*') {
+        return None;
+    }
+    let line_end = find_cr(buf, 1)?;
+    let count = parse_header_int(&buf[1..line_end])?;
+    if !(1..=PEEK_MAX_ARGS as i64).contains(&count) {
+        return None;
+    }
+    let mut pos = line_end + 2;
+    for _ in 0..count {
+        if buf.get(pos) != Some(&b'$') {
+            return None;
+        }
+        let line_end = find_cr(buf, pos)?;
+        let len = usize::try_from(parse_header_int(&buf[pos + 1..line_end])?).ok()?;
+        let start = line_end + 2;
+        let end = start.checked_add(len)?;
+        if end.checked_add(2)? > buf.len() {
+            return None;
+        }
+        args.push(start..end);
+        pos = end + 2;
+    }
+    (pos <= buf.len()).then_some(pos)
+}
+
 fn parse_inline(buf: &[u8], scanned: usize, resume: &mut Resume) -> Frame {
     // Redis finds the end of line with strchr, which stops at a NUL byte:
     // input after a NUL waits for more, and is refused once it outgrows the
@@ -349,6 +388,48 @@ mod tests {
             Frame::Inline { args, .. } => args,
             other => panic!("not a command: {other:?}"),
         }
+    }
+
+    #[test]
+    fn a_peek_frames_what_parse_frame_frames_and_nothing_else() {
+        let pipeline: &[u8] =
+            b"*2\r\n$3\r\nGET\r\n$1\r\nk\r\n*3\r\n$3\r\nSET\r\n$0\r\n\r\n$5\r\nv\r\nxy\r\n";
+        let mut args = Vec::new();
+        let mut pos = 0;
+        while pos < pipeline.len() {
+            let Frame::Command {
+                args: parsed,
+                consumed,
+            } = frame(&pipeline[pos..])
+            else {
+                panic!("not a command at {pos}");
+            };
+            assert_eq!(peek_command(&pipeline[pos..], &mut args), Some(consumed));
+            assert_eq!(args, parsed);
+            pos += consumed;
+        }
+        // Every cut of a command is no command yet (the first is 20 bytes).
+        for cut in 0..20 {
+            assert_eq!(peek_command(&pipeline[..cut], &mut args), None, "cut {cut}");
+        }
+        // What the look ahead leaves to parse_frame: inline commands,
+        // empty or malformed frames, too many arguments.
+        let many = format!("*65\r\n{}", "$1\r\nx\r\n".repeat(65));
+        for other in [
+            &b"GET k\r\n"[..],
+            b"*0\r\n",
+            b"*-1\r\n",
+            b"*1\r\n+GET\r\n",
+            b"*1\r\n$x\r\nGET\r\n",
+            b"*1\r\n$-1\r\n",
+            b"*1\r\n$3\r\nGET\r",
+            many.as_bytes(),
+        ] {
+            assert_eq!(peek_command(other, &mut args), None, "{other:?}");
+        }
+        let most = format!("*64\r\n{}", "$1\r\nx\r\n".repeat(64));
+        assert_eq!(peek_command(most.as_bytes(), &mut args), Some(most.len()));
+        assert_eq!(args.len(), 64);
     }
 
     #[test]

@@ -218,7 +218,9 @@ impl Entry {
         // it cannot load is ignored rather than faulted on.
         unsafe {
             use std::arch::x86_64::{_mm_prefetch, _MM_HINT_T0};
-            _mm_prefetch::<_MM_HINT_T0>(self.block().as_ptr() as *const i8);
+            let block = self.block().as_ptr() as *const i8;
+            _mm_prefetch::<_MM_HINT_T0>(block);
+            _mm_prefetch::<_MM_HINT_T0>(block.wrapping_add(47));
         }
     }
 

@@ -37,7 +37,9 @@ pub use clock::{Clock, ManualClock, SystemClock};
 pub use entry::{Entry, ValueRef};
 pub use held::{HeldShards, OneShard, ShardGuard, ShardLender};
 pub use object::{Kind, Object};
-pub use shard::{as_master_command, EntryMut, KeyRef, OwnedValue, ShardData, SCAN_EPOCH_MASK};
+pub use shard::{
+    as_master_command, BucketHint, EntryMut, KeyRef, OwnedValue, ShardData, SCAN_EPOCH_MASK,
+};
 
 /// Waits for a shard somebody else holds. A shard is normally held for one
 /// command, but a script holds its shards for its whole run; on a tokio
@@ -76,6 +78,8 @@ pub struct Db {
     /// Per shard: acquisitions that found the lock held and had to wait
     /// (the metrics endpoint's `tally_shard_lock_waits_total`).
     lock_waits: Box<[AtomicU64]>,
+    /// Per shard: where its table lies, for prefetching without the lock.
+    bucket_hints: Box<[Arc<BucketHint>]>,
 }
 
 /// Hears of every key a write modifies (set, deleted, expired, flushed
@@ -149,20 +153,24 @@ impl Store {
         let used_memory = Arc::new(AtomicIsize::new(0));
         let feed = Arc::new(feed::Feed::default());
         let dbs = (0..databases.max(1))
-            .map(|db| Db {
-                shards: (0..shards)
+            .map(|db| {
+                let data: Vec<ShardData> = (0..shards)
                     .map(|_| {
-                        Mutex::new(ShardData::new(
+                        ShardData::new(
                             hasher.clone(),
                             used_memory.clone(),
                             observer.clone(),
                             feed.clone(),
                             db,
-                        ))
+                        )
                     })
-                    .collect(),
-                shard_mask: shards as u64 - 1,
-                lock_waits: (0..shards).map(|_| AtomicU64::new(0)).collect(),
+                    .collect();
+                Db {
+                    bucket_hints: data.iter().map(ShardData::bucket_hint).collect(),
+                    shards: data.into_iter().map(Mutex::new).collect(),
+                    shard_mask: shards as u64 - 1,
+                    lock_waits: (0..shards).map(|_| AtomicU64::new(0)).collect(),
+                }
             })
             .collect();
         Store {
@@ -268,6 +276,22 @@ impl Db {
     /// How often locking shard `index` had to wait for another holder.
     pub fn lock_waits(&self, index: usize) -> u64 {
         self.lock_waits[index].load(Ordering::Relaxed)
+    }
+
+    /// Starts bringing in, without the lock, the table memory a lookup of
+    /// `key` reads first (see `shard::prefetch`).
+    #[inline]
+    pub fn prefetch_buckets(&self, key: KeyRef<'_>) {
+        self.bucket_hints[self.shard_of(key)].prefetch(key.hash);
+    }
+
+    /// Starts bringing in the entries a lookup of `key` will compare, if
+    /// its shard is free: a prefetch never waits for a lock.
+    #[inline]
+    pub fn prefetch_entry(&self, key: KeyRef<'_>) {
+        if let Some(shard) = self.shards[self.shard_of(key)].try_lock() {
+            shard.prefetch_entry(key);
+        }
     }
 
     /// Locks shard `index` if nobody holds it.

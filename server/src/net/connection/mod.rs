@@ -17,6 +17,7 @@ use crate::cmd::{self, After, ClientState, Ctx, ReplyMode};
 use crate::resp::{parse_frame, Frame, FrameLimits, Reply, Resume};
 use crate::state::{ClientInfo, Shared};
 
+mod lookahead;
 mod socket;
 mod waits;
 
@@ -524,7 +525,13 @@ fn run_batch(
     let mut argv: Vec<&[u8]> = Vec::with_capacity(8);
     let capacity = input.capacity();
     let buf: &[u8] = input;
+    let batch = shared.prefetch_batch_max_size.load(Ordering::Relaxed);
+    // Where the commands whose keys were prefetched end.
+    let mut looked_ahead_to = 0;
     while pos < buf.len() {
+        if batch > 1 && pos >= looked_ahead_to && client.authenticated {
+            looked_ahead_to = pos + lookahead::prefetch_keys(shared, client.db, &buf[pos..], batch);
+        }
         let frame = parse_frame(
             &buf[pos..],
             FrameLimits {

@@ -29,11 +29,13 @@ use super::snapshot::{ShardSnapshot, SnapshotMemory, Step};
 
 mod entry_mut;
 mod lookup;
+mod prefetch;
 mod saving;
 mod walk;
 mod write;
 
 pub use entry_mut::EntryMut;
+pub use prefetch::BucketHint;
 
 /// A key together with its precomputed hash (computed once, outside the lock).
 #[derive(Clone, Copy, Debug)]
@@ -188,6 +190,9 @@ pub struct ShardData {
     pub(super) field_queue: FieldQueue,
     /// Hash fields purged since INFO's expired_subkeys last collected them.
     pub(super) expired_fields_uncounted: u64,
+    /// Where the table lies, for lock-free prefetches (see `prefetch`),
+    /// published again whenever the table is reallocated.
+    bucket_hint: Arc<BucketHint>,
 }
 
 /// Read lookups of one shard, as Redis's lookupKeyRead counts them.
@@ -252,6 +257,7 @@ impl ShardData {
             slot_index: None,
             field_queue: FieldQueue::new(),
             expired_fields_uncounted: 0,
+            bucket_hint: Arc::default(),
         }
     }
 
@@ -375,6 +381,8 @@ impl ShardData {
         std::mem::swap(&mut self.field_queue, &mut other.field_queue);
         self.layout_epoch = self.layout_epoch.wrapping_add(1);
         other.layout_epoch = other.layout_epoch.wrapping_add(1);
+        self.bucket_hint.publish(&self.table);
+        other.bucket_hint.publish(&other.table);
         self.sweep_cursor = 0;
         other.sweep_cursor = 0;
     }

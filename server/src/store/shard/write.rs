@@ -100,7 +100,12 @@ impl ShardData {
                 None
             }
         };
-        delta += self.table.allocation_size() as isize - table_before as isize;
+        let table_after = self.table.allocation_size();
+        if table_after != table_before {
+            // The table was reallocated: lookups prefetch from its new place.
+            self.bucket_hint.publish(&self.table);
+        }
+        delta += table_after as isize - table_before as isize;
         self.account(delta);
         let was_live = match previous {
             Some(old) => {
@@ -208,6 +213,7 @@ impl ShardData {
             index.clear();
         }
         self.layout_epoch = self.layout_epoch.wrapping_add(1);
+        self.bucket_hint.publish(&self.table);
         self.sweep_cursor = 0;
         self.field_queue.clear();
         self.account(-bytes);

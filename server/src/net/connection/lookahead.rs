@@ -47,6 +47,10 @@ pub(super) fn prefetch_keys(shared: &Shared, db: usize, buf: &[u8], batch: usize
         let Some(length) = peek_command(&buf[spanned..], &mut ranges) else {
             break;
         };
+        if spanned == 0 && length == buf.len() {
+            // A lone command (no pipeline): nothing to overlap.
+            return length;
+        }
         let frame = &buf[spanned..spanned + length];
         argv.clear();
         argv.extend(ranges.iter().map(|range| &frame[range.clone()]));

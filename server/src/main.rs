@@ -324,8 +324,11 @@ fn main() -> ExitCode {
             env!("CARGO_PKG_VERSION"),
             handle.local_addr()
         );
-        supervisor.ready(replica);
+        // Signals are handled before the supervisor hears the server is
+        // ready: a SIGTERM sent the moment READY=1 arrived must stop it
+        // cleanly, not kill it by the signal's default action.
         watch_signals(handle.shared().clone());
+        supervisor.ready(replica);
         let mut stopped = handle.shared().shutdown.subscribe();
         let _ = stopped.wait_for(|&stop| stop).await;
         let fatal = handle
@@ -356,6 +359,7 @@ fn main() -> ExitCode {
 /// SIGTERM and SIGINT start the shutdown from a thread of their own: the
 /// runtime's workers may all be busy running scripts, and a signal must
 /// still stop the server (it also stops those scripts, killable or not).
+/// Returns once the thread handles them.
 /// Each first does what `shutdown-on-sigterm` / `shutdown-on-sigint` say
 /// (by default, wait for lagging replicas up to `shutdown-timeout`, then
 /// save when save points are set, as Redis does); if that save fails the
@@ -363,6 +367,7 @@ fn main() -> ExitCode {
 /// succeeds.
 fn watch_signals(shared: std::sync::Arc<tally_server::Shared>) {
     use tokio::signal::unix::{signal, SignalKind};
+    let (handling, handled) = std::sync::mpsc::channel::<()>();
     let spawned = std::thread::Builder::new()
         .name("signals".into())
         .spawn(move || {
@@ -389,6 +394,7 @@ fn watch_signals(shared: std::sync::Arc<tally_server::Shared>) {
                     return;
                 }
             };
+            let _ = handling.send(());
             loop {
                 let received = runtime.block_on(wait_for_signal(&mut terminate, &mut interrupt));
                 let flags = match received {
@@ -408,7 +414,11 @@ fn watch_signals(shared: std::sync::Arc<tally_server::Shared>) {
                 }
             }
         });
-    if let Err(e) = spawned {
-        tracing::warn!("signals will not stop the server: {e}");
+    match spawned {
+        // An error here means the thread gave up on signals and said so.
+        Ok(_) => {
+            let _ = handled.recv();
+        }
+        Err(e) => tracing::warn!("signals will not stop the server: {e}"),
     }
 }

@@ -537,7 +537,12 @@ fn systemd_supervision_sends_ready_and_stopping() {
             ["STATUS=Ready to accept connections\n", "READY=1\n"],
             "{mode}"
         );
-        assert_eq!(ping(port).as_deref(), Some("+PONG\r\n"));
+        // Under `auto` the SIGTERM goes the moment READY=1 arrived: the
+        // server must already handle it (it once announced readiness
+        // before its signal thread was up, and died by the signal).
+        if mode == "systemd" {
+            assert_eq!(ping(port).as_deref(), Some("+PONG\r\n"));
+        }
         let sent = Command::new("kill")
             .args(["-TERM", &child.id().to_string()])
             .status()

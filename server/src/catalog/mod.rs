@@ -307,24 +307,6 @@ impl Command {
         }
     }
 
-    /// The argument indexes holding keys in this call, as far as they are
-    /// found without reading its options: a counted range (EVAL's
-    /// numkeys) or the key spec's stride (GET's one key, MSET's every
-    /// other argument); none for the other movable-key commands (SORT's
-    /// STORE, MIGRATE's KEYS). No allocation: a pipeline's look ahead
-    /// runs it for every command.
-    pub fn fixed_key_positions(&self, argv: &[&[u8]]) -> std::iter::StepBy<std::ops::Range<usize>> {
-        if let Some(range) = self.counted_key_range(argv) {
-            return range.step_by(1);
-        }
-        if self.flags & MOVABLE_KEYS != 0 || self.keys.first <= 0 {
-            return (0..0).step_by(1);
-        }
-        let first = self.keys.first as usize;
-        let end = (self.keys.last_position(argv.len()) + 1).max(0) as usize;
-        (first..end.max(first)).step_by(self.keys.step.max(1) as usize)
-    }
-
     /// The index of the command's only key, when it has exactly one at a
     /// fixed position; 0 otherwise.
     #[inline(always)]
@@ -609,44 +591,6 @@ mod tests {
         assert_eq!(spec(1, -1, 1).positions(4), vec![1, 2, 3]);
         assert_eq!(spec(1, 2, 1).positions(3), vec![1, 2]);
         assert!(spec(0, 0, 0).positions(3).is_empty());
-    }
-
-    /// The look ahead's key positions are the general ones for every
-    /// command whose keys are not movable, and never a position the
-    /// general ones lack (a counted range leaves out ZUNIONSTORE's
-    /// destination, and SORT's and MIGRATE's keys are left out).
-    #[test]
-    fn fixed_key_positions_are_the_key_positions_found_without_options() {
-        let argv_of = |name: &'static str, argc: usize| {
-            let mut argv: Vec<&[u8]> = vec![name.as_bytes()];
-            argv.resize(argc, b"2");
-            argv
-        };
-        for command in registry().all() {
-            for argc in 1..9 {
-                let argv = argv_of(command.name, argc);
-                let fixed: Vec<usize> = command.fixed_key_positions(&argv).collect();
-                let general = command.key_positions(&argv);
-                if command.flags & MOVABLE_KEYS == 0 {
-                    assert_eq!(fixed, general, "{} with {argc} arguments", command.name);
-                } else {
-                    assert!(
-                        fixed.iter().all(|p| general.contains(p)),
-                        "{}",
-                        command.name
-                    );
-                }
-            }
-        }
-        let mset = registry().lookup(b"mset").unwrap();
-        let argv: [&[u8]; 5] = [b"mset", b"a", b"1", b"b", b"2"];
-        assert_eq!(mset.fixed_key_positions(&argv).collect::<Vec<_>>(), [1, 3]);
-        let evalsha = registry().lookup(b"evalsha").unwrap();
-        let argv: [&[u8]; 6] = [b"evalsha", b"sha", b"2", b"k1", b"k2", b"arg"];
-        assert_eq!(
-            evalsha.fixed_key_positions(&argv).collect::<Vec<_>>(),
-            [3, 4]
-        );
     }
 
     #[test]

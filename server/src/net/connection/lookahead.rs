@@ -60,10 +60,11 @@ pub(super) fn prefetch_keys(shared: &Shared, db: usize, buf: &[u8], batch: usize
             continue;
         };
         let command = registry().command(index);
-        for position in command.fixed_key_positions(&argv) {
-            if keys.len() == batch {
-                break;
-            }
+        let positions = match command.only_key_position() {
+            0 => command.counted_key_range(&argv).unwrap_or(0..0),
+            only => only..only + 1,
+        };
+        for position in positions {
             if let Some(key) = argv.get(position) {
                 keys.push(shared.store.key(key));
             }

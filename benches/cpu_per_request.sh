@@ -24,6 +24,10 @@
 # sorted set (ZREMRANGEBYSCORE, ZCARD, ZADD, PEXPIRE) through EVALSHA, on
 # the Lua path.
 #
+# Any other load name is passed to redis-benchmark as `-t <name>`: its
+# own tests (lpush, rpush, lpop, rpop, sadd, hset, spop, zadd, zpopmin,
+# lrange_100, mset), for a look across the command surface.
+#
 # `increx` (not in the default list) is INCREX on tally against the INCR +
 # EXPIRE script it replaces on Redis 7.0.
 #
@@ -165,6 +169,9 @@ load() { # PORT LOAD: runs it; prints requests per second
             else
                 args=(INCREX "$K" BYINT 1 EX 60 ENX)
             fi ;;
+        # Any other name is one of redis-benchmark's own tests (lpush,
+        # rpop, sadd, hset, spop, zadd, zpopmin, lrange_100, mset, ...).
+        *) args=(-t "$name") ;;
     esac
     rps "$port" "$REQUESTS" "${args[@]}"
 }

@@ -28,6 +28,10 @@ use crate::store::KeyRef;
 /// million gained half.
 const CACHED_KEYSPACE: usize = 2 << 20;
 
+/// After this many commands naming fewer than two keys, the look ahead
+/// gives the batch up as a pipeline on one key.
+const HOT_KEY_COMMANDS: usize = 4;
+
 /// Prefetches the keys of the whole commands at the front of `buf`, for
 /// a client on database `db`, until `batch` keys or commands: every key's
 /// table memory first, then every key's entry. Returns how many bytes of
@@ -38,9 +42,27 @@ pub(super) fn prefetch_keys(shared: &Shared, db: usize, buf: &[u8], batch: usize
         // The keys are in cache already: looking would only cost.
         return buf.len();
     }
+    let (keys, spanned) = keys_ahead(shared, buf, batch);
+    if keys.len() > 1 {
+        // One key alone gains nothing: its lookup follows at once.
+        let db = shared.store.db(db);
+        for key in &keys {
+            db.prefetch_buckets(*key);
+        }
+        for key in &keys {
+            db.prefetch_entry(*key);
+        }
+    }
+    spanned
+}
+
+/// The keys of the whole commands at the front of `buf`, until `batch`
+/// keys or commands, a key repeated from the one before left out; and how
+/// many bytes those commands span.
+fn keys_ahead<'b>(shared: &Shared, buf: &'b [u8], batch: usize) -> (Vec<KeyRef<'b>>, usize) {
     let mut ranges: Vec<Range<usize>> = Vec::new();
     let mut argv: Vec<&[u8]> = Vec::new();
-    let mut keys: Vec<KeyRef<'_>> = Vec::with_capacity(batch);
+    let mut keys: Vec<KeyRef<'b>> = Vec::with_capacity(batch);
     let mut spanned = 0;
     let mut commands = 0;
     while keys.len() < batch && commands < batch {
@@ -49,7 +71,13 @@ pub(super) fn prefetch_keys(shared: &Shared, db: usize, buf: &[u8], batch: usize
         };
         if spanned == 0 && length == buf.len() {
             // A lone command (no pipeline): nothing to overlap.
-            return length;
+            return (Vec::new(), length);
+        }
+        if commands == HOT_KEY_COMMANDS && keys.len() < 2 {
+            // A pipeline on one key (a shared limit, a queue): the key is
+            // hot already, and looking further costs every command a
+            // framing and a lookup for nothing. Not again in this batch.
+            return (Vec::new(), buf.len());
         }
         let frame = &buf[spanned..spanned + length];
         argv.clear();
@@ -65,22 +93,21 @@ pub(super) fn prefetch_keys(shared: &Shared, db: usize, buf: &[u8], batch: usize
             only => only..only + 1,
         };
         for position in positions {
-            if let Some(key) = argv.get(position) {
-                keys.push(shared.store.key(key));
+            let Some(&key) = argv.get(position) else {
+                continue;
+            };
+            // A key the command before used is in cache by its turn, and
+            // prefetching it would only take its shard's lock once more.
+            if keys
+                .last()
+                .is_some_and(|last: &KeyRef<'_>| last.bytes == key)
+            {
+                continue;
             }
+            keys.push(shared.store.key(key));
         }
     }
-    if keys.len() > 1 {
-        // One key alone gains nothing: its lookup follows at once.
-        let db = shared.store.db(db);
-        for key in &keys {
-            db.prefetch_buckets(*key);
-        }
-        for key in &keys {
-            db.prefetch_entry(*key);
-        }
-    }
-    spanned
+    (keys, spanned)
 }
 
 #[cfg(test)]
@@ -124,10 +151,12 @@ mod tests {
     #[test]
     fn the_look_ahead_spans_whole_commands_up_to_the_batch() {
         let shared = server_with_keyspace();
-        let get = command(&["GET", "counter:1"]);
-        // Sixteen commands of one key each, and more after them.
-        let buf = get.repeat(20);
-        assert_eq!(prefetch_keys(&shared, 0, &buf, 16), get.len() * 16);
+        // Sixteen commands of a key each (all of one length), and more.
+        let gets: Vec<Vec<u8>> = (10..30)
+            .map(|i| command(&["GET", &format!("counter:{i}")]))
+            .collect();
+        let buf = gets.concat();
+        assert_eq!(prefetch_keys(&shared, 0, &buf, 16), gets[0].len() * 16);
         // A script's keys count toward the batch: 3 + 3 + 3 + 3 keys.
         let script = command(&["EVALSHA", "0123", "3", "a", "b", "c", "arg"]);
         let buf = script.repeat(6);
@@ -138,6 +167,24 @@ mod tests {
             prefetch_keys(&shared, 0, &ping.repeat(5), 4),
             ping.len() * 4
         );
+    }
+
+    /// A key repeated from the command before is looked at once.
+    #[test]
+    fn a_repeated_key_is_looked_at_once() {
+        let shared = Shared::new(Config::default());
+        let push = command(&["LPUSH", "queue", "x"]);
+        let get = command(&["GET", "counter:1"]);
+        let buf = [push.repeat(3), get.repeat(2), push.clone()].concat();
+        let (keys, spanned) = keys_ahead(&shared, &buf, 16);
+        let names: Vec<&[u8]> = keys.iter().map(|k| k.bytes).collect();
+        assert_eq!(names, [&b"queue"[..], b"counter:1", b"queue"]);
+        assert_eq!(spanned, buf.len());
+        // Four commands on one key: the batch is given up, whole.
+        let buf = [push.repeat(4), get.repeat(2)].concat();
+        let (keys, spanned) = keys_ahead(&shared, &buf, 16);
+        assert!(keys.is_empty());
+        assert_eq!(spanned, buf.len());
     }
 
     #[test]

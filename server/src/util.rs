@@ -52,3 +52,19 @@ pub fn random_hex_id() -> String {
 pub fn is(arg: &[u8], keyword: &str) -> bool {
     arg.eq_ignore_ascii_case(keyword.as_bytes())
 }
+
+/// Asks the CPU to bring the cache line holding `address` in, for memory
+/// about to be read. A prefetch changes no memory, and an address it
+/// cannot load (unmapped, or freed since) is ignored rather than faulted
+/// on, so a stale or wrong address only wastes the hint.
+#[inline]
+pub fn prefetch_line(address: usize) {
+    #[cfg(target_arch = "x86_64")]
+    // SAFETY: as above, a prefetch cannot fault or change memory.
+    unsafe {
+        use std::arch::x86_64::{_mm_prefetch, _MM_HINT_T0};
+        _mm_prefetch::<_MM_HINT_T0>(address as *const i8);
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    let _ = address;
+}

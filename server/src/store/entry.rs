@@ -208,20 +208,16 @@ impl Entry {
         unsafe { NonNull::new_unchecked(self.ptr.as_ptr().map_addr(|a| a & ADDRESS_MASK)) }
     }
 
-    /// Asks the CPU to bring the block's first cache line in, for a walk
-    /// that will read many entries: issued for all of them first, their
-    /// cache misses overlap instead of following one another.
+    /// Asks the CPU to bring the block in (header, key and a counter's
+    /// value), for a walk or a batch that will read many entries: issued
+    /// for all of them first, their cache misses overlap instead of
+    /// following one another.
     #[inline]
     pub fn prefetch(&self) {
-        #[cfg(target_arch = "x86_64")]
-        // SAFETY: a prefetch is a hint: it changes no memory, and an address
-        // it cannot load is ignored rather than faulted on.
-        unsafe {
-            use std::arch::x86_64::{_mm_prefetch, _MM_HINT_T0};
-            let block = self.block().as_ptr() as *const i8;
-            _mm_prefetch::<_MM_HINT_T0>(block);
-            _mm_prefetch::<_MM_HINT_T0>(block.wrapping_add(47));
-        }
+        // Two lines: a 48-byte counter block may straddle a line boundary.
+        let block = self.block().as_ptr() as usize;
+        crate::util::prefetch_line(block);
+        crate::util::prefetch_line(block + 47);
     }
 
     /// Where the entry's block is: the same for as long as changes are

@@ -62,7 +62,7 @@ pub(super) fn prefetch_keys(shared: &Shared, db: usize, buf: &[u8], batch: usize
 fn keys_ahead<'b>(shared: &Shared, buf: &'b [u8], batch: usize) -> (Vec<KeyRef<'b>>, usize) {
     let mut ranges: Vec<Range<usize>> = Vec::new();
     let mut argv: Vec<&[u8]> = Vec::new();
-    let mut keys: Vec<KeyRef<'b>> = Vec::with_capacity(batch);
+    let mut keys: Vec<KeyRef<'b>> = Vec::new();
     let mut spanned = 0;
     let mut commands = 0;
     while keys.len() < batch && commands < batch {
@@ -71,7 +71,12 @@ fn keys_ahead<'b>(shared: &Shared, buf: &'b [u8], batch: usize) -> (Vec<KeyRef<'
         };
         if spanned == 0 && length == buf.len() {
             // A lone command (no pipeline): nothing to overlap.
-            return (Vec::new(), length);
+            return (keys, length);
+        }
+        if commands == 0 {
+            // A pipeline: room for the batch at once, not before (a lone
+            // command, the commonest case at P=1, allocates nothing here).
+            keys.reserve(batch);
         }
         if commands == HOT_KEY_COMMANDS && keys.len() < 2 {
             // A pipeline on one key (a shared limit, a queue): the key is

@@ -22,6 +22,7 @@
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use super::*;
+use crate::util::prefetch_line;
 
 /// Where a shard's table lies, readable without the shard's lock.
 ///
@@ -50,8 +51,8 @@ impl BucketHint {
             return;
         }
         let start = hash as usize & self.bucket_mask.load(Ordering::Relaxed);
-        prefetch_address(base.wrapping_add(start));
-        prefetch_address(bucket_address(base, start));
+        prefetch_line(base.wrapping_add(start));
+        prefetch_line(bucket_address(base, start));
     }
 
     /// Publishes where `table` lies now: the shard calls it whenever the
@@ -75,20 +76,6 @@ impl BucketHint {
 #[inline]
 fn bucket_address(base: usize, index: usize) -> usize {
     base.wrapping_sub((index + 1) * std::mem::size_of::<Entry>())
-}
-
-/// Asks the CPU to bring the cache line holding `address` in.
-#[inline]
-fn prefetch_address(address: usize) {
-    #[cfg(target_arch = "x86_64")]
-    // SAFETY: a prefetch changes no memory, and an address it cannot load
-    // (unmapped, or freed since) is ignored rather than faulted on.
-    unsafe {
-        use std::arch::x86_64::{_mm_prefetch, _MM_HINT_T0};
-        _mm_prefetch::<_MM_HINT_T0>(address as *const i8);
-    }
-    #[cfg(not(target_arch = "x86_64"))]
-    let _ = address;
 }
 
 impl ShardData {

@@ -32,7 +32,8 @@ pub struct Shared {
     pub idle_timeout_secs: AtomicU64,
     /// `proto-max-bulk-len`, read while framing.
     pub proto_max_bulk_len: AtomicU64,
-    /// `prefetch-batch-max-size`, read before each look ahead.
+    /// `prefetch-batch-max-size`, read before each look ahead and by each
+    /// command that locks several keys (0 and 1 turn prefetching off).
     pub prefetch_batch_max_size: AtomicUsize,
     /// `client-query-buffer-limit`, read after every socket read.
     pub client_query_buffer_limit: AtomicU64,
@@ -109,6 +110,14 @@ pub struct Shared {
 }
 
 impl Shared {
+    /// Whether a command naming several keys asks for their memory
+    /// before its lookups: prefetching is on and the keyspace is past the
+    /// caches (see `store::shard::prefetch`).
+    #[inline]
+    pub fn prefetching(&self) -> bool {
+        self.prefetch_batch_max_size.load(Ordering::Relaxed) > 1 && self.store.outgrows_cache()
+    }
+
     /// Builds the state for `config`.
     pub fn new(config: Config) -> Shared {
         let reported = &config.reported_redis_version;

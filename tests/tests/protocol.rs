@@ -180,10 +180,11 @@ async fn a_pipeline_split_at_every_byte_still_parses() {
     assert_eq!(conn.reply().await, b"$17\r\nvalue with spaces\r\n");
 }
 
-/// The look ahead at a pipeline's next commands (`prefetch-batch-max-size`)
-/// only fetches their keys' memory early: on a keyspace large enough for
-/// it to run, a pipeline mixing every kind of frame is answered byte for
-/// byte as with it off.
+/// The look ahead at a pipeline's next commands, and a multi-key
+/// command's fetch of its own keys (both `prefetch-batch-max-size`), only
+/// fetch keys' memory early: on a keyspace large enough for them to run,
+/// a pipeline mixing every kind of frame, MSET and MGET among them, is
+/// answered byte for byte as with them off.
 #[tokio::test]
 async fn the_look_ahead_changes_no_reply() {
     let mut frames: Vec<Vec<u8>> = Vec::new();
@@ -201,6 +202,16 @@ async fn the_look_ahead_changes_no_reply() {
             &["MULTI"],
             &["DEL", &key],
             &["EXEC"],
+            &[
+                "MSET",
+                &key,
+                "m",
+                "key:1",
+                "m",
+                &format!("key:{}", i + 7),
+                "m",
+            ],
+            &["MGET", &key, "key:1", "key:2", &format!("key:{}", i + 7)],
             &["SELECT", select],
         ] {
             frames.push(tally_tests::encode_command(words));
@@ -247,7 +258,14 @@ async fn the_look_ahead_changes_no_reply() {
         );
         assert!(replies[5].starts_with(b"-ERR unknown command 'NOSUCHCOMMAND'"));
         assert_eq!(replies[8], b"*1\r\n:1\r\n");
-        assert_eq!(replies[10], b":0\r\n");
+        assert_eq!(replies[9], b"+OK\r\n");
+        assert!(
+            replies[10].starts_with(b"*4\r\n$1\r\nm\r\n$1\r\nm\r\n$32\r\nvalue:2\0"),
+            "{:?}",
+            replies[10]
+        );
+        assert!(replies[10].ends_with(b"$1\r\nm\r\n"));
+        assert_eq!(replies[12], b":0\r\n");
         answers.push(replies);
     }
     assert_eq!(answers[0], answers[1]);

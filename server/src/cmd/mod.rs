@@ -111,8 +111,18 @@ impl<'a> Ctx<'a> {
     }
 
     /// Locks every shard the keys live in (selected database), ascending.
+    ///
+    /// On a keyspace past the caches, the keys' memory is asked for first:
+    /// their tables' before the locks, their entries' once the locks are
+    /// held. A command's several lookups then overlap their cache misses,
+    /// and its locks are held that much less time (MSET of ten random keys
+    /// held about half the shards through ten misses one after the other).
     pub fn lock_keys(&self, keys: &[KeyRef<'_>]) -> MultiLock<'a> {
         let db = self.db();
+        let prefetch = keys.len() > 1 && self.shared.prefetching();
+        if prefetch {
+            db.prefetch_all_buckets(keys);
+        }
         let mut wanted: Vec<usize> = keys.iter().map(|k| db.shard_of(*k)).collect();
         wanted.sort_unstable();
         wanted.dedup();
@@ -120,7 +130,11 @@ impl<'a> Ctx<'a> {
             .into_iter()
             .map(|i| (i, self.lock_shard(self.client.db, i)))
             .collect();
-        MultiLock::new(db, guards)
+        let mut locked = MultiLock::new(db, guards);
+        if prefetch {
+            locked.prefetch_entries(keys);
+        }
+        locked
     }
 
     /// Locks every shard of database `db`, ascending.

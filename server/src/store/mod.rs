@@ -227,6 +227,13 @@ impl Store {
         self.used_memory.load(Ordering::Relaxed).max(0) as usize
     }
 
+    /// Whether the keyspace has outgrown a core's cache, so that fetching
+    /// keys' memory ahead of their lookups pays (see `shard::prefetch`).
+    #[inline]
+    pub fn outgrows_cache(&self) -> bool {
+        self.used_memory() >= shard::CACHED_KEYSPACE
+    }
+
     /// An empty shard outside the store, whose memory is not counted; a
     /// stand-in for a shard a script could not take (see [`HeldShards`]).
     pub fn scratch_shard(&self) -> ShardData {
@@ -294,6 +301,16 @@ impl Db {
         }
     }
 
+    /// Starts bringing in, without any lock, the table memory of every key
+    /// of a command that names several (see `shard::prefetch`), before its
+    /// locks are taken.
+    #[inline]
+    pub fn prefetch_all_buckets(&self, keys: &[KeyRef<'_>]) {
+        for key in keys {
+            self.prefetch_buckets(*key);
+        }
+    }
+
     /// Locks shard `index` if nobody holds it.
     pub fn try_lock_shard(&self, index: usize) -> Option<MutexGuard<'_, ShardData>> {
         self.shards[index].try_lock()
@@ -322,6 +339,15 @@ impl<'a> MultiLock<'a> {
             .find(|(i, _)| *i == index)
             .expect("key's shard was locked");
         &mut slot.1
+    }
+
+    /// Starts bringing in the entries of `keys` (each in a locked shard),
+    /// so that a command touching several keys overlaps their cache
+    /// misses instead of paying them one after the other under its locks.
+    pub fn prefetch_entries(&mut self, keys: &[KeyRef<'_>]) {
+        for key in keys {
+            self.shard(*key).prefetch_entry(*key);
+        }
     }
 
     /// Every locked shard, in ascending order.

@@ -20,14 +20,6 @@ use crate::resp::peek_command;
 use crate::state::Shared;
 use crate::store::KeyRef;
 
-/// Below this much keyspace (keys, values and tables: INFO's
-/// used_memory) the look ahead is skipped: the keyspace stays in a core's
-/// own cache, and the look ahead's framing and hashing would be pure
-/// cost. Measured on GETs of random keys at -P 16: 20,000 keys (1.4 MB)
-/// gained nothing, 50,000 (3.5 MB) gained 10% of the server's CPU, a
-/// million gained half.
-const CACHED_KEYSPACE: usize = 2 << 20;
-
 /// After this many commands naming fewer than two keys, the look ahead
 /// gives the batch up as a pipeline on one key.
 const HOT_KEY_COMMANDS: usize = 4;
@@ -38,7 +30,7 @@ const HOT_KEY_COMMANDS: usize = 4;
 /// `buf` the commands looked at span, so that the next look ahead starts
 /// after them.
 pub(super) fn prefetch_keys(shared: &Shared, db: usize, buf: &[u8], batch: usize) -> usize {
-    if shared.store.used_memory() < CACHED_KEYSPACE {
+    if !shared.store.outgrows_cache() {
         // The keys are in cache already: looking would only cost.
         return buf.len();
     }
@@ -142,7 +134,7 @@ mod tests {
                 .lock_for(key)
                 .set(key, ValueRef::Str(&value), 0, 0);
         }
-        assert!(shared.store.used_memory() > CACHED_KEYSPACE);
+        assert!(shared.store.outgrows_cache());
         shared
     }
 

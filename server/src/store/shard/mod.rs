@@ -35,7 +35,7 @@ mod walk;
 mod write;
 
 pub use entry_mut::EntryMut;
-pub use prefetch::BucketHint;
+pub use prefetch::{BucketHint, CACHED_KEYSPACE};
 
 /// A key together with its precomputed hash (computed once, outside the lock).
 #[derive(Clone, Copy, Debug)]

@@ -124,13 +124,8 @@ fn change_collection<T: Kind, R>(
     change: impl FnOnce(&mut T) -> R,
     changed: impl FnOnce(&R) -> bool,
 ) -> Result<Option<(R, bool)>, Reply> {
-    if shard.get(key, now_ms).is_none() {
-        if !create {
-            return Ok(None);
-        }
-        shard.set_object(key, Box::new(T::empty()), 0, now_ms);
-    }
-    let Some(mut entry) = shard.get_mut(key, now_ms) else {
+    let make = || create.then(|| Box::new(T::empty()));
+    let Some(mut entry) = shard.get_mut_or_create(key, now_ms, make) else {
         return Ok(None);
     };
     let Some(value) = entry.object_mut().and_then(T::of_mut) else {

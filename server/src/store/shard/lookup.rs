@@ -54,6 +54,31 @@ impl ShardData {
     /// reported absent.
     pub fn get_mut(&mut self, key: KeyRef<'_>, now_ms: u64) -> Option<EntryMut<'_>> {
         let index = self.find_live(key, now_ms)?;
+        self.entry_mut_at(index)
+    }
+
+    /// [`Self::get_mut`], a missing key first stored as the object `make`
+    /// gives, if it gives one (a collection's first element creates it).
+    /// One lookup where the key exists, the usual case, where a test for
+    /// the key and then [`Self::get_mut`] would look it up twice.
+    pub fn get_mut_or_create(
+        &mut self,
+        key: KeyRef<'_>,
+        now_ms: u64,
+        make: impl FnOnce() -> Option<Box<Object>>,
+    ) -> Option<EntryMut<'_>> {
+        let index = match self.find_live(key, now_ms) {
+            Some(index) => index,
+            None => {
+                self.set_object(key, make()?, 0, now_ms);
+                self.find_live(key, now_ms)?
+            }
+        };
+        self.entry_mut_at(index)
+    }
+
+    /// The entry in bucket `index`, for a caller that may change it.
+    fn entry_mut_at(&mut self, index: usize) -> Option<EntryMut<'_>> {
         // The caller may change it: a snapshot in progress keeps its value.
         self.preserve_at(index);
         let entry = self.table.get_bucket_mut(index)?;

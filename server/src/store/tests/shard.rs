@@ -193,3 +193,36 @@ fn a_taken_collection_moves_without_a_copy_and_its_bytes_go_with_it() {
     assert!(shard.take(store.key(b"gone"), NOW + 2).is_none());
     assert!(shard.take(store.key(b"missing"), NOW).is_none());
 }
+
+/// A collection's write finds its key once: an existing key is returned as
+/// it is (even past a deadline not yet reached), a missing or expired one is
+/// created from `make` only when it gives an object, and nothing is stored
+/// when it gives none.
+#[test]
+fn get_mut_or_create_makes_only_what_is_missing() {
+    use crate::store::object::{Kind, Set};
+    let store = store_with(1, &Arc::default());
+    let mut shard = store.db(0).lock_shard(0);
+    let key = store.key(b"s");
+    assert!(shard.get_mut_or_create(key, NOW, || None).is_none());
+    assert!(shard.is_empty());
+    let made = shard.get_mut_or_create(key, NOW, || Some(Box::new(Set::empty())));
+    assert!(made.is_some());
+    drop(made);
+    assert_eq!(shard.len(), 1);
+    // Found, not made again: `make` is not called.
+    assert!(shard
+        .get_mut_or_create(key, NOW, || panic!("made twice"))
+        .is_some());
+    // A string where a set would be made is returned for the caller to
+    // refuse (WRONGTYPE), not replaced.
+    let other = store.key(b"str");
+    shard.set(other, ValueRef::Str(b"v"), NOW + 10, NOW);
+    let found = shard.get_mut_or_create(other, NOW, || Some(Box::new(Set::empty())));
+    assert!(found.is_some_and(|mut e| e.object_mut().is_none()));
+    // Past its deadline it is gone, and a new set takes its place.
+    let mut made = shard
+        .get_mut_or_create(other, NOW + 11, || Some(Box::new(Set::empty())))
+        .expect("made");
+    assert!(made.object_mut().and_then(Set::of_mut).is_some());
+}

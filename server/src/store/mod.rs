@@ -302,8 +302,8 @@ impl Db {
     }
 
     /// Starts bringing in, without any lock, the table memory of every key
-    /// of a command that names several (see `shard::prefetch`), before its
-    /// locks are taken.
+    /// of a batch: a pipeline's next commands, or a command that names
+    /// several (see `shard::prefetch`), before their locks are taken.
     #[inline]
     pub fn prefetch_all_buckets(&self, keys: &[KeyRef<'_>]) {
         for key in keys {

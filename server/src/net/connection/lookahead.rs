@@ -40,9 +40,7 @@ pub(super) fn prefetch_keys(shared: &Shared, db: usize, buf: &[u8], batch: usize
     if keys.len() > 1 {
         // One key alone gains nothing: its lookup follows at once.
         let db = shared.store.db(db);
-        for key in &keys {
-            db.prefetch_buckets(*key);
-        }
+        db.prefetch_all_buckets(&keys);
         for key in &keys {
             db.prefetch_entry(*key);
         }

@@ -7,8 +7,20 @@ cleanup() { for pid in "${PIDS[@]}"; do kill "$pid" 2>/dev/null || true; done; r
 trap cleanup EXIT
 # A port free on loopback now (a server started on it may still lose a race).
 free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1]); s.close()'; }
-# Waits until the server on port $1 answers PING.
-wait_up() { until [ "$(redis-cli -p "$1" ping 2>/dev/null)" = PONG ]; do sleep 0.05; done; }
+# Waits until the server on port $1 answers PING; gives up after 30 s
+# (a server that cannot start, or is not installed, would otherwise leave
+# the bench waiting for ever).
+wait_up() {
+    local tries=0
+    until [ "$(redis-cli -p "$1" ping 2>/dev/null)" = PONG ]; do
+        tries=$((tries + 1))
+        if [ "$tries" -gt 600 ]; then
+            echo "no server answers on port $1 after 30 s" >&2
+            exit 1
+        fi
+        sleep 0.05
+    done
+}
 # User + system CPU ticks (1/100 s) of process $1 so far.
 cpu_ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
 # User and system CPU ticks of process $1 so far, apart ("user system").

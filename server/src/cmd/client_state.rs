@@ -85,6 +85,11 @@ pub struct ClientState {
     /// counted as blocked, so CLIENT LIST shows it as Redis does (its
     /// command trimmed from the buffer: qbuf=0 when it came alone).
     pub input_left: (usize, usize),
+    /// When the running command started (`crate::latency::monotonic_ns`),
+    /// while the dispatcher times it (a client's own command); 0 otherwise.
+    /// A script run takes it as its own start rather than reading the
+    /// clock again.
+    pub started_ns: u64,
     /// The user this client authenticated as, as of `acl_generation`.
     pub user: Arc<crate::acl::User>,
     /// The ACL generation `user` was read at (see `crate::acl`).
@@ -147,6 +152,7 @@ impl ClientState {
             aof_offset,
             may_block,
             input_left,
+            started_ns,
             user,
             acl_generation,
         } = self;
@@ -184,6 +190,7 @@ impl ClientState {
         *aof_offset = 0;
         *may_block = false;
         *input_left = (0, 0);
+        *started_ns = 0;
     }
 
     /// The client a blocked client's command runs again as, on the
@@ -228,6 +235,7 @@ impl ClientState {
             aof_offset: 0,
             may_block: false,
             input_left: (0, 0),
+            started_ns: 0,
             user,
             acl_generation: 0,
         }
@@ -447,40 +455,30 @@ impl BatchStats {
         durations.clear();
     }
 
-    /// Moves `other`'s counts into this batch (a script's commands into its
-    /// caller's batch, flushed with the caller's next flush), leaving
-    /// `other` empty. Errors are not moved: whether a command failed is
-    /// read from this batch's error total, and a script's inner errors are
-    /// not its caller's (see [`BatchStats::flush_errors`]).
-    pub fn absorb(&mut self, other: &mut BatchStats) {
-        for counts in other.commands.drain(..) {
+    /// Moves a script run's command counts (its redis.calls') into this
+    /// batch, flushed with the caller's next flush, leaving `script` empty.
+    /// Nothing else can be in it: a script cannot run scripts, its
+    /// commands are not timed (their time is the script's), and its errors
+    /// were flushed already, not moved: whether a command failed is read
+    /// from this batch's error total, and a script's inner errors are not
+    /// its caller's (see [`BatchStats::flush_errors`]).
+    pub fn absorb_script_commands(&mut self, script: &mut BatchStats) {
+        debug_assert!(
+            script.errors.total == 0
+                && script.lua_script_runs == 0
+                && script.durations.is_empty()
+                && script.native_script_runs.iter().all(|&n| n == 0)
+                && script.fallback_script_runs.iter().all(|&n| n == 0)
+                && script.decisions.iter().all(|&d| d == (0, 0)),
+            "a script's batch held more than command counts"
+        );
+        for counts in script.commands.drain(..) {
             let mine = self.counts(counts.index);
             mine.calls += counts.calls;
             mine.usec += counts.usec;
             mine.failed += counts.failed;
             mine.rejected += counts.rejected;
         }
-        self.errors.merge(std::mem::take(&mut other.errors));
-        for (mine, theirs) in self
-            .native_script_runs
-            .iter_mut()
-            .zip(&mut other.native_script_runs)
-        {
-            *mine += std::mem::take(theirs);
-        }
-        for (mine, theirs) in self
-            .fallback_script_runs
-            .iter_mut()
-            .zip(&mut other.fallback_script_runs)
-        {
-            *mine += std::mem::take(theirs);
-        }
-        self.lua_script_runs += std::mem::take(&mut other.lua_script_runs);
-        for (mine, theirs) in self.decisions.iter_mut().zip(&mut other.decisions) {
-            mine.0 += std::mem::take(&mut theirs.0);
-            mine.1 += std::mem::take(&mut theirs.1);
-        }
-        self.durations.append(&mut other.durations);
     }
 
     /// Adds the batch's errors to the server's counters (INFO errorstats).

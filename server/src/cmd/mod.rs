@@ -594,7 +594,7 @@ fn call(ctx: &mut Ctx<'_>, index: usize, command: &'static Command, argv: &[&[u8
                 &one
             }
             _ => {
-                many = crate::store::HeldShards::declared(store, db, &keys);
+                many = crate::store::HeldShards::declared(store, db, keys.iter().copied());
                 &many
             }
         }
@@ -689,7 +689,9 @@ fn check_and_call(
         0
     } else {
         let started = crate::latency::monotonic_ns();
+        ctx.client.started_ns = started;
         reply = call(ctx, index, command, argv);
+        ctx.client.started_ns = 0;
         let mut ns = crate::latency::monotonic_ns().saturating_sub(started);
         // DEBUG SLEEP's pause is taken after the handler, by its connection
         // alone; it is still the command's duration, as Redis measures it.

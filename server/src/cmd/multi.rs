@@ -235,7 +235,7 @@ pub fn exec(ctx: &mut Ctx<'_>, _argv: &[&[u8]]) -> Reply {
                     .map(|i| store.key(argv[i]))
             })
             .collect();
-        HeldShards::declared(store, ctx.client.db, &keys)
+        HeldShards::declared(store, ctx.client.db, keys.iter().copied())
     } else {
         HeldShards::everything(store)
     };

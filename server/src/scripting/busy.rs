@@ -3,7 +3,6 @@
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
-use std::time::Instant;
 
 use super::Scripts;
 use crate::resp::Reply;
@@ -55,7 +54,8 @@ pub const BUSY_FUNCTION: &str =
 
 /// One script run, as the busy-script machinery sees it.
 pub struct RunState {
-    pub(super) started: Instant,
+    /// When the run started (`crate::latency::monotonic_ns`).
+    started_ns: u64,
     /// Set once the script has run a write command (SCRIPT KILL then refuses).
     pub(super) wrote: AtomicBool,
     /// Set once the script has run a read-only command: CLIENT TRACKING then
@@ -77,10 +77,13 @@ pub struct RunState {
 }
 
 impl RunState {
-    /// A run starting now.
-    pub(super) fn new(function: Option<Arc<str>>) -> RunState {
-        RunState {
-            started: Instant::now(),
+    /// A run starting at `started_ns` (the command's start when the
+    /// dispatcher read it, so the clock is not read twice; else now),
+    /// in the allocation the thread's last run left when nothing else holds
+    /// it: a short script would otherwise pay an allocation per run.
+    pub(super) fn start(function: Option<Arc<str>>, started_ns: Option<u64>) -> Arc<RunState> {
+        let fresh = RunState {
+            started_ns: started_ns.unwrap_or_else(crate::latency::monotonic_ns),
             wrote: AtomicBool::new(false),
             read: AtomicBool::new(false),
             kill: AtomicBool::new(false),
@@ -88,8 +91,36 @@ impl RunState {
             function,
             command: parking_lot::Mutex::new(Vec::new()),
             next_hand_off_ms: AtomicU64::new(HAND_OFF_AFTER_MS),
+        };
+        if let Some(mut spare) = SPARE_RUN.take() {
+            if let Some(state) = Arc::get_mut(&mut spare) {
+                *state = fresh;
+                return spare;
+            }
+        }
+        Arc::new(fresh)
+    }
+
+    /// Keeps an ended run's allocation for the thread's next run (see
+    /// [`RunState::start`]); a FUNCTION STATS that still holds it keeps it
+    /// instead, and the next run allocates.
+    pub(super) fn end(mut run: Arc<RunState>) {
+        if let Some(state) = Arc::get_mut(&mut run) {
+            state.function = None;
+            state.command.get_mut().clear();
+            SPARE_RUN.set(Some(run));
         }
     }
+
+    /// Milliseconds since the run started.
+    pub(super) fn elapsed_ms(&self) -> u64 {
+        crate::latency::monotonic_ns().saturating_sub(self.started_ns) / 1_000_000
+    }
+}
+
+thread_local! {
+    /// The allocation of this thread's last run (see [`RunState::start`]).
+    static SPARE_RUN: std::cell::Cell<Option<Arc<RunState>>> = const { std::cell::Cell::new(None) };
 }
 
 impl Scripts {
@@ -155,7 +186,7 @@ impl Scripts {
             (Reply::bulk(b"command"), Reply::Array(command)),
             (
                 Reply::bulk(b"duration_ms"),
-                Reply::Int(run.started.elapsed().as_millis() as i64),
+                Reply::Int(run.elapsed_ms() as i64),
             ),
         ])
     }
@@ -178,7 +209,7 @@ impl Scripts {
                 .load(Ordering::Relaxed)
                 .saturating_add(1000),
         );
-        let asked = Instant::now();
+        let asked = std::time::Instant::now();
         while !self.busy()
             && self.lua_running.sum().max(0) as usize > 0
             && asked.elapsed() < patience
@@ -240,7 +271,7 @@ pub fn check_current_run() -> Result<(), Killed> {
     // 2, 4, 8, ... ms of running; once it took, a retry only costs the sleep.
     let hand_off = CURRENT_RUN.with(|current| {
         current.borrow().as_ref().is_some_and(|c| {
-            let elapsed = c.run.started.elapsed().as_millis() as u64;
+            let elapsed = c.run.elapsed_ms();
             let due = c.run.next_hand_off_ms.load(Ordering::Relaxed);
             if elapsed >= due {
                 c.run.next_hand_off_ms.store(due * 2, Ordering::Relaxed);
@@ -265,8 +296,7 @@ pub fn check_current_run() -> Result<(), Killed> {
         // it before that borrow ends; the hook only runs inside `eval`.
         let scripts = unsafe { &**scripts };
         if !run.busy.load(Ordering::Relaxed)
-            && run.started.elapsed().as_millis() as u64
-                >= scripts.busy_threshold_ms.load(Ordering::Relaxed)
+            && run.elapsed_ms() >= scripts.busy_threshold_ms.load(Ordering::Relaxed)
         {
             // Only busy runs are registered: SCRIPT KILL looks at no other,
             // and the common short script touches no shared state at all.

@@ -40,7 +40,7 @@ use parking_lot::{Mutex, RwLock};
 
 use crate::cmd::{self, ClientState, Ctx, ErrorCounts};
 use crate::resp::Reply;
-use crate::store::{HeldShards, KeyRef, ShardLender};
+use crate::store::{HeldShards, ShardLender};
 use crate::striped::StripedCount;
 
 /// Flags from a `#!lua flags=...` first line.
@@ -447,12 +447,20 @@ fn run_script(
     }
     let scripts = &shared.scripts;
     // Only a function's run is named for FUNCTION STATS and FUNCTION KILL.
-    let run = Arc::new(RunState::new(
+    // Inside EXEC the dispatcher's start is the transaction's, not this
+    // run's.
+    let started_ns = match ctx.client.started_ns {
+        0 => None,
+        _ if ctx.held.is_some() => None,
+        ns => Some(ns),
+    };
+    let run = RunState::start(
         script
             .function
             .as_ref()
             .map(|target| target.function.clone()),
-    ));
+        started_ns,
+    );
     let registration = RunRegistration::new(scripts, &run);
     let mut everything = script.needs_everything.load(Ordering::Relaxed);
     let (reply, errors) = if let Some(lender) = ctx.held {
@@ -465,11 +473,11 @@ fn run_script(
         )
     } else {
         loop {
-            let keyrefs: Vec<KeyRef<'_>> = keys.iter().map(|k| shared.store.key(k)).collect();
             let held = if everything {
                 HeldShards::everything(&shared.store)
             } else {
-                HeldShards::declared(&shared.store, ctx.client.db, &keyrefs)
+                let keyrefs = keys.iter().map(|k| shared.store.key(k));
+                HeldShards::declared(&shared.store, ctx.client.db, keyrefs)
             };
             let mut undo = UndoLog::default();
             let outcome = run_once(
@@ -497,6 +505,7 @@ fn run_script(
     };
     drop(registration);
     ctx.client.script_read = run.read.load(Ordering::Relaxed);
+    RunState::end(run);
     ctx.client.batch.lua_script_runs += 1;
     // The dispatcher must not count the reply's errors: those that came from
     // redis.call were counted when their commands failed; `errors` holds
@@ -636,7 +645,9 @@ fn run_once(
     // The script's commands count with the caller's batch, flushed once
     // per batch of the connection's commands.
     bridge.client.batch.flush_errors(shared);
-    ctx.client.batch.absorb(&mut bridge.client.batch);
+    ctx.client
+        .batch
+        .absorb_script_commands(&mut bridge.client.batch);
     // The script's effects, for the change feed (Redis 7 replicates
     // scripts by their effects).
     ctx.client.propagated.append(&mut bridge.client.propagated);

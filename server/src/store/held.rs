@@ -164,14 +164,40 @@ type Table<'s> = Box<[Slot<'s>]>;
 
 impl<'s> HeldShards<'s> {
     /// Locks the shards of `keys` in database `db`, in ascending order.
-    pub fn declared(store: &'s Store, db: usize, keys: &[KeyRef<'_>]) -> HeldShards<'s> {
+    pub fn declared<'k>(
+        store: &'s Store,
+        db: usize,
+        keys: impl IntoIterator<Item = KeyRef<'k>>,
+    ) -> HeldShards<'s> {
         let held = HeldShards::empty(store);
         let database = store.db(db);
-        let mut wanted: Vec<usize> = keys.iter().map(|k| database.shard_of(*k)).collect();
+        // Most callers name a key or two (a limiter script's): their shards
+        // are sorted on the stack, with no allocation per call.
+        let mut few = [0usize; 16];
+        let mut count = 0;
+        let mut more = Vec::new();
+        for key in keys {
+            let shard = database.shard_of(key);
+            if count < few.len() {
+                few[count] = shard;
+                count += 1;
+            } else {
+                more.push(shard);
+            }
+        }
+        let wanted: &mut [usize] = if more.is_empty() {
+            &mut few[..count]
+        } else {
+            more.extend_from_slice(&few[..count]);
+            &mut more
+        };
         wanted.sort_unstable();
-        wanted.dedup();
-        for shard in wanted {
-            held.keep(db, shard, database.lock_shard(shard));
+        let mut locked = None;
+        for &shard in wanted.iter() {
+            if locked != Some(shard) {
+                held.keep(db, shard, database.lock_shard(shard));
+                locked = Some(shard);
+            }
         }
         held
     }

@@ -384,7 +384,7 @@ fn run_again(shared: &Shared, waiter: &Waiter, key: &[u8], now_ms: u64) -> (Repl
         now_ms,
         held: None,
     };
-    let reply = super::call(&mut ctx, index, command, &argv);
+    let reply = super::dispatch::call(&mut ctx, index, command, &argv);
     if !reply.is_error() && shared.blocked.any() {
         signal(&ctx, command, &argv);
     }

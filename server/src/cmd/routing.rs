@@ -3,7 +3,10 @@
 //! (EXEC: every queued command's), and MOVED, ASK, TRYAGAIN, CROSSSLOT or
 //! CLUSTERDOWN when the node may not run it (Redis's getNodeByQuery).
 
-use super::{flags, pubsub, Access, ClientState, Command, Ctx, Reply};
+use super::{pubsub, ClientState, Ctx};
+use crate::catalog::{flags, Command};
+use crate::cluster::Access;
+use crate::resp::Reply;
 
 /// True for the errors cluster routing gives.
 pub(super) fn is_cluster_redirection(reply: &Reply) -> bool {

@@ -180,8 +180,14 @@ impl Hash {
             }
             Fields::Table(table) => {
                 if let Some(old) = table.get_mut(field) {
-                    self.bytes = self.bytes + value.len() - old.len();
-                    *old = value.into();
+                    if old.len() == value.len() {
+                        // A counter's new value is often as long as its
+                        // old one: written over it, with no allocation.
+                        old.copy_from_slice(value);
+                    } else {
+                        self.bytes = self.bytes + value.len() - old.len();
+                        *old = value.into();
+                    }
                     return false;
                 }
                 self.bytes += element_bytes(field) + element_bytes(value) + FIELD_OVERHEAD;

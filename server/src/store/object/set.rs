@@ -120,11 +120,15 @@ impl Set {
         let Repr::Table(table) = &mut self.repr else {
             unreachable!("converted above")
         };
-        let added = table.insert(member.into());
-        if added {
-            self.bytes += element_bytes(member) + MEMBER_OVERHEAD;
+        // Looked for first: the owned copy the table keeps is made only
+        // for a new member, not allocated and dropped on every SADD of one
+        // the set holds.
+        if table.contains(member) {
+            return false;
         }
-        added
+        table.insert(member.into());
+        self.bytes += element_bytes(member) + MEMBER_OVERHEAD;
+        true
     }
 
     /// Removes a member; true when it was there.

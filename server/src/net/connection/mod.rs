@@ -13,19 +13,16 @@ use bytes::{Buf, BytesMut};
 use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt};
 use tokio::net::TcpStream;
 
-use crate::cmd::{self, After, ClientState, Ctx, ReplyMode};
+use crate::cmd::{self, After, ClientState, Ctx};
 use crate::resp::{parse_frame, Frame, FrameLimits, Reply, Resume};
 use crate::state::{ClientInfo, Shared};
 
+mod after;
 mod lookahead;
 mod socket;
 mod waits;
 
 use socket::{send_owed, wait, write_out};
-use waits::{
-    wait_blocked, wait_for_aof, wait_for_replicas, wait_for_shutdown, wait_for_snapshot,
-    wait_for_snapshot_turn,
-};
 
 /// Bytes read per syscall at least; larger batches are read as they come.
 const READ_CHUNK: usize = 16 * 1024;
@@ -192,186 +189,22 @@ pub async fn serve_stream<S: ClientStream>(
         let (mut next, commands) = run_batch(&shared, client, &mut input, &mut resume, &mut output);
         // The batch's changes go to the replicas in one piece.
         shared.store.feed().flush_replicas();
-        let after = match std::mem::take(&mut client.after) {
-            After::Migrate(migration) => {
-                // MIGRATE's network half; the commands after it wait, as
-                // Redis's client does.
-                let (reply, offset) = crate::net::migrate::carry_out(&shared, *migration).await;
-                if let Reply::Error(text) = &reply {
-                    client.batch.errors.count(text);
-                }
-                if client.replies != ReplyMode::Off {
-                    reply.encode(client.proto, &mut output);
-                }
-                // The keys it dropped are in the append-only file before the
-                // reply goes (under `always`, synced: waited for below).
-                if offset != 0 && !crate::persistence::aof::before_reply(&shared, offset) {
-                    client.aof_offset = client.aof_offset.max(offset);
-                }
-                resume_buffered = !input.is_empty();
-                After::Continue
-            }
-            After::Block { waiter, deadline } => {
-                // The replies owed before the blocking command go first.
-                let outcome = if send_owed(
-                    &shared,
-                    &info,
-                    &mut stream,
-                    client,
-                    &mut output,
-                    killed.as_mut(),
-                )
-                .await
-                {
-                    publish_state(client, &input, &output);
-                    wait_blocked(
-                        &shared,
-                        &waiter,
-                        deadline,
-                        &mut stream,
-                        &mut input,
-                        killed.as_mut(),
-                    )
-                    .await
-                } else {
-                    None
-                };
-                shared.blocked.remove(&waiter);
-                let Some(outcome) = outcome else {
-                    break;
-                };
-                match &outcome {
-                    crate::blocking::Outcome::Served { aof_offset, .. } => {
-                        client.aof_offset = client.aof_offset.max(*aof_offset);
-                    }
-                    // The error is sent, then the connection closes.
-                    crate::blocking::Outcome::RoleChanged => next = Next::Close,
-                    _ => {}
-                }
-                let reply = outcome.into_reply();
-                if let Reply::Error(text) = &reply {
-                    client.batch.errors.count(text);
-                }
-                if client.replies != ReplyMode::Off {
-                    reply.encode(client.proto, &mut output);
-                }
-                resume_buffered = !input.is_empty();
-                After::Continue
-            }
-            After::WaitForShutdown => {
-                if !wait_for_shutdown(&shared, killed.as_mut()).await {
-                    break;
-                }
-                // It did not happen: its save failed, or SHUTDOWN ABORT.
-                let reply = Reply::error(crate::cmd::server::SHUTDOWN_FAILED);
-                if let Reply::Error(text) = &reply {
-                    client.batch.errors.count(text);
-                }
-                if client.replies != ReplyMode::Off {
-                    reply.encode(client.proto, &mut output);
-                }
-                resume_buffered = !input.is_empty();
-                After::Continue
-            }
-            After::WaitForAof {
-                local,
-                wanted,
-                aof_offset,
-                offset,
-                timeout_ms,
-            } => {
-                let Some((here, replicas)) = wait_for_aof(
-                    &shared,
-                    (local, wanted),
-                    (aof_offset, offset),
-                    timeout_ms,
-                    killed.as_mut(),
-                )
-                .await
-                else {
-                    break;
-                };
-                if client.replies != ReplyMode::Off {
-                    crate::cmd::replication::aof_reply(here, replicas)
-                        .encode(client.proto, &mut output);
-                }
-                resume_buffered = !input.is_empty();
-                After::Continue
-            }
-            After::SendSnapshot { snapshot, close } => {
-                // What is owed goes first (PSYNC's +FULLRESYNC line), then
-                // the snapshot once written; the stream queued meanwhile
-                // follows it.
-                if !send_owed(
-                    &shared,
-                    &info,
-                    &mut stream,
-                    client,
-                    &mut output,
-                    killed.as_mut(),
-                )
-                .await
-                {
-                    break;
-                }
-                let bytes = match snapshot {
-                    crate::cmd::Snapshot::Started(bytes) => bytes,
-                    crate::cmd::Snapshot::Queued(turn) => {
-                        let Some(bytes) = wait_for_snapshot_turn(
-                            &shared,
-                            &info,
-                            &mut stream,
-                            &turn,
-                            killed.as_mut(),
-                        )
-                        .await
-                        else {
-                            break;
-                        };
-                        bytes
-                    }
-                };
-                let Some(file) =
-                    wait_for_snapshot(&shared, &info, &mut stream, bytes, killed.as_mut()).await
-                else {
-                    break;
-                };
-                info.replica.awaits_snapshot.store(false, Ordering::Relaxed);
-                match file {
-                    Ok(file) => {
-                        output.extend_from_slice(format!("${}\r\n", file.len()).as_bytes());
-                        output.extend_from_slice(&file);
-                    }
-                    Err(e) => {
-                        tracing::warn!(client = info.id, error = %e, "a replica's snapshot failed");
-                        Reply::error_bytes(format!("ERR {e}").into_bytes())
-                            .encode(client.proto, &mut output);
-                        next = Next::Close;
-                    }
-                }
-                if close {
-                    next = Next::Close;
-                }
-                resume_buffered = !input.is_empty();
-                After::Continue
-            }
-            After::WaitForReplicas {
-                wanted,
-                offset,
-                timeout_ms,
-            } => {
-                let Some(count) =
-                    wait_for_replicas(&shared, wanted, offset, timeout_ms, killed.as_mut()).await
-                else {
-                    break;
-                };
-                if client.replies != ReplyMode::Off {
-                    Reply::Int(count as i64).encode(client.proto, &mut output);
-                }
-                resume_buffered = !input.is_empty();
-                After::Continue
-            }
-            after => after,
+        let left = std::mem::take(&mut client.after);
+        let Some(after) = after::carry_out(
+            &shared,
+            &info,
+            &mut stream,
+            client,
+            &mut input,
+            &mut output,
+            killed.as_mut(),
+            left,
+            &mut next,
+            &mut resume_buffered,
+        )
+        .await
+        else {
+            break;
         };
         publish_state(client, &input, &output);
         if input.len() as u64 > shared.client_query_buffer_limit.load(Ordering::Relaxed) {

@@ -322,21 +322,25 @@ fn run_once(
             Ok(ran) => ran,
             // Lua does not run the error handler for memory errors.
             Err(mlua::Error::MemoryError(_)) => {
-                vm.collect_if_large();
+                // Collected now if large, and counted, so that the next
+                // run's `collect_if_near` sees what this one left.
+                vm.settle_after_run(&shared.scripts.vm_memory);
                 return Err(format!(
                     "ERR Error running script {}: the script needed more than lua-memory-limit",
                     script.sha
                 ));
             }
-            Err(e) => return Err(format!("ERR Error running script: {e}")),
+            Err(e) => {
+                vm.settle_after_run(&shared.scripts.vm_memory);
+                return Err(format!("ERR Error running script: {e}"));
+            }
         };
         drop(_reset);
         let reply = match ran {
             raw::Ran::Returned(reply) => (conversion.finish(reply, proto, &mut errors), false),
             raw::Ran::Raised(value) => (script_error(&value, &script.sha, &mut errors), true),
         };
-        vm.collect_if_large();
-        vm.account_memory(&shared.scripts.vm_memory);
+        vm.settle_after_run(&shared.scripts.vm_memory);
         Ok(reply)
     });
     *undo = std::mem::take(&mut bridge.undo);

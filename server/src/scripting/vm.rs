@@ -515,30 +515,34 @@ impl Vm {
         self.error_handler.id()
     }
 
-    /// Brings the server's total of VM memory up to date with this VM's.
-    pub fn account_memory(&mut self, total: &crate::striped::StripedCount) {
-        let now = self.lua.used_memory() as i64;
+    /// After a run: collects the VM if the run left much garbage, and
+    /// brings the server's total of VM memory up to date with this VM's.
+    ///
+    /// A script that built something large leaves it as garbage, which Lua
+    /// collects only as later runs allocate: a worker that ran one such
+    /// script would keep it for good. Past [`GARBAGE_MAX`] the VM is
+    /// collected at once (a full collection of a VM holding little live data
+    /// is cheap; limiter scripts never come near). The VM's memory is read
+    /// once for both (each read takes the VM's lock).
+    pub fn settle_after_run(&mut self, total: &crate::striped::StripedCount) {
+        let mut now = self.lua.used_memory();
+        if now > GARBAGE_MAX {
+            let _ = self.lua.gc_collect();
+            now = self.lua.used_memory();
+        }
+        let now = now as i64;
         if now != self.accounted {
             total.add(now - self.accounted);
             self.accounted = now;
         }
     }
 
-    /// A script that built something large leaves it as garbage, which Lua
-    /// collects only as later runs allocate: a worker that ran one such
-    /// script would keep it for good. Past [`GARBAGE_MAX`] the VM is
-    /// collected at once (a full collection of a VM holding little live data
-    /// is cheap; limiter scripts never come near).
-    pub fn collect_if_large(&mut self) {
-        if self.lua.used_memory() > GARBAGE_MAX {
-            let _ = self.lua.gc_collect();
-        }
-    }
-
     /// Lua 5.1 has no emergency collection: after a run that came near
     /// `limit` (one that failed on it, typically), collect before the next.
+    /// Judged by the memory the last run left, as [`Vm::settle_after_run`]
+    /// counted it, so a run does not read the VM's memory twice more.
     pub fn collect_if_near(&mut self, limit: usize) {
-        if self.lua.used_memory() > limit / 2 {
+        if self.accounted as usize > limit / 2 {
             let _ = self.lua.gc_collect();
         }
     }

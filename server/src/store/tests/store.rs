@@ -56,3 +56,33 @@ fn databases_are_apart_and_memory_is_summed_over_them() {
     let tables = store.db(0).lock_for(key).table_bytes() + store.db(1).lock_for(key).table_bytes();
     assert_eq!(store.used_memory(), tables);
 }
+
+/// HeldShards::declared sorts up to 16 shards on the stack and spills past
+/// that: either way it holds exactly the shards of the keys named (each
+/// once, however often its keys repeat), and the others stay free.
+#[test]
+fn declared_holds_exactly_the_shards_of_its_keys() {
+    let store = store_with(16, &Arc::default());
+    let database = store.db(0);
+    assert_eq!(database.shard_count(), 16);
+    let names: Vec<String> = (0..40).map(|i| format!("k{}", i % 25)).collect();
+    for count in [0, 1, 2, 16, 17, 40] {
+        let keys: Vec<_> = names[..count]
+            .iter()
+            .map(|k| store.key(k.as_bytes()))
+            .collect();
+        let wanted: std::collections::BTreeSet<usize> =
+            keys.iter().map(|k| database.shard_of(*k)).collect();
+        let held = crate::store::HeldShards::declared(&store, 0, keys.iter().copied());
+        for shard in 0..database.shard_count() {
+            assert_eq!(
+                database.try_lock_shard(shard).is_none(),
+                wanted.contains(&shard),
+                "{count} keys: shard {shard}"
+            );
+        }
+        assert!(!held.conflicted());
+        drop(held);
+        assert!((0..16).all(|shard| database.try_lock_shard(shard).is_some()));
+    }
+}

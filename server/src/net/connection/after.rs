@@ -46,12 +46,7 @@ pub(super) async fn carry_out(
             // MIGRATE's network half; the commands after it wait, as
             // Redis's client does.
             let (reply, offset) = crate::net::migrate::carry_out(shared, *migration).await;
-            if let Reply::Error(text) = &reply {
-                client.batch.errors.count(text);
-            }
-            if client.replies != ReplyMode::Off {
-                reply.encode(client.proto, output);
-            }
+            answer(client, output, &reply);
             // The keys it dropped are in the append-only file before the
             // reply goes (under `always`, synced: waited for below).
             if offset != 0 && !crate::persistence::aof::before_reply(shared, offset) {
@@ -80,12 +75,7 @@ pub(super) async fn carry_out(
                 _ => {}
             }
             let reply = outcome.into_reply();
-            if let Reply::Error(text) = &reply {
-                client.batch.errors.count(text);
-            }
-            if client.replies != ReplyMode::Off {
-                reply.encode(client.proto, output);
-            }
+            answer(client, output, &reply);
             *resume_buffered = !input.is_empty();
             Some(After::Continue)
         }
@@ -95,12 +85,7 @@ pub(super) async fn carry_out(
             }
             // It did not happen: its save failed, or SHUTDOWN ABORT.
             let reply = Reply::error(crate::cmd::server::SHUTDOWN_FAILED);
-            if let Reply::Error(text) = &reply {
-                client.batch.errors.count(text);
-            }
-            if client.replies != ReplyMode::Off {
-                reply.encode(client.proto, output);
-            }
+            answer(client, output, &reply);
             *resume_buffered = !input.is_empty();
             Some(After::Continue)
         }
@@ -119,9 +104,11 @@ pub(super) async fn carry_out(
                 killed.as_mut(),
             )
             .await?;
-            if client.replies != ReplyMode::Off {
-                crate::cmd::replication::aof_reply(here, replicas).encode(client.proto, output);
-            }
+            answer(
+                client,
+                output,
+                &crate::cmd::replication::aof_reply(here, replicas),
+            );
             *resume_buffered = !input.is_empty();
             Some(After::Continue)
         }
@@ -165,12 +152,22 @@ pub(super) async fn carry_out(
         } => {
             let count =
                 wait_for_replicas(shared, wanted, offset, timeout_ms, killed.as_mut()).await?;
-            if client.replies != ReplyMode::Off {
-                Reply::Int(count as i64).encode(client.proto, output);
-            }
+            answer(client, output, &Reply::Int(count as i64));
             *resume_buffered = !input.is_empty();
             Some(After::Continue)
         }
         after => Some(after),
+    }
+}
+
+/// Gives the waiting command's reply as the dispatcher gives a command's:
+/// an error is counted (INFO errorstats), and nothing is sent under
+/// CLIENT REPLY OFF.
+fn answer(client: &mut ClientState, output: &mut BytesMut, reply: &Reply) {
+    if let Reply::Error(text) = reply {
+        client.batch.errors.count(text);
+    }
+    if client.replies != ReplyMode::Off {
+        reply.encode(client.proto, output);
     }
 }

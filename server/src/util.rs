@@ -27,6 +27,18 @@ pub fn random_u64() -> u64 {
     })
 }
 
+/// `count` of `items` chosen at random, each as likely, in random order:
+/// a partial Fisher-Yates shuffle, which leaves the chosen at the front.
+pub fn random_choice<T>(mut items: Vec<T>, count: usize) -> Vec<T> {
+    let count = count.min(items.len());
+    for i in 0..count {
+        let j = i + random_u64() as usize % (items.len() - i);
+        items.swap(i, j);
+    }
+    items.truncate(count);
+    items
+}
+
 /// A fresh 40-hex-character id, the form of Redis's run ids and
 /// replication ids. Only uniqueness matters: a random hasher state (seeded
 /// from the OS) hashes the time and a counter.

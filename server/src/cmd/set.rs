@@ -3,7 +3,7 @@
 use super::args::is;
 use super::collection::{
     either, exists_as, missing_pick, modify, modify_if, modify_notify_if, notify_changed,
-    positive_count, random_indexes, random_pick_args, read, read_for_write, scan_collection, Event,
+    positive_count, random_pick_args, read, read_for_write, scan_collection, Event,
 };
 use super::error;
 use super::Ctx;
@@ -119,10 +119,10 @@ pub fn spop(ctx: &mut Ctx<'_>, argv: &[&[u8]]) -> Reply {
         false,
         Event(class::SET, "spop"),
         |set| {
-            let picks = random_indexes(set.len(), count.unwrap_or(1).min(set.len()) as i64);
-            let members: Vec<Vec<u8>> = picks
+            let members: Vec<Vec<u8>> = set
+                .random_members(count.unwrap_or(1).min(set.len()) as i64)
                 .into_iter()
-                .filter_map(|i| set.get_index(i).map(Member::to_vec))
+                .map(Member::to_vec)
                 .collect();
             for member in &members {
                 set.remove(member);
@@ -152,14 +152,11 @@ pub fn srandmember(ctx: &mut Ctx<'_>, argv: &[&[u8]]) -> Reply {
     let key = ctx.key(argv[1]);
     let mut shard = ctx.lock(key);
     let found = read::<Set, _>(&mut shard, key, ctx.now_ms, |set| match count {
-        None => {
-            let index = crate::util::random_u64() as usize % set.len();
-            set.get_index(index).map_or(Reply::Nil, member_reply)
-        }
+        None => set.random_member().map_or(Reply::Nil, member_reply),
         Some(n) => Reply::Array(
-            random_indexes(set.len(), n)
+            set.random_members(n)
                 .into_iter()
-                .filter_map(|i| set.get_index(i).map(member_reply))
+                .map(member_reply)
                 .collect(),
         ),
     });

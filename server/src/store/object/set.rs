@@ -1,14 +1,32 @@
 //! A set: an "intset" (sorted integers) while every member is a small
 //! integer and there are at most `set-max-intset-entries` of them (512), as
-//! in Redis 7.0; a hash set otherwise.
+//! in Redis 7.0; a hash table otherwise.
+//!
+//! The table holds each member's own allocation directly, as Redis's dict
+//! does: a lookup reads the table's control bytes, the slot and the member,
+//! and nothing between them. Random picks (SPOP, SRANDMEMBER) sample the
+//! table's buckets, as Redis's dictGetRandomKey does, and SSCAN walks the
+//! buckets; both rely on the table staying at least an eighth full, which
+//! removal keeps by shrinking it.
 
-use hashbrown::DefaultHashBuilder;
-use indexmap::IndexSet;
+use hashbrown::{DefaultHashBuilder, HashTable};
+use std::hash::BuildHasher;
 
 use super::{element_bytes, Encodings};
 use crate::number::parse_i64;
-/// Per-member cost of the index set beyond the element: hash, index slot.
+use crate::util::random_choice;
+/// Per-member cost of the table beyond the element: its slot and control byte.
 const MEMBER_OVERHEAD: usize = 16;
+/// A table shrinks when fewer than one bucket in this many holds a member
+/// (Redis's HASHTABLE_MIN_FILL), so that a random bucket holds a member
+/// often enough for sampling to be cheap.
+const MIN_FILL: usize = 8;
+/// Tables of at most this many buckets never shrink (Redis's DICT_HT_INITIAL_SIZE).
+const MIN_SHRINK_BUCKETS: usize = 16;
+/// The part of the table's layout epoch an SSCAN cursor carries, above the
+/// bucket position. Cursors stay below 2^53 (Lua reads them as doubles).
+const CURSOR_EPOCH_SHIFT: u32 = 40;
+const CURSOR_EPOCH_MASK: u32 = 0xFF;
 
 /// One member as stored: integers of an intset are kept as numbers.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -29,10 +47,138 @@ impl Member<'_> {
     }
 }
 
+/// The members of a set past its intset form.
+#[derive(Debug, Clone, Default)]
+struct Table {
+    members: HashTable<Box<[u8]>>,
+    hasher: DefaultHashBuilder,
+    /// Bumped whenever members may move between buckets (the table grows,
+    /// rehashes in place or shrinks), so that an SSCAN cursor issued before
+    /// can tell it is stale.
+    layout_epoch: u32,
+}
+
+impl Table {
+    fn with_capacity(capacity: usize) -> Table {
+        Table {
+            members: HashTable::with_capacity(capacity),
+            ..Table::default()
+        }
+    }
+
+    fn hash(&self, member: &[u8]) -> u64 {
+        self.hasher.hash_one(member)
+    }
+
+    fn contains(&self, member: &[u8]) -> bool {
+        self.members
+            .find(self.hash(member), |m| **m == *member)
+            .is_some()
+    }
+
+    /// Adds `member`; false when it was there already.
+    fn insert(&mut self, member: &[u8]) -> bool {
+        let hash = self.hash(member);
+        if self.members.find(hash, |m| **m == *member).is_some() {
+            return false;
+        }
+        // A full table reorganises itself on this insertion.
+        if self.members.len() == self.members.capacity() {
+            self.layout_epoch = self.layout_epoch.wrapping_add(1);
+        }
+        let hasher = &self.hasher;
+        self.members
+            .insert_unique(hash, member.into(), |m| hasher.hash_one(&**m));
+        true
+    }
+
+    /// Removes `member`; false when it was not there.
+    fn remove(&mut self, member: &[u8]) -> bool {
+        let hash = self.hash(member);
+        let Ok(found) = self.members.find_entry(hash, |m| **m == *member) else {
+            return false;
+        };
+        found.remove();
+        self.shrink_if_sparse();
+        true
+    }
+
+    fn shrink_if_sparse(&mut self) {
+        let buckets = self.members.num_buckets();
+        if buckets > MIN_SHRINK_BUCKETS && self.members.len() * MIN_FILL < buckets {
+            let hasher = &self.hasher;
+            self.members
+                .shrink_to(self.members.len(), |m| hasher.hash_one(&**m));
+            self.layout_epoch = self.layout_epoch.wrapping_add(1);
+        }
+    }
+
+    /// A member from a random bucket: every member is as likely.
+    fn random(&self) -> Option<&[u8]> {
+        let buckets = self.members.num_buckets();
+        if self.members.is_empty() {
+            return None;
+        }
+        loop {
+            let bucket = crate::util::random_u64() as usize % buckets;
+            if let Some(member) = self.members.get_bucket(bucket) {
+                return Some(member);
+            }
+        }
+    }
+
+    /// `count` distinct random members, `count` below the table's length.
+    fn distinct_random(&self, count: usize) -> Vec<&[u8]> {
+        let random = |bound: usize| crate::util::random_u64() as usize % bound;
+        if count * 3 > self.members.len() {
+            // Many of the members: a partial shuffle of them all.
+            return random_choice(self.members.iter().map(|m| &**m).collect(), count);
+        }
+        // Few of them: sample buckets until `count` distinct ones held a member.
+        let buckets = self.members.num_buckets();
+        let mut taken = hashbrown::HashSet::with_capacity(count);
+        let mut picks = Vec::with_capacity(count);
+        while picks.len() < count {
+            let bucket = random(buckets);
+            if let Some(member) = self.members.get_bucket(bucket) {
+                if taken.insert(bucket) {
+                    picks.push(&**member);
+                }
+            }
+        }
+        picks
+    }
+
+    /// One SSCAN page: see [`Set::scan_page`].
+    fn scan_page(&self, cursor: u64, count: usize) -> (u64, Vec<&[u8]>) {
+        let epoch = (cursor >> CURSOR_EPOCH_SHIFT) as u32 & CURSOR_EPOCH_MASK;
+        let position = (cursor & ((1 << CURSOR_EPOCH_SHIFT) - 1)) as usize;
+        let mut bucket = if epoch == self.layout_epoch & CURSOR_EPOCH_MASK {
+            position
+        } else {
+            0
+        };
+        let buckets = self.members.num_buckets();
+        let mut members = Vec::new();
+        while bucket < buckets && members.len() < count.max(1) {
+            if let Some(member) = self.members.get_bucket(bucket) {
+                members.push(&**member);
+            }
+            bucket += 1;
+        }
+        let next = if bucket < buckets {
+            u64::from(self.layout_epoch & CURSOR_EPOCH_MASK) << CURSOR_EPOCH_SHIFT | bucket as u64
+        } else {
+            0
+        };
+        (next, members)
+    }
+}
+
 #[derive(Debug, Clone)]
 enum Repr {
     Ints(Vec<i64>),
-    Table(IndexSet<Box<[u8]>, DefaultHashBuilder>),
+    Table(Table),
 }
 
 /// A set value.
@@ -56,7 +202,7 @@ impl Set {
     pub fn len(&self) -> usize {
         match &self.repr {
             Repr::Ints(ints) => ints.len(),
-            Repr::Table(table) => table.len(),
+            Repr::Table(table) => table.members.len(),
         }
     }
 
@@ -87,11 +233,12 @@ impl Set {
 
     fn convert_to_table(&mut self) {
         if let Repr::Ints(ints) = &self.repr {
-            let mut table = IndexSet::with_capacity_and_hasher(ints.len() + 1, Default::default());
+            let mut table = Table::with_capacity(ints.len() + 1);
             let mut bytes = 0;
+            let mut digits = itoa::Buffer::new();
             for n in ints {
-                let member: Box<[u8]> = itoa::Buffer::new().format(*n).as_bytes().into();
-                bytes += element_bytes(&member) + MEMBER_OVERHEAD;
+                let member = digits.format(*n).as_bytes();
+                bytes += element_bytes(member) + MEMBER_OVERHEAD;
                 table.insert(member);
             }
             self.repr = Repr::Table(table);
@@ -120,15 +267,11 @@ impl Set {
         let Repr::Table(table) = &mut self.repr else {
             unreachable!("converted above")
         };
-        // Looked for first: the owned copy the table keeps is made only
-        // for a new member, not allocated and dropped on every SADD of one
-        // the set holds.
-        if table.contains(member) {
-            return false;
+        let added = table.insert(member);
+        if added {
+            self.bytes += element_bytes(member) + MEMBER_OVERHEAD;
         }
-        table.insert(member.into());
-        self.bytes += element_bytes(member) + MEMBER_OVERHEAD;
-        true
+        added
     }
 
     /// Removes a member; true when it was there.
@@ -143,7 +286,7 @@ impl Set {
                 true
             }
             Repr::Table(table) => {
-                let removed = table.swap_remove(member);
+                let removed = table.remove(member);
                 if removed {
                     self.bytes -= element_bytes(member) + MEMBER_OVERHEAD;
                 }
@@ -152,29 +295,55 @@ impl Set {
         }
     }
 
-    /// The member at a position of the iteration order (SPOP, SRANDMEMBER).
-    pub fn get_index(&self, index: usize) -> Option<Member<'_>> {
+    /// A random member, every member as likely (SPOP, SRANDMEMBER).
+    pub fn random_member(&self) -> Option<Member<'_>> {
         match &self.repr {
-            Repr::Ints(ints) => ints.get(index).map(|n| Member::Int(*n)),
-            Repr::Table(table) => table.get_index(index).map(|m| Member::Bytes(m)),
+            Repr::Ints(ints) if ints.is_empty() => None,
+            Repr::Ints(ints) => {
+                let at = crate::util::random_u64() as usize % ints.len();
+                Some(Member::Int(ints[at]))
+            }
+            Repr::Table(table) => table.random().map(Member::Bytes),
+        }
+    }
+
+    /// Random members as SRANDMEMBER's count asks: a negative count picks
+    /// that many independently (repeats allowed); a count of at least the
+    /// set's size gives every member; a smaller one, that many distinct.
+    pub fn random_members(&self, count: i64) -> Vec<Member<'_>> {
+        if count < 0 {
+            return (0..count.unsigned_abs())
+                .filter_map(|_| self.random_member())
+                .collect();
+        }
+        let count = count as usize;
+        if count >= self.len() {
+            return self.iter().collect();
+        }
+        match &self.repr {
+            Repr::Ints(ints) => {
+                random_choice(ints.iter().map(|n| Member::Int(*n)).collect(), count)
+            }
+            Repr::Table(table) => table
+                .distinct_random(count)
+                .into_iter()
+                .map(Member::Bytes)
+                .collect(),
         }
     }
 
     /// One page of SSCAN from `cursor`, visiting about `count` members: the
     /// next cursor (0 when done) and the members visited. An intset comes
     /// back whole with cursor 0, as Redis's small encodings do. A table is
-    /// walked from its last position down (`scan_positions`), which keeps
-    /// SCAN's promise under the table's swap-removal.
+    /// walked bucket by bucket; a cursor issued before the table last
+    /// reorganised starts again from its first bucket, so a member present
+    /// throughout may come back twice but is never missed.
     pub fn scan_page(&self, cursor: u64, count: usize) -> (u64, Vec<Member<'_>>) {
         match &self.repr {
             Repr::Ints(_) => (0, self.iter().collect()),
             Repr::Table(table) => {
-                let (next, positions) = super::scan_positions(table.len(), cursor, count);
-                let members = positions
-                    .filter_map(|i| table.get_index(i))
-                    .map(|m| Member::Bytes(m))
-                    .collect();
-                (next, members)
+                let (next, members) = table.scan_page(cursor, count);
+                (next, members.into_iter().map(Member::Bytes).collect())
             }
         }
     }
@@ -183,7 +352,7 @@ impl Set {
     pub fn iter(&self) -> Box<dyn Iterator<Item = Member<'_>> + '_> {
         match &self.repr {
             Repr::Ints(ints) => Box::new(ints.iter().map(|n| Member::Int(*n))),
-            Repr::Table(table) => Box::new(table.iter().map(|m| Member::Bytes(m))),
+            Repr::Table(table) => Box::new(table.members.iter().map(|m| Member::Bytes(m))),
         }
     }
 }
@@ -278,6 +447,112 @@ mod tests {
             let missed: Vec<_> = throughout.difference(&seen).collect();
             assert!(missed.is_empty(), "round {round} missed {}", missed.len());
         }
+    }
+
+    /// A scan that outlives a growth of the table starts again rather
+    /// than miss members that moved behind it.
+    #[test]
+    fn a_scan_across_a_growth_still_meets_every_member() {
+        let limits = Encodings::default();
+        let mut set = Set::default();
+        for i in 0..600 {
+            set.insert(format!("m{i}").as_bytes(), &limits);
+        }
+        let (cursor, first) = set.scan_page(0, 10);
+        assert_eq!(first.len(), 10);
+        let first: Vec<_> = first.into_iter().map(Member::to_vec).collect();
+        for i in 0..5000 {
+            set.insert(format!("new{i}").as_bytes(), &limits);
+        }
+        let mut seen: std::collections::HashSet<Vec<u8>> = first.into_iter().collect();
+        let (mut cursor, mut pages) = (cursor, 0);
+        loop {
+            let (next, members) = set.scan_page(cursor, 100);
+            seen.extend(members.into_iter().map(Member::to_vec));
+            pages += 1;
+            if next == 0 {
+                break;
+            }
+            cursor = next;
+        }
+        assert!(pages > 1);
+        for i in 0..600 {
+            assert!(seen.contains(format!("m{i}").as_bytes()), "m{i}");
+        }
+    }
+
+    /// Emptying most of a large set shrinks its table, which keeps random
+    /// picks from probing empty buckets, and every pick is a member.
+    #[test]
+    fn a_set_emptied_shrinks_and_random_picks_stay_members() {
+        let limits = Encodings::default();
+        let mut set = Set::default();
+        for i in 0..10_000 {
+            set.insert(format!("m{i}").as_bytes(), &limits);
+        }
+        let Repr::Table(table) = &set.repr else {
+            panic!("a table")
+        };
+        let (big, epoch) = (table.members.num_buckets(), table.layout_epoch);
+        for i in 0..9_990 {
+            assert!(set.remove(format!("m{i}").as_bytes()));
+        }
+        let Repr::Table(table) = &set.repr else {
+            panic!("a table")
+        };
+        assert!(
+            table.members.num_buckets() * 64 <= big,
+            "{}",
+            table.members.num_buckets()
+        );
+        assert_ne!(table.layout_epoch, epoch);
+        let left: std::collections::HashSet<Vec<u8>> = set.iter().map(Member::to_vec).collect();
+        assert_eq!(left.len(), 10);
+        let mut picked = std::collections::HashSet::new();
+        for _ in 0..1000 {
+            let member = set.random_member().map(Member::to_vec);
+            assert!(member.as_ref().is_some_and(|m| left.contains(m)));
+            picked.extend(member);
+        }
+        assert_eq!(picked, left, "1000 picks of 10 members meet them all");
+    }
+
+    #[test]
+    fn random_members_follow_the_count() {
+        let limits = Encodings::default();
+        for n in [5usize, 100, 2000] {
+            for kind in ["int", "str"] {
+                let mut set = Set::default();
+                for i in 0..n {
+                    let member = if kind == "int" {
+                        i.to_string()
+                    } else {
+                        format!("m{i}")
+                    };
+                    set.insert(member.as_bytes(), &limits);
+                }
+                for count in [1i64, 2, (n / 3) as i64, (n / 2) as i64, n as i64 - 1] {
+                    let picks: Vec<_> = set
+                        .random_members(count)
+                        .into_iter()
+                        .map(Member::to_vec)
+                        .collect();
+                    let distinct: std::collections::HashSet<_> = picks.iter().collect();
+                    assert_eq!(
+                        (picks.len(), distinct.len()),
+                        (count as usize, count as usize),
+                        "{kind} {n} {count}"
+                    );
+                    assert!(picks.iter().all(|m| set.contains(m)));
+                }
+                assert_eq!(set.random_members(n as i64 + 7).len(), n);
+                let repeats = set.random_members(-(3 * n as i64));
+                assert_eq!(repeats.len(), 3 * n);
+                assert!(repeats.iter().all(|m| set.contains(&m.to_vec())));
+            }
+        }
+        assert!(Set::default().random_members(-3).is_empty());
+        assert_eq!(Set::default().random_member(), None);
     }
 
     #[test]

@@ -39,6 +39,38 @@ pub fn random_choice<T>(mut items: Vec<T>, count: usize) -> Vec<T> {
     items
 }
 
+/// The positions SRANDMEMBER, HRANDFIELD and ZRANDMEMBER return for a
+/// count over `len` elements: every element in order when a non-negative
+/// count covers them all (as Redis does), else `count` distinct random
+/// positions; a negative count picks `-count` positions with repeats.
+pub fn random_positions(len: usize, count: i64) -> Vec<usize> {
+    if len == 0 {
+        return Vec::new();
+    }
+    let random = |bound: usize| random_u64() as usize % bound;
+    if count < 0 {
+        return (0..count.unsigned_abs()).map(|_| random(len)).collect();
+    }
+    let count = count as usize;
+    if count >= len {
+        return (0..len).collect();
+    }
+    if count * 3 > len {
+        return random_choice((0..len).collect(), count);
+    }
+    // Few of many: draw until `count` distinct ones came up, without a
+    // vector of every position.
+    let mut taken = hashbrown::HashSet::with_capacity(count);
+    let mut positions = Vec::with_capacity(count);
+    while positions.len() < count {
+        let at = random(len);
+        if taken.insert(at) {
+            positions.push(at);
+        }
+    }
+    positions
+}
+
 /// A fresh 40-hex-character id, the form of Redis's run ids and
 /// replication ids. Only uniqueness matters: a random hasher state (seeded
 /// from the OS) hashes the time and a counter.
@@ -79,4 +111,33 @@ pub fn prefetch_line(address: usize) {
     }
     #[cfg(not(target_arch = "x86_64"))]
     let _ = address;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn random_positions_follow_the_count() {
+        for len in [1usize, 7, 100, 5000] {
+            for count in [1, len / 3, len / 3 + 1, len.saturating_sub(1), len] {
+                let picks = random_positions(len, count as i64);
+                let distinct: hashbrown::HashSet<_> = picks.iter().collect();
+                assert_eq!(
+                    (picks.len(), distinct.len()),
+                    (count, count),
+                    "{len} {count}"
+                );
+                assert!(picks.iter().all(|&at| at < len));
+            }
+            assert_eq!(
+                random_positions(len, len as i64 + 3),
+                (0..len).collect::<Vec<_>>()
+            );
+            let repeats = random_positions(len, -(2 * len as i64));
+            assert_eq!(repeats.len(), 2 * len);
+            assert!(repeats.iter().all(|&at| at < len));
+        }
+        assert!(random_positions(0, 5).is_empty());
+    }
 }

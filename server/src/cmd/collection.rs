@@ -337,58 +337,9 @@ pub fn scan_collection<T: Kind>(
     }))
 }
 
-/// The positions HRANDFIELD and ZRANDMEMBER return for a
-/// count over `len` elements: every element in order when a non-negative
-/// count covers them all (as Redis does), else `count` distinct random
-/// positions; a negative count picks `-count` positions with repeats.
-pub fn random_indexes(len: usize, count: i64) -> Vec<usize> {
-    if len == 0 {
-        return Vec::new();
-    }
-    let random = |bound: usize| crate::util::random_u64() as usize % bound;
-    if count < 0 {
-        return (0..count.unsigned_abs()).map(|_| random(len)).collect();
-    }
-    let count = count as usize;
-    if count >= len {
-        return (0..len).collect();
-    }
-    if count * 3 > len {
-        return crate::util::random_choice((0..len).collect(), count);
-    }
-    // Few of many: draw until `count` distinct ones came up, without a
-    // vector of every position.
-    let mut taken = hashbrown::HashSet::with_capacity(count);
-    let mut positions = Vec::with_capacity(count);
-    while positions.len() < count {
-        let at = random(len);
-        if taken.insert(at) {
-            positions.push(at);
-        }
-    }
-    positions
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn random_indexes_follow_the_count() {
-        for len in [1usize, 7, 100, 5000] {
-            for count in [1, len / 3, len / 3 + 1, len.saturating_sub(1), len] {
-                let picks = random_indexes(len, count as i64);
-                let distinct: hashbrown::HashSet<_> = picks.iter().collect();
-                assert_eq!((picks.len(), distinct.len()), (count, count), "{len} {count}");
-                assert!(picks.iter().all(|&at| at < len));
-            }
-            assert_eq!(random_indexes(len, len as i64 + 3), (0..len).collect::<Vec<_>>());
-            let repeats = random_indexes(len, -(2 * len as i64));
-            assert_eq!(repeats.len(), 2 * len);
-            assert!(repeats.iter().all(|&at| at < len));
-        }
-        assert!(random_indexes(0, 5).is_empty());
-    }
 
     #[test]
     fn index_ranges_clamp_like_redis() {

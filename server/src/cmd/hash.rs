@@ -348,17 +348,13 @@ pub fn hrandfield(ctx: &mut Ctx<'_>, argv: &[&[u8]]) -> Reply {
     let key = ctx.key(argv[1]);
     let mut shard = ctx.lock(key);
     let found = read::<Hash, _>(&mut shard, key, ctx.now_ms, |hash| {
-        let Some(count) = count else {
-            let index = crate::util::random_u64() as usize % hash.len();
-            return hash
-                .get_index(index)
-                .map_or(Reply::Nil, |(f, _)| Reply::bulk(f));
-        };
-        let picked = super::collection::random_indexes(hash.len(), count);
-        // One pass over the fields, so a count in the thousands does not
-        // scan a small hash's buffer once per pick.
-        let fields: Vec<_> = hash.iter().collect();
-        let chosen = picked.into_iter().filter_map(|i| fields.get(i).copied());
+        let chosen = hash.random_fields(count).into_iter();
+        if count.is_none() {
+            return chosen
+                .map(|(f, _)| f)
+                .next()
+                .map_or(Reply::Nil, Reply::bulk);
+        }
         if with_values {
             pairs(
                 proto,

@@ -5,8 +5,8 @@ use std::ops::Bound;
 
 use super::args::{int_pair, is};
 use super::collection::{
-    either, index_range, missing_pick, modify_notify_if, pairs, positive_count, random_indexes,
-    random_pick_args, read, scan_collection, Event,
+    either, index_range, missing_pick, modify_notify_if, pairs, positive_count, random_pick_args,
+    read, scan_collection, Event,
 };
 use super::error;
 use super::Ctx;
@@ -797,7 +797,7 @@ pub fn zrandmember(ctx: &mut Ctx<'_>, argv: &[&[u8]]) -> Reply {
                 .map_or(Reply::Nil, |(member, _)| Reply::bulk(member));
         };
         let members: Vec<_> = zset.iter().collect();
-        let chosen = random_indexes(members.len(), count)
+        let chosen = crate::util::random_positions(members.len(), count)
             .into_iter()
             .map(|i| members[i])
             .collect();

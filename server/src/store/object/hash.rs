@@ -5,16 +5,15 @@
 //! after the other in a single buffer, found by a linear scan. Limiter
 //! scripts keep their state in hashes of two or three fields, and one
 //! buffer is one allocation and one cache miss per lookup, where a hash
-//! table costs a table, an entry array and two boxes per field. Past the
-//! thresholds Redis converts to a hash table, and so does this type.
+//! table costs a slot and two boxes per field. Past the
+//! thresholds Redis converts to a hash table, and so does this type
+//! ([`ByteTable`]).
 
-use hashbrown::DefaultHashBuilder;
-use indexmap::IndexMap;
-
+use super::byte_table::{ByteTable, OwnedPair};
 use super::field_deadlines::FieldDeadlines;
 use super::packed::{elements, push_element};
 use super::{element_bytes, Encodings};
-/// Per-field cost of the index map beyond the two elements: hash, index slot.
+/// Per-field cost of the table beyond the two elements: its slot and control byte.
 const FIELD_OVERHEAD: usize = 16;
 
 /// A field and its value, borrowed from a hash.
@@ -38,7 +37,7 @@ enum Fields {
     /// order, each a LEB128 length followed by its bytes.
     Packed { buffer: Vec<u8>, len: usize },
     /// Redis's hash table, for good once converted, as in Redis.
-    Table(IndexMap<Box<[u8]>, Box<[u8]>, DefaultHashBuilder>),
+    Table(ByteTable<OwnedPair>),
 }
 
 impl Default for Hash {
@@ -124,7 +123,7 @@ impl Hash {
     pub fn get(&self, field: &[u8]) -> Option<&[u8]> {
         match &self.fields {
             Fields::Packed { buffer, .. } => find(buffer, field).map(|found| found.value),
-            Fields::Table(table) => table.get(field).map(|v| &**v),
+            Fields::Table(table) => table.get(field).map(|(_, value)| &**value),
         }
     }
 
@@ -179,34 +178,34 @@ impl Hash {
                 self.put(field, value, limits)
             }
             Fields::Table(table) => {
-                if let Some(old) = table.get_mut(field) {
-                    if old.len() == value.len() {
-                        // A counter's new value is often as long as its
-                        // old one: written over it, with no allocation.
-                        old.copy_from_slice(value);
-                    } else {
-                        self.bytes = self.bytes + value.len() - old.len();
-                        *old = value.into();
-                    }
-                    return false;
+                let ((_, old), added) =
+                    table.get_or_insert_with(field, || (field.into(), value.into()));
+                if added {
+                    self.bytes += element_bytes(field) + element_bytes(value) + FIELD_OVERHEAD;
+                } else if old.len() == value.len() {
+                    // A counter's new value is often as long as its old
+                    // one: written over it, with no allocation.
+                    old.copy_from_slice(value);
+                } else {
+                    self.bytes = self.bytes + value.len() - old.len();
+                    *old = value.into();
                 }
-                self.bytes += element_bytes(field) + element_bytes(value) + FIELD_OVERHEAD;
-                table.insert(field.into(), value.into());
-                true
+                added
             }
         }
     }
 
-    /// Turns a packed hash into a table, keeping its order.
+    /// Turns a packed hash into a table (whose order is its buckets', as a
+    /// Redis dict's is).
     fn convert(&mut self) {
         let Fields::Packed { buffer, .. } = &self.fields else {
             return;
         };
-        let mut table = IndexMap::with_capacity_and_hasher(self.len(), Default::default());
+        let mut table = ByteTable::with_capacity(self.len());
         let mut bytes = 0;
         for (field, value) in pairs(buffer) {
             bytes += element_bytes(field) + element_bytes(value) + FIELD_OVERHEAD;
-            table.insert(field.into(), value.into());
+            table.get_or_insert_with(field, || (field.into(), value.into()));
         }
         self.fields = Fields::Table(table);
         self.bytes = bytes;
@@ -232,8 +231,7 @@ impl Hash {
                 }
                 None => false,
             },
-            // A hash table has no order to keep, so the cheaper swap is fine.
-            Fields::Table(table) => match table.swap_remove_entry(field) {
+            Fields::Table(table) => match table.remove(field) {
                 Some((field, value)) => {
                     self.bytes -= element_bytes(&field) + element_bytes(&value) + FIELD_OVERHEAD;
                     true
@@ -373,21 +371,37 @@ impl Hash {
         match &self.fields {
             Fields::Packed { .. } => (0, self.iter().collect()),
             Fields::Table(table) => {
-                let (next, positions) = super::scan_positions(table.len(), cursor, count);
-                let fields = positions
-                    .filter_map(|i| table.get_index(i))
-                    .map(|(f, v)| (&**f, &**v))
-                    .collect();
-                (next, fields)
+                let (next, page) = table.scan_page(cursor, count);
+                (next, page.into_iter().map(|(f, v)| (&**f, &**v)).collect())
             }
         }
     }
 
-    /// The field at a position of the iteration order (HRANDFIELD).
-    pub fn get_index(&self, index: usize) -> Option<(&[u8], &[u8])> {
+    /// Random fields as HRANDFIELD's count asks (see
+    /// [`crate::util::random_positions`]); `None` asks for one.
+    pub fn random_fields(&self, count: Option<i64>) -> Vec<FieldValue<'_>> {
         match &self.fields {
-            Fields::Packed { buffer, .. } => pairs(buffer).nth(index),
-            Fields::Table(table) => table.get_index(index).map(|(f, v)| (&**f, &**v)),
+            Fields::Packed { buffer, len } => {
+                // One pass over the buffer, so a count in the thousands
+                // does not scan it once per pick.
+                let fields: Vec<_> = pairs(buffer).collect();
+                crate::util::random_positions(*len, count.unwrap_or(1))
+                    .into_iter()
+                    .filter_map(|at| fields.get(at).copied())
+                    .collect()
+            }
+            Fields::Table(table) => match count {
+                None => table
+                    .random()
+                    .into_iter()
+                    .map(|(f, v)| (&**f, &**v))
+                    .collect(),
+                Some(count) => table
+                    .random_items(count)
+                    .into_iter()
+                    .map(|(f, v)| (&**f, &**v))
+                    .collect(),
+            },
         }
     }
 }
@@ -436,12 +450,11 @@ mod tests {
         assert!(!hash.remove(&long));
         let order: Vec<_> = hash.iter().collect();
         assert_eq!(order, vec![(&b"a"[..], &long[..]), (&b"c"[..], &b"3"[..])]);
-        assert_eq!(hash.get_index(1), Some((&b"c"[..], &b"3"[..])));
-        assert_eq!(hash.get_index(2), None);
+        assert_eq!(hash.random_fields(Some(5)), order);
     }
 
     #[test]
-    fn conversion_keeps_the_order_and_every_value() {
+    fn conversion_keeps_every_field_and_value() {
         let limits = Encodings {
             hash_max_listpack_entries: 3,
             ..Encodings::default()
@@ -453,8 +466,10 @@ mod tests {
         assert_eq!(hash.encoding(), "listpack");
         hash.insert(b"w", b"w", &limits);
         assert_eq!(hash.encoding(), "hashtable");
-        let order: Vec<_> = hash.iter().map(|(f, _)| f).collect();
-        assert_eq!(order, vec![&b"z"[..], b"y", b"x", b"w"]);
+        // A table's order is its buckets', as a Redis dict's is.
+        let mut fields: Vec<_> = hash.iter().map(|(f, _)| f).collect();
+        fields.sort();
+        assert_eq!(fields, vec![&b"w"[..], b"x", b"y", b"z"]);
         assert!(hash.iter().all(|(f, v)| f == v));
         assert!(hash.heap_bytes() > 0);
     }

@@ -11,6 +11,7 @@
 //! a set of integers in numeric order (intset), a sorted set by score then
 //! member. Large hashes and sets are unordered in Redis (a dict) and here.
 
+mod byte_table;
 mod field_deadlines;
 mod hash;
 mod list;
@@ -115,28 +116,6 @@ const ELEMENT_OVERHEAD: usize = 24;
 /// Heap bytes of one boxed element.
 fn element_bytes(bytes: &[u8]) -> usize {
     ELEMENT_OVERHEAD + bytes.len()
-}
-
-/// The positions one SCAN page visits in a table of `len` elements kept
-/// by position (an index map, whose removal moves the last element into
-/// the hole or shifts the tail down), and the cursor after them.
-///
-/// A cursor counts the positions still to visit, from the top: 0 starts
-/// at `len`, and the page visits the `count` positions below it. Walking
-/// down keeps SCAN's promise that an element present from the first call
-/// to the last is returned: a removal only ever moves an element from a
-/// higher position to a lower one, so one not yet visited stays below the
-/// cursor, and one visited may at worst be returned again. Elements added
-/// meanwhile go to the top, above the cursor, and may be missed, which
-/// SCAN allows.
-pub fn scan_positions(len: usize, cursor: u64, count: usize) -> (u64, std::ops::Range<usize>) {
-    let top = if cursor == 0 {
-        len
-    } else {
-        usize::try_from(cursor).unwrap_or(usize::MAX).min(len)
-    };
-    let bottom = top.saturating_sub(count.max(1));
-    (bottom as u64, bottom..top)
 }
 
 /// A collection value.

@@ -1,32 +1,13 @@
 //! A set: an "intset" (sorted integers) while every member is a small
 //! integer and there are at most `set-max-intset-entries` of them (512), as
-//! in Redis 7.0; a hash table otherwise.
-//!
-//! The table holds each member's own allocation directly, as Redis's dict
-//! does: a lookup reads the table's control bytes, the slot and the member,
-//! and nothing between them. Random picks (SPOP, SRANDMEMBER) sample the
-//! table's buckets, as Redis's dictGetRandomKey does, and SSCAN walks the
-//! buckets; both rely on the table staying at least an eighth full, which
-//! removal keeps by shrinking it.
+//! in Redis 7.0; a hash table ([`ByteTable`]) otherwise.
 
-use hashbrown::{DefaultHashBuilder, HashTable};
-use std::hash::BuildHasher;
-
+use super::byte_table::ByteTable;
 use super::{element_bytes, Encodings};
 use crate::number::parse_i64;
 use crate::util::random_choice;
 /// Per-member cost of the table beyond the element: its slot and control byte.
 const MEMBER_OVERHEAD: usize = 16;
-/// A table shrinks when fewer than one bucket in this many holds a member
-/// (Redis's HASHTABLE_MIN_FILL), so that a random bucket holds a member
-/// often enough for sampling to be cheap.
-const MIN_FILL: usize = 8;
-/// Tables of at most this many buckets never shrink (Redis's DICT_HT_INITIAL_SIZE).
-const MIN_SHRINK_BUCKETS: usize = 16;
-/// The part of the table's layout epoch an SSCAN cursor carries, above the
-/// bucket position. Cursors stay below 2^53 (Lua reads them as doubles).
-const CURSOR_EPOCH_SHIFT: u32 = 40;
-const CURSOR_EPOCH_MASK: u32 = 0xFF;
 
 /// One member as stored: integers of an intset are kept as numbers.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -47,138 +28,10 @@ impl Member<'_> {
     }
 }
 
-/// The members of a set past its intset form.
-#[derive(Debug, Clone, Default)]
-struct Table {
-    members: HashTable<Box<[u8]>>,
-    hasher: DefaultHashBuilder,
-    /// Bumped whenever members may move between buckets (the table grows,
-    /// rehashes in place or shrinks), so that an SSCAN cursor issued before
-    /// can tell it is stale.
-    layout_epoch: u32,
-}
-
-impl Table {
-    fn with_capacity(capacity: usize) -> Table {
-        Table {
-            members: HashTable::with_capacity(capacity),
-            ..Table::default()
-        }
-    }
-
-    fn hash(&self, member: &[u8]) -> u64 {
-        self.hasher.hash_one(member)
-    }
-
-    fn contains(&self, member: &[u8]) -> bool {
-        self.members
-            .find(self.hash(member), |m| **m == *member)
-            .is_some()
-    }
-
-    /// Adds `member`; false when it was there already.
-    fn insert(&mut self, member: &[u8]) -> bool {
-        let hash = self.hash(member);
-        if self.members.find(hash, |m| **m == *member).is_some() {
-            return false;
-        }
-        // A full table reorganises itself on this insertion.
-        if self.members.len() == self.members.capacity() {
-            self.layout_epoch = self.layout_epoch.wrapping_add(1);
-        }
-        let hasher = &self.hasher;
-        self.members
-            .insert_unique(hash, member.into(), |m| hasher.hash_one(&**m));
-        true
-    }
-
-    /// Removes `member`; false when it was not there.
-    fn remove(&mut self, member: &[u8]) -> bool {
-        let hash = self.hash(member);
-        let Ok(found) = self.members.find_entry(hash, |m| **m == *member) else {
-            return false;
-        };
-        found.remove();
-        self.shrink_if_sparse();
-        true
-    }
-
-    fn shrink_if_sparse(&mut self) {
-        let buckets = self.members.num_buckets();
-        if buckets > MIN_SHRINK_BUCKETS && self.members.len() * MIN_FILL < buckets {
-            let hasher = &self.hasher;
-            self.members
-                .shrink_to(self.members.len(), |m| hasher.hash_one(&**m));
-            self.layout_epoch = self.layout_epoch.wrapping_add(1);
-        }
-    }
-
-    /// A member from a random bucket: every member is as likely.
-    fn random(&self) -> Option<&[u8]> {
-        let buckets = self.members.num_buckets();
-        if self.members.is_empty() {
-            return None;
-        }
-        loop {
-            let bucket = crate::util::random_u64() as usize % buckets;
-            if let Some(member) = self.members.get_bucket(bucket) {
-                return Some(member);
-            }
-        }
-    }
-
-    /// `count` distinct random members, `count` below the table's length.
-    fn distinct_random(&self, count: usize) -> Vec<&[u8]> {
-        let random = |bound: usize| crate::util::random_u64() as usize % bound;
-        if count * 3 > self.members.len() {
-            // Many of the members: a partial shuffle of them all.
-            return random_choice(self.members.iter().map(|m| &**m).collect(), count);
-        }
-        // Few of them: sample buckets until `count` distinct ones held a member.
-        let buckets = self.members.num_buckets();
-        let mut taken = hashbrown::HashSet::with_capacity(count);
-        let mut picks = Vec::with_capacity(count);
-        while picks.len() < count {
-            let bucket = random(buckets);
-            if let Some(member) = self.members.get_bucket(bucket) {
-                if taken.insert(bucket) {
-                    picks.push(&**member);
-                }
-            }
-        }
-        picks
-    }
-
-    /// One SSCAN page: see [`Set::scan_page`].
-    fn scan_page(&self, cursor: u64, count: usize) -> (u64, Vec<&[u8]>) {
-        let epoch = (cursor >> CURSOR_EPOCH_SHIFT) as u32 & CURSOR_EPOCH_MASK;
-        let position = (cursor & ((1 << CURSOR_EPOCH_SHIFT) - 1)) as usize;
-        let mut bucket = if epoch == self.layout_epoch & CURSOR_EPOCH_MASK {
-            position
-        } else {
-            0
-        };
-        let buckets = self.members.num_buckets();
-        let mut members = Vec::new();
-        while bucket < buckets && members.len() < count.max(1) {
-            if let Some(member) = self.members.get_bucket(bucket) {
-                members.push(&**member);
-            }
-            bucket += 1;
-        }
-        let next = if bucket < buckets {
-            u64::from(self.layout_epoch & CURSOR_EPOCH_MASK) << CURSOR_EPOCH_SHIFT | bucket as u64
-        } else {
-            0
-        };
-        (next, members)
-    }
-}
-
 #[derive(Debug, Clone)]
 enum Repr {
     Ints(Vec<i64>),
-    Table(Table),
+    Table(ByteTable<Box<[u8]>>),
 }
 
 /// A set value.
@@ -202,7 +55,7 @@ impl Set {
     pub fn len(&self) -> usize {
         match &self.repr {
             Repr::Ints(ints) => ints.len(),
-            Repr::Table(table) => table.members.len(),
+            Repr::Table(table) => table.len(),
         }
     }
 
@@ -227,19 +80,19 @@ impl Set {
     pub fn contains(&self, member: &[u8]) -> bool {
         match &self.repr {
             Repr::Ints(ints) => parse_i64(member).is_some_and(|n| ints.binary_search(&n).is_ok()),
-            Repr::Table(table) => table.contains(member),
+            Repr::Table(table) => table.get(member).is_some(),
         }
     }
 
     fn convert_to_table(&mut self) {
         if let Repr::Ints(ints) = &self.repr {
-            let mut table = Table::with_capacity(ints.len() + 1);
+            let mut table = ByteTable::with_capacity(ints.len() + 1);
             let mut bytes = 0;
             let mut digits = itoa::Buffer::new();
             for n in ints {
                 let member = digits.format(*n).as_bytes();
                 bytes += element_bytes(member) + MEMBER_OVERHEAD;
-                table.insert(member);
+                table.get_or_insert_with(member, || member.into());
             }
             self.repr = Repr::Table(table);
             self.bytes = bytes;
@@ -267,7 +120,7 @@ impl Set {
         let Repr::Table(table) = &mut self.repr else {
             unreachable!("converted above")
         };
-        let added = table.insert(member);
+        let (_, added) = table.get_or_insert_with(member, || member.into());
         if added {
             self.bytes += element_bytes(member) + MEMBER_OVERHEAD;
         }
@@ -286,7 +139,7 @@ impl Set {
                 true
             }
             Repr::Table(table) => {
-                let removed = table.remove(member);
+                let removed = table.remove(member).is_some();
                 if removed {
                     self.bytes -= element_bytes(member) + MEMBER_OVERHEAD;
                 }
@@ -303,7 +156,7 @@ impl Set {
                 let at = crate::util::random_u64() as usize % ints.len();
                 Some(Member::Int(ints[at]))
             }
-            Repr::Table(table) => table.random().map(Member::Bytes),
+            Repr::Table(table) => table.random().map(|m| Member::Bytes(m)),
         }
     }
 
@@ -325,9 +178,9 @@ impl Set {
                 random_choice(ints.iter().map(|n| Member::Int(*n)).collect(), count)
             }
             Repr::Table(table) => table
-                .distinct_random(count)
+                .random_items(count as i64)
                 .into_iter()
-                .map(Member::Bytes)
+                .map(|m| Member::Bytes(m))
                 .collect(),
         }
     }
@@ -343,7 +196,10 @@ impl Set {
             Repr::Ints(_) => (0, self.iter().collect()),
             Repr::Table(table) => {
                 let (next, members) = table.scan_page(cursor, count);
-                (next, members.into_iter().map(Member::Bytes).collect())
+                (
+                    next,
+                    members.into_iter().map(|m| Member::Bytes(m)).collect(),
+                )
             }
         }
     }
@@ -352,7 +208,7 @@ impl Set {
     pub fn iter(&self) -> Box<dyn Iterator<Item = Member<'_>> + '_> {
         match &self.repr {
             Repr::Ints(ints) => Box::new(ints.iter().map(|n| Member::Int(*n))),
-            Repr::Table(table) => Box::new(table.members.iter().map(|m| Member::Bytes(m))),
+            Repr::Table(table) => Box::new(table.iter().map(|m| Member::Bytes(m))),
         }
     }
 }
@@ -493,19 +349,16 @@ mod tests {
         let Repr::Table(table) = &set.repr else {
             panic!("a table")
         };
-        let (big, epoch) = (table.members.num_buckets(), table.layout_epoch);
+        let (big, epoch) = table.shape();
         for i in 0..9_990 {
             assert!(set.remove(format!("m{i}").as_bytes()));
         }
         let Repr::Table(table) = &set.repr else {
             panic!("a table")
         };
-        assert!(
-            table.members.num_buckets() * 64 <= big,
-            "{}",
-            table.members.num_buckets()
-        );
-        assert_ne!(table.layout_epoch, epoch);
+        let (small, shrunk) = table.shape();
+        assert!(small * 64 <= big, "{small} buckets of {big}");
+        assert_ne!(shrunk, epoch);
         let left: std::collections::HashSet<Vec<u8>> = set.iter().map(Member::to_vec).collect();
         assert_eq!(left.len(), 10);
         let mut picked = std::collections::HashSet::new();

@@ -11,10 +11,9 @@
 //! score counts cost O(log N), as in Redis.
 
 use std::cmp::Ordering;
-use std::hash::BuildHasher;
 use std::ops::Bound;
 
-use hashbrown::{DefaultHashBuilder, HashTable};
+use super::byte_table::{ByteTable, MemberScore};
 
 use super::packed::{push_element, read_element};
 use super::ranked::{RankedOrder, Ranks};
@@ -42,13 +41,8 @@ enum Members {
 
 #[derive(Debug, Clone, Default)]
 struct Indexed {
-    /// Member → score. A table rather than a map for its buckets: ZSCAN
-    /// walks them, as Redis's walks its dict's.
-    scores: HashTable<(Box<[u8]>, f64)>,
-    hasher: DefaultHashBuilder,
-    /// Changes whenever an insert may move the table's members (a growth or
-    /// a rehash in place): a ZSCAN cursor of another layout starts over.
-    layout: u8,
+    /// Member → score, Redis's dict beside its skiplist.
+    scores: ByteTable<MemberScore>,
     order: RankedOrder,
     /// Running estimate of the heap bytes.
     bytes: usize,
@@ -137,30 +131,20 @@ fn insert_packed(buffer: &mut Vec<u8>, score: f64, member: &[u8]) {
 
 impl Indexed {
     fn score(&self, member: &[u8]) -> Option<f64> {
-        let hash = self.hasher.hash_one(member);
-        self.scores
-            .find(hash, |(m, _)| **m == *member)
-            .map(|&(_, score)| score)
+        self.scores.get(member).map(|&(_, score)| score)
     }
 
     /// Adds a member that is not present.
     fn add(&mut self, member: &[u8], score: f64) {
         self.bytes += member_cost(member);
-        if self.scores.len() == self.scores.capacity() {
-            // The insert below grows the table or rehashes it in place.
-            self.layout = self.layout.wrapping_add(1);
-        }
-        let hash = self.hasher.hash_one(member);
-        let hasher = &self.hasher;
         self.scores
-            .insert_unique(hash, (member.into(), score), |(m, _)| hasher.hash_one(m));
+            .get_or_insert_with(member, || (member.into(), score));
         self.order.insert(score, member.into());
     }
 
     /// Sets the score of a member that is present; returns the old one.
     fn rescore(&mut self, member: &[u8], score: f64) -> Option<f64> {
-        let hash = self.hasher.hash_one(member);
-        let (_, old) = self.scores.find_mut(hash, |(m, _)| **m == *member)?;
+        let (_, old) = self.scores.get_mut(member)?;
         let previous = *old;
         // Redis compares with `!=`: -0 and 0 are the same score, and the
         // stored one stays.
@@ -175,9 +159,7 @@ impl Indexed {
 
     /// Removes a member from the score table; returns its score.
     fn take_score(&mut self, member: &[u8]) -> Option<f64> {
-        let hash = self.hasher.hash_one(member);
-        let found = self.scores.find_entry(hash, |(m, _)| **m == *member).ok()?;
-        let ((_, score), _) = found.remove();
+        let (_, score) = self.scores.remove(member)?;
         self.bytes -= member_cost(member);
         Some(score)
     }
@@ -315,25 +297,11 @@ impl ZSet {
         let Members::Indexed(indexed) = &self.members else {
             return (0, self.iter().collect());
         };
-        let buckets = indexed.scores.num_buckets();
-        let mut bucket = match cursor {
-            c if c & 0xFF == u64::from(indexed.layout) => {
-                usize::try_from(c >> 8).unwrap_or(buckets)
-            }
-            _ => 0,
-        };
-        let mut page = Vec::new();
-        while bucket < buckets && page.len() < count.max(1) {
-            if let Some((member, score)) = indexed.scores.get_bucket(bucket) {
-                page.push((&**member, *score));
-            }
-            bucket += 1;
-        }
-        let next = if bucket >= buckets {
-            0
-        } else {
-            (bucket as u64) << 8 | u64::from(indexed.layout)
-        };
+        let (next, page) = indexed.scores.scan_page(cursor, count);
+        let page = page
+            .into_iter()
+            .map(|(member, score)| (&**member, *score))
+            .collect();
         (next, page)
     }
 
@@ -515,9 +483,9 @@ impl ExactSizeIterator for ZIter<'_> {}
 mod tests {
     use super::*;
 
-    fn layout(z: &ZSet) -> u8 {
+    fn layout(z: &ZSet) -> u32 {
         match &z.members {
-            Members::Indexed(indexed) => indexed.layout,
+            Members::Indexed(indexed) => indexed.scores.shape().1,
             Members::Packed { .. } => panic!("not indexed"),
         }
     }

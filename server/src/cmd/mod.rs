@@ -61,6 +61,7 @@ mod tests;
 pub mod throttle;
 pub mod zset;
 pub mod zset_algebra;
+pub mod zset_range;
 
 use crate::catalog::{registry, Command};
 use crate::resp::Reply;

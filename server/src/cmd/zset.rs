@@ -320,12 +320,7 @@ pub fn zrandmember(ctx: &mut Ctx<'_>, argv: &[&[u8]]) -> Reply {
                 .nth(index)
                 .map_or(Reply::Nil, |(member, _)| Reply::bulk(member));
         };
-        let members: Vec<_> = zset.iter().collect();
-        let chosen = crate::util::random_positions(members.len(), count)
-            .into_iter()
-            .map(|i| members[i])
-            .collect();
-        member_score(proto, chosen, with_scores)
+        member_score(proto, zset.random_members(count), with_scores)
     });
     either(found.map(|r| r.unwrap_or_else(|| missing_pick(count))))
 }

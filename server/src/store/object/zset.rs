@@ -286,6 +286,29 @@ impl ZSet {
         }
     }
 
+    /// Random members as ZRANDMEMBER's count asks (see
+    /// [`crate::util::random_positions`]). Past the listpack thresholds a
+    /// count below the size samples the member table, not every member.
+    pub fn random_members(&self, count: i64) -> Vec<(&[u8], f64)> {
+        match &self.members {
+            Members::Indexed(indexed) if count < 0 || (count as usize) < indexed.scores.len() => {
+                indexed
+                    .scores
+                    .random_items(count)
+                    .into_iter()
+                    .map(|(member, score)| (&**member, *score))
+                    .collect()
+            }
+            _ => {
+                let all: Vec<_> = self.iter().collect();
+                crate::util::random_positions(all.len(), count)
+                    .into_iter()
+                    .map(|at| all[at])
+                    .collect()
+            }
+        }
+    }
+
     /// One page of ZSCAN from `cursor` (0 to start), with about `count`
     /// members, and the cursor to go on from (0 when done). A set small
     /// enough for Redis's listpack comes back whole in score order, as
@@ -671,6 +694,32 @@ mod tests {
                     assert_eq!(both.0.next(), both.1.next());
                 }
             }
+        }
+    }
+
+    #[test]
+    fn random_members_follow_the_count_in_both_forms() {
+        for n in [10usize, 1000] {
+            let mut z = ZSet::default();
+            for i in 0..n {
+                z.insert(format!("m{i}").as_bytes(), i as f64, &Encodings::default());
+            }
+            assert_eq!(matches!(z.members, Members::Indexed(_)), n > 128);
+            for count in [1i64, 3, (n / 2) as i64, n as i64 - 1] {
+                let picks = z.random_members(count);
+                let distinct: std::collections::HashSet<_> = picks.iter().map(|p| p.0).collect();
+                assert_eq!(
+                    (picks.len(), distinct.len()),
+                    (count as usize, count as usize)
+                );
+                assert!(picks.iter().all(|&(m, s)| z.score(m) == Some(s)));
+            }
+            // All of them, in score order, as Redis replies.
+            let all: Vec<_> = z.iter().collect();
+            assert_eq!(z.random_members(n as i64 + 1), all);
+            let repeats = z.random_members(-(2 * n as i64));
+            assert_eq!(repeats.len(), 2 * n);
+            assert!(repeats.iter().all(|&(m, s)| z.score(m) == Some(s)));
         }
     }
 

@@ -101,6 +101,88 @@ async fn hrandfield_and_zrandmember_pick_existing_entries() {
     assert_eq!(distinct.iter().collect::<BTreeSet<_>>().len(), 3);
 }
 
+/// Past the small encodings the random picks sample the tables: each
+/// pick belongs to its collection, with its own value or score; a count
+/// below the size gives distinct ones, a count past it every one, a
+/// negative count that many with repeats; and repeated picks reach every
+/// element.
+#[tokio::test]
+async fn random_picks_of_large_collections_follow_the_count() {
+    let server = TestServer::start().await;
+    let mut conn = server.raw().await;
+    // Past Redis 7.0's defaults: 512 set and hash entries, 128 sorted-set ones.
+    let n = 600;
+    for i in 0..n {
+        conn.cmd(&["SADD", "s", &format!("m{i}")]).await;
+        conn.cmd(&["HSET", "h", &format!("f{i}"), &format!("v{i}")])
+            .await;
+        conn.cmd(&["ZADD", "z", &i.to_string(), &format!("m{i}")])
+            .await;
+    }
+    assert_eq!(conn.line("OBJECT ENCODING s").await, "$9\r\nhashtable\r\n");
+    assert_eq!(conn.line("OBJECT ENCODING h").await, "$9\r\nhashtable\r\n");
+    assert_eq!(conn.line("OBJECT ENCODING z").await, "$8\r\nskiplist\r\n");
+    let number = |s: &str| s[1..].parse::<usize>().unwrap_or(usize::MAX);
+    for count in [1usize, 7, 199, 201, 400, 599] {
+        let c = count.to_string();
+        let members = bulks(&conn.cmd(&["SRANDMEMBER", "s", &c]).await);
+        assert_eq!(
+            members.iter().collect::<BTreeSet<_>>().len(),
+            count,
+            "SRANDMEMBER {count}"
+        );
+        assert!(members.iter().all(|m| number(m) < n));
+        let pairs = bulks(&conn.cmd(&["HRANDFIELD", "h", &c, "WITHVALUES"]).await);
+        assert_eq!(pairs.len(), 2 * count);
+        let fields: BTreeSet<_> = pairs.chunks(2).map(|p| p[0].clone()).collect();
+        assert_eq!(fields.len(), count, "HRANDFIELD {count}");
+        assert!(pairs
+            .chunks(2)
+            .all(|p| p[1] == format!("v{}", number(&p[0]))));
+        let scored = bulks(&conn.cmd(&["ZRANDMEMBER", "z", &c, "WITHSCORES"]).await);
+        let zmembers: BTreeSet<_> = scored.chunks(2).map(|p| p[0].clone()).collect();
+        assert_eq!(zmembers.len(), count, "ZRANDMEMBER {count}");
+        assert!(scored.chunks(2).all(|p| p[1] == number(&p[0]).to_string()));
+    }
+    assert_eq!(
+        bulks(&conn.cmd(&["SRANDMEMBER", "s", "1000"]).await).len(),
+        n
+    );
+    assert_eq!(
+        bulks(&conn.cmd(&["HRANDFIELD", "h", "1000"]).await).len(),
+        n
+    );
+    let whole = bulks(&conn.cmd(&["ZRANDMEMBER", "z", "1000"]).await);
+    let in_order: Vec<String> = (0..n).map(|i| format!("m{i}")).collect();
+    assert_eq!(
+        whole, in_order,
+        "a count past the size gives the set in score order"
+    );
+    let repeats = bulks(&conn.cmd(&["SRANDMEMBER", "s", "-5000"]).await);
+    assert_eq!(repeats.len(), 5000);
+    let mut seen: BTreeSet<String> = repeats.into_iter().collect();
+    for _ in 0..4 {
+        seen.extend(bulks(&conn.cmd(&["SRANDMEMBER", "s", "-5000"]).await));
+    }
+    // 25,000 picks of 600: missing one by chance is below e^-35.
+    assert_eq!(seen.len(), n, "every member comes up");
+    let fields = bulks(&conn.cmd(&["HRANDFIELD", "h", "-1200"]).await);
+    assert_eq!(fields.len(), 1200);
+    assert!(fields.iter().all(|f| number(f) < n));
+    let zpicks = bulks(&conn.cmd(&["ZRANDMEMBER", "z", "-1200"]).await);
+    assert_eq!(zpicks.len(), 1200);
+    // Popping most of the set shrinks its table; picks still find members.
+    assert_eq!(bulks(&conn.cmd(&["SPOP", "s", "595"]).await).len(), 595);
+    let left: BTreeSet<_> = bulks(&conn.cmd(&["SMEMBERS", "s"]).await)
+        .into_iter()
+        .collect();
+    assert_eq!(left.len(), 5);
+    for _ in 0..50 {
+        let one = bulks(&conn.cmd(&["SRANDMEMBER", "s"]).await);
+        assert!(left.contains(&one[0]));
+    }
+}
+
 #[tokio::test]
 async fn a_write_from_another_client_aborts_a_watching_transaction() {
     let server = TestServer::start().await;

@@ -1,12 +1,13 @@
 //! The hash table of a set, hash or sorted set past its small encoding,
-//! as Redis's dict is: each element keeps its own allocation and the table holds it
-//! directly, so a lookup reads the table's control bytes, the slot and the
-//! element, and nothing between them.
+//! as Redis's dict is: each element keeps its own allocation and the table
+//! holds it directly, so a lookup reads the table's control bytes, the slot
+//! and the element, and nothing between them.
 //!
-//! Random picks (SPOP, SRANDMEMBER, HRANDFIELD) sample the table's buckets,
-//! as Redis's dictGetRandomKey does, and HSCAN/SSCAN/ZSCAN walk the buckets. Both
-//! rely on the table staying at least an eighth full, which removal keeps
-//! by shrinking it, as Redis shrinks a dict.
+//! Random picks (SPOP, SRANDMEMBER, HRANDFIELD, ZRANDMEMBER) sample the
+//! table's buckets, as Redis's dictGetRandomKey does, and HSCAN, SSCAN and
+//! ZSCAN walk the buckets. Both rely on the table staying at least an
+//! eighth full, which removal keeps by shrinking it, as Redis shrinks a
+//! dict.
 
 use hashbrown::hash_table::Entry;
 use hashbrown::{DefaultHashBuilder, HashTable};

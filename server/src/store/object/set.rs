@@ -5,7 +5,7 @@
 use super::byte_table::ByteTable;
 use super::{element_bytes, Encodings};
 use crate::number::parse_i64;
-use crate::util::random_choice;
+use crate::util::random_positions;
 /// Per-member cost of the table beyond the element: its slot and control byte.
 const MEMBER_OVERHEAD: usize = 16;
 
@@ -164,21 +164,13 @@ impl Set {
     /// that many independently (repeats allowed); a count of at least the
     /// set's size gives every member; a smaller one, that many distinct.
     pub fn random_members(&self, count: i64) -> Vec<Member<'_>> {
-        if count < 0 {
-            return (0..count.unsigned_abs())
-                .filter_map(|_| self.random_member())
-                .collect();
-        }
-        let count = count as usize;
-        if count >= self.len() {
-            return self.iter().collect();
-        }
         match &self.repr {
-            Repr::Ints(ints) => {
-                random_choice(ints.iter().map(|n| Member::Int(*n)).collect(), count)
-            }
+            Repr::Ints(ints) => random_positions(ints.len(), count)
+                .into_iter()
+                .map(|at| Member::Int(ints[at]))
+                .collect(),
             Repr::Table(table) => table
-                .random_items(count as i64)
+                .random_items(count)
                 .into_iter()
                 .map(|m| Member::Bytes(m))
                 .collect(),

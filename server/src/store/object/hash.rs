@@ -381,15 +381,22 @@ impl Hash {
     /// [`crate::util::random_positions`]); `None` asks for one.
     pub fn random_fields(&self, count: Option<i64>) -> Vec<FieldValue<'_>> {
         match &self.fields {
-            Fields::Packed { buffer, len } => {
-                // One pass over the buffer, so a count in the thousands
-                // does not scan it once per pick.
-                let fields: Vec<_> = pairs(buffer).collect();
-                crate::util::random_positions(*len, count.unwrap_or(1))
-                    .into_iter()
-                    .filter_map(|at| fields.get(at).copied())
-                    .collect()
-            }
+            Fields::Packed { len: 0, .. } => Vec::new(),
+            Fields::Packed { buffer, len } => match count {
+                None => {
+                    let at = crate::util::random_u64() as usize % len;
+                    pairs(buffer).nth(at).into_iter().collect()
+                }
+                Some(count) => {
+                    // One pass over the buffer, so a count in the
+                    // thousands does not scan it once per pick.
+                    let fields: Vec<_> = pairs(buffer).collect();
+                    crate::util::random_positions(*len, count)
+                        .into_iter()
+                        .filter_map(|at| fields.get(at).copied())
+                        .collect()
+                }
+            },
             Fields::Table(table) => match count {
                 None => table
                     .random()

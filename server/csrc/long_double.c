@@ -61,6 +61,15 @@ static int format_human(long double value, char *out, size_t outlen) {
 }
 
 /*
+ * Writes a double in Redis's LD_STR_HUMAN form, as addReplyHumanLongDouble
+ * prints it once promoted to long double (GEOPOS's coordinates); returns its
+ * length, or -3 when out is too small.
+ */
+int tally_format_human_double(double value, char *out, size_t outlen) {
+    return format_human((long double)value, out, outlen);
+}
+
+/*
  * Adds the decimal strings a and b. Writes the sum in Redis's LD_STR_HUMAN form
  * to out and returns its length; returns -1 when an operand is not a valid
  * float, -2 when the sum is NaN or infinite, -3 when out is too small.

@@ -30,6 +30,7 @@ extern "C" {
         delta_len: *mut c_int,
     ) -> c_int;
     fn tally_format_g(value: f64, precision: c_int, out: *mut c_char, outlen: usize) -> c_int;
+    fn tally_format_human_double(value: f64, out: *mut c_char, outlen: usize) -> c_int;
     fn tally_string2d(s: *const c_char, slen: usize, out: *mut f64) -> c_int;
     fn tally_strtod_bound(s: *const c_char, out: *mut f64) -> c_int;
     fn tally_strtod_sort_weight(s: *const c_char, out: *mut f64) -> c_int;
@@ -118,6 +119,27 @@ fn format_g_in_c(value: f64, precision: i32) -> String {
     // SAFETY: the buffer is 64 bytes and the C function writes at most outlen.
     let len = unsafe { tally_format_g(value, precision, out.as_mut_ptr().cast(), out.len()) };
     String::from_utf8_lossy(&out[..(len.max(0) as usize).min(out.len())]).into_owned()
+}
+
+/// A finite double as Redis's addReplyHumanLongDouble prints it (GEOPOS's
+/// coordinates): promoted to long double, `%.17Lf`, trailing zeros and a
+/// bare point removed.
+pub fn format_human(value: f64) -> Vec<u8> {
+    // 17 decimals after up to 309 integer digits, a sign and a point.
+    let mut out = [0u8; 400];
+    // SAFETY: the buffer is 400 bytes and the C function writes at most outlen.
+    let len = unsafe { tally_format_human_double(value, out.as_mut_ptr().cast(), out.len()) };
+    out[..(len.max(0) as usize).min(out.len())].to_vec()
+}
+
+/// A distance as Redis's addReplyDoubleDistance prints it (fixedpoint_d2string
+/// with four decimals): the value times 10^4 rounded half to even (`llrint`)
+/// and written with the point put back.
+pub fn format_fixed4(value: f64) -> String {
+    let scaled = (value * 10000.0).round_ties_even() as i64;
+    let sign = if scaled < 0 { "-" } else { "" };
+    let magnitude = scaled.unsigned_abs();
+    format!("{sign}{}.{:04}", magnitude / 10000, magnitude % 10000)
 }
 
 /// Why an addition failed.
@@ -259,6 +281,20 @@ pub fn trim_double(value: f64) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn geo_coordinates_and_distances_print_as_redis_prints_them() {
+        // GEOPOS of `GEOADD Sicily 13.361389 38.115556 Palermo` on Redis 7.0.
+        assert_eq!(format_human(13.361389338970184), b"13.36138933897018433");
+        assert_eq!(format_human(-0.0), b"0");
+        assert_eq!(format_human(2.5), b"2.5");
+        assert_eq!(format_human(-180.0), b"-180");
+        assert_eq!(format_fixed4(0.0), "0.0000");
+        assert_eq!(format_fixed4(0.00004), "0.0000");
+        assert_eq!(format_fixed4(1.23456), "1.2346");
+        assert_eq!(format_fixed4(166274.15156), "166274.1516");
+        assert_eq!(format_fixed4(-2.5), "-2.5000");
+    }
 
     #[test]
     fn integers_print_as_c_prints_them() {

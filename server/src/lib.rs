@@ -34,6 +34,7 @@ pub mod failover;
 pub mod float;
 #[cfg(feature = "fuzzing")]
 pub mod fuzzing;
+pub mod geo;
 pub mod glob;
 pub mod hyperloglog;
 pub mod keyspace_events;

@@ -77,6 +77,12 @@ const REWRITTEN: &[&str] = &[
     "RPUSH l x y z",
     "LPOP l",
     "ZADD z 1 m 2 n",
+    "GEOADD cities 13.361389 38.115556 Palermo 15.087269 37.502669 Catania",
+    "GEOADD cities XX CH 13.4 38.1 Palermo",
+    "GEORADIUS cities 15 37 200 km WITHDIST",
+    "GEORADIUS cities 15 37 200 km STORE near",
+    "GEORADIUSBYMEMBER cities Palermo 10 km",
+    "GEOSEARCHSTORE far cities FROMLONLAT 15 37 BYRADIUS 200 km STOREDIST",
     "SELECT 5",
     "SET in-five 1",
     "MULTI",
@@ -94,7 +100,8 @@ const REWRITTEN: &[&str] = &[
 /// log and in redis-server's: SELECT where the database changes, Redis
 /// 7.0's rewrites (SET ... PXAT, PEXPIREAT, DEL for a past deadline, SET
 /// for GETSET, SREM for SPOP, SET KEEPTTL for INCRBYFLOAT, HSET for
-/// HINCRBYFLOAT, PERSIST), and a transaction as MULTI/EXEC.
+/// HINCRBYFLOAT, PERSIST, ZADD for GEOADD, nothing for a GEORADIUS
+/// without STORE), and a transaction as MULTI/EXEC.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_log_holds_the_bytes_redis_writes() {
     let redis_dir = scratch_dir();

@@ -278,6 +278,32 @@ pub fn sort_key_positions(argv: &[&[u8]]) -> Vec<usize> {
     std::iter::once(1).chain(store).collect()
 }
 
+/// GEORADIUS's and GEORADIUSBYMEMBER's keys: the source, and the argument
+/// after every STORE or STOREDIST from the fifth on. Redis's handler stores
+/// into the last of them (georadiusGetKeys names that one) and its key
+/// specs name the first of each word; every one of them is a key here, so
+/// that routing, ACL and the locks cover whichever is used.
+pub fn georadius_key_positions(argv: &[&[u8]]) -> Vec<usize> {
+    let mut keys = vec![1];
+    let mut i = 5;
+    while i < argv.len() {
+        let word = argv[i];
+        if (word.eq_ignore_ascii_case(b"store") || word.eq_ignore_ascii_case(b"storedist"))
+            && i + 1 < argv.len()
+        {
+            keys.push(i + 1);
+            i += 1;
+        }
+        i += 1;
+    }
+    keys
+}
+
+/// The commands [`georadius_key_positions`] finds keys for.
+const fn georadius_stores(name: &str) -> bool {
+    const_str_eq(name, "georadius") || const_str_eq(name, "georadiusbymember")
+}
+
 impl Command {
     /// The argument indexes holding keys in this call, movable keys
     /// included (none when the count is out of range, as Redis's
@@ -291,6 +317,9 @@ impl Command {
         }
         if self.name == "msetex" {
             return msetex_key_positions(argv);
+        }
+        if georadius_stores(self.name) {
+            return georadius_key_positions(argv);
         }
         if stores_first(self.name) {
             // The destination, then the inputs, as their key specs list
@@ -452,6 +481,7 @@ const fn is_movable(name: &str) -> bool {
         || const_str_eq(name, "sort")
         || const_str_eq(name, "sort_ro")
         || const_str_eq(name, "msetex")
+        || georadius_stores(name)
 }
 
 /// `a == b` where the table is built: in a `const fn`.
@@ -606,13 +636,39 @@ mod tests {
             .all()
             .filter(|c| {
                 counted_keys(c.name).is_some()
-                    || ["migrate", "sort", "sort_ro", "msetex"].contains(&c.name)
+                    || [
+                        "migrate",
+                        "sort",
+                        "sort_ro",
+                        "msetex",
+                        "georadius",
+                        "georadiusbymember",
+                    ]
+                    .contains(&c.name)
             })
             .map(|c| c.name)
             .collect();
         movable.sort_unstable();
         assert_eq!(marked, movable);
-        assert_eq!(marked.len(), 22, "{marked:?}");
+        assert_eq!(marked.len(), 24, "{marked:?}");
+        // GEORADIUS's STORE and STOREDIST keys, each of them, wherever
+        // they come after the fixed arguments.
+        let georadius = registry.lookup(b"georadius").unwrap();
+        let argv: [&[u8]; 10] = [
+            b"georadius",
+            b"k",
+            b"0",
+            b"0",
+            b"1",
+            b"km",
+            b"STORE",
+            b"a",
+            b"storedist",
+            b"b",
+        ];
+        assert_eq!(georadius.key_positions(&argv), vec![1, 7, 9]);
+        assert_eq!(georadius.key_positions(&argv[..6]), vec![1]);
+        assert_eq!(georadius.key_positions(&argv[..7]), vec![1]);
         let msetex = registry.lookup(b"msetex").unwrap();
         let argv: [&[u8]; 8] = [b"msetex", b"2", b"a", b"1", b"b", b"2", b"EX", b"9"];
         assert_eq!(msetex.key_positions(&argv), vec![2, 4]);

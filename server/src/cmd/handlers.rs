@@ -8,9 +8,9 @@ use std::sync::OnceLock;
 
 use super::{
     acl, bitfield, bitmap, blocking, client, cluster, command, config, connection as conn, debug,
-    failover, functions, hash, hash_expiry, hyperloglog, increx, info, keys, latency, lcs, list,
-    memory, migrate, mpop, multi, object, persistence, pubsub, replication, scripting, server, set,
-    sort, string, string_conditions, throttle, zset, zset_algebra, zset_range, Ctx,
+    failover, functions, geo, hash, hash_expiry, hyperloglog, increx, info, keys, latency, lcs,
+    list, memory, migrate, mpop, multi, object, persistence, pubsub, replication, scripting,
+    server, set, sort, string, string_conditions, throttle, zset, zset_algebra, zset_range, Ctx,
 };
 use crate::catalog::registry;
 use crate::resp::Reply;
@@ -197,6 +197,16 @@ static BINDINGS: &[(&str, Handler)] = &[
     ("zdiffstore", zset_algebra::zdiffstore),
     ("zintercard", zset_algebra::zintercard),
     ("zmpop", mpop::zmpop),
+    ("geoadd", geo::geoadd),
+    ("geodist", geo::geodist),
+    ("geohash", geo::geohash),
+    ("geopos", geo::geopos),
+    ("georadius", geo::georadius),
+    ("georadiusbymember", geo::georadiusbymember),
+    ("georadius_ro", geo::georadius_ro),
+    ("georadiusbymember_ro", geo::georadiusbymember_ro),
+    ("geosearch", geo::geosearch),
+    ("geosearchstore", geo::geosearchstore),
     ("eval", scripting::eval),
     ("evalsha", scripting::evalsha),
     ("fcall", functions::fcall),

@@ -27,6 +27,7 @@ mod dispatch;
 pub mod error;
 pub mod failover;
 pub mod functions;
+pub mod geo;
 pub mod handlers;
 #[cfg(any(test, feature = "fuzzing"))]
 pub mod harness;

@@ -235,6 +235,11 @@ fn rewritten(command: &Command, argv: &[&[u8]], reply: &Reply, now_ms: u64) -> O
         "migrate" => Vec::new(),
         // Their handlers keep their effect (`effect`: SET ... PXAT).
         "cl.throttle" | "increx" => Vec::new(),
+        // Its handler keeps the ZADD it ran, as Redis rewrites GEOADD.
+        "geoadd" => Vec::new(),
+        // Write commands for their STORE, whose reply is a count; without
+        // it they changed nothing.
+        "georadius" | "georadiusbymember" if !matches!(reply, Reply::Int(_)) => Vec::new(),
         // Hash field expiry: the handlers keep what they did, made absolute
         // (`HPEXPIREAT`, `HSETEX ... PXAT`) or the `HDEL` it amounted to.
         "hexpire" | "hpexpire" | "hexpireat" | "hpexpireat" | "hpersist" | "hgetex" | "hsetex" => {

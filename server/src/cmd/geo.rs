@@ -1,0 +1,550 @@
+//! Geo commands, as Redis 7.0's geo.c answers them: GEOADD, GEOPOS,
+//! GEODIST, GEOHASH, GEORADIUS and GEORADIUSBYMEMBER (and their `_RO`
+//! forms), GEOSEARCH and GEOSEARCHSTORE. A geo set is a sorted set whose
+//! scores are 52-bit geohashes (`crate::geo`), so every sorted-set command
+//! works on it too, and it moves between tally and Redis as any sorted set.
+
+use super::args::{int_arg, is};
+use super::collection::{either, read};
+use super::error;
+use super::propagate;
+use super::Ctx;
+use crate::catalog::georadius_key_positions;
+use crate::event_classes::class;
+use crate::float::{format_fixed4, format_human, string2d};
+use crate::geo::geohash::{self, LAT_MAX, LAT_MIN, LONG_MAX, LONG_MIN};
+use crate::geo::partial_sort::partial_sort;
+use crate::geo::search::{self, Extent, Found, Shape};
+use crate::resp::Reply;
+use crate::store::object::ZSet;
+use crate::store::Object;
+
+const COULD_NOT_DECODE: &str = "ERR could not decode requested zset member";
+const UNSUPPORTED_UNIT: &str = "ERR unsupported unit provided. please use M, KM, FT, MI";
+
+/// A double argument as Redis's getDoubleFromObjectOrReply reads it, with
+/// its error (`message`, or the generic one).
+fn double_arg(arg: &[u8], message: &'static str) -> Result<f64, Reply> {
+    string2d(arg).ok_or_else(|| Reply::error(message))
+}
+
+/// A longitude and a latitude (Redis's extractLongLatOrReply).
+fn long_lat(longitude: &[u8], latitude: &[u8]) -> Result<(f64, f64), Reply> {
+    let longitude = double_arg(longitude, error::NOT_FLOAT)?;
+    let latitude = double_arg(latitude, error::NOT_FLOAT)?;
+    if !(LONG_MIN..=LONG_MAX).contains(&longitude) || !(LAT_MIN..=LAT_MAX).contains(&latitude) {
+        return Err(Reply::error(format!(
+            "ERR invalid longitude,latitude pair {longitude:.6},{latitude:.6}"
+        )));
+    }
+    Ok((longitude, latitude))
+}
+
+/// Metres per unit (Redis's extractUnitOrReply).
+fn unit(arg: &[u8]) -> Result<f64, Reply> {
+    let metres = [("m", 1.0), ("km", 1000.0), ("ft", 0.3048), ("mi", 1609.34)];
+    metres
+        .iter()
+        .find(|(name, _)| is(arg, name))
+        .map(|&(_, metres)| metres)
+        .ok_or_else(|| Reply::error(UNSUPPORTED_UNIT))
+}
+
+/// `<radius> <unit>` (Redis's extractDistanceOrReply): the radius and the
+/// unit's metres.
+fn radius_arg(radius: &[u8], unit_arg: &[u8]) -> Result<(f64, f64), Reply> {
+    let radius = double_arg(radius, "ERR need numeric radius")?;
+    if radius < 0.0 {
+        return Err(Reply::error("ERR radius cannot be negative"));
+    }
+    Ok((radius, unit(unit_arg)?))
+}
+
+/// `<width> <height> <unit>` (Redis's extractBoxOrReply).
+fn box_arg(width: &[u8], height: &[u8], unit_arg: &[u8]) -> Result<(Extent, f64), Reply> {
+    let width = double_arg(width, "ERR need numeric width")?;
+    let height = double_arg(height, "ERR need numeric height")?;
+    if height < 0.0 || width < 0.0 {
+        return Err(Reply::error("ERR height or width cannot be negative"));
+    }
+    Ok((Extent::Box { width, height }, unit(unit_arg)?))
+}
+
+/// A member's point, if the set has it.
+fn point_of(zset: &ZSet, member: &[u8]) -> Option<(f64, f64)> {
+    zset.score(member).map(geohash::point_of_score)
+}
+
+/// GEOADD key [NX|XX] [CH] longitude latitude member [...]: ZADD with each
+/// point's hash as its score, and logged as that ZADD, as Redis rewrites it.
+pub fn geoadd(ctx: &mut Ctx<'_>, argv: &[&[u8]]) -> Reply {
+    let (mut nx, mut xx) = (false, false);
+    let mut first = 2;
+    while first < argv.len() {
+        let option = argv[first];
+        if is(option, "nx") {
+            nx = true;
+        } else if is(option, "xx") {
+            xx = true;
+        } else if !is(option, "ch") {
+            break;
+        }
+        first += 1;
+    }
+    let points = &argv[first..];
+    if points.len() % 3 != 0 || (xx && nx) {
+        return Reply::error(error::SYNTAX);
+    }
+    let mut scores = Vec::with_capacity(points.len() / 3);
+    for point in points.chunks_exact(3) {
+        let (longitude, latitude) = match long_lat(point[0], point[1]) {
+            Ok(pair) => pair,
+            Err(reply) => return reply,
+        };
+        // In range, as just checked: the encoding cannot fail.
+        let score = geohash::score_of_point(longitude, latitude).unwrap_or_default();
+        scores.push((score as u64).to_string().into_bytes());
+    }
+    let mut zadd: Vec<&[u8]> = Vec::with_capacity(first + scores.len() * 2);
+    // Spelled as Redis's rewrite spells it, so the logs match byte for byte.
+    zadd.push(b"zadd");
+    zadd.extend_from_slice(&argv[1..first]);
+    for (score, point) in scores.iter().zip(points.chunks_exact(3)) {
+        zadd.push(score);
+        zadd.push(point[2]);
+    }
+    let reply = super::zset::zadd(ctx, &zadd);
+    if !reply.is_error() {
+        propagate::effect(ctx, &zadd);
+    }
+    reply
+}
+
+/// GEOPOS key [member ...]: each member's position, or a null array.
+pub fn geopos(ctx: &mut Ctx<'_>, argv: &[&[u8]]) -> Reply {
+    let members = &argv[2..];
+    let position = |point: Option<(f64, f64)>| match point {
+        Some((longitude, latitude)) => Reply::Array(vec![
+            Reply::HumanDouble(format_human(longitude)),
+            Reply::HumanDouble(format_human(latitude)),
+        ]),
+        None => Reply::NilArray,
+    };
+    let key = ctx.key(argv[1]);
+    let now = ctx.now_ms;
+    let mut shard = ctx.lock(key);
+    let found = read::<ZSet, _>(&mut shard, key, now, |zset| {
+        Reply::Array(
+            members
+                .iter()
+                .map(|m| position(point_of(zset, m)))
+                .collect(),
+        )
+    });
+    either(found.map(|reply| {
+        reply.unwrap_or_else(|| Reply::Array(members.iter().map(|_| position(None)).collect()))
+    }))
+}
+
+/// GEOHASH key [member ...]: each member's eleven-character geohash, or nil.
+pub fn geohash(ctx: &mut Ctx<'_>, argv: &[&[u8]]) -> Reply {
+    let members = &argv[2..];
+    let key = ctx.key(argv[1]);
+    let now = ctx.now_ms;
+    let mut shard = ctx.lock(key);
+    let found = read::<ZSet, _>(&mut shard, key, now, |zset| {
+        Reply::Array(
+            members
+                .iter()
+                .map(|member| match zset.score(member) {
+                    Some(score) => Reply::bulk(&geohash::standard_string(score)),
+                    None => Reply::Nil,
+                })
+                .collect(),
+        )
+    });
+    either(found.map(|reply| {
+        reply.unwrap_or_else(|| Reply::Array(members.iter().map(|_| Reply::Nil).collect()))
+    }))
+}
+
+/// GEODIST key member1 member2 [M|KM|FT|MI]: the distance, four decimals.
+pub fn geodist(ctx: &mut Ctx<'_>, argv: &[&[u8]]) -> Reply {
+    let metres = match argv.len() {
+        4 => 1.0,
+        5 => match unit(argv[4]) {
+            Ok(metres) => metres,
+            Err(reply) => return reply,
+        },
+        _ => return Reply::error(error::SYNTAX),
+    };
+    let key = ctx.key(argv[1]);
+    let now = ctx.now_ms;
+    let mut shard = ctx.lock(key);
+    let found = read::<ZSet, _>(&mut shard, key, now, |zset| {
+        match (point_of(zset, argv[2]), point_of(zset, argv[3])) {
+            (Some(a), Some(b)) => {
+                let distance = search::distance(a.0, a.1, b.0, b.1) / metres;
+                Reply::Bulk(format_fixed4(distance).into_bytes())
+            }
+            _ => Reply::Nil,
+        }
+    });
+    either(found.map(|reply| reply.unwrap_or(Reply::Nil)))
+}
+
+/// Which search command runs (Redis's georadiusGeneric flags).
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Kind {
+    /// GEORADIUS: around a longitude and latitude.
+    Coordinates { store_allowed: bool },
+    /// GEORADIUSBYMEMBER: around a member.
+    Member { store_allowed: bool },
+    /// GEOSEARCH, or GEOSEARCHSTORE with `store`.
+    GeoSearch { store: bool },
+}
+
+/// GEORADIUS key longitude latitude radius M|KM|FT|MI [options]
+pub fn georadius(ctx: &mut Ctx<'_>, argv: &[&[u8]]) -> Reply {
+    search_generic(
+        ctx,
+        argv,
+        1,
+        Kind::Coordinates {
+            store_allowed: true,
+        },
+    )
+}
+
+/// GEORADIUS_RO: GEORADIUS without STORE.
+pub fn georadius_ro(ctx: &mut Ctx<'_>, argv: &[&[u8]]) -> Reply {
+    search_generic(
+        ctx,
+        argv,
+        1,
+        Kind::Coordinates {
+            store_allowed: false,
+        },
+    )
+}
+
+/// GEORADIUSBYMEMBER key member radius M|KM|FT|MI [options]
+pub fn georadiusbymember(ctx: &mut Ctx<'_>, argv: &[&[u8]]) -> Reply {
+    search_generic(
+        ctx,
+        argv,
+        1,
+        Kind::Member {
+            store_allowed: true,
+        },
+    )
+}
+
+/// GEORADIUSBYMEMBER_RO: GEORADIUSBYMEMBER without STORE.
+pub fn georadiusbymember_ro(ctx: &mut Ctx<'_>, argv: &[&[u8]]) -> Reply {
+    search_generic(
+        ctx,
+        argv,
+        1,
+        Kind::Member {
+            store_allowed: false,
+        },
+    )
+}
+
+/// GEOSEARCH key FROMMEMBER member|FROMLONLAT longitude latitude
+/// BYRADIUS radius unit|BYBOX width height unit [options]
+pub fn geosearch(ctx: &mut Ctx<'_>, argv: &[&[u8]]) -> Reply {
+    search_generic(ctx, argv, 1, Kind::GeoSearch { store: false })
+}
+
+/// GEOSEARCHSTORE destination source ... [STOREDIST]
+pub fn geosearchstore(ctx: &mut Ctx<'_>, argv: &[&[u8]]) -> Reply {
+    search_generic(ctx, argv, 2, Kind::GeoSearch { store: true })
+}
+
+/// What a search returns or stores, once its arguments are read.
+#[derive(Default)]
+struct Options {
+    with_dist: bool,
+    with_hash: bool,
+    with_coord: bool,
+    /// `Some(true)` ascending, `Some(false)` descending.
+    ascending: Option<bool>,
+    any: bool,
+    /// COUNT (0: none).
+    count: usize,
+    /// The destination's argument index (STORE, STOREDIST, GEOSEARCHSTORE).
+    store: Option<usize>,
+    store_dist: bool,
+}
+
+/// Redis's georadiusGeneric: the source is looked up first (a wrong type
+/// is the first error), then the arguments are read in Redis's order, with
+/// its errors, then the search runs.
+fn search_generic(ctx: &mut Ctx<'_>, argv: &[&[u8]], source_index: usize, kind: Kind) -> Reply {
+    let now = ctx.now_ms;
+    let source = ctx.key(argv[source_index]);
+    // The destination is known for sure only once the arguments are read,
+    // but both keys are locked before: it is the last of the keys the
+    // catalog declares (routing, ACL and a transaction's locks saw them),
+    // as Redis's georadiusGetKeys finds it.
+    let store_at = match kind {
+        Kind::GeoSearch { store: true } => Some(1),
+        Kind::Coordinates {
+            store_allowed: true,
+        }
+        | Kind::Member {
+            store_allowed: true,
+        } => georadius_key_positions(argv)
+            .get(1..)
+            .and_then(|s| s.last().copied()),
+        _ => None,
+    };
+    let keys: Vec<_> = std::iter::once(source)
+        .chain(store_at.map(|i| ctx.key(argv[i])))
+        .collect();
+    let mut locked = ctx.lock_keys(&keys);
+    let outcome = read::<ZSet, _>(locked.shard(source), source, now, |zset| {
+        parse_and_search(argv, kind, Some(zset))
+    });
+    let outcome = match outcome {
+        Ok(Some(outcome)) => outcome,
+        Ok(None) => parse_and_search(argv, kind, None),
+        Err(reply) => return reply,
+    };
+    let (options, found, unit) = match outcome {
+        Ok(outcome) => outcome,
+        Err(reply) => return reply,
+    };
+    let Some(store_index) = options.store else {
+        return reply_found(found, &options, unit);
+    };
+    if Some(store_index) != store_at {
+        // The reading above and `store_argument` take the same argument
+        // after STORE; a difference would write a key not locked.
+        return Reply::error("ERR internal error: STORE's key is not the one locked");
+    }
+    let dst = ctx.key(argv[store_index]);
+    let shard = locked.shard(dst);
+    if found.is_empty() {
+        if shard.remove(dst, now) {
+            ctx.notify(class::GENERIC, "del", argv[store_index]);
+        }
+        return Reply::Int(0);
+    }
+    let limits = ctx.shared.encodings.get();
+    let mut stored = ZSet::default();
+    for point in &found {
+        let score = if options.store_dist {
+            point.distance / unit
+        } else {
+            point.score
+        };
+        stored.insert(&point.member, score, &limits);
+    }
+    shard.set_object(dst, Box::new(Object::ZSet(stored)), 0, now);
+    let event = match kind {
+        Kind::GeoSearch { .. } => "geosearchstore",
+        _ => "georadiusstore",
+    };
+    ctx.notify(class::ZSET, event, argv[store_index]);
+    Reply::Int(found.len() as i64)
+}
+
+type Searched = Result<(Options, Vec<Found>, f64), Reply>;
+
+/// Reads the arguments against the source (`None`: it does not exist) and
+/// searches it: the options, what was found, in reply order and cut to
+/// COUNT, and the unit's metres.
+fn parse_and_search(argv: &[&[u8]], kind: Kind, zset: Option<&ZSet>) -> Searched {
+    let mut centre = None;
+    let mut extent = None;
+    let mut unit_metres = 1.0;
+    let base = match kind {
+        Kind::Coordinates { .. } => {
+            centre = Some(long_lat(argv[2], argv[3])?);
+            let (radius, metres) = radius_arg(argv[4], argv[5])?;
+            (extent, unit_metres) = (Some(Extent::Radius(radius)), metres);
+            6
+        }
+        Kind::Member { .. } => {
+            if let Some(zset) = zset {
+                centre =
+                    Some(point_of(zset, argv[2]).ok_or_else(|| Reply::error(COULD_NOT_DECODE))?);
+                let (radius, metres) = radius_arg(argv[3], argv[4])?;
+                (extent, unit_metres) = (Some(Extent::Radius(radius)), metres);
+            }
+            5
+        }
+        Kind::GeoSearch { store: false } => 2,
+        Kind::GeoSearch { store: true } => 3,
+    };
+    let geosearch = matches!(kind, Kind::GeoSearch { .. });
+    let store_allowed = matches!(
+        kind,
+        Kind::Coordinates {
+            store_allowed: true
+        } | Kind::Member {
+            store_allowed: true
+        }
+    );
+    let mut options = Options {
+        store: matches!(kind, Kind::GeoSearch { store: true }).then_some(1),
+        ..Options::default()
+    };
+    let (mut from_member, mut from_lonlat, mut by_radius, mut by_box) =
+        (false, false, false, false);
+    let rest = &argv[base..];
+    let mut i = 0;
+    while i < rest.len() {
+        let arg = rest[i];
+        let left = rest.len() - i - 1;
+        if is(arg, "withdist") {
+            options.with_dist = true;
+        } else if is(arg, "withhash") {
+            options.with_hash = true;
+        } else if is(arg, "withcoord") {
+            options.with_coord = true;
+        } else if is(arg, "any") {
+            options.any = true;
+        } else if is(arg, "asc") {
+            options.ascending = Some(true);
+        } else if is(arg, "desc") {
+            options.ascending = Some(false);
+        } else if is(arg, "count") && left >= 1 {
+            let count = int_arg(rest[i + 1])?;
+            if count <= 0 {
+                return Err(Reply::error("ERR COUNT must be > 0"));
+            }
+            options.count = usize::try_from(count).unwrap_or(usize::MAX);
+            i += 1;
+        } else if (is(arg, "store") || is(arg, "storedist")) && left >= 1 && store_allowed {
+            options.store = Some(base + i + 1);
+            options.store_dist = is(arg, "storedist");
+            i += 1;
+        } else if is(arg, "storedist") && matches!(kind, Kind::GeoSearch { store: true }) {
+            options.store_dist = true;
+        } else if is(arg, "frommember") && left >= 1 && geosearch && !from_lonlat {
+            // Without a source, reading goes on and the search finds nothing.
+            if let Some(zset) = zset {
+                centre = Some(
+                    point_of(zset, rest[i + 1]).ok_or_else(|| Reply::error(COULD_NOT_DECODE))?,
+                );
+            }
+            from_member = true;
+            i += 1;
+        } else if is(arg, "fromlonlat") && left >= 2 && geosearch && !from_member {
+            centre = Some(long_lat(rest[i + 1], rest[i + 2])?);
+            from_lonlat = true;
+            i += 2;
+        } else if is(arg, "byradius") && left >= 2 && geosearch && !by_box {
+            let (radius, metres) = radius_arg(rest[i + 1], rest[i + 2])?;
+            (extent, unit_metres) = (Some(Extent::Radius(radius)), metres);
+            by_radius = true;
+            i += 2;
+        } else if is(arg, "bybox") && left >= 3 && geosearch && !by_radius {
+            let (boxed, metres) = box_arg(rest[i + 1], rest[i + 2], rest[i + 3])?;
+            (extent, unit_metres) = (Some(boxed), metres);
+            by_box = true;
+            i += 3;
+        } else {
+            return Err(Reply::error(error::SYNTAX));
+        }
+        i += 1;
+    }
+    if options.store.is_some() && (options.with_dist || options.with_hash || options.with_coord) {
+        let what = if matches!(kind, Kind::GeoSearch { store: true }) {
+            "GEOSEARCHSTORE"
+        } else {
+            "STORE option in GEORADIUS"
+        };
+        return Err(Reply::error(format!(
+            "ERR {what} is not compatible with WITHDIST, WITHHASH and WITHCOORD options"
+        )));
+    }
+    let name = String::from_utf8_lossy(argv[0]);
+    if geosearch && !(from_member || from_lonlat) {
+        return Err(Reply::error(format!(
+            "ERR exactly one of FROMMEMBER or FROMLONLAT can be specified for {name}"
+        )));
+    }
+    if geosearch && !(by_radius || by_box) {
+        return Err(Reply::error(format!(
+            "ERR exactly one of BYRADIUS and BYBOX can be specified for {name}"
+        )));
+    }
+    if options.any && options.count == 0 {
+        return Err(Reply::error("ERR the ANY argument requires COUNT argument"));
+    }
+    let (Some(zset), Some(centre), Some(extent)) = (zset, centre, extent) else {
+        return Ok((options, Vec::new(), unit_metres));
+    };
+    // COUNT means the nearest ones: ascending unless told otherwise (but
+    // ANY takes whichever it meets first).
+    if options.count != 0 && options.ascending.is_none() && !options.any {
+        options.ascending = Some(true);
+    }
+    let shape = Shape {
+        centre,
+        extent,
+        unit: unit_metres,
+    };
+    let limit = (options.any && options.count != 0).then_some(options.count);
+    let mut found = search::members_within(zset, &shape, limit);
+    let returned = if options.count == 0 {
+        found.len()
+    } else {
+        found.len().min(options.count)
+    };
+    if let Some(ascending) = options.ascending {
+        let by_distance = |a: &Found, b: &Found| {
+            let order = a.distance.total_cmp(&b.distance);
+            if ascending {
+                order
+            } else {
+                order.reverse()
+            }
+        };
+        if returned == found.len() {
+            // glibc's qsort of this size is a merge sort: stable.
+            found.sort_by(by_distance);
+        } else if returned > 0 {
+            partial_sort(&mut found, by_distance, 0, returned - 1);
+        }
+    }
+    found.truncate(returned);
+    Ok((options, found, unit_metres))
+}
+
+/// The reply of a search without STORE: members, or per member an array
+/// of the member and what WITHDIST, WITHHASH and WITHCOORD asked for.
+fn reply_found(found: Vec<Found>, options: &Options, unit: f64) -> Reply {
+    let nested = options.with_dist || options.with_hash || options.with_coord;
+    Reply::Array(
+        found
+            .into_iter()
+            .map(|point| {
+                if !nested {
+                    return Reply::Bulk(point.member);
+                }
+                let mut fields = vec![Reply::Bulk(point.member)];
+                if options.with_dist {
+                    fields.push(Reply::Bulk(
+                        format_fixed4(point.distance / unit).into_bytes(),
+                    ));
+                }
+                if options.with_hash {
+                    fields.push(Reply::Int(point.score as i64));
+                }
+                if options.with_coord {
+                    fields.push(Reply::Array(vec![
+                        Reply::HumanDouble(format_human(point.point.0)),
+                        Reply::HumanDouble(format_human(point.point.1)),
+                    ]));
+                }
+                Reply::Array(fields)
+            })
+            .collect(),
+    )
+}

@@ -72,8 +72,10 @@ pub enum Outcome {
         /// waits for the append-only file to hold it.
         aof_offset: u64,
     },
-    /// The timeout passed, or CLIENT UNBLOCK ... TIMEOUT.
+    /// The timeout passed.
     TimedOut,
+    /// CLIENT UNBLOCK [TIMEOUT]: answered as a timeout.
+    UnblockedAsTimedOut,
     /// CLIENT UNBLOCK ... ERROR.
     Unblocked,
     /// The server became a replica: the client gets an error, and its
@@ -88,12 +90,24 @@ impl Outcome {
             Outcome::Served { reply, .. } => reply,
             // Redis's replyToBlockedClientTimedOut: a null array for every
             // key-blocking command, BLMOVE's included.
-            Outcome::TimedOut => Reply::NilArray,
+            Outcome::TimedOut | Outcome::UnblockedAsTimedOut => Reply::NilArray,
             Outcome::Unblocked => Reply::error("UNBLOCKED client unblocked via CLIENT UNBLOCK"),
             Outcome::RoleChanged => Reply::error(
                 "UNBLOCKED force unblock from blocking operation, instance state changed (master -> replica?)",
             ),
         }
+    }
+}
+
+impl Outcome {
+    /// Whether the command goes to the slow log (and its duration into
+    /// the command statistics) now: Redis's updateStatsOnUnblock runs for a
+    /// served command and for CLIENT UNBLOCK, not for a timeout.
+    pub fn logged(&self) -> bool {
+        matches!(
+            self,
+            Outcome::Served { .. } | Outcome::UnblockedAsTimedOut | Outcome::Unblocked
+        )
     }
 }
 

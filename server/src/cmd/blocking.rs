@@ -130,7 +130,12 @@ fn or_block(
         let deadline = (timeout_ms != 0)
             .then(|| std::time::Instant::now().checked_add(Duration::from_millis(timeout_ms)))
             .flatten();
-        ctx.client.then(After::Block { waiter, deadline });
+        // The call's duration is filled in by the dispatch once it ends.
+        ctx.client.then(After::Block {
+            waiter,
+            deadline,
+            call_usec: 0,
+        });
         return Reply::Nothing;
     }
 }
@@ -437,7 +442,7 @@ pub fn client_unblock(ctx: &mut Ctx<'_>, argv: &[&[u8]]) -> Reply {
     let outcome = if as_error {
         Outcome::Unblocked
     } else {
-        Outcome::TimedOut
+        Outcome::UnblockedAsTimedOut
     };
     if waiter.settle(outcome) {
         ctx.shared.blocked.remove(&waiter);

@@ -286,6 +286,10 @@ pub enum After {
         waiter: Arc<crate::blocking::Waiter>,
         /// When it times out.
         deadline: Option<std::time::Instant>,
+        /// How long the call that blocked ran, in microseconds: the slow
+        /// log's duration for the command, which is logged once it is
+        /// answered, as Redis logs it.
+        call_usec: u64,
     },
     /// SHUTDOWN that waits for the replicas: the connection waits for the
     /// decision, and gets the error if the shutdown does not happen.

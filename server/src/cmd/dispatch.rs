@@ -14,6 +14,7 @@ use super::{
 };
 use crate::catalog::{flags, Command};
 use crate::resp::Reply;
+use crate::state::{ClientInfo, Shared};
 
 /// Runs one command: table lookup, arity, authentication, the maxmemory
 /// check, then the handler, with statistics.
@@ -120,6 +121,24 @@ fn log_slow(ctx: &Ctx<'_>, argv: &[&[u8]], usec: u64) {
     ctx.shared
         .slowlog
         .record(argv, usec, ctx.now_ms / 1000, caller);
+}
+
+/// Adds a blocked command to the slow log once it is answered (served or
+/// unblocked by CLIENT UNBLOCK, not timed out: `Outcome::logged`), with
+/// the duration of the call that blocked, as Redis's updateStatsOnUnblock
+/// logs it: the waiting is not counted.
+pub fn log_unblocked(shared: &Shared, info: &ClientInfo, argv: &[Vec<u8>], call_usec: u64) {
+    if !shared.slowlog.wants(call_usec) {
+        return;
+    }
+    let argv: Vec<&[u8]> = argv.iter().map(Vec::as_slice).collect();
+    let caller = crate::slowlog::Caller {
+        peer: info.addr.to_string(),
+        name: info.name.lock().clone().unwrap_or_default(),
+    };
+    shared
+        .slowlog
+        .record(&argv, call_usec, shared.clock.now_ms() / 1000, caller);
 }
 
 /// Shows a command to the MONITOR clients: as the script's (`lua`) when a
@@ -377,7 +396,11 @@ fn check_and_call(
     {
         blocking::signal(ctx, command, argv);
     }
-    if command.flags & flags::SKIP_SLOWLOG == 0 && ctx.shared.slowlog.wants(usec) {
+    if let After::Block { call_usec, .. } = &mut ctx.client.after {
+        // Logged when it is answered (`log_unblocked`), as Redis logs a
+        // blocked command on unblocking, not when it blocks.
+        *call_usec = usec;
+    } else if command.flags & flags::SKIP_SLOWLOG == 0 && ctx.shared.slowlog.wants(usec) {
         log_slow(ctx, argv, usec);
     }
     if ctx.shared.monitors.any() && command.flags & (flags::ADMIN | flags::SKIP_MONITOR) == 0 {

@@ -70,7 +70,7 @@ use crate::state::Shared;
 pub use crate::stats::{error_code, ErrorCounts};
 use crate::store::{access_clock, Db, KeyRef, MultiLock, ShardGuard, ShardLender};
 pub use client_state::{After, BatchStats, ClientState, ReplyMode, Snapshot};
-pub use dispatch::{dispatch, dispatch_checked, feed_monitors};
+pub use dispatch::{dispatch, dispatch_checked, feed_monitors, log_unblocked};
 pub use handlers::Handler;
 
 /// What a handler can reach.

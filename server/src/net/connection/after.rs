@@ -55,7 +55,11 @@ pub(super) async fn carry_out(
             *resume_buffered = !input.is_empty();
             Some(After::Continue)
         }
-        After::Block { waiter, deadline } => {
+        After::Block {
+            waiter,
+            deadline,
+            call_usec,
+        } => {
             // The replies owed before the blocking command go first.
             let outcome = if send_owed(shared, info, stream, client, output, killed.as_mut()).await
             {
@@ -66,6 +70,9 @@ pub(super) async fn carry_out(
             };
             shared.blocked.remove(&waiter);
             let outcome = outcome?;
+            if outcome.logged() {
+                crate::cmd::log_unblocked(shared, info, &waiter.argv, call_usec);
+            }
             match &outcome {
                 crate::blocking::Outcome::Served { aof_offset, .. } => {
                     client.aof_offset = client.aof_offset.max(*aof_offset);

@@ -48,9 +48,10 @@ fi
 declare -A EXPECTED=(
     [type/incr]=23 [type/set]=95 [protocol]=19 [info-command]=3 [scan]=17
     [other]=15 [sort]=52 [bitfield]=16 [bitops]=44 [type/string]=74 [functions]=90
-    [type/list]=219 [introspection]=27 [hyperloglog]=16 [introspection-2]=3
+    [type/list]=219 [introspection]=27 [hyperloglog]=16 [introspection-2]=12
+    [geo]=59 [slowlog]=9
 )
-UNITS="type/incr type/set protocol info-command scan other sort bitfield bitops type/string functions type/list introspection hyperloglog introspection-2"
+UNITS="type/incr type/set protocol info-command scan other sort bitfield bitops type/string functions type/list introspection hyperloglog introspection-2 geo slowlog"
 export LOGS=${LOGS:-$(mktemp -d)}
 result=$(bash "$SUITE/run.sh" "$BINARY --io-threads 1 --port {PORT}" $UNITS)
 echo "$result"

@@ -24,6 +24,7 @@ const LAYERS: &[(&str, &[&str])] = &[
             "striped",
             "throttle",
             "hyperloglog",
+            "geo",
             "event_classes",
             "syslog",
         ],

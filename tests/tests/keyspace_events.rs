@@ -270,6 +270,16 @@ const COLLECTIONS: &str = r#"
     SORT sl STORE sorted
     SORT nokey STORE sorted
     SORT sl
+    GEOADD geo 13.361389 38.115556 Palermo 15.087269 37.502669 Catania
+    GEOADD geo NX 13.361389 38.115556 Palermo
+    GEOADD geo XX CH 13.4 38.1 Palermo
+    GEORADIUS geo 15 37 200 km STORE near
+    GEORADIUS geo 15 37 1 km STORE near
+    GEORADIUSBYMEMBER geo Palermo 200 km STOREDIST near
+    GEOSEARCHSTORE far geo FROMLONLAT 15 37 BYRADIUS 200 km
+    GEOSEARCHSTORE far geo FROMLONLAT 15 37 BYRADIUS 1 km
+    GEOSEARCHSTORE far nokey FROMLONLAT 15 37 BYRADIUS 1 km
+    GEOSEARCH geo FROMMEMBER Palermo BYBOX 400 400 km
     PFADD hll a b c
     PFADD hll a
     PFMERGE hll2 hll

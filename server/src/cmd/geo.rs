@@ -4,6 +4,8 @@
 //! scores are 52-bit geohashes (`crate::geo`), so every sorted-set command
 //! works on it too, and it moves between tally and Redis as any sorted set.
 
+use std::ops::Bound;
+
 use super::args::{int_arg, is};
 use super::collection::{either, read};
 use super::error;
@@ -14,7 +16,7 @@ use crate::event_classes::class;
 use crate::float::{format_fixed4, format_human, string2d};
 use crate::geo::geohash::{self, LAT_MAX, LAT_MIN, LONG_MAX, LONG_MIN};
 use crate::geo::partial_sort::partial_sort;
-use crate::geo::search::{self, Extent, Found, Shape};
+use crate::geo::search::{self, Extent, Found, ScoreRange, Shape};
 use crate::resp::Reply;
 use crate::store::object::ZSet;
 use crate::store::Object;
@@ -68,6 +70,17 @@ fn box_arg(width: &[u8], height: &[u8], unit_arg: &[u8]) -> Result<(Extent, f64)
         return Err(Reply::error("ERR height or width cannot be negative"));
     }
     Ok((Extent::Box { width, height }, unit(unit_arg)?))
+}
+
+impl ScoreRange for ZSet {
+    fn visit_range(&self, min: f64, max: f64, visit: &mut dyn FnMut(&[u8], f64) -> bool) {
+        let range = self.range_by_score(Bound::Included(min), Bound::Excluded(max));
+        for (member, score) in range {
+            if !visit(member, score) {
+                return;
+            }
+        }
+    }
 }
 
 /// A member's point, if the set has it.

@@ -5,10 +5,16 @@
 //! range from the sorted set, and keep the points whose great-circle
 //! distance puts them inside the shape.
 
-use std::ops::Bound;
-
 use super::geohash::{self, Area, Hash, Neighbours, STORED};
-use crate::store::object::ZSet;
+
+/// The members of a geo set by score, as a search reads them (the sorted
+/// set implements it where the commands are: this module knows no store).
+pub trait ScoreRange {
+    /// Calls `visit` with each member whose score lies in `min..max` (`min`
+    /// included, `max` not), in ascending order, until `visit` returns
+    /// false.
+    fn visit_range(&self, min: f64, max: f64, visit: &mut dyn FnMut(&[u8], f64) -> bool);
+}
 
 /// The radius of the Earth Redis measures with (WGS-84's quadratic mean),
 /// in metres.
@@ -241,7 +247,7 @@ fn within(shape: &Shape, score: f64) -> Option<((f64, f64), f64)> {
 /// (cell by cell: the centre's, then north, south, east, west, north-east,
 /// north-west, south-east, south-west; by score within a cell). With
 /// `limit` (COUNT ... ANY) the search stops once it has that many.
-pub fn members_within(zset: &ZSet, shape: &Shape, limit: Option<usize>) -> Vec<Found> {
+pub fn members_within(zset: &impl ScoreRange, shape: &Shape, limit: Option<usize>) -> Vec<Found> {
     let Covering { hash, neighbours } = covering(shape);
     let n = neighbours;
     let cells = [
@@ -280,7 +286,7 @@ pub fn members_within(zset: &ZSet, shape: &Shape, limit: Option<usize>) -> Vec<F
 /// Appends the members of one cell that lie within the shape: the scores
 /// from the cell's 52-bit prefix (included) to the next prefix (excluded).
 fn members_of_cell(
-    zset: &ZSet,
+    zset: &impl ScoreRange,
     cell: Hash,
     shape: &Shape,
     limit: Option<usize>,
@@ -292,7 +298,7 @@ fn members_of_cell(
         step: cell.step,
     };
     let max = next.align52() as f64;
-    for (member, score) in zset.range_by_score(Bound::Included(min), Bound::Excluded(max)) {
+    zset.visit_range(min, max, &mut |member, score| {
         if let Some((point, distance)) = within(shape, score) {
             found.push(Found {
                 member: member.to_vec(),
@@ -301,16 +307,26 @@ fn members_of_cell(
                 distance,
             });
         }
-        if limit.is_some_and(|limit| found.len() >= limit) {
-            break;
-        }
-    }
+        limit.is_none_or(|limit| found.len() < limit)
+    });
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::store::object::Encodings;
+
+    /// Members sorted by score, as a sorted set keeps them.
+    struct Sorted(Vec<(Vec<u8>, f64)>);
+
+    impl ScoreRange for Sorted {
+        fn visit_range(&self, min: f64, max: f64, visit: &mut dyn FnMut(&[u8], f64) -> bool) {
+            for (member, score) in &self.0 {
+                if *score >= min && *score < max && !visit(member, *score) {
+                    return;
+                }
+            }
+        }
+    }
 
     #[test]
     fn distances_are_redis_haversine() {
@@ -334,19 +350,19 @@ mod tests {
 
     #[test]
     fn a_search_finds_the_points_inside_and_not_those_outside() {
-        let limits = Encodings::default();
-        let mut zset = ZSet::default();
-        for (name, lon, lat) in [
+        let mut members: Vec<(Vec<u8>, f64)> = [
             ("palermo", 13.361389, 38.115556),
             ("catania", 15.087269, 37.502669),
             ("rome", 12.496366, 41.902782),
-        ] {
-            zset.insert(
-                name.as_bytes(),
-                geohash::score_of_point(lon, lat).unwrap(),
-                &limits,
-            );
-        }
+        ]
+        .iter()
+        .map(|&(name, lon, lat)| {
+            let score = geohash::score_of_point(lon, lat).unwrap();
+            (name.as_bytes().to_vec(), score)
+        })
+        .collect();
+        members.sort_by(|a, b| a.1.total_cmp(&b.1));
+        let zset = Sorted(members);
         let shape = Shape {
             centre: (15.0, 37.0),
             extent: Extent::Radius(200.0),

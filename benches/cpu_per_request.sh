@@ -28,6 +28,9 @@
 # own tests (lpush, rpush, lpop, rpop, sadd, hset, spop, zadd, zpopmin,
 # lrange_100, mset), for a look across the command surface.
 #
+# `geoadd`, `geopos` and `geosearch` (not in the default list) are the geo
+# commands over KEY_RANGE points.
+#
 # `increx` (not in the default list) is INCREX on tally against the INCR +
 # EXPIRE script it replaces on Redis 7.0.
 #
@@ -158,6 +161,14 @@ load() { # PORT LOAD: runs it; prints requests per second
         pfadd_dense) args=(PFADD visitors "e:__rand_int__") ;;
         pfadd_sparse) args=(PFADD "hll:__rand_int__" "e:__rand_int__") ;;
         pfcount) args=(PFCOUNT visitors) ;;
+        # Geo: GEOADD of a point per random member; GEOPOS of a random
+        # member and a search of the 10 nearest within 2 km (of the 30 or so
+        # there; every search reads some hundreds of points), both over
+        # KEY_RANGE points spread across Sicily (loaded first, not
+        # measured).
+        geoadd) args=(GEOADD places 13.361389 38.115556 "m:__rand_int__") ;;
+        geopos) args=(GEOPOS places "m:__rand_int__") ;;
+        geosearch) args=(GEOSEARCH places FROMLONLAT 14.2 37.6 BYRADIUS 2 km COUNT 10 ASC) ;;
         # redis-cell's GCRA: burst 100, 1000 per minute, one each.
         cl_throttle) args=(CL.THROTTLE "$K" 100 1000 60) ;;
         # The fixed window in one command (Redis 8.8's INCREX) on tally;
@@ -184,6 +195,18 @@ measure() { # KIND LOAD: sets RUN_RPS and RUN_TICKS (per 100k requests)
         # GET reads counters that exist, as a limiter's read does (before
         # 2026-12-07 it read an empty keyspace: misses that touch no memory).
         rps "$port" "$((${KEY_RANGE:-100000} * 3))" -t set >/dev/null
+    fi
+    if [ "$2" = geopos ] || [ "$2" = geosearch ]; then
+        # The same points on both servers (a fixed seed), members named
+        # as redis-benchmark's __rand_int__ spells them.
+        python3 -c "
+import random, sys
+r = random.Random(7)
+for i in range(int(sys.argv[1])):
+    lon, lat = r.uniform(12.4, 15.6), r.uniform(36.7, 38.3)
+    m = 'm:%012d' % i
+    sys.stdout.write('*5\r\n\$6\r\nGEOADD\r\n\$6\r\nplaces\r\n\$%d\r\n%s\r\n\$%d\r\n%s\r\n\$%d\r\n%s\r\n' % (len('%.6f' % lon), '%.6f' % lon, len('%.6f' % lat), '%.6f' % lat, len(m), m))
+" "${KEY_RANGE:-100000}" | redis-cli -p "$port" --pipe >/dev/null
     fi
     before=$(cpu_ticks "$pid")
     RUN_RPS=$(load "$port" "$2")

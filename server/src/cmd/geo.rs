@@ -136,27 +136,33 @@ pub fn geoadd(ctx: &mut Ctx<'_>, argv: &[&[u8]]) -> Reply {
 /// GEOPOS key [member ...]: each member's position, or a null array.
 pub fn geopos(ctx: &mut Ctx<'_>, argv: &[&[u8]]) -> Reply {
     let members = &argv[2..];
-    let position = |point: Option<(f64, f64)>| match point {
-        Some((longitude, latitude)) => Reply::Array(vec![
-            Reply::HumanDouble(format_human(longitude)),
-            Reply::HumanDouble(format_human(latitude)),
-        ]),
-        None => Reply::NilArray,
-    };
     let key = ctx.key(argv[1]);
     let now = ctx.now_ms;
     let mut shard = ctx.lock(key);
-    let found = read::<ZSet, _>(&mut shard, key, now, |zset| {
-        Reply::Array(
-            members
-                .iter()
-                .map(|m| position(point_of(zset, m)))
-                .collect(),
-        )
+    let points = read::<ZSet, _>(&mut shard, key, now, |zset| {
+        members
+            .iter()
+            .map(|m| point_of(zset, m))
+            .collect::<Vec<_>>()
     });
-    either(found.map(|reply| {
-        reply.unwrap_or_else(|| Reply::Array(members.iter().map(|_| position(None)).collect()))
-    }))
+    // Printed once the lock is released: `%.17Lf` is most of the cost.
+    drop(shard);
+    let points = match points {
+        Ok(points) => points.unwrap_or_else(|| vec![None; members.len()]),
+        Err(reply) => return reply,
+    };
+    Reply::Array(
+        points
+            .into_iter()
+            .map(|point| match point {
+                Some((longitude, latitude)) => Reply::Array(vec![
+                    Reply::HumanDouble(format_human(longitude)),
+                    Reply::HumanDouble(format_human(latitude)),
+                ]),
+                None => Reply::NilArray,
+            })
+            .collect(),
+    )
 }
 
 /// GEOHASH key [member ...]: each member's eleven-character geohash, or nil.
@@ -318,18 +324,44 @@ fn search_generic(ctx: &mut Ctx<'_>, argv: &[&[u8]], source_index: usize, kind: 
         .chain(store_at.map(|i| ctx.key(argv[i])))
         .collect();
     let mut locked = ctx.lock_keys(&keys);
-    let outcome = read::<ZSet, _>(locked.shard(source), source, now, |zset| {
-        parse_and_search(argv, kind, Some(zset))
+    let read_source = read::<ZSet, _>(locked.shard(source), source, now, |zset| {
+        let parsed = parse(argv, kind, Some(zset))?;
+        let Some(shape) = parsed.shape else {
+            return Ok((parsed, Points::Found(Vec::new())));
+        };
+        // A search that stores, or stops at COUNT (ANY), reads and measures
+        // under the lock; any other copies what it reads and measures once
+        // the lock is released.
+        let points = if parsed.options.store.is_some() || parsed.options.any {
+            let limit = parsed.options.any.then_some(parsed.options.count);
+            Points::Found(search::members_within(zset, &shape, limit))
+        } else {
+            Points::Read(search::Candidates::read(zset, &shape))
+        };
+        Ok((parsed, points))
     });
-    let outcome = match outcome {
-        Ok(Some(outcome)) => outcome,
-        Ok(None) => parse_and_search(argv, kind, None),
+    let read_source = match read_source {
+        Ok(Some(read)) => read,
+        Ok(None) => parse(argv, kind, None).map(|parsed| (parsed, Points::Found(Vec::new()))),
         Err(reply) => return reply,
     };
-    let (options, found, unit) = match outcome {
-        Ok(outcome) => outcome,
+    let (
+        Parsed {
+            mut options,
+            shape,
+            unit,
+        },
+        points,
+    ) = match read_source {
+        Ok(read) => read,
         Err(reply) => return reply,
     };
+    if options.store.is_none() {
+        drop(locked);
+        let found = order(points.within(shape.as_ref()), &mut options);
+        return reply_found(found, &options, unit);
+    }
+    let found = order(points.within(shape.as_ref()), &mut options);
     let Some(store_index) = options.store else {
         return reply_found(found, &options, unit);
     };
@@ -365,12 +397,35 @@ fn search_generic(ctx: &mut Ctx<'_>, argv: &[&[u8]], source_index: usize, kind: 
     Reply::Int(found.len() as i64)
 }
 
-type Searched = Result<(Options, Vec<Found>, f64), Reply>;
+/// A search's arguments, read.
+struct Parsed {
+    options: Options,
+    /// What to search (`None`: the source does not exist).
+    shape: Option<Shape>,
+    /// The unit's metres.
+    unit: f64,
+}
 
-/// Reads the arguments against the source (`None`: it does not exist) and
-/// searches it: the options, what was found, in reply order and cut to
-/// COUNT, and the unit's metres.
-fn parse_and_search(argv: &[&[u8]], kind: Kind, zset: Option<&ZSet>) -> Searched {
+/// The members a search met: measured already, or read to be measured.
+enum Points {
+    Found(Vec<Found>),
+    Read(search::Candidates),
+}
+
+impl Points {
+    /// The members within the shape, in the order they were met.
+    fn within(self, shape: Option<&Shape>) -> Vec<Found> {
+        match (self, shape) {
+            (Points::Found(found), _) => found,
+            (Points::Read(candidates), Some(shape)) => candidates.within(shape),
+            (Points::Read(_), None) => Vec::new(),
+        }
+    }
+}
+
+/// Reads the arguments against the source (`None`: it does not exist), in
+/// Redis's order and with its errors.
+fn parse(argv: &[&[u8]], kind: Kind, zset: Option<&ZSet>) -> Result<Parsed, Reply> {
     let mut centre = None;
     let mut extent = None;
     let mut unit_metres = 1.0;
@@ -490,21 +545,28 @@ fn parse_and_search(argv: &[&[u8]], kind: Kind, zset: Option<&ZSet>) -> Searched
     if options.any && options.count == 0 {
         return Err(Reply::error("ERR the ANY argument requires COUNT argument"));
     }
-    let (Some(zset), Some(centre), Some(extent)) = (zset, centre, extent) else {
-        return Ok((options, Vec::new(), unit_metres));
+    let shape = match (zset, centre, extent) {
+        (Some(_), Some(centre), Some(extent)) => Some(Shape {
+            centre,
+            extent,
+            unit: unit_metres,
+        }),
+        _ => None,
     };
-    // COUNT means the nearest ones: ascending unless told otherwise (but
-    // ANY takes whichever it meets first).
+    Ok(Parsed {
+        options,
+        shape,
+        unit: unit_metres,
+    })
+}
+
+/// The members found, in reply order and cut to COUNT: COUNT means the
+/// nearest ones, so ascending unless told otherwise (but ANY takes
+/// whichever it met first).
+fn order(mut found: Vec<Found>, options: &mut Options) -> Vec<Found> {
     if options.count != 0 && options.ascending.is_none() && !options.any {
         options.ascending = Some(true);
     }
-    let shape = Shape {
-        centre,
-        extent,
-        unit: unit_metres,
-    };
-    let limit = (options.any && options.count != 0).then_some(options.count);
-    let mut found = search::members_within(zset, &shape, limit);
     let returned = if options.count == 0 {
         found.len()
     } else {
@@ -527,7 +589,7 @@ fn parse_and_search(argv: &[&[u8]], kind: Kind, zset: Option<&ZSet>) -> Searched
         }
     }
     found.truncate(returned);
-    Ok((options, found, unit_metres))
+    found
 }
 
 /// The reply of a search without STORE: members, or per member an array

@@ -243,11 +243,12 @@ fn within(shape: &Shape, score: f64) -> Option<((f64, f64), f64)> {
     Some((point, distance_from_centre))
 }
 
-/// Every member of `zset` within `shape`, in the order Redis finds them
-/// (cell by cell: the centre's, then north, south, east, west, north-east,
-/// north-west, south-east, south-west; by score within a cell). With
-/// `limit` (COUNT ... ANY) the search stops once it has that many.
-pub fn members_within(zset: &impl ScoreRange, shape: &Shape, limit: Option<usize>) -> Vec<Found> {
+/// The cells a search of `shape` reads, in Redis's order: the centre's,
+/// then north, south, east, west, north-east, north-west, south-east,
+/// south-west, less those left out and those that repeat the cell read
+/// before them (a huge radius makes neighbours the same cell; Redis
+/// compares with the last cell read, unless that was the centre's).
+fn cells_to_read(shape: &Shape) -> Vec<Hash> {
     let Covering { hash, neighbours } = covering(shape);
     let n = neighbours;
     let cells = [
@@ -261,54 +262,98 @@ pub fn members_within(zset: &impl ScoreRange, shape: &Shape, limit: Option<usize
         n.south_east,
         n.south_west,
     ];
-    let full = |found: &Vec<Found>| limit.is_some_and(|limit| found.len() >= limit);
-    let mut found = Vec::new();
+    let mut read = Vec::with_capacity(cells.len());
     let mut last_processed = 0;
     for (i, cell) in cells.iter().enumerate() {
-        if cell.is_none() {
+        if cell.is_none() || (last_processed != 0 && *cell == cells[last_processed]) {
             continue;
         }
-        // A huge radius can make neighbours the same cell: each is read
-        // once. (Redis compares with the last cell read, unless that was
-        // the centre's, index 0.)
-        if last_processed != 0 && *cell == cells[last_processed] {
-            continue;
-        }
-        if full(&found) {
-            break;
-        }
-        members_of_cell(zset, *cell, shape, limit, &mut found);
+        read.push(*cell);
         last_processed = i;
     }
-    found
+    read
 }
 
-/// Appends the members of one cell that lie within the shape: the scores
-/// from the cell's 52-bit prefix (included) to the next prefix (excluded).
-fn members_of_cell(
-    zset: &impl ScoreRange,
-    cell: Hash,
-    shape: &Shape,
-    limit: Option<usize>,
-    found: &mut Vec<Found>,
-) {
-    let min = cell.align52() as f64;
+/// The scores from a cell's 52-bit prefix (included) to the next prefix
+/// (excluded): the members the cell holds.
+fn score_range(cell: Hash) -> (f64, f64) {
     let next = Hash {
         bits: cell.bits + 1,
         step: cell.step,
     };
-    let max = next.align52() as f64;
-    zset.visit_range(min, max, &mut |member, score| {
-        if let Some((point, distance)) = within(shape, score) {
-            found.push(Found {
-                member: member.to_vec(),
-                score,
-                point,
-                distance,
+    (cell.align52() as f64, next.align52() as f64)
+}
+
+/// Every member of `zset` within `shape`, in the order Redis finds them
+/// (cell by cell, by score within a cell). With `limit` (COUNT ... ANY)
+/// the search stops once it has that many.
+pub fn members_within(zset: &impl ScoreRange, shape: &Shape, limit: Option<usize>) -> Vec<Found> {
+    let mut found = Vec::new();
+    for cell in cells_to_read(shape) {
+        if limit.is_some_and(|limit| found.len() >= limit) {
+            break;
+        }
+        let (min, max) = score_range(cell);
+        zset.visit_range(min, max, &mut |member, score| {
+            if let Some((point, distance)) = within(shape, score) {
+                found.push(Found {
+                    member: member.to_vec(),
+                    score,
+                    point,
+                    distance,
+                });
+            }
+            limit.is_none_or(|limit| found.len() < limit)
+        });
+    }
+    found
+}
+
+/// The members a search of `shape` reads, copied out of the set: what
+/// [`members_within`] without a limit needs, so that the distances can be
+/// worked out after the set's lock is released (a search of one hot geo
+/// set from several connections then holds the lock for the copy only).
+#[derive(Debug, Default)]
+pub struct Candidates {
+    /// The members' bytes, back to back.
+    bytes: Vec<u8>,
+    /// Each member's score and where its bytes end.
+    entries: Vec<(f64, usize)>,
+}
+
+impl Candidates {
+    /// Reads the cells covering `shape` from `zset`.
+    pub fn read(zset: &impl ScoreRange, shape: &Shape) -> Candidates {
+        let mut candidates = Candidates::default();
+        for cell in cells_to_read(shape) {
+            let (min, max) = score_range(cell);
+            zset.visit_range(min, max, &mut |member, score| {
+                candidates.bytes.extend_from_slice(member);
+                candidates.entries.push((score, candidates.bytes.len()));
+                true
             });
         }
-        limit.is_none_or(|limit| found.len() < limit)
-    });
+        candidates
+    }
+
+    /// The candidates within `shape`, in the order they were read: what
+    /// [`members_within`] finds, without a limit.
+    pub fn within(&self, shape: &Shape) -> Vec<Found> {
+        let mut found = Vec::new();
+        let mut start = 0;
+        for &(score, end) in &self.entries {
+            if let Some((point, distance)) = within(shape, score) {
+                found.push(Found {
+                    member: self.bytes[start..end].to_vec(),
+                    score,
+                    point,
+                    distance,
+                });
+            }
+            start = end;
+        }
+        found
+    }
 }
 
 #[cfg(test)]
@@ -384,5 +429,10 @@ mod tests {
         let found = members_within(&zset, &boxed, None);
         assert_eq!(found.len(), 1);
         assert_eq!(found[0].member, b"catania");
+        // Read first and measured after, the same members in the same order.
+        for shape in [shape, boxed] {
+            let read = Candidates::read(&zset, &shape);
+            assert_eq!(read.within(&shape), members_within(&zset, &shape, None));
+        }
     }
 }

@@ -9,8 +9,9 @@ use std::sync::OnceLock;
 use super::{
     acl, bitfield, bitmap, blocking, client, cluster, command, config, connection as conn, debug,
     failover, functions, geo, hash, hash_expiry, hyperloglog, increx, info, keys, latency, lcs,
-    list, memory, migrate, mpop, multi, object, persistence, pubsub, replication, scripting,
-    server, set, sort, string, string_conditions, throttle, zset, zset_algebra, zset_range, Ctx,
+    list, memory, migrate, module, mpop, multi, object, persistence, pubsub, replication,
+    scripting, server, set, sort, string, string_conditions, throttle, zset, zset_algebra,
+    zset_range, Ctx,
 };
 use crate::catalog::registry;
 use crate::resp::Reply;
@@ -264,6 +265,7 @@ static BINDINGS: &[(&str, Handler)] = &[
     ("latency", container_without_subcommand),
     ("monitor", server::monitor),
     ("debug", debug::debug),
+    ("module", container_without_subcommand),
     // OBJECT subcommands
     ("object|encoding", object::object_encoding),
     ("object|freq", object::object_freq),
@@ -388,6 +390,12 @@ static BINDINGS: &[(&str, Handler)] = &[
     ("latency|graph", latency::latency_graph),
     ("latency|histogram", latency::latency_histogram),
     ("latency|help", latency::latency_help),
+    // MODULE subcommands
+    ("module|list", module::module_list),
+    ("module|help", module::module_help),
+    ("module|load", module::module_load),
+    ("module|loadex", module::module_load),
+    ("module|unload", module::module_unload),
 ];
 
 /// A container command called without a subcommand (or with one it does

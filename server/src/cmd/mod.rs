@@ -42,6 +42,7 @@ pub mod lcs;
 pub mod list;
 pub mod memory;
 pub mod migrate;
+pub mod module;
 pub mod mpop;
 pub mod multi;
 pub mod object;

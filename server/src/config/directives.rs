@@ -1042,7 +1042,17 @@ pub static DIRECTIVES: &[Directive] = &[
         },
         |c| c.enable_debug_command.name().to_string(),
     ).help("Who may run DEBUG OBJECT, which shows addresses in the server's memory: no, yes, or local (loopback clients). SLEEP, HELP and a contained PANIC are always allowed."),
-    accepted!("enable-module-command", AtStart, "no", accepted::one_of, &["no", "yes", "local"]; "Accepted, not used: there are no modules."),
+    Directive::new(
+        "enable-module-command",
+        Change::AtStart,
+        |c, v| {
+            c.enable_module_command = ProtectedAction::parse(one(v)?).ok_or_else(|| {
+                "argument(s) must be one of the following: no, yes, local".to_string()
+            })?;
+            Ok(())
+        },
+        |c| c.enable_module_command.name().to_string(),
+    ).help("Who may run MODULE LOAD, LOADEX and UNLOAD: no, yes, or local (loopback clients). tally loads no modules: where allowed they answer Redis's errors for a module that cannot be loaded or is not loaded."),
     accepted!("oom-score-adj", Live, "no", accepted::oom_score_adj; "Accepted, not used: the process's OOM score is left alone."),
     accepted!("oom-score-adj-values", Live, "0 200 800", accepted::oom_score_adj_values; "Accepted, not used: the process's OOM score is left alone."),
     accepted!("replica-ignore-maxmemory", Live, "yes", accepted::yes_no; "Accepted: a replica applies its master's stream whatever its maxmemory, and with noeviction (tally's only policy) 'no' evicts nothing either.").aliases(&["slave-ignore-maxmemory"]),

@@ -254,6 +254,9 @@ pub struct Config {
     /// `enable-debug-command`: who may run the DEBUG subcommands that show
     /// the server's internals (OBJECT).
     pub enable_debug_command: ProtectedAction,
+    /// `enable-module-command`: who may run MODULE LOAD, LOADEX and UNLOAD
+    /// (which, loading no modules, answer Redis's errors where allowed).
+    pub enable_module_command: ProtectedAction,
     /// `user` directives: each user's name and rules, applied at start.
     pub users: Vec<Vec<Vec<u8>>>,
     /// `aclfile`: users are loaded from (and ACL SAVE writes) this file.
@@ -422,6 +425,7 @@ impl Default for Config {
             protected_mode: true,
             enable_protected_configs: ProtectedAction::No,
             enable_debug_command: ProtectedAction::No,
+            enable_module_command: ProtectedAction::No,
             cluster_enabled: false,
             cluster_config_file: "nodes.conf".to_string(),
             cluster_require_full_coverage: true,

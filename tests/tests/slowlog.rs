@@ -25,31 +25,52 @@ async fn logged(addr: std::net::SocketAddr, lines: &[Vec<Vec<u8>>]) -> Vec<Strin
     }
     conn.cmd(&words("CONFIG SET slowlog-log-slower-than -1"))
         .await;
+    slowlog_get(&mut conn)
+        .await
+        .into_iter()
+        .map(|fields| {
+            assert_eq!(fields.len(), 6);
+            // The peer's port differs between the two servers' connections.
+            let peer = text(&fields[4]);
+            let host = peer.rsplit_once(':').map_or(peer.as_str(), |(h, _)| h);
+            format!(
+                "[{}] from {host} named '{}'",
+                arguments(&fields),
+                text(&fields[5])
+            )
+        })
+        .collect()
+}
+
+/// SLOWLOG GET -1: every entry's fields, newest first.
+async fn slowlog_get(conn: &mut RawConn) -> Vec<Vec<Value>> {
     let reply = conn.cmd(&words("SLOWLOG GET -1")).await;
     let Value::Array(entries) = redis::parse_redis_value(&reply).expect("a RESP reply") else {
         panic!("SLOWLOG GET is an array");
     };
     entries
         .into_iter()
-        .map(|entry| {
-            let Value::Array(fields) = entry else {
-                panic!("an entry is an array");
-            };
-            assert_eq!(fields.len(), 6);
-            let text = |v: &Value| match v {
-                Value::BulkString(b) => String::from_utf8_lossy(b).into_owned(),
-                other => format!("{other:?}"),
-            };
-            let args = match &fields[3] {
-                Value::Array(args) => args.iter().map(text).collect::<Vec<_>>().join(" "),
-                other => panic!("arguments: {other:?}"),
-            };
-            // The peer's port differs between the two servers' connections.
-            let peer = text(&fields[4]);
-            let host = peer.rsplit_once(':').map_or(peer.as_str(), |(h, _)| h);
-            format!("[{args}] from {host} named '{}'", text(&fields[5]))
+        .map(|entry| match entry {
+            Value::Array(fields) => fields,
+            other => panic!("an entry is an array: {other:?}"),
         })
         .collect()
+}
+
+/// A field as text.
+fn text(value: &Value) -> String {
+    match value {
+        Value::BulkString(b) => String::from_utf8_lossy(b).into_owned(),
+        other => format!("{other:?}"),
+    }
+}
+
+/// An entry's arguments, space-separated.
+fn arguments(fields: &[Value]) -> String {
+    match &fields[3] {
+        Value::Array(args) => args.iter().map(text).collect::<Vec<_>>().join(" "),
+        other => panic!("arguments: {other:?}"),
+    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -181,29 +202,12 @@ async fn a_debug_sleep_is_logged_for_the_time_it_slept() {
     assert!(micros >= 150_000, "{micros}");
 }
 
-/// The slow log's entries (arguments only, newest first) on `addr`.
+/// The slow log's entries' arguments, newest first.
 async fn logged_arguments(conn: &mut RawConn) -> Vec<String> {
-    let reply = conn.cmd(&words("SLOWLOG GET -1")).await;
-    let Value::Array(entries) = redis::parse_redis_value(&reply).expect("a RESP reply") else {
-        panic!("SLOWLOG GET is an array");
-    };
-    entries
-        .into_iter()
-        .map(|entry| {
-            let Value::Array(fields) = entry else {
-                panic!("an entry is an array");
-            };
-            let Value::Array(args) = &fields[3] else {
-                panic!("arguments");
-            };
-            args.iter()
-                .map(|a| match a {
-                    Value::BulkString(b) => String::from_utf8_lossy(b).into_owned(),
-                    other => format!("{other:?}"),
-                })
-                .collect::<Vec<_>>()
-                .join(" ")
-        })
+    slowlog_get(conn)
+        .await
+        .iter()
+        .map(|fields| arguments(fields))
         .collect()
 }
 

@@ -232,42 +232,34 @@ fn c_double_to_u64(score: f64) -> u64 {
     }
 }
 
-/// Moves a hash one cell east (`d > 0`) or west, wrapping around.
-fn move_x(hash: &mut Hash, d: i8) {
-    if d == 0 {
-        return;
-    }
-    let shift = 64 - u32::from(hash.step) * 2;
-    let mut x = hash.bits & 0xaaaaaaaaaaaaaaaa;
-    let y = hash.bits & 0x5555555555555555;
-    let zz = 0x5555555555555555u64 >> shift;
-    if d > 0 {
-        x = x.wrapping_add(zz + 1);
-    } else {
-        x |= zz;
-        x = x.wrapping_sub(zz + 1);
-    }
-    x &= 0xaaaaaaaaaaaaaaaau64 >> shift;
-    hash.bits = x | y;
-}
+/// The bits of an interleaved hash that hold the longitude (odd) and the
+/// latitude (even).
+const LONGITUDE_BITS: u64 = 0xaaaaaaaaaaaaaaaa;
+const LATITUDE_BITS: u64 = 0x5555555555555555;
 
-/// Moves a hash one cell north (`d > 0`) or south, wrapping around.
-fn move_y(hash: &mut Hash, d: i8) {
+/// Moves a hash one cell along one coordinate, wrapping around: `moving`
+/// names that coordinate's bits, `d > 0` east or north, `d < 0` west or
+/// south (Redis's geohash_move_x and geohash_move_y, one function). The
+/// coordinate's bits are stepped as one number by filling the gaps between
+/// them with ones (the other coordinate's positions) so the carry or borrow
+/// runs across.
+fn step(hash: &mut Hash, d: i8, moving: u64) {
     if d == 0 {
         return;
     }
+    let still = !moving;
     let shift = 64 - u32::from(hash.step) * 2;
-    let x = hash.bits & 0xaaaaaaaaaaaaaaaa;
-    let mut y = hash.bits & 0x5555555555555555;
-    let zz = 0xaaaaaaaaaaaaaaaau64 >> shift;
+    let mut along = hash.bits & moving;
+    let across = hash.bits & still;
+    let gaps = still >> shift;
     if d > 0 {
-        y = y.wrapping_add(zz + 1);
+        along = along.wrapping_add(gaps + 1);
     } else {
-        y |= zz;
-        y = y.wrapping_sub(zz + 1);
+        along |= gaps;
+        along = along.wrapping_sub(gaps + 1);
     }
-    y &= 0x5555555555555555u64 >> shift;
-    hash.bits = x | y;
+    along &= moving >> shift;
+    hash.bits = along | across;
 }
 
 /// A cell and its eight neighbours.
@@ -295,8 +287,8 @@ pub struct Neighbours {
 pub fn neighbours(hash: &Hash) -> Neighbours {
     let moved = |dx: i8, dy: i8| {
         let mut moved = *hash;
-        move_x(&mut moved, dx);
-        move_y(&mut moved, dy);
+        step(&mut moved, dx, LONGITUDE_BITS);
+        step(&mut moved, dy, LATITUDE_BITS);
         moved
     };
     Neighbours {

@@ -8,10 +8,10 @@ use std::sync::OnceLock;
 
 use super::{
     acl, bitfield, bitmap, blocking, client, cluster, command, config, connection as conn, debug,
-    failover, functions, geo, hash, hash_expiry, hyperloglog, increx, info, keys, latency, lcs,
-    list, memory, migrate, module, mpop, multi, object, persistence, pubsub, replication,
-    scripting, server, set, sort, string, string_conditions, throttle, zset, zset_algebra,
-    zset_range, Ctx,
+    failover, functions, geo, geo_search, hash, hash_expiry, hyperloglog, increx, info, keys,
+    latency, lcs, list, memory, migrate, module, mpop, multi, object, persistence, pubsub,
+    replication, scripting, server, set, sort, string, string_conditions, throttle, zset,
+    zset_algebra, zset_range, Ctx,
 };
 use crate::catalog::registry;
 use crate::resp::Reply;
@@ -202,12 +202,12 @@ static BINDINGS: &[(&str, Handler)] = &[
     ("geodist", geo::geodist),
     ("geohash", geo::geohash),
     ("geopos", geo::geopos),
-    ("georadius", geo::georadius),
-    ("georadiusbymember", geo::georadiusbymember),
-    ("georadius_ro", geo::georadius_ro),
-    ("georadiusbymember_ro", geo::georadiusbymember_ro),
-    ("geosearch", geo::geosearch),
-    ("geosearchstore", geo::geosearchstore),
+    ("georadius", geo_search::georadius),
+    ("georadiusbymember", geo_search::georadiusbymember),
+    ("georadius_ro", geo_search::georadius_ro),
+    ("georadiusbymember_ro", geo_search::georadiusbymember_ro),
+    ("geosearch", geo_search::geosearch),
+    ("geosearchstore", geo_search::geosearchstore),
     ("eval", scripting::eval),
     ("evalsha", scripting::evalsha),
     ("fcall", functions::fcall),

@@ -28,6 +28,7 @@ pub mod error;
 pub mod failover;
 pub mod functions;
 pub mod geo;
+pub mod geo_search;
 pub mod handlers;
 #[cfg(any(test, feature = "fuzzing"))]
 pub mod harness;

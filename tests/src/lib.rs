@@ -292,6 +292,20 @@ impl RawConn {
         reply
     }
 
+    /// Waits until INFO clients shows `count` blocked clients: false when
+    /// it does not within 5 s.
+    pub async fn wait_blocked_clients(&mut self, count: usize) -> bool {
+        let wanted = format!("blocked_clients:{count}\r");
+        let deadline = Instant::now() + Duration::from_secs(5);
+        while Instant::now() < deadline {
+            if self.line("INFO clients").await.contains(&wanted) {
+                return true;
+            }
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+        false
+    }
+
     /// Sends a space-separated command line (as a multibulk) and returns the
     /// reply as a lossy string, for readable assertions.
     pub async fn line(&mut self, line: &str) -> String {

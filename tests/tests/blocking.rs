@@ -29,7 +29,10 @@ async fn play(addr: SocketAddr, scenario: &str) -> Vec<(String, String)> {
             continue;
         }
         if let Some(count) = line.strip_prefix("blocked ") {
-            if !wait_blocked(&mut admin, count.parse().expect("a count")).await {
+            if !admin
+                .wait_blocked_clients(count.parse().expect("a count"))
+                .await
+            {
                 panic!("{addr}: never `{line}`; replies so far: {transcript:#?}");
             }
             continue;
@@ -115,20 +118,6 @@ async fn conn(conns: &mut HashMap<usize, RawConn>, addr: SocketAddr, n: usize) -
         slot.insert(RawConn::connect(addr).await);
     }
     conns.get_mut(&n).expect("just made")
-}
-
-/// Waits until INFO clients shows `count` blocked clients: false when it
-/// never does.
-async fn wait_blocked(admin: &mut RawConn, count: usize) -> bool {
-    let wanted = format!("blocked_clients:{count}\r");
-    let deadline = Instant::now() + Duration::from_secs(5);
-    while Instant::now() < deadline {
-        if admin.line("INFO clients").await.contains(&wanted) {
-            return true;
-        }
-        tokio::time::sleep(Duration::from_millis(5)).await;
-    }
-    false
 }
 
 /// Plays `scenario` on redis-server and on tally and asserts the same
@@ -439,7 +428,7 @@ async fn a_blocked_client_is_listed_with_the_b_flag() {
     blocked
         .send(&tally_tests::encode_command(&words("BLPOP k 0")))
         .await;
-    assert!(wait_blocked(&mut admin, 1).await);
+    assert!(admin.wait_blocked_clients(1).await);
     let list = admin.line("CLIENT LIST").await;
     let info = admin.line("INFO clients").await;
     assert!(info.contains("clients_in_timeout_table:0\r\n"), "{info}");
@@ -454,14 +443,14 @@ async fn a_blocked_client_is_listed_with_the_b_flag() {
         String::from_utf8_lossy(&blocked.reply().await),
         "*2\r\n$1\r\nk\r\n$1\r\nv\r\n"
     );
-    assert!(wait_blocked(&mut admin, 0).await);
+    assert!(admin.wait_blocked_clients(0).await);
     let list = admin.line("CLIENT LIST").await;
     assert!(!list.contains("flags=b "), "{list}");
     // One with a timeout is in Redis's timeout table.
     blocked
         .send(&tally_tests::encode_command(&words("BLPOP k 100")))
         .await;
-    assert!(wait_blocked(&mut admin, 1).await);
+    assert!(admin.wait_blocked_clients(1).await);
     let info = admin.line("INFO clients").await;
     assert!(info.contains("clients_in_timeout_table:1\r\n"), "{info}");
 }
@@ -555,7 +544,7 @@ async fn served_pops_are_replicated_as_the_plain_pops_redis_propagates() {
             waiter
                 .send(&tally_tests::encode_command(&words(block)))
                 .await;
-            assert!(wait_blocked(&mut admin, 1).await, "{block}");
+            assert!(admin.wait_blocked_clients(1).await, "{block}");
             writer.line(write).await;
             waiter.reply().await;
         }
@@ -596,12 +585,12 @@ async fn becoming_a_replica_unblocks_and_disconnects_as_redis_does() {
         blocked
             .send(&tally_tests::encode_command(&words("BLPOP k 0")))
             .await;
-        assert!(wait_blocked(&mut admin, 1).await);
+        assert!(admin.wait_blocked_clients(1).await);
         // Nothing listens on port 1: the link stays down, which is all the
         // test needs.
         assert_eq!(admin.line("REPLICAOF 127.0.0.1 1").await, "+OK\r\n");
         let last = blocked.read_until_closed().await;
-        assert!(wait_blocked(&mut admin, 0).await);
+        assert!(admin.wait_blocked_clients(0).await);
         assert_eq!(admin.line("REPLICAOF NO ONE").await, "+OK\r\n");
         seen.push(String::from_utf8_lossy(&last).into_owned());
     }
@@ -671,7 +660,7 @@ async fn racing_timeouts_and_pushes_lose_and_duplicate_nothing() {
     seen.dedup();
     assert_eq!(total, seen.len(), "an element was delivered twice");
     assert_eq!(seen.len(), 2 * PUSHED_EACH, "an element was lost");
-    assert!(wait_blocked(&mut conn, 0).await);
+    assert!(conn.wait_blocked_clients(0).await);
 }
 
 /// A client that blocks on a key others already wait for queues behind

@@ -211,23 +211,12 @@ async fn logged_arguments(conn: &mut RawConn) -> Vec<String> {
         .collect()
 }
 
-/// Waits until `conn`'s server counts `blocked` blocked clients.
-async fn until_blocked(conn: &mut RawConn, blocked: usize) {
-    let wanted = format!("blocked_clients:{blocked}\r\n");
-    for _ in 0..500 {
-        if conn.line("INFO clients").await.contains(&wanted) {
-            return;
-        }
-        tokio::time::sleep(std::time::Duration::from_millis(10)).await;
-    }
-    panic!("no {blocked} blocked clients");
-}
-
 /// A blocked command is logged when it is answered, not when it blocks,
 /// with its arguments as its client sent them, as Redis logs it (its
 /// slowlog unit's "rewritten commands" test): a BLPOP served by a push
 /// that ran in a transaction with a SLOWLOG RESET comes after the reset,
-/// and a BLPOP that times out is logged when it does.
+/// a BRPOP that times out is not logged, and one that CLIENT UNBLOCK
+/// answers is logged then.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_blocked_command_is_logged_when_it_is_answered() {
     let Some(redis) = RedisServer::start() else {
@@ -243,7 +232,7 @@ async fn a_blocked_command_is_logged_when_it_is_answered() {
         conn.cmd(&words("CONFIG SET slowlog-log-slower-than 0"))
             .await;
         blocked.send(&encode(&words("BLPOP l 0"))).await;
-        until_blocked(&mut conn, 1).await;
+        assert!(conn.wait_blocked_clients(1).await);
         conn.cmd(&words("MULTI")).await;
         conn.cmd(&words("LPUSH l foo")).await;
         conn.cmd(&words("SLOWLOG RESET")).await;
@@ -254,7 +243,7 @@ async fn a_blocked_command_is_logged_when_it_is_answered() {
         blocked.send(&encode(&words("BRPOP empty 0.05"))).await;
         assert_eq!(blocked.reply().await, b"*-1\r\n");
         blocked.send(&encode(&words("BRPOP empty 0"))).await;
-        until_blocked(&mut conn, 1).await;
+        assert!(conn.wait_blocked_clients(1).await);
         assert_eq!(conn.line(&format!("CLIENT UNBLOCK {id}")).await, ":1\r\n");
         assert_eq!(blocked.reply().await, b"*-1\r\n");
         // INFO clients, polled above, logs as often as it was polled.

@@ -237,6 +237,24 @@ macro_rules! flag {
     };
 }
 
+/// A start-only directive on a `ProtectedAction` field: who may take a
+/// protected action (no, yes, or local: loopback clients).
+macro_rules! protected_action {
+    ($name:literal, $field:ident) => {
+        Directive::new(
+            $name,
+            Change::AtStart,
+            |c, v| {
+                c.$field = ProtectedAction::parse(one(v)?).ok_or_else(|| {
+                    "argument(s) must be one of the following: no, yes, local".to_string()
+                })?;
+                Ok(())
+            },
+            |c| c.$field.name().to_string(),
+        )
+    };
+}
+
 /// A free-text directive on a `String` field.
 macro_rules! text {
     ($name:literal, $change:ident, $($field:ident).+) => {
@@ -914,17 +932,7 @@ pub static DIRECTIVES: &[Directive] = &[
     )
     .protected()
     .help("Snapshot file name, loaded at start and written by SAVE."),
-    Directive::new(
-        "enable-protected-configs",
-        Change::AtStart,
-        |c, v| {
-            c.enable_protected_configs = ProtectedAction::parse(one(v)?).ok_or_else(|| {
-                "argument(s) must be one of the following: no, yes, local".to_string()
-            })?;
-            Ok(())
-        },
-        |c| c.enable_protected_configs.name().to_string(),
-    ).help("Who may CONFIG SET dir and dbfilename: no, yes, or local (loopback clients)."),
+    protected_action!("enable-protected-configs", enable_protected_configs).help("Who may CONFIG SET dir and dbfilename: no, yes, or local (loopback clients)."),
     flag!("rdbcompression", Live, rdbcompression).help("LZF-compress long strings in snapshots and DUMP (yes/no)."),
     flag!("rdbchecksum", Live, rdbchecksum).help("Stamp snapshots with a CRC64 (yes/no)."),
     flag!("rdb-skip-unsupported", Live, rdb_skip_unsupported).help("Load a snapshot's other keys when it holds streams or functions, which tally does not (yes/no); each skipped key is logged."),
@@ -1031,28 +1039,8 @@ pub static DIRECTIVES: &[Directive] = &[
     accepted!("stream-node-max-bytes", Live, "4096", accepted::bytes, Range::Unsigned(0, i64::MAX as u64); "Accepted, not used: there are no streams."),
     accepted!("stream-node-max-entries", Live, "100", accepted::int, Range::Signed(0, i64::MAX); "Accepted, not used: there are no streams."),
     accepted!("tls-dh-params-file", Live, "", accepted::text; "Accepted, not used: TLS key exchange is ECDHE only (rustls), which takes no DH parameters."),
-    Directive::new(
-        "enable-debug-command",
-        Change::AtStart,
-        |c, v| {
-            c.enable_debug_command = ProtectedAction::parse(one(v)?).ok_or_else(|| {
-                "argument(s) must be one of the following: no, yes, local".to_string()
-            })?;
-            Ok(())
-        },
-        |c| c.enable_debug_command.name().to_string(),
-    ).help("Who may run DEBUG OBJECT, which shows addresses in the server's memory: no, yes, or local (loopback clients). SLEEP, HELP and a contained PANIC are always allowed."),
-    Directive::new(
-        "enable-module-command",
-        Change::AtStart,
-        |c, v| {
-            c.enable_module_command = ProtectedAction::parse(one(v)?).ok_or_else(|| {
-                "argument(s) must be one of the following: no, yes, local".to_string()
-            })?;
-            Ok(())
-        },
-        |c| c.enable_module_command.name().to_string(),
-    ).help("Who may run MODULE LOAD, LOADEX and UNLOAD: no, yes, or local (loopback clients). tally loads no modules: where allowed they answer Redis's errors for a module that cannot be loaded or is not loaded."),
+    protected_action!("enable-debug-command", enable_debug_command).help("Who may run DEBUG OBJECT, which shows addresses in the server's memory: no, yes, or local (loopback clients). SLEEP, HELP and a contained PANIC are always allowed."),
+    protected_action!("enable-module-command", enable_module_command).help("Who may run MODULE LOAD, LOADEX and UNLOAD: no, yes, or local (loopback clients). tally loads no modules: where allowed they answer Redis's errors for a module that cannot be loaded or is not loaded."),
     accepted!("oom-score-adj", Live, "no", accepted::oom_score_adj; "Accepted, not used: the process's OOM score is left alone."),
     accepted!("oom-score-adj-values", Live, "0 200 800", accepted::oom_score_adj_values; "Accepted, not used: the process's OOM score is left alone."),
     accepted!("replica-ignore-maxmemory", Live, "yes", accepted::yes_no; "Accepted: a replica applies its master's stream whatever its maxmemory, and with noeviction (tally's only policy) 'no' evicts nothing either.").aliases(&["slave-ignore-maxmemory"]),

@@ -15,16 +15,22 @@ mod byte_table;
 mod field_deadlines;
 mod hash;
 mod list;
+mod listpack;
 mod packed;
 mod ranked;
 mod set;
+mod stream;
 mod zset;
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 pub use hash::Hash;
 pub use list::List;
+pub use listpack::{Element, Listpack};
 pub use set::{Member, Set};
+pub use stream::{
+    AppendError, NodeLimits, Stream, StreamEntry, StreamId, Trim, TrimTo, MAX_NODE_BYTES,
+};
 pub use zset::ZIter;
 pub use zset::ZSet;
 

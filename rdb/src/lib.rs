@@ -10,8 +10,9 @@
 //!   ziplist and listpack, and Redis 7.4's hashes with field deadlines),
 //!   expiry in seconds and milliseconds, SELECTDB,
 //!   RESIZEDB, AUX, IDLE/FREQ, and the CRC64 trailer (a bad checksum is
-//!   refused). A stream, module value or function library is reported as
-//!   [`Item::Unsupported`] naming what it is, so the caller decides.
+//!   refused). Streams come as their listpack nodes and groups
+//!   ([`StreamValue`]). A module value is reported as
+//!   [`Item::Unsupported`], so the caller decides.
 //! - [`Writer`] writes RDB 10 as Redis 7.0 does, choosing the listpack and
 //!   intset encodings at Redis 7.0's thresholds ([`Encodings`]), so that
 //!   `OBJECT ENCODING` survives a round trip through either server.
@@ -60,6 +61,59 @@ pub enum Value {
     /// A hash some of whose fields carry a deadline (Redis 7.4's hash
     /// field expiry), in the file's order.
     HashWithExpiry(FieldsWithExpiry),
+    /// A stream: its listpack nodes as Redis keeps them, its counters and
+    /// its consumer groups.
+    Stream(Box<StreamValue>),
+}
+
+/// A stream ID as two numbers: milliseconds and sequence.
+pub type StreamIdParts = (u64, u64);
+
+/// A stream as an RDB file holds it (RDB_TYPE_STREAM_LISTPACKS*).
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct StreamValue {
+    /// Each node's master ID (16 bytes, big endian) and its listpack, in
+    /// ID order.
+    pub nodes: Vec<([u8; 16], Vec<u8>)>,
+    /// Live entries.
+    pub length: u64,
+    pub last_id: StreamIdParts,
+    /// Files before Redis 7.0 (RDB_TYPE_STREAM_LISTPACKS) have none: the
+    /// reader leaves these 0 and `entries_added` the length, and
+    /// `v1` true, for the loader to work out as Redis does.
+    pub first_id: StreamIdParts,
+    pub max_deleted_id: StreamIdParts,
+    pub entries_added: u64,
+    /// Read from a file of Redis 6 (no first ID, deleted ID, entries
+    /// added or groups' entries read).
+    pub v1: bool,
+    /// Consumer groups, by name.
+    pub groups: Vec<StreamGroup>,
+}
+
+/// A consumer group as an RDB file holds it.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct StreamGroup {
+    pub name: Vec<u8>,
+    pub last_id: StreamIdParts,
+    /// Entries the group has read (-1: not known).
+    pub entries_read: i64,
+    /// Delivered, not acknowledged: ID, last delivery (unix ms), deliveries.
+    pub pending: Vec<(StreamIdParts, u64, u64)>,
+    /// Consumers, by name.
+    pub consumers: Vec<StreamConsumer>,
+}
+
+/// A consumer as an RDB file holds it.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct StreamConsumer {
+    pub name: Vec<u8>,
+    /// When it was last seen (unix ms).
+    pub seen_time: u64,
+    /// When it last read (Redis 7.2's files; otherwise `seen_time`).
+    pub active_time: u64,
+    /// The IDs of the group's pending entries it owns.
+    pub pending: Vec<StreamIdParts>,
 }
 
 impl Value {
@@ -71,6 +125,7 @@ impl Value {
             Value::Set(_) => "set",
             Value::SortedSet(_) => "zset",
             Value::Hash(_) | Value::HashWithExpiry(_) => "hash",
+            Value::Stream(_) => "stream",
         }
     }
 }
@@ -382,5 +437,72 @@ mod tests {
         assert_eq!(restore(&payload), Ok(value));
         payload[1] ^= 1;
         assert_eq!(restore(&payload), Err(Error::Checksum));
+    }
+}
+
+#[cfg(test)]
+mod stream_tests {
+    use super::*;
+
+    /// redis-server 7.0.15: `XADD s2 <i>-0 name user-<i> n <i>` for i in
+    /// 1..3, `XADD s2 4-0 other field`, `XGROUP CREATE s2 g1 0`, `XGROUP
+    /// CREATE s2 g0 $`, XREADGROUP of two entries by bob and one by alice
+    /// in g1, `XGROUP CREATECONSUMER s2 g1 carol`, `XDEL s2 2-0`, then
+    /// `DUMP s2` (rdbcompression yes: the node is LZF-compressed).
+    const PAYLOAD: &[u8] = include_bytes!("../tests/data/redis7-stream-with-groups.dump");
+
+    #[test]
+    fn a_stream_dumped_by_redis_reads_whole_and_dumps_back_to_the_same_bytes() {
+        let value = restore(PAYLOAD).expect("a stream payload");
+        let Value::Stream(stream) = &value else {
+            panic!("not a stream: {value:?}");
+        };
+        assert_eq!(stream.nodes.len(), 1);
+        assert_eq!(stream.nodes[0].0[7], 1, "master 1-0");
+        assert_eq!(stream.length, 3);
+        assert_eq!(stream.last_id, (4, 0));
+        assert_eq!(stream.first_id, (1, 0));
+        assert_eq!(stream.max_deleted_id, (2, 0));
+        assert_eq!(stream.entries_added, 4);
+        assert!(!stream.v1);
+        let names: Vec<&[u8]> = stream.groups.iter().map(|g| &g.name[..]).collect();
+        assert_eq!(names, vec![&b"g0"[..], b"g1"]);
+        assert_eq!(stream.groups[0].entries_read, -1);
+        assert_eq!(stream.groups[0].last_id, (4, 0));
+        let g1 = &stream.groups[1];
+        assert_eq!(g1.entries_read, 3);
+        // 2-0 stays pending after XDEL, as in Redis.
+        let pending: Vec<(u64, u64)> = g1.pending.iter().map(|p| p.0).collect();
+        assert_eq!(pending, vec![(1, 0), (2, 0), (3, 0)]);
+        assert!(g1.pending.iter().all(|p| p.2 == 1));
+        let consumers: Vec<(&[u8], usize)> = g1
+            .consumers
+            .iter()
+            .map(|c| (&c.name[..], c.pending.len()))
+            .collect();
+        assert_eq!(
+            consumers,
+            vec![(&b"alice"[..], 1), (b"bob", 2), (b"carol", 0)]
+        );
+        assert_eq!(dump(&value, &Encodings::default()), PAYLOAD);
+    }
+
+    #[test]
+    fn a_stream_whose_groups_disagree_is_corrupt() {
+        let Ok(Value::Stream(stream)) = restore(PAYLOAD) else {
+            panic!("a stream payload");
+        };
+        let mut orphan = stream.clone();
+        orphan.groups[1].consumers[1].pending.pop();
+        let payload = dump(&Value::Stream(orphan), &Encodings::default());
+        assert!(matches!(restore(&payload), Err(Error::Corrupt(_))));
+        let mut stranger = stream.clone();
+        stranger.groups[1].consumers[2].pending.push((9, 0));
+        let payload = dump(&Value::Stream(stranger), &Encodings::default());
+        assert!(matches!(restore(&payload), Err(Error::Corrupt(_))));
+        let mut keyless = *stream;
+        keyless.nodes.clear();
+        let payload = dump(&Value::Stream(Box::new(keyless)), &Encodings::default());
+        assert!(matches!(restore(&payload), Err(Error::Corrupt(_))));
     }
 }

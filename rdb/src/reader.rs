@@ -3,7 +3,8 @@
 use crate::compact::{intset_members, listpack_elements, ziplist_elements, zipmap_pairs};
 use crate::encoding::{parse_double, Input};
 use crate::{
-    crc64, Entry, Error, Pairs, Value, MAX_FIELD_DEADLINE, MAX_READ_VERSION, MIN_READ_VERSION,
+    crc64, Entry, Error, Pairs, StreamConsumer, StreamGroup, StreamValue, Value,
+    MAX_FIELD_DEADLINE, MAX_READ_VERSION, MIN_READ_VERSION,
 };
 
 /// Value types (RDB_TYPE_*).
@@ -362,8 +363,7 @@ pub(crate) fn read_value(input: &mut Input<'_>, kind: u8) -> Result<Decoded, Err
             Value::HashWithExpiry(fields)
         }
         STREAM_LISTPACKS | STREAM_LISTPACKS_2 | STREAM_LISTPACKS_3 => {
-            skip_stream(input, kind)?;
-            return Ok(Decoded::Unsupported("stream"));
+            Value::Stream(Box::new(read_stream(input, kind)?))
         }
         MODULE_PRE_GA | MODULE_2 => return Ok(Decoded::Unsupported("module")),
         other => return Err(Error::Corrupt(format!("unknown value type {other}"))),
@@ -371,46 +371,116 @@ pub(crate) fn read_value(input: &mut Input<'_>, kind: u8) -> Result<Decoded, Err
     Ok(Decoded::Value(value))
 }
 
-/// Reads past a stream (rdbLoadObject's STREAM_LISTPACKS branches), so that
-/// the rest of a file can load when streams are skipped.
-fn skip_stream(input: &mut Input<'_>, kind: u8) -> Result<(), Error> {
+/// A stream (rdbLoadObject's STREAM_LISTPACKS branches). The nodes'
+/// listpacks are checked as listpacks here; what their entries say is the
+/// loader's to check.
+fn read_stream(input: &mut Input<'_>, kind: u8) -> Result<StreamValue, Error> {
     let v2 = kind >= types::STREAM_LISTPACKS_2;
     let v3 = kind >= types::STREAM_LISTPACKS_3;
+    let mut stream = StreamValue {
+        v1: !v2,
+        ..StreamValue::default()
+    };
     let listpacks = input.count(2)?;
     for _ in 0..listpacks {
-        input.string()?; // node key: the master ID
-        input.string()?; // the listpack
-    }
-    input.length()?; // length
-    input.length()?; // last id: ms
-    input.length()?; // last id: seq
-    if v2 {
-        for _ in 0..5 {
-            input.length()?; // first id, max deleted id, entries added
+        let key: [u8; 16] = input
+            .string()?
+            .try_into()
+            .map_err(|_| Error::Corrupt("stream node key is not a stream ID".into()))?;
+        let lp = input.string()?;
+        if listpack_elements(&lp)?.is_empty() {
+            return Err(Error::Corrupt("empty listpack inside a stream".into()));
         }
+        stream.nodes.push((key, lp));
+    }
+    if stream.nodes.windows(2).any(|w| w[0].0 >= w[1].0) {
+        return Err(Error::Corrupt("stream nodes out of order".into()));
+    }
+    stream.length = input.length()?;
+    stream.last_id = (input.length()?, input.length()?);
+    if v2 {
+        stream.first_id = (input.length()?, input.length()?);
+        stream.max_deleted_id = (input.length()?, input.length()?);
+        stream.entries_added = input.length()?;
+    } else {
+        stream.entries_added = stream.length;
+    }
+    if stream.length != 0 && stream.nodes.is_empty() {
+        return Err(Error::Corrupt("stream with entries and no node".into()));
     }
     let groups = input.count(1)?;
     for _ in 0..groups {
-        input.string()?; // name
-        input.length()?;
-        input.length()?; // last id
+        let mut group = StreamGroup {
+            name: input.string()?,
+            last_id: (input.length()?, input.length()?),
+            entries_read: -1,
+            ..StreamGroup::default()
+        };
         if v2 {
-            input.length()?; // entries read
+            group.entries_read = input.length()? as i64;
+        }
+        if stream.groups.last().is_some_and(|g| g.name >= group.name) {
+            return Err(Error::Corrupt(
+                "duplicate or unordered consumer group".into(),
+            ));
         }
         let pending = input.count(17)?;
         for _ in 0..pending {
-            input.bytes(16 + 8)?; // raw id, delivery time
-            input.length()?; // delivery count
+            let id = raw_id(input)?;
+            let delivered = input.u64_le()?;
+            let count = input.length()?;
+            if group.pending.last().is_some_and(|p| p.0 >= id) {
+                return Err(Error::Corrupt("duplicate pending entry in a group".into()));
+            }
+            group.pending.push((id, delivered, count));
         }
         let consumers = input.count(1)?;
+        let mut owners = vec![false; group.pending.len()];
         for _ in 0..consumers {
-            input.string()?; // name
-            input.bytes(if v3 { 16 } else { 8 })?; // seen (and active) time
+            let name = input.string()?;
+            let seen_time = input.u64_le()?;
+            let active_time = if v3 { input.u64_le()? } else { seen_time };
             let owned = input.count(16)?;
-            input.bytes(16 * owned)?;
+            let mut ids = Vec::with_capacity(owned);
+            for _ in 0..owned {
+                let id = raw_id(input)?;
+                let Ok(at) = group.pending.binary_search_by(|p| p.0.cmp(&id)) else {
+                    return Err(Error::Corrupt(
+                        "consumer owns an entry its group does not hold".into(),
+                    ));
+                };
+                if std::mem::replace(&mut owners[at], true) {
+                    return Err(Error::Corrupt("a pending entry with two owners".into()));
+                }
+                ids.push(id);
+            }
+            if group
+                .consumers
+                .last()
+                .is_some_and(|c: &StreamConsumer| c.name >= name)
+            {
+                return Err(Error::Corrupt("duplicate or unordered consumer".into()));
+            }
+            group.consumers.push(StreamConsumer {
+                name,
+                seen_time,
+                active_time,
+                pending: ids,
+            });
         }
+        if owners.contains(&false) {
+            return Err(Error::Corrupt("a pending entry without a consumer".into()));
+        }
+        stream.groups.push(group);
     }
-    Ok(())
+    Ok(stream)
+}
+
+/// A stream ID written raw: 16 bytes, big endian.
+fn raw_id(input: &mut Input<'_>) -> Result<(u64, u64), Error> {
+    let bytes = input.bytes(16)?;
+    let half = |b: &[u8]| b.iter().fold(0u64, |acc, &x| (acc << 8) | u64::from(x));
+    Ok((half(&bytes[..8]), half(&bytes[8..])))
 }
 
 fn pairs(flat: Vec<Vec<u8>>) -> Result<Pairs, Error> {

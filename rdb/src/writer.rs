@@ -4,7 +4,7 @@ use crate::compact::{intset, ListpackBuilder};
 use crate::encoding::{canonical_int, write_int, write_length, write_string};
 use crate::float::{as_integer, d2string};
 use crate::reader::{opcodes, types};
-use crate::{crc64_update, FieldsWithExpiry, Pairs, Value, RDB_VERSION};
+use crate::{crc64_update, FieldsWithExpiry, Pairs, StreamValue, Value, RDB_VERSION};
 
 /// Which compact encodings to write, at which sizes: Redis 7.0's defaults,
 /// so that a value keeps its `OBJECT ENCODING` through a save and a load.
@@ -156,7 +156,54 @@ fn encode_value(out: &mut Vec<u8>, value: &Value, enc: &Encodings) -> u8 {
             }
         }
         Value::HashWithExpiry(fields) => encode_hash_with_expiry(out, fields, enc),
+        Value::Stream(stream) => encode_stream(out, stream, enc),
     }
+}
+
+/// A stream as Redis 7.0 saves one (RDB_TYPE_STREAM_LISTPACKS_2): the
+/// nodes as they are, the counters, then each group with its pending
+/// entries and its consumers.
+fn encode_stream(out: &mut Vec<u8>, stream: &StreamValue, enc: &Encodings) -> u8 {
+    write_length(out, stream.nodes.len() as u64);
+    for (key, lp) in &stream.nodes {
+        write_string(out, key, enc.compress);
+        write_string(out, lp, enc.compress);
+    }
+    write_length(out, stream.length);
+    for (ms, seq) in [stream.last_id, stream.first_id, stream.max_deleted_id] {
+        write_length(out, ms);
+        write_length(out, seq);
+    }
+    write_length(out, stream.entries_added);
+    write_length(out, stream.groups.len() as u64);
+    for group in &stream.groups {
+        write_string(out, &group.name, enc.compress);
+        write_length(out, group.last_id.0);
+        write_length(out, group.last_id.1);
+        // -1 (not known) as Redis writes it: the u64 of the same bits.
+        write_length(out, group.entries_read as u64);
+        write_length(out, group.pending.len() as u64);
+        for &(id, delivered, count) in &group.pending {
+            write_raw_id(out, id);
+            out.extend_from_slice(&delivered.to_le_bytes());
+            write_length(out, count);
+        }
+        write_length(out, group.consumers.len() as u64);
+        for consumer in &group.consumers {
+            write_string(out, &consumer.name, enc.compress);
+            out.extend_from_slice(&consumer.seen_time.to_le_bytes());
+            write_length(out, consumer.pending.len() as u64);
+            for &id in &consumer.pending {
+                write_raw_id(out, id);
+            }
+        }
+    }
+    types::STREAM_LISTPACKS_2
+}
+
+fn write_raw_id(out: &mut Vec<u8>, (ms, seq): (u64, u64)) {
+    out.extend_from_slice(&ms.to_be_bytes());
+    out.extend_from_slice(&seq.to_be_bytes());
 }
 
 /// A hash whose fields may carry deadlines, as Redis 7.4 saves one: small

@@ -14,7 +14,8 @@ use super::server::help_reply;
 use super::Ctx;
 use crate::persistence::{self, snapshot};
 use crate::resp::{Protocol, Reply};
-use crate::store::{Entry, ValueRef};
+use crate::store::object::StreamId;
+use crate::store::{Entry, Object, ValueRef};
 
 /// Redis's refusal of DEBUG under `enable-debug-command no`.
 const DEBUG_NOT_ALLOWED: &str = concat!(
@@ -174,6 +175,22 @@ fn mix_digest(digest: &mut [u8; 20], bytes: &[u8]) {
 /// list, xored for the unordered types), and whether it has a deadline.
 /// Integers are digested as their text, scores as `%.17g`, as Redis does.
 fn value_digest(digest: &mut [u8; 20], entry: &Entry) {
+    if let ValueRef::Obj(Object::Stream(stream)) = entry.value() {
+        // Every entry in order: its ID as `<ms>.<seq>`, then its fields
+        // and values.
+        mix_digest(digest, &6u32.to_be_bytes());
+        for item in stream.range(StreamId::MIN, StreamId::MAX, false, 0) {
+            mix_digest(digest, format!("{}.{}", item.id.ms, item.id.seq).as_bytes());
+            for (field, value) in &item.fields {
+                mix_digest(digest, field);
+                mix_digest(digest, value);
+            }
+        }
+        if entry.expire_at() != 0 {
+            xor_digest(digest, b"!!expire!!");
+        }
+        return;
+    }
     let value = persistence::to_rdb(entry.value());
     let type_code: u32 = match &value {
         tally_rdb::Value::String(_) => 0,
@@ -181,6 +198,7 @@ fn value_digest(digest: &mut [u8; 20], entry: &Entry) {
         tally_rdb::Value::Set(_) => 2,
         tally_rdb::Value::SortedSet(_) => 3,
         tally_rdb::Value::Hash(_) | tally_rdb::Value::HashWithExpiry(_) => 4,
+        tally_rdb::Value::Stream(_) => 6,
     };
     mix_digest(digest, &type_code.to_be_bytes());
     let pair = |a: &[u8], b: &[u8]| {
@@ -209,6 +227,8 @@ fn value_digest(digest: &mut [u8; 20], entry: &Entry) {
                 xor_digest(digest, &pair(field, value));
             }
         }
+        // Digested from the store's form above.
+        tally_rdb::Value::Stream(_) => {}
     }
     if entry.expire_at() != 0 {
         xor_digest(digest, b"!!expire!!");

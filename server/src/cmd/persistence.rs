@@ -84,7 +84,7 @@ pub fn restore(ctx: &mut Ctx<'_>, argv: &[&[u8]]) -> Reply {
         }
         Err(_) => return Reply::error("ERR Bad data format"),
     };
-    let Some(value) = persistence::from_rdb(value, &ctx.shared.encodings.get()) else {
+    let Ok(Some(value)) = persistence::from_rdb(value, &ctx.shared.encodings.get()) else {
         return Reply::error("ERR Bad data format");
     };
     let expire_at = match ttl {

@@ -658,7 +658,14 @@ pub(crate) fn load_entries(
                     loaded.expired += 1;
                     continue;
                 }
-                let Some(value) = super::from_rdb(entry.value, &limits) else {
+                let value = super::from_rdb(entry.value, &limits).map_err(|corrupt| {
+                    format!(
+                        "{}: key '{}': {corrupt}",
+                        file.display(),
+                        String::from_utf8_lossy(&entry.key)
+                    )
+                })?;
+                let Some(value) = value else {
                     // Redis skips empty collections too.
                     continue;
                 };

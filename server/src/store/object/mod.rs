@@ -1,4 +1,5 @@
-//! The values of the collection types: hashes, lists, sets and sorted sets.
+//! The values of the collection types: hashes, lists, sets, sorted sets
+//! and streams.
 //!
 //! A string lives inside its entry's slab block (see [`super::entry`]); a
 //! collection lives in a [`Object`] on the heap that the entry points to. Each
@@ -29,7 +30,8 @@ pub use list::List;
 pub use listpack::{Element, Listpack};
 pub use set::{Member, Set};
 pub use stream::{
-    AppendError, NodeLimits, Stream, StreamEntry, StreamId, Trim, TrimTo, MAX_NODE_BYTES,
+    AppendError, ConsumerGroup, NodeLimits, Stream, StreamEntry, StreamId, Trim, TrimTo,
+    MAX_NODE_BYTES,
 };
 pub use zset::ZIter;
 pub use zset::ZSet;
@@ -135,6 +137,8 @@ pub enum Object {
     Set(Set),
     /// ZADD and friends.
     ZSet(ZSet),
+    /// XADD and friends (boxed: the other types stay small).
+    Stream(Box<Stream>),
 }
 
 impl Object {
@@ -145,6 +149,7 @@ impl Object {
             Object::List(_) => "list",
             Object::Set(_) => "set",
             Object::ZSet(_) => "zset",
+            Object::Stream(_) => "stream",
         }
     }
 
@@ -156,6 +161,7 @@ impl Object {
             Object::List(_) => "quicklist",
             Object::Set(set) => set.encoding(),
             Object::ZSet(zset) => zset.encoding(),
+            Object::Stream(_) => "stream",
         }
     }
 
@@ -166,12 +172,15 @@ impl Object {
             Object::List(list) => list.len(),
             Object::Set(set) => set.len(),
             Object::ZSet(zset) => zset.len(),
+            Object::Stream(stream) => stream.len() as usize,
         }
     }
 
-    /// True when the collection holds nothing: the key must then disappear.
+    /// True when the collection holds nothing: the key must then
+    /// disappear. Never for a stream: one with no entries keeps its last
+    /// ID and groups, and its key, as in Redis.
     pub fn is_empty(&self) -> bool {
-        self.len() == 0
+        !matches!(self, Object::Stream(_)) && self.len() == 0
     }
 
     /// Heap bytes owned by the value, including the `Object` itself.
@@ -182,6 +191,7 @@ impl Object {
                 Object::List(list) => list.heap_bytes(),
                 Object::Set(set) => set.heap_bytes(),
                 Object::ZSet(zset) => zset.heap_bytes(),
+                Object::Stream(stream) => std::mem::size_of::<Stream>() + stream.heap_bytes(),
             }
     }
 }
@@ -222,6 +232,24 @@ kind!(Hash, Hash);
 kind!(List, List);
 kind!(Set, Set);
 kind!(ZSet, ZSet);
+
+impl Kind for Stream {
+    fn empty() -> Object {
+        Object::Stream(Box::default())
+    }
+    fn of(object: &Object) -> Option<&Self> {
+        match object {
+            Object::Stream(stream) => Some(stream),
+            _ => None,
+        }
+    }
+    fn of_mut(object: &mut Object) -> Option<&mut Self> {
+        match object {
+            Object::Stream(stream) => Some(stream),
+            _ => None,
+        }
+    }
+}
 
 /// A reproducible stream of numbers below `n` (xorshift) for the types'
 /// randomised tests.

@@ -16,11 +16,12 @@
 //! those operations reply with Redis's, and a node goes into an RDB file as
 //! it is.
 //!
-//! Consumer groups are not held yet.
+//! Consumer groups are kept as data (an RDB file's or a DUMP payload's
+//! survive a round trip); no command reads or changes them yet.
 
 use std::collections::BTreeMap;
 
-use super::listpack::Listpack;
+use super::listpack::{Element, Listpack};
 
 /// The entry is deleted: kept in its node until the node goes.
 const FLAG_DELETED: i64 = 1;
@@ -155,6 +156,20 @@ pub struct StreamEntry {
     pub fields: Vec<(Vec<u8>, Vec<u8>)>,
 }
 
+/// A consumer group, as held between files: no command uses it yet.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct ConsumerGroup {
+    /// The last ID delivered to the group.
+    pub last_id: StreamId,
+    /// Entries the group has read (-1: not known).
+    pub entries_read: i64,
+    /// Delivered and not acknowledged, by ID: owner, last delivery (unix
+    /// ms), deliveries.
+    pub pending: BTreeMap<StreamId, (Vec<u8>, u64, u64)>,
+    /// Consumers by name: seen time, active time (unix ms).
+    pub consumers: BTreeMap<Vec<u8>, (u64, u64)>,
+}
+
 /// Where an entry sits in its node.
 #[derive(Debug, Clone, Copy)]
 struct Slot {
@@ -179,6 +194,8 @@ pub struct Stream {
     entries_added: u64,
     /// The nodes' bytes and their overhead, kept as they change.
     bytes: usize,
+    /// Consumer groups by name.
+    groups: BTreeMap<Vec<u8>, ConsumerGroup>,
 }
 
 impl Stream {
@@ -222,6 +239,16 @@ impl Stream {
         self.nodes.iter().map(|(id, lp)| (*id, lp))
     }
 
+    /// The consumer groups, by name.
+    pub fn groups(&self) -> &BTreeMap<Vec<u8>, ConsumerGroup> {
+        &self.groups
+    }
+
+    /// Installs the consumer groups an RDB file held.
+    pub fn set_groups(&mut self, groups: BTreeMap<Vec<u8>, ConsumerGroup>) {
+        self.groups = groups;
+    }
+
     /// How many nodes hold the entries (XINFO's `radix-tree-keys`).
     pub fn node_count(&self) -> usize {
         self.nodes.len()
@@ -246,7 +273,18 @@ impl Stream {
             max_deleted_entry_id,
             entries_added,
             bytes,
+            groups: BTreeMap::new(),
         }
+    }
+
+    /// Sets the first live entry's ID (a Redis 6 file does not hold it).
+    pub fn set_first_id(&mut self, first_id: StreamId) {
+        self.first_id = first_id;
+    }
+
+    /// The live entries a node's master entry counts.
+    pub fn live_in_node(lp: &Listpack) -> u64 {
+        counts(lp).0.max(0) as u64
     }
 
     /// Sets the stream's last ID and counters, as XSETID does.
@@ -601,20 +639,45 @@ fn counts(lp: &Listpack) -> (i64, i64) {
     (live, deleted)
 }
 
-/// The offsets of the master entry's field names.
-fn master_field_offsets(lp: &Listpack) -> (Vec<usize>, Option<usize>) {
-    let mut at = lp.first().and_then(|a| lp.next(a)).and_then(|a| lp.next(a));
-    let count = at.map_or(0, |a| lp.int_at(a));
-    let mut offsets = Vec::with_capacity(count.max(0) as usize);
-    for _ in 0..count {
-        at = at.and_then(|a| lp.next(a));
-        if let Some(a) = at {
-            offsets.push(a);
-        }
+/// The offsets of the master entry's field names, and of the first
+/// entry after the master; `None` if the master entry is malformed (an
+/// RDB file's node: the live and deleted counts, the field count and the
+/// zero terminator must be integers, and the names must be there).
+fn master_layout(lp: &Listpack) -> Option<(Vec<usize>, Option<usize>)> {
+    let live_at = lp.first()?;
+    let deleted_at = lp.next(live_at)?;
+    let count_at = lp.next(deleted_at)?;
+    exact_int(lp, live_at)?;
+    exact_int(lp, deleted_at)?;
+    let count = usize::try_from(exact_int(lp, count_at)?).ok()?;
+    // Each name is at least two bytes: a count past the node's size lies.
+    if count > lp.size() {
+        return None;
     }
-    // Past the names: the master's zero terminator, then the first entry.
-    let first_entry = at.and_then(|a| lp.next(a)).and_then(|a| lp.next(a));
-    (offsets, first_entry)
+    let mut offsets = Vec::with_capacity(count);
+    let mut at = count_at;
+    for _ in 0..count {
+        at = lp.next(at)?;
+        offsets.push(at);
+    }
+    let terminator = lp.next(at)?;
+    if exact_int(lp, terminator)? != 0 {
+        return None;
+    }
+    Some((offsets, lp.next(terminator)))
+}
+
+/// The integer element at `at`, if it is one (lpGetIntegerIfValid).
+fn exact_int(lp: &Listpack, at: usize) -> Option<i64> {
+    match lp.get(at) {
+        Element::Int(value) => Some(value),
+        Element::Str(text) => crate::number::parse_i64(text),
+    }
+}
+
+/// The offsets of the master entry's field names, and of the first entry.
+fn master_field_offsets(lp: &Listpack) -> (Vec<usize>, Option<usize>) {
+    master_layout(lp).unwrap_or_default()
 }
 
 fn master_fields(lp: &Listpack) -> Vec<Vec<u8>> {
@@ -638,22 +701,26 @@ fn slots(master: StreamId, lp: &Listpack) -> Vec<Slot> {
 
 /// Every entry of a node, or `None` if the node is not well formed.
 fn checked_slots(master: StreamId, lp: &Listpack) -> Option<Vec<Slot>> {
-    let (names, mut at) = master_field_offsets(lp);
+    let (names, mut at) = master_layout(lp)?;
     let master_fields = names.len() as i64;
     let mut out = Vec::new();
     while let Some(flags_at) = at {
-        let flags = lp.int_at(flags_at);
+        let flags = exact_int(lp, flags_at)?;
         let ms_at = lp.next(flags_at)?;
         let seq_at = lp.next(ms_at)?;
         let id = StreamId::new(
-            master.ms.wrapping_add(lp.int_at(ms_at) as u64),
-            master.seq.wrapping_add(lp.int_at(seq_at) as u64),
+            master.ms.wrapping_add(exact_int(lp, ms_at)? as u64),
+            master.seq.wrapping_add(exact_int(lp, seq_at)? as u64),
         );
         let elements = if flags & FLAG_SAME_FIELDS != 0 {
             master_fields
         } else {
             let numfields_at = lp.next(seq_at)?;
-            1 + 2 * lp.int_at(numfields_at)
+            let numfields = exact_int(lp, numfields_at)?;
+            if !(0..=lp.size() as i64).contains(&numfields) {
+                return None;
+            }
+            1 + 2 * numfields
         };
         let mut cursor = seq_at;
         for _ in 0..elements {
@@ -661,7 +728,7 @@ fn checked_slots(master: StreamId, lp: &Listpack) -> Option<Vec<Slot>> {
         }
         let spans_at = lp.next(cursor)?;
         // The flags, the two halves of the ID, then the elements.
-        if lp.int_at(spans_at) != 3 + elements {
+        if exact_int(lp, spans_at)? != 3 + elements {
             return None;
         }
         out.push(Slot {

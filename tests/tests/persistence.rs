@@ -7,6 +7,7 @@ use std::net::SocketAddr;
 use std::path::Path;
 
 use redis::AsyncCommands;
+use tally_server::config::ProtectedAction;
 use tally_server::{Config, Server};
 use tally_tests::keyspace::{
     all_contents, connect, contents, fill, persistence_info, set_numbered, wait_for_persistence,
@@ -624,85 +625,110 @@ async fn commands_wait_with_loading_while_the_snapshot_loads() {
         .contains("loading_total_bytes"));
 }
 
-/// A Redis file holding a stream (with a consumer group and a pending
-/// entry): loading stops and the server shuts down; with
-/// `rdb-skip-unsupported` the other keys load and the stream is left out.
+/// A Redis file holding a stream (with a consumer group, a pending entry
+/// and a deleted entry) loads whole, and the file tally saves from it gives
+/// redis-server the very same stream: its DUMP payload, delivery times and
+/// all, is byte for byte the first server's.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_stream_in_redis_s_file_stops_the_start_unless_skipped() {
+async fn a_stream_in_redis_s_file_loads_and_goes_back_to_redis_unchanged() {
     let dir = tally_tests::scratch_dir();
-    let Some(redis) = RedisServer::start_with(&["--dir", &dir, "--dbfilename", "dump.rdb"]) else {
+    let redis_args = [
+        "--dir",
+        &dir,
+        "--dbfilename",
+        "dump.rdb",
+        "--enable-debug-command",
+        "yes",
+    ];
+    let Some(redis) = RedisServer::start_with(&redis_args) else {
         return;
     };
     let mut conn = connect(redis.addr).await;
     let _: () = conn.set("before", "1").await.expect("SET");
-    let _: String = redis::cmd("XADD")
-        .arg("events")
-        .arg("*")
-        .arg("f")
-        .arg("v")
-        .query_async(&mut conn)
-        .await
-        .expect("XADD");
-    let _: () = redis::cmd("XGROUP")
-        .arg("CREATE")
-        .arg("events")
-        .arg("g")
-        .arg("0")
-        .query_async(&mut conn)
-        .await
-        .expect("XGROUP");
-    let _: redis::Value = redis::cmd("XREADGROUP")
-        .arg("GROUP")
-        .arg("g")
-        .arg("c")
-        .arg("STREAMS")
-        .arg("events")
-        .arg(">")
-        .query_async(&mut conn)
-        .await
-        .expect("XREADGROUP");
-    let _: () = conn.set("after", "2").await.expect("SET");
-    save(redis.addr).await;
-    // The file's checksum is fine: the server starts, meets the stream while
-    // loading and shuts down (the binary then exits 1, the log naming the
-    // key), as Redis does with a type it cannot load.
-    let refused = Server::new(Config {
-        port: 0,
-        dir: dir.clone(),
-        ..Config::default()
-    })
-    .start()
-    .await
-    .expect("the checksum is fine");
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
-    while !refused.is_shutting_down() {
-        assert!(
-            std::time::Instant::now() < deadline,
-            "the stream was loaded"
-        );
-        tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+    for id in ["1-1", "1-2", "5-0"] {
+        let _: String = redis::cmd("XADD")
+            .arg("events")
+            .arg(id)
+            .arg("f")
+            .arg(id)
+            .query_async(&mut conn)
+            .await
+            .expect("XADD");
     }
-    assert!(refused
-        .shared()
-        .persistence
-        .fatal
-        .load(std::sync::atomic::Ordering::SeqCst));
-    refused.shutdown().await;
+    let commands: [&[&str]; 3] = [
+        &["XGROUP", "CREATE", "events", "g", "0"],
+        &[
+            "XREADGROUP",
+            "GROUP",
+            "g",
+            "c",
+            "COUNT",
+            "2",
+            "STREAMS",
+            "events",
+            ">",
+        ],
+        &["XDEL", "events", "1-2"],
+    ];
+    for command in commands {
+        let _: redis::Value = redis::cmd(command[0])
+            .arg(&command[1..])
+            .query_async(&mut conn)
+            .await
+            .expect(command[0]);
+    }
+    let dump = |addr| async move {
+        let mut conn = connect(addr).await;
+        let payload: Vec<u8> = redis::cmd("DUMP")
+            .arg("events")
+            .query_async(&mut conn)
+            .await
+            .expect("DUMP");
+        let digest: String = redis::cmd("DEBUG")
+            .arg("DIGEST-VALUE")
+            .arg("events")
+            .query_async(&mut conn)
+            .await
+            .map(|d: Vec<String>| d.concat())
+            .expect("DEBUG DIGEST-VALUE");
+        (payload, digest)
+    };
+    let (redis_payload, redis_digest) = dump(redis.addr).await;
+    save(redis.addr).await;
+    drop(redis);
+
     let tally = Server::new(Config {
         port: 0,
-        dir,
-        rdb_skip_unsupported: true,
+        dir: dir.clone(),
+        enable_debug_command: ProtectedAction::Yes,
         ..Config::default()
     })
     .start()
     .await
-    .expect("starts, skipping the stream");
+    .expect("starts");
     wait_loaded(tally.local_addr()).await;
     assert_eq!(
-        all_contents(tally.local_addr(), 0).await,
-        vec!["after string ttl=false 2", "before string ttl=false 1"]
+        dump(tally.local_addr()).await,
+        (redis_payload.clone(), redis_digest)
     );
+    let mut conn = connect(tally.local_addr()).await;
+    let kind: String = redis::cmd("TYPE")
+        .arg("events")
+        .query_async(&mut conn)
+        .await
+        .expect("TYPE");
+    assert_eq!(kind, "stream");
+    let _: () = conn.set("after", "2").await.expect("SET");
+    save(tally.local_addr()).await;
     tally.shutdown().await;
+
+    let Some(again) = RedisServer::start_with(&redis_args) else {
+        return;
+    };
+    assert_eq!(dump(again.addr).await.0, redis_payload);
+    let mut conn = connect(again.addr).await;
+    let after: String = conn.get("after").await.expect("GET");
+    assert_eq!(after, "2");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

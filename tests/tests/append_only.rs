@@ -83,6 +83,19 @@ const REWRITTEN: &[&str] = &[
     "GEORADIUS cities 15 37 200 km STORE near",
     "GEORADIUSBYMEMBER cities Palermo 10 km",
     "GEOSEARCHSTORE far cities FROMLONLAT 15 37 BYRADIUS 200 km STOREDIST",
+    "XADD st 1-* f 1",
+    "XADD st 2 f 2",
+    "XADD st 3-5 f 3",
+    "XADD st MAXLEN ~ 1 4-0 f 4",
+    "XADD st MAXLEN = 3 5-* f 5",
+    "XADD st MINID ~ 3 LIMIT 100 6-0 f 6",
+    "XADD missing NOMKSTREAM 1-0 f 1",
+    "XDEL st 9-9",
+    "XDEL st 5-0",
+    "XTRIM st MAXLEN ~ 0",
+    "XTRIM st MAXLEN 100",
+    "XTRIM st MINID 6",
+    "XSETID st 10-0 ENTRIESADDED 20 MAXDELETEDID 9-0",
     "SELECT 5",
     "SET in-five 1",
     "MULTI",
@@ -101,7 +114,9 @@ const REWRITTEN: &[&str] = &[
 /// 7.0's rewrites (SET ... PXAT, PEXPIREAT, DEL for a past deadline, SET
 /// for GETSET, SREM for SPOP, SET KEEPTTL for INCRBYFLOAT, HSET for
 /// HINCRBYFLOAT, PERSIST, ZADD for GEOADD, nothing for a GEORADIUS
-/// without STORE), and a transaction as MULTI/EXEC.
+/// without STORE, XADD with the ID it added and an approximate trim made
+/// exact, nothing for an XDEL or XTRIM that removed nothing), and a
+/// transaction as MULTI/EXEC.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_log_holds_the_bytes_redis_writes() {
     let redis_dir = scratch_dir();

@@ -280,6 +280,19 @@ const COLLECTIONS: &str = r#"
     GEOSEARCHSTORE far geo FROMLONLAT 15 37 BYRADIUS 1 km
     GEOSEARCHSTORE far nokey FROMLONLAT 15 37 BYRADIUS 1 km
     GEOSEARCH geo FROMMEMBER Palermo BYBOX 400 400 km
+    XADD st 1-0 f 1
+    XADD st 2-0 f 2
+    XADD st MAXLEN 1 3-0 f 3
+    XADD st MAXLEN 5 4-0 f 4
+    XADD missing NOMKSTREAM 1-0 f 1
+    XDEL st 1-0
+    XDEL st 3-0
+    XTRIM st MAXLEN 5
+    XTRIM st MAXLEN 0
+    XSETID st 9-0
+    XADD st 1-0 f 1
+    XLEN st
+    XRANGE st - +
     PFADD hll a b c
     PFADD hll a
     PFMERGE hll2 hll
@@ -289,6 +302,7 @@ const COLLECTIONS: &str = r#"
     LPUSH wrong a
     SADD wrong a
     HSET wrong a b
+    XADD wrong 1-0 a b
 "#;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

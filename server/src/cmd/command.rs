@@ -38,8 +38,17 @@ fn command_info(command: &'static Command) -> Reply {
         Reply::Set(acl_categories(command)),
         crate::catalog::docs::tips(command),
         crate::catalog::docs::key_specs(command),
-        Reply::Array(command.subcommands.iter().map(command_info).collect()),
+        subcommands_info(command),
     ])
+}
+
+/// The subcommands' entries; a command without any has an empty set
+/// there, as Redis's addReplyCommandSubCommands replies (`~0` in RESP3).
+fn subcommands_info(command: &'static Command) -> Reply {
+    if command.subcommands.is_empty() {
+        return Reply::Set(Vec::new());
+    }
+    Reply::Array(command.subcommands.iter().map(command_info).collect())
 }
 
 /// COMMAND (every command's info)

@@ -10,7 +10,7 @@ use super::{
     acl, bitfield, bitmap, blocking, client, cluster, command, config, connection as conn, debug,
     failover, functions, geo, geo_search, hash, hash_expiry, hyperloglog, increx, info, keys,
     latency, lcs, list, memory, migrate, module, mpop, multi, object, persistence, pubsub,
-    replication, scripting, server, set, sort, string, string_conditions, throttle, zset,
+    replication, scripting, server, set, sort, stream, string, string_conditions, throttle, zset,
     zset_algebra, zset_range, Ctx,
 };
 use crate::catalog::registry;
@@ -208,6 +208,13 @@ static BINDINGS: &[(&str, Handler)] = &[
     ("georadiusbymember_ro", geo_search::georadiusbymember_ro),
     ("geosearch", geo_search::geosearch),
     ("geosearchstore", geo_search::geosearchstore),
+    ("xadd", stream::xadd),
+    ("xlen", stream::xlen),
+    ("xrange", stream::xrange),
+    ("xrevrange", stream::xrevrange),
+    ("xdel", stream::xdel),
+    ("xtrim", stream::xtrim),
+    ("xsetid", stream::xsetid),
     ("eval", scripting::eval),
     ("evalsha", scripting::evalsha),
     ("fcall", functions::fcall),

@@ -57,6 +57,7 @@ pub mod scripting;
 pub mod server;
 pub mod set;
 pub mod sort;
+mod stream;
 pub mod string;
 pub mod string_conditions;
 #[cfg(test)]

@@ -237,6 +237,10 @@ fn rewritten(command: &Command, argv: &[&[u8]], reply: &Reply, now_ms: u64) -> O
         "cl.throttle" | "increx" => Vec::new(),
         // Its handler keeps the ZADD it ran, as Redis rewrites GEOADD.
         "geoadd" => Vec::new(),
+        // Their handlers keep them with the ID the entry got and an
+        // approximate trim made exact, when they changed the stream.
+        "xadd" | "xtrim" => Vec::new(),
+        "xdel" if matches!(reply, Reply::Int(0)) => Vec::new(),
         // Write commands for their STORE, whose reply is a count; without
         // it they changed nothing.
         "georadius" | "georadiusbymember" if !matches!(reply, Reply::Int(_)) => Vec::new(),

@@ -465,6 +465,8 @@ pub static DIRECTIVES: &[Directive] = &[
     number!("zset-max-listpack-value", Live, encodings.zset_max_listpack_value, bytes(ULONG) as usize)
         .aliases(&["zset-max-ziplist-value"]).help("Longest member of a sorted set kept as a listpack."),
     number!("hll-sparse-max-bytes", Live, encodings.hll_sparse_max_bytes, bytes(ULONG) as usize).help("Longest sparse HyperLogLog, in bytes, before it turns dense."),
+    number!("stream-node-max-bytes", Live, encodings.stream_node_max_bytes, bytes(Range::Unsigned(0, i64::MAX as u64)) as usize).help("Largest stream node, in bytes (0: no limit but the listpack's own)."),
+    number!("stream-node-max-entries", Live, encodings.stream_node_max_entries, int(Range::Signed(0, i64::MAX)) as usize).help("Most entries in a stream node (0: no limit)."),
     number!("list-max-listpack-size", Live, list_max_listpack_size, int(Range::Signed(i32::MIN as i64, INT_MAX)) as i32)
         .aliases(&["list-max-ziplist-size"]).help("Size of a list's quicklist nodes (negative: in kilobytes, -1 = 4kb ... -5 = 64kb)."),
     number!("list-compress-depth", Live, list_compress_depth, int(INT) as i32).help("Quicklist nodes at each end of a list left uncompressed (shown; lists are not compressed)."),
@@ -1036,8 +1038,6 @@ pub static DIRECTIVES: &[Directive] = &[
     accepted!("repl-disable-tcp-nodelay", Live, "no", accepted::yes_no; "Accepted, not used: replication links keep TCP_NODELAY."),
     accepted!("sanitize-dump-payload", Live, "no", accepted::one_of, &["no", "yes", "clients"]; "Accepted, not used: RESTORE and RDB loading always check a payload whole."),
     accepted!("socket-mark-id", AtStart, "0", accepted::int, Range::Unsigned(0, u32::MAX as u64); "Accepted, not used: sockets are not marked."),
-    accepted!("stream-node-max-bytes", Live, "4096", accepted::bytes, Range::Unsigned(0, i64::MAX as u64); "Accepted, not used: there are no streams."),
-    accepted!("stream-node-max-entries", Live, "100", accepted::int, Range::Signed(0, i64::MAX); "Accepted, not used: there are no streams."),
     accepted!("tls-dh-params-file", Live, "", accepted::text; "Accepted, not used: TLS key exchange is ECDHE only (rustls), which takes no DH parameters."),
     protected_action!("enable-debug-command", enable_debug_command).help("Who may run DEBUG OBJECT, which shows addresses in the server's memory: no, yes, or local (loopback clients). SLEEP, HELP and a contained PANIC are always allowed."),
     protected_action!("enable-module-command", enable_module_command).help("Who may run MODULE LOAD, LOADEX and UNLOAD: no, yes, or local (loopback clients). tally loads no modules: where allowed they answer Redis's errors for a module that cannot be loaded or is not loaded."),

@@ -55,6 +55,20 @@ pub struct Encodings {
     /// `hll-sparse-max-bytes`: the longest sparse HyperLogLog, header
     /// included, before it turns dense.
     pub hll_sparse_max_bytes: usize,
+    /// `stream-node-max-bytes`: where a stream's node is closed.
+    pub stream_node_max_bytes: usize,
+    /// `stream-node-max-entries`: likewise, in entries.
+    pub stream_node_max_entries: usize,
+}
+
+impl Encodings {
+    /// The node limits a stream append obeys.
+    pub fn stream_nodes(&self) -> NodeLimits {
+        NodeLimits {
+            max_bytes: self.stream_node_max_bytes,
+            max_entries: self.stream_node_max_entries,
+        }
+    }
 }
 
 impl Default for Encodings {
@@ -67,6 +81,8 @@ impl Default for Encodings {
             zset_max_listpack_entries: 128,
             zset_max_listpack_value: 64,
             hll_sparse_max_bytes: 3000,
+            stream_node_max_bytes: 4096,
+            stream_node_max_entries: 100,
         }
     }
 }
@@ -76,7 +92,7 @@ impl Default for Encodings {
 /// locks its shard, and uses that copy throughout (a CONFIG SET changing
 /// several at that moment may be seen in part).
 #[derive(Debug)]
-pub struct EncodingLimits([AtomicUsize; 6]);
+pub struct EncodingLimits([AtomicUsize; 8]);
 
 impl EncodingLimits {
     /// Limits holding `encodings`.
@@ -88,7 +104,7 @@ impl EncodingLimits {
 
     /// The thresholds now.
     pub fn get(&self) -> Encodings {
-        let [set, hash_entries, hash_value, zset_entries, zset_value, hll_sparse] =
+        let [set, hash_entries, hash_value, zset_entries, zset_value, hll_sparse, stream_bytes, stream_entries] =
             self.0.each_ref().map(|limit| limit.load(Ordering::Relaxed));
         Encodings {
             set_max_intset_entries: set,
@@ -97,6 +113,8 @@ impl EncodingLimits {
             zset_max_listpack_entries: zset_entries,
             zset_max_listpack_value: zset_value,
             hll_sparse_max_bytes: hll_sparse,
+            stream_node_max_bytes: stream_bytes,
+            stream_node_max_entries: stream_entries,
         }
     }
 
@@ -110,6 +128,8 @@ impl EncodingLimits {
             encodings.zset_max_listpack_entries,
             encodings.zset_max_listpack_value,
             encodings.hll_sparse_max_bytes,
+            encodings.stream_node_max_bytes,
+            encodings.stream_node_max_entries,
         ];
         for (limit, value) in self.0.iter().zip(values) {
             limit.store(value, Ordering::Relaxed);

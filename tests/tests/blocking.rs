@@ -294,6 +294,57 @@ async fn sorted_set_pops_block_in_both_protocols() {
     .await;
 }
 
+/// XREAD BLOCK: `$` read as the last ID when the call is made, each
+/// reader served from the key that got an entry past its own ID (one
+/// waiting past a later ID stays blocked while the next is served), the
+/// default COUNT of a blocked read, a key of another type, MULTI and
+/// scripts, a timeout, RESP3's map.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn stream_readers_block_and_are_served_as_in_redis() {
+    assert_same(
+        "
+        0> XADD s 1-1 a 1
+        1! XREAD BLOCK 0 STREAMS s t $ $
+        blocked 1
+        0> XADD t 5-0 b 2
+        1<
+        1! XREAD BLOCK 0 STREAMS s 100-0
+        blocked 1
+        2! XREAD COUNT 1 BLOCK 0 STREAMS s 1-1
+        blocked 2
+        0> XADD s 50-0 c 3
+        2<
+        0> XADD s 51-0 d 4
+        0> XADD s 150-0 e 5
+        1<
+        1! XREAD BLOCK 0 STREAMS s $
+        blocked 1
+        0> XADD s 150-* f 6
+        1<
+        1! XREAD BLOCK 0 STREAMS w 0
+        blocked 1
+        0> SET w x
+        0> DEL w
+        0> XADD w 1-0 g 7
+        1<
+        1> XREAD BLOCK 10 STREAMS s $
+        1> MULTI
+        1> XREAD BLOCK 0 STREAMS s $
+        1> EXEC
+        1> EVAL \"return redis.call('XREAD', 'BLOCK', '0', 'STREAMS', 's', '$')\" 0
+        1> EVAL \"return redis.call('XREAD', 'STREAMS', 's', '150')\" 0
+        1> HELLO 3
+        1! XREAD BLOCK 0 STREAMS s $
+        blocked 1
+        0> XADD s 200-0 h 8
+        1<
+        1> XREAD STREAMS s t 150 0
+        1> XREAD STREAMS s 999
+        ",
+    )
+    .await;
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn timeouts_transactions_scripts_and_unblocking_behave_as_in_redis() {
     assert_same(

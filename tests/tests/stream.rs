@@ -1,5 +1,5 @@
 //! Stream commands against redis-server: XADD, XLEN, XRANGE, XREVRANGE,
-//! XDEL, XTRIM and XSETID. The same streams go to both servers and every
+//! XDEL, XTRIM, XSETID and XREAD (its blocking form is in blocking.rs). The same streams go to both servers and every
 //! reply must match byte for byte, DUMP's included: a DUMP payload holds
 //! the stream's nodes as they are, so equal payloads mean the entries sit
 //! in the same nodes, packed the same way, as Redis's.
@@ -136,13 +136,38 @@ const HAND_WRITTEN: &str = r#"
     XADD s 4-0 f 4 a-longer-field-name a-longer-value
     XADD s 5-0 f 5
     DUMP s
+    XREAD STREAMS s 0
+    XREAD COUNT 2 STREAMS s missing 2 0
+    XREAD STREAMS s s 0 3
+    XREAD STREAMS s $
+    XREAD STREAMS missing $
+    XREAD STREAMS s
+    XREAD STREAMS s 0 1
+    XREAD COUNT -1 STREAMS s 0
+    XREAD COUNT x STREAMS s 0
+    XREAD BLOCK x STREAMS s 0
+    XREAD BLOCK -1 STREAMS s 0
+    XREAD BLOCK 1.5 STREAMS s 0
+    XREAD GROUP g c STREAMS s 0
+    XREAD NOACK STREAMS s 0
+    XREAD BOGUS STREAMS s 0
+    XREAD STREAMS s >
+    XREAD STREAMS s bad
+    XREAD STREAMS s +
+    XREAD STREAMS str s 0 0
+    XREAD COUNT 1
     HELLO 3
+    XREAD STREAMS s 0
+    XREAD STREAMS s 999
     XRANGE s - + COUNT 2
     XRANGE s - + COUNT 0
     XLEN s
     COMMAND GETKEYS XADD k * a b
     COMMAND GETKEYS XTRIM k MAXLEN 1
-    COMMAND INFO XADD XLEN XRANGE XREVRANGE XDEL XTRIM XSETID
+    COMMAND INFO XADD XLEN XRANGE XREVRANGE XDEL XTRIM XSETID XREAD
+    COMMAND GETKEYS XREAD COUNT 1 BLOCK 0 STREAMS a b 0 0
+    COMMAND GETKEYS XREAD STREAMS streams streams 0 0
+    COMMAND GETKEYS XREAD STREAMS a b 0
 "#;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -139,6 +139,24 @@ pub fn georadius_key_positions(argv: &[&[u8]]) -> Vec<usize> {
     keys
 }
 
+/// XREAD's and XREADGROUP's keys, as their key specs find them (Redis
+/// prefers the specs to xreadGetKeys): after the first STREAMS from the
+/// first argument (from the fourth for XREADGROUP, past GROUP's two
+/// names), half of what follows it, rounded down.
+pub fn xread_key_positions(argv: &[&[u8]], from: usize) -> Vec<usize> {
+    let Some(keyword) = (from..argv.len()).find(|&i| argv[i].eq_ignore_ascii_case(b"streams"))
+    else {
+        return Vec::new();
+    };
+    let first = keyword + 1;
+    (first..first + (argv.len() - first) / 2).collect()
+}
+
+/// The commands [`xread_key_positions`] finds keys for.
+const fn xreads(name: &str) -> bool {
+    const_str_eq(name, "xread") || const_str_eq(name, "xreadgroup")
+}
+
 /// The commands [`georadius_key_positions`] finds keys for.
 const fn georadius_stores(name: &str) -> bool {
     const_str_eq(name, "georadius") || const_str_eq(name, "georadiusbymember")
@@ -160,6 +178,10 @@ impl Command {
         }
         if georadius_stores(self.name) {
             return georadius_key_positions(argv);
+        }
+        if xreads(self.name) {
+            let from = if self.name == "xreadgroup" { 4 } else { 1 };
+            return xread_key_positions(argv, from);
         }
         if stores_first(self.name) {
             // The destination, then the inputs, as their key specs list
@@ -204,8 +226,8 @@ impl Command {
 }
 
 /// Commands whose keys are not at fixed positions (Redis's `movablekeys`):
-/// those `counted_keys` knows, MIGRATE, SORT, MSETEX, and GEORADIUS's and
-/// GEORADIUSBYMEMBER's STORE forms.
+/// those `counted_keys` knows, MIGRATE, SORT, MSETEX, GEORADIUS's and
+/// GEORADIUSBYMEMBER's STORE forms, XREAD and XREADGROUP.
 pub(super) const fn is_movable(name: &str) -> bool {
     counted_keys(name).is_some()
         || const_str_eq(name, "migrate")
@@ -213,6 +235,7 @@ pub(super) const fn is_movable(name: &str) -> bool {
         || const_str_eq(name, "sort_ro")
         || const_str_eq(name, "msetex")
         || georadius_stores(name)
+        || xreads(name)
 }
 
 /// `a == b` where the table is built: in a `const fn`.

@@ -1,5 +1,6 @@
 //! The blocking commands (BLPOP, BRPOP, BLMOVE, BRPOPLPUSH, BLMPOP,
-//! BZPOPMIN, BZPOPMAX, BZMPOP) and the serving of the clients they block.
+//! BZPOPMIN, BZPOPMAX, BZMPOP, and XREAD with BLOCK) and the serving of
+//! the clients they block.
 //!
 //! A blocking command first does what its non-blocking form does. When
 //! every key is empty, a client's own command registers a waiter
@@ -27,7 +28,7 @@ use crate::blocking::{Outcome, Waiter};
 use crate::catalog::Command;
 use crate::resp::Reply;
 use crate::state::Shared;
-use crate::store::object::{List, ZSet};
+use crate::store::object::{List, Stream, ZSet};
 
 /// The timeout argument, in milliseconds (0: none), or Redis's error.
 fn timeout(arg: &[u8]) -> Result<u64, Reply> {
@@ -43,25 +44,44 @@ fn timeout(arg: &[u8]) -> Result<u64, Reply> {
 enum Kind {
     List,
     ZSet,
+    Stream,
 }
 
 fn kind_of(name: &[u8]) -> Kind {
-    if name.len() > 1 && name[1].eq_ignore_ascii_case(&b'z') {
+    if name.first().is_some_and(|c| c.eq_ignore_ascii_case(&b'x')) {
+        Kind::Stream
+    } else if name.len() > 1 && name[1].eq_ignore_ascii_case(&b'z') {
         Kind::ZSet
     } else {
         Kind::List
     }
 }
 
+/// Whether a key a client is about to wait for already has what it
+/// waits for, looked at under the key's lock: for a pop, anything there.
+pub(super) type Filled<'f> =
+    &'f dyn Fn(&mut crate::store::ShardData, crate::store::KeyRef<'_>, usize, u64) -> bool;
+
+/// A pop's [`Filled`]: the key holds something.
+fn holds_anything(
+    shard: &mut crate::store::ShardData,
+    key: crate::store::KeyRef<'_>,
+    _: usize,
+    now: u64,
+) -> bool {
+    shard.contains(key, now)
+}
+
 /// Runs `attempt` (the command's non-blocking form); when it finds every
 /// key empty, blocks the client on `keys` if it may block, else answers
-/// `empty`.
-fn or_block(
+/// `empty`. `filled` says whether a key has what the command waits for.
+pub(super) fn or_block(
     ctx: &mut Ctx<'_>,
     argv: &[&[u8]],
     keys: &[&[u8]],
     timeout_ms: u64,
     empty: Reply,
+    filled: Filled<'_>,
     mut attempt: impl FnMut(&mut Ctx<'_>) -> Reply,
 ) -> Reply {
     let db = ctx.client.db;
@@ -93,8 +113,9 @@ fn or_block(
         let filled: Vec<&[u8]> = keys
             .iter()
             .zip(&refs)
-            .filter(|(_, k)| locked.shard(**k).contains(**k, now))
-            .map(|(key, _)| *key)
+            .enumerate()
+            .filter(|(at, (_, k))| filled(locked.shard(**k), **k, *at, now))
+            .map(|(_, (key, _))| *key)
             .collect();
         if !filled.is_empty() && !queued_behind {
             // Filled between the attempt and the lock: try again.
@@ -169,28 +190,36 @@ fn pop_one(ctx: &mut Ctx<'_>, argv: &[&[u8]], first: bool) -> Reply {
         Err(reply) => return reply,
     };
     let kind = kind_of(argv[0]);
-    or_block(ctx, argv, keys, timeout_ms, Reply::NilArray, |ctx| {
-        let popped = match kind {
-            Kind::List => mpop::pop_lists(ctx, keys, first, 1),
-            Kind::ZSet => mpop::pop_zsets(ctx, keys, first, 1),
-        };
-        // `[key, [element]]` → `[key, element]`; `[key, [[member,
-        // score]]]` → `[key, member, score]`.
-        match popped {
-            Reply::Array(mut pair) if pair.len() == 2 => {
-                let Some(Reply::Array(mut elements)) = pair.pop() else {
-                    return Reply::NilArray;
-                };
-                match elements.pop() {
-                    Some(Reply::Array(member_score)) => pair.extend(member_score),
-                    Some(element) => pair.push(element),
-                    None => return Reply::NilArray,
+    or_block(
+        ctx,
+        argv,
+        keys,
+        timeout_ms,
+        Reply::NilArray,
+        &holds_anything,
+        |ctx| {
+            let popped = match kind {
+                Kind::ZSet => mpop::pop_zsets(ctx, keys, first, 1),
+                _ => mpop::pop_lists(ctx, keys, first, 1),
+            };
+            // `[key, [element]]` → `[key, element]`; `[key, [[member,
+            // score]]]` → `[key, member, score]`.
+            match popped {
+                Reply::Array(mut pair) if pair.len() == 2 => {
+                    let Some(Reply::Array(mut elements)) = pair.pop() else {
+                        return Reply::NilArray;
+                    };
+                    match elements.pop() {
+                        Some(Reply::Array(member_score)) => pair.extend(member_score),
+                        Some(element) => pair.push(element),
+                        None => return Reply::NilArray,
+                    }
+                    Reply::Array(pair)
                 }
-                Reply::Array(pair)
+                other => other,
             }
-            other => other,
-        }
-    })
+        },
+    )
 }
 
 /// BLMPOP timeout numkeys key [key ...] LEFT|RIGHT [COUNT count]
@@ -228,9 +257,10 @@ fn pop_many(ctx: &mut Ctx<'_>, argv: &[&[u8]]) -> Reply {
         call.keys,
         timeout_ms,
         Reply::NilArray,
+        &holds_anything,
         |ctx| match kind {
-            Kind::List => mpop::pop_lists(ctx, call.keys, first, call.count),
             Kind::ZSet => mpop::pop_zsets(ctx, call.keys, first, call.count),
+            _ => mpop::pop_lists(ctx, call.keys, first, call.count),
         },
     )
 }
@@ -244,9 +274,15 @@ pub fn blmove(ctx: &mut Ctx<'_>, argv: &[&[u8]]) -> Reply {
         Ok(ms) => ms,
         Err(reply) => return reply,
     };
-    or_block(ctx, argv, &argv[1..2], timeout_ms, Reply::Nil, |ctx| {
-        super::list::lmove(ctx, &argv[..5])
-    })
+    or_block(
+        ctx,
+        argv,
+        &argv[1..2],
+        timeout_ms,
+        Reply::Nil,
+        &holds_anything,
+        |ctx| super::list::lmove(ctx, &argv[..5]),
+    )
 }
 
 /// BRPOPLPUSH source destination timeout
@@ -255,9 +291,15 @@ pub fn brpoplpush(ctx: &mut Ctx<'_>, argv: &[&[u8]]) -> Reply {
         Ok(ms) => ms,
         Err(reply) => return reply,
     };
-    or_block(ctx, argv, &argv[1..2], timeout_ms, Reply::Nil, |ctx| {
-        super::list::rpoplpush(ctx, &argv[..3])
-    })
+    or_block(
+        ctx,
+        argv,
+        &argv[1..2],
+        timeout_ms,
+        Reply::Nil,
+        &holds_anything,
+        |ctx| super::list::rpoplpush(ctx, &argv[..3]),
+    )
 }
 
 thread_local! {
@@ -343,6 +385,12 @@ pub fn serve_ready(shared: &Shared, now_ms: u64) {
             let (reply, aof_offset) = run_again(shared, &waiter, &key, now_ms);
             if matches!(reply, Reply::Nil | Reply::NilArray) {
                 waiter.release();
+                // A pop that found nothing leaves nothing for the next
+                // waiter; a stream reader waits past an ID of its own,
+                // and the next may wait for less.
+                if kind == Kind::Stream {
+                    continue;
+                }
                 break;
             }
             shared.blocked.remove(&waiter);
@@ -365,6 +413,7 @@ fn holds(shared: &Shared, db: usize, key: &[u8], kind: Kind, now_ms: u64) -> Hol
     let found = match kind {
         Kind::List => exists_as::<List>(&mut shard, hashed, now_ms),
         Kind::ZSet => exists_as::<ZSet>(&mut shard, hashed, now_ms),
+        Kind::Stream => exists_as::<Stream>(&mut shard, hashed, now_ms),
     };
     match found {
         Ok(true) => Holding::Wanted,
@@ -390,7 +439,12 @@ fn run_again(shared: &Shared, waiter: &Waiter, key: &[u8], now_ms: u64) -> (Repl
         held: None,
     };
     let reply = super::dispatch::call(&mut ctx, index, command, &argv);
-    if !reply.is_error() && shared.blocked.any() {
+    // A served BLMOVE may fill a list others wait for; a reader changes
+    // nothing (and marking its key again would serve it forever).
+    if !reply.is_error()
+        && command.flags & crate::catalog::flags::WRITE != 0
+        && shared.blocked.any()
+    {
         signal(&ctx, command, &argv);
     }
     let id = client.info.id;
@@ -416,6 +470,18 @@ fn narrowed(argv: &[Vec<u8>], key: &[u8]) -> Vec<Vec<u8>> {
                 key.to_vec(),
             ];
             narrowed.extend(argv.iter().skip(3 + numkeys).cloned());
+            narrowed
+        }
+        // Registered as `XREAD COUNT n STREAMS keys... ids...` (see
+        // `stream_read`): the ready key and its own ID.
+        b"xread" => {
+            let keys = (argv.len() - 4) / 2;
+            let at = argv[4..4 + keys]
+                .iter()
+                .position(|k| k == key)
+                .unwrap_or_default();
+            let mut narrowed = argv[..4].to_vec();
+            narrowed.extend([key.to_vec(), argv[4 + keys + at].clone()]);
             narrowed
         }
         _ => argv.to_vec(),

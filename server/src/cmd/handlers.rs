@@ -10,8 +10,8 @@ use super::{
     acl, bitfield, bitmap, blocking, client, cluster, command, config, connection as conn, debug,
     failover, functions, geo, geo_search, hash, hash_expiry, hyperloglog, increx, info, keys,
     latency, lcs, list, memory, migrate, module, mpop, multi, object, persistence, pubsub,
-    replication, scripting, server, set, sort, stream, string, string_conditions, throttle, zset,
-    zset_algebra, zset_range, Ctx,
+    replication, scripting, server, set, sort, stream, stream_read, string, string_conditions,
+    throttle, zset, zset_algebra, zset_range, Ctx,
 };
 use crate::catalog::registry;
 use crate::resp::Reply;
@@ -215,6 +215,7 @@ static BINDINGS: &[(&str, Handler)] = &[
     ("xdel", stream::xdel),
     ("xtrim", stream::xtrim),
     ("xsetid", stream::xsetid),
+    ("xread", stream_read::xread),
     ("eval", scripting::eval),
     ("evalsha", scripting::evalsha),
     ("fcall", functions::fcall),

@@ -25,7 +25,7 @@ const BOTH_STRATEGIES: &str =
 /// `strict`, `<ms>-<seq>`, `<ms>` (the sequence is `missing_seq`), and,
 /// where `star` allows it, `<ms>-*` (XADD: the next sequence). Returns the
 /// ID and whether its sequence was given.
-fn parse_id(
+pub(super) fn parse_id(
     arg: &[u8],
     strict: bool,
     missing_seq: u64,

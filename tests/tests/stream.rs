@@ -164,6 +164,34 @@ const HAND_WRITTEN: &str = r#"
     XLEN s
     COMMAND GETKEYS XADD k * a b
     COMMAND GETKEYS XTRIM k MAXLEN 1
+    HELLO 2
+    XINFO STREAM s
+    XINFO STREAM s FULL
+    XINFO STREAM s FULL COUNT 2
+    XINFO STREAM s FULL COUNT 0
+    XINFO STREAM s FULL COUNT -1
+    XINFO STREAM s FULL COUNT x
+    XINFO STREAM s FULL LIMIT 2
+    XINFO STREAM s PARTIAL
+    XINFO STREAM s FULL COUNT
+    XINFO STREAM missing FULL COUNT x
+    XINFO STREAM str
+    XINFO GROUPS s
+    XINFO GROUPS missing
+    XINFO CONSUMERS s g
+    XINFO CONSUMERS s
+    XINFO HELP
+    XINFO HELP extra
+    XINFO
+    XINFO BOGUS s
+    DEL empty
+    XADD empty 1-0 a b
+    XDEL empty 1-0
+    XINFO STREAM empty
+    XINFO STREAM empty FULL
+    HELLO 3
+    XINFO STREAM s
+    XINFO STREAM s FULL COUNT 1
     COMMAND INFO XADD XLEN XRANGE XREVRANGE XDEL XTRIM XSETID XREAD
     COMMAND GETKEYS XREAD COUNT 1 BLOCK 0 STREAMS a b 0 0
     COMMAND GETKEYS XREAD STREAMS streams streams 0 0
@@ -246,6 +274,7 @@ fn stream(seed: u64) -> Vec<Vec<Vec<u8>>> {
         }
         out.push("XLEN s".into());
         out.push("DUMP s".into());
+        out.push("XINFO STREAM s FULL COUNT 5".into());
         for _ in 0..rng.random_range(0..30) {
             let (ms, _) = added[rng.random_range(0..added.len())];
             out.push(format!("XDEL s {ms}-{} {ms}-0", rng.random_range(0..3)));
@@ -281,6 +310,7 @@ fn stream(seed: u64) -> Vec<Vec<Vec<u8>>> {
         out.push("XRANGE s - +".into());
         out.push("XLEN s".into());
         out.push("DUMP s".into());
+        out.push("XINFO STREAM s".into());
     }
     out.iter().map(|line| tally_tests::words(line)).collect()
 }
@@ -298,4 +328,58 @@ async fn random_stream_streams_match_redis() {
         }
         assert_no_mismatch(&mismatches);
     }
+}
+
+/// A stream with consumer groups, made on redis-server (tally has no group
+/// commands yet) and RESTOREd into both: XINFO shows its groups, their
+/// pending entries and consumers, entries read and lag as Redis does, and
+/// the DUMP of it is Redis's.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_stream_with_groups_restored_from_redis_shows_them_as_redis_does() {
+    let (Some(maker), Some(redis)) = (RedisServer::start(), RedisServer::start()) else {
+        return;
+    };
+    let made = "XADD s 1-0 a 1|XADD s 2-0 b 2|XADD s 3-0 c 3|XADD s 4-0 d 4|\
+                XGROUP CREATE s g1 0|XGROUP CREATE s g2 $|XGROUP CREATE s g3 2-0|\
+                XREADGROUP GROUP g1 alice COUNT 2 STREAMS s >|\
+                XREADGROUP GROUP g1 bob COUNT 1 STREAMS s >|\
+                XGROUP CREATECONSUMER s g1 carol|XDEL s 2-0";
+    let mut conn = tally_tests::RawConn::connect(maker.addr).await;
+    for line in made.split('|') {
+        conn.cmd(&tally_tests::words(line)).await;
+    }
+    let payload = conn.cmd(&[b"DUMP".to_vec(), b"s".to_vec()]).await;
+    // The bulk string's body: past `$<len>\r\n`, before the last CRLF.
+    let start = payload
+        .iter()
+        .position(|&b| b == b'\n')
+        .map_or(0, |at| at + 1);
+    let payload = payload[start..payload.len() - 2].to_vec();
+    let tally = TestServer::start_real_clock().await;
+    let mut commands = vec![vec![
+        b"RESTORE".to_vec(),
+        b"s".to_vec(),
+        b"0".to_vec(),
+        payload,
+    ]];
+    for line in [
+        "XINFO STREAM s",
+        "XINFO STREAM s FULL",
+        "XINFO STREAM s FULL COUNT 1",
+        "XINFO GROUPS s",
+        "XINFO CONSUMERS s nosuch",
+        "XRANGE s - +",
+        "DUMP s",
+        "XADD s 5-0 e 5",
+        "XINFO GROUPS s",
+        "XTRIM s MAXLEN 0",
+        "XINFO GROUPS s",
+        "XINFO STREAM s FULL",
+        "HELLO 3",
+        "XINFO GROUPS s",
+    ] {
+        commands.push(tally_tests::words(line));
+    }
+    let mismatches = compare_streams(redis.addr, tally.addr(), &commands).await;
+    assert_no_mismatch(&mismatches);
 }

@@ -423,6 +423,7 @@ mod tests {
                         "msetex",
                         "georadius",
                         "georadiusbymember",
+                        "xread",
                     ]
                     .contains(&c.name)
             })
@@ -430,7 +431,7 @@ mod tests {
             .collect();
         movable.sort_unstable();
         assert_eq!(marked, movable);
-        assert_eq!(marked.len(), 24, "{marked:?}");
+        assert_eq!(marked.len(), 25, "{marked:?}");
         // GEORADIUS's STORE and STOREDIST keys, each of them, wherever
         // they come after the fixed arguments.
         let georadius = registry.lookup(b"georadius").unwrap();

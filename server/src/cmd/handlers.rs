@@ -10,8 +10,8 @@ use super::{
     acl, bitfield, bitmap, blocking, client, cluster, command, config, connection as conn, debug,
     failover, functions, geo, geo_search, hash, hash_expiry, hyperloglog, increx, info, keys,
     latency, lcs, list, memory, migrate, module, mpop, multi, object, persistence, pubsub,
-    replication, scripting, server, set, sort, stream, stream_read, string, string_conditions,
-    throttle, zset, zset_algebra, zset_range, Ctx,
+    replication, scripting, server, set, sort, stream, stream_info, stream_read, string,
+    string_conditions, throttle, zset, zset_algebra, zset_range, Ctx,
 };
 use crate::catalog::registry;
 use crate::resp::Reply;
@@ -216,6 +216,7 @@ static BINDINGS: &[(&str, Handler)] = &[
     ("xtrim", stream::xtrim),
     ("xsetid", stream::xsetid),
     ("xread", stream_read::xread),
+    ("xinfo", container_without_subcommand),
     ("eval", scripting::eval),
     ("evalsha", scripting::evalsha),
     ("fcall", functions::fcall),
@@ -280,6 +281,11 @@ static BINDINGS: &[(&str, Handler)] = &[
     ("object|help", object::object_help),
     ("object|idletime", object::object_idletime),
     ("object|refcount", object::object_refcount),
+    // XINFO subcommands
+    ("xinfo|consumers", stream_info::xinfo_consumers),
+    ("xinfo|groups", stream_info::xinfo_groups),
+    ("xinfo|help", stream_info::xinfo_help),
+    ("xinfo|stream", stream_info::xinfo_stream),
     // SCRIPT subcommands
     ("script|load", scripting::script_load),
     ("script|exists", scripting::script_exists),

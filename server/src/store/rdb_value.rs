@@ -139,11 +139,20 @@ fn stream_from_rdb(value: StreamValue) -> Result<Stream, &'static str> {
             }
             consumers.insert(consumer.name, (consumer.seen_time, consumer.active_time));
         }
+        // A Redis 6 file has no count of the entries a group read: Redis
+        // 7.0 works it out from the stream's counters where it can.
+        let entries_read = if value.v1 {
+            stream
+                .entries_up_to(id_of(group.last_id))
+                .map_or(-1, |read| read as i64)
+        } else {
+            group.entries_read
+        };
         groups.insert(
             group.name,
             ConsumerGroup {
                 last_id: id_of(group.last_id),
-                entries_read: group.entries_read,
+                entries_read,
                 pending,
                 consumers,
             },

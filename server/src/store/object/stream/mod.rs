@@ -21,83 +21,23 @@
 
 use std::collections::BTreeMap;
 
-use super::listpack::{Element, Listpack};
+use super::listpack::Listpack;
 
-/// The entry is deleted: kept in its node until the node goes.
-const FLAG_DELETED: i64 = 1;
-/// The entry's field names are the master entry's, and are not repeated.
-const FLAG_SAME_FIELDS: i64 = 2;
+mod groups;
+mod id;
+mod node;
+mod rax;
+
+pub use groups::ConsumerGroup;
+pub use id::StreamId;
+use node::{
+    checked_slots, counts, field_names, master_fields, node_bytes, read_entry, slots, Slot,
+    FLAG_DELETED, FLAG_SAME_FIELDS,
+};
+
 /// The largest listpack a node may grow to whatever the configuration
 /// (STREAM_LISTPACK_MAX_SIZE): a listpack's size is a u32.
 pub const MAX_NODE_BYTES: usize = 1 << 30;
-/// Bytes a node costs beyond its listpack: the tree's slot and key.
-const NODE_OVERHEAD: usize = 64;
-
-/// A stream entry ID: milliseconds, then a sequence within them.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub struct StreamId {
-    /// Milliseconds (the unix time of an ID the server chose).
-    pub ms: u64,
-    /// The sequence within the millisecond.
-    pub seq: u64,
-}
-
-impl StreamId {
-    /// 0-0: below every entry (`-`).
-    pub const MIN: StreamId = StreamId { ms: 0, seq: 0 };
-    /// The largest ID (`+`).
-    pub const MAX: StreamId = StreamId {
-        ms: u64::MAX,
-        seq: u64::MAX,
-    };
-
-    /// The ID `<ms>-<seq>`.
-    pub fn new(ms: u64, seq: u64) -> StreamId {
-        StreamId { ms, seq }
-    }
-
-    /// The ID just after this one (streamIncrID); `None` past the last.
-    pub fn next(self) -> Option<StreamId> {
-        match (self.ms, self.seq) {
-            (u64::MAX, u64::MAX) => None,
-            (ms, u64::MAX) => Some(StreamId::new(ms + 1, 0)),
-            (ms, seq) => Some(StreamId::new(ms, seq + 1)),
-        }
-    }
-
-    /// The ID just before this one (streamDecrID); `None` before 0-0.
-    pub fn prev(self) -> Option<StreamId> {
-        match (self.ms, self.seq) {
-            (0, 0) => None,
-            (ms, 0) => Some(StreamId::new(ms - 1, u64::MAX)),
-            (ms, seq) => Some(StreamId::new(ms, seq - 1)),
-        }
-    }
-
-    /// `<ms>-<seq>`, as replies and logs print an ID.
-    pub fn to_bytes(self) -> Vec<u8> {
-        format!("{}-{}", self.ms, self.seq).into_bytes()
-    }
-
-    /// The 16-byte big-endian form: the key of a node in Redis's radix
-    /// tree, and in RDB files.
-    pub fn encode(self) -> [u8; 16] {
-        let mut out = [0u8; 16];
-        out[..8].copy_from_slice(&self.ms.to_be_bytes());
-        out[8..].copy_from_slice(&self.seq.to_be_bytes());
-        out
-    }
-
-    /// The ID of a 16-byte big-endian form.
-    pub fn decode(bytes: &[u8; 16]) -> StreamId {
-        let mut ms = [0u8; 8];
-        let mut seq = [0u8; 8];
-        ms.copy_from_slice(&bytes[..8]);
-        seq.copy_from_slice(&bytes[8..]);
-        StreamId::new(u64::from_be_bytes(ms), u64::from_be_bytes(seq))
-    }
-}
-
 /// The node limits in force for an append (`stream-node-max-bytes`,
 /// `stream-node-max-entries`); 0 means no limit of that kind.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -154,29 +94,6 @@ pub struct StreamEntry {
     pub id: StreamId,
     /// Its fields and values, in the order they were added.
     pub fields: Vec<(Vec<u8>, Vec<u8>)>,
-}
-
-/// A consumer group, as held between files: no command uses it yet.
-#[derive(Debug, Clone, PartialEq, Eq, Default)]
-pub struct ConsumerGroup {
-    /// The last ID delivered to the group.
-    pub last_id: StreamId,
-    /// Entries the group has read (-1: not known).
-    pub entries_read: i64,
-    /// Delivered and not acknowledged, by ID: owner, last delivery (unix
-    /// ms), deliveries.
-    pub pending: BTreeMap<StreamId, (Vec<u8>, u64, u64)>,
-    /// Consumers by name: seen time, active time (unix ms).
-    pub consumers: BTreeMap<Vec<u8>, (u64, u64)>,
-}
-
-/// Where an entry sits in its node.
-#[derive(Debug, Clone, Copy)]
-struct Slot {
-    id: StreamId,
-    /// The offset of its flags element.
-    flags_at: usize,
-    flags: i64,
 }
 
 /// A stream value.
@@ -247,6 +164,13 @@ impl Stream {
     /// Installs the consumer groups an RDB file held.
     pub fn set_groups(&mut self, groups: BTreeMap<Vec<u8>, ConsumerGroup>) {
         self.groups = groups;
+    }
+
+    /// How many nodes Redis's radix tree would use for them (XINFO's
+    /// `radix-tree-nodes`).
+    pub fn radix_tree_nodes(&self) -> usize {
+        let keys: Vec<StreamId> = self.nodes.keys().copied().collect();
+        rax::node_count(&keys)
     }
 
     /// How many nodes hold the entries (XINFO's `radix-tree-keys`).
@@ -627,158 +551,5 @@ impl Stream {
     }
 }
 
-fn node_bytes(lp: &Listpack) -> usize {
-    NODE_OVERHEAD + lp.heap_bytes()
-}
-
-/// The master entry's live and deleted counts.
-fn counts(lp: &Listpack) -> (i64, i64) {
-    let first = lp.first().unwrap_or(0);
-    let live = lp.int_at(first);
-    let deleted = lp.next(first).map_or(0, |at| lp.int_at(at));
-    (live, deleted)
-}
-
-/// The offsets of the master entry's field names, and of the first
-/// entry after the master; `None` if the master entry is malformed (an
-/// RDB file's node: the live and deleted counts, the field count and the
-/// zero terminator must be integers, and the names must be there).
-fn master_layout(lp: &Listpack) -> Option<(Vec<usize>, Option<usize>)> {
-    let live_at = lp.first()?;
-    let deleted_at = lp.next(live_at)?;
-    let count_at = lp.next(deleted_at)?;
-    exact_int(lp, live_at)?;
-    exact_int(lp, deleted_at)?;
-    let count = usize::try_from(exact_int(lp, count_at)?).ok()?;
-    // Each name is at least two bytes: a count past the node's size lies.
-    if count > lp.size() {
-        return None;
-    }
-    let mut offsets = Vec::with_capacity(count);
-    let mut at = count_at;
-    for _ in 0..count {
-        at = lp.next(at)?;
-        offsets.push(at);
-    }
-    let terminator = lp.next(at)?;
-    if exact_int(lp, terminator)? != 0 {
-        return None;
-    }
-    Some((offsets, lp.next(terminator)))
-}
-
-/// The integer element at `at`, if it is one (lpGetIntegerIfValid).
-fn exact_int(lp: &Listpack, at: usize) -> Option<i64> {
-    match lp.get(at) {
-        Element::Int(value) => Some(value),
-        Element::Str(text) => crate::number::parse_i64(text),
-    }
-}
-
-/// The offsets of the master entry's field names, and of the first entry.
-fn master_field_offsets(lp: &Listpack) -> (Vec<usize>, Option<usize>) {
-    master_layout(lp).unwrap_or_default()
-}
-
-fn master_fields(lp: &Listpack) -> Vec<Vec<u8>> {
-    master_field_offsets(lp)
-        .0
-        .into_iter()
-        .map(|at| lp.get(at).to_bytes())
-        .collect()
-}
-
-fn field_names(pairs: &[&[u8]]) -> Vec<Vec<u8>> {
-    // The master keeps a name as lpAppend stored it; reading it back gives
-    // the same bytes, so comparing the text is comparing the elements.
-    pairs.iter().step_by(2).map(|f| f.to_vec()).collect()
-}
-
-/// Every entry of a node, deleted ones included, in order.
-fn slots(master: StreamId, lp: &Listpack) -> Vec<Slot> {
-    checked_slots(master, lp).unwrap_or_default()
-}
-
-/// Every entry of a node, or `None` if the node is not well formed.
-fn checked_slots(master: StreamId, lp: &Listpack) -> Option<Vec<Slot>> {
-    let (names, mut at) = master_layout(lp)?;
-    let master_fields = names.len() as i64;
-    let mut out = Vec::new();
-    while let Some(flags_at) = at {
-        let flags = exact_int(lp, flags_at)?;
-        let ms_at = lp.next(flags_at)?;
-        let seq_at = lp.next(ms_at)?;
-        let id = StreamId::new(
-            master.ms.wrapping_add(exact_int(lp, ms_at)? as u64),
-            master.seq.wrapping_add(exact_int(lp, seq_at)? as u64),
-        );
-        let elements = if flags & FLAG_SAME_FIELDS != 0 {
-            master_fields
-        } else {
-            let numfields_at = lp.next(seq_at)?;
-            let numfields = exact_int(lp, numfields_at)?;
-            if !(0..=lp.size() as i64).contains(&numfields) {
-                return None;
-            }
-            1 + 2 * numfields
-        };
-        let mut cursor = seq_at;
-        for _ in 0..elements {
-            cursor = lp.next(cursor)?;
-        }
-        let spans_at = lp.next(cursor)?;
-        // The flags, the two halves of the ID, then the elements.
-        if exact_int(lp, spans_at)? != 3 + elements {
-            return None;
-        }
-        out.push(Slot {
-            id,
-            flags_at,
-            flags,
-        });
-        at = lp.next(spans_at);
-    }
-    Some(out)
-}
-
-/// The fields and values of the entry at `slot`.
-fn read_entry(lp: &Listpack, slot: &Slot) -> StreamEntry {
-    let mut fields = Vec::new();
-    let seq_at = lp
-        .next(slot.flags_at)
-        .and_then(|a| lp.next(a))
-        .unwrap_or(slot.flags_at);
-    if slot.flags & FLAG_SAME_FIELDS != 0 {
-        let (names, _) = master_field_offsets(lp);
-        let mut at = seq_at;
-        for name in names {
-            let Some(value) = lp.next(at) else { break };
-            fields.push((lp.get(name).to_bytes(), lp.get(value).to_bytes()));
-            at = value;
-        }
-    } else {
-        let Some(numfields_at) = lp.next(seq_at) else {
-            return StreamEntry {
-                id: slot.id,
-                fields,
-            };
-        };
-        let mut at = numfields_at;
-        for _ in 0..lp.int_at(numfields_at) {
-            let (Some(field), Some(value)) = (lp.next(at), lp.next(at).and_then(|f| lp.next(f)))
-            else {
-                break;
-            };
-            fields.push((lp.get(field).to_bytes(), lp.get(value).to_bytes()));
-            at = value;
-        }
-    }
-    StreamEntry {
-        id: slot.id,
-        fields,
-    }
-}
-
 #[cfg(test)]
-#[path = "stream_tests.rs"]
 mod tests;

@@ -1,0 +1,176 @@
+//! One node's listpack read as Redis's stream node layout: the master
+//! entry (live and deleted counts, the field names of the entry that
+//! opened the node, a zero), then each entry as its flags, its ID as a
+//! difference from the node's master ID, its fields (or only its values,
+//! when the names are the master's) and how many elements it spans.
+
+use super::super::listpack::{Element, Listpack};
+use super::{StreamEntry, StreamId};
+
+/// The entry is deleted: kept in its node until the node goes.
+pub(super) const FLAG_DELETED: i64 = 1;
+/// The entry's field names are the master entry's, and are not repeated.
+pub(super) const FLAG_SAME_FIELDS: i64 = 2;
+/// Bytes a node costs beyond its listpack: the tree's slot and key.
+const NODE_OVERHEAD: usize = 64;
+
+/// Where an entry sits in its node.
+#[derive(Debug, Clone, Copy)]
+pub(super) struct Slot {
+    pub(super) id: StreamId,
+    /// The offset of its flags element.
+    pub(super) flags_at: usize,
+    pub(super) flags: i64,
+}
+
+pub(super) fn node_bytes(lp: &Listpack) -> usize {
+    NODE_OVERHEAD + lp.heap_bytes()
+}
+
+/// The master entry's live and deleted counts.
+pub(super) fn counts(lp: &Listpack) -> (i64, i64) {
+    let first = lp.first().unwrap_or(0);
+    let live = lp.int_at(first);
+    let deleted = lp.next(first).map_or(0, |at| lp.int_at(at));
+    (live, deleted)
+}
+
+/// The offsets of the master entry's field names, and of the first
+/// entry after the master; `None` if the master entry is malformed (an
+/// RDB file's node: the live and deleted counts, the field count and the
+/// zero terminator must be integers, and the names must be there).
+fn master_layout(lp: &Listpack) -> Option<(Vec<usize>, Option<usize>)> {
+    let live_at = lp.first()?;
+    let deleted_at = lp.next(live_at)?;
+    let count_at = lp.next(deleted_at)?;
+    exact_int(lp, live_at)?;
+    exact_int(lp, deleted_at)?;
+    let count = usize::try_from(exact_int(lp, count_at)?).ok()?;
+    // Each name is at least two bytes: a count past the node's size lies.
+    if count > lp.size() {
+        return None;
+    }
+    let mut offsets = Vec::with_capacity(count);
+    let mut at = count_at;
+    for _ in 0..count {
+        at = lp.next(at)?;
+        offsets.push(at);
+    }
+    let terminator = lp.next(at)?;
+    if exact_int(lp, terminator)? != 0 {
+        return None;
+    }
+    Some((offsets, lp.next(terminator)))
+}
+
+/// The integer element at `at`, if it is one (lpGetIntegerIfValid).
+fn exact_int(lp: &Listpack, at: usize) -> Option<i64> {
+    match lp.get(at) {
+        Element::Int(value) => Some(value),
+        Element::Str(text) => crate::number::parse_i64(text),
+    }
+}
+
+/// The offsets of the master entry's field names, and of the first entry.
+fn master_field_offsets(lp: &Listpack) -> (Vec<usize>, Option<usize>) {
+    master_layout(lp).unwrap_or_default()
+}
+
+pub(super) fn master_fields(lp: &Listpack) -> Vec<Vec<u8>> {
+    master_field_offsets(lp)
+        .0
+        .into_iter()
+        .map(|at| lp.get(at).to_bytes())
+        .collect()
+}
+
+pub(super) fn field_names(pairs: &[&[u8]]) -> Vec<Vec<u8>> {
+    // The master keeps a name as lpAppend stored it; reading it back gives
+    // the same bytes, so comparing the text is comparing the elements.
+    pairs.iter().step_by(2).map(|f| f.to_vec()).collect()
+}
+
+/// Every entry of a node, deleted ones included, in order.
+pub(super) fn slots(master: StreamId, lp: &Listpack) -> Vec<Slot> {
+    checked_slots(master, lp).unwrap_or_default()
+}
+
+/// Every entry of a node, or `None` if the node is not well formed.
+pub(super) fn checked_slots(master: StreamId, lp: &Listpack) -> Option<Vec<Slot>> {
+    let (names, mut at) = master_layout(lp)?;
+    let master_fields = names.len() as i64;
+    let mut out = Vec::new();
+    while let Some(flags_at) = at {
+        let flags = exact_int(lp, flags_at)?;
+        let ms_at = lp.next(flags_at)?;
+        let seq_at = lp.next(ms_at)?;
+        let id = StreamId::new(
+            master.ms.wrapping_add(exact_int(lp, ms_at)? as u64),
+            master.seq.wrapping_add(exact_int(lp, seq_at)? as u64),
+        );
+        let elements = if flags & FLAG_SAME_FIELDS != 0 {
+            master_fields
+        } else {
+            let numfields_at = lp.next(seq_at)?;
+            let numfields = exact_int(lp, numfields_at)?;
+            if !(0..=lp.size() as i64).contains(&numfields) {
+                return None;
+            }
+            1 + 2 * numfields
+        };
+        let mut cursor = seq_at;
+        for _ in 0..elements {
+            cursor = lp.next(cursor)?;
+        }
+        let spans_at = lp.next(cursor)?;
+        // The flags, the two halves of the ID, then the elements.
+        if exact_int(lp, spans_at)? != 3 + elements {
+            return None;
+        }
+        out.push(Slot {
+            id,
+            flags_at,
+            flags,
+        });
+        at = lp.next(spans_at);
+    }
+    Some(out)
+}
+
+/// The fields and values of the entry at `slot`.
+pub(super) fn read_entry(lp: &Listpack, slot: &Slot) -> StreamEntry {
+    let mut fields = Vec::new();
+    let seq_at = lp
+        .next(slot.flags_at)
+        .and_then(|a| lp.next(a))
+        .unwrap_or(slot.flags_at);
+    if slot.flags & FLAG_SAME_FIELDS != 0 {
+        let (names, _) = master_field_offsets(lp);
+        let mut at = seq_at;
+        for name in names {
+            let Some(value) = lp.next(at) else { break };
+            fields.push((lp.get(name).to_bytes(), lp.get(value).to_bytes()));
+            at = value;
+        }
+    } else {
+        let Some(numfields_at) = lp.next(seq_at) else {
+            return StreamEntry {
+                id: slot.id,
+                fields,
+            };
+        };
+        let mut at = numfields_at;
+        for _ in 0..lp.int_at(numfields_at) {
+            let (Some(field), Some(value)) = (lp.next(at), lp.next(at).and_then(|f| lp.next(f)))
+            else {
+                break;
+            };
+            fields.push((lp.get(field).to_bytes(), lp.get(value).to_bytes()));
+            at = value;
+        }
+    }
+    StreamEntry {
+        id: slot.id,
+        fields,
+    }
+}

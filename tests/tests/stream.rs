@@ -111,6 +111,10 @@ const HAND_WRITTEN: &str = r#"
     EXISTS s
     DUMP s
     XADD s 10-0 a b
+    XADD s 11-18446744073709551615 a b
+    XADD s 11-* a b
+    XADD s 11 a b
+    XADD s 12-* a b
     XSETID s 18446744073709551615-18446744073709551615
     XADD s 18446744073709551615-* a b
     XADD s * a b

@@ -246,7 +246,6 @@ pub fn xadd(ctx: &mut Ctx<'_>, argv: &[&[u8]]) -> Reply {
     }
     let added = stream
         .next_id(id.map(|(id, _)| id), id.is_some_and(|(_, seq)| seq), now)
-        .ok_or(AppendError::NotGreater)
         .and_then(|next| stream.append(next, pairs, limits));
     let added = match added {
         Ok(added) => added,

@@ -229,17 +229,32 @@ impl Stream {
 
     /// The ID an append with this request would get: `id` with its
     /// sequence (`seq_given`), `id`'s milliseconds with the next free
-    /// sequence, or the clock's next ID (`None`). `None` when there is
-    /// none above the last ID.
-    pub fn next_id(&self, id: Option<StreamId>, seq_given: bool, now_ms: u64) -> Option<StreamId> {
+    /// sequence, or the clock's next ID (`None`); refused as XADD refuses
+    /// it when that is not above the last ID.
+    pub fn next_id(
+        &self,
+        id: Option<StreamId>,
+        seq_given: bool,
+        now_ms: u64,
+    ) -> Result<StreamId, AppendError> {
         let id = match id {
             Some(id) if seq_given => id,
-            Some(id) if id.ms == self.last_id.ms => self.last_id.next()?,
+            // `<ms>-*` on the last ID's millisecond: its next sequence,
+            // never the next millisecond. Redis then fails without setting
+            // errno, so XADD answers its other error.
+            Some(id) if id.ms == self.last_id.ms => match self.last_id.seq {
+                u64::MAX => return Err(AppendError::TooLarge),
+                seq => StreamId::new(id.ms, seq + 1),
+            },
             Some(id) => id,
             None if now_ms > self.last_id.ms => StreamId::new(now_ms, 0),
-            None => self.last_id.next()?,
+            None => self.last_id.next().ok_or(AppendError::NotGreater)?,
         };
-        (id > self.last_id).then_some(id)
+        if id > self.last_id {
+            Ok(id)
+        } else {
+            Err(AppendError::NotGreater)
+        }
     }
 
     /// Appends an entry (streamAppendItem) with the ID [`Stream::next_id`]

@@ -178,27 +178,37 @@ fn an_exact_trim_marks_entries_and_an_approximate_one_removes_whole_nodes() {
 #[test]
 fn ids_are_chosen_as_xadd_chooses_them() {
     let mut stream = Stream::default();
-    assert_eq!(stream.next_id(None, false, 1000), Some(id(1000, 0)));
+    assert_eq!(stream.next_id(None, false, 1000), Ok(id(1000, 0)));
     add(&mut stream, id(1000, 0), &["a", "1"], NodeLimits::default());
     // The clock went back: the last ID's next sequence.
-    assert_eq!(stream.next_id(None, false, 900), Some(id(1000, 1)));
+    assert_eq!(stream.next_id(None, false, 900), Ok(id(1000, 1)));
+    assert_eq!(stream.next_id(Some(id(1000, 0)), false, 0), Ok(id(1000, 1)));
+    assert_eq!(stream.next_id(Some(id(2000, 0)), false, 0), Ok(id(2000, 0)));
     assert_eq!(
-        stream.next_id(Some(id(1000, 0)), false, 0),
-        Some(id(1000, 1))
+        stream.next_id(Some(id(1000, 0)), true, 0),
+        Err(AppendError::NotGreater)
     );
     assert_eq!(
-        stream.next_id(Some(id(2000, 0)), false, 0),
-        Some(id(2000, 0))
+        stream.next_id(Some(id(999, 5)), false, 0),
+        Err(AppendError::NotGreater)
     );
-    assert_eq!(stream.next_id(Some(id(1000, 0)), true, 0), None);
-    assert_eq!(stream.next_id(Some(id(999, 5)), false, 0), None);
     let pairs: [&[u8]; 2] = [b"a", b"1"];
     assert_eq!(
         stream.append(id(1000, 0), &pairs, NodeLimits::default()),
         Err(AppendError::NotGreater)
     );
     stream.set_id(StreamId::MAX, None, None);
-    assert_eq!(stream.next_id(None, false, 5000), None);
+    assert_eq!(
+        stream.next_id(None, false, 5000),
+        Err(AppendError::NotGreater)
+    );
+    // `<ms>-*` at the last sequence of its millisecond does not roll over.
+    let mut full = Stream::default();
+    full.set_id(id(1, u64::MAX), None, None);
+    assert_eq!(
+        full.next_id(Some(id(1, 0)), false, 0),
+        Err(AppendError::TooLarge)
+    );
     assert_eq!(id(1, u64::MAX).next(), Some(id(2, 0)));
     assert_eq!(id(2, 0).prev(), Some(id(1, u64::MAX)));
     assert_eq!(StreamId::MIN.prev(), None);

@@ -31,6 +31,9 @@
 # `geoadd`, `geopos` and `geosearch` (not in the default list) are the geo
 # commands over KEY_RANGE points.
 #
+# `xadd`, `xrevrange` and `xread` (not in the default list) are stream
+# commands on one capped stream of events.
+#
 # `increx` (not in the default list) is INCREX on tally against the INCR +
 # EXPIRE script it replaces on Redis 7.0.
 #
@@ -169,6 +172,12 @@ load() { # PORT LOAD: runs it; prints requests per second
         geoadd) args=(GEOADD places 13.361389 38.115556 "m:__rand_int__") ;;
         geopos) args=(GEOPOS places "m:__rand_int__") ;;
         geosearch) args=(GEOSEARCH places FROMLONLAT 14.2 37.6 BYRADIUS 2 km COUNT 10 ASC) ;;
+        # Streams: XADD of an event to one stream (an audit or request log),
+        # capped as such logs are (MAXLEN ~ 10000); XREVRANGE of its 10
+        # newest; XREAD of what followed an ID early in it.
+        xadd) args=(XADD events MAXLEN "~" 10000 "*" user "u:__rand_int__" path /v1/orders status 200) ;;
+        xrevrange) args=(XREVRANGE events + - COUNT 10) ;;
+        xread) args=(XREAD COUNT 10 STREAMS events 0-1) ;;
         # redis-cell's GCRA: burst 100, 1000 per minute, one each.
         cl_throttle) args=(CL.THROTTLE "$K" 100 1000 60) ;;
         # The fixed window in one command (Redis 8.8's INCREX) on tally;
@@ -207,6 +216,10 @@ for i in range(int(sys.argv[1])):
     m = 'm:%012d' % i
     sys.stdout.write('*5\r\n\$6\r\nGEOADD\r\n\$6\r\nplaces\r\n\$%d\r\n%s\r\n\$%d\r\n%s\r\n\$%d\r\n%s\r\n' % (len('%.6f' % lon), '%.6f' % lon, len('%.6f' % lat), '%.6f' % lat, len(m), m))
 " "${KEY_RANGE:-100000}" | redis-cli -p "$port" --pipe >/dev/null
+    fi
+    if [ "$2" = xrevrange ] || [ "$2" = xread ]; then
+        # The stream the reads read: 10,000 events, as the xadd load keeps.
+        rps "$port" 10000 XADD events "*" user "u:__rand_int__" path /v1/orders status 200 >/dev/null
     fi
     before=$(cpu_ticks "$pid")
     RUN_RPS=$(load "$port" "$2")

@@ -31,8 +31,8 @@ mod rax;
 pub use groups::ConsumerGroup;
 pub use id::StreamId;
 use node::{
-    checked_slots, counts, field_names, master_fields, node_bytes, read_entry, slots, Slot,
-    FLAG_DELETED, FLAG_SAME_FIELDS,
+    checked_slots, counts, master_fields_match, node_bytes, read_entry, slots, Slot, FLAG_DELETED,
+    FLAG_SAME_FIELDS,
 };
 
 /// The largest listpack a node may grow to whatever the configuration
@@ -305,7 +305,7 @@ impl Stream {
                 let first = lp.first().unwrap_or(0);
                 let live = lp.int_at(first);
                 lp.replace_int(first, live + 1);
-                if master_fields(lp) == field_names(pairs) {
+                if master_fields_match(lp, pairs) {
                     flags |= FLAG_SAME_FIELDS;
                 }
                 master
@@ -481,16 +481,19 @@ impl Stream {
     /// went.
     pub fn trim(&mut self, trim: Trim) -> u64 {
         let mut deleted: u64 = 0;
-        let masters: Vec<StreamId> = self.nodes.keys().copied().collect();
-        for master in masters {
+        // Always the oldest node: one that goes makes the next the oldest,
+        // and one that stays ends the trim.
+        loop {
             if let TrimTo::MaxLen(maxlen) = trim.to {
                 if self.length <= maxlen {
                     break;
                 }
             }
-            let Some(lp) = self.nodes.get_mut(&master) else {
+            let Some(mut first) = self.nodes.first_entry() else {
                 break;
             };
+            let master = *first.key();
+            let lp = first.get_mut();
             let (live, marked) = counts(lp);
             let entries = live as u64;
             if trim.limit != 0 && deleted + entries > trim.limit {
@@ -502,7 +505,7 @@ impl Stream {
             };
             if remove_node {
                 self.bytes -= node_bytes(lp);
-                self.nodes.remove(&master);
+                first.remove();
                 self.length -= entries;
                 deleted += entries;
                 continue;

@@ -76,18 +76,31 @@ fn master_field_offsets(lp: &Listpack) -> (Vec<usize>, Option<usize>) {
     master_layout(lp).unwrap_or_default()
 }
 
-pub(super) fn master_fields(lp: &Listpack) -> Vec<Vec<u8>> {
-    master_field_offsets(lp)
-        .0
-        .into_iter()
-        .map(|at| lp.get(at).to_bytes())
-        .collect()
-}
-
-pub(super) fn field_names(pairs: &[&[u8]]) -> Vec<Vec<u8>> {
-    // The master keeps a name as lpAppend stored it; reading it back gives
-    // the same bytes, so comparing the text is comparing the elements.
-    pairs.iter().step_by(2).map(|f| f.to_vec()).collect()
+/// Whether the master entry's field names are `pairs`' fields, in order
+/// (Redis compares each name as lpGet reads it: an integer as its text).
+pub(super) fn master_fields_match(lp: &Listpack, pairs: &[&[u8]]) -> bool {
+    let Some(count_at) = lp.first().and_then(|a| lp.next(a)).and_then(|a| lp.next(a)) else {
+        return false;
+    };
+    if lp.int_at(count_at) != (pairs.len() / 2) as i64 {
+        return false;
+    }
+    let mut at = count_at;
+    for field in pairs.iter().step_by(2) {
+        let Some(next) = lp.next(at) else {
+            return false;
+        };
+        at = next;
+        let same = match lp.get(at) {
+            // Stored as an integer only when it was one's canonical text.
+            Element::Int(value) => crate::number::parse_i64(field) == Some(value),
+            Element::Str(bytes) => bytes == *field,
+        };
+        if !same {
+            return false;
+        }
+    }
+    true
 }
 
 /// Every entry of a node, deleted ones included, in order.

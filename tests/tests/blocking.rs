@@ -340,6 +340,13 @@ async fn stream_readers_block_and_are_served_as_in_redis() {
         1<
         1> XREAD STREAMS s t 150 0
         1> XREAD STREAMS s 999
+        # A reader of what is there already is answered at once, all of
+        # it, while another waits on the key for what is not.
+        2! XREAD BLOCK 0 STREAMS s $
+        blocked 1
+        1> XREAD BLOCK 0 STREAMS s 0
+        0> XADD s 300-0 i 9
+        2<
         ",
     )
     .await;

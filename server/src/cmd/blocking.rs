@@ -91,7 +91,9 @@ pub(super) fn or_block(
         // run whole, from its own thread), and taking its element now
         // would overtake them, which Redis's one thread never lets happen.
         // Such a client queues behind them and serves the queue itself.
+        // A stream reader takes nothing from the key, and overtakes nobody.
         let queued_behind = ctx.client.may_block
+            && kind_of(argv[0]) != Kind::Stream
             && ctx.shared.blocked.any()
             && keys.iter().any(|k| ctx.shared.blocked.is_waited(db, k));
         if !queued_behind {

@@ -31,7 +31,7 @@ mod rax;
 pub use groups::ConsumerGroup;
 pub use id::StreamId;
 use node::{
-    checked_slots, counts, master_fields_match, node_bytes, read_entry, slots, Slot, FLAG_DELETED,
+    checked_slots, counts, master_fields_match, node_bytes, slots, Node, Slot, FLAG_DELETED,
     FLAG_SAME_FIELDS,
 };
 
@@ -380,12 +380,13 @@ impl Stream {
                 if *master > end {
                     break;
                 }
-                for slot in slots(*master, lp) {
+                let node = Node::open(*master, lp);
+                for slot in node.forward() {
                     if slot.id > end {
                         return out;
                     }
                     if slot.id >= start && slot.flags & FLAG_DELETED == 0 {
-                        out.push(read_entry(lp, &slot));
+                        out.push(node.read(&slot));
                         if full(&out) {
                             return out;
                         }
@@ -394,12 +395,13 @@ impl Stream {
             }
         } else {
             for (master, lp) in self.nodes.range(..=end).rev() {
-                for slot in slots(*master, lp).iter().rev() {
+                let node = Node::open(*master, lp);
+                for slot in node.backward() {
                     if slot.id < start {
                         return out;
                     }
                     if slot.id <= end && slot.flags & FLAG_DELETED == 0 {
-                        out.push(read_entry(lp, slot));
+                        out.push(node.read(&slot));
                         if full(&out) {
                             return out;
                         }
@@ -413,16 +415,15 @@ impl Stream {
     /// The first (or last) entry's ID, deleted entries counted or not
     /// (streamGetEdgeID); 0-0 (or the largest ID) when there is none.
     pub fn edge_id(&self, first: bool, skip_deleted: bool) -> StreamId {
-        let live = |slot: &&Slot| !skip_deleted || slot.flags & FLAG_DELETED == 0;
+        let live = |slot: &Slot| !skip_deleted || slot.flags & FLAG_DELETED == 0;
         let found = if first {
             self.nodes
                 .iter()
-                .find_map(|(master, lp)| slots(*master, lp).iter().find(live).map(|s| s.id))
+                .find_map(|(master, lp)| Node::open(*master, lp).forward().find(live).map(|s| s.id))
         } else {
-            self.nodes
-                .iter()
-                .rev()
-                .find_map(|(master, lp)| slots(*master, lp).iter().rev().find(live).map(|s| s.id))
+            self.nodes.iter().rev().find_map(|(master, lp)| {
+                Node::open(*master, lp).backward().find(live).map(|s| s.id)
+            })
         };
         found.unwrap_or(if first { StreamId::MAX } else { StreamId::MIN })
     }
@@ -501,7 +502,7 @@ impl Stream {
             }
             let remove_node = match trim.to {
                 TrimTo::MaxLen(maxlen) => self.length - entries >= maxlen,
-                TrimTo::MinId(min) => slots(master, lp).last().is_some_and(|s| s.id < min),
+                TrimTo::MinId(min) => Node::open(master, lp).last().is_some_and(|s| s.id < min),
             };
             if remove_node {
                 self.bytes -= node_bytes(lp);

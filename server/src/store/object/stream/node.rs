@@ -21,6 +21,8 @@ pub(super) struct Slot {
     /// The offset of its flags element.
     pub(super) flags_at: usize,
     pub(super) flags: i64,
+    /// The offset of its last element (how many elements it spans).
+    pub(super) spans_at: usize,
 }
 
 pub(super) fn node_bytes(lp: &Listpack) -> usize {
@@ -71,11 +73,6 @@ fn exact_int(lp: &Listpack, at: usize) -> Option<i64> {
     }
 }
 
-/// The offsets of the master entry's field names, and of the first entry.
-fn master_field_offsets(lp: &Listpack) -> (Vec<usize>, Option<usize>) {
-    master_layout(lp).unwrap_or_default()
-}
-
 /// Whether the master entry's field names are `pairs`' fields, in order
 /// (Redis compares each name as lpGet reads it: an integer as its text).
 pub(super) fn master_fields_match(lp: &Listpack, pairs: &[&[u8]]) -> bool {
@@ -103,9 +100,147 @@ pub(super) fn master_fields_match(lp: &Listpack, pairs: &[&[u8]]) -> bool {
     true
 }
 
+/// A node open for reading: its entries walked one at a time in either
+/// direction, as Redis's stream iterator walks them (backwards by each
+/// entry's span), without decoding more of the node than is read.
+pub(super) struct Node<'a> {
+    lp: &'a Listpack,
+    master: StreamId,
+    /// The first master field name, and how many there are.
+    names_at: usize,
+    names: i64,
+    /// The first entry's flags.
+    first_entry: Option<usize>,
+}
+
+impl<'a> Node<'a> {
+    /// The node keyed by `master`.
+    pub(super) fn open(master: StreamId, lp: &'a Listpack) -> Node<'a> {
+        let count_at = lp.first().and_then(|a| lp.next(a)).and_then(|a| lp.next(a));
+        let names = count_at.map_or(0, |at| lp.int_at(at).max(0));
+        let mut at = count_at;
+        for _ in 0..names {
+            at = at.and_then(|a| lp.next(a));
+        }
+        // Past the names: the master's zero terminator, then the first entry.
+        let first_entry = at.and_then(|a| lp.next(a)).and_then(|a| lp.next(a));
+        Node {
+            lp,
+            master,
+            names_at: count_at.and_then(|a| lp.next(a)).unwrap_or(0),
+            names,
+            first_entry,
+        }
+    }
+
+    /// The entry whose flags are at `flags_at`.
+    fn slot_at(&self, flags_at: usize) -> Option<Slot> {
+        let lp = self.lp;
+        let flags = lp.int_at(flags_at);
+        let ms_at = lp.next(flags_at)?;
+        let seq_at = lp.next(ms_at)?;
+        let id = StreamId::new(
+            self.master.ms.wrapping_add(lp.int_at(ms_at) as u64),
+            self.master.seq.wrapping_add(lp.int_at(seq_at) as u64),
+        );
+        let elements = if flags & FLAG_SAME_FIELDS != 0 {
+            self.names
+        } else {
+            1 + 2 * lp.int_at(lp.next(seq_at)?)
+        };
+        let mut cursor = seq_at;
+        for _ in 0..elements {
+            cursor = lp.next(cursor)?;
+        }
+        Some(Slot {
+            id,
+            flags_at,
+            flags,
+            spans_at: lp.next(cursor)?,
+        })
+    }
+
+    /// The first entry, deleted or not.
+    pub(super) fn first(&self) -> Option<Slot> {
+        self.slot_at(self.first_entry?)
+    }
+
+    /// The last entry, deleted or not.
+    pub(super) fn last(&self) -> Option<Slot> {
+        self.first_entry?;
+        self.back_from(self.lp.last()?)
+    }
+
+    /// The entry after `slot`.
+    pub(super) fn after(&self, slot: &Slot) -> Option<Slot> {
+        self.slot_at(self.lp.next(slot.spans_at)?)
+    }
+
+    /// The entry before `slot`.
+    pub(super) fn before(&self, slot: &Slot) -> Option<Slot> {
+        if Some(slot.flags_at) == self.first_entry {
+            return None;
+        }
+        self.back_from(self.lp.prev(slot.flags_at)?)
+    }
+
+    /// The entry whose span element is at `spans_at`: that many elements
+    /// back is its flags.
+    fn back_from(&self, spans_at: usize) -> Option<Slot> {
+        let mut at = spans_at;
+        for _ in 0..self.lp.int_at(spans_at) {
+            at = self.lp.prev(at)?;
+        }
+        self.slot_at(at)
+    }
+
+    /// Every entry, deleted ones included, in order.
+    pub(super) fn forward(&self) -> impl Iterator<Item = Slot> + '_ {
+        std::iter::successors(self.first(), |slot| self.after(slot))
+    }
+
+    /// Every entry, deleted ones included, last first.
+    pub(super) fn backward(&self) -> impl Iterator<Item = Slot> + '_ {
+        std::iter::successors(self.last(), |slot| self.before(slot))
+    }
+
+    /// The fields and values of the entry at `slot`.
+    pub(super) fn read(&self, slot: &Slot) -> StreamEntry {
+        let lp = self.lp;
+        let mut fields = Vec::new();
+        let seq_at = lp
+            .next(slot.flags_at)
+            .and_then(|a| lp.next(a))
+            .unwrap_or(slot.flags_at);
+        if slot.flags & FLAG_SAME_FIELDS != 0 {
+            fields.reserve(self.names as usize);
+            let (mut name, mut value) = (Some(self.names_at), lp.next(seq_at));
+            for _ in 0..self.names {
+                let (Some(n), Some(v)) = (name, value) else {
+                    break;
+                };
+                fields.push((lp.get(n).to_bytes(), lp.get(v).to_bytes()));
+                (name, value) = (lp.next(n), lp.next(v));
+            }
+        } else if let Some(numfields_at) = lp.next(seq_at) {
+            let mut at = numfields_at;
+            for _ in 0..lp.int_at(numfields_at) {
+                let Some(field) = lp.next(at) else { break };
+                let Some(value) = lp.next(field) else { break };
+                fields.push((lp.get(field).to_bytes(), lp.get(value).to_bytes()));
+                at = value;
+            }
+        }
+        StreamEntry {
+            id: slot.id,
+            fields,
+        }
+    }
+}
+
 /// Every entry of a node, deleted ones included, in order.
 pub(super) fn slots(master: StreamId, lp: &Listpack) -> Vec<Slot> {
-    checked_slots(master, lp).unwrap_or_default()
+    Node::open(master, lp).forward().collect()
 }
 
 /// Every entry of a node, or `None` if the node is not well formed.
@@ -144,46 +279,9 @@ pub(super) fn checked_slots(master: StreamId, lp: &Listpack) -> Option<Vec<Slot>
             id,
             flags_at,
             flags,
+            spans_at,
         });
         at = lp.next(spans_at);
     }
     Some(out)
-}
-
-/// The fields and values of the entry at `slot`.
-pub(super) fn read_entry(lp: &Listpack, slot: &Slot) -> StreamEntry {
-    let mut fields = Vec::new();
-    let seq_at = lp
-        .next(slot.flags_at)
-        .and_then(|a| lp.next(a))
-        .unwrap_or(slot.flags_at);
-    if slot.flags & FLAG_SAME_FIELDS != 0 {
-        let (names, _) = master_field_offsets(lp);
-        let mut at = seq_at;
-        for name in names {
-            let Some(value) = lp.next(at) else { break };
-            fields.push((lp.get(name).to_bytes(), lp.get(value).to_bytes()));
-            at = value;
-        }
-    } else {
-        let Some(numfields_at) = lp.next(seq_at) else {
-            return StreamEntry {
-                id: slot.id,
-                fields,
-            };
-        };
-        let mut at = numfields_at;
-        for _ in 0..lp.int_at(numfields_at) {
-            let (Some(field), Some(value)) = (lp.next(at), lp.next(at).and_then(|f| lp.next(f)))
-            else {
-                break;
-            };
-            fields.push((lp.get(field).to_bytes(), lp.get(value).to_bytes()));
-            at = value;
-        }
-    }
-    StreamEntry {
-        id: slot.id,
-        fields,
-    }
 }

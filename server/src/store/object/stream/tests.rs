@@ -233,3 +233,33 @@ fn a_node_that_lies_about_its_entries_is_not_sound() {
         "a count off"
     );
 }
+
+#[test]
+fn a_node_walked_backwards_meets_the_entries_walked_forwards() {
+    let mut stream = Stream::default();
+    let limits = NodeLimits::default();
+    add(&mut stream, id(1, 0), &["a", "1", "b", "2"], limits);
+    add(&mut stream, id(1, 5), &["other", "x"], limits);
+    add(&mut stream, id(2, 0), &["a", "-9000", "b", "hello"], limits);
+    add(&mut stream, id(3, 1), &["a", "1", "b", "2", "c", "3"], limits);
+    assert!(stream.delete(id(2, 0)));
+    let empty = Listpack::new();
+    let (master, lp) = stream.nodes().next().unwrap_or((StreamId::MIN, &empty));
+    let node = node::Node::open(master, lp);
+    let forward: Vec<StreamId> = node.forward().map(|s| s.id).collect();
+    let mut backward: Vec<StreamId> = node.backward().map(|s| s.id).collect();
+    backward.reverse();
+    assert_eq!(forward, vec![id(1, 0), id(1, 5), id(2, 0), id(3, 1)]);
+    assert_eq!(backward, forward);
+    let checked: Vec<StreamId> = node::checked_slots(master, lp)
+        .unwrap_or_default()
+        .iter()
+        .map(|s| s.id)
+        .collect();
+    assert_eq!(checked, forward);
+    assert_eq!(
+        ids(&stream.range(StreamId::MIN, StreamId::MAX, true, 0)),
+        vec![id(3, 1), id(1, 5), id(1, 0)]
+    );
+    assert_eq!(stream.edge_id(false, true), id(3, 1));
+}

@@ -124,6 +124,50 @@ fn encode_backlen(out: &mut Vec<u8>, len: u64) {
     }
 }
 
+/// Appends one listpack element holding `value` in the smallest of the
+/// six integer forms (lpEncodeIntegerGetType), with its back-length.
+pub fn listpack_int(out: &mut Vec<u8>, value: i64) {
+    let start = out.len();
+    if (0..=127).contains(&value) {
+        out.push(value as u8);
+    } else if (-4096..=4095).contains(&value) {
+        let v = (value as u64) & 0x1fff;
+        out.push(0xc0 | (v >> 8) as u8);
+        out.push(v as u8);
+    } else if let Ok(v) = i16::try_from(value) {
+        out.push(0xf1);
+        out.extend_from_slice(&v.to_le_bytes());
+    } else if (-(1 << 23)..(1 << 23)).contains(&value) {
+        out.push(0xf2);
+        out.extend_from_slice(&(value as i32).to_le_bytes()[..3]);
+    } else if let Ok(v) = i32::try_from(value) {
+        out.push(0xf3);
+        out.extend_from_slice(&v.to_le_bytes());
+    } else {
+        out.push(0xf4);
+        out.extend_from_slice(&value.to_le_bytes());
+    }
+    encode_backlen(out, (out.len() - start) as u64);
+}
+
+/// Appends one listpack element holding `text` as a string (short,
+/// medium or long form), with its back-length.
+pub fn listpack_str(out: &mut Vec<u8>, text: &[u8]) {
+    let start = out.len();
+    let len = text.len();
+    if len < 64 {
+        out.push(0x80 | len as u8);
+    } else if len < 4096 {
+        out.push(0xe0 | (len >> 8) as u8);
+        out.push(len as u8);
+    } else {
+        out.push(0xf0);
+        out.extend_from_slice(&(len as u32).to_le_bytes());
+    }
+    out.extend_from_slice(text);
+    encode_backlen(out, (out.len() - start) as u64);
+}
+
 /// Builds a listpack, as lpAppend does element by element: strings that
 /// are canonical integers stored as integers in their smallest form.
 #[derive(Default)]
@@ -141,49 +185,12 @@ impl ListpackBuilder {
     }
 
     pub fn push_int(&mut self, value: i64) {
-        let start = self.body.len();
-        let out = &mut self.body;
-        if (0..=127).contains(&value) {
-            out.push(value as u8);
-        } else if (-4096..=4095).contains(&value) {
-            let v = (value as u64) & 0x1fff;
-            out.push(0xc0 | (v >> 8) as u8);
-            out.push(v as u8);
-        } else if let Ok(v) = i16::try_from(value) {
-            out.push(0xf1);
-            out.extend_from_slice(&v.to_le_bytes());
-        } else if (-(1 << 23)..(1 << 23)).contains(&value) {
-            out.push(0xf2);
-            out.extend_from_slice(&(value as i32).to_le_bytes()[..3]);
-        } else if let Ok(v) = i32::try_from(value) {
-            out.push(0xf3);
-            out.extend_from_slice(&v.to_le_bytes());
-        } else {
-            out.push(0xf4);
-            out.extend_from_slice(&value.to_le_bytes());
-        }
-        self.finish_entry(start);
+        listpack_int(&mut self.body, value);
+        self.count += 1;
     }
 
     fn push_str(&mut self, text: &[u8]) {
-        let start = self.body.len();
-        let len = text.len();
-        if len < 64 {
-            self.body.push(0x80 | len as u8);
-        } else if len < 4096 {
-            self.body.push(0xe0 | (len >> 8) as u8);
-            self.body.push(len as u8);
-        } else {
-            self.body.push(0xf0);
-            self.body.extend_from_slice(&(len as u32).to_le_bytes());
-        }
-        self.body.extend_from_slice(text);
-        self.finish_entry(start);
-    }
-
-    fn finish_entry(&mut self, start: usize) {
-        let len = (self.body.len() - start) as u64;
-        encode_backlen(&mut self.body, len);
+        listpack_str(&mut self.body, text);
         self.count += 1;
     }
 

@@ -29,6 +29,7 @@ mod lzf;
 mod reader;
 mod writer;
 
+pub use compact::{listpack_int, listpack_str};
 pub use reader::{Item, Reader};
 pub use writer::{encode_entry, encode_string_entry, Encodings, StringValue, Writer};
 

@@ -12,7 +12,8 @@
 //! (a small or large integer, a short, medium or long string) followed by
 //! its own length written backwards, so that the list can be walked from
 //! either end. A string that is the canonical text of an i64 is stored as
-//! the integer, as lpAppend does.
+//! the integer, as lpAppend does. An element is encoded by the rdb crate's
+//! listpack writer, which writes Redis's files the same way.
 
 /// The header: total bytes (u32) and element count (u16).
 const HEADER: usize = 6;
@@ -111,7 +112,7 @@ impl Listpack {
             None => {
                 let at = self.end();
                 self.bytes.truncate(at);
-                encode_str(&mut self.bytes, text);
+                tally_rdb::listpack_str(&mut self.bytes, text);
                 self.close(1);
             }
         }
@@ -121,7 +122,7 @@ impl Listpack {
     pub fn push_int(&mut self, value: i64) {
         let at = self.end();
         self.bytes.truncate(at);
-        encode_int(&mut self.bytes, value);
+        tally_rdb::listpack_int(&mut self.bytes, value);
         self.close(1);
     }
 
@@ -163,7 +164,7 @@ impl Listpack {
     pub fn replace_int(&mut self, at: usize, value: i64) {
         let old = element_len(&self.bytes[at..]);
         let mut encoded = Vec::with_capacity(11);
-        encode_int(&mut encoded, value);
+        tally_rdb::listpack_int(&mut encoded, value);
         self.bytes.splice(at..at + old, encoded);
         self.set_total();
     }
@@ -241,47 +242,6 @@ impl Listpack {
     }
 }
 
-/// lpEncodeIntegerGetType: the smallest of the six integer forms.
-fn encode_int(out: &mut Vec<u8>, value: i64) {
-    let start = out.len();
-    if (0..=127).contains(&value) {
-        out.push(value as u8);
-    } else if (-4096..=4095).contains(&value) {
-        let v = (value as u64) & 0x1fff;
-        out.push(0xc0 | (v >> 8) as u8);
-        out.push(v as u8);
-    } else if let Ok(v) = i16::try_from(value) {
-        out.push(0xf1);
-        out.extend_from_slice(&v.to_le_bytes());
-    } else if (-(1 << 23)..(1 << 23)).contains(&value) {
-        out.push(0xf2);
-        out.extend_from_slice(&(value as i32).to_le_bytes()[..3]);
-    } else if let Ok(v) = i32::try_from(value) {
-        out.push(0xf3);
-        out.extend_from_slice(&v.to_le_bytes());
-    } else {
-        out.push(0xf4);
-        out.extend_from_slice(&value.to_le_bytes());
-    }
-    encode_backlen(out, out.len() - start);
-}
-
-fn encode_str(out: &mut Vec<u8>, text: &[u8]) {
-    let start = out.len();
-    let len = text.len();
-    if len < 64 {
-        out.push(0x80 | len as u8);
-    } else if len < 4096 {
-        out.push(0xe0 | (len >> 8) as u8);
-        out.push(len as u8);
-    } else {
-        out.push(0xf0);
-        out.extend_from_slice(&(len as u32).to_le_bytes());
-    }
-    out.extend_from_slice(text);
-    encode_backlen(out, out.len() - start);
-}
-
 /// The sizes of an element's encoding header and body, if `bytes` hold it.
 fn encoding_len(bytes: &[u8]) -> Option<(usize, usize)> {
     let first = *bytes.first()?;
@@ -350,16 +310,6 @@ fn backlen_size(len: usize) -> usize {
         16383..=2097150 => 3,
         2097151..=268435454 => 4,
         _ => 5,
-    }
-}
-
-/// lpEncodeBacklen: the length in 7-bit groups, most significant first,
-/// every byte but the first with its top bit set.
-fn encode_backlen(out: &mut Vec<u8>, len: usize) {
-    let size = backlen_size(len);
-    for i in (0..size).rev() {
-        let group = ((len >> (7 * i)) & 0x7f) as u8;
-        out.push(if i == size - 1 { group } else { group | 0x80 });
     }
 }
 

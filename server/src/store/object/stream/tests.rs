@@ -241,7 +241,12 @@ fn a_node_walked_backwards_meets_the_entries_walked_forwards() {
     add(&mut stream, id(1, 0), &["a", "1", "b", "2"], limits);
     add(&mut stream, id(1, 5), &["other", "x"], limits);
     add(&mut stream, id(2, 0), &["a", "-9000", "b", "hello"], limits);
-    add(&mut stream, id(3, 1), &["a", "1", "b", "2", "c", "3"], limits);
+    add(
+        &mut stream,
+        id(3, 1),
+        &["a", "1", "b", "2", "c", "3"],
+        limits,
+    );
     assert!(stream.delete(id(2, 0)));
     let empty = Listpack::new();
     let (master, lp) = stream.nodes().next().unwrap_or((StreamId::MIN, &empty));

@@ -219,7 +219,8 @@ pub fn xadd(ctx: &mut Ctx<'_>, argv: &[&[u8]]) -> Reply {
         Ok(parsed) => parsed,
         Err(reply) => return reply,
     };
-    let pairs = &argv[id_index + 1..];
+    // The options may have taken every argument, leaving no ID.
+    let pairs = argv.get(id_index + 1..).unwrap_or_default();
     if pairs.len() < 2 || pairs.len() % 2 == 1 {
         return Reply::error("ERR wrong number of arguments for 'xadd' command");
     }

@@ -98,7 +98,8 @@ pub fn listpack_elements(blob: &[u8]) -> Result<Vec<Vec<u8>>, Error> {
     Ok(out)
 }
 
-fn backlen_size(len: u64) -> usize {
+/// How many bytes an element's back-length takes (lpEncodeBacklen).
+pub fn backlen_size(len: u64) -> usize {
     match len {
         0..=127 => 1,
         128..=16382 => 2,
@@ -108,7 +109,8 @@ fn backlen_size(len: u64) -> usize {
     }
 }
 
-fn decode_backlen(bytes: &[u8]) -> u64 {
+/// An element's length read from its back-length bytes, in order.
+pub fn decode_backlen(bytes: &[u8]) -> u64 {
     bytes
         .iter()
         .fold(0, |acc, &b| (acc << 7) | (b & 0x7f) as u64)

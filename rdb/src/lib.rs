@@ -29,7 +29,10 @@ mod lzf;
 mod reader;
 mod writer;
 
-pub use compact::{listpack_int, listpack_str};
+pub use compact::{
+    backlen_size as listpack_backlen_size, decode_backlen as listpack_decode_backlen, listpack_int,
+    listpack_str,
+};
 pub use reader::{Item, Reader};
 pub use writer::{encode_entry, encode_string_entry, Encodings, StringValue, Writer};
 

@@ -11,12 +11,6 @@ use crate::scripting::{self, functions};
 /// LOAD_TIMEOUT_MS); none for the master's stream or the append-only file.
 const LOAD_TIMEOUT_MS: u64 = 500;
 
-/// The client whose commands must be applied whatever they cost: the
-/// master's link, or the append-only file's replay.
-fn must_obey(ctx: &Ctx<'_>) -> bool {
-    ctx.client.master || ctx.client.info.id == super::persistence::AOF_REPLAY_CLIENT_ID
-}
-
 /// FUNCTION LOAD [REPLACE] function-code
 pub fn function_load(ctx: &mut Ctx<'_>, argv: &[&[u8]]) -> Reply {
     let mut replace = false;
@@ -32,7 +26,7 @@ pub fn function_load(ctx: &mut Ctx<'_>, argv: &[&[u8]]) -> Reply {
     if at >= argv.len() {
         return Reply::error("ERR Function code is missing");
     }
-    let timeout = if must_obey(ctx) { 0 } else { LOAD_TIMEOUT_MS };
+    let timeout = if ctx.must_obey() { 0 } else { LOAD_TIMEOUT_MS };
     match ctx
         .shared
         .scripts

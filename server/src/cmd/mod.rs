@@ -170,6 +170,13 @@ impl<'a> Ctx<'a> {
         self.shared.store.key(bytes)
     }
 
+    /// Whether this client's commands must be applied whatever they cost
+    /// (no load timeout, no work limit): the master's link, or the
+    /// append-only file's replay, as Redis's mustObeyClient.
+    pub fn must_obey(&self) -> bool {
+        self.client.master || self.client.info.id == persistence::AOF_REPLAY_CLIENT_ID
+    }
+
     /// Raises keyspace notification `event` (of `class`, an
     /// `event_classes::class` flag) about `key` in the selected database,
     /// at the point of the change, as Redis's notifyKeyspaceEvent: one

@@ -103,14 +103,20 @@ struct TrimArgs {
     arg_index: usize,
 }
 
-/// XADD's and XTRIM's options (streamParseAddOrTrimArgsOrReply). For XADD
-/// also the index of the ID and what it says; `None` for XTRIM.
-#[allow(clippy::type_complexity)]
-fn parse_options(
-    ctx: &Ctx<'_>,
-    argv: &[&[u8]],
-    xadd: bool,
-) -> Result<(TrimArgs, bool, usize, Option<(StreamId, bool)>), Reply> {
+/// What XADD's and XTRIM's options say.
+struct Options {
+    trim: TrimArgs,
+    /// NOMKSTREAM.
+    no_mkstream: bool,
+    /// Where XADD's ID is (where its options stopped).
+    id_index: usize,
+    /// XADD's ID, and whether its sequence was given; `None` for `*`
+    /// (and for XTRIM).
+    id: Option<(StreamId, bool)>,
+}
+
+/// XADD's and XTRIM's options (streamParseAddOrTrimArgsOrReply).
+fn parse_options(ctx: &Ctx<'_>, argv: &[&[u8]], xadd: bool) -> Result<Options, Reply> {
     let mut to: Option<TrimTo> = None;
     let mut approx = false;
     let mut arg_index = 0;
@@ -177,9 +183,7 @@ fn parse_options(
     // A master's stream or the append-only file replays a trim exactly as
     // it was logged: no work limit, and LIMIT beside an exact trim (the
     // rewrite of an approximate one) accepted.
-    let must_obey =
-        ctx.client.master || ctx.client.info.id == super::persistence::AOF_REPLAY_CLIENT_ID;
-    let limit = if must_obey {
+    let limit = if ctx.must_obey() {
         0
     } else if let Some(limit) = limit {
         if !approx {
@@ -199,7 +203,12 @@ fn parse_options(
         0
     };
     let trim = to.map(|to| Trim { to, approx, limit });
-    Ok((TrimArgs { trim, arg_index }, no_mkstream, i, id))
+    Ok(Options {
+        trim: TrimArgs { trim, arg_index },
+        no_mkstream,
+        id_index: i,
+        id,
+    })
 }
 
 /// The logged form of an approximate trim: `=` and what the trim left
@@ -215,7 +224,12 @@ fn rewrite_trim(change: &mut [Vec<u8>], stream: &Stream, trim: &Trim, arg_index:
 /// XADD key [NOMKSTREAM] [MAXLEN|MINID [=|~] threshold [LIMIT count]]
 /// *|id field value [field value ...]: the new entry's ID.
 pub fn xadd(ctx: &mut Ctx<'_>, argv: &[&[u8]]) -> Reply {
-    let (trim, no_mkstream, id_index, id) = match parse_options(ctx, argv, true) {
+    let Options {
+        trim,
+        no_mkstream,
+        id_index,
+        id,
+    } = match parse_options(ctx, argv, true) {
         Ok(parsed) => parsed,
         Err(reply) => return reply,
     };
@@ -280,8 +294,8 @@ pub fn xadd(ctx: &mut Ctx<'_>, argv: &[&[u8]]) -> Reply {
 
 /// XTRIM key MAXLEN|MINID [=|~] threshold [LIMIT count]: entries removed.
 pub fn xtrim(ctx: &mut Ctx<'_>, argv: &[&[u8]]) -> Reply {
-    let (trim, _, _, _) = match parse_options(ctx, argv, false) {
-        Ok(parsed) => parsed,
+    let trim = match parse_options(ctx, argv, false) {
+        Ok(options) => options.trim,
         Err(reply) => return reply,
     };
     let Some(t) = trim.trim else {

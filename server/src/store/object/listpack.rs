@@ -303,20 +303,14 @@ fn decode(bytes: &[u8]) -> Element<'_> {
     }
 }
 
+/// An element's back-length size, as the rdb crate's listpack writer
+/// writes it.
 fn backlen_size(len: usize) -> usize {
-    match len {
-        0..=127 => 1,
-        128..=16382 => 2,
-        16383..=2097150 => 3,
-        2097151..=268435454 => 4,
-        _ => 5,
-    }
+    tally_rdb::listpack_backlen_size(len as u64)
 }
 
 fn decode_backlen(bytes: &[u8]) -> usize {
-    bytes
-        .iter()
-        .fold(0, |acc, &b| (acc << 7) | usize::from(b & 0x7f))
+    tally_rdb::listpack_decode_backlen(bytes) as usize
 }
 
 #[cfg(test)]

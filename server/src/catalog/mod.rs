@@ -424,6 +424,7 @@ mod tests {
                         "georadius",
                         "georadiusbymember",
                         "xread",
+                        "xreadgroup",
                     ]
                     .contains(&c.name)
             })
@@ -431,7 +432,7 @@ mod tests {
             .collect();
         movable.sort_unstable();
         assert_eq!(marked, movable);
-        assert_eq!(marked.len(), 25, "{marked:?}");
+        assert_eq!(marked.len(), 26, "{marked:?}");
         // GEORADIUS's STORE and STOREDIST keys, each of them, wherever
         // they come after the fixed arguments.
         let georadius = registry.lookup(b"georadius").unwrap();

@@ -333,6 +333,14 @@ pub fn signal(ctx: &Ctx<'_>, command: &Command, argv: &[&[u8]]) {
                 }
             }
         }
+        // Every key of the database (of every database) is gone: a group
+        // reader waiting on one is told.
+        "flushdb" => ready.extend(blocked.keys_in(db).into_iter().map(|key| (db, key))),
+        "flushall" => {
+            for db in 0..ctx.shared.store.databases() {
+                ready.extend(blocked.keys_in(db).into_iter().map(|key| (db, key)));
+            }
+        }
         // The key arrives in another database.
         "move" => {
             if let Some(target) = crate::number::parse_i64(argv[2]) {
@@ -374,7 +382,13 @@ pub fn serve_ready(shared: &Shared, now_ms: u64) {
         for waiter in shared.blocked.waiters(db, &key) {
             let kind = kind_of(&waiter.argv[0]);
             match holds(shared, db, &key, kind, now_ms) {
-                // Gone (deleted, expired): nobody is served from it.
+                // A group reader whose stream is gone (deleted, replaced by
+                // another type) is answered with an error by running it
+                // again, as Redis unblocks it.
+                Holding::Nothing | Holding::Other if reads_group(&waiter.argv) => {}
+                // Gone (deleted, expired): nobody is served from it, but a
+                // group reader after a stream reader may be told so.
+                Holding::Nothing if kind == Kind::Stream => continue,
                 Holding::Nothing => break,
                 // A waiter for the other kind of collection may be next.
                 Holding::Other => continue,
@@ -442,16 +456,30 @@ fn run_again(shared: &Shared, waiter: &Waiter, key: &[u8], now_ms: u64) -> (Repl
     };
     let reply = super::dispatch::call(&mut ctx, index, command, &argv);
     // A served BLMOVE may fill a list others wait for; a reader changes
-    // nothing (and marking its key again would serve it forever).
+    // nothing, and neither does a waiter that found nothing (marking its
+    // key again would serve it forever).
     if !reply.is_error()
+        && !matches!(reply, Reply::Nil | Reply::NilArray)
         && command.flags & crate::catalog::flags::WRITE != 0
         && shared.blocked.any()
     {
         signal(&ctx, command, &argv);
     }
+    // The call was counted when it blocked; an error it ends with (a
+    // group reader whose group went) counts now, as Redis counts it on
+    // unblocking.
+    if let Reply::Error(text) = &reply {
+        client.batch.errors.count(text);
+        client.batch.counts(index).failed += 1;
+    }
     let id = client.info.id;
     client.batch.flush(shared, id);
     (reply, client.aof_offset)
+}
+
+/// Whether a waiter is an XREADGROUP.
+fn reads_group(argv: &[Vec<u8>]) -> bool {
+    argv[0].eq_ignore_ascii_case(b"xreadgroup")
 }
 
 /// The blocking command `argv` with `key` as its only key: Redis 7.0
@@ -484,6 +512,14 @@ fn narrowed(argv: &[Vec<u8>], key: &[u8]) -> Vec<Vec<u8>> {
                 .unwrap_or_default();
             let mut narrowed = argv[..4].to_vec();
             narrowed.extend([key.to_vec(), argv[4 + keys + at].clone()]);
+            narrowed
+        }
+        // Registered as `XREADGROUP GROUP g c COUNT n [NOACK] STREAMS
+        // keys... >...`: the ready key alone.
+        b"xreadgroup" => {
+            let streams = if argv[6] == b"NOACK" { 7 } else { 6 };
+            let mut narrowed = argv[..=streams].to_vec();
+            narrowed.extend([key.to_vec(), b">".to_vec()]);
             narrowed
         }
         _ => argv.to_vec(),

@@ -80,6 +80,10 @@ pub struct ClientState {
     /// answers at once, as Redis's do for a client that may not block).
     /// Set by the dispatcher for each command.
     pub may_block: bool,
+    /// The command running is a blocked client's, run again for a key
+    /// that became ready (`cmd::blocking`): XREADGROUP then answers
+    /// Redis's errors for a key or group gone while it waited.
+    pub serving_waiter: bool,
     /// The query buffer once the running command is consumed: its length
     /// and capacity. A command that blocks publishes them before it is
     /// counted as blocked, so CLIENT LIST shows it as Redis does (its
@@ -151,6 +155,7 @@ impl ClientState {
             propagated,
             aof_offset,
             may_block,
+            serving_waiter,
             input_left,
             started_ns,
             user,
@@ -189,6 +194,7 @@ impl ClientState {
         propagated.clear();
         *aof_offset = 0;
         *may_block = false;
+        *serving_waiter = false;
         *input_left = (0, 0);
         *started_ns = 0;
     }
@@ -201,6 +207,7 @@ impl ClientState {
         client.db = waiter.db;
         client.proto = waiter.proto;
         client.acl_generation = waiter.acl_generation;
+        client.serving_waiter = true;
         client
     }
 
@@ -234,6 +241,7 @@ impl ClientState {
             propagated: Default::default(),
             aof_offset: 0,
             may_block: false,
+            serving_waiter: false,
             input_left: (0, 0),
             started_ns: 0,
             user,

@@ -10,8 +10,8 @@ use super::{
     acl, bitfield, bitmap, blocking, client, cluster, command, config, connection as conn, debug,
     failover, functions, geo, geo_search, hash, hash_expiry, hyperloglog, increx, info, keys,
     latency, lcs, list, memory, migrate, module, mpop, multi, object, persistence, pubsub,
-    replication, scripting, server, set, sort, stream, stream_info, stream_read, string,
-    string_conditions, throttle, zset, zset_algebra, zset_range, Ctx,
+    replication, scripting, server, set, sort, stream, stream_group, stream_info, stream_read,
+    string, string_conditions, throttle, zset, zset_algebra, zset_range, Ctx,
 };
 use crate::catalog::registry;
 use crate::resp::Reply;
@@ -216,6 +216,12 @@ static BINDINGS: &[(&str, Handler)] = &[
     ("xtrim", stream::xtrim),
     ("xsetid", stream::xsetid),
     ("xread", stream_read::xread),
+    ("xreadgroup", stream_read::xreadgroup),
+    ("xack", stream_group::xack),
+    ("xpending", stream_group::xpending),
+    ("xclaim", stream_group::xclaim),
+    ("xautoclaim", stream_group::xautoclaim),
+    ("xgroup", container_without_subcommand),
     ("xinfo", container_without_subcommand),
     ("eval", scripting::eval),
     ("evalsha", scripting::evalsha),
@@ -281,6 +287,13 @@ static BINDINGS: &[(&str, Handler)] = &[
     ("object|help", object::object_help),
     ("object|idletime", object::object_idletime),
     ("object|refcount", object::object_refcount),
+    // XGROUP subcommands
+    ("xgroup|create", stream_group::xgroup_create),
+    ("xgroup|setid", stream_group::xgroup_setid),
+    ("xgroup|destroy", stream_group::xgroup_destroy),
+    ("xgroup|createconsumer", stream_group::xgroup_createconsumer),
+    ("xgroup|delconsumer", stream_group::xgroup_delconsumer),
+    ("xgroup|help", stream_group::xgroup_help),
     // XINFO subcommands
     ("xinfo|consumers", stream_info::xinfo_consumers),
     ("xinfo|groups", stream_info::xinfo_groups),

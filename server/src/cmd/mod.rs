@@ -58,6 +58,7 @@ pub mod server;
 pub mod set;
 pub mod sort;
 mod stream;
+mod stream_group;
 mod stream_info;
 mod stream_read;
 pub mod string;

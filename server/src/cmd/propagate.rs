@@ -241,6 +241,14 @@ fn rewritten(command: &Command, argv: &[&[u8]], reply: &Reply, now_ms: u64) -> O
         // approximate trim made exact, when they changed the stream.
         "xadd" | "xtrim" => Vec::new(),
         "xdel" if matches!(reply, Reply::Int(0)) => Vec::new(),
+        // Consumer groups, as Redis propagates them: a delivery or a claim
+        // as the XCLAIM that sets its pending entry, a NOACK read as XGROUP
+        // SETID, a consumer it made as XGROUP CREATECONSUMER (the handlers
+        // keep them); DELCONSUMER only when there was such a consumer.
+        "xreadgroup" | "xclaim" | "xautoclaim" | "xgroup|delconsumer" => Vec::new(),
+        "xack" | "xgroup|destroy" | "xgroup|createconsumer" if matches!(reply, Reply::Int(0)) => {
+            Vec::new()
+        }
         // Write commands for their STORE, whose reply is a count; without
         // it they changed nothing.
         "georadius" | "georadiusbymember" if !matches!(reply, Reply::Int(_)) => Vec::new(),

@@ -444,7 +444,7 @@ pub fn xrevrange(ctx: &mut Ctx<'_>, argv: &[&[u8]]) -> Reply {
 }
 
 /// An interval's end: `(` makes it open, when more than `(` is given.
-fn interval_id(arg: &[u8], missing_seq: u64) -> Result<(StreamId, bool), Reply> {
+pub(super) fn interval_id(arg: &[u8], missing_seq: u64) -> Result<(StreamId, bool), Reply> {
     if arg.len() > 1 && arg[0] == b'(' {
         Ok((parse_id(&arg[1..], true, missing_seq, false)?.0, true))
     } else {

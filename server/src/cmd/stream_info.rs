@@ -1,6 +1,5 @@
 //! XINFO STREAM, GROUPS, CONSUMERS and HELP, as Redis 7.0's xinfoCommand
-//! answers them. Groups come only from files and DUMP payloads until the
-//! group commands exist; XINFO shows them as Redis would.
+//! answers them.
 
 use super::collection::read;
 use super::error;
@@ -106,39 +105,36 @@ fn full_group(stream: &Stream, name: &[u8], group: &ConsumerGroup, count: usize)
         .pending
         .iter()
         .take(limit)
-        .map(|(id, (owner, delivered, deliveries))| {
+        .map(|(id, entry)| {
             Reply::Array(vec![
                 id_reply(*id),
-                Reply::Bulk(owner.clone()),
-                Reply::Int(*delivered as i64),
-                Reply::Int(*deliveries as i64),
+                Reply::Bulk(entry.owner.clone()),
+                Reply::Int(entry.delivery_time as i64),
+                Reply::Int(entry.delivery_count as i64),
             ])
         })
         .collect();
     let consumers = group
         .consumers
         .iter()
-        .map(|(consumer, &(seen_time, _))| {
-            let owned: Vec<_> = group
+        .map(|(name, consumer)| {
+            let listed = consumer
                 .pending
                 .iter()
-                .filter(|(_, (owner, _, _))| owner == consumer)
-                .collect();
-            let listed = owned
-                .iter()
                 .take(limit)
-                .map(|(id, (_, delivered, deliveries))| {
-                    Reply::Array(vec![
-                        id_reply(**id),
-                        Reply::Int(*delivered as i64),
-                        Reply::Int(*deliveries as i64),
-                    ])
+                .filter_map(|id| {
+                    let entry = group.pending.get(id)?;
+                    Some(Reply::Array(vec![
+                        id_reply(*id),
+                        Reply::Int(entry.delivery_time as i64),
+                        Reply::Int(entry.delivery_count as i64),
+                    ]))
                 })
                 .collect();
             Reply::Map(vec![
-                (bulk("name"), Reply::Bulk(consumer.clone())),
-                (bulk("seen-time"), Reply::Int(seen_time as i64)),
-                (bulk("pel-count"), count_reply(owned.len())),
+                (bulk("name"), Reply::Bulk(name.clone())),
+                (bulk("seen-time"), Reply::Int(consumer.seen_time as i64)),
+                (bulk("pel-count"), count_reply(consumer.pending.len())),
                 (bulk("pending"), Reply::Array(listed)),
             ])
         })
@@ -191,30 +187,20 @@ pub fn xinfo_groups(ctx: &mut Ctx<'_>, argv: &[&[u8]]) -> Reply {
 pub fn xinfo_consumers(ctx: &mut Ctx<'_>, argv: &[&[u8]]) -> Reply {
     let now = ctx.now_ms;
     with_stream(ctx, argv, |stream| {
-        let Some(group) = stream.groups().get(argv[3]) else {
-            let mut message = b"NOGROUP No such consumer group '".to_vec();
-            message.extend_from_slice(argv[3]);
-            message.extend_from_slice(b"' for key name '");
-            message.extend_from_slice(argv[2]);
-            message.push(b'\'');
-            return Reply::error_bytes(message);
+        let Some(group) = stream.group(argv[3]) else {
+            return super::stream_group::no_group_for_key(argv[2], argv[3]);
         };
         Reply::Array(
             group
                 .consumers
                 .iter()
-                .map(|(consumer, &(seen_time, _))| {
-                    let pending = group
-                        .pending
-                        .values()
-                        .filter(|(owner, _, _)| owner == consumer)
-                        .count();
+                .map(|(name, consumer)| {
                     Reply::Map(vec![
-                        (bulk("name"), Reply::Bulk(consumer.clone())),
-                        (bulk("pending"), count_reply(pending)),
+                        (bulk("name"), Reply::Bulk(name.clone())),
+                        (bulk("pending"), count_reply(consumer.pending.len())),
                         (
                             bulk("idle"),
-                            Reply::Int(now.saturating_sub(seen_time) as i64),
+                            Reply::Int(now.saturating_sub(consumer.seen_time) as i64),
                         ),
                     ])
                 })

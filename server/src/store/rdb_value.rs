@@ -3,11 +3,14 @@
 //! payload or an AOF base, kept beside the entries it encodes so that the
 //! store's own snapshots need nothing above it.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 use tally_rdb::{StreamConsumer, StreamGroup, StreamValue, Value};
 
-use super::object::{ConsumerGroup, Encodings, Hash, List, Listpack, Set, Stream, StreamId, ZSet};
+use super::object::{
+    Consumer, ConsumerGroup, Encodings, Hash, List, Listpack, PendingEntry, Set, Stream, StreamId,
+    ZSet,
+};
 use super::{Object, OwnedValue, ValueRef};
 
 /// A stored value as RDB holds it.
@@ -51,21 +54,16 @@ fn stream_to_rdb(stream: &Stream) -> StreamValue {
             pending: group
                 .pending
                 .iter()
-                .map(|(id, (_, delivered, count))| (parts(*id), *delivered, *count))
+                .map(|(id, entry)| (parts(*id), entry.delivery_time, entry.delivery_count))
                 .collect(),
             consumers: group
                 .consumers
                 .iter()
-                .map(|(consumer, &(seen_time, active_time))| StreamConsumer {
-                    name: consumer.clone(),
-                    seen_time,
-                    active_time,
-                    pending: group
-                        .pending
-                        .iter()
-                        .filter(|(_, (owner, _, _))| owner == consumer)
-                        .map(|(id, _)| parts(*id))
-                        .collect(),
+                .map(|(name, consumer)| StreamConsumer {
+                    name: name.clone(),
+                    seen_time: consumer.seen_time,
+                    active_time: consumer.active_time,
+                    pending: consumer.pending.iter().map(|id| parts(*id)).collect(),
                 })
                 .collect(),
         })
@@ -125,19 +123,37 @@ fn stream_from_rdb(value: StreamValue) -> Result<Stream, &'static str> {
     }
     let mut groups = BTreeMap::new();
     for group in value.groups {
-        let mut pending: BTreeMap<StreamId, (Vec<u8>, u64, u64)> = group
+        // Each pending entry names the consumer whose list holds it (the
+        // reader checked that every entry has one).
+        let mut pending = BTreeMap::new();
+        let mut consumers = BTreeMap::new();
+        let times: BTreeMap<StreamId, (u64, u64)> = group
             .pending
             .iter()
-            .map(|&(id, delivered, count)| (id_of(id), (Vec::new(), delivered, count)))
+            .map(|&(id, delivered, count)| (id_of(id), (delivered, count)))
             .collect();
-        let mut consumers = BTreeMap::new();
         for consumer in group.consumers {
-            for id in &consumer.pending {
-                if let Some(entry) = pending.get_mut(&id_of(*id)) {
-                    entry.0 = consumer.name.clone();
+            let owned: BTreeSet<StreamId> = consumer.pending.iter().map(|id| id_of(*id)).collect();
+            for id in &owned {
+                if let Some(&(delivery_time, delivery_count)) = times.get(id) {
+                    pending.insert(
+                        *id,
+                        PendingEntry {
+                            owner: consumer.name.clone(),
+                            delivery_time,
+                            delivery_count,
+                        },
+                    );
                 }
             }
-            consumers.insert(consumer.name, (consumer.seen_time, consumer.active_time));
+            consumers.insert(
+                consumer.name,
+                Consumer {
+                    seen_time: consumer.seen_time,
+                    active_time: consumer.active_time,
+                    pending: owned,
+                },
+            );
         }
         // A Redis 6 file has no count of the entries a group read: Redis
         // 7.0 works it out from the stream's counters where it can.
@@ -249,7 +265,7 @@ mod tests {
             ]
         );
         let g1 = &stream.groups()[&b"g1".to_vec()];
-        assert_eq!(g1.pending[&StreamId::new(2, 0)].0, b"bob".to_vec());
+        assert_eq!(g1.pending[&StreamId::new(2, 0)].owner, b"bob".to_vec());
         let back = to_rdb(ValueRef::Obj(&object));
         assert_eq!(
             tally_rdb::dump(&back, &tally_rdb::Encodings::default()),

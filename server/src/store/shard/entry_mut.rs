@@ -54,6 +54,14 @@ impl EntryMut<'_> {
         self.entry.object_mut()
     }
 
+    /// The collection, for a change Redis does not count as the key's (a
+    /// stream's consumer groups: a read for a group, an acknowledgement):
+    /// memory is accounted as for any change, WATCHers and tracking
+    /// clients are not told.
+    pub fn object_mut_quietly(&mut self) -> Option<&mut Object> {
+        self.entry.object_mut()
+    }
+
     /// The caller looked through [`Self::object_mut`] and changed nothing
     /// (SADD of members already there, SREM of missing ones): WATCHers and
     /// tracking clients are not told, as Redis signals no change then.

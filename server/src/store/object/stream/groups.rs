@@ -1,23 +1,178 @@
-//! Consumer groups, as held between files: no command creates or reads
-//! them yet, but a file's or a DUMP payload's survive, and XINFO shows
-//! them.
+//! Consumer groups (Redis 7.0's streamCG): where a group has read to, the
+//! entries delivered to its consumers and not yet acknowledged (the
+//! pending entries list, PEL), and its consumers.
+//!
+//! Redis keeps each pending entry once, shared between the group's PEL
+//! and its owner's; here the group's map holds the entry and names its
+//! owner, and each consumer keeps the set of IDs it owns, so that a
+//! consumer's history (XREADGROUP with an ID, XPENDING for one consumer)
+//! is read without a walk of the whole group's.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 use super::StreamId;
 
-/// A consumer group, as held between files: no command uses it yet.
+/// The entries read counter when it is not known (SCG_INVALID_ENTRIES_READ).
+pub const ENTRIES_READ_UNKNOWN: i64 = -1;
+
+/// An entry delivered to a consumer and not acknowledged (streamNACK).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PendingEntry {
+    /// The consumer that has it.
+    pub owner: Vec<u8>,
+    /// When it was last delivered (unix ms).
+    pub delivery_time: u64,
+    /// How many times it was delivered.
+    pub delivery_count: u64,
+}
+
+/// A consumer of a group (streamConsumer).
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct Consumer {
+    /// When it last read or claimed, or was created (unix ms).
+    pub seen_time: u64,
+    /// When it last got an entry (Redis 7.2's files hold it; 7.0 does
+    /// not keep it, and XINFO here does not show it).
+    pub active_time: u64,
+    /// The IDs of the pending entries it owns.
+    pub pending: BTreeSet<StreamId>,
+}
+
+/// A consumer group.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct ConsumerGroup {
     /// The last ID delivered to the group.
     pub last_id: StreamId,
-    /// Entries the group has read (-1: not known).
+    /// Entries the group has read ([`ENTRIES_READ_UNKNOWN`]: not known).
     pub entries_read: i64,
-    /// Delivered and not acknowledged, by ID: owner, last delivery (unix
-    /// ms), deliveries.
-    pub pending: BTreeMap<StreamId, (Vec<u8>, u64, u64)>,
-    /// Consumers by name: seen time, active time (unix ms).
-    pub consumers: BTreeMap<Vec<u8>, (u64, u64)>,
+    /// Delivered and not acknowledged, by ID.
+    pub pending: BTreeMap<StreamId, PendingEntry>,
+    /// Consumers by name.
+    pub consumers: BTreeMap<Vec<u8>, Consumer>,
+}
+
+/// Heap bytes a pending entry costs, estimated: two tree slots and the
+/// owner's name (MEMORY USAGE and the memory counters).
+const PENDING_BYTES: usize = 80;
+/// Heap bytes a consumer costs besides its name, estimated.
+const CONSUMER_BYTES: usize = 96;
+
+impl ConsumerGroup {
+    /// A group that has read to `last_id`.
+    pub fn new(last_id: StreamId, entries_read: i64) -> ConsumerGroup {
+        ConsumerGroup {
+            last_id,
+            entries_read,
+            ..ConsumerGroup::default()
+        }
+    }
+
+    /// The consumer `name`, its seen time set to `now`, made if it is not
+    /// there (streamLookupConsumer, then streamCreateConsumer): whether
+    /// it was made.
+    pub fn touch_consumer(&mut self, name: &[u8], now: u64) -> bool {
+        match self.consumers.get_mut(name) {
+            Some(consumer) => {
+                consumer.seen_time = now;
+                false
+            }
+            None => {
+                self.consumers.insert(
+                    name.to_vec(),
+                    Consumer {
+                        seen_time: now,
+                        ..Consumer::default()
+                    },
+                );
+                true
+            }
+        }
+    }
+
+    /// Adds the consumer `name`, seen `now`, if it is not there
+    /// (streamCreateConsumer): whether it was added.
+    pub fn add_consumer(&mut self, name: &[u8], now: u64) -> bool {
+        if self.consumers.contains_key(name) {
+            return false;
+        }
+        self.touch_consumer(name, now)
+    }
+
+    /// Delivers `id` to `consumer` (which must exist) at `now`: a new
+    /// pending entry, or one another consumer had, taken over with its
+    /// count started again, as XREADGROUP does after XGROUP SETID moved
+    /// the group back.
+    pub fn deliver(&mut self, id: StreamId, consumer: &[u8], now: u64) {
+        let entry = PendingEntry {
+            owner: consumer.to_vec(),
+            delivery_time: now,
+            delivery_count: 1,
+        };
+        if let Some(previous) = self.pending.insert(id, entry) {
+            if let Some(owner) = self.consumers.get_mut(&previous.owner) {
+                owner.pending.remove(&id);
+            }
+        }
+        if let Some(owner) = self.consumers.get_mut(consumer) {
+            owner.pending.insert(id);
+        }
+    }
+
+    /// Gives the pending entry `id` to `consumer` (which must exist), with
+    /// its delivery time and count as `update` sets them (XCLAIM,
+    /// XAUTOCLAIM). A missing entry is made when `force`. False when
+    /// there was none to give.
+    pub fn claim(
+        &mut self,
+        id: StreamId,
+        consumer: &[u8],
+        update: impl FnOnce(&mut PendingEntry),
+    ) -> bool {
+        let Some(entry) = self.pending.get_mut(&id) else {
+            return false;
+        };
+        if entry.owner != consumer {
+            if let Some(owner) = self.consumers.get_mut(&entry.owner) {
+                owner.pending.remove(&id);
+            }
+            entry.owner = consumer.to_vec();
+        }
+        update(entry);
+        if let Some(owner) = self.consumers.get_mut(consumer) {
+            owner.pending.insert(id);
+        }
+        true
+    }
+
+    /// Removes the pending entry `id` from the group and its owner
+    /// (XACK, or a claim of an entry no longer in the stream).
+    pub fn remove_pending(&mut self, id: StreamId) -> Option<PendingEntry> {
+        let entry = self.pending.remove(&id)?;
+        if let Some(owner) = self.consumers.get_mut(&entry.owner) {
+            owner.pending.remove(&id);
+        }
+        Some(entry)
+    }
+
+    /// Removes the consumer `name` and its pending entries
+    /// (streamDelConsumer): how many it had, or `None` if there was none.
+    pub fn delete_consumer(&mut self, name: &[u8]) -> Option<usize> {
+        let consumer = self.consumers.remove(name)?;
+        for id in &consumer.pending {
+            self.pending.remove(id);
+        }
+        Some(consumer.pending.len())
+    }
+
+    /// Heap bytes held, estimated.
+    pub fn heap_bytes(&self) -> usize {
+        self.pending.len() * PENDING_BYTES
+            + self
+                .consumers
+                .keys()
+                .map(|name| name.len() + CONSUMER_BYTES)
+                .sum::<usize>()
+    }
 }
 
 impl super::Stream {
@@ -65,10 +220,43 @@ impl super::Stream {
         if added == 0 {
             return Some(0);
         }
-        if group.entries_read != -1 && !self.has_tombstones_from(group.last_id) {
+        if group.entries_read != ENTRIES_READ_UNKNOWN && !self.has_tombstones_from(group.last_id) {
             return Some(added - group.entries_read);
         }
         self.entries_up_to(group.last_id)
             .map(|read| added - read as i64)
+    }
+
+    /// Moves the group `name` past `id`, an entry just read for it, as
+    /// streamReplyWithRange does for each entry it serves: the read
+    /// counter counts on while it can be trusted, and is worked out again
+    /// (or given up) when it cannot. True if the group's last ID moved.
+    pub fn advance_group(&mut self, name: &[u8], id: StreamId) -> bool {
+        let Some(group) = self.groups.get(name) else {
+            return false;
+        };
+        if id <= group.last_id {
+            return false;
+        }
+        let counting = group.entries_read != ENTRIES_READ_UNKNOWN && !self.has_tombstones_from(id);
+        let estimate = (!counting && self.entries_added() != 0).then(|| {
+            self.entries_up_to(id)
+                .map_or(ENTRIES_READ_UNKNOWN, |n| n as i64)
+        });
+        let Some(group) = self.groups.get_mut(name) else {
+            return false;
+        };
+        if counting {
+            group.entries_read += 1;
+        } else if let Some(estimate) = estimate {
+            group.entries_read = estimate;
+        }
+        group.last_id = id;
+        true
+    }
+
+    /// Whether the live entry `id` is in the stream (streamEntryExists).
+    pub fn contains(&self, id: StreamId) -> bool {
+        !self.range(id, id, false, 1).is_empty()
     }
 }

@@ -16,8 +16,8 @@
 //! those operations reply with Redis's, and a node goes into an RDB file as
 //! it is.
 //!
-//! Consumer groups are kept as data (an RDB file's or a DUMP payload's
-//! survive a round trip); no command reads or changes them yet.
+//! A stream also holds its consumer groups (`groups`): where each has
+//! read to, and what it delivered and awaits acknowledgement for.
 
 use std::collections::BTreeMap;
 
@@ -28,7 +28,7 @@ mod id;
 mod node;
 mod rax;
 
-pub use groups::ConsumerGroup;
+pub use groups::{Consumer, ConsumerGroup, PendingEntry, ENTRIES_READ_UNKNOWN};
 pub use id::StreamId;
 use node::{
     checked_slots, counts, master_fields_match, node_bytes, slots, Node, Slot, FLAG_DELETED,
@@ -149,6 +149,11 @@ impl Stream {
     /// Heap bytes held.
     pub fn heap_bytes(&self) -> usize {
         self.bytes
+            + self
+                .groups
+                .iter()
+                .map(|(name, group)| name.len() + group.heap_bytes())
+                .sum::<usize>()
     }
 
     /// The nodes, by master ID: what an RDB file holds.
@@ -159,6 +164,30 @@ impl Stream {
     /// The consumer groups, by name.
     pub fn groups(&self) -> &BTreeMap<Vec<u8>, ConsumerGroup> {
         &self.groups
+    }
+
+    /// The consumer group `name`.
+    pub fn group(&self, name: &[u8]) -> Option<&ConsumerGroup> {
+        self.groups.get(name)
+    }
+
+    /// The consumer group `name`, to change.
+    pub fn group_mut(&mut self, name: &[u8]) -> Option<&mut ConsumerGroup> {
+        self.groups.get_mut(name)
+    }
+
+    /// Adds the group `name` (streamCreateCG): false if there is one.
+    pub fn create_group(&mut self, name: &[u8], group: ConsumerGroup) -> bool {
+        if self.groups.contains_key(name) {
+            return false;
+        }
+        self.groups.insert(name.to_vec(), group);
+        true
+    }
+
+    /// Removes the group `name`: false if there was none.
+    pub fn destroy_group(&mut self, name: &[u8]) -> bool {
+        self.groups.remove(name).is_some()
     }
 
     /// Installs the consumer groups an RDB file held.

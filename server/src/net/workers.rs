@@ -19,6 +19,9 @@
 //! lock, hands the worker's other connections to another thread
 //! (`block_in_place`, see `store::off_worker`), so a busy script never
 //! starves the connections that share its worker, SCRIPT KILL included.
+//! Its LIFO slot is switched off (tokio's unstable setting, see
+//! .cargo/config.toml): a worker runs the connections woken by one poll
+//! in the order their data arrived, as Redis's event loop does.
 //!
 //! The server's own tasks (the accept loop, expiry, persistence, the
 //! cluster bus, replication links) run on the runtime the server was
@@ -61,11 +64,20 @@ impl ConnectionWorkers {
     pub fn start(count: usize) -> std::io::Result<Arc<ConnectionWorkers>> {
         let runtimes = (0..count.max(1))
             .map(|i| {
-                tokio::runtime::Builder::new_multi_thread()
-                    .worker_threads(1)
-                    .thread_name(format!("tally-io-{i}"))
-                    .enable_all()
-                    .build()
+                {
+                    let mut builder = tokio::runtime::Builder::new_multi_thread();
+                    builder
+                        .worker_threads(1)
+                        .thread_name(format!("tally-io-{i}"))
+                        .enable_all();
+                    // Tasks woken together run in the order they were woken:
+                    // with the LIFO slot the last woken runs first, so of two
+                    // connections whose commands arrived together the later
+                    // one's would run first, where Redis runs the earlier.
+                    #[cfg(tokio_unstable)]
+                    builder.disable_lifo_slot();
+                    builder.build()
+                }
             })
             .collect::<std::io::Result<Vec<Runtime>>>()?;
         let handles = runtimes.iter().map(|r| r.handle().clone()).collect();

@@ -12,14 +12,9 @@
 #   bitops 44 (45: rdb_changes_since_last_save counts calls),
 #   type/string 74 (75: a string's OBJECT ENCODING follows its length),
 #   functions 90 (90),
-#   type/list 219 (220: a test orders two connections' commands, EXEC on
-#   one and the push that serves a blocked client on the other),
-#   introspection 27 (27),
-#   hyperloglog 16 (16),
-#   introspection-2 12 (43: it stops at XGROUP),
-#   geo 59 (59), slowlog 9 (9),
-#   type/stream 62 (63: XGROUP HELP, consumer groups not being there yet),
-#   keyspace 40 (52: it stops at XGROUP).
+#   type/list 220 (220), introspection 27 (27), hyperloglog 16 (16),
+#   introspection-2 43 (43), geo 59 (59), slowlog 9 (9),
+#   type/stream 63 (63), type/stream-cgroups 48 (48), keyspace 52 (52).
 # Left out: units that stop at something tally does not have yet (see
 # docs/compatibility.md, "Redis's own test suite"), and those whose tests
 # depend on timing on a shared box (querybuf waits for idle seconds;
@@ -27,11 +22,13 @@
 #
 # tally runs with one connection worker (--io-threads 1), so that commands
 # sent on several connections run in the order they arrive, as on Redis's
-# one thread. The suite's tests often send on one connection and then on
-# another without waiting for a reply, an order tally does not keep across
-# workers (docs/compatibility.md, deliberate differences); with two
-# workers type/list's "BRPOPLPUSH with multiple blocked clients" can run
-# its second client before its first and then waits forever.
+# one thread (the worker runs connections woken together in arrival order:
+# server/src/net/workers.rs). The suite's tests often send on one
+# connection and then on another without waiting for a reply, an order
+# tally does not keep across workers (docs/compatibility.md, deliberate
+# differences); with two workers type/list's "BRPOPLPUSH with multiple
+# blocked clients" can run its second client before its first and then
+# waits forever.
 #
 # Usage: tests/redis_suite.sh [tally-server binary]   (default target/debug)
 # Needs tclsh (Debian's tcl, installed when missing) and redis-cli.
@@ -51,10 +48,10 @@ fi
 declare -A EXPECTED=(
     [type/incr]=23 [type/set]=95 [protocol]=19 [info-command]=3 [scan]=17
     [other]=15 [sort]=52 [bitfield]=16 [bitops]=44 [type/string]=74 [functions]=90
-    [type/list]=219 [introspection]=27 [hyperloglog]=16 [introspection-2]=12
-    [geo]=59 [slowlog]=9 [type/stream]=62 [keyspace]=40
+    [type/list]=220 [introspection]=27 [hyperloglog]=16 [introspection-2]=43
+    [geo]=59 [slowlog]=9 [type/stream]=63 [type/stream-cgroups]=48 [keyspace]=52
 )
-UNITS="type/incr type/set protocol info-command scan other sort bitfield bitops type/string functions type/list introspection hyperloglog introspection-2 geo slowlog type/stream keyspace"
+UNITS="type/incr type/set protocol info-command scan other sort bitfield bitops type/string functions type/list introspection hyperloglog introspection-2 geo slowlog type/stream type/stream-cgroups keyspace"
 export LOGS=${LOGS:-$(mktemp -d)}
 result=$(bash "$SUITE/run.sh" "$BINARY --io-threads 1 --port {PORT}" $UNITS)
 echo "$result"

@@ -788,3 +788,54 @@ fn openssl(dir: &str, args: &[&str]) {
 pub fn free_local_port() -> u16 {
     free_port()
 }
+
+/// A reply with its clock readings blanked: the idle time in XPENDING's
+/// and XINFO STREAM FULL's `[id, consumer, ms, deliveries]`, the delivery
+/// time in a consumer's `[id, ms, deliveries]`, XINFO's `seen-time` and
+/// `idle`, and the time after `TIME` in a logged XCLAIM. Read as RESP
+/// tokens; the tests' values hold no CRLF.
+pub fn mask_times(reply: Vec<u8>) -> Vec<u8> {
+    let text = String::from_utf8_lossy(&reply).into_owned();
+    let mut tokens: Vec<String> = text.split("\r\n").map(str::to_string).collect();
+    let int = |t: &str| t.starts_with(':');
+    let bulk = |t: &str| t.starts_with('$');
+    for i in 0..tokens.len() {
+        let at = |k: usize| tokens.get(i + k).map(String::as_str).unwrap_or("");
+        let masked = if at(0) == "*4" && bulk(at(1)) && bulk(at(3)) && int(at(5)) && int(at(6)) {
+            Some(i + 5)
+        } else if at(0) == "*3" && bulk(at(1)) && int(at(3)) && int(at(4)) {
+            Some(i + 3)
+        } else if (at(0) == "seen-time" || at(0) == "idle") && int(at(1)) {
+            Some(i + 1)
+        } else if at(0) == "TIME" && bulk(at(1)) {
+            Some(i + 2)
+        } else {
+            None
+        };
+        if let Some(k) = masked {
+            tokens[k] = ":?".to_string();
+        }
+    }
+    tokens.join("\r\n").into_bytes()
+}
+
+#[cfg(test)]
+mod mask_tests {
+    use super::mask_times;
+
+    #[test]
+    fn clock_readings_are_masked_and_nothing_else() {
+        let pending = b"*1\r\n*4\r\n$3\r\n1-0\r\n$1\r\na\r\n:17\r\n:2\r\n".to_vec();
+        assert_eq!(
+            mask_times(pending),
+            b"*1\r\n*4\r\n$3\r\n1-0\r\n$1\r\na\r\n:?\r\n:2\r\n".to_vec()
+        );
+        let seen = b"$9\r\nseen-time\r\n:1700000000000\r\n$9\r\npel-count\r\n:3\r\n".to_vec();
+        assert_eq!(
+            mask_times(seen),
+            b"$9\r\nseen-time\r\n:?\r\n$9\r\npel-count\r\n:3\r\n".to_vec()
+        );
+        let entry = b"*2\r\n$3\r\n1-0\r\n*2\r\n$1\r\nf\r\n$1\r\nv\r\n".to_vec();
+        assert_eq!(mask_times(entry.clone()), entry);
+    }
+}

@@ -141,6 +141,104 @@ async fn the_log_holds_the_bytes_redis_writes() {
     tally.shutdown().await;
 }
 
+/// Consumer-group commands, each doing something or nothing once.
+const GROUP_LINES: &[&str] = &[
+    "XADD gs 1-0 f 1",
+    "XADD gs 2-0 f 2",
+    "XADD gs 3-0 f 3",
+    "XADD gs 4-0 f 4",
+    "XGROUP CREATE gs g 0",
+    "XGROUP CREATE gs g2 $ ENTRIESREAD 4",
+    "XGROUP CREATE gs g 0",
+    "XGROUP CREATE gs2 g $ MKSTREAM",
+    "XREADGROUP GROUP g alice COUNT 2 STREAMS gs >",
+    "XREADGROUP GROUP g bob NOACK COUNT 1 STREAMS gs >",
+    "XREADGROUP GROUP g alice STREAMS gs 0",
+    "XREADGROUP GROUP g2 alice STREAMS gs >",
+    "XACK gs g 1-0",
+    "XACK gs g 9-0",
+    "XCLAIM gs g carol 0 2-0 TIME 1000",
+    "XCLAIM gs g carol 0 9-0 LASTID 3-5",
+    "XAUTOCLAIM gs g dave 0 -",
+    "XDEL gs 2-0",
+    "XAUTOCLAIM gs g erin 0 -",
+    "XGROUP CREATECONSUMER gs g frank",
+    "XGROUP CREATECONSUMER gs g frank",
+    "XGROUP DELCONSUMER gs g frank",
+    "XGROUP DELCONSUMER gs g nosuch",
+    "XGROUP SETID gs g2 1-0 ENTRIESREAD 1",
+    "XGROUP DESTROY gs g2",
+    "XGROUP DESTROY gs g2",
+];
+
+/// What a replay of the group log must rebuild (clock readings blanked).
+const GROUP_VIEWS: &[&str] = &[
+    "XINFO GROUPS gs",
+    "XINFO GROUPS gs2",
+    "XPENDING gs g - + 100",
+    "XINFO STREAM gs FULL",
+];
+
+/// Runs `lines`, errors included (a duplicate group is refused).
+async fn run_raw_lines(addr: SocketAddr, lines: &[&str]) {
+    let mut conn = tally_tests::RawConn::connect(addr).await;
+    for line in lines {
+        conn.cmd(&words(line)).await;
+    }
+}
+
+async fn group_views(addr: SocketAddr) -> Vec<Vec<u8>> {
+    let mut conn = tally_tests::RawConn::connect(addr).await;
+    let mut out = Vec::new();
+    for line in GROUP_VIEWS {
+        out.push(tally_tests::mask_times(conn.cmd(&words(line)).await));
+    }
+    out
+}
+
+/// Consumer groups are logged as Redis 7.0 propagates them: a delivery or
+/// a claim as the XCLAIM that sets its pending entry (its time included),
+/// a NOACK read as XGROUP SETID, a consumer a NOACK read made as XGROUP
+/// CREATECONSUMER, nothing for what changed nothing. The logs are the
+/// same bytes but for the delivery times, and each replays in the other
+/// server to the same groups and pending entries.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn group_changes_are_logged_as_redis_logs_them() {
+    let redis_dir = scratch_dir();
+    let Some(redis) = RedisServer::start_with(&["--dir", &redis_dir, "--appendonly", "yes"]) else {
+        return;
+    };
+    let tally_dir = scratch_dir();
+    let tally = start_logging(&tally_dir, |_| {}).await;
+    run_raw_lines(redis.addr, GROUP_LINES).await;
+    run_raw_lines(tally.local_addr(), GROUP_LINES).await;
+    let incr = "appendonly.aof.1.incr.aof";
+    let redis_log = read(&appenddir(&redis_dir).join(incr));
+    let tally_log = read(&appenddir(&tally_dir).join(incr));
+    assert!(occurrences(&tally_log, b"XCLAIM") >= 4);
+    assert_eq!(
+        String::from_utf8_lossy(&tally_tests::mask_times(tally_log)),
+        String::from_utf8_lossy(&tally_tests::mask_times(redis_log))
+    );
+    let expected = group_views(tally.local_addr()).await;
+    assert_eq!(group_views(redis.addr).await, expected);
+    tally.shutdown().await;
+    drop(redis);
+    // Each log replays in the other server.
+    let from_tally = copy_log(&tally_dir);
+    if let Some(redis) = RedisServer::start_with(&["--dir", &from_tally, "--appendonly", "yes"]) {
+        assert_eq!(group_views(redis.addr).await, expected, "tally's log in redis-server");
+    }
+    let from_redis = copy_log(&redis_dir);
+    let tally = start_logging(&from_redis, |_| {}).await;
+    assert_eq!(
+        group_views(tally.local_addr()).await,
+        expected,
+        "redis-server's log in tally"
+    );
+    tally.shutdown().await;
+}
+
 /// How many times `needle` occurs in `haystack`.
 fn occurrences(haystack: &[u8], needle: &[u8]) -> usize {
     haystack

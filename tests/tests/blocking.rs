@@ -352,6 +352,82 @@ async fn stream_readers_block_and_are_served_as_in_redis() {
     .await;
 }
 
+/// XREADGROUP BLOCK: waiters on one group served in turn, each with the
+/// entries no consumer of the group had (the second waits on while the
+/// first takes the only entry), NOACK, a consumer's history answered at
+/// once, and the errors of a waiter whose group is destroyed (NOGROUP) or
+/// whose key is deleted, replaced, renamed over or flushed (UNBLOCKED);
+/// a timeout, MULTI, and the statistics of a failed unblocked call.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn group_readers_block_and_are_served_as_in_redis() {
+    assert_same(
+        "
+        0> CONFIG RESETSTAT
+        0> XGROUP CREATE s g $ MKSTREAM
+        1! XREADGROUP GROUP g alice BLOCK 0 STREAMS s >
+        blocked 1
+        2! XREADGROUP GROUP g bob COUNT 5 BLOCK 0 STREAMS s >
+        blocked 2
+        0> XADD s 1-0 a 1
+        1<
+        0> XADD s 2-0 b 2
+        2<
+        0> XPENDING s g
+        1! XREADGROUP GROUP g carol BLOCK 0 NOACK STREAMS s >
+        blocked 1
+        0> XADD s 3-0 c 3
+        1<
+        0> XPENDING s g
+        0> XINFO GROUPS s
+        1> XREADGROUP GROUP g alice BLOCK 0 STREAMS s 0
+        1> XREADGROUP GROUP g alice BLOCK 10 STREAMS s >
+        1> MULTI
+        1> XREADGROUP GROUP g alice BLOCK 0 STREAMS s >
+        1> EXEC
+        1! XREADGROUP GROUP g alice BLOCK 0 STREAMS s >
+        blocked 1
+        0> XGROUP DESTROY s g
+        1<
+        0> XGROUP CREATE s g $
+        1! XREADGROUP GROUP g alice BLOCK 0 STREAMS s >
+        blocked 1
+        0> DEL s
+        1<
+        0> XGROUP CREATE s g $ MKSTREAM
+        1! XREADGROUP GROUP g alice BLOCK 0 STREAMS s >
+        blocked 1
+        0> SET s x
+        1<
+        0> DEL s
+        0> XGROUP CREATE s g $ MKSTREAM
+        1! XREADGROUP GROUP g alice BLOCK 0 STREAMS s >
+        blocked 1
+        0> FLUSHALL
+        1<
+        0> XGROUP CREATE s g $ MKSTREAM
+        0> XGROUP CREATE s2 g $ MKSTREAM
+        0> XADD s2 9-0 z 9
+        1! XREADGROUP GROUP g alice BLOCK 0 STREAMS s >
+        blocked 1
+        0> RENAME s2 s
+        1<
+        0> XADD other 1-0 x 1
+        1! XREADGROUP GROUP g alice BLOCK 0 STREAMS s >
+        blocked 1
+        0> RENAME other s
+        1<
+        1> HELLO 3
+        0> XGROUP CREATE s g $
+        1! XREADGROUP GROUP g alice BLOCK 0 STREAMS s >
+        blocked 1
+        0> XADD s 10-0 r 3
+        1<
+        0> INFO errorstats
+        ",
+    )
+    .await;
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn timeouts_transactions_scripts_and_unblocking_behave_as_in_redis() {
     assert_same(

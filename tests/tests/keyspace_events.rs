@@ -293,6 +293,22 @@ const COLLECTIONS: &str = r#"
     XADD st 1-0 f 1
     XLEN st
     XRANGE st - +
+    XGROUP CREATE st g 0
+    XGROUP CREATE st g 0
+    XGROUP CREATE newst g $ MKSTREAM
+    XGROUP SETID st g 0
+    XGROUP CREATECONSUMER st g c1
+    XGROUP CREATECONSUMER st g c1
+    XADD st 10-0 f 2
+    XREADGROUP GROUP g c2 STREAMS st >
+    XREADGROUP GROUP g c3 STREAMS st >
+    XACK st g 10-0
+    XCLAIM st g c4 0 10-0 FORCE
+    XAUTOCLAIM st g c5 0 -
+    XGROUP DELCONSUMER st g c1
+    XGROUP DELCONSUMER st g nosuch
+    XGROUP DESTROY st g
+    XGROUP DESTROY st g
     PFADD hll a b c
     PFADD hll a
     PFMERGE hll2 hll

@@ -466,10 +466,9 @@ fn run_again(shared: &Shared, waiter: &Waiter, key: &[u8], now_ms: u64) -> (Repl
         signal(&ctx, command, &argv);
     }
     // The call was counted when it blocked; an error it ends with (a
-    // group reader whose group went) counts now, as Redis counts it on
-    // unblocking.
-    if let Reply::Error(text) = &reply {
-        client.batch.errors.count(text);
+    // group reader whose group went) makes it a failed call now, as Redis
+    // counts it on unblocking. The error itself is counted as it is sent.
+    if reply.is_error() {
         client.batch.counts(index).failed += 1;
     }
     let id = client.info.id;

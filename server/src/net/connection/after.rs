@@ -83,6 +83,9 @@ pub(super) async fn carry_out(
             }
             let reply = outcome.into_reply();
             answer(client, output, &reply);
+            // In INFO errorstats from the moment it is answered, as Redis
+            // counts it on unblocking, not at this client's next command.
+            client.batch.flush_errors(shared);
             *resume_buffered = !input.is_empty();
             Some(After::Continue)
         }

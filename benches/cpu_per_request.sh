@@ -32,7 +32,9 @@
 # commands over KEY_RANGE points.
 #
 # `xadd`, `xrevrange` and `xread` (not in the default list) are stream
-# commands on one capped stream of events.
+# commands on one capped stream of events; `xreadgroup`, `xpending` and
+# `xclaim` are a consumer group's, on the same stream with a group whose
+# one consumer holds its first 100 events pending.
 #
 # `increx` (not in the default list) is INCREX on tally against the INCR +
 # EXPIRE script it replaces on Redis 7.0.
@@ -178,6 +180,13 @@ load() { # PORT LOAD: runs it; prints requests per second
         xadd) args=(XADD events MAXLEN "~" 10000 "*" user "u:__rand_int__" path /v1/orders status 200) ;;
         xrevrange) args=(XREVRANGE events + - COUNT 10) ;;
         xread) args=(XREAD COUNT 10 STREAMS events 0-1) ;;
+        # Consumer groups: a consumer reading its 10 oldest pending events
+        # again (a retry after a crash; each is delivered once more),
+        # XPENDING's first 10, and XCLAIM of the first pending event by
+        # another consumer (the first call takes it, the rest re-claim).
+        xreadgroup) args=(XREADGROUP GROUP g c COUNT 10 STREAMS events 0) ;;
+        xpending) args=(XPENDING events g - + 10) ;;
+        xclaim) args=(XCLAIM events g c2 0 1-1) ;;
         # redis-cell's GCRA: burst 100, 1000 per minute, one each.
         cl_throttle) args=(CL.THROTTLE "$K" 100 1000 60) ;;
         # The fixed window in one command (Redis 8.8's INCREX) on tally;
@@ -217,10 +226,15 @@ for i in range(int(sys.argv[1])):
     sys.stdout.write('*5\r\n\$6\r\nGEOADD\r\n\$6\r\nplaces\r\n\$%d\r\n%s\r\n\$%d\r\n%s\r\n\$%d\r\n%s\r\n' % (len('%.6f' % lon), '%.6f' % lon, len('%.6f' % lat), '%.6f' % lat, len(m), m))
 " "${KEY_RANGE:-100000}" | redis-cli -p "$port" --pipe >/dev/null
     fi
-    if [ "$2" = xrevrange ] || [ "$2" = xread ]; then
-        # The stream the reads read: 10,000 events, as the xadd load keeps.
+    case "$2" in xrevrange | xread | xreadgroup | xpending | xclaim)
+        # The stream the reads read: 10,000 events, as the xadd load
+        # keeps; for the group loads, the first with a known ID, and a
+        # group whose consumer `c` has the first 100 pending.
+        redis-cli -p "$port" XADD events 1-1 user u:0 path /v1/orders status 200 >/dev/null
         rps "$port" 10000 XADD events "*" user "u:__rand_int__" path /v1/orders status 200 >/dev/null
-    fi
+        redis-cli -p "$port" XGROUP CREATE events g 0 >/dev/null
+        redis-cli -p "$port" XREADGROUP GROUP g c COUNT 100 STREAMS events ">" >/dev/null ;;
+    esac
     before=$(cpu_ticks "$pid")
     RUN_RPS=$(load "$port" "$2")
     after=$(cpu_ticks "$pid")

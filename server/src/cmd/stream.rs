@@ -512,19 +512,17 @@ fn range(ctx: &mut Ctx<'_>, argv: &[&[u8]], rev: bool) -> Reply {
 /// Entries as Redis replies with them: each its ID and a flat array of
 /// its fields and values.
 pub(super) fn entries_reply(entries: Vec<StreamEntry>) -> Reply {
-    Reply::Array(
-        entries
-            .into_iter()
-            .map(|entry| {
-                let fields = entry
-                    .fields
-                    .into_iter()
-                    .flat_map(|(field, value)| [Reply::Bulk(field), Reply::Bulk(value)])
-                    .collect();
-                Reply::Array(vec![Reply::Bulk(entry.id.to_bytes()), Reply::Array(fields)])
-            })
-            .collect(),
-    )
+    Reply::Array(entries.into_iter().map(entry_reply).collect())
+}
+
+/// One entry as Redis replies with it.
+pub(super) fn entry_reply(entry: StreamEntry) -> Reply {
+    let fields = entry
+        .fields
+        .into_iter()
+        .flat_map(|(field, value)| [Reply::Bulk(field), Reply::Bulk(value)])
+        .collect();
+    Reply::Array(vec![Reply::Bulk(entry.id.to_bytes()), Reply::Array(fields)])
 }
 
 #[cfg(test)]

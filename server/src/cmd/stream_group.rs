@@ -13,7 +13,7 @@
 use super::args::{int_arg, is};
 use super::error;
 use super::propagate;
-use super::stream::{entries_reply, interval_id, parse_id};
+use super::stream::{entry_reply, interval_id, parse_id};
 use super::Ctx;
 use crate::event_classes::class;
 use crate::resp::Reply;
@@ -98,6 +98,9 @@ pub(super) fn propagate_claim(
     id: StreamId,
     entry: &PendingEntry,
 ) {
+    if !ctx.shared.store.feed().active() {
+        return;
+    }
     propagate::effect_owned(
         ctx,
         vec![
@@ -127,6 +130,9 @@ pub(super) fn propagate_group_id(
     group_name: &[u8],
     (last_id, entries_read): (StreamId, i64),
 ) {
+    if !ctx.shared.store.feed().active() {
+        return;
+    }
     propagate::effect_owned(
         ctx,
         vec![
@@ -149,6 +155,9 @@ pub(super) fn propagate_consumer_creation(
     group_name: &[u8],
     consumer: &[u8],
 ) {
+    if !ctx.shared.store.feed().active() {
+        return;
+    }
     propagate::effect_owned(
         ctx,
         vec![
@@ -549,15 +558,14 @@ fn pending_entries(group: &ConsumerGroup, range: &PendingRange<'_>, now: u64) ->
     Reply::Array(listed)
 }
 
-/// One claimed entry as XCLAIM and XAUTOCLAIM answer it: its ID alone
-/// (JUSTID) or the entry.
-fn claimed_reply(stream: &Stream, id: StreamId, just_id: bool) -> Reply {
+/// An entry XCLAIM or XAUTOCLAIM may claim, looked up once: `None` when
+/// the stream no longer has it, else its reply (its ID alone with JUSTID,
+/// then its fields are not read).
+fn claim_lookup(stream: &Stream, id: StreamId, just_id: bool) -> Option<Reply> {
     if just_id {
-        return Reply::Bulk(id.to_bytes());
-    }
-    match entries_reply(stream.range(id, id, false, 1)) {
-        Reply::Array(mut one) if !one.is_empty() => one.swap_remove(0),
-        _ => Reply::NilArray,
+        stream.contains(id).then(|| Reply::Bulk(id.to_bytes()))
+    } else {
+        stream.range(id, id, false, 1).pop().map(entry_reply)
     }
 }
 
@@ -625,6 +633,7 @@ fn claim_options(argv: &[&[u8]], now: i64) -> Result<ClaimOptions, Reply> {
 /// [TIME unix-time-milliseconds] [RETRYCOUNT count] [FORCE] [JUSTID]
 /// [LASTID lastid]: the entries (or IDs) now the consumer's.
 pub fn xclaim(ctx: &mut Ctx<'_>, argv: &[&[u8]]) -> Reply {
+    let logging = ctx.shared.store.feed().active();
     let key = ctx.key(argv[1]);
     let now = ctx.now_ms;
     let mut shard = ctx.lock(key);
@@ -673,18 +682,20 @@ pub fn xclaim(ctx: &mut Ctx<'_>, argv: &[&[u8]]) -> Reply {
     let mut consumer_made = false;
     let mut consumer_seen = false;
     for id in ids {
-        let present = stream.contains(id);
+        let found = claim_lookup(stream, id, options.just_id);
         let Some(group) = stream.group_mut(argv[2]) else {
             break;
         };
-        if !present {
+        let Some(reply) = found else {
             // Gone from the stream: gone from the group too, and the log
             // says so with the entry as it was.
             if let Some(gone) = group.remove_pending(id) {
-                changes.push((id, gone));
+                if logging {
+                    changes.push((id, gone));
+                }
             }
             continue;
-        }
+        };
         let forced = options.force && !group.pending.contains_key(&id);
         if !forced {
             let Some(pending) = group.pending.get(&id) else {
@@ -716,10 +727,10 @@ pub fn xclaim(ctx: &mut Ctx<'_>, argv: &[&[u8]]) -> Reply {
                 _ => {}
             }
         });
-        if let Some(pending) = group.pending.get(&id) {
+        if let Some(pending) = group.pending.get(&id).filter(|_| logging) {
             changes.push((id, pending.clone()));
         }
-        claimed.push(claimed_reply(stream, id, options.just_id));
+        claimed.push(reply);
     }
     let position = stream
         .group(argv[2])
@@ -747,6 +758,7 @@ const AUTOCLAIM_ATTEMPTS_FACTOR: usize = 10;
 /// XAUTOCLAIM key group consumer min-idle-time start [COUNT count]
 /// [JUSTID]: `[next cursor, claimed, deleted IDs]`.
 pub fn xautoclaim(ctx: &mut Ctx<'_>, argv: &[&[u8]]) -> Reply {
+    let logging = ctx.shared.store.feed().active();
     let min_idle = match crate::number::parse_i64(argv[4]) {
         Some(n) => n.max(0),
         None => return Reply::error("ERR Invalid min-idle-time argument for XAUTOCLAIM"),
@@ -819,12 +831,12 @@ pub fn xautoclaim(ctx: &mut Ctx<'_>, argv: &[&[u8]]) -> Reply {
             break;
         };
         attempts -= 1;
-        let present = stream.contains(id);
+        let found = claim_lookup(stream, id, just_id);
         let Some(group) = stream.group_mut(argv[2]) else {
             break;
         };
-        if !present {
-            if let Some(gone) = group.remove_pending(id) {
+        if found.is_none() {
+            if let Some(gone) = group.remove_pending(id).filter(|_| logging) {
                 changes.push((id, gone));
             }
             deleted.push(Reply::Bulk(id.to_bytes()));
@@ -845,10 +857,10 @@ pub fn xautoclaim(ctx: &mut Ctx<'_>, argv: &[&[u8]]) -> Reply {
                     pending.delivery_count += 1;
                 }
             });
-            if let Some(pending) = group.pending.get(&id) {
+            if let Some(pending) = group.pending.get(&id).filter(|_| logging) {
                 changes.push((id, pending.clone()));
             }
-            claimed.push(claimed_reply(stream, id, just_id));
+            claimed.extend(found);
             count -= 1;
         }
         next = id

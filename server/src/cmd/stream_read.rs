@@ -16,7 +16,7 @@
 use super::args::{int_arg, is};
 use super::blocking::{or_block, Filled};
 use super::error;
-use super::stream::{entries_reply, parse_id};
+use super::stream::{entries_reply, entry_reply, parse_id};
 use super::stream_group::{
     named_error, propagate_claim, propagate_consumer_creation, propagate_group_id, stream_entry,
     stream_of,
@@ -354,6 +354,7 @@ fn read_group(
     let now = ctx.now_ms;
     let proto = ctx.client.proto;
     let rerun = ctx.client.serving_waiter;
+    let logging = ctx.shared.store.feed().active();
     let mut locked = ctx.lock_keys(&refs);
     // `None` for `>`.
     let mut ids: Vec<Option<StreamId>> = Vec::with_capacity(keys.len());
@@ -423,7 +424,15 @@ fn read_group(
         let start = after.next().unwrap_or(StreamId::MAX);
         let entries = match history {
             Some(_) => history_reply(stream, group, start, count, now),
-            None => deliver(stream, group, name, start, count, now, &mut changes),
+            None => deliver(
+                stream,
+                group,
+                name,
+                start,
+                count,
+                now,
+                logging.then_some(&mut changes),
+            ),
         };
         found.push((name.to_vec(), entries));
     }
@@ -473,7 +482,8 @@ enum Change {
 /// The entries from `start` on (at most `count`, 0: all), delivered to
 /// the reading consumer (streamReplyWithRange with a group): the group
 /// moves past each, and each becomes the consumer's pending entry unless
-/// NOACK.
+/// NOACK. What the change feed gets goes to `log` (none while no file or
+/// replica takes it).
 fn deliver(
     stream: &mut Stream,
     group: &GroupRead<'_>,
@@ -481,7 +491,7 @@ fn deliver(
     start: StreamId,
     count: i64,
     now: u64,
-    changes: &mut Vec<Change>,
+    mut log: Option<&mut Vec<Change>>,
 ) -> Reply {
     let entries = stream.range(start, StreamId::MAX, false, count as usize);
     let mut moved = false;
@@ -494,8 +504,8 @@ fn deliver(
             continue;
         };
         consumers.deliver(entry.id, group.consumer, now);
-        if let Some(pending) = consumers.pending.get(&entry.id) {
-            changes.push(Change::Claim(
+        if let (Some(log), Some(pending)) = (log.as_mut(), consumers.pending.get(&entry.id)) {
+            log.push(Change::Claim(
                 key.to_vec(),
                 consumers.last_id,
                 entry.id,
@@ -504,8 +514,8 @@ fn deliver(
         }
     }
     if group.noack && moved {
-        if let Some(g) = stream.group(group.name) {
-            changes.push(Change::GroupId(key.to_vec(), (g.last_id, g.entries_read)));
+        if let (Some(log), Some(g)) = (log, stream.group(group.name)) {
+            log.push(Change::GroupId(key.to_vec(), (g.last_id, g.entries_read)));
         }
     }
     entries_reply(entries)
@@ -531,26 +541,27 @@ fn history_reply(
         .and_then(|g| g.consumers.get(group.consumer))
         .map(|c| c.pending.range(start..).take(limit).copied().collect())
         .unwrap_or_default();
+    let found = stream.entries_at(&owned);
     let mut replies = Vec::with_capacity(owned.len());
-    for id in owned {
-        let entries = stream.range(id, id, false, 1);
-        if entries.is_empty() {
-            replies.push(Reply::Array(vec![
+    let mut delivered = Vec::with_capacity(owned.len());
+    for (id, entry) in owned.into_iter().zip(found) {
+        match entry {
+            Some(entry) => {
+                delivered.push(id);
+                replies.push(entry_reply(entry));
+            }
+            None => replies.push(Reply::Array(vec![
                 Reply::Bulk(id.to_bytes()),
                 Reply::NilArray,
-            ]));
-            continue;
+            ])),
         }
-        if let Some(pending) = stream
-            .group_mut(group.name)
-            .and_then(|g| g.pending.get_mut(&id))
-        {
-            pending.delivery_time = now;
-            pending.delivery_count += 1;
-        }
-        match entries_reply(entries) {
-            Reply::Array(mut one) => replies.append(&mut one),
-            other => replies.push(other),
+    }
+    if let Some(group) = stream.group_mut(group.name) {
+        for id in delivered {
+            if let Some(pending) = group.pending.get_mut(&id) {
+                pending.delivery_time = now;
+                pending.delivery_count += 1;
+            }
         }
     }
     Reply::Array(replies)

@@ -254,9 +254,4 @@ impl super::Stream {
         group.last_id = id;
         true
     }
-
-    /// Whether the live entry `id` is in the stream (streamEntryExists).
-    pub fn contains(&self, id: StreamId) -> bool {
-        !self.range(id, id, false, 1).is_empty()
-    }
 }

@@ -441,6 +441,57 @@ impl Stream {
         out
     }
 
+    /// Whether the live entry `id` is in the stream (streamEntryExists),
+    /// its fields left unread.
+    pub fn contains(&self, id: StreamId) -> bool {
+        let Some((&master, lp)) = self.nodes.range(..=id).next_back() else {
+            return false;
+        };
+        Node::open(master, lp)
+            .forward()
+            .take_while(|slot| slot.id <= id)
+            .any(|slot| slot.id == id && slot.flags & FLAG_DELETED == 0)
+    }
+
+    /// The live entries with the IDs `ids` (ascending), `None` for each
+    /// that is not there: one walk of each node they fall in, where a
+    /// lookup per ID would walk a node from its start for each (a
+    /// consumer's pending entries are read back this way).
+    pub fn entries_at(&self, ids: &[StreamId]) -> Vec<Option<StreamEntry>> {
+        let mut out = Vec::with_capacity(ids.len());
+        let mut at = 0;
+        while at < ids.len() {
+            let Some((&master, lp)) = self.nodes.range(..=ids[at]).next_back() else {
+                out.push(None);
+                at += 1;
+                continue;
+            };
+            // The node holds the IDs below the next node's master.
+            let next_master = self
+                .nodes
+                .range((
+                    std::ops::Bound::Excluded(master),
+                    std::ops::Bound::Unbounded,
+                ))
+                .next()
+                .map(|(next, _)| *next);
+            let node = Node::open(master, lp);
+            let mut slots = node.forward().peekable();
+            while at < ids.len() && next_master.is_none_or(|next| ids[at] < next) {
+                let wanted = ids[at];
+                while slots.next_if(|slot| slot.id < wanted).is_some() {}
+                out.push(
+                    slots
+                        .peek()
+                        .filter(|slot| slot.id == wanted && slot.flags & FLAG_DELETED == 0)
+                        .map(|slot| node.read(slot)),
+                );
+                at += 1;
+            }
+        }
+        out
+    }
+
     /// The first (or last) entry's ID, deleted entries counted or not
     /// (streamGetEdgeID); 0-0 (or the largest ID) when there is none.
     pub fn edge_id(&self, first: bool, skip_deleted: bool) -> StreamId {

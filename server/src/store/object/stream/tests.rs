@@ -268,3 +268,45 @@ fn a_node_walked_backwards_meets_the_entries_walked_forwards() {
     );
     assert_eq!(stream.edge_id(false, true), id(3, 1));
 }
+
+#[test]
+fn entries_at_finds_each_id_as_a_lookup_of_it_does() {
+    // Nodes of three entries; some IDs deleted, some never there, some
+    // before the first node and past the last, several in one node.
+    let limits = NodeLimits {
+        max_bytes: 0,
+        max_entries: 3,
+    };
+    let mut stream = counted(20, limits);
+    for gone in [2, 7, 8, 9] {
+        assert!(stream.delete(id(gone, 0)));
+    }
+    let wanted = [
+        id(0, 5),
+        id(1, 0),
+        id(2, 0),
+        id(3, 0),
+        id(3, 0),
+        id(5, 1),
+        id(8, 0),
+        id(10, 0),
+        id(12, 0),
+        id(20, 0),
+        id(21, 0),
+    ];
+    let expected: Vec<Option<StreamEntry>> = wanted
+        .iter()
+        .map(|w| stream.range(*w, *w, false, 1).pop())
+        .collect();
+    assert_eq!(stream.entries_at(&wanted), expected);
+    let found: Vec<bool> = wanted.iter().map(|w| stream.contains(*w)).collect();
+    assert_eq!(
+        found,
+        expected.iter().map(Option::is_some).collect::<Vec<_>>()
+    );
+    assert_eq!(
+        expected.iter().filter(|e| e.is_some()).count(),
+        6,
+        "1-0, 3-0 twice, 10-0, 12-0 and 20-0 are there"
+    );
+}

@@ -51,6 +51,8 @@
 #        [KEY_RANGE=100000]
 #        [REDIS_CELL=.../libredis_cell.so] [TALLY_ARGS="--shards 256"]
 #        [TALLY_BIN=<another build's tally-server>]
+#        [REDIS_SERVER=<the binary on the "Redis" side: another tally build
+#         for an A/B of two builds in one run; default redis-server>]
 #        benches/cpu_per_request.sh
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -65,7 +67,7 @@ REDIS_PORT=$(free_port)
 mkdir -p "$WORK/redis" "$WORK/tally"
 MODULES=()
 [ -n "${REDIS_CELL:-}" ] && MODULES=(--loadmodule "$REDIS_CELL")
-redis-server --port "$REDIS_PORT" --bind 127.0.0.1 --save "" --appendonly no \
+${REDIS_SERVER:-redis-server} --port "$REDIS_PORT" --bind 127.0.0.1 --save "" --appendonly no \
     --dir "$WORK/redis" "${MODULES[@]}" >/dev/null 2>&1 &
 PIDS+=($!)
 REDIS_PID=$!

@@ -9,7 +9,7 @@ use std::sync::OnceLock;
 use super::{
     acl, bitfield, bitmap, blocking, client, cluster, command, config, connection as conn, debug,
     failover, functions, geo, geo_search, hash, hash_expiry, hyperloglog, increx, info, keys,
-    latency, lcs, list, memory, migrate, module, mpop, multi, object, persistence, pubsub,
+    latency, lcs, list, lolwut, memory, migrate, module, mpop, multi, object, persistence, pubsub,
     replication, scripting, server, set, sort, stream, stream_group, stream_info, stream_read,
     string, string_conditions, throttle, zset, zset_algebra, zset_range, Ctx,
 };
@@ -253,6 +253,7 @@ static BINDINGS: &[(&str, Handler)] = &[
     ("auth", conn::auth),
     ("client", container_without_subcommand),
     ("time", server::time),
+    ("lolwut", lolwut::lolwut),
     ("info", info::info),
     ("cluster", cluster::cluster_container),
     ("readonly", cluster::readonly),

@@ -41,6 +41,7 @@ pub mod keys;
 pub mod latency;
 pub mod lcs;
 pub mod list;
+mod lolwut;
 pub mod memory;
 pub mod migrate;
 pub mod module;

@@ -227,7 +227,11 @@ async fn group_changes_are_logged_as_redis_logs_them() {
     // Each log replays in the other server.
     let from_tally = copy_log(&tally_dir);
     if let Some(redis) = RedisServer::start_with(&["--dir", &from_tally, "--appendonly", "yes"]) {
-        assert_eq!(group_views(redis.addr).await, expected, "tally's log in redis-server");
+        assert_eq!(
+            group_views(redis.addr).await,
+            expected,
+            "tally's log in redis-server"
+        );
     }
     let from_redis = copy_log(&redis_dir);
     let tally = start_logging(&from_redis, |_| {}).await;

@@ -8,8 +8,7 @@
 use rand::rngs::StdRng;
 use rand::{RngExt, SeedableRng};
 use tally_tests::{
-    assert_no_mismatch, compare_streams_masked, mask_times, script, words, RedisServer,
-    TestServer,
+    assert_no_mismatch, compare_streams_masked, mask_times, script, words, RedisServer, TestServer,
 };
 
 /// Every group command and option, with the errors in Redis's order:
@@ -226,6 +225,14 @@ const HAND_WRITTEN: &str = r#"
     XINFO GROUPS lag
     XGROUP SETID lag g 0 ENTRIESREAD 0
     XINFO GROUPS lag
+    EVAL return(redis.call('XRANGE',KEYS[1],'-','+','COUNT','2')) 1 s
+    EVAL return(redis.call('XREVRANGE',KEYS[1],'+','-','COUNT','1')) 1 s
+    EVAL return(redis.call('XREAD','STREAMS',KEYS[1],'0-0')) 1 s
+    XADD s 50-0 n 12345 s text
+    EVAL return(redis.call('XREADGROUP','GROUP','g','lua','STREAMS',KEYS[1],'>')) 1 s
+    EVAL return(redis.call('XREADGROUP','GROUP','g','lua','STREAMS',KEYS[1],'0')) 1 s
+    EVAL return(redis.call('XCLAIM',KEYS[1],'g','lua2','0','50-0')) 1 s
+    EVAL return(redis.call('XREADGROUP','GROUP','g','lua','BLOCK','0','STREAMS',KEYS[1],'>')) 1 s
     COMMAND INFO XREADGROUP XACK XPENDING XCLAIM XAUTOCLAIM xgroup|create xgroup|setid
     COMMAND INFO xgroup|destroy xgroup|createconsumer xgroup|delconsumer xgroup|help
     COMMAND GETKEYS XREADGROUP GROUP g c STREAMS a b > >

@@ -13,8 +13,10 @@ use super::error;
 use super::propagate;
 use super::Ctx;
 use crate::event_classes::class;
-use crate::resp::Reply;
-use crate::store::object::{AppendError, Stream, StreamEntry, StreamId, Trim, TrimTo};
+use crate::resp::{BulkList, Reply};
+use crate::store::object::{
+    AppendError, Element, EntryView, Stream, StreamEntry, StreamId, Trim, TrimTo,
+};
 use crate::store::Kind;
 
 const INVALID_ID: &str = "ERR Invalid stream ID specified as stream command argument";
@@ -496,33 +498,62 @@ fn range(ctx: &mut Ctx<'_>, argv: &[&[u8]], rev: bool) -> Reply {
     let now = ctx.now_ms;
     let mut shard = ctx.lock(key);
     let found = read::<Stream, _>(&mut shard, key, now, |stream| match count {
-        Some(0) => None,
-        Some(n) => Some(stream.range(start, end, rev, n as usize)),
-        None => Some(stream.range(start, end, rev, 0)),
+        Some(0) => Reply::NilArray,
+        Some(n) => range_reply(stream, start, end, rev, n as usize),
+        None => range_reply(stream, start, end, rev, 0),
     });
     drop(shard);
     match found {
         Err(reply) => reply,
         Ok(None) => Reply::Array(Vec::new()),
-        Ok(Some(None)) => Reply::NilArray,
-        Ok(Some(Some(entries))) => entries_reply(entries),
+        Ok(Some(reply)) => reply,
     }
 }
 
-/// Entries as Redis replies with them: each its ID and a flat array of
-/// its fields and values.
-pub(super) fn entries_reply(entries: Vec<StreamEntry>) -> Reply {
-    Reply::Array(entries.into_iter().map(entry_reply).collect())
+/// One entry as Redis replies with it: its ID and a flat array of its
+/// fields and values.
+pub(super) fn entry_reply(entry: StreamEntry) -> Reply {
+    let fields = BulkList::collect(
+        entry
+            .fields
+            .iter()
+            .flat_map(|(field, value)| [field.as_slice(), value.as_slice()]),
+    );
+    Reply::Array(vec![Reply::Bulk(entry.id.to_bytes()), Reply::Bulks(fields)])
 }
 
-/// One entry as Redis replies with it.
-pub(super) fn entry_reply(entry: StreamEntry) -> Reply {
-    let fields = entry
-        .fields
-        .into_iter()
-        .flat_map(|(field, value)| [Reply::Bulk(field), Reply::Bulk(value)])
-        .collect();
-    Reply::Array(vec![Reply::Bulk(entry.id.to_bytes()), Reply::Array(fields)])
+/// One entry as Redis replies with it, its fields and values read straight
+/// from its node into the reply's buffer.
+pub(super) fn view_reply(entry: &EntryView<'_, '_>) -> Reply {
+    let mut fields = BulkList::with_capacity(entry.field_count() * 16);
+    let mut push = |element: Element<'_>| match element {
+        Element::Int(n) => fields.push_int(n),
+        Element::Str(bytes) => fields.push(bytes),
+    };
+    entry.for_each_field(|field, value| {
+        push(field);
+        push(value);
+    });
+    Reply::Array(vec![
+        Reply::Bulk(entry.id().to_bytes()),
+        Reply::Bulks(fields),
+    ])
+}
+
+/// The live entries from `start` to `end` (in reverse with `rev`), at
+/// most `count` (0: all), as Redis replies with them.
+pub(super) fn range_reply(
+    stream: &Stream,
+    start: StreamId,
+    end: StreamId,
+    rev: bool,
+    count: usize,
+) -> Reply {
+    let mut replies = Vec::new();
+    stream.visit_range(start, end, rev, count, |entry| {
+        replies.push(view_reply(entry));
+    });
+    Reply::Array(replies)
 }
 
 #[cfg(test)]

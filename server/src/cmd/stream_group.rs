@@ -13,7 +13,7 @@
 use super::args::{int_arg, is};
 use super::error;
 use super::propagate;
-use super::stream::{entry_reply, interval_id, parse_id};
+use super::stream::{interval_id, parse_id, view_reply};
 use super::Ctx;
 use crate::event_classes::class;
 use crate::resp::Reply;
@@ -565,7 +565,11 @@ fn claim_lookup(stream: &Stream, id: StreamId, just_id: bool) -> Option<Reply> {
     if just_id {
         stream.contains(id).then(|| Reply::Bulk(id.to_bytes()))
     } else {
-        stream.range(id, id, false, 1).pop().map(entry_reply)
+        {
+            let mut found = None;
+            stream.visit_range(id, id, false, 1, |entry| found = Some(view_reply(entry)));
+            found
+        }
     }
 }
 

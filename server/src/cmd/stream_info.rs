@@ -73,19 +73,23 @@ pub fn xinfo_stream(ctx: &mut Ctx<'_>, argv: &[&[u8]]) -> Reply {
             (bulk("recorded-first-entry-id"), id_reply(stream.first_id())),
         ];
         if !full {
-            let edge = |rev| {
-                let entries = stream.range(StreamId::MIN, StreamId::MAX, rev, 1);
-                match super::stream::entries_reply(entries) {
-                    Reply::Array(mut one) if !one.is_empty() => one.swap_remove(0),
-                    _ => Reply::Nil,
-                }
+            let edge = |rev| match super::stream::range_reply(
+                stream,
+                StreamId::MIN,
+                StreamId::MAX,
+                rev,
+                1,
+            ) {
+                Reply::Array(mut one) if !one.is_empty() => one.swap_remove(0),
+                _ => Reply::Nil,
             };
             fields.push((bulk("groups"), count_reply(stream.groups().len())));
             fields.push((bulk("first-entry"), edge(false)));
             fields.push((bulk("last-entry"), edge(true)));
         } else {
-            let entries = stream.range(StreamId::MIN, StreamId::MAX, false, count);
-            fields.push((bulk("entries"), super::stream::entries_reply(entries)));
+            let entries =
+                super::stream::range_reply(stream, StreamId::MIN, StreamId::MAX, false, count);
+            fields.push((bulk("entries"), entries));
             let groups = stream
                 .groups()
                 .iter()

@@ -16,7 +16,7 @@
 use super::args::{int_arg, is};
 use super::blocking::{or_block, Filled};
 use super::error;
-use super::stream::{entries_reply, entry_reply, parse_id};
+use super::stream::{entry_reply, parse_id, range_reply, view_reply};
 use super::stream_group::{
     named_error, propagate_claim, propagate_consumer_creation, propagate_group_id, stream_entry,
     stream_of,
@@ -250,20 +250,14 @@ fn read(ctx: &mut Ctx<'_>, keys: &[&[u8]], ids: &[StreamId], count: i64) -> Opti
             let Some(start) = after.next() else {
                 continue;
             };
-            let entries = stream.range(start, StreamId::MAX, false, count as usize);
+            let entries = range_reply(stream, start, StreamId::MAX, false, count as usize);
             found.push((name.to_vec(), entries));
         }
     }
     if found.is_empty() {
         return None;
     }
-    Some(by_key(
-        proto,
-        found
-            .into_iter()
-            .map(|(key, entries)| (key, entries_reply(entries)))
-            .collect(),
-    ))
+    Some(by_key(proto, found))
 }
 
 /// Each key with what was read from it: a map in RESP3, an array of
@@ -493,22 +487,27 @@ fn deliver(
     now: u64,
     mut log: Option<&mut Vec<Change>>,
 ) -> Reply {
-    let entries = stream.range(start, StreamId::MAX, false, count as usize);
+    let mut ids = Vec::new();
+    let mut replies = Vec::new();
+    stream.visit_range(start, StreamId::MAX, false, count as usize, |entry| {
+        ids.push(entry.id());
+        replies.push(view_reply(entry));
+    });
     let mut moved = false;
-    for entry in &entries {
-        moved |= stream.advance_group(group.name, entry.id);
+    for id in ids {
+        moved |= stream.advance_group(group.name, id);
         if group.noack {
             continue;
         }
         let Some(consumers) = stream.group_mut(group.name) else {
             continue;
         };
-        consumers.deliver(entry.id, group.consumer, now);
-        if let (Some(log), Some(pending)) = (log.as_mut(), consumers.pending.get(&entry.id)) {
+        consumers.deliver(id, group.consumer, now);
+        if let (Some(log), Some(pending)) = (log.as_mut(), consumers.pending.get(&id)) {
             log.push(Change::Claim(
                 key.to_vec(),
                 consumers.last_id,
-                entry.id,
+                id,
                 pending.clone(),
             ));
         }
@@ -518,7 +517,7 @@ fn deliver(
             log.push(Change::GroupId(key.to_vec(), (g.last_id, g.entries_read)));
         }
     }
-    entries_reply(entries)
+    Reply::Array(replies)
 }
 
 /// The reading consumer's pending entries from `start` on (at most

@@ -122,6 +122,33 @@ impl BulkList {
         BulkList { encoded, count }
     }
 
+    /// An empty list with room for `bytes` of encoded strings, to
+    /// [`BulkList::push`] onto.
+    pub fn with_capacity(bytes: usize) -> BulkList {
+        BulkList {
+            encoded: Vec::with_capacity(bytes),
+            count: 0,
+        }
+    }
+
+    /// Appends a string.
+    pub fn push(&mut self, item: &[u8]) {
+        let mut digits = itoa::Buffer::new();
+        self.encoded.push(b'$');
+        self.encoded
+            .extend_from_slice(digits.format(item.len()).as_bytes());
+        self.encoded.extend_from_slice(b"\r\n");
+        self.encoded.extend_from_slice(item);
+        self.encoded.extend_from_slice(b"\r\n");
+        self.count += 1;
+    }
+
+    /// Appends an integer's decimal form as a string.
+    pub fn push_int(&mut self, value: i64) {
+        let mut digits = itoa::Buffer::new();
+        self.push(digits.format(value).as_bytes());
+    }
+
     /// The strings in order (for Lua, which wants them one by one).
     pub fn iter(&self) -> impl Iterator<Item = &[u8]> {
         let mut rest = &self.encoded[..];
@@ -400,6 +427,19 @@ mod tests {
         }
         let back: Vec<&[u8]> = list.iter().collect();
         assert_eq!(back, items);
+        // Built a string at a time, integers as their decimal forms.
+        let mut pushed = BulkList::with_capacity(8);
+        for item in items {
+            pushed.push(item);
+        }
+        assert_eq!(pushed, list);
+        let mut numbers = BulkList::with_capacity(0);
+        numbers.push_int(-42);
+        numbers.push_int(i64::MAX);
+        assert_eq!(
+            numbers,
+            BulkList::collect([&b"-42"[..], b"9223372036854775807"].into_iter())
+        );
     }
 
     #[test]

@@ -30,8 +30,8 @@ pub use list::List;
 pub use listpack::{Element, Listpack};
 pub use set::{Member, Set};
 pub use stream::{
-    AppendError, Consumer, ConsumerGroup, NodeLimits, PendingEntry, Stream, StreamEntry, StreamId,
-    Trim, TrimTo, ENTRIES_READ_UNKNOWN, MAX_NODE_BYTES,
+    AppendError, Consumer, ConsumerGroup, EntryView, NodeLimits, PendingEntry, Stream, StreamEntry,
+    StreamId, Trim, TrimTo, ENTRIES_READ_UNKNOWN, MAX_NODE_BYTES,
 };
 pub use zset::ZIter;
 pub use zset::ZSet;

@@ -21,7 +21,7 @@
 
 use std::collections::BTreeMap;
 
-use super::listpack::Listpack;
+use super::listpack::{Element, Listpack};
 
 mod groups;
 mod id;
@@ -94,6 +94,34 @@ pub struct StreamEntry {
     pub id: StreamId,
     /// Its fields and values, in the order they were added.
     pub fields: Vec<(Vec<u8>, Vec<u8>)>,
+}
+
+/// One entry read in place, as [`Stream::visit_range`] meets it.
+pub struct EntryView<'n, 'a> {
+    node: &'n Node<'a>,
+    slot: &'n Slot,
+}
+
+impl<'a> EntryView<'_, 'a> {
+    /// The entry's ID.
+    pub fn id(&self) -> StreamId {
+        self.slot.id
+    }
+
+    /// How many fields it has.
+    pub fn field_count(&self) -> usize {
+        self.node.field_count(self.slot)
+    }
+
+    /// Each field and value, in order, as the node holds them.
+    pub fn for_each_field(&self, visit: impl FnMut(Element<'a>, Element<'a>)) {
+        self.node.for_each_field(self.slot, visit);
+    }
+
+    /// The entry copied out.
+    pub fn read(&self) -> StreamEntry {
+        self.node.read(self.slot)
+    }
 }
 
 /// A stream value.
@@ -395,10 +423,29 @@ impl Stream {
         count: usize,
     ) -> Vec<StreamEntry> {
         let mut out = Vec::new();
+        self.visit_range(start, end, rev, count, |entry| out.push(entry.read()));
+        out
+    }
+
+    /// [`Stream::range`] without copying: `visit` sees each entry in
+    /// place in its node, to read its fields straight into a reply.
+    pub fn visit_range(
+        &self,
+        start: StreamId,
+        end: StreamId,
+        rev: bool,
+        count: usize,
+        mut visit: impl FnMut(&EntryView<'_, '_>),
+    ) {
         if start > end {
-            return out;
+            return;
         }
-        let full = |out: &Vec<StreamEntry>| count != 0 && out.len() >= count;
+        let mut seen = 0;
+        let mut take = |node: &Node<'_>, slot: &Slot| {
+            visit(&EntryView { node, slot });
+            seen += 1;
+            count != 0 && seen >= count
+        };
         if !rev {
             let from = self
                 .nodes
@@ -412,13 +459,10 @@ impl Stream {
                 let node = Node::open(*master, lp);
                 for slot in node.forward() {
                     if slot.id > end {
-                        return out;
+                        return;
                     }
-                    if slot.id >= start && slot.flags & FLAG_DELETED == 0 {
-                        out.push(node.read(&slot));
-                        if full(&out) {
-                            return out;
-                        }
+                    if slot.id >= start && slot.flags & FLAG_DELETED == 0 && take(&node, &slot) {
+                        return;
                     }
                 }
             }
@@ -427,18 +471,14 @@ impl Stream {
                 let node = Node::open(*master, lp);
                 for slot in node.backward() {
                     if slot.id < start {
-                        return out;
+                        return;
                     }
-                    if slot.id <= end && slot.flags & FLAG_DELETED == 0 {
-                        out.push(node.read(&slot));
-                        if full(&out) {
-                            return out;
-                        }
+                    if slot.id <= end && slot.flags & FLAG_DELETED == 0 && take(&node, &slot) {
+                        return;
                     }
                 }
             }
         }
-        out
     }
 
     /// Whether the live entry `id` is in the stream (streamEntryExists),

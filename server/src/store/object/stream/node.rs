@@ -206,20 +206,50 @@ impl<'a> Node<'a> {
 
     /// The fields and values of the entry at `slot`.
     pub(super) fn read(&self, slot: &Slot) -> StreamEntry {
-        let lp = self.lp;
-        let mut fields = Vec::new();
-        let seq_at = lp
+        let mut fields = Vec::with_capacity(self.field_count(slot));
+        self.for_each_field(slot, |field, value| {
+            fields.push((field.to_bytes(), value.to_bytes()));
+        });
+        StreamEntry {
+            id: slot.id,
+            fields,
+        }
+    }
+
+    /// Where the entry at `slot` keeps its ID's sequence part.
+    fn seq_at(&self, slot: &Slot) -> usize {
+        self.lp
             .next(slot.flags_at)
-            .and_then(|a| lp.next(a))
-            .unwrap_or(slot.flags_at);
+            .and_then(|a| self.lp.next(a))
+            .unwrap_or(slot.flags_at)
+    }
+
+    /// How many fields the entry at `slot` has.
+    pub(super) fn field_count(&self, slot: &Slot) -> usize {
         if slot.flags & FLAG_SAME_FIELDS != 0 {
-            fields.reserve(self.names as usize);
+            return self.names.max(0) as usize;
+        }
+        self.lp
+            .next(self.seq_at(slot))
+            .map_or(0, |at| self.lp.int_at(at).max(0) as usize)
+    }
+
+    /// Each field and value of the entry at `slot`, in place: a field the
+    /// master entry names is read from there.
+    pub(super) fn for_each_field(
+        &self,
+        slot: &Slot,
+        mut visit: impl FnMut(Element<'a>, Element<'a>),
+    ) {
+        let lp = self.lp;
+        let seq_at = self.seq_at(slot);
+        if slot.flags & FLAG_SAME_FIELDS != 0 {
             let (mut name, mut value) = (Some(self.names_at), lp.next(seq_at));
             for _ in 0..self.names {
                 let (Some(n), Some(v)) = (name, value) else {
                     break;
                 };
-                fields.push((lp.get(n).to_bytes(), lp.get(v).to_bytes()));
+                visit(lp.get(n), lp.get(v));
                 (name, value) = (lp.next(n), lp.next(v));
             }
         } else if let Some(numfields_at) = lp.next(seq_at) {
@@ -227,13 +257,9 @@ impl<'a> Node<'a> {
             for _ in 0..lp.int_at(numfields_at) {
                 let Some(field) = lp.next(at) else { break };
                 let Some(value) = lp.next(field) else { break };
-                fields.push((lp.get(field).to_bytes(), lp.get(value).to_bytes()));
+                visit(lp.get(field), lp.get(value));
                 at = value;
             }
-        }
-        StreamEntry {
-            id: slot.id,
-            fields,
         }
     }
 }

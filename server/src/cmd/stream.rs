@@ -525,7 +525,10 @@ pub(super) fn entry_reply(entry: StreamEntry) -> Reply {
 /// One entry as Redis replies with it, its fields and values read straight
 /// from its node into the reply's buffer.
 pub(super) fn view_reply(entry: &EntryView<'_, '_>) -> Reply {
-    let mut fields = BulkList::with_capacity(entry.field_count() * 16);
+    // Room for two short strings a field (a header, a CRLF and some dozen
+    // bytes each), so that a typical event's fields need no second
+    // allocation.
+    let mut fields = BulkList::with_capacity(entry.field_count() * 48);
     let mut push = |element: Element<'_>| match element {
         Element::Int(n) => fields.push_int(n),
         Element::Str(bytes) => fields.push(bytes),

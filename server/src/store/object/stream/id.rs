@@ -43,7 +43,17 @@ impl StreamId {
 
     /// `<ms>-<seq>`, as replies and logs print an ID.
     pub fn to_bytes(self) -> Vec<u8> {
-        format!("{}-{}", self.ms, self.seq).into_bytes()
+        // Every entry of a reply carries one: itoa, not the formatter.
+        let (mut ms, mut seq) = (itoa::Buffer::new(), itoa::Buffer::new());
+        let (ms, seq) = (
+            ms.format(self.ms).as_bytes(),
+            seq.format(self.seq).as_bytes(),
+        );
+        let mut out = Vec::with_capacity(ms.len() + 1 + seq.len());
+        out.extend_from_slice(ms);
+        out.push(b'-');
+        out.extend_from_slice(seq);
+        out
     }
 
     /// The 16-byte big-endian form: the key of a node in Redis's radix
@@ -62,5 +72,23 @@ impl StreamId {
         ms.copy_from_slice(&bytes[..8]);
         seq.copy_from_slice(&bytes[8..]);
         StreamId::new(u64::from_be_bytes(ms), u64::from_be_bytes(seq))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::StreamId;
+
+    #[test]
+    fn an_id_prints_as_ms_dash_seq() {
+        assert_eq!(StreamId::new(0, 0).to_bytes(), b"0-0");
+        assert_eq!(
+            StreamId::new(1526919030474, 55).to_bytes(),
+            b"1526919030474-55"
+        );
+        assert_eq!(
+            StreamId::MAX.to_bytes(),
+            b"18446744073709551615-18446744073709551615"
+        );
     }
 }

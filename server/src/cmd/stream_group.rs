@@ -573,6 +573,74 @@ fn claim_lookup(stream: &Stream, id: StreamId, just_id: bool) -> Option<Reply> {
     }
 }
 
+/// What XCLAIM and XAUTOCLAIM do to a group's pending entries, kept for
+/// the events and the change feed until the key is released.
+struct Claims<'a> {
+    consumer: &'a [u8],
+    now: u64,
+    /// The consumer is looked up (made if missing) at the first claim
+    /// only, as Redis does.
+    looked_up: bool,
+    made: bool,
+    /// Each pending entry claimed, or dropped as gone from the stream, as
+    /// it then stood; `None` while no file or replica takes the feed.
+    changes: Option<Vec<(StreamId, PendingEntry)>>,
+}
+
+impl<'a> Claims<'a> {
+    fn new(ctx: &Ctx<'_>, consumer: &'a [u8]) -> Claims<'a> {
+        Claims {
+            consumer,
+            now: ctx.now_ms,
+            looked_up: false,
+            made: false,
+            changes: ctx.shared.store.feed().active().then(Vec::new),
+        }
+    }
+
+    /// The pending entry `id` is no longer in the stream: it leaves the
+    /// group, logged as it was (replayed, it is dropped there too).
+    fn drop_gone(&mut self, group: &mut ConsumerGroup, id: StreamId) {
+        if let (Some(gone), Some(changes)) = (group.remove_pending(id), self.changes.as_mut()) {
+            changes.push((id, gone));
+        }
+    }
+
+    /// Gives the pending entry `id` to the consumer, `update` setting its
+    /// delivery time and count.
+    fn claim(
+        &mut self,
+        group: &mut ConsumerGroup,
+        id: StreamId,
+        update: impl FnOnce(&mut PendingEntry),
+    ) {
+        if !self.looked_up {
+            self.made = group.touch_consumer(self.consumer, self.now);
+            self.looked_up = true;
+        }
+        group.claim(id, self.consumer, update);
+        if let (Some(pending), Some(changes)) = (group.pending.get(&id), self.changes.as_mut()) {
+            changes.push((id, pending.clone()));
+        }
+    }
+
+    /// Whether anything goes to the change feed.
+    fn logged_any(&self) -> bool {
+        self.changes.as_ref().is_some_and(|c| !c.is_empty())
+    }
+
+    /// Raises the consumer's creation event and logs each change as the
+    /// XCLAIM that sets it, the group's last ID being `last_id`.
+    fn finish(self, ctx: &mut Ctx<'_>, key: &[u8], group_name: &[u8], last_id: StreamId) {
+        if self.made {
+            ctx.notify(class::STREAM, "xgroup-createconsumer", key);
+        }
+        for (id, pending) in self.changes.iter().flatten() {
+            propagate_claim(ctx, key, group_name, last_id, *id, pending);
+        }
+    }
+}
+
 /// XCLAIM's options after its IDs.
 struct ClaimOptions {
     force: bool,
@@ -637,7 +705,6 @@ fn claim_options(argv: &[&[u8]], now: i64) -> Result<ClaimOptions, Reply> {
 /// [TIME unix-time-milliseconds] [RETRYCOUNT count] [FORCE] [JUSTID]
 /// [LASTID lastid]: the entries (or IDs) now the consumer's.
 pub fn xclaim(ctx: &mut Ctx<'_>, argv: &[&[u8]]) -> Reply {
-    let logging = ctx.shared.store.feed().active();
     let key = ctx.key(argv[1]);
     let now = ctx.now_ms;
     let mut shard = ctx.lock(key);
@@ -680,24 +747,15 @@ pub fn xclaim(ctx: &mut Ctx<'_>, argv: &[&[u8]]) -> Reply {
         Some(t) if t >= 0 && t <= now as i64 => t as u64,
         _ => now,
     };
-    let consumer = argv[3];
+    let mut claims = Claims::new(ctx, argv[3]);
     let mut claimed = Vec::new();
-    let mut changes: Vec<(StreamId, PendingEntry)> = Vec::new();
-    let mut consumer_made = false;
-    let mut consumer_seen = false;
     for id in ids {
         let found = claim_lookup(stream, id, options.just_id);
         let Some(group) = stream.group_mut(argv[2]) else {
             break;
         };
         let Some(reply) = found else {
-            // Gone from the stream: gone from the group too, and the log
-            // says so with the entry as it was.
-            if let Some(gone) = group.remove_pending(id) {
-                if logging {
-                    changes.push((id, gone));
-                }
-            }
+            claims.drop_gone(group, id);
             continue;
         };
         let forced = options.force && !group.pending.contains_key(&id);
@@ -709,21 +767,18 @@ pub fn xclaim(ctx: &mut Ctx<'_>, argv: &[&[u8]]) -> Reply {
                 continue;
             }
         }
-        if !consumer_seen {
-            consumer_made = group.touch_consumer(consumer, now);
-            consumer_seen = true;
-        }
         if forced {
+            // Made as delivered now, then claimed as any other.
             group.pending.insert(
                 id,
                 PendingEntry {
-                    owner: consumer.to_vec(),
+                    owner: argv[3].to_vec(),
                     delivery_time: now,
                     delivery_count: 1,
                 },
             );
         }
-        group.claim(id, consumer, |pending| {
+        claims.claim(group, id, |pending| {
             pending.delivery_time = delivery_time;
             match options.retry_count {
                 Some(count) if count >= 0 => pending.delivery_count = count as u64,
@@ -731,9 +786,6 @@ pub fn xclaim(ctx: &mut Ctx<'_>, argv: &[&[u8]]) -> Reply {
                 _ => {}
             }
         });
-        if let Some(pending) = group.pending.get(&id).filter(|_| logging) {
-            changes.push((id, pending.clone()));
-        }
         claimed.push(reply);
     }
     let position = stream
@@ -741,13 +793,11 @@ pub fn xclaim(ctx: &mut Ctx<'_>, argv: &[&[u8]]) -> Reply {
         .map_or((StreamId::MIN, 0), |g| (g.last_id, g.entries_read));
     drop(entry);
     drop(shard);
-    if consumer_made {
-        ctx.notify(class::STREAM, "xgroup-createconsumer", argv[1]);
-    }
-    for (id, pending) in &changes {
-        propagate_claim(ctx, argv[1], argv[2], position.0, *id, pending);
-    }
-    if group_moved && changes.is_empty() {
+    // The XCLAIMs carry the group's last ID; without any, a LASTID that
+    // moved it goes as XGROUP SETID.
+    let carried = claims.logged_any();
+    claims.finish(ctx, argv[1], argv[2], position.0);
+    if group_moved && !carried {
         propagate_group_id(ctx, argv[1], argv[2], position);
     }
     Reply::Array(claimed)
@@ -762,7 +812,6 @@ const AUTOCLAIM_ATTEMPTS_FACTOR: usize = 10;
 /// XAUTOCLAIM key group consumer min-idle-time start [COUNT count]
 /// [JUSTID]: `[next cursor, claimed, deleted IDs]`.
 pub fn xautoclaim(ctx: &mut Ctx<'_>, argv: &[&[u8]]) -> Reply {
-    let logging = ctx.shared.store.feed().active();
     let min_idle = match crate::number::parse_i64(argv[4]) {
         Some(n) => n.max(0),
         None => return Reply::error("ERR Invalid min-idle-time argument for XAUTOCLAIM"),
@@ -817,13 +866,10 @@ pub fn xautoclaim(ctx: &mut Ctx<'_>, argv: &[&[u8]]) -> Reply {
         );
     }
     drop(deleted_ids);
-    let consumer = argv[3];
+    let mut claims = Claims::new(ctx, argv[3]);
     let mut attempts = count.saturating_mul(AUTOCLAIM_ATTEMPTS_FACTOR);
     let mut claimed = Vec::new();
     let mut deleted = Vec::new();
-    let mut changes: Vec<(StreamId, PendingEntry)> = Vec::new();
-    let mut consumer_made = false;
-    let mut consumer_seen = false;
     // The pending entries from `start` on, one at a time: each step looks
     // the next one up again, as the group changes under the walk.
     let next_after = |group: &ConsumerGroup, from: StreamId| {
@@ -840,9 +886,7 @@ pub fn xautoclaim(ctx: &mut Ctx<'_>, argv: &[&[u8]]) -> Reply {
             break;
         };
         if found.is_none() {
-            if let Some(gone) = group.remove_pending(id).filter(|_| logging) {
-                changes.push((id, gone));
-            }
+            claims.drop_gone(group, id);
             deleted.push(Reply::Bulk(id.to_bytes()));
             count -= 1;
         } else if min_idle == 0
@@ -851,19 +895,12 @@ pub fn xautoclaim(ctx: &mut Ctx<'_>, argv: &[&[u8]]) -> Reply {
                 .get(&id)
                 .is_some_and(|p| now as i64 - p.delivery_time as i64 >= min_idle)
         {
-            if !consumer_seen {
-                consumer_made = group.touch_consumer(consumer, now);
-                consumer_seen = true;
-            }
-            group.claim(id, consumer, |pending| {
+            claims.claim(group, id, |pending| {
                 pending.delivery_time = now;
                 if !just_id {
                     pending.delivery_count += 1;
                 }
             });
-            if let Some(pending) = group.pending.get(&id).filter(|_| logging) {
-                changes.push((id, pending.clone()));
-            }
             claimed.extend(found);
             count -= 1;
         }
@@ -877,12 +914,7 @@ pub fn xautoclaim(ctx: &mut Ctx<'_>, argv: &[&[u8]]) -> Reply {
     let last_id = stream.group(argv[2]).map_or(StreamId::MIN, |g| g.last_id);
     drop(entry);
     drop(shard);
-    if consumer_made {
-        ctx.notify(class::STREAM, "xgroup-createconsumer", argv[1]);
-    }
-    for (id, pending) in &changes {
-        propagate_claim(ctx, argv[1], argv[2], last_id, *id, pending);
-    }
+    claims.finish(ctx, argv[1], argv[2], last_id);
     Reply::Array(vec![
         Reply::Bulk(resume.to_bytes()),
         Reply::Array(claimed),

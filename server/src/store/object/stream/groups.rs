@@ -255,3 +255,83 @@ impl super::Stream {
         true
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Every pending entry is in its owner's set and every ID in a
+    /// consumer's set is pending with that owner: the two views agree.
+    fn assert_consistent(group: &ConsumerGroup) {
+        for (id, entry) in &group.pending {
+            let owner = group.consumers.get(&entry.owner);
+            assert!(
+                owner.is_some_and(|c| c.pending.contains(id)),
+                "{id:?} pending for {:?}, who does not hold it",
+                entry.owner
+            );
+        }
+        for (name, consumer) in &group.consumers {
+            for id in &consumer.pending {
+                assert_eq!(
+                    group.pending.get(id).map(|e| &e.owner),
+                    Some(name),
+                    "{id:?} held by {name:?}"
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn deliveries_claims_acks_and_deletions_keep_both_views_in_step() {
+        let mut group = ConsumerGroup::new(StreamId::MIN, ENTRIES_READ_UNKNOWN);
+        let names: [&[u8]; 3] = [b"ann", b"bo", b"cy"];
+        let mut state = 0x9E37_79B9_7F4A_7C15u64;
+        let mut next = |n: u64| {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            state % n
+        };
+        for step in 0..5000u64 {
+            let id = StreamId::new(next(40), 0);
+            let name = names[next(3) as usize];
+            match next(5) {
+                0 | 1 => {
+                    group.touch_consumer(name, step);
+                    group.deliver(id, name, step);
+                }
+                2 => {
+                    group.touch_consumer(name, step);
+                    group.claim(id, name, |p| p.delivery_count += 1);
+                }
+                3 => {
+                    group.remove_pending(id);
+                }
+                _ => {
+                    if let Some(had) = group.delete_consumer(name) {
+                        assert!(had <= 40);
+                    }
+                }
+            }
+            assert_consistent(&group);
+        }
+        assert!(!group.pending.is_empty(), "the walk left something pending");
+    }
+
+    #[test]
+    fn a_delivery_of_an_entry_another_consumer_has_moves_it_and_starts_its_count_again() {
+        let mut group = ConsumerGroup::new(StreamId::MIN, 0);
+        let id = StreamId::new(1, 0);
+        group.touch_consumer(b"a", 1);
+        group.touch_consumer(b"b", 1);
+        group.deliver(id, b"a", 5);
+        group.claim(id, b"a", |p| p.delivery_count = 7);
+        group.deliver(id, b"b", 9);
+        let entry = &group.pending[&id];
+        assert_eq!(entry.owner, b"b".to_vec());
+        assert_eq!((entry.delivery_time, entry.delivery_count), (9, 1));
+        assert!(group.consumers[&b"a".to_vec()].pending.is_empty());
+        assert_consistent(&group);
+    }
+}

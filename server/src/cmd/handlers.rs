@@ -10,8 +10,8 @@ use super::{
     acl, bitfield, bitmap, blocking, client, cluster, command, config, connection as conn, debug,
     failover, functions, geo, geo_search, hash, hash_expiry, hyperloglog, increx, info, keys,
     latency, lcs, list, lolwut, memory, migrate, module, mpop, multi, object, persistence, pubsub,
-    replication, scripting, server, set, sort, stream, stream_group, stream_info, stream_read,
-    string, string_conditions, throttle, zset, zset_algebra, zset_range, Ctx,
+    replication, scripting, server, set, sort, stream, stream_group, stream_info, stream_pending,
+    stream_read, string, string_conditions, throttle, zset, zset_algebra, zset_range, Ctx,
 };
 use crate::catalog::registry;
 use crate::resp::Reply;
@@ -218,9 +218,9 @@ static BINDINGS: &[(&str, Handler)] = &[
     ("xread", stream_read::xread),
     ("xreadgroup", stream_read::xreadgroup),
     ("xack", stream_group::xack),
-    ("xpending", stream_group::xpending),
-    ("xclaim", stream_group::xclaim),
-    ("xautoclaim", stream_group::xautoclaim),
+    ("xpending", stream_pending::xpending),
+    ("xclaim", stream_pending::xclaim),
+    ("xautoclaim", stream_pending::xautoclaim),
     ("xgroup", container_without_subcommand),
     ("xinfo", container_without_subcommand),
     ("eval", scripting::eval),

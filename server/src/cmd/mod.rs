@@ -61,6 +61,7 @@ pub mod sort;
 mod stream;
 mod stream_group;
 mod stream_info;
+mod stream_pending;
 mod stream_read;
 pub mod string;
 pub mod string_conditions;

@@ -21,7 +21,7 @@ use super::Ctx;
 use crate::event_classes::class;
 use crate::resp::Reply;
 use crate::store::object::{ConsumerGroup, PendingEntry, Stream, StreamId, ENTRIES_READ_UNKNOWN};
-use crate::store::{EntryMut, KeyRef, Kind, ShardData, ValueRef};
+use crate::store::{KeyRef, Kind, ShardData};
 
 /// A message naming a key or group: Redis formats them with `%s`, which
 /// ends at a NUL byte.
@@ -49,34 +49,46 @@ pub(super) fn no_group_for_key(key: &[u8], group: &[u8]) -> Reply {
     ])
 }
 
-/// The stream at `key`, open for its groups to change: `None` when the
-/// key is missing, WRONGTYPE for another type. `counted` for the commands
-/// that look it up as a read (lookupKeyRead), which count in INFO's
-/// keyspace hits and misses.
-pub(super) fn stream_entry<'s>(
-    shard: &'s mut ShardData,
+/// Runs `change` on the stream at `key`, open for its groups to change:
+/// `Ok(None)` when the key is missing, WRONGTYPE for another type. A
+/// group's change is not the key's: WATCH and tracking are not told.
+/// `counted` for the commands that look the key up as a read
+/// (lookupKeyRead), which count in INFO's keyspace hits and misses.
+pub(super) fn on_stream<R>(
+    shard: &mut ShardData,
     key: KeyRef<'_>,
     now: u64,
     counted: bool,
-) -> Result<Option<EntryMut<'s>>, Reply> {
+    change: impl FnOnce(&mut Stream) -> R,
+) -> Result<Option<R>, Reply> {
     if counted {
         // Counted (and a miss's event raised) as a read lookup.
         let _ = shard.lookup_read(key, now);
     }
-    let Some(entry) = shard.get_mut(key, now) else {
+    let Some(mut entry) = shard.get_mut(key, now) else {
         return Ok(None);
     };
-    let is_stream = matches!(entry.value(), ValueRef::Obj(object) if Stream::of(object).is_some());
-    if !is_stream {
-        return Err(Reply::error(error::WRONGTYPE));
+    match entry.object_mut_quietly().and_then(Stream::of_mut) {
+        Some(stream) => Ok(Some(change(stream))),
+        None => Err(Reply::error(error::WRONGTYPE)),
     }
-    Ok(Some(entry))
 }
 
-/// The stream of an entry [`stream_entry`] opened. A group's change is
-/// not the key's: WATCH and tracking are not told.
-pub(super) fn stream_of<'e>(entry: &'e mut EntryMut<'_>) -> Option<&'e mut Stream> {
-    entry.object_mut_quietly().and_then(Stream::of_mut)
+/// [`on_stream`] for a command that answers `missing` when there is no
+/// key.
+pub(super) fn on_existing_stream(
+    shard: &mut ShardData,
+    key: KeyRef<'_>,
+    now: u64,
+    counted: bool,
+    missing: impl FnOnce() -> Reply,
+    change: impl FnOnce(&mut Stream) -> Reply,
+) -> Reply {
+    match on_stream(shard, key, now, counted, change) {
+        Ok(Some(reply)) => reply,
+        Ok(None) => missing(),
+        Err(reply) => reply,
+    }
 }
 
 /// The change feed's XCLAIM that sets pending entry `id` of `group` as it
@@ -204,6 +216,10 @@ fn subcommand_syntax(argv: &[&[u8]]) -> Reply {
 
 const KEY_MUST_EXIST: &str = "ERR The XGROUP subcommand requires the key to exist. Note that for CREATE you may want to use the MKSTREAM option to create an empty stream automatically.";
 
+fn key_must_exist() -> Reply {
+    Reply::error(KEY_MUST_EXIST)
+}
+
 /// Runs `change` on the stream at argv[2] and its group argv[3], both
 /// required to exist, as XGROUP SETID, CREATECONSUMER and DELCONSUMER do.
 fn with_group(
@@ -214,18 +230,17 @@ fn with_group(
     let key = ctx.key(argv[2]);
     let now = ctx.now_ms;
     let mut shard = ctx.lock(key);
-    let mut entry = match stream_entry(&mut shard, key, now, false) {
-        Ok(Some(entry)) => entry,
-        Ok(None) => return Reply::error(KEY_MUST_EXIST),
-        Err(reply) => return reply,
-    };
-    let Some(stream) = stream_of(&mut entry) else {
-        return Reply::error(error::WRONGTYPE);
-    };
-    match stream.group_mut(argv[3]) {
-        Some(group) => change(group, now),
-        None => no_group_for_key(argv[2], argv[3]),
-    }
+    on_existing_stream(
+        &mut shard,
+        key,
+        now,
+        false,
+        key_must_exist,
+        |stream| match stream.group_mut(argv[3]) {
+            Some(group) => change(group, now),
+            None => no_group_for_key(argv[2], argv[3]),
+        },
+    )
 }
 
 /// XGROUP CREATE key group id|$ [MKSTREAM] [ENTRIESREAD entries-read]
@@ -237,7 +252,7 @@ pub fn xgroup_create(ctx: &mut Ctx<'_>, argv: &[&[u8]]) -> Reply {
     let key = ctx.key(argv[2]);
     let now = ctx.now_ms;
     let mut shard = ctx.lock(key);
-    let exists = match stream_entry(&mut shard, key, now, false) {
+    let exists = match on_stream(&mut shard, key, now, false, |_| ()) {
         Ok(found) => found.is_some(),
         Err(reply) => return reply,
     };
@@ -283,35 +298,31 @@ pub fn xgroup_setid(ctx: &mut Ctx<'_>, argv: &[&[u8]]) -> Reply {
     let key = ctx.key(argv[2]);
     let now = ctx.now_ms;
     let mut shard = ctx.lock(key);
-    let mut entry = match stream_entry(&mut shard, key, now, false) {
-        Ok(Some(entry)) => entry,
-        Ok(None) => return Reply::error(KEY_MUST_EXIST),
-        Err(reply) => return reply,
-    };
-    let Some(stream) = stream_of(&mut entry) else {
-        return Reply::error(error::WRONGTYPE);
-    };
-    let last_id = stream.last_id();
-    let Some(group) = stream.group_mut(argv[3]) else {
-        return no_group_for_key(argv[2], argv[3]);
-    };
-    if argv.len() != 5 && argv.len() != 7 {
-        return subcommand_syntax(argv);
-    }
-    // SETID takes `-` and `+` (streamParseIDOrReply), CREATE does not.
-    let id = if argv[4] == b"$" {
-        last_id
-    } else {
-        match parse_id(argv[4], false, 0, false) {
-            Ok((id, _)) => id,
-            Err(reply) => return reply,
+    let reply = on_existing_stream(&mut shard, key, now, false, key_must_exist, |stream| {
+        let last_id = stream.last_id();
+        let Some(group) = stream.group_mut(argv[3]) else {
+            return no_group_for_key(argv[2], argv[3]);
+        };
+        if argv.len() != 5 && argv.len() != 7 {
+            return subcommand_syntax(argv);
         }
-    };
-    group.last_id = id;
-    group.entries_read = call.entries_read;
-    drop(entry);
-    ctx.notify(class::STREAM, "xgroup-setid", argv[2]);
-    Reply::Ok
+        // SETID takes `-` and `+` (streamParseIDOrReply), CREATE does not.
+        let id = if argv[4] == b"$" {
+            last_id
+        } else {
+            match parse_id(argv[4], false, 0, false) {
+                Ok((id, _)) => id,
+                Err(reply) => return reply,
+            }
+        };
+        group.last_id = id;
+        group.entries_read = call.entries_read;
+        Reply::Ok
+    });
+    if matches!(reply, Reply::Ok) {
+        ctx.notify(class::STREAM, "xgroup-setid", argv[2]);
+    }
+    reply
 }
 
 /// XGROUP DESTROY key group: 1 if the group was there. Clients blocked
@@ -320,20 +331,13 @@ pub fn xgroup_destroy(ctx: &mut Ctx<'_>, argv: &[&[u8]]) -> Reply {
     let key = ctx.key(argv[2]);
     let now = ctx.now_ms;
     let mut shard = ctx.lock(key);
-    let mut entry = match stream_entry(&mut shard, key, now, false) {
-        Ok(Some(entry)) => entry,
-        Ok(None) => return Reply::error(KEY_MUST_EXIST),
-        Err(reply) => return reply,
-    };
-    let Some(stream) = stream_of(&mut entry) else {
-        return Reply::error(error::WRONGTYPE);
-    };
-    if !stream.destroy_group(argv[3]) {
-        return Reply::Int(0);
+    let reply = on_existing_stream(&mut shard, key, now, false, key_must_exist, |stream| {
+        Reply::Int(i64::from(stream.destroy_group(argv[3])))
+    });
+    if matches!(reply, Reply::Int(1)) {
+        ctx.notify(class::STREAM, "xgroup-destroy", argv[2]);
     }
-    drop(entry);
-    ctx.notify(class::STREAM, "xgroup-destroy", argv[2]);
-    Reply::Int(1)
+    reply
 }
 
 /// XGROUP CREATECONSUMER key group consumer: 1 if it was made.
@@ -393,27 +397,28 @@ pub fn xack(ctx: &mut Ctx<'_>, argv: &[&[u8]]) -> Reply {
     let key = ctx.key(argv[1]);
     let now = ctx.now_ms;
     let mut shard = ctx.lock(key);
-    let mut entry = match stream_entry(&mut shard, key, now, true) {
-        Ok(Some(entry)) => entry,
-        Ok(None) => return Reply::Int(0),
-        Err(reply) => return reply,
-    };
-    let Some(stream) = stream_of(&mut entry) else {
-        return Reply::error(error::WRONGTYPE);
-    };
-    let Some(group) = stream.group_mut(argv[2]) else {
-        return Reply::Int(0);
-    };
-    let mut ids = Vec::with_capacity(argv.len() - 3);
-    for arg in &argv[3..] {
-        match parse_id(arg, true, 0, false) {
-            Ok((id, _)) => ids.push(id),
-            Err(reply) => return reply,
-        }
-    }
-    let acknowledged = ids
-        .into_iter()
-        .filter(|id| group.remove_pending(*id).is_some())
-        .count();
-    Reply::Int(acknowledged as i64)
+    on_existing_stream(
+        &mut shard,
+        key,
+        now,
+        true,
+        || Reply::Int(0),
+        |stream| {
+            let Some(group) = stream.group_mut(argv[2]) else {
+                return Reply::Int(0);
+            };
+            let mut ids = Vec::with_capacity(argv.len() - 3);
+            for arg in &argv[3..] {
+                match parse_id(arg, true, 0, false) {
+                    Ok((id, _)) => ids.push(id),
+                    Err(reply) => return reply,
+                }
+            }
+            let acknowledged = ids
+                .into_iter()
+                .filter(|id| group.remove_pending(*id).is_some())
+                .count();
+            Reply::Int(acknowledged as i64)
+        },
+    )
 }

@@ -7,9 +7,7 @@
 use super::args::{int_arg, is};
 use super::error;
 use super::stream::{interval_id, parse_id, view_reply};
-use super::stream_group::{
-    named_error, propagate_claim, propagate_group_id, stream_entry, stream_of,
-};
+use super::stream_group::{named_error, on_stream, propagate_claim, propagate_group_id};
 use super::Ctx;
 use crate::event_classes::class;
 use crate::resp::Reply;
@@ -308,91 +306,91 @@ pub fn xclaim(ctx: &mut Ctx<'_>, argv: &[&[u8]]) -> Reply {
     let key = ctx.key(argv[1]);
     let now = ctx.now_ms;
     let mut shard = ctx.lock(key);
-    let mut entry = match stream_entry(&mut shard, key, now, true) {
-        Ok(Some(entry)) => entry,
-        Ok(None) => return no_key_or_group(argv[1], argv[2]),
-        Err(reply) => return reply,
-    };
-    let Some(stream) = stream_of(&mut entry) else {
-        return Reply::error(error::WRONGTYPE);
-    };
-    if stream.group(argv[2]).is_none() {
-        return no_key_or_group(argv[1], argv[2]);
-    }
-    let min_idle = match crate::number::parse_i64(argv[4]) {
-        Some(n) => n.max(0),
-        None => return Reply::error("ERR Invalid min-idle-time argument for XCLAIM"),
-    };
-    // The IDs run up to the first argument that is not one; the rest are
-    // options.
-    let ids: Vec<StreamId> = argv[5..]
-        .iter()
-        .map_while(|arg| parse_id(arg, true, 0, false).ok().map(|(id, _)| id))
-        .collect();
-    let options = match claim_options(&argv[5 + ids.len()..], now as i64) {
-        Ok(options) => options,
-        Err(reply) => return reply,
-    };
-    let Some(group) = stream.group_mut(argv[2]) else {
-        return no_key_or_group(argv[1], argv[2]);
-    };
-    let mut group_moved = false;
-    if options.last_id > group.last_id {
-        group.last_id = options.last_id;
-        group_moved = true;
-    }
-    // A time in the future or before the epoch is taken as now: a
-    // client's clock may run ahead of the server's.
-    let delivery_time = match options.delivery_time {
-        Some(t) if t >= 0 && t <= now as i64 => t as u64,
-        _ => now,
-    };
     let mut claims = Claims::new(ctx, argv[3]);
-    let mut claimed = Vec::new();
-    for id in ids {
-        let found = claim_lookup(stream, id, options.just_id);
+    let claimed = on_stream(&mut shard, key, now, true, |stream| {
+        if stream.group(argv[2]).is_none() {
+            return Err(no_key_or_group(argv[1], argv[2]));
+        }
+        let min_idle = match crate::number::parse_i64(argv[4]) {
+            Some(n) => n.max(0),
+            None => {
+                return Err(Reply::error(
+                    "ERR Invalid min-idle-time argument for XCLAIM",
+                ))
+            }
+        };
+        // The IDs run up to the first argument that is not one; the rest are
+        // options.
+        let ids: Vec<StreamId> = argv[5..]
+            .iter()
+            .map_while(|arg| parse_id(arg, true, 0, false).ok().map(|(id, _)| id))
+            .collect();
+        let options = claim_options(&argv[5 + ids.len()..], now as i64)?;
         let Some(group) = stream.group_mut(argv[2]) else {
-            break;
+            return Err(no_key_or_group(argv[1], argv[2]));
         };
-        let Some(reply) = found else {
-            claims.drop_gone(group, id);
-            continue;
+        let mut group_moved = false;
+        if options.last_id > group.last_id {
+            group.last_id = options.last_id;
+            group_moved = true;
+        }
+        // A time in the future or before the epoch is taken as now: a
+        // client's clock may run ahead of the server's.
+        let delivery_time = match options.delivery_time {
+            Some(t) if t >= 0 && t <= now as i64 => t as u64,
+            _ => now,
         };
-        let forced = options.force && !group.pending.contains_key(&id);
-        if !forced {
-            let Some(pending) = group.pending.get(&id) else {
+        let mut claimed = Vec::new();
+        for id in ids {
+            let found = claim_lookup(stream, id, options.just_id);
+            let Some(group) = stream.group_mut(argv[2]) else {
+                break;
+            };
+            let Some(reply) = found else {
+                claims.drop_gone(group, id);
                 continue;
             };
-            if min_idle > 0 && (now as i64 - pending.delivery_time as i64) < min_idle {
-                continue;
+            let forced = options.force && !group.pending.contains_key(&id);
+            if !forced {
+                let Some(pending) = group.pending.get(&id) else {
+                    continue;
+                };
+                if min_idle > 0 && (now as i64 - pending.delivery_time as i64) < min_idle {
+                    continue;
+                }
             }
-        }
-        if forced {
-            // Made as delivered now, then claimed as any other.
-            group.pending.insert(
-                id,
-                PendingEntry {
-                    owner: argv[3].to_vec(),
-                    delivery_time: now,
-                    delivery_count: 1,
-                },
-            );
-        }
-        claims.claim(group, id, |pending| {
-            pending.delivery_time = delivery_time;
-            match options.retry_count {
-                Some(count) if count >= 0 => pending.delivery_count = count as u64,
-                _ if !options.just_id => pending.delivery_count += 1,
-                _ => {}
+            if forced {
+                // Made as delivered now, then claimed as any other.
+                group.pending.insert(
+                    id,
+                    PendingEntry {
+                        owner: argv[3].to_vec(),
+                        delivery_time: now,
+                        delivery_count: 1,
+                    },
+                );
             }
-        });
-        claimed.push(reply);
-    }
-    let position = stream
-        .group(argv[2])
-        .map_or((StreamId::MIN, 0), |g| (g.last_id, g.entries_read));
-    drop(entry);
+            claims.claim(group, id, |pending| {
+                pending.delivery_time = delivery_time;
+                match options.retry_count {
+                    Some(count) if count >= 0 => pending.delivery_count = count as u64,
+                    _ if !options.just_id => pending.delivery_count += 1,
+                    _ => {}
+                }
+            });
+            claimed.push(reply);
+        }
+        let position = stream
+            .group(argv[2])
+            .map_or((StreamId::MIN, 0), |g| (g.last_id, g.entries_read));
+        Ok((claimed, group_moved, position))
+    });
     drop(shard);
+    let (claimed, group_moved, position) = match claimed {
+        Ok(Some(Ok(done))) => done,
+        Ok(None) => return no_key_or_group(argv[1], argv[2]),
+        Ok(Some(Err(reply))) | Err(reply) => return reply,
+    };
     // The XCLAIMs carry the group's last ID; without any, a LASTID that
     // moved it goes as XGROUP SETID.
     let carried = claims.logged_any();
@@ -446,74 +444,73 @@ pub fn xautoclaim(ctx: &mut Ctx<'_>, argv: &[&[u8]]) -> Reply {
     let key = ctx.key(argv[1]);
     let now = ctx.now_ms;
     let mut shard = ctx.lock(key);
-    let mut entry = match stream_entry(&mut shard, key, now, true) {
-        Ok(Some(entry)) => entry,
-        Ok(None) => return no_key_or_group(argv[1], argv[2]),
-        Err(reply) => return reply,
-    };
-    let Some(stream) = stream_of(&mut entry) else {
-        return Reply::error(error::WRONGTYPE);
-    };
-    if stream.group(argv[2]).is_none() {
-        return no_key_or_group(argv[1], argv[2]);
-    }
-    // Redis sets aside room for COUNT deleted IDs before it looks, and
-    // refuses a COUNT it cannot make room for; so does this.
-    let mut deleted_ids: Vec<StreamId> = Vec::new();
-    if deleted_ids.try_reserve_exact(count).is_err() {
-        return Reply::error(
-            "ERR Insufficient memory, failed allocating transient memory, COUNT too high.",
-        );
-    }
-    drop(deleted_ids);
     let mut claims = Claims::new(ctx, argv[3]);
-    let mut attempts = count.saturating_mul(AUTOCLAIM_ATTEMPTS_FACTOR);
-    let mut claimed = Vec::new();
-    let mut deleted = Vec::new();
-    // The pending entries from `start` on, one at a time: each step looks
-    // the next one up again, as the group changes under the walk.
-    let next_after = |group: &ConsumerGroup, from: StreamId| {
-        group.pending.range(from..).next().map(|(id, _)| *id)
-    };
-    let mut next = stream.group(argv[2]).and_then(|g| next_after(g, start));
-    while attempts > 0 && count > 0 {
-        let Some(id) = next else {
-            break;
-        };
-        attempts -= 1;
-        let found = claim_lookup(stream, id, just_id);
-        let Some(group) = stream.group_mut(argv[2]) else {
-            break;
-        };
-        if found.is_none() {
-            claims.drop_gone(group, id);
-            deleted.push(Reply::Bulk(id.to_bytes()));
-            count -= 1;
-        } else if min_idle == 0
-            || group
-                .pending
-                .get(&id)
-                .is_some_and(|p| now as i64 - p.delivery_time as i64 >= min_idle)
-        {
-            claims.claim(group, id, |pending| {
-                pending.delivery_time = now;
-                if !just_id {
-                    pending.delivery_count += 1;
-                }
-            });
-            claimed.extend(found);
-            count -= 1;
+    let walked = on_stream(&mut shard, key, now, true, |stream| {
+        if stream.group(argv[2]).is_none() {
+            return Err(no_key_or_group(argv[1], argv[2]));
         }
-        next = id
-            .next()
-            .and_then(|after| stream.group(argv[2]).and_then(|g| next_after(g, after)));
-    }
-    // The cursor is the pending entry after the last one looked at, or
-    // 0-0 when the walk reached the end.
-    let resume = next.unwrap_or(StreamId::MIN);
-    let last_id = stream.group(argv[2]).map_or(StreamId::MIN, |g| g.last_id);
-    drop(entry);
+        // Redis sets aside room for COUNT deleted IDs before it looks, and
+        // refuses a COUNT it cannot make room for; so does this.
+        let mut deleted_ids: Vec<StreamId> = Vec::new();
+        if deleted_ids.try_reserve_exact(count).is_err() {
+            return Err(Reply::error(
+                "ERR Insufficient memory, failed allocating transient memory, COUNT too high.",
+            ));
+        }
+        drop(deleted_ids);
+        let mut attempts = count.saturating_mul(AUTOCLAIM_ATTEMPTS_FACTOR);
+        let mut claimed = Vec::new();
+        let mut deleted = Vec::new();
+        // The pending entries from `start` on, one at a time: each step looks
+        // the next one up again, as the group changes under the walk.
+        let next_after = |group: &ConsumerGroup, from: StreamId| {
+            group.pending.range(from..).next().map(|(id, _)| *id)
+        };
+        let mut next = stream.group(argv[2]).and_then(|g| next_after(g, start));
+        while attempts > 0 && count > 0 {
+            let Some(id) = next else {
+                break;
+            };
+            attempts -= 1;
+            let found = claim_lookup(stream, id, just_id);
+            let Some(group) = stream.group_mut(argv[2]) else {
+                break;
+            };
+            if found.is_none() {
+                claims.drop_gone(group, id);
+                deleted.push(Reply::Bulk(id.to_bytes()));
+                count -= 1;
+            } else if min_idle == 0
+                || group
+                    .pending
+                    .get(&id)
+                    .is_some_and(|p| now as i64 - p.delivery_time as i64 >= min_idle)
+            {
+                claims.claim(group, id, |pending| {
+                    pending.delivery_time = now;
+                    if !just_id {
+                        pending.delivery_count += 1;
+                    }
+                });
+                claimed.extend(found);
+                count -= 1;
+            }
+            next = id
+                .next()
+                .and_then(|after| stream.group(argv[2]).and_then(|g| next_after(g, after)));
+        }
+        // The cursor is the pending entry after the last one looked at, or
+        // 0-0 when the walk reached the end.
+        let resume = next.unwrap_or(StreamId::MIN);
+        let last_id = stream.group(argv[2]).map_or(StreamId::MIN, |g| g.last_id);
+        Ok((resume, claimed, deleted, last_id))
+    });
     drop(shard);
+    let (resume, claimed, deleted, last_id) = match walked {
+        Ok(Some(Ok(done))) => done,
+        Ok(None) => return no_key_or_group(argv[1], argv[2]),
+        Ok(Some(Err(reply))) | Err(reply) => return reply,
+    };
     claims.finish(ctx, argv[1], argv[2], last_id);
     Reply::Array(vec![
         Reply::Bulk(resume.to_bytes()),

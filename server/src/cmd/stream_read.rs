@@ -18,8 +18,7 @@ use super::blocking::{or_block, Filled};
 use super::error;
 use super::stream::{entry_reply, parse_id, range_reply, view_reply};
 use super::stream_group::{
-    named_error, propagate_claim, propagate_consumer_creation, propagate_group_id, stream_entry,
-    stream_of,
+    named_error, on_stream, propagate_claim, propagate_consumer_creation, propagate_group_id,
 };
 use super::Ctx;
 use crate::event_classes::class;
@@ -389,44 +388,42 @@ fn read_group(
     let mut changes = Vec::new();
     for ((key, name), id) in refs.iter().zip(keys).zip(ids) {
         let shard = locked.shard(*key);
-        let Ok(Some(mut entry)) = stream_entry(shard, *key, now, true) else {
-            continue;
-        };
-        let Some(stream) = stream_of(&mut entry) else {
-            continue;
-        };
-        // `>` (the largest ID, as Redis marks it) reads new entries, and
-        // only when there are some past the group's last one.
-        let history = id.filter(|id| *id != StreamId::MAX);
-        let Some(last) = stream.group(group.name).map(|g| g.last_id) else {
-            continue;
-        };
-        let after = match history {
-            Some(id) => id,
-            None if !stream.is_empty() && stream.edge_id(false, true) > last => last,
-            None => continue,
-        };
-        let Some(consumers) = stream.group_mut(group.name) else {
-            continue;
-        };
-        if consumers.touch_consumer(group.consumer, now) {
-            events.push(name.to_vec());
-            if group.noack {
-                changes.push(Change::Consumer(name.to_vec()));
+        // What the key has for the consumer: `None` when nothing.
+        let served = on_stream(shard, *key, now, true, |stream| {
+            // `>` (the largest ID, as Redis marks it) reads new entries,
+            // and only when there are some past the group's last one.
+            let history = id.filter(|id| *id != StreamId::MAX);
+            let last = stream.group(group.name)?.last_id;
+            let after = match history {
+                Some(id) => id,
+                None if !stream.is_empty() && stream.edge_id(false, true) > last => last,
+                None => return None,
+            };
+            if stream
+                .group_mut(group.name)?
+                .touch_consumer(group.consumer, now)
+            {
+                events.push(name.to_vec());
+                if group.noack {
+                    changes.push(Change::Consumer(name.to_vec()));
+                }
             }
-        }
-        let start = after.next().unwrap_or(StreamId::MAX);
-        let entries = match history {
-            Some(_) => history_reply(stream, group, start, count, now),
-            None => deliver(
-                stream,
-                group,
-                name,
-                start,
-                count,
-                now,
-                logging.then_some(&mut changes),
-            ),
+            let start = after.next().unwrap_or(StreamId::MAX);
+            Some(match history {
+                Some(_) => history_reply(stream, group, start, count, now),
+                None => deliver(
+                    stream,
+                    group,
+                    name,
+                    start,
+                    count,
+                    now,
+                    logging.then_some(&mut changes),
+                ),
+            })
+        });
+        let Ok(Some(Some(entries))) = served else {
+            continue;
         };
         found.push((name.to_vec(), entries));
     }
